@@ -1,0 +1,66 @@
+# ackfold's vocabulary. `make run` and `make test` install whatever is missing first.
+SHELL := /bin/bash
+PYTHON ?= python3.11
+VENV := .venv
+BIN := $(VENV)/bin
+UV_VERSION := 0.13.8
+INSTALLED := $(VENV)/.installed
+
+.PHONY: run test lint format setup install jars system-deps test-unit test-spark \
+        test-airflow test-e2e lock clean
+
+## run: install what is missing, then start the embedded stack (Ctrl-C stops it)
+run: setup
+	$(BIN)/ackfold up
+
+## test: install what is missing, lint, then run every test tier
+test: setup lint
+	$(BIN)/pytest
+
+## setup: Python packages in .venv, JVM jars in var/jars (both idempotent)
+setup: install jars
+
+install: $(INSTALLED)
+
+$(INSTALLED): requirements.txt requirements-dev.txt pyproject.toml
+	@scripts/system-deps.sh
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@$(BIN)/python -m pip install -q "uv==$(UV_VERSION)"
+	$(BIN)/uv pip install -q --python $(BIN)/python -r requirements.txt -r requirements-dev.txt
+	$(BIN)/uv pip install -q --python $(BIN)/python --no-deps -e .
+	@touch $@
+
+# Idempotent and quick once the cache verifies: it checks every jar's checksum.
+jars: install
+	@$(BIN)/ackfold setup
+
+## lint: ruff (lint and format check) over the repo, mypy --strict on the library
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+
+format: install
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+## test-unit: the fast tier (plain Python, no JVM, no Airflow): seconds
+test-unit: install
+	$(BIN)/pytest -m "not spark and not airflow and not e2e"
+
+test-spark: setup
+	$(BIN)/pytest -m spark
+
+test-airflow: setup
+	$(BIN)/pytest -m airflow
+
+test-e2e: setup
+	$(BIN)/pytest -m e2e
+
+## lock: re-resolve requirements*.in into the pinned requirements*.txt
+lock: install
+	$(BIN)/uv pip compile -q --python-version 3.11 --no-header requirements.in -o requirements.txt
+	$(BIN)/uv pip compile -q --python-version 3.11 --no-header requirements-dev.in -o requirements-dev.txt
+
+clean:
+	rm -rf var/warehouse var/airflow

@@ -1,0 +1,249 @@
+"""One configuration object for every ackfold entry point.
+
+Settings come, highest priority first, from keyword arguments, environment variables
+(`ACKFOLD_*`, nested with `__`: `ACKFOLD_SPARK__MASTER=spark://host:7077`), a YAML file
+(`ACKFOLD_CONFIG`, or `ackfold.yaml` in the working directory), and the defaults below.
+
+Example:
+    >>> from ackfold.config import load_settings
+    >>> settings = load_settings(spark={"master": "local[2]"})
+    >>> settings.spark.master
+    'local[2]'
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from datetime import timedelta
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    YamlConfigSettingsSource,
+)
+
+ENV_PREFIX = "ACKFOLD_"
+DEFAULT_CONFIG_FILE = "ackfold.yaml"
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$")
+_UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, None: 1}
+
+
+class ConfigError(ValueError):
+    """A setting is invalid. The message names the setting and how to set it."""
+
+
+def _parse_duration(value: Any) -> Any:
+    # Users write "90s", "5m", "1h"; a bare number means seconds.
+    if isinstance(value, str):
+        match = _DURATION.match(value)
+        if match is None:
+            raise ValueError(
+                f"{value!r} is not a duration: use a number of seconds or 90s, 5m, 1h, 2d"
+            )
+        return timedelta(seconds=float(match.group(1)) * _UNITS[match.group(2)])
+    return value
+
+
+Duration = Annotated[timedelta, BeforeValidator(_parse_duration)]
+
+_MASTER = re.compile(r"^(local(\[(\*|\d+)(,\d+)?\])?|yarn|spark://[^\s]+|k8s://[^\s]+)$")
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class SparkSettings(_Section):
+    """Where and how Spark runs. One setting, `master`, switches local and cluster."""
+
+    master: str = "local[*]"
+    driver_memory: str = Field("2g", pattern=r"^\d+[kmgt]?$")
+    shuffle_partitions: int = Field(4, ge=1)
+    ui: bool = False
+    conf: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("master")
+    @classmethod
+    def _known_master(cls, value: str) -> str:
+        if not _MASTER.match(value):
+            raise ValueError(
+                f"{value!r} is not a Spark master: use local[*], local[N], spark://HOST:PORT, "
+                "yarn or k8s://URL"
+            )
+        return value
+
+
+class SqsSettings(_Section):
+    """The SQS endpoint. Credentials come from boto3's standard chain, never from here."""
+
+    endpoint_url: str | None = "http://127.0.0.1:9324"
+    region: str = "us-east-1"
+
+    @field_validator("endpoint_url")
+    @classmethod
+    def _url(cls, value: str | None) -> str | None:
+        if value is not None and not re.match(r"^https?://[^\s/]+", value):
+            raise ValueError(f"{value!r} is not an http(s) URL")
+        return value
+
+
+class KafkaSettings(_Section):
+    bootstrap_servers: str = "127.0.0.1:9092"
+
+    @field_validator("bootstrap_servers")
+    @classmethod
+    def _host_ports(cls, value: str) -> str:
+        for server in value.split(","):
+            if not re.match(r"^[\w.\-\[\]:]+:\d{1,5}$", server.strip()):
+                raise ValueError(f"{server!r} is not HOST:PORT (comma-separate several brokers)")
+        return value
+
+
+class AirflowSettings(_Section):
+    port: int = Field(8080, ge=1, le=65535)
+    admin_user: str = Field("admin", min_length=1)
+
+
+class AppPolicy(_Section):
+    """Per-app reliability policy: how long a root may take, and how often it is retried."""
+
+    timeout: Duration = timedelta(minutes=5)
+    idle_timeout: Duration | None = None
+    max_attempts: int = Field(3, ge=1, le=100)
+
+    @field_validator("timeout", "idle_timeout")
+    @classmethod
+    def _positive(cls, value: timedelta | None) -> timedelta | None:
+        if value is not None and value <= timedelta(0):
+            raise ValueError("must be positive")
+        return value
+
+
+class AppOverrides(_Section):
+    """An app's entry under `apps:`: any field left out falls back to `defaults:`."""
+
+    timeout: Duration | None = None
+    idle_timeout: Duration | None = None
+    max_attempts: int | None = Field(None, ge=1, le=100)
+    source: Literal["sqs", "kafka"] | None = None
+    source_queue: str | None = None
+    stages: tuple[str, ...] = ()
+
+
+class Settings(BaseSettings):
+    """Every ackfold setting. Build it with `load_settings()`, which explains bad values."""
+
+    model_config = SettingsConfigDict(
+        env_prefix=ENV_PREFIX,
+        env_nested_delimiter="__",
+        extra="forbid",
+        frozen=True,
+    )
+
+    var_dir: Path = Path("var")
+    warehouse: str | None = None
+    jars_dir: Path | None = None
+    airflow_home: Path | None = None
+    spark: SparkSettings = SparkSettings()
+    sqs: SqsSettings = SqsSettings()
+    kafka: KafkaSettings = KafkaSettings()
+    airflow: AirflowSettings = AirflowSettings()
+    defaults: AppPolicy = AppPolicy()
+    apps: dict[str, AppOverrides] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _absolute_paths(self) -> Settings:
+        # Airflow tasks and spark-submit run elsewhere: resolve relative paths once, here.
+        var = self.var_dir.expanduser().resolve()
+        object.__setattr__(self, "var_dir", var)
+        if self.warehouse is None:
+            object.__setattr__(self, "warehouse", str(var / "warehouse"))
+        elif "://" not in self.warehouse:
+            object.__setattr__(self, "warehouse", str(Path(self.warehouse).expanduser().resolve()))
+        object.__setattr__(self, "jars_dir", (self.jars_dir or var / "jars").expanduser().resolve())
+        home = self.airflow_home or var / "airflow"
+        object.__setattr__(self, "airflow_home", home.expanduser().resolve())
+        return self
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
+        path = config_file()
+        if path is not None:
+            sources.append(YamlConfigSettingsSource(settings_cls, yaml_file=path))
+        return tuple(sources)
+
+    def app(self, name: str) -> AppPolicy:
+        """The policy of app `name`: its overrides on top of `defaults`.
+
+        Unknown apps get the defaults: apps need not be declared to be tracked.
+        """
+        overrides = self.apps.get(name)
+        if overrides is None:
+            return self.defaults
+        merged = self.defaults.model_dump()
+        merged.update(overrides.model_dump(include=set(AppPolicy.model_fields), exclude_none=True))
+        return AppPolicy(**merged)
+
+    @property
+    def table_root(self) -> str:
+        assert self.warehouse is not None
+        return self.warehouse.rstrip("/")
+
+
+def config_file() -> Path | None:
+    """The YAML file in force: `ACKFOLD_CONFIG` if set (it must exist), else ./ackfold.yaml."""
+    named = os.environ.get(f"{ENV_PREFIX}CONFIG")
+    if named:
+        path = Path(named).expanduser()
+        if not path.is_file():
+            raise ConfigError(f"ACKFOLD_CONFIG names {path}, which is not a file")
+        return path
+    default = Path(DEFAULT_CONFIG_FILE)
+    return default if default.is_file() else None
+
+
+def _describe(loc: tuple[int | str, ...]) -> str:
+    dotted = ".".join(str(part) for part in loc)
+    env = ENV_PREFIX + "__".join(str(part) for part in loc).upper()
+    return f"setting {dotted} (environment {env})"
+
+
+def load_settings(**overrides: Any) -> Settings:
+    """Load and validate the settings, or raise `ConfigError` naming each bad setting."""
+    try:
+        return Settings(**overrides)
+    except ValidationError as exc:
+        lines = []
+        for error in exc.errors():
+            loc = tuple(part for part in error["loc"] if not str(part).startswith("function-"))
+            message = str(error["msg"]).removeprefix("Value error, ")
+            if error["type"] == "extra_forbidden":
+                message = "is not an ackfold setting (check the spelling)"
+            lines.append(f"{_describe(loc)}: {message}")
+        source = config_file()
+        where = f"\nCheck the environment and {source}." if source else "\nCheck the environment."
+        raise ConfigError(
+            "Invalid ackfold configuration:\n  " + "\n  ".join(lines) + where
+        ) from None

@@ -1,0 +1,167 @@
+"""The JVM artifacts ackfold needs, resolved once from Maven Central into a local cache.
+
+`ackfold setup` (run by `make run` and `make test`) resolves each bundle with Maven into
+`<jars_dir>/<bundle>/` and writes a manifest of checksums. After that, starting Spark or a
+local server reads only the cache: no network. A missing, stale or corrupt cache raises
+`JarsError`, which says the one command that fixes it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+FIX = "run `make setup` (or `ackfold setup`) to download them from Maven Central"
+
+
+class JarsError(RuntimeError):
+    """The jar cache is missing, stale or corrupt."""
+
+
+@dataclass(frozen=True)
+class Bundle:
+    """A set of pinned Maven coordinates resolved together, with their runtime dependencies.
+
+    `for_spark` bundles go on Spark's classpath: jars that Spark already ships are left
+    out, so Spark's own versions always win.
+    """
+
+    name: str
+    artifacts: tuple[str, ...]
+    for_spark: bool
+
+
+BUNDLES: dict[str, Bundle] = {
+    # delta-spark 4.4.1 is on PyPI but not on Maven Central; 4.4.0 is the newest jar.
+    "delta": Bundle("delta", ("io.delta:delta-spark_4.1_2.13:4.4.0",), for_spark=True),
+}
+
+MANIFEST = "manifest.json"
+
+
+def spark_jars_dir() -> Path:
+    """The jars that the installed pyspark ships."""
+    import pyspark
+
+    return Path(pyspark.__file__).parent / "jars"
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _artifact_id(jar_name: str) -> str:
+    # "jackson-core-2.13.5.jar" -> "jackson-core": strip the version and anything after it.
+    stem = jar_name.removesuffix(".jar")
+    parts = stem.split("-")
+    for index, part in enumerate(parts):
+        if index and part[:1].isdigit():
+            return "-".join(parts[:index])
+    return stem
+
+
+def _pom(bundle: Bundle) -> str:
+    deps = []
+    for coordinate in bundle.artifacts:
+        group, artifact, version = coordinate.split(":")
+        deps.append(
+            f"<dependency><groupId>{group}</groupId><artifactId>{artifact}</artifactId>"
+            f"<version>{version}</version></dependency>"
+        )
+    return (
+        '<project xmlns="http://maven.apache.org/POM/4.0.0"><modelVersion>4.0.0</modelVersion>'
+        f"<groupId>dev.ackfold.jars</groupId><artifactId>{bundle.name}</artifactId>"
+        "<version>1</version><packaging>pom</packaging>"
+        f"<dependencies>{''.join(deps)}</dependencies></project>"
+    )
+
+
+def resolve(bundle: Bundle, jars_dir: Path, log: Callable[[str], None] = print) -> list[Path]:
+    """Download `bundle` with Maven (strict checksums) into `jars_dir/<name>` and record it.
+
+    Idempotent: a bundle whose cache verifies is left alone.
+    """
+    dest = jars_dir / bundle.name
+    try:
+        return bundle_jars(bundle.name, jars_dir)
+    except JarsError:
+        pass
+    mvn = shutil.which("mvn")
+    if mvn is None:
+        raise JarsError("Maven (`mvn`) is not on PATH: install it (apt-get install maven)")
+    log(f"resolving {bundle.name}: {', '.join(bundle.artifacts)} from Maven Central")
+    with tempfile.TemporaryDirectory() as work:
+        pom = Path(work, "pom.xml")
+        pom.write_text(_pom(bundle))
+        staging = Path(work, "jars")
+        result = subprocess.run(
+            [mvn, "-B", "-q", "-C", "-f", str(pom), "dependency:copy-dependencies",
+             f"-DoutputDirectory={staging}", "-DincludeScope=runtime"],
+            capture_output=True, text=True, check=False,
+        )  # fmt: skip
+        if result.returncode != 0:
+            tail = "\n".join((result.stdout + result.stderr).strip().splitlines()[-15:])
+            raise JarsError(f"Maven could not resolve {bundle.name}:\n{tail}")
+        shipped = (
+            {_artifact_id(p.name) for p in spark_jars_dir().glob("*.jar")}
+            if bundle.for_spark
+            else set()
+        )
+        if dest.exists():
+            shutil.rmtree(dest)
+        dest.mkdir(parents=True)
+        checksums = {}
+        for jar in sorted(staging.glob("*.jar")):
+            if _artifact_id(jar.name) in shipped:
+                continue
+            shutil.copy2(jar, dest / jar.name)
+            checksums[jar.name] = _sha256(dest / jar.name)
+    manifest = {"artifacts": list(bundle.artifacts), "jars": checksums}
+    (dest / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+    log(f"  {len(checksums)} jars in {dest}")
+    return [dest / name for name in sorted(checksums)]
+
+
+def bundle_jars(name: str, jars_dir: Path) -> list[Path]:
+    """The verified jars of bundle `name`, or `JarsError` saying how to fix the cache."""
+    bundle = BUNDLES[name]
+    dest = jars_dir / name
+    manifest_path = dest / MANIFEST
+    if not manifest_path.is_file():
+        raise JarsError(f"The {name} jars are not in {dest}: {FIX}.")
+    try:
+        manifest = json.loads(manifest_path.read_text())
+        checksums: dict[str, str] = manifest["jars"]
+        artifacts = tuple(manifest["artifacts"])
+    except (ValueError, KeyError, TypeError):
+        raise JarsError(f"{manifest_path} is corrupt: {FIX}.") from None
+    if artifacts != bundle.artifacts:
+        raise JarsError(
+            f"The {name} jars in {dest} are {', '.join(artifacts)}, but this ackfold pins "
+            f"{', '.join(bundle.artifacts)}: {FIX}."
+        )
+    paths = []
+    for jar, expected in sorted(checksums.items()):
+        path = dest / jar
+        if not path.is_file() or _sha256(path) != expected:
+            raise JarsError(f"{path} is missing or corrupt: {FIX}.")
+        paths.append(path)
+    return paths
+
+
+def setup(
+    jars_dir: Path, names: list[str] | None = None, log: Callable[[str], None] = print
+) -> None:
+    """Resolve every bundle (or those named) into the cache."""
+    for name in names or list(BUNDLES):
+        resolve(BUNDLES[name], jars_dir, log)

@@ -1,0 +1,220 @@
+"""The embedded stack behind `make run`: `airflow standalone` with ackfold's DAGs and plugin.
+
+Every process the stack starts runs in a process group of its own and carries a marker in
+its environment. Stopping the stack stops each group, then any marked process that left
+its group: Ctrl-C leaves nothing running.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from types import FrameType
+from typing import IO
+
+from ackfold.config import Settings
+from ackfold.dags import PROJECT_DIR, SPARK_CONN_ID, spark_connection_json
+
+MARKER = "ACKFOLD_STACK_ID"
+
+
+def admin_password(settings: Settings) -> str:
+    """The admin password, made once and kept in Airflow's simple-auth-manager passwords file."""
+    path = passwords_file(settings)
+    if path.is_file():
+        users: dict[str, str] = json.loads(path.read_text())
+        if settings.airflow.admin_user in users:
+            return users[settings.airflow.admin_user]
+    else:
+        users = {}
+    users[settings.airflow.admin_user] = secrets.token_urlsafe(12)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(users) + "\n")
+    path.chmod(0o600)
+    return users[settings.airflow.admin_user]
+
+
+def passwords_file(settings: Settings) -> Path:
+    assert settings.airflow_home is not None
+    return settings.airflow_home / "passwords.json"
+
+
+def airflow_environment(
+    settings: Settings, base: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """The environment for every Airflow process of the embedded stack."""
+    env = dict(os.environ if base is None else base)
+    venv_bin = str(Path(sys.executable).parent)
+    port = settings.airflow.port
+    env.update(
+        {
+            # `airflow standalone` spawns `airflow`; spark-submit must be the venv's too.
+            "PATH": f"{venv_bin}{os.pathsep}{env.get('PATH', '')}",
+            "AIRFLOW_HOME": str(settings.airflow_home),
+            "AIRFLOW__CORE__DAGS_FOLDER": str(PROJECT_DIR / "dags"),
+            "AIRFLOW__CORE__PLUGINS_FOLDER": str(PROJECT_DIR / "plugins"),
+            "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+            "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": f"{settings.airflow.admin_user}:admin",
+            "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(passwords_file(settings)),
+            "AIRFLOW__API__PORT": str(port),
+            "AIRFLOW__API__BASE_URL": f"http://localhost:{port}",
+            "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"http://localhost:{port}/execution/",
+            "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "30",
+            "GX_ANALYTICS_ENABLED": "false",
+            "SPARK_LOCAL_IP": env.get("SPARK_LOCAL_IP", "127.0.0.1"),
+            # Tasks and spark-submit read the same settings as this process.
+            "ACKFOLD_VAR_DIR": str(settings.var_dir),
+            "ACKFOLD_WAREHOUSE": str(settings.warehouse),
+            "ACKFOLD_JARS_DIR": str(settings.jars_dir),
+            "ACKFOLD_AIRFLOW_HOME": str(settings.airflow_home),
+        }
+    )
+    return env
+
+
+def _airflow(env: Mapping[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(Path(sys.executable).parent / "airflow"), *args],
+        env=dict(env), capture_output=True, text=True, check=False,
+    )  # fmt: skip
+
+
+def prepare_airflow(settings: Settings, env: Mapping[str, str], log: Callable[[str], None]) -> None:
+    """Migrate the metadata database and create `spark_default` unless it exists."""
+    log("migrating the Airflow metadata database ...")
+    result = _airflow(env, "db", "migrate")
+    if result.returncode != 0:
+        raise RuntimeError(f"airflow db migrate failed:\n{result.stderr[-2000:]}")
+    if _airflow(env, "connections", "get", SPARK_CONN_ID).returncode != 0:
+        result = _airflow(
+            env, "connections", "add", SPARK_CONN_ID, "--conn-json", spark_connection_json(settings)
+        )
+        if result.returncode != 0:
+            raise RuntimeError(f"could not create {SPARK_CONN_ID}:\n{result.stderr[-2000:]}")
+        log(f"created connection {SPARK_CONN_ID} -> {settings.spark.master}")
+
+
+def wait_healthy(url: str, timeout: float, alive: Callable[[], bool]) -> None:
+    """Poll `url` until it answers 200, the process dies, or `timeout` seconds pass."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not alive():
+            raise RuntimeError("the process exited before it became healthy")
+        try:
+            with urllib.request.urlopen(url, timeout=5) as response:  # noqa: S310 (loopback)
+                if response.status == 200:
+                    return
+        except (urllib.error.URLError, OSError):
+            pass
+        time.sleep(1)
+    raise TimeoutError(f"{url} did not answer within {timeout:.0f} s")
+
+
+class Supervisor:
+    """Starts processes in their own groups, tagged with one marker; stops them all."""
+
+    def __init__(self) -> None:
+        self.token = secrets.token_hex(8)
+        self.processes: list[subprocess.Popen[bytes]] = []
+
+    def start(
+        self, argv: list[str], env: Mapping[str, str], out: IO[bytes] | int | None
+    ) -> subprocess.Popen[bytes]:
+        tagged = {**env, MARKER: self.token}
+        proc = subprocess.Popen(
+            argv, env=tagged, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        )
+        self.processes.append(proc)
+        return proc
+
+    def marked_pids(self) -> list[int]:
+        """Live processes carrying this supervisor's marker, wherever their group is."""
+        needle = f"{MARKER}={self.token}".encode()
+        found = []
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                if needle in (entry / "environ").read_bytes().split(b"\0"):
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+        return found
+
+    def stop(self, grace: float = 20.0) -> None:
+        for proc in self.processes:
+            _signal_group(proc.pid, signal.SIGTERM)
+        deadline = time.monotonic() + grace
+        while time.monotonic() < deadline and self.marked_pids():
+            time.sleep(0.5)
+        for pid in self.marked_pids():
+            _signal(pid, signal.SIGKILL)
+        for proc in self.processes:
+            _signal_group(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+def _signal_group(pgid: int, sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pgid, sig)
+
+
+def _signal(pid: int, sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, sig)
+
+
+def run_stack(
+    settings: Settings, log: Callable[[str], None] = print, ready_timeout: float = 300
+) -> int:
+    """Run `airflow standalone` until Ctrl-C or SIGTERM, then stop every process it started."""
+    env = airflow_environment(settings)
+    password = admin_password(settings)
+    prepare_airflow(settings, env, log)
+    assert settings.airflow_home is not None
+    log_path = settings.airflow_home / "standalone.log"
+    supervisor = Supervisor()
+
+    def _stop(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, _stop)
+    url = f"http://localhost:{settings.airflow.port}"
+    try:
+        with log_path.open("ab") as out:
+            log(f"starting airflow standalone (log: {log_path}) ...")
+            airflow = supervisor.start(
+                [str(Path(sys.executable).parent / "airflow"), "standalone"], env, out
+            )
+            wait_healthy(
+                f"{url}/api/v2/monitor/health", ready_timeout, lambda: airflow.poll() is None
+            )
+            log(
+                "\n"
+                f"  Airflow UI   {url}\n"
+                f"  user         {settings.airflow.admin_user}\n"
+                f"  password     {password}\n"
+                f"  warehouse    {settings.warehouse}\n"
+                "\n  Ctrl-C stops everything.\n"
+            )
+            while airflow.poll() is None:
+                time.sleep(1)
+            log(f"airflow standalone exited with {airflow.returncode}; see {log_path}")
+            return airflow.returncode or 1
+    except KeyboardInterrupt:
+        log("stopping ...")
+        return 0
+    finally:
+        supervisor.stop()
+        signal.signal(signal.SIGTERM, previous)
+        log("stopped: no ackfold process is left running.")

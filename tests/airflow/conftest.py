@@ -1,0 +1,28 @@
+"""The Airflow tier runs against a throwaway AIRFLOW_HOME set up exactly as `make run` does."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from ackfold.config import load_settings
+from ackfold.dags import spark_connection_json
+from ackfold.stack import airflow_environment
+from tests.conftest import JARS_DIR
+
+# Airflow reads its configuration when first imported: set it before any test imports it.
+_VAR = Path(tempfile.mkdtemp(prefix="ackfold-airflow-tests-"))
+SETTINGS = load_settings(var_dir=_VAR, jars_dir=JARS_DIR, spark={"master": "local[2]"})
+os.environ.update(airflow_environment(SETTINGS))
+os.environ["AIRFLOW_CONN_SPARK_DEFAULT"] = spark_connection_json(SETTINGS)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def airflow_db() -> None:
+    airflow = str(Path(sys.executable).parent / "airflow")
+    subprocess.run([airflow, "db", "migrate"], check=True, capture_output=True, env=os.environ)

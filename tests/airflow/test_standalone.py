@@ -1,0 +1,122 @@
+"""`make run` boots airflow standalone, its API wants a token, and Ctrl-C leaves no orphan."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from ackfold.stack import wait_healthy
+from tests.conftest import JARS_DIR, PROJECT_DIR
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _processes_with(env_entry: bytes) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if env_entry in (entry / "environ").read_bytes().split(b"\0"):
+                    found.append(int(entry.name))
+            except OSError:
+                pass
+    return found
+
+
+def _request(
+    url: str, token: str | None = None, body: dict[str, str] | None = None
+) -> tuple[int, dict]:  # type: ignore[type-arg]
+    headers = {"Content-Type": "application/json"}
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    data = json.dumps(body).encode() if body is not None else None
+    request = urllib.request.Request(url, data=data, headers=headers)
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        return error.code, {}
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, object]]:
+    var = tmp_path_factory.mktemp("stack-var")
+    port = _free_port()
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "ACKFOLD_"))},
+        "ACKFOLD_VAR_DIR": str(var),
+        "ACKFOLD_JARS_DIR": str(JARS_DIR),
+        "ACKFOLD_AIRFLOW__PORT": str(port),
+    }
+    log = (var / "make-run.log").open("wb")
+    # Exactly what a user types, in its own session so the test can Ctrl-C it like a terminal.
+    make = subprocess.Popen(
+        ["make", "-s", "run"], cwd=PROJECT_DIR, env=env, stdout=log, stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )  # fmt: skip
+    url = f"http://localhost:{port}"
+    try:
+        wait_healthy(f"{url}/api/v2/monitor/health", 300, lambda: make.poll() is None)
+        yield {"url": url, "var": var, "make": make, "log": var / "make-run.log"}
+    finally:
+        if make.poll() is None:
+            os.killpg(make.pid, signal.SIGINT)
+            make.wait(timeout=120)
+        log.close()
+
+
+def test_api_answers_with_a_token_and_lists_the_dags(stack: dict[str, object]) -> None:
+    var = Path(str(stack["var"]))
+    password = json.loads((var / "airflow" / "passwords.json").read_text())["admin"]
+    printed = Path(str(stack["log"])).read_text()
+    assert password in printed, "make run must print the admin password"
+    assert str(stack["url"]) in printed, "make run must print the UI address"
+
+    status, token = _request(
+        f"{stack['url']}/auth/token", body={"username": "admin", "password": password}
+    )
+    assert status == 201 or status == 200
+    deadline = time.monotonic() + 120
+    dag_ids: list[str] = []
+    while time.monotonic() < deadline and "ackfold_smoke" not in dag_ids:
+        status, body = _request(f"{stack['url']}/api/v2/dags", token=token["access_token"])
+        assert status == 200
+        dag_ids = [dag["dag_id"] for dag in body["dags"]]
+        time.sleep(2)
+    assert "ackfold_smoke" in dag_ids
+
+
+def test_api_refuses_anonymous_requests_and_bad_passwords(stack: dict[str, object]) -> None:
+    assert _request(f"{stack['url']}/api/v2/dags")[0] == 401
+    assert (
+        _request(f"{stack['url']}/auth/token", body={"username": "admin", "password": "nope"})[0]
+        == 401
+    )
+
+
+def test_ctrl_c_stops_every_process_it_started(stack: dict[str, object]) -> None:
+    marker = f"ACKFOLD_VAR_DIR={stack['var']}".encode()
+    assert _processes_with(marker), "the stack should be running before Ctrl-C"
+    make = stack["make"]
+    assert isinstance(make, subprocess.Popen)
+    os.killpg(make.pid, signal.SIGINT)
+    make.wait(timeout=120)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and _processes_with(marker):
+        time.sleep(1)
+    assert _processes_with(marker) == []
+    assert "stopped: no ackfold process is left running." in Path(str(stack["log"])).read_text()

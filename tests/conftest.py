@@ -1,0 +1,45 @@
+"""Shared fixtures. Tests in tests/spark, tests/airflow and tests/e2e get that tier's marker."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ackfold.config import Settings, load_settings
+
+PROJECT_DIR = Path(__file__).resolve().parents[1]
+JARS_DIR = PROJECT_DIR / "var" / "jars"
+TIERS = ("spark", "airflow", "e2e")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        tier = Path(str(item.fspath)).relative_to(PROJECT_DIR / "tests").parts[0]
+        if tier in TIERS:
+            item.add_marker(getattr(pytest.mark, tier))
+
+
+@pytest.fixture
+def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """No ACKFOLD_* variable and no ackfold.yaml leaks into a test from the caller."""
+    import os
+
+    for name in list(os.environ):
+        if name.startswith("ACKFOLD_"):
+            monkeypatch.delenv(name)
+    monkeypatch.chdir(tmp_path)
+
+
+@pytest.fixture
+def make_settings(tmp_path: Path) -> Callable[..., Settings]:
+    """Settings in a fresh var dir that share the project's jar cache (no re-download)."""
+
+    def make(**overrides: Any) -> Settings:
+        overrides.setdefault("var_dir", tmp_path / "var")
+        overrides.setdefault("jars_dir", JARS_DIR)
+        return load_settings(**overrides)
+
+    return make

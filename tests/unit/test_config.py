@@ -1,0 +1,93 @@
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from ackfold.config import ConfigError, load_settings
+
+pytestmark = pytest.mark.usefixtures("clean_env")
+
+
+def test_defaults_live_under_var_and_run_local(tmp_path: Path) -> None:
+    settings = load_settings()
+    assert settings.var_dir == tmp_path / "var"
+    assert settings.warehouse == str(tmp_path / "var" / "warehouse")
+    assert settings.airflow_home == tmp_path / "var" / "airflow"
+    assert settings.spark.master == "local[*]"
+    assert settings.defaults.timeout == timedelta(minutes=5)
+
+
+def test_environment_overrides_nested_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ACKFOLD_SPARK__MASTER", "spark://10.0.0.5:7077")
+    monkeypatch.setenv("ACKFOLD_DEFAULTS__TIMEOUT", "90s")
+    monkeypatch.setenv("ACKFOLD_WAREHOUSE", "s3a://bucket/ledger")
+    settings = load_settings()
+    assert settings.spark.master == "spark://10.0.0.5:7077"
+    assert settings.defaults.timeout == timedelta(seconds=90)
+    assert settings.warehouse == "s3a://bucket/ledger"
+
+
+def test_yaml_file_sets_per_app_policy_on_top_of_defaults(tmp_path: Path) -> None:
+    (tmp_path / "ackfold.yaml").write_text(
+        "defaults: {timeout: 10m, max_attempts: 5}\n"
+        "apps:\n  wordcount: {timeout: 1m, idle_timeout: 20s}\n"
+    )
+    settings = load_settings()
+    policy = settings.app("wordcount")
+    assert policy.timeout == timedelta(minutes=1)
+    assert policy.idle_timeout == timedelta(seconds=20)
+    assert policy.max_attempts == 5
+    assert settings.app("other").timeout == timedelta(minutes=10)
+
+
+def test_environment_beats_the_yaml_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "ackfold.yaml").write_text("spark: {master: 'local[1]'}\n")
+    monkeypatch.setenv("ACKFOLD_SPARK__MASTER", "local[2]")
+    assert load_settings().spark.master == "local[2]"
+
+
+@pytest.mark.parametrize(
+    ("env", "value", "named"),
+    [
+        (
+            "ACKFOLD_SPARK__MASTER",
+            "mesos://nope",
+            "spark.master (environment ACKFOLD_SPARK__MASTER)",
+        ),
+        ("ACKFOLD_SPARK__DRIVER_MEMORY", "lots", "spark.driver_memory"),
+        ("ACKFOLD_SPARK__SHUFFLE_PARTITIONS", "0", "spark.shuffle_partitions"),
+        ("ACKFOLD_DEFAULTS__TIMEOUT", "soon", "defaults.timeout"),
+        ("ACKFOLD_DEFAULTS__TIMEOUT", "-5", "defaults.timeout"),
+        ("ACKFOLD_DEFAULTS__MAX_ATTEMPTS", "0", "defaults.max_attempts"),
+        ("ACKFOLD_SQS__ENDPOINT_URL", "localhost:9324", "sqs.endpoint_url"),
+        ("ACKFOLD_KAFKA__BOOTSTRAP_SERVERS", "broker-without-port", "kafka.bootstrap_servers"),
+        ("ACKFOLD_AIRFLOW__PORT", "70000", "airflow.port"),
+    ],
+)
+def test_each_invalid_setting_is_named_in_a_clear_error(
+    monkeypatch: pytest.MonkeyPatch, env: str, value: str, named: str
+) -> None:
+    monkeypatch.setenv(env, value)
+    with pytest.raises(ConfigError) as error:
+        load_settings()
+    message = str(error.value)
+    assert named in message
+    assert "Traceback" not in message
+
+
+def test_a_misspelled_setting_in_the_file_is_rejected(tmp_path: Path) -> None:
+    (tmp_path / "ackfold.yaml").write_text("sprak: {master: 'local[1]'}\n")
+    with pytest.raises(ConfigError, match=r"setting sprak .* is not an ackfold setting"):
+        load_settings()
+
+
+def test_bad_app_policy_names_the_app(tmp_path: Path) -> None:
+    (tmp_path / "ackfold.yaml").write_text("apps:\n  wordcount: {max_attempts: 0}\n")
+    with pytest.raises(ConfigError, match=r"apps\.wordcount\.max_attempts"):
+        load_settings()
+
+
+def test_a_named_config_file_must_exist(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("ACKFOLD_CONFIG", str(tmp_path / "missing.yaml"))
+    with pytest.raises(ConfigError, match="ACKFOLD_CONFIG names .*missing.yaml"):
+        load_settings()
