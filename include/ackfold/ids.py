@@ -1,0 +1,144 @@
+"""Derived ids: roots, tuples, edges and events, computed the same way in Python and Spark SQL.
+
+Every id is a hash of what it identifies, never a random draw (invariant 4), so re-running
+a micro-batch writes the same ids again and the fold drops the duplicates.
+
+The 64-bit ids are ``xxhash64`` with seed 42 over the parts joined by ``SEP``, as a signed
+bigint: Spark's ``xxhash64(concat_ws('\\x1f', ...))``. The one difference is that a hash of 0
+is mapped to 1, because an id of 0 would vanish from an XOR; the SQL side does the same with
+``CASE WHEN h = 0 THEN 1 ELSE h END``. Event ids are ``md5(concat_ws('\\x1f', ...))``.
+
+See ``docs/decisions/ids-and-edges.md`` for why tuples are tracked by edges.
+
+Example:
+    >>> from ackfold import ids
+    >>> r = ids.root_id("orders", "sqs:orders-in:m-1")
+    >>> r == ids.hash64("root", "orders", "sqs:orders-in:m-1")
+    True
+    >>> ids.root_id("orders", "ignored", attempt=2, origin_root_id=r) == ids.hash64("attempt", r, 2)
+    True
+    >>> len(ids.event_id("orders", r, "init", "spout", ids.spout_tuple_id(r)))
+    32
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+
+import xxhash
+
+SEP = "\x1f"
+SEED = 42
+_U64 = 1 << 64
+_I64_MAX = (1 << 63) - 1
+
+
+def hash64(*parts: str | int) -> int:
+    """Hash ``parts`` joined by ``SEP`` to a signed, non-zero 64-bit int.
+
+    Equals Spark's ``xxhash64(concat_ws('\\x1f', parts...))`` except that 0 becomes 1.
+    Parts are strings or ints; ``None`` is refused because ``concat_ws`` would skip it,
+    and strings may not contain ``SEP`` because ``("a\\x1fb",)`` would collide with
+    ``("a", "b")``.
+
+    Example:
+        >>> import xxhash
+        >>> u = xxhash.xxh64_intdigest(b"root\\x1fapp\\x1f7", seed=42)
+        >>> hash64("root", "app", 7) == (u - (1 << 64) if u >= 1 << 63 else u)
+        True
+    """
+    texts = []
+    for part in parts:
+        # bool is an int, but str(True) is "True" where Spark writes "true": refuse it.
+        if isinstance(part, bool) or not isinstance(part, str | int):
+            raise TypeError(f"id parts must be str or int, got {type(part).__name__}: {part!r}")
+        text = str(part)
+        if SEP in text:
+            raise ValueError(f"id part {text!r} contains the separator \\x1f")
+        texts.append(text)
+    unsigned = xxhash.xxh64_intdigest(SEP.join(texts).encode("utf-8"), seed=SEED)
+    signed = unsigned - _U64 if unsigned > _I64_MAX else unsigned
+    return signed or 1
+
+
+def root_id(app: str, source_key: str, attempt: int = 1, origin_root_id: int | None = None) -> int:
+    """The id of one root: from the source coordinates on attempt 1, else from its origin.
+
+    A replay is a new root derived from the first attempt's id and the attempt number, so a
+    late event of one attempt can never land in another (invariant 5).
+
+    Example:
+        >>> first = root_id("orders", "kafka:orders:0:42")
+        >>> second = root_id("orders", "kafka:orders:0:42", attempt=2, origin_root_id=first)
+        >>> first != second
+        True
+        >>> root_id("orders", "kafka:orders:0:42", attempt=2)
+        Traceback (most recent call last):
+        ...
+        ValueError: attempt 2 needs the origin_root_id of attempt 1
+    """
+    if isinstance(attempt, bool) or not isinstance(attempt, int) or attempt < 1:
+        raise ValueError(f"attempt must be an int >= 1, got {attempt!r}")
+    if attempt == 1:
+        derived = hash64("root", app, source_key)
+        if origin_root_id is not None and origin_root_id != derived:
+            raise ValueError(
+                f"attempt 1 is its own origin: origin_root_id {origin_root_id} "
+                f"differs from the derived root id {derived}"
+            )
+        return derived
+    if origin_root_id is None:
+        raise ValueError(f"attempt {attempt} needs the origin_root_id of attempt 1")
+    return hash64("attempt", origin_root_id, attempt)
+
+
+def spout_tuple_id(root_id: int) -> int:
+    """The id of the first tuple of a root, the one the spout stage emits.
+
+    Example:
+        >>> spout_tuple_id(5) == hash64("spout", 5)
+        True
+    """
+    return hash64("spout", root_id)
+
+
+def tuple_id(stage: str, position: int, anchor_ids: Sequence[int]) -> int:
+    """The id of a tuple emitted by ``stage``, the ``position``-th from these anchors.
+
+    Example:
+        >>> tuple_id("parse", 0, [11, 12]) == hash64("tuple", "parse", 0, 11, 12)
+        True
+        >>> tuple_id("parse", 0, [11, 12]) != tuple_id("parse", 0, [12, 11])
+        True
+    """
+    return hash64("tuple", stage, position, *anchor_ids)
+
+
+def edge_id(tuple_id: int, root_id: int, anchor_index: int, consumer: str) -> int:
+    """The id of one edge: tuple ``tuple_id`` in root ``root_id``'s tree, through its
+    ``anchor_index``-th anchor, delivered to ``consumer`` (``""``: the unnamed consumer).
+
+    Edges, not tuple ids, are what the ack vals XOR: see ``docs/decisions/ids-and-edges.md``.
+
+    Example:
+        >>> edge_id(3, 5, 0, "") == hash64("edge", 3, 5, 0, "")
+        True
+        >>> edge_id(3, 5, 0, "") != edge_id(3, 5, 1, "")  # anchored twice: two edges
+        True
+    """
+    return hash64("edge", tuple_id, root_id, anchor_index, consumer)
+
+
+def event_id(app: str, root_id: int, kind: str, stage: str, tuple_id: int) -> str:
+    """The id of one ledger event: what it says, so a re-run writes the same id again.
+
+    Example:
+        >>> import hashlib
+        >>> event_id("orders", 5, "ack", "parse", 3) == hashlib.md5(
+        ...     b"orders\\x1f5\\x1fack\\x1fparse\\x1f3").hexdigest()
+        True
+    """
+    text = SEP.join([app, str(root_id), kind, stage, str(tuple_id)])
+    # md5 names events (as Spark's md5() does); it protects nothing.
+    return hashlib.md5(text.encode("utf-8"), usedforsecurity=False).hexdigest()

@@ -1,0 +1,415 @@
+"""Tracker: Storm's OutputCollector for ackfold, writing ledger rows instead of acker messages.
+
+A spout registers a root (a ``roots`` row and its ``init`` event); each stage emits children
+anchored to the tuples it processes, then acks or fails each of them. Every event row is
+ready for the ``ack_events`` table of ledger contract v1.
+
+Ack vals XOR *edges*, not tuple ids: an edge is one tuple in one root's tree, through one of
+its anchors, delivered to one consumer (``docs/decisions/ids-and-edges.md``). An emit writes
+nothing (invariant 2): the child's edges wait in the anchor's delivery and go out in the same
+row as that anchor's ack, so a tree never looks complete before it is.
+
+Example:
+    >>> from datetime import datetime, timezone
+    >>> from ackfold.tracker import Tracker
+    >>> tracker = Tracker("orders", clock=lambda: datetime(2024, 1, 1, tzinfo=timezone.utc))
+    >>> order = tracker.spout("m-1", source="sqs", source_queue="orders-in", payload="{}")
+    >>> line = tracker.emit([order], stage="split")
+    >>> tracker.ack(order, stage="split")
+    >>> tracker.ack(line, stage="sink")
+    >>> events = tracker.drain()
+    >>> [e["kind"] for e in events]
+    ['init', 'ack', 'ack']
+    >>> acc = 0
+    >>> for e in events:
+    ...     acc ^= e["ack_val"]
+    >>> acc  # init seen and XOR 0: the root is complete
+    0
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Final
+
+from ackfold import ids
+
+# Ledger contract v1, in table order.
+EVENT_COLUMNS: Final = (
+    "event_id",
+    "app",
+    "root_id",
+    "kind",
+    "ack_val",
+    "stage",
+    "event_time",
+    "reason",
+)
+ROOT_COLUMNS: Final = (
+    "root_id",
+    "app",
+    "attempt",
+    "origin_root_id",
+    "source",
+    "source_queue",
+    "source_message_id",
+    "source_position",
+    "payload",
+    "ingested_at",
+)
+
+INIT: Final = "init"
+ACK: Final = "ack"
+FAIL: Final = "fail"
+KINDS: Final = (INIT, ACK, FAIL)
+
+# The consumer of a tuple emitted without `to`: whichever stage processes it.
+UNNAMED: Final = ""
+
+Event = dict[str, Any]
+
+
+class TrackingError(RuntimeError):
+    """A delivery was used after it was acked or failed (double ack, emit after ack)."""
+
+
+def _hex(value: int) -> str:
+    return f"0x{value & 0xFFFF_FFFF_FFFF_FFFF:016x}"
+
+
+def _utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def _check_name(what: str, value: object) -> str:
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"{what} must be a non-empty string, got {value!r}")
+    if ids.SEP in value:
+        raise ValueError(f"{what} {value!r} contains the separator \\x1f")
+    return value
+
+
+def _consumers(to: Sequence[str] | None) -> tuple[str, ...]:
+    if to is None:
+        return (UNNAMED,)
+    if isinstance(to, str):
+        raise ValueError(f"to must be a sequence of stage names, got the string {to!r}")
+    names = tuple(_check_name("consumer stage", name) for name in to)
+    if not names:
+        raise ValueError("to must name at least one consumer stage (or be None: any one stage)")
+    if len(set(names)) != len(names):
+        raise ValueError(f"to names a consumer twice: {list(names)}")
+    return names
+
+
+@dataclass(frozen=True, repr=False)
+class Tuple:
+    """One tracked record: its id, the roots it belongs to, and who consumes it.
+
+    ``anchor_roots[k]`` holds the roots of the tuple's k-th anchor (a spout tuple has one
+    pseudo-anchor holding its root); ``consumers`` is ``("",)`` when any one stage may ack
+    it, else the stages it is delivered to, each of which acks its own copy.
+
+    Example:
+        >>> t = Tuple(id=255, roots=(7,), anchor_roots=(frozenset({7}),), stage="parse")
+        >>> t
+        Tuple(0x00000000000000ff, stage='parse', roots=1)
+        >>> t.consumer_key("anything")
+        ''
+    """
+
+    id: int
+    roots: tuple[int, ...]
+    anchor_roots: tuple[frozenset[int], ...]
+    consumers: tuple[str, ...] = (UNNAMED,)
+    # Who created it: for messages only, the id already depends on it.
+    stage: str = field(default="", compare=False)
+
+    def __repr__(self) -> str:
+        return f"Tuple({_hex(self.id)}, stage={self.stage!r}, roots={len(self.roots)})"
+
+    def consumer_key(self, stage: str) -> str:
+        """The consumer whose edges ``stage`` acks: ``""`` if unnamed, else ``stage``."""
+        if self.consumers == (UNNAMED,):
+            return UNNAMED
+        if stage not in self.consumers:
+            raise ValueError(
+                f"stage {stage!r} is not a consumer of tuple {self!r} "
+                f"(it was emitted to {list(self.consumers)})"
+            )
+        return stage
+
+    def value(self, root: int, consumer: str) -> int:
+        """XOR of this tuple's edges in ``root``'s tree for ``consumer``, one per anchor."""
+        acc = 0
+        for k, anchor_roots in enumerate(self.anchor_roots):
+            if root in anchor_roots:
+                acc ^= ids.edge_id(self.id, root, k, consumer)
+        return acc
+
+
+class Tracker:
+    """Collects the ledger rows of one app: Storm's OutputCollector over an append-only ledger.
+
+    Use one tracker per unit of work (a micro-batch, a partition): it remembers every delivery
+    it saw, to catch double acks and emits after an ack. Tuples may cross trackers; only the
+    emit/ack bookkeeping of one delivery must happen in one tracker.
+
+    Example:
+        >>> tracker = Tracker("clicks")
+        >>> click = tracker.spout(41, source="kafka", source_position="clicks:0:41")
+        >>> session = tracker.emit([click], stage="sessionize", to=["store", "count"])
+        >>> tracker.ack(click, stage="sessionize")
+        >>> tracker.ack(session, stage="store")
+        >>> tracker.ack(session, stage="count")
+        >>> [(e["kind"], e["stage"]) for e in tracker.drain()]
+        [('init', 'spout'), ('ack', 'sessionize'), ('ack', 'store'), ('ack', 'count')]
+        >>> tracker.drain_roots()[0]["source_position"]
+        'clicks:0:41'
+    """
+
+    def __init__(self, app: str, *, clock: Callable[[], datetime] | None = None) -> None:
+        self.app = _check_name("app", app)
+        self._clock = clock or _utcnow
+        self._events: list[Event] = []
+        self._roots: list[Event] = []
+        self._registered: dict[int, Tuple] = {}
+        # Edges of the children emitted while processing a delivery (tuple id, consumer),
+        # per root: written with that delivery's ack.
+        self._pending: dict[tuple[int, str], dict[int, int]] = {}
+        # Settled deliveries -> "acked by 'x'" / "failed by 'x'", for error messages.
+        self._done: dict[tuple[int, str], str] = {}
+        self._emitted: set[int] = set()
+        self._next_position: dict[tuple[str, tuple[int, ...]], int] = {}
+
+    def spout(
+        self,
+        message_id: str | int,
+        *,
+        stage: str = "spout",
+        source: str = "test",
+        source_queue: str = "",
+        attempt: int = 1,
+        origin_root_id: int | None = None,
+        payload: str | None = None,
+        source_position: str | None = None,
+        to: Sequence[str] | None = None,
+    ) -> Tuple:
+        """Register a root read from a source queue and return its first tuple.
+
+        Writes a ``roots`` row and the root's ``init`` event (the first tuple's edges).
+        Registering the same root again is a no-op that returns an equal tuple, so a
+        re-delivered message is tracked once.
+
+        Example:
+            >>> tracker = Tracker("orders")
+            >>> first = tracker.spout("m-1", source="sqs", source_queue="orders-in")
+            >>> tracker.spout("m-1", source="sqs", source_queue="orders-in") == first
+            True
+            >>> len(tracker.drain()), len(tracker.drain_roots())
+            (1, 1)
+        """
+        _check_name("stage", stage)
+        source_key = f"{source}:{source_queue}:{message_id}"
+        root = ids.root_id(self.app, source_key, attempt, origin_root_id)
+        consumers = _consumers(to)
+        first = Tuple(
+            id=ids.spout_tuple_id(root),
+            roots=(root,),
+            anchor_roots=(frozenset({root}),),
+            consumers=consumers,
+            stage=stage,
+        )
+        known = self._registered.get(root)
+        if known is not None:
+            if known != first:
+                raise ValueError(
+                    f"root {_hex(root)} was registered with consumers {list(known.consumers)}, "
+                    f"not {list(consumers)}"
+                )
+            return known
+        self._registered[root] = first
+        now = self._now()
+        self._roots.append(
+            {
+                "root_id": root,
+                "app": self.app,
+                "attempt": attempt,
+                "origin_root_id": root if attempt == 1 else origin_root_id,
+                "source": source,
+                "source_queue": source_queue,
+                "source_message_id": str(message_id),
+                "source_position": source_position,
+                "payload": payload,
+                "ingested_at": now,
+            }
+        )
+        init_val = 0
+        for consumer in consumers:
+            init_val ^= first.value(root, consumer)
+        self._events.append(self._event(root, INIT, stage, first.id, init_val, now))
+        return first
+
+    def emit(
+        self,
+        anchors: Sequence[Tuple],
+        *,
+        stage: str,
+        position: int | None = None,
+        to: Sequence[str] | None = None,
+    ) -> Tuple:
+        """Emit a child of ``anchors`` from ``stage``, which is processing them.
+
+        Writes no event: the child's edges are added to each anchor's delivery and written
+        with its ack. ``position`` (default: 0, 1, ... per stage and anchors) tells siblings
+        apart; ``to`` names the stages it is delivered to, each of which must ack it.
+
+        Example:
+            >>> tracker = Tracker("orders")
+            >>> a, b = tracker.spout("m-1"), tracker.spout("m-2")
+            >>> joined = tracker.emit([a, b], stage="join")
+            >>> len(joined.roots), tracker.drain()[-1]["kind"]
+            (2, 'init')
+            >>> tracker.emit([], stage="join")
+            Traceback (most recent call last):
+            ...
+            ValueError: emit needs at least one anchor: ackfold does not track unanchored tuples
+        """
+        _check_name("stage", stage)
+        anchors = list(anchors)
+        if not anchors:
+            raise ValueError(
+                "emit needs at least one anchor: ackfold does not track unanchored tuples"
+            )
+        deliveries = [self._open_delivery(anchor, stage, "emit anchored to") for anchor in anchors]
+        consumers = _consumers(to)
+        anchor_ids = tuple(anchor.id for anchor in anchors)
+        if position is None:
+            position = self._take_position(stage, anchor_ids)
+        elif isinstance(position, bool) or not isinstance(position, int) or position < 0:
+            raise ValueError(f"position must be an int >= 0, got {position!r}")
+        child_id = ids.tuple_id(stage, position, anchor_ids)
+        if child_id in self._emitted:
+            # Same stage, position and anchors is the same tuple: its edges would cancel.
+            raise ValueError(
+                f"stage {stage!r} already emitted position {position} from these anchors "
+                f"(tuple {_hex(child_id)}); positions must be unique per stage and anchors"
+            )
+        child = Tuple(
+            id=child_id,
+            roots=tuple(dict.fromkeys(root for anchor in anchors for root in anchor.roots)),
+            anchor_roots=tuple(frozenset(anchor.roots) for anchor in anchors),
+            consumers=consumers,
+            stage=stage,
+        )
+        self._emitted.add(child_id)
+        # Anchor index k is in the edge: anchoring one parent twice makes two edges, not zero.
+        for k, (anchor, delivery) in enumerate(zip(anchors, deliveries, strict=True)):
+            pending = self._pending.setdefault(delivery, {})
+            for root in anchor.roots:
+                for consumer in consumers:
+                    pending[root] = pending.get(root, 0) ^ ids.edge_id(child_id, root, k, consumer)
+        return child
+
+    def ack(self, t: Tuple, *, stage: str) -> None:
+        """Ack ``stage``'s delivery of ``t``: one ``ack`` row per root of ``t``.
+
+        Each row XORs ``t``'s own edges for this consumer with the edges of the children
+        ``stage`` emitted from it (invariant 2).
+
+        Example:
+            >>> tracker = Tracker("orders")
+            >>> t = tracker.spout("m-1")
+            >>> tracker.ack(t, stage="parse")
+            >>> tracker.ack(t, stage="parse")  # doctest: +ELLIPSIS
+            Traceback (most recent call last):
+            ...
+            ackfold.tracker.TrackingError: stage 'parse' cannot ack ...: already acked by 'parse'
+        """
+        _check_name("stage", stage)
+        delivery = self._open_delivery(t, stage, "ack")
+        pending = self._pending.pop(delivery, {})
+        self._done[delivery] = f"acked by {stage!r}"
+        now = self._now()
+        for root in t.roots:
+            value = t.value(root, delivery[1]) ^ pending.get(root, 0)
+            self._events.append(self._event(root, ACK, stage, t.id, value, now))
+
+    def fail(self, t: Tuple, *, stage: str, reason: str) -> None:
+        """Fail ``stage``'s delivery of ``t``: every root of ``t`` fails, with ``reason``.
+
+        The edges of children emitted from it are dropped: the tree is failed anyway.
+
+        Example:
+            >>> tracker = Tracker("orders")
+            >>> t = tracker.spout("m-1")
+            >>> tracker.fail(t, stage="parse", reason="bad json")
+            >>> [(e["kind"], e["ack_val"], e["reason"]) for e in tracker.drain()][1:]
+            [('fail', 0, 'bad json')]
+        """
+        _check_name("stage", stage)
+        if not isinstance(reason, str) or not reason.strip():
+            raise ValueError(f"fail needs a non-empty reason, got {reason!r}")
+        delivery = self._open_delivery(t, stage, "fail")
+        self._pending.pop(delivery, None)
+        self._done[delivery] = f"failed by {stage!r}"
+        now = self._now()
+        for root in t.roots:
+            self._events.append(self._event(root, FAIL, stage, t.id, 0, now, reason))
+
+    def drain(self) -> list[Event]:
+        """Return the ``ack_events`` rows written since the last drain, and forget them."""
+        events, self._events = self._events, []
+        return events
+
+    def drain_roots(self) -> list[Event]:
+        """Return the ``roots`` rows written since the last drain, and forget them."""
+        roots, self._roots = self._roots, []
+        return roots
+
+    def _open_delivery(self, t: Tuple, stage: str, action: str) -> tuple[int, str]:
+        if not isinstance(t, Tuple):
+            raise TypeError(f"expected a Tuple, got {type(t).__name__}")
+        delivery = (t.id, t.consumer_key(stage))
+        done = self._done.get(delivery)
+        if done is not None:
+            raise TrackingError(f"stage {stage!r} cannot {action} {t!r}: already {done}")
+        return delivery
+
+    def _take_position(self, stage: str, anchor_ids: tuple[int, ...]) -> int:
+        key = (stage, anchor_ids)
+        position = self._next_position.get(key, 0)
+        # Skip positions taken by explicit `position=` emits.
+        while ids.tuple_id(stage, position, anchor_ids) in self._emitted:
+            position += 1
+        self._next_position[key] = position + 1
+        return position
+
+    def _now(self) -> datetime:
+        now = self._clock()
+        if now.tzinfo is None or now.utcoffset() is None:
+            raise ValueError(f"the tracker's clock must return aware datetimes, got {now!r}")
+        return now.astimezone(UTC)
+
+    def _event(
+        self,
+        root: int,
+        kind: str,
+        stage: str,
+        tuple_id: int,
+        ack_val: int,
+        event_time: datetime,
+        reason: str | None = None,
+    ) -> Event:
+        return {
+            "event_id": ids.event_id(self.app, root, kind, stage, tuple_id),
+            "app": self.app,
+            "root_id": root,
+            "kind": kind,
+            "ack_val": ack_val,
+            "stage": stage,
+            "event_time": event_time,
+            "reason": reason,
+        }
