@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from ackfold import __version__
 from ackfold.config import ConfigError, Settings, load_settings
 from ackfold.jvm import BUNDLES, JarsError
+from ackfold.status import ALL as STATUSES
 
 EXIT_USAGE = 2
 
@@ -52,6 +53,95 @@ def _smoke(settings: Settings, args: argparse.Namespace) -> int:
     return 0 if check(report) else 1
 
 
+def _emit(text: str) -> None:
+    """Print `text`; a reader that went away (`ackfold roots | head`) is not an error."""
+    try:
+        print(text)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # Point stdout at /dev/null so the exit's flush has nowhere to fail.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+
+
+def _ledger_error(exc: Exception) -> int:
+    print(f"ackfold: {exc}", file=sys.stderr)
+    return 1
+
+
+def _roots(settings: Settings, args: argparse.Namespace) -> int:
+    from ackfold import ledger_reader as lr
+
+    try:
+        query = lr.RootQuery.parse(
+            statuses=args.status, app=args.app, since=args.since, limit=args.limit
+        )
+    except lr.QueryError as exc:
+        raise UsageError(str(exc)) from None
+    try:
+        page = lr.LedgerReader(settings.table_root).list_roots(query)
+    except lr.LedgerError as exc:
+        return _ledger_error(exc)
+    if args.json:
+        _emit(lr.format_roots_json(page))
+    elif page.roots:
+        _emit(lr.format_roots(page))
+    else:
+        print("ackfold: no roots match", file=sys.stderr)
+    if page.more:
+        print(
+            f"ackfold: showing the newest {query.limit}; more roots match "
+            "(raise --limit, or narrow with --status, --app, --since)",
+            file=sys.stderr,
+        )
+    return 0
+
+
+def _show(settings: Settings, args: argparse.Namespace) -> int:
+    from ackfold import ledger_reader as lr
+
+    try:
+        root_id = lr.parse_root_id(args.root_id)
+    except lr.QueryError as exc:
+        raise UsageError(str(exc)) from None
+    try:
+        journey = lr.LedgerReader(settings.table_root).show_root(root_id)
+    except lr.LedgerError as exc:
+        return _ledger_error(exc)
+    _emit(lr.format_journey_json(journey) if args.json else lr.format_journey(journey))
+    return 0
+
+
+def _reconcile(settings: Settings, args: argparse.Namespace) -> int:
+    from ackfold import ledger_reader as lr
+
+    try:
+        now = lr.parse_time(args.now, "--now") if args.now else None
+    except lr.QueryError as exc:
+        raise UsageError(str(exc)) from None
+    # Check what can be checked without a JVM first: an empty ledger, an unknown app.
+    reader = lr.LedgerReader(settings.table_root)
+    try:
+        if args.app and args.app not in settings.apps and not reader.app_has_events(args.app):
+            known = ", ".join(sorted(settings.apps)) or "none configured"
+            return _ledger_error(
+                Exception(f"unknown app {args.app!r}: no event of it in the ledger (apps: {known})")
+            )
+        if not args.app:
+            reader.app_has_events("")  # raises NoLedger when no app has written events
+    except lr.LedgerError as exc:
+        return _ledger_error(exc)
+
+    from ackfold.reconcile import reconcile
+    from ackfold.spark import get_spark
+
+    spark = get_spark(settings, app_name="ackfold-reconcile")
+    summary = reconcile(spark, settings, now=now, app=args.app)
+    _emit(json.dumps(summary, indent=2))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="ackfold",
@@ -74,6 +164,36 @@ def build_parser() -> argparse.ArgumentParser:
     command("up", _up, "run the embedded stack (airflow standalone) until Ctrl-C")
     command("config", _config, "print the effective configuration as JSON")
     command("smoke", _smoke, "run the Delta round trip in local Spark")
+    reconcile = command(
+        "reconcile", _reconcile, "fold new ledger events into root_state; print roots by status"
+    )
+    reconcile.add_argument("--app", metavar="APP", help="only this app's events")
+    reconcile.add_argument(
+        "--now",
+        metavar="ISO-TIME",
+        help="classify timeouts as of this time instead of the clock (replays, tests)",
+    )
+    roots = command("roots", _roots, "list roots from root_state, newest last event first")
+    roots.add_argument(
+        "--status",
+        action="append",
+        metavar="S[,S...]",
+        help="only these statuses (comma-separated or repeated): " + ", ".join(STATUSES),
+    )
+    roots.add_argument("--app", metavar="APP", help="only the roots of this app")
+    roots.add_argument(
+        "--since",
+        metavar="TIME",
+        help="only roots whose last event is at or after TIME (ISO-8601, e.g. "
+        "2026-11-22T10:00:00Z; a time without offset is UTC)",
+    )
+    roots.add_argument("--limit", metavar="N", help="at most N roots (default 50)")
+    roots.add_argument("--json", action="store_true", help="print a JSON array")
+    show = command("show", _show, "show one root: its state, events by stage, attempts")
+    show.add_argument(
+        "root_id", metavar="ROOT_ID", help="the root id (as `ackfold roots` lists it)"
+    )
+    show.add_argument("--json", action="store_true", help="print JSON")
     return parser
 
 
