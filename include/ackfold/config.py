@@ -144,6 +144,18 @@ class AppOverrides(_Section):
     stages: tuple[str, ...] = ()
 
 
+class ReconcileSettings(_Section):
+    """How far back a reconcile looks for the state of roots that get new events.
+
+    Roots first seen longer ago than `lookback` are settled for all practical purposes;
+    an event for one of them waits in `unmatched_events` instead of costing a full scan.
+    Keep it above every app's timeout and the source's retention (SQS: up to 14 days).
+    """
+
+    lookback: Duration = timedelta(days=14)
+    max_bytes_per_batch: str = Field("512m", pattern=r"^\d+[kmg]?$")
+
+
 class Settings(BaseSettings):
     """Every ackfold setting. Build it with `load_settings()`, which explains bad values."""
 
@@ -162,6 +174,7 @@ class Settings(BaseSettings):
     sqs: SqsSettings = SqsSettings()
     kafka: KafkaSettings = KafkaSettings()
     airflow: AirflowSettings = AirflowSettings()
+    reconcile: ReconcileSettings = ReconcileSettings()
     defaults: AppPolicy = AppPolicy()
     apps: dict[str, AppOverrides] = Field(default_factory=dict)
 

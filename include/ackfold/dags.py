@@ -70,8 +70,7 @@ def spark_submit_kwargs(
     """SparkSubmitOperator arguments that run `spark_apps/<app>` with ackfold's Spark setup."""
     settings = settings or load_settings()
     conf = spark_conf(settings, with_jars=False)
-    # Local and client mode: the driver's Python is this interpreter, with ackfold on it.
-    conf.setdefault("spark.pyspark.python", sys.executable)
+    # Client mode: the driver's Python is this interpreter, with ackfold on it.
     conf.setdefault("spark.pyspark.driver.python", sys.executable)
     return {
         "conn_id": SPARK_CONN_ID,

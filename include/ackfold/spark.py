@@ -10,6 +10,7 @@ Example:
 from __future__ import annotations
 
 import os
+import sys
 from typing import TYPE_CHECKING
 
 from ackfold.config import Settings, load_settings
@@ -35,6 +36,8 @@ def spark_conf(settings: Settings, *, with_jars: bool = True) -> dict[str, str]:
         **DELTA_CONF,
         "spark.sql.session.timeZone": "UTC",
         "spark.sql.shuffle.partitions": str(settings.spark.shuffle_partitions),
+        # Delta reads its log with this many tasks (default 50): too many for small machines.
+        "spark.databricks.delta.snapshotPartitions": str(settings.spark.shuffle_partitions),
         "spark.driver.memory": settings.spark.driver_memory,
         "spark.ui.enabled": str(settings.spark.ui).lower(),
         "spark.ui.showConsoleProgress": "false",
@@ -42,6 +45,9 @@ def spark_conf(settings: Settings, *, with_jars: bool = True) -> dict[str, str]:
     }
     if with_jars:
         conf["spark.jars"] = ",".join(spark_jars(settings))
+    if settings.spark.master.startswith("local"):
+        # Python workers run here: use this interpreter, which has ackfold installed.
+        conf["spark.pyspark.python"] = sys.executable
     conf.update(settings.spark.conf)
     return conf
 

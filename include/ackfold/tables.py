@@ -1,0 +1,120 @@
+"""The ledger's Delta tables: names, explicit schemas, layout, and idempotent creation.
+
+The v1 columns of `ack_events` and `roots` are a public contract (DESIGN.md): any Delta
+writer may append them. Tables stay at reader version 1 (no deletion vectors, no column
+mapping) so delta-rs can read them for the CLI and the UI without a JVM.
+
+Layout, for the real access pattern:
+- `ack_events` and `roots` are append-only and unpartitioned. Appends arrive in time
+  order, so each file covers a narrow time range and time filters skip files; the
+  maintenance DAG Z-orders them by `root_id` for point lookups (`ackfold show`).
+- `root_state` is partitioned by `first_event_date`. A reconcile touches only roots that
+  are still in flight, which are recent: the MERGE reads and rewrites the last few
+  partitions, never the whole history (invariant 9).
+
+Example:
+    >>> from ackfold.tables import Ledger
+    >>> ledger = Ledger("/tmp/warehouse")
+    >>> ledger.path("ack_events")
+    '/tmp/warehouse/ack_events'
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+ACK_EVENTS = "ack_events"
+ROOTS = "roots"
+ROOT_STATE = "root_state"
+UNMATCHED_EVENTS = "unmatched_events"
+
+# Contract v1: every writer supplies exactly these.
+ACK_EVENTS_DDL = """
+    event_id STRING NOT NULL,
+    app STRING NOT NULL,
+    root_id BIGINT NOT NULL,
+    kind STRING NOT NULL,
+    ack_val BIGINT NOT NULL,
+    stage STRING NOT NULL,
+    event_time TIMESTAMP NOT NULL,
+    reason STRING
+"""
+
+ROOTS_DDL = """
+    root_id BIGINT NOT NULL,
+    app STRING NOT NULL,
+    attempt INT NOT NULL,
+    origin_root_id BIGINT NOT NULL,
+    source STRING NOT NULL,
+    source_queue STRING,
+    source_message_id STRING,
+    source_position STRING,
+    payload STRING,
+    ingested_at TIMESTAMP NOT NULL
+"""
+
+# One row per root. The columns after `fail_reason` are the reconciler's own bookkeeping:
+# they make a run resumable and exact (see docs/decisions/reconcile.md).
+ROOT_STATE_DDL = """
+    root_id BIGINT NOT NULL,
+    app STRING NOT NULL,
+    status STRING NOT NULL,
+    xor_acc BIGINT NOT NULL,
+    event_count BIGINT NOT NULL,
+    first_event_at TIMESTAMP NOT NULL,
+    last_event_at TIMESTAMP NOT NULL,
+    status_changed_at TIMESTAMP NOT NULL,
+    attempt INT,
+    origin_root_id BIGINT,
+    last_stage STRING NOT NULL,
+    fail_reason STRING,
+    fail_stage STRING,
+    fail_at TIMESTAMP,
+    fail_event_id STRING,
+    last_event_id STRING NOT NULL,
+    init_seen BOOLEAN NOT NULL,
+    seen_event_ids ARRAY<STRING> NOT NULL,
+    reconciled_at TIMESTAMP NOT NULL,
+    first_event_date DATE NOT NULL
+"""
+
+# Events whose root is not (yet) known: retried on every run, never silently dropped.
+UNMATCHED_EVENTS_DDL = ACK_EVENTS_DDL
+
+_TABLES = {
+    ACK_EVENTS: (ACK_EVENTS_DDL, None, "ledger of tuple-tree events, contract v1"),
+    ROOTS: (ROOTS_DDL, None, "one row per root: where it came from, how to replay it"),
+    ROOT_STATE: (ROOT_STATE_DDL, "first_event_date", "folded state and status per root"),
+    UNMATCHED_EVENTS: (UNMATCHED_EVENTS_DDL, None, "events waiting for their root"),
+}
+
+_PROPERTIES = {
+    # Reader version 1 for delta-rs: no deletion vectors, no column mapping.
+    "delta.enableDeletionVectors": "false",
+    "delta.autoOptimize.optimizeWrite": "true",
+}
+
+
+@dataclass(frozen=True)
+class Ledger:
+    """Where the ledger's tables live: one directory per table under a warehouse root."""
+
+    root: str
+
+    def path(self, table: str) -> str:
+        return f"{self.root.rstrip('/')}/{table}"
+
+    def create(self, spark: SparkSession, tables: tuple[str, ...] = tuple(_TABLES)) -> None:
+        """Create the tables that do not exist yet; existing tables are left as they are."""
+        for name in tables:
+            ddl, partition, comment = _TABLES[name]
+            partitioned = f"PARTITIONED BY ({partition})" if partition else ""
+            props = ", ".join(f"'{k}' = '{v}'" for k, v in _PROPERTIES.items())
+            spark.sql(
+                f"CREATE TABLE IF NOT EXISTS delta.`{self.path(name)}` ({ddl}) USING delta "
+                f"{partitioned} COMMENT '{comment}' TBLPROPERTIES ({props})"
+            )

@@ -1,0 +1,25 @@
+"""spark-submit entry point of `ackfold_reconcile`: fold new ledger events into root_state.
+
+    spark-submit spark_apps/reconcile.py [--app APP] [--now ISO-TIME]
+
+Prints the run's JSON summary on the last line of stdout.
+"""
+
+import argparse
+import json
+
+from ackfold.config import load_settings
+from ackfold.ledger_reader import parse_time
+from ackfold.reconcile import reconcile
+from ackfold.spark import get_spark
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(prog="reconcile.py")
+    parser.add_argument("--app")
+    parser.add_argument("--now", type=lambda text: parse_time(text, "--now"))
+    args = parser.parse_args()
+    settings = load_settings()
+    spark = get_spark(settings, app_name="ackfold-reconcile")
+    summary = reconcile(spark, settings, now=args.now, app=args.app)
+    print(json.dumps(summary, sort_keys=True), flush=True)
+    spark.stop()
