@@ -1,0 +1,685 @@
+"""The Spark tracking API for streaming apps: the ``Tracker``'s verbs over whole DataFrames.
+
+A tracked DataFrame carries each record's identity in one struct column, ``_ackfold``
+(``TUPLE_DDL``): what ``tracker.Tuple`` carries (id, roots, the roots of each anchor,
+consumers) plus the ids of its anchors, so a stage can compute the acks of its inputs from
+its outputs. The column survives a Delta table, so a job that reads another job's output
+keeps tracking the same trees.
+
+A stage, inside ``foreachBatch``, reads like Storm's collector:
+
+- ``spout`` registers one root per source row: ``roots`` rows, ``init`` events, tuples;
+- ``emit`` / ``explode`` / ``aggregate`` make children anchored to their inputs: one to
+  one, one to many, many to one (a child of tuples of several roots);
+- ``ack(inputs, children)`` writes, per input and root, the input's own edges XOR the
+  edges of its children (invariant 2); ``fail(inputs, reason)`` fails them;
+- ``write_batch`` appends the outputs, then the roots, then all events of the batch in
+  one commit, each with ``txnAppId``/``txnVersion`` so a re-run batch writes nothing.
+
+The events are the ones ``Tracker`` writes for the same topology, row for row (ids are
+derived, never drawn). See ``docs/decisions/spark-tracking-api.md``.
+
+Example (``split``: lines -> words, as a streaming query's ``foreachBatch``; the test
+``tests/spark/test_tracking.py`` runs this shape end to end):
+    >>> from pyspark.sql import functions as F
+    >>> from ackfold.tracking import StageTracker
+    >>> warehouse = "/tmp/ackfold-example"
+    >>> spout = StageTracker("wordcount", "spout", ledger=warehouse)
+    >>> split = StageTracker("wordcount", "split", ledger=warehouse)
+    >>> def split_batch(batch, batch_id):
+    ...     lines = spout.spout(batch, message_id="id", source="sqs", source_queue="lines")
+    ...     good = lines.tuples.where(F.col("text").isNotNull())
+    ...     bad = lines.tuples.where(F.col("text").isNull())
+    ...     words = split.explode(good, F.split("text", " "), "word").select("word", "_ackfold")
+    ...     split.write_batch(
+    ...         batch_id,
+    ...         outputs={f"{warehouse}/words": words},  # written first
+    ...         roots=lines.roots,
+    ...         events=[lines.events, split.ack(good, words), split.fail(bad, "no text")],
+    ...     )
+    >>> query = (spark.readStream.schema("id string, text string").json("/tmp/lines")
+    ...          .writeStream.foreachBatch(split_batch)
+    ...          .option("checkpointLocation", f"{warehouse}/_checkpoints/split")
+    ...          .trigger(availableNow=True).start())  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import reduce
+from typing import Final
+
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from ackfold import tracking_ids as sql_ids
+from ackfold.tables import ACK_EVENTS, ROOTS, Ledger
+from ackfold.tracker import (
+    ACK,
+    EVENT_COLUMNS,
+    FAIL,
+    INIT,
+    ROOT_COLUMNS,
+    UNNAMED,
+    Tuple,
+    _check_name,
+    _consumers,
+)
+
+TUPLE_COLUMN: Final = "_ackfold"
+# `tracker.Tuple` as a struct, plus `anchors` (the ids of the tuples it was emitted from,
+# empty for a spout tuple): the acks of a stage's inputs are computed from its children.
+TUPLE_DDL: Final = (
+    "id BIGINT, roots ARRAY<BIGINT>, anchor_roots ARRAY<ARRAY<BIGINT>>, "
+    "consumers ARRAY<STRING>, anchors ARRAY<BIGINT>, stage STRING"
+)
+
+_HIDDEN = "__ackfold_"
+_CREATED_LEDGERS: set[str] = set()
+
+ColumnOrName = Column | str
+
+
+@dataclass(frozen=True)
+class Spout:
+    """What ``StageTracker.spout`` registers: the tuples for the next stage, the ``roots``
+    rows and the ``init`` events (both still to be written by ``write_batch``)."""
+
+    tuples: DataFrame
+    roots: DataFrame
+    events: DataFrame
+
+
+def as_tuple(value: object) -> Tuple:
+    """The ``tracker.Tuple`` of one collected ``_ackfold`` struct (a ``Row``).
+
+    Example:
+        >>> from ackfold.tracker import Tracker
+        >>> rows = StageTracker("orders", "spout").spout(
+        ...     spark.createDataFrame([("m-1",)], "id string"), message_id="id", source="sqs"
+        ... ).tuples.collect()
+        >>> as_tuple(rows[0]["_ackfold"]) == Tracker("orders").spout("m-1", source="sqs")
+        True
+    """
+    row = value.asDict() if hasattr(value, "asDict") else value
+    if not isinstance(row, Mapping):
+        raise TypeError(f"expected an {TUPLE_COLUMN} struct (a Row), got {type(value).__name__}")
+    return Tuple(
+        id=row["id"],
+        roots=tuple(row["roots"]),
+        anchor_roots=tuple(frozenset(roots) for roots in row["anchor_roots"]),
+        consumers=tuple(row["consumers"]),
+        stage=row["stage"],
+    )
+
+
+class StageTracker:
+    """One stage of a tracked app: Storm's OutputCollector over DataFrames.
+
+    ``app`` and ``stage`` name the events; ``ledger`` (a ``Ledger`` or its root directory)
+    is where ``write_batch`` appends them. ``writer_id`` overrides the ``txnAppId`` of its
+    writes; the default, ``ackfold/<app>/<stage>/<streaming query id>``, is unique per
+    checkpoint, so a query restarted on a fresh checkpoint (batch ids from 0 again) is not
+    mistaken for a re-run of the old one.
+
+    Example:
+        >>> split = StageTracker("wordcount", "split", ledger="/tmp/warehouse")
+        >>> split
+        StageTracker('wordcount', 'split')
+    """
+
+    def __init__(
+        self,
+        app: str,
+        stage: str,
+        *,
+        ledger: Ledger | str | None = None,
+        writer_id: str | None = None,
+    ) -> None:
+        self.app = _check_name("app", app)
+        self.stage = _check_name("stage", stage)
+        self.ledger = Ledger(ledger) if isinstance(ledger, str) else ledger
+        self.writer_id = writer_id
+
+    def __repr__(self) -> str:
+        return f"StageTracker({self.app!r}, {self.stage!r})"
+
+    # -- the spout ------------------------------------------------------------------------
+
+    def spout(
+        self,
+        df: DataFrame,
+        *,
+        message_id: ColumnOrName,
+        source: str | Column,
+        source_queue: str | Column = "",
+        attempt: ColumnOrName | int = 1,
+        origin_root_id: ColumnOrName | None = None,
+        payload: ColumnOrName | None = None,
+        source_position: ColumnOrName | None = None,
+        to: Sequence[str] | None = None,
+    ) -> Spout:
+        """Register one root per row of ``df`` (source messages) and return its first tuples.
+
+        Root ids are ``ids.root_id(app, f"{source}:{source_queue}:{message_id}", attempt,
+        origin_root_id)``, as ``Tracker.spout``. ``message_id``, ``attempt`` (or an int),
+        ``origin_root_id``, ``payload`` and ``source_position`` are columns; ``source`` and
+        ``source_queue`` are literal strings unless given as a ``Column``. A message seen
+        twice in ``df`` is registered once. ``to`` names the stages the tuples go to.
+
+        Example:
+            >>> spout = StageTracker("orders", "spout")
+            >>> batch = spark.createDataFrame([("m-1", "{}")], "id string, body string")
+            >>> out = spout.spout(batch, message_id="id", source="sqs",
+            ...                   source_queue="orders-in", payload="body")
+            >>> out.tuples.columns, out.events.first().kind, out.roots.first().payload
+            (['id', 'body', '_ackfold'], 'init', '{}')
+        """
+        if TUPLE_COLUMN in df.columns:
+            raise ValueError(
+                f"the source DataFrame already has a {TUPLE_COLUMN} column: its rows are "
+                "tracked tuples, not source messages; use emit() to continue their trees"
+            )
+        if isinstance(attempt, int) and (isinstance(attempt, bool) or attempt < 1):
+            raise ValueError(f"attempt must be an int >= 1 or a column, got {attempt!r}")
+        if isinstance(attempt, int) and attempt > 1 and origin_root_id is None:
+            raise ValueError(f"attempt {attempt} needs the origin_root_id column of attempt 1")
+        consumers = _consumers(to)
+        h = _hidden
+        src, queue = _literal(source), _literal(source_queue)
+        message = _column(message_id).cast("string")
+        tries = (F.lit(attempt) if isinstance(attempt, int) else _column(attempt)).cast("int")
+        origin = (F.lit(None) if origin_root_id is None else _column(origin_root_id)).cast("bigint")
+        key = F.concat(src, F.lit(":"), queue, F.lit(":"), message)
+        base = (
+            df.withColumn(h("root"), sql_ids.root_id(self.app, key, tries, origin))
+            .withColumn(h("attempt"), tries)
+            .withColumn(h("origin"), origin)
+            # A message delivered twice in one batch is one root, as in Tracker.spout.
+            .dropDuplicates([h("root")])
+        )
+        root = F.col(h("root"))
+        first = sql_ids.spout_tuple_id(root)
+        tuple_struct = _tuple_struct(
+            tuple_id=first,
+            roots=F.array(root),
+            anchor_roots=F.array(F.array(root)),
+            consumers=_array_of(consumers),
+            anchors=F.array(),
+            stage=self.stage,
+        )
+        tuples = base.withColumn(TUPLE_COLUMN, tuple_struct).drop(
+            h("root"), h("attempt"), h("origin")
+        )
+        tries_col = F.col(h("attempt"))
+        roots = base.select(
+            root.alias("root_id"),
+            F.lit(self.app).alias("app"),
+            tries_col.alias("attempt"),
+            F.when(tries_col == 1, root).otherwise(F.col(h("origin"))).alias("origin_root_id"),
+            src.alias("source"),
+            queue.alias("source_queue"),
+            message.alias("source_message_id"),
+            _optional(source_position).alias("source_position"),
+            _optional(payload).alias("payload"),
+            F.current_timestamp().alias("ingested_at"),
+        )
+        # The init event carries the first tuple's edge for each consumer (pseudo-anchor 0).
+        init_val = sql_ids.xor_of(
+            *[sql_ids.edge_id(first, root, F.lit(0), F.lit(c)) for c in consumers]
+        )
+        events = self._events(base, INIT, root, first, init_val)
+        return Spout(tuples=tuples, roots=roots, events=events)
+
+    # -- children -------------------------------------------------------------------------
+
+    def emit(
+        self,
+        df: DataFrame,
+        *,
+        anchors: Sequence[ColumnOrName] = (TUPLE_COLUMN,),
+        position: Column | int = 0,
+        to: Sequence[str] | None = None,
+    ) -> DataFrame:
+        """One child per row of ``df``, anchored to the tuples in the ``anchors`` columns.
+
+        The child replaces ``_ackfold`` (anchor columns given by name are dropped). Use
+        several anchors for a join: a child of tuples of several roots belongs to all their
+        trees; the same anchor twice is two anchorings, as in Storm. ``position`` tells
+        apart siblings of one stage from the same anchors (``explode`` numbers them).
+
+        Example:
+            >>> spout = StageTracker("orders", "spout").spout(
+            ...     spark.createDataFrame([("m-1", 3)], "id string, n int"),
+            ...     message_id="id", source="sqs")
+            >>> doubled = StageTracker("orders", "double").emit(
+            ...     spout.tuples.withColumn("n", F.col("n") * 2))
+            >>> doubled.select("n", "_ackfold.stage").first()
+            Row(n=6, stage='double')
+        """
+        if isinstance(anchors, str | Column):
+            raise ValueError("anchors must be a sequence of columns, e.g. ['left', 'right']")
+        if not anchors:
+            raise ValueError(
+                "emit needs at least one anchor: ackfold does not track unanchored tuples"
+            )
+        for anchor in anchors:
+            if isinstance(anchor, str) and anchor not in df.columns:
+                raise ValueError(
+                    f"{self!r}.emit: anchor column {anchor!r} is not in the DataFrame "
+                    f"(columns: {df.columns}); anchors name _ackfold struct columns"
+                )
+        child = self._child(F.array(*[_column(a) for a in anchors]), _position(position), to)
+        named = {a for a in anchors if isinstance(a, str) and a != TUPLE_COLUMN}
+        return df.withColumn(TUPLE_COLUMN, child).drop(*named)
+
+    def explode(
+        self,
+        df: DataFrame,
+        items: ColumnOrName,
+        name: str,
+        *,
+        to: Sequence[str] | None = None,
+    ) -> DataFrame:
+        """One child per element of the array ``items`` of each row, in column ``name``.
+
+        The i-th element is the child at position i of the row's tuple (``posexplode``),
+        exactly as ``Tracker.emit`` numbers siblings. A row with an empty or null array has
+        no children; its ack still goes out.
+
+        Example:
+            >>> spout = StageTracker("wc", "spout").spout(
+            ...     spark.createDataFrame([("m-1", "a b")], "id string, text string"),
+            ...     message_id="id", source="test")
+            >>> words = StageTracker("wc", "split").explode(
+            ...     spout.tuples, F.split("text", " "), "word")
+            >>> [row.word for row in words.collect()]
+            ['a', 'b']
+        """
+        _require_tracked(df, self, "explode")
+        pos = _hidden("position")
+        exploded = df.select("*", F.posexplode(_column(items)).alias(pos, name))
+        child = self._child(F.array(F.col(TUPLE_COLUMN)), F.col(pos), to)
+        return exploded.withColumn(TUPLE_COLUMN, child).drop(pos)
+
+    def aggregate(
+        self,
+        df: DataFrame,
+        by: ColumnOrName | Sequence[ColumnOrName],
+        *aggs: Column,
+        to: Sequence[str] | None = None,
+    ) -> DataFrame:
+        """One child per group of ``df.groupBy(by)``, anchored to every tuple of the group.
+
+        Anchors are sorted by tuple id, so the child's id does not depend on the shuffle
+        order; a group spans as many roots as its inputs do. Inside ``foreachBatch`` this
+        aggregates one micro-batch.
+
+        Example:
+            >>> spout = StageTracker("wc", "spout").spout(
+            ...     spark.createDataFrame([("m-1", "a"), ("m-2", "a")], "id string, w string"),
+            ...     message_id="id", source="test")
+            >>> counts = StageTracker("wc", "count").aggregate(
+            ...     spout.tuples, "w", F.count("*").alias("n"))
+            >>> row = counts.first()
+            >>> row.n, len(row._ackfold.roots), len(row._ackfold.anchors)
+            (2, 2, 2)
+        """
+        _require_tracked(df, self, "aggregate")
+        keys = [by] if isinstance(by, str | Column) else list(by)
+        anchors = _hidden("anchors")
+        grouped = df.groupBy(*keys).agg(
+            *aggs, F.array_sort(F.collect_list(TUPLE_COLUMN), _by_id).alias(anchors)
+        )
+        child = self._child(F.col(anchors), _zero(), to)
+        return grouped.withColumn(TUPLE_COLUMN, child).drop(anchors)
+
+    # -- acks and fails -------------------------------------------------------------------
+
+    def ack(self, inputs: DataFrame, children: DataFrame | None = None) -> DataFrame:
+        """The ``ack`` events of this stage's ``inputs``, one per input tuple and root.
+
+        Each row XORs the input's own edges (for this stage as consumer) with the edges of
+        every child in ``children`` anchored to it (invariant 2): pass all the children this
+        stage emitted from ``inputs``. Inputs without children are acked too; a sink passes
+        none.
+
+        Example:
+            >>> spout = StageTracker("wc", "spout").spout(
+            ...     spark.createDataFrame([("m-1", "a b")], "id string, text string"),
+            ...     message_id="id", source="test")
+            >>> split = StageTracker("wc", "split")
+            >>> words = split.explode(spout.tuples, F.split("text", " "), "word")
+            >>> acc = 0
+            >>> for e in spout.events.union(split.ack(spout.tuples, words)).collect():
+            ...     acc ^= e.ack_val
+            >>> acc != 0  # the two words are still pending
+            True
+        """
+        _require_tracked(inputs, self, "ack")
+        if children is not None:
+            _require_tracked(children, self, "ack")
+        t = F.col("t")
+        own = (
+            inputs.select(F.col(TUPLE_COLUMN).alias("t"))
+            .select(
+                t["id"].alias("tuple_id"),
+                F.explode(t["roots"]).alias("root_id"),
+                t["anchor_roots"].alias("anchor_roots"),
+                self._consumer_key(t).alias("consumer"),
+            )
+            .select(
+                "tuple_id",
+                "root_id",
+                _own_value(
+                    F.col("tuple_id"), F.col("root_id"), F.col("anchor_roots"), F.col("consumer")
+                ).alias("own"),
+                F.lit(None).cast("bigint").alias("edge"),
+            )
+        )
+        combined = own
+        if children is not None:
+            combined = own.unionByName(self._child_edges(children))
+        acks = (
+            combined.groupBy("tuple_id", "root_id")
+            .agg(
+                # Copies of one input (or one child) in the batch are one delivery: the
+                # first own value and the set of edges, never an XOR over the copies.
+                F.first("own", ignorenulls=True).alias("own"),
+                F.collect_set("edge").alias("edges"),
+            )
+            .where(F.col("own").isNotNull())  # children of inputs not acked here stay pending
+        )
+        ack_val = F.col("own").bitwiseXOR(sql_ids.xor_all(F.col("edges")))
+        return self._events(acks, ACK, F.col("root_id"), F.col("tuple_id"), ack_val)
+
+    def fail(self, inputs: DataFrame, reason: str | Column) -> DataFrame:
+        """The ``fail`` events of this stage's ``inputs``: every root of each fails.
+
+        ``reason`` is a string or a column (per record); it must not be empty. Do not also
+        ack these inputs; the edges of children emitted from them are dropped.
+
+        Example:
+            >>> spout = StageTracker("wc", "spout").spout(
+            ...     spark.createDataFrame([("m-1", None)], "id string, text string"),
+            ...     message_id="id", source="test")
+            >>> fails = StageTracker("wc", "split").fail(spout.tuples, "no text")
+            >>> fails.select("kind", "ack_val", "reason").first()
+            Row(kind='fail', ack_val=0, reason='no text')
+        """
+        if isinstance(reason, str) and not reason.strip():
+            raise ValueError(f"fail needs a non-empty reason, got {reason!r}")
+        _require_tracked(inputs, self, "fail")
+        why = _literal(reason)
+        t = F.col("t")
+        failed = (
+            inputs.select(F.col(TUPLE_COLUMN).alias("t"), why.alias("reason"))
+            .where(self._consumer_key(t).isNotNull())  # checks that this stage consumes it
+            .select(
+                t["id"].alias("tuple_id"),
+                F.explode(t["roots"]).alias("root_id"),
+                F.when(
+                    F.col("reason").isNull() | (F.trim(F.col("reason")) == ""),
+                    F.raise_error(F.lit(f"stage {self.stage!r}: fail needs a non-empty reason")),
+                )
+                .otherwise(F.col("reason"))
+                .alias("reason"),
+            )
+        )
+        return self._events(
+            failed, FAIL, F.col("root_id"), F.col("tuple_id"), _zero(), F.col("reason")
+        )
+
+    # -- writing --------------------------------------------------------------------------
+
+    def write_batch(
+        self,
+        batch_id: int,
+        *,
+        outputs: Mapping[str, DataFrame] | None = None,
+        roots: DataFrame | None = None,
+        events: Sequence[DataFrame] = (),
+    ) -> None:
+        """Append a micro-batch's outputs, roots and events, each idempotently.
+
+        Order: every output table (path -> DataFrame), then ``roots``, then all ``events``
+        in ONE commit to ``ack_events``. Each append carries ``txnAppId`` (the writer id) and
+        ``txnVersion=batch_id``, so Delta skips a table this batch already reached: a
+        re-run writes what a crash left out and nothing twice. Acks go last because an ack
+        claims its outputs are durable: a crash must never leave a sink's ack without its
+        output.
+
+        Example:
+            >>> import tempfile
+            >>> warehouse = tempfile.mkdtemp()
+            >>> sink = StageTracker("orders", "spout", ledger=warehouse)
+            >>> out = sink.spout(spark.createDataFrame([("m-1",)], "id string"),
+            ...                  message_id="id", source="sqs")
+            >>> for _ in range(2):  # the second run of batch 7 is a no-op
+            ...     sink.write_batch(7, events=[out.events])
+            >>> spark.read.format("delta").load(f"{warehouse}/ack_events").count()
+            1
+        """
+        if isinstance(batch_id, bool) or not isinstance(batch_id, int) or batch_id < 0:
+            raise ValueError(
+                f"batch_id must be the foreachBatch batch id (an int >= 0), got {batch_id!r}"
+            )
+        if self.ledger is None:
+            raise ValueError(
+                f"{self!r} has no ledger: pass ledger=<warehouse root> to StageTracker to write"
+            )
+        frames = [*(outputs or {}).values(), *([roots] if roots is not None else []), *events]
+        if not frames:
+            return
+        spark = frames[0].sparkSession
+        writer = self._writer(spark, batch_id)
+        self._create_ledger(spark)
+        for path, frame in (outputs or {}).items():
+            _append(frame, path, writer, batch_id)
+        if roots is not None:
+            _append(roots.select(*ROOT_COLUMNS), self.ledger.path(ROOTS), writer, batch_id)
+        if events:
+            union = reduce(DataFrame.unionByName, [e.select(*EVENT_COLUMNS) for e in events])
+            # Two verbs can say the same thing (an input passed twice): one row per event.
+            deduped = union.dropDuplicates(["event_id"])
+            _append(deduped, self.ledger.path(ACK_EVENTS), writer, batch_id)
+
+    # -- internals ------------------------------------------------------------------------
+
+    def _writer(self, spark: SparkSession, batch_id: int) -> str:
+        """The ``txnAppId`` of this batch's writes (see the class docstring)."""
+        context = spark.sparkContext
+        # Set by Spark on the thread running a micro-batch, which calls foreachBatch.
+        running = context.getLocalProperty("streaming.sql.batchId")
+        if running is not None and running != str(batch_id):
+            raise ValueError(
+                f"write_batch got batch_id {batch_id} inside micro-batch {running}: pass the "
+                "batch id that foreachBatch gave your function"
+            )
+        if self.writer_id is not None:
+            return self.writer_id
+        query = context.getLocalProperty("sql.streaming.queryId")
+        base = f"ackfold/{self.app}/{self.stage}"
+        return f"{base}/{query}" if query else base
+
+    def _create_ledger(self, spark: SparkSession) -> None:
+        # CREATE TABLE IF NOT EXISTS costs a catalog round trip: once per process and ledger.
+        if self.ledger is not None and self.ledger.root not in _CREATED_LEDGERS:
+            self.ledger.create(spark, (ACK_EVENTS, ROOTS))
+            _CREATED_LEDGERS.add(self.ledger.root)
+
+    def _child(self, anchors: Column, position: Column, to: Sequence[str] | None) -> Column:
+        # `anchors` is an array of _ackfold structs, in anchor order.
+        anchor_ids = F.transform(anchors, lambda a: a["id"])
+        anchor_roots = F.transform(anchors, lambda a: a["roots"])
+        return _tuple_struct(
+            tuple_id=sql_ids.tuple_id(self.stage, position, anchor_ids),
+            roots=F.array_distinct(F.flatten(anchor_roots)),
+            anchor_roots=anchor_roots,
+            consumers=_array_of(_consumers(to)),
+            anchors=anchor_ids,
+            stage=self.stage,
+        )
+
+    def _consumer_key(self, t: Column) -> Column:
+        """The consumer whose edges this stage acks, as ``Tuple.consumer_key``."""
+        consumers = t["consumers"]
+        return (
+            F.when(consumers == F.array(F.lit(UNNAMED)), F.lit(UNNAMED))
+            .when(F.array_contains(consumers, self.stage), F.lit(self.stage))
+            .otherwise(
+                F.raise_error(
+                    F.concat(
+                        F.lit(f"stage {self.stage!r} is not a consumer of tuple "),
+                        t["id"].cast("string"),
+                        F.lit(" (it was emitted to "),
+                        F.array_join(consumers, ", "),
+                        F.lit(")"),
+                    )
+                )
+            )
+        )
+
+    def _child_edges(self, children: DataFrame) -> DataFrame:
+        """Rows (anchor tuple id, root, edge): each child's edges, by the anchor they hang on."""
+        c = F.col("c")
+        return (
+            children.select(F.col(TUPLE_COLUMN).alias("c"))
+            .where(
+                F.when(c["stage"] == self.stage, F.lit(True)).otherwise(
+                    F.raise_error(
+                        F.concat(
+                            F.lit(f"stage {self.stage!r} cannot ack with children emitted by "),
+                            F.coalesce(c["stage"], F.lit("null")),
+                        )
+                    )
+                )
+            )
+            .select(c, F.posexplode(c["anchors"]).alias("k", "tuple_id"))
+            .select(
+                "tuple_id",
+                "k",
+                "c",
+                F.explode(F.col("c.anchor_roots")[F.col("k")]).alias("root_id"),
+            )
+            .select(
+                "tuple_id",
+                "root_id",
+                F.lit(None).cast("bigint").alias("own"),
+                F.explode(
+                    F.transform(
+                        F.col("c.consumers"),
+                        lambda consumer: sql_ids.edge_id(
+                            F.col("c.id"), F.col("root_id"), F.col("k"), consumer
+                        ),
+                    )
+                ).alias("edge"),
+            )
+        )
+
+    def _events(
+        self,
+        frame: DataFrame,
+        kind: str,
+        root: Column,
+        tuple_id: Column,
+        ack_val: Column,
+        reason: Column | None = None,
+    ) -> DataFrame:
+        return frame.select(
+            sql_ids.event_id(self.app, root, kind, self.stage, tuple_id).alias("event_id"),
+            F.lit(self.app).alias("app"),
+            root.alias("root_id"),
+            F.lit(kind).alias("kind"),
+            ack_val.cast("bigint").alias("ack_val"),
+            F.lit(self.stage).alias("stage"),
+            F.current_timestamp().alias("event_time"),
+            (reason if reason is not None else F.lit(None)).cast("string").alias("reason"),
+        )
+
+
+def _require_tracked(df: DataFrame, tracker: StageTracker, verb: str) -> None:
+    if TUPLE_COLUMN not in df.columns:
+        raise ValueError(
+            f"{tracker!r}.{verb}: the DataFrame has no {TUPLE_COLUMN} column (columns: "
+            f"{df.columns}); pass tuples from spout(), emit(), explode() or aggregate(), "
+            "or a table they were written to"
+        )
+
+
+def _append(frame: DataFrame, path: str, writer: str, batch_id: int) -> None:
+    # Delta skips the append if this writer already committed this batch id to the table.
+    (
+        frame.write.format("delta")
+        .mode("append")
+        .option("txnAppId", writer)
+        .option("txnVersion", str(batch_id))
+        .save(path)
+    )
+
+
+def _own_value(tuple_id: Column, root: Column, anchor_roots: Column, consumer: Column) -> Column:
+    """``Tuple.value``: the XOR of the tuple's edges in ``root``'s tree, one per anchor."""
+    edges = F.transform(
+        anchor_roots,
+        lambda roots_k, k: F.when(
+            F.array_contains(roots_k, root), sql_ids.edge_id(tuple_id, root, k, consumer)
+        ).otherwise(_zero()),
+    )
+    return sql_ids.xor_all(edges)
+
+
+def _tuple_struct(
+    *,
+    tuple_id: Column,
+    roots: Column,
+    anchor_roots: Column,
+    consumers: Column,
+    anchors: Column,
+    stage: str,
+) -> Column:
+    return F.struct(
+        tuple_id.alias("id"),
+        roots.cast("array<bigint>").alias("roots"),
+        anchor_roots.cast("array<array<bigint>>").alias("anchor_roots"),
+        consumers.cast("array<string>").alias("consumers"),
+        anchors.cast("array<bigint>").alias("anchors"),
+        F.lit(stage).alias("stage"),
+    )
+
+
+def _zero() -> Column:
+    return F.lit(0).cast("bigint")
+
+
+def _by_id(left: Column, right: Column) -> Column:
+    return F.when(left["id"] < right["id"], -1).when(left["id"] > right["id"], 1).otherwise(0)
+
+
+def _array_of(names: Sequence[str]) -> Column:
+    return F.array(*[F.lit(name) for name in names])
+
+
+def _position(position: Column | int) -> Column:
+    if isinstance(position, Column):
+        return position
+    if isinstance(position, bool) or not isinstance(position, int) or position < 0:
+        raise ValueError(f"position must be an int >= 0 or a column, got {position!r}")
+    return F.lit(position)
+
+
+def _column(value: ColumnOrName) -> Column:
+    return value if isinstance(value, Column) else F.col(value)
+
+
+def _literal(value: str | Column) -> Column:
+    return value if isinstance(value, Column) else F.lit(value)
+
+
+def _optional(value: ColumnOrName | None) -> Column:
+    return (F.lit(None) if value is None else _column(value)).cast("string")
+
+
+def _hidden(name: str) -> str:
+    return f"{_HIDDEN}{name}"

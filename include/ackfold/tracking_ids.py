@@ -1,0 +1,149 @@
+"""The ids of ``ackfold.ids`` as Spark SQL columns: the same formulas, computed in the JVM.
+
+Each function here returns a ``Column`` equal, row by row, to its namesake in ``ids.py``:
+``xxhash64(concat_ws('\\x1f', ...))`` with 0 mapped to 1 for the 64-bit ids, and
+``md5(concat_ws('\\x1f', ...))`` for event ids. No Python UDF runs: the Tracker's formulas
+stay on the JVM's hot path. Arguments are ``Column`` expressions; a plain ``str`` or ``int``
+is a literal value, never a column name.
+
+Example:
+    >>> from pyspark.sql import functions as F
+    >>> from ackfold import ids, tracking_ids
+    >>> row = spark.range(1).select(
+    ...     tracking_ids.edge_id(F.lit(3), F.lit(5), F.lit(0), F.lit("")).alias("e")
+    ... ).first()
+    >>> row.e == ids.edge_id(3, 5, 0, "")
+    True
+"""
+
+from __future__ import annotations
+
+from functools import reduce
+
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+
+from ackfold import ids
+
+Part = Column | str | int
+
+
+def _text(part: Part) -> Column:
+    if isinstance(part, Column):
+        return part.cast("string")
+    # bool is an int, but Spark writes "true" where Python writes "True": refuse it, as ids does.
+    if isinstance(part, bool) or not isinstance(part, str | int):
+        raise TypeError(f"id parts must be Column, str or int, got {type(part).__name__}")
+    return F.lit(str(part))
+
+
+def hash64(*parts: Part) -> Column:
+    """``ids.hash64`` in SQL: ``xxhash64(concat_ws('\\x1f', parts...))``, 0 mapped to 1.
+
+    Example:
+        >>> from ackfold import ids
+        >>> spark.range(1).select(hash64("root", "app", 7).alias("h")).first().h == (
+        ...     ids.hash64("root", "app", 7))
+        True
+    """
+    return _hash_texts(*[_text(part) for part in parts])
+
+
+def _hash_texts(*texts: Column) -> Column:
+    # An array<string> text is spliced in element by element, as concat_ws does: that is
+    # how a variable number of anchor ids enters a tuple id.
+    h = F.xxhash64(F.concat_ws(ids.SEP, *texts))
+    return F.when(h == 0, F.lit(1).cast("bigint")).otherwise(h)
+
+
+def root_id(app: str, source_key: Column, attempt: Column, origin_root_id: Column) -> Column:
+    """``ids.root_id`` in SQL: from the source key on attempt 1, else from the origin root.
+
+    Rows that ``ids.root_id`` would refuse (attempt < 1, attempt > 1 without an origin, an
+    attempt 1 whose origin is another root, a null key) fail the Spark job with that message.
+
+    Example:
+        >>> from pyspark.sql import functions as F
+        >>> from ackfold import ids
+        >>> r = spark.range(1).select(root_id(
+        ...     "orders", F.lit("sqs:in:m-1"), F.lit(1), F.lit(None).cast("bigint")
+        ... ).alias("r")).first().r
+        >>> r == ids.root_id("orders", "sqs:in:m-1")
+        True
+    """
+    first = hash64("root", app, source_key)
+    later = hash64("attempt", origin_root_id, attempt)
+    return (
+        F.when(
+            attempt.isNull() | (attempt < 1), _error("attempt must be an int >= 1, got ", attempt)
+        )
+        .when(source_key.isNull(), _error("a root needs a source key: message_id is null"))
+        .when(
+            attempt == 1,
+            F.when(
+                F.instr(source_key, ids.SEP) > 0,
+                _error("source key contains the separator \\x1f: ", source_key),
+            )
+            .when(
+                origin_root_id.isNotNull() & (origin_root_id != first),
+                _error(
+                    "attempt 1 is its own origin: origin_root_id ",
+                    origin_root_id,
+                    " differs from the derived root id ",
+                    first,
+                ),
+            )
+            .otherwise(first),
+        )
+        .when(
+            origin_root_id.isNull(),
+            _error("attempt ", attempt, " needs the origin_root_id of attempt 1"),
+        )
+        .otherwise(later)
+    )
+
+
+def spout_tuple_id(root_id: Column) -> Column:
+    """``ids.spout_tuple_id`` in SQL: the first tuple of a root."""
+    return hash64("spout", root_id)
+
+
+def tuple_id(stage: str, position: Column, anchor_ids: Column) -> Column:
+    """``ids.tuple_id`` in SQL; ``anchor_ids`` is an ``array<bigint>``, in anchor order.
+
+    Example:
+        >>> from pyspark.sql import functions as F
+        >>> from ackfold import ids
+        >>> spark.range(1).select(tuple_id(
+        ...     "parse", F.lit(0), F.array(F.lit(11), F.lit(12)).cast("array<bigint>")
+        ... ).alias("t")).first().t == ids.tuple_id("parse", 0, [11, 12])
+        True
+    """
+    texts = [_text("tuple"), _text(stage), _text(position), anchor_ids.cast("array<string>")]
+    return _hash_texts(*texts)
+
+
+def edge_id(tuple_id: Column, root_id: Column, anchor_index: Column, consumer: Column) -> Column:
+    """``ids.edge_id`` in SQL: one tuple, in one root's tree, via one anchor, to one consumer."""
+    return hash64("edge", tuple_id, root_id, anchor_index, consumer)
+
+
+def event_id(app: str, root_id: Column, kind: str, stage: str, tuple_id: Column) -> Column:
+    """``ids.event_id`` in SQL: ``md5`` of what the event says, as lowercase hex."""
+    parts = [_text(app), _text(root_id), _text(kind), _text(stage), _text(tuple_id)]
+    return F.md5(F.concat_ws(ids.SEP, *parts))
+
+
+def xor_all(values: Column) -> Column:
+    """The XOR of an ``array<bigint>`` (0 for an empty array), without exploding it."""
+    return F.aggregate(values, F.lit(0).cast("bigint"), lambda acc, x: acc.bitwiseXOR(x))
+
+
+def xor_of(*values: Column) -> Column:
+    """The XOR of a few ``bigint`` columns."""
+    return reduce(lambda acc, x: acc.bitwiseXOR(x), values)
+
+
+def _error(*parts: Part) -> Column:
+    # raise_error fails the task with the message: the SQL twin of ids.py's ValueError.
+    return F.raise_error(F.concat(*[F.coalesce(_text(p), F.lit("null")) for p in parts]))
