@@ -25,6 +25,7 @@ from deltalake import write_deltalake
 
 from ackfold import ids, status
 from ackfold.fold import RootFold, fold
+from ackfold.ids import event_hash
 from ackfold.tables import (
     _PROPERTIES,
     _TABLES,
@@ -43,6 +44,7 @@ _TYPES: dict[str, pa.DataType] = {
     "DATE": pa.date32(),
     "TIMESTAMP": pa.timestamp("us", tz="UTC"),
     "ARRAY<STRING>": pa.list_(pa.string()),
+    "ARRAY<BIGINT>": pa.list_(pa.int64()),
 }
 _COLUMN = re.compile(r"^(\w+)\s+(\S+)(\s+NOT NULL)?$")
 
@@ -107,7 +109,7 @@ def state_row(
         "fail_event_id": folded.fail_event_id,
         "last_event_id": folded.last_event_id,
         "init_seen": folded.init_seen,
-        "seen_event_ids": sorted(folded.seen_event_ids),
+        "seen_event_hashes": sorted(event_hash(e) for e in folded.seen_event_ids),
         "reconciled_at": reconciled_at or folded.last_event_at + timedelta(minutes=1),
         "first_event_date": folded.first_event_at.astimezone(UTC).date(),
     }
@@ -344,7 +346,7 @@ def bulk_ledger(
                     "last_stage": "sink",
                     "last_event_id": ack,
                     "init_seen": True,
-                    "seen_event_ids": [init, ack],
+                    "seen_event_hashes": [event_hash(init), event_hash(ack)],
                     "reconciled_at": done,
                     "first_event_date": at.date(),
                 }

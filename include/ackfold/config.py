@@ -148,11 +148,11 @@ class ReconcileSettings(_Section):
     """How far back a reconcile looks for the state of roots that get new events.
 
     Roots first seen longer ago than `lookback` are settled for all practical purposes;
-    an event for one of them waits in `unmatched_events` instead of costing a full scan.
-    Keep it above every app's timeout and the source's retention (SQS: up to 14 days).
+    an event for one of them waits in `unmatched_events` instead of costing a scan of the
+    whole history. Keep it well above every app's timeout.
     """
 
-    lookback: Duration = timedelta(days=14)
+    lookback: Duration = timedelta(days=2)
     max_bytes_per_batch: str = Field("512m", pattern=r"^\d+[kmg]?$")
 
 

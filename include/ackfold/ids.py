@@ -142,3 +142,16 @@ def event_id(app: str, root_id: int, kind: str, stage: str, tuple_id: int) -> st
     text = SEP.join([app, str(root_id), kind, stage, str(tuple_id)])
     # md5 names events (as Spark's md5() does); it protects nothing.
     return hashlib.md5(text.encode("utf-8"), usedforsecurity=False).hexdigest()
+
+
+def event_hash(event_id: str) -> int:
+    """The 64 bits of an event id that `root_state.seen_event_hashes` keeps.
+
+    Equals Spark's `xxhash64(event_id)` (no zero mapping: it is never XORed).
+
+    Example:
+        >>> event_hash("e1") == event_hash("e1") != event_hash("e2")
+        True
+    """
+    unsigned = xxhash.xxh64_intdigest(event_id.encode("utf-8"), seed=SEED)
+    return unsigned - _U64 if unsigned > _I64_MAX else unsigned

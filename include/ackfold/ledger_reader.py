@@ -2,7 +2,7 @@
 
 Queries run in delta-rs (`deltalake.QueryBuilder`, DataFusion SQL), so the CLI and the UI
 answer in a fraction of a second without Spark, pyarrow or pandas. Each query names its
-columns (never `seen_event_ids`; of `payload` only a capped preview, cut inside the scan)
+columns (never `seen_event_hashes`; of `payload` only a capped preview, cut inside the scan)
 and filters that delta-rs pushes down: `first_event_date` prunes partitions, the files'
 min/max statistics in the Delta log prune files, parquet statistics prune row groups, and
 the filter columns are decoded before the others.

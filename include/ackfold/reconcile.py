@@ -50,8 +50,15 @@ def fold_events(events: DataFrame) -> DataFrame:
         F.min(F.when(kind == "fail", F.struct("event_time", "event_id", "stage", "reason"))).alias(
             "fail"
         ),
-        F.collect_list("event_id").alias("event_ids"),
+        F.collect_list(event_hash(F.col("event_id"))).alias("event_hashes"),
     )
+
+
+def event_hash(event_id: Column) -> Column:
+    """64 bits of an event id: what a root remembers of the events it has folded."""
+    from pyspark.sql import functions as F
+
+    return F.xxhash64(event_id)
 
 
 def classify(
@@ -150,41 +157,31 @@ class Reconciler:
         parked = self._read(UNMATCHED_EVENTS)
         if self.app:
             parked = parked.where(F.col("app") == self.app)
+        read, waiting = batch.count(), parked.count()  # parquet footers: no data scan
+        if read + waiting == 0:
+            return
+        since = self._window_start()
+        state = self._state(since)
+        # One shuffle by root: the de-duplication, the fold and the joins all reuse it.
         events = (
-            batch.withColumn("_parked", F.lit(False))
-            .unionByName(parked.withColumn("_parked", F.lit(True)))
-            .dropDuplicates(["event_id"])
-            .cache()
+            batch.unionByName(parked).repartition("root_id").dropDuplicates(["root_id", "event_id"])
         )
-        folded: DataFrame | None = None
+        fresh = self._drop_seen(events, state)
+        folded = self._combine(fold_events(fresh), state, since).cache()
         try:
-            stats = events.agg(
-                F.count("*").alias("n"),
-                F.count_if("_parked").alias("parked"),
-                F.min("event_time").alias("oldest"),
-            ).first()
-            assert stats is not None
-            if stats["n"] == 0:
-                return
-            since = self._window_start(stats["oldest"])
-            state = self._state(since)
-            fresh = self._drop_seen(events.drop("_parked"), state)
-            folded = self._combine(fold_events(fresh), state, since).cache()
             totals = folded.agg(
                 F.sum("new_events").alias("folded"),
                 F.count_if(~F.col("known")).alias("unknown"),
             ).first()
             assert totals is not None
-            self.counts["events_read"] += stats["n"] - stats["parked"]
-            self.counts["duplicates_dropped"] += stats["n"] - int(totals["folded"] or 0)
+            self.counts["events_read"] += read
+            self.counts["duplicates_dropped"] += read + waiting - int(totals["folded"] or 0)
             txn = (f"{TXN_APP}/{self._query_id()}", batch_id)
             self._merge(folded.where(F.col("known")), since, txn)
-            if stats["parked"] or totals["unknown"]:
+            if waiting or totals["unknown"]:
                 self._park(folded.where(~F.col("known")), fresh, txn)
         finally:
-            events.unpersist()
-            if folded is not None:
-                folded.unpersist()
+            folded.unpersist()
 
     def _query_id(self) -> str:
         """The id kept in this reconcile's checkpoint: a new checkpoint starts new txns."""
@@ -195,12 +192,9 @@ class Reconciler:
     def _read(self, table: str) -> DataFrame:
         return self.spark.read.format("delta").load(self.ledger.path(table))
 
-    def _window_start(self, oldest_event: datetime | None) -> date:
-        """First partition of root_state a batch may touch: bounded, whatever the events say."""
-        lookback = self.settings.reconcile.lookback
-        floor = self.now - lookback
-        oldest = max(oldest_event.replace(tzinfo=UTC), floor) if oldest_event else floor
-        return (min(oldest, self.now) - lookback).date()
+    def _window_start(self) -> date:
+        """The first root_state partition a run may touch: roots older are settled for it."""
+        return (self.now - self.settings.reconcile.lookback).date()
 
     def _state(self, since: date) -> DataFrame:
         from pyspark.sql import functions as F
@@ -211,12 +205,14 @@ class Reconciler:
         """Drop events already folded: XOR undoes itself, so a duplicate must never count."""
         from pyspark.sql import functions as F
 
-        prior = state.select("root_id", "status", "seen_event_ids")
+        prior = state.select("root_id", "status", "seen_event_hashes")
         joined = events.join(prior, "root_id", "left")
         settled = F.coalesce(
             F.col("status").isin(status.COMPLETED, status.COMPLETED_LATE), F.lit(False)
         )
-        seen = F.coalesce(F.array_contains("seen_event_ids", F.col("event_id")), F.lit(False))
+        seen = F.coalesce(
+            F.array_contains("seen_event_hashes", event_hash(F.col("event_id"))), F.lit(False)
+        )
         return joined.where(~settled & ~seen).select(*events.columns)
 
     def _combine(self, new: DataFrame, state: DataFrame, since: date) -> DataFrame:
@@ -273,8 +269,8 @@ class Reconciler:
         )
         now = F.lit(self.now)
         seen = F.concat(
-            F.coalesce(F.col("s.seen_event_ids"), F.array().cast("array<string>")),
-            F.col("n.event_ids"),
+            F.coalesce(F.col("s.seen_event_hashes"), F.array().cast("array<bigint>")),
+            F.col("n.event_hashes"),
         )
         return row.select(
             F.col("root_id"),
@@ -303,10 +299,10 @@ class Reconciler:
             # A completed tree ignores every later event: its event ids need not be kept.
             F.when(
                 new_status.isin(status.COMPLETED, status.COMPLETED_LATE),
-                F.array().cast("array<string>"),
+                F.array().cast("array<bigint>"),
             )
             .otherwise(seen)
-            .alias("seen_event_ids"),
+            .alias("seen_event_hashes"),
             now.alias("reconciled_at"),
             F.coalesce(F.col("s.first_event_date"), F.to_date(F.col("n.first_event_at"))).alias(
                 "first_event_date"

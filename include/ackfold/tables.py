@@ -77,7 +77,7 @@ ROOT_STATE_DDL = """
     fail_event_id STRING,
     last_event_id STRING NOT NULL,
     init_seen BOOLEAN NOT NULL,
-    seen_event_ids ARRAY<STRING> NOT NULL,
+    seen_event_hashes ARRAY<BIGINT> NOT NULL,
     reconciled_at TIMESTAMP NOT NULL,
     first_event_date DATE NOT NULL
 """

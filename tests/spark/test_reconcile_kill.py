@@ -113,13 +113,13 @@ def test_killed_mid_merge_then_rerun_equals_an_uninterrupted_run(
 
     def strip(rows: dict[int, dict[str, object]]) -> dict[int, dict[str, object]]:
         return {
-            k: {c: v for c, v in row.items() if c not in ("seen_event_ids",)}
+            k: {c: v for c, v in row.items() if c not in ("seen_event_hashes",)}
             for k, row in rows.items()
         }
 
     killed_state = state(spark, Ledger(killed.table_root))
     clean_state = state(spark, Ledger(clean.table_root))
     assert strip(killed_state) == strip(clean_state)
-    assert {k: sorted(v["seen_event_ids"]) for k, v in killed_state.items()} == {
-        k: sorted(v["seen_event_ids"]) for k, v in clean_state.items()
+    assert {k: sorted(v["seen_event_hashes"]) for k, v in killed_state.items()} == {
+        k: sorted(v["seen_event_hashes"]) for k, v in clean_state.items()
     }

@@ -824,7 +824,7 @@ def _state_row(root: int, at: datetime, *, first_event_date: date) -> dict[str, 
         "last_stage": "spout",
         "last_event_id": "e1",
         "init_seen": True,
-        "seen_event_ids": ["e1"],
+        "seen_event_hashes": [1],
         "reconciled_at": at,
         "first_event_date": first_event_date,
     }
