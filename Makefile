@@ -7,7 +7,7 @@ UV_VERSION := 0.13.8
 INSTALLED := $(VENV)/.installed
 
 .PHONY: run test lint format setup install jars system-deps test-unit test-spark \
-        test-airflow test-e2e lock clean
+        test-airflow test-e2e bench lock clean
 
 ## run: install what is missing, then start the embedded stack (Ctrl-C stops it)
 run: setup
@@ -56,6 +56,10 @@ test-airflow: setup
 
 test-e2e: setup
 	$(BIN)/pytest -m e2e
+
+## bench: the reconcile benchmark (figures go to docs/benchmarks.md)
+bench: setup
+	$(BIN)/python bench/reconcile.py
 
 ## lock: re-resolve requirements*.in into the pinned requirements*.txt
 lock: install

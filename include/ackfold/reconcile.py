@@ -35,14 +35,21 @@ TXN_APP = "ackfold-reconcile"
 
 
 def fold_events(events: DataFrame) -> DataFrame:
-    """XOR-fold de-duplicated events per root: what one batch says about each root."""
+    """What a batch of events says about each root, its duplicates dropped.
+
+    One aggregation by root: the distinct (event hash, ack val) pairs, still to be XORed
+    once the root's already-folded events are taken out (`Reconciler._combine`), and the
+    order-insensitive facts (init seen, first, latest and earliest-fail events), which a
+    duplicate cannot change.
+    """
     from pyspark.sql import functions as F
 
     kind = F.col("kind")
     return events.groupBy("root_id").agg(
         F.min("app").alias("app"),
-        F.bit_xor("ack_val").alias("xor_acc"),
-        F.count("*").alias("event_count"),
+        F.collect_set(
+            F.struct(event_hash(F.col("event_id")).alias("hash"), F.col("ack_val").alias("val"))
+        ).alias("events"),
         F.max(kind == "init").alias("init_seen"),
         F.min("event_time").alias("first_event_at"),
         # Latest and earliest-fail events, ties broken by event_id as in ackfold.fold.
@@ -50,8 +57,14 @@ def fold_events(events: DataFrame) -> DataFrame:
         F.min(F.when(kind == "fail", F.struct("event_time", "event_id", "stage", "reason"))).alias(
             "fail"
         ),
-        F.collect_list(event_hash(F.col("event_id"))).alias("event_hashes"),
     )
+
+
+def xor_fold(values: Column) -> Column:
+    """The XOR of an array of ack vals: Storm's acker, for one root."""
+    from pyspark.sql import functions as F
+
+    return F.aggregate(values, F.lit(0).cast("bigint"), lambda acc, val: acc.bitwiseXOR(val))
 
 
 def event_hash(event_id: Column) -> Column:
@@ -166,8 +179,7 @@ class Reconciler:
         events = (
             batch.unionByName(parked).repartition("root_id").dropDuplicates(["root_id", "event_id"])
         )
-        fresh = self._drop_seen(events, state)
-        folded = self._combine(fold_events(fresh), state, since).cache()
+        folded = self._combine(fold_events(events), state, since).cache()
         try:
             totals = folded.agg(
                 F.sum("new_events").alias("folded"),
@@ -179,7 +191,7 @@ class Reconciler:
             txn = (f"{TXN_APP}/{self._query_id()}", batch_id)
             self._merge(folded.where(F.col("known")), since, txn)
             if waiting or totals["unknown"]:
-                self._park(folded.where(~F.col("known")), fresh, txn)
+                self._park(folded.where(~F.col("known")), events, txn)
         finally:
             folded.unpersist()
 
@@ -200,20 +212,6 @@ class Reconciler:
         from pyspark.sql import functions as F
 
         return self._read(ROOT_STATE).where(F.col("first_event_date") >= F.lit(since))
-
-    def _drop_seen(self, events: DataFrame, state: DataFrame) -> DataFrame:
-        """Drop events already folded: XOR undoes itself, so a duplicate must never count."""
-        from pyspark.sql import functions as F
-
-        prior = state.select("root_id", "status", "seen_event_hashes")
-        joined = events.join(prior, "root_id", "left")
-        settled = F.coalesce(
-            F.col("status").isin(status.COMPLETED, status.COMPLETED_LATE), F.lit(False)
-        )
-        seen = F.coalesce(
-            F.array_contains("seen_event_hashes", event_hash(F.col("event_id"))), F.lit(False)
-        )
-        return joined.where(~settled & ~seen).select(*events.columns)
 
     def _combine(self, new: DataFrame, state: DataFrame, since: date) -> DataFrame:
         """New fold + prior state -> the next root_state rows, with `known` = has a home."""
@@ -247,68 +245,88 @@ class Reconciler:
                 F.col("s.fail_reason").alias("reason"),
             ),
         )
-        last = F.greatest(prior_last, F.col("n.last"))
-        fail = F.least(prior_fail, F.col("n.fail"))
-        xor_acc = F.coalesce(F.col("s.xor_acc"), F.lit(0).cast("bigint")).bitwiseXOR(
-            F.col("n.xor_acc")
+        # Drop what this root already folded: XOR undoes itself, a duplicate must not count.
+        prior_seen = F.coalesce(F.col("s.seen_event_hashes"), F.array().cast("array<bigint>"))
+        fresh = F.filter("n.events", lambda e: ~F.array_contains(prior_seen, e["hash"]))
+        # Two projections, so that each array expression is computed once per root.
+        merged = row.select(
+            F.col("root_id"),
+            F.coalesce(F.col("s.app"), F.col("n.app")).alias("app"),
+            F.col("s.status").alias("prior_status"),
+            has_prior.alias("has_prior"),
+            fresh.alias("fresh"),
+            prior_seen.alias("prior_seen"),
+            F.coalesce(F.col("s.xor_acc"), F.lit(0).cast("bigint")).alias("prior_xor"),
+            F.coalesce(F.col("s.event_count"), F.lit(0).cast("bigint")).alias("prior_count"),
+            F.greatest(prior_last, F.col("n.last")).alias("last"),
+            F.least(prior_fail, F.col("n.fail")).alias("fail"),
+            (F.coalesce(F.col("s.init_seen"), F.lit(False)) | F.col("n.init_seen")).alias(
+                "init_seen"
+            ),
+            F.least(F.col("s.first_event_at"), F.col("n.first_event_at")).alias("first_event_at"),
+            F.col("s.status_changed_at").alias("prior_changed_at"),
+            F.coalesce(F.col("s.attempt"), F.col("r.attempt")).alias("attempt"),
+            F.coalesce(F.col("s.origin_root_id"), F.col("r.origin_root_id")).alias(
+                "origin_root_id"
+            ),
+            F.coalesce(F.col("s.first_event_date"), F.to_date(F.col("n.first_event_at"))).alias(
+                "first_event_date"
+            ),
+            (has_prior | F.col("n.init_seen")).alias("known"),
         )
-        init_seen = F.coalesce(F.col("s.init_seen"), F.lit(False)) | F.col("n.init_seen")
-        first_at = F.least(F.col("s.first_event_at"), F.col("n.first_event_at"))
-        app = F.coalesce(F.col("s.app"), F.col("n.app"))
+        prior_status = F.col("prior_status")
+        # A complete tree ignores every later event; a root with nothing new needs no write.
+        settled = F.coalesce(
+            prior_status.isin(status.COMPLETED, status.COMPLETED_LATE), F.lit(False)
+        )
+        merged = merged.where(~settled & (~F.col("has_prior") | (F.size("fresh") > 0)))
+        xor_acc = F.col("prior_xor").bitwiseXOR(xor_fold(F.transform("fresh", lambda e: e["val"])))
+        last, fail = F.col("last"), F.col("fail")
+        app = F.col("app")
         timeout, idle = _policy_columns(self.settings, app)
-        prior_status = F.col("s.status")
         new_status = classify(
             prior_status,
-            complete=init_seen & (xor_acc == 0),
+            complete=F.col("init_seen") & (xor_acc == 0),
             failed=fail.isNotNull(),
-            first_event_at=first_at,
+            first_event_at=F.col("first_event_at"),
             last_event_at=last["event_time"],
             now=F.lit(self.now),
             timeout=timeout,
             idle_timeout=idle,
         )
         now = F.lit(self.now)
-        seen = F.concat(
-            F.coalesce(F.col("s.seen_event_hashes"), F.array().cast("array<bigint>")),
-            F.col("n.event_hashes"),
-        )
-        return row.select(
-            F.col("root_id"),
-            app.alias("app"),
-            new_status.alias("status"),
+        seen = F.concat("prior_seen", F.transform("fresh", lambda e: e["hash"]))
+        return merged.withColumn("status", new_status).select(
+            "root_id",
+            "app",
+            "status",
             xor_acc.alias("xor_acc"),
-            (F.coalesce(F.col("s.event_count"), F.lit(0)) + F.col("n.event_count")).alias(
-                "event_count"
-            ),
-            first_at.alias("first_event_at"),
+            (F.col("prior_count") + F.size("fresh")).alias("event_count"),
+            "first_event_at",
             last["event_time"].alias("last_event_at"),
-            F.when(new_status == prior_status, F.col("s.status_changed_at"))
+            F.when(F.col("status") == prior_status, F.col("prior_changed_at"))
             .otherwise(now)
             .alias("status_changed_at"),
-            F.coalesce(F.col("s.attempt"), F.col("r.attempt")).alias("attempt"),
-            F.coalesce(F.col("s.origin_root_id"), F.col("r.origin_root_id")).alias(
-                "origin_root_id"
-            ),
+            "attempt",
+            "origin_root_id",
             last["stage"].alias("last_stage"),
             fail["reason"].alias("fail_reason"),
             fail["stage"].alias("fail_stage"),
             fail["event_time"].alias("fail_at"),
             fail["event_id"].alias("fail_event_id"),
             last["event_id"].alias("last_event_id"),
-            init_seen.alias("init_seen"),
-            # A completed tree ignores every later event: its event ids need not be kept.
+            "init_seen",
+            # A completed tree ignores every later event: its event hashes need not be kept.
             F.when(
-                new_status.isin(status.COMPLETED, status.COMPLETED_LATE),
+                F.col("status").isin(status.COMPLETED, status.COMPLETED_LATE),
                 F.array().cast("array<bigint>"),
             )
             .otherwise(seen)
             .alias("seen_event_hashes"),
             now.alias("reconciled_at"),
-            F.coalesce(F.col("s.first_event_date"), F.to_date(F.col("n.first_event_at"))).alias(
-                "first_event_date"
-            ),
-            (has_prior | F.col("n.init_seen")).alias("known"),
-            F.col("n.event_count").alias("new_events"),
+            "first_event_date",
+            "known",
+            F.size("fresh").alias("new_events"),
         )
 
     def _merge(self, rows: DataFrame, since: date, txn: tuple[str, int] | None) -> None:
@@ -333,7 +351,9 @@ class Reconciler:
         """Keep events whose root is unknown in unmatched_events, to retry next run."""
         from pyspark.sql import functions as F
 
-        waiting = events.join(orphans.select("root_id"), "root_id", "left_semi")
+        waiting = events.join(orphans.select("root_id"), "root_id", "left_semi").dropDuplicates(
+            ["event_id"]
+        )
         others = self._read(UNMATCHED_EVENTS)
         others = others.where(F.col("app") != self.app) if self.app else others.limit(0)
         (
@@ -349,7 +369,7 @@ class Reconciler:
         """Re-classify roots still in flight: a timeout needs no event to fire."""
         from pyspark.sql import functions as F
 
-        since = (self.now - self.settings.reconcile.lookback).date()
+        since = self._window_start()
         state = self._state(since).where(F.col("status").isin(*status.OPEN))
         if self.app:
             state = state.where(F.col("app") == self.app)
