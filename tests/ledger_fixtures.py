@@ -27,11 +27,11 @@ from ackfold import ids, status
 from ackfold.fold import RootFold, fold
 from ackfold.ids import event_hash
 from ackfold.tables import (
-    _PROPERTIES,
-    _TABLES,
     ACK_EVENTS,
     ROOT_STATE,
     ROOTS,
+    TABLE_PROPERTIES,
+    TABLES,
     Ledger,
 )
 from ackfold.tracker import Tracker
@@ -51,7 +51,7 @@ _COLUMN = re.compile(r"^(\w+)\s+(\S+)(\s+NOT NULL)?$")
 
 def arrow_schema(table: str) -> pa.Schema:
     """The arrow schema of ledger table `table`, from its DDL in `ackfold.tables`."""
-    ddl = _TABLES[table][0]
+    ddl = TABLES[table][0]
     columns = []
     for item in ddl.strip().split(","):
         match = _COLUMN.match(" ".join(item.split()))
@@ -70,13 +70,13 @@ def write_rows(warehouse: str | Path, table: str, rows: Sequence[Mapping[str, An
     """
     schema = arrow_schema(table)
     data = pa.Table.from_pylist([{n: row.get(n) for n in schema.names} for row in rows], schema)
-    partition = _TABLES[table][1]
+    partition = TABLES[table][1]
     write_deltalake(
         Ledger(str(warehouse)).path(table),
         data,
         mode="append",
         partition_by=[partition] if partition else None,
-        configuration=dict(_PROPERTIES),
+        configuration=dict(TABLE_PROPERTIES),
     )
 
 

@@ -82,17 +82,26 @@ ROOT_STATE_DDL = """
     first_event_date DATE NOT NULL
 """
 
+
+def column_names(ddl: str) -> tuple[str, ...]:
+    """The column names of one of the DDLs above, in order."""
+    return tuple(line.split()[0] for line in ddl.strip().splitlines())
+
+
+ACK_EVENTS_COLUMNS = column_names(ACK_EVENTS_DDL)
+ROOTS_COLUMNS = column_names(ROOTS_DDL)
+
 # Events whose root is not (yet) known: retried on every run, never silently dropped.
 UNMATCHED_EVENTS_DDL = ACK_EVENTS_DDL
 
-_TABLES = {
+TABLES = {
     ACK_EVENTS: (ACK_EVENTS_DDL, None, "ledger of tuple-tree events, contract v1"),
     ROOTS: (ROOTS_DDL, None, "one row per root: where it came from, how to replay it"),
     ROOT_STATE: (ROOT_STATE_DDL, "first_event_date", "folded state and status per root"),
     UNMATCHED_EVENTS: (UNMATCHED_EVENTS_DDL, None, "events waiting for their root"),
 }
 
-_PROPERTIES = {
+TABLE_PROPERTIES = {
     # Reader version 1 for delta-rs: no deletion vectors, no column mapping.
     "delta.enableDeletionVectors": "false",
     "delta.autoOptimize.optimizeWrite": "true",
@@ -108,12 +117,12 @@ class Ledger:
     def path(self, table: str) -> str:
         return f"{self.root.rstrip('/')}/{table}"
 
-    def create(self, spark: SparkSession, tables: tuple[str, ...] = tuple(_TABLES)) -> None:
+    def create(self, spark: SparkSession, tables: tuple[str, ...] = tuple(TABLES)) -> None:
         """Create the tables that do not exist yet; existing tables are left as they are."""
         for name in tables:
-            ddl, partition, comment = _TABLES[name]
+            ddl, partition, comment = TABLES[name]
             partitioned = f"PARTITIONED BY ({partition})" if partition else ""
-            props = ", ".join(f"'{k}' = '{v}'" for k, v in _PROPERTIES.items())
+            props = ", ".join(f"'{k}' = '{v}'" for k, v in TABLE_PROPERTIES.items())
             spark.sql(
                 f"CREATE TABLE IF NOT EXISTS delta.`{self.path(name)}` ({ddl}) USING delta "
                 f"{partitioned} COMMENT '{comment}' TBLPROPERTIES ({props})"

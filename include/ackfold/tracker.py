@@ -35,30 +35,11 @@ from datetime import UTC, datetime
 from typing import Any, Final
 
 from ackfold import ids
+from ackfold.tables import ACK_EVENTS_COLUMNS, ROOTS_COLUMNS
 
-# Ledger contract v1, in table order.
-EVENT_COLUMNS: Final = (
-    "event_id",
-    "app",
-    "root_id",
-    "kind",
-    "ack_val",
-    "stage",
-    "event_time",
-    "reason",
-)
-ROOT_COLUMNS: Final = (
-    "root_id",
-    "app",
-    "attempt",
-    "origin_root_id",
-    "source",
-    "source_queue",
-    "source_message_id",
-    "source_position",
-    "payload",
-    "ingested_at",
-)
+# The v1 contract's columns, in the tables' order.
+EVENT_COLUMNS: Final = ACK_EVENTS_COLUMNS
+ROOT_COLUMNS: Final = ROOTS_COLUMNS
 
 INIT: Final = "init"
 ACK: Final = "ack"
@@ -83,7 +64,7 @@ def _utcnow() -> datetime:
     return datetime.now(UTC)
 
 
-def _check_name(what: str, value: object) -> str:
+def check_name(what: str, value: object) -> str:
     if not isinstance(value, str) or not value:
         raise ValueError(f"{what} must be a non-empty string, got {value!r}")
     if ids.SEP in value:
@@ -91,12 +72,12 @@ def _check_name(what: str, value: object) -> str:
     return value
 
 
-def _consumers(to: Sequence[str] | None) -> tuple[str, ...]:
+def consumers_of(to: Sequence[str] | None) -> tuple[str, ...]:
     if to is None:
         return (UNNAMED,)
     if isinstance(to, str):
         raise ValueError(f"to must be a sequence of stage names, got the string {to!r}")
-    names = tuple(_check_name("consumer stage", name) for name in to)
+    names = tuple(check_name("consumer stage", name) for name in to)
     if not names:
         raise ValueError("to must name at least one consumer stage (or be None: any one stage)")
     if len(set(names)) != len(names):
@@ -171,7 +152,7 @@ class Tracker:
     """
 
     def __init__(self, app: str, *, clock: Callable[[], datetime] | None = None) -> None:
-        self.app = _check_name("app", app)
+        self.app = check_name("app", app)
         self._clock = clock or _utcnow
         self._events: list[Event] = []
         self._roots: list[Event] = []
@@ -211,10 +192,10 @@ class Tracker:
             >>> len(tracker.drain()), len(tracker.drain_roots())
             (1, 1)
         """
-        _check_name("stage", stage)
+        check_name("stage", stage)
         source_key = f"{source}:{source_queue}:{message_id}"
         root = ids.root_id(self.app, source_key, attempt, origin_root_id)
-        consumers = _consumers(to)
+        consumers = consumers_of(to)
         first = Tuple(
             id=ids.spout_tuple_id(root),
             roots=(root,),
@@ -277,14 +258,14 @@ class Tracker:
             ...
             ValueError: emit needs at least one anchor: ackfold does not track unanchored tuples
         """
-        _check_name("stage", stage)
+        check_name("stage", stage)
         anchors = list(anchors)
         if not anchors:
             raise ValueError(
                 "emit needs at least one anchor: ackfold does not track unanchored tuples"
             )
         deliveries = [self._open_delivery(anchor, stage, "emit anchored to") for anchor in anchors]
-        consumers = _consumers(to)
+        consumers = consumers_of(to)
         anchor_ids = tuple(anchor.id for anchor in anchors)
         if position is None:
             position = self._take_position(stage, anchor_ids)
@@ -328,7 +309,7 @@ class Tracker:
             ...
             ackfold.tracker.TrackingError: stage 'parse' cannot ack ...: already acked by 'parse'
         """
-        _check_name("stage", stage)
+        check_name("stage", stage)
         delivery = self._open_delivery(t, stage, "ack")
         pending = self._pending.pop(delivery, {})
         self._done[delivery] = f"acked by {stage!r}"
@@ -349,7 +330,7 @@ class Tracker:
             >>> [(e["kind"], e["ack_val"], e["reason"]) for e in tracker.drain()][1:]
             [('fail', 0, 'bad json')]
         """
-        _check_name("stage", stage)
+        check_name("stage", stage)
         if not isinstance(reason, str) or not reason.strip():
             raise ValueError(f"fail needs a non-empty reason, got {reason!r}")
         delivery = self._open_delivery(t, stage, "fail")

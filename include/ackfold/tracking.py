@@ -63,8 +63,8 @@ from ackfold.tracker import (
     ROOT_COLUMNS,
     UNNAMED,
     Tuple,
-    _check_name,
-    _consumers,
+    check_name,
+    consumers_of,
 )
 
 TUPLE_COLUMN: Final = "_ackfold"
@@ -137,8 +137,8 @@ class StageTracker:
         ledger: Ledger | str | None = None,
         writer_id: str | None = None,
     ) -> None:
-        self.app = _check_name("app", app)
-        self.stage = _check_name("stage", stage)
+        self.app = check_name("app", app)
+        self.stage = check_name("stage", stage)
         self.ledger = Ledger(ledger) if isinstance(ledger, str) else ledger
         self.writer_id = writer_id
 
@@ -185,7 +185,7 @@ class StageTracker:
             raise ValueError(f"attempt must be an int >= 1 or a column, got {attempt!r}")
         if isinstance(attempt, int) and attempt > 1 and origin_root_id is None:
             raise ValueError(f"attempt {attempt} needs the origin_root_id column of attempt 1")
-        consumers = _consumers(to)
+        consumers = consumers_of(to)
         h = _hidden
         src, queue = _literal(source), _literal(source_queue)
         message = _column(message_id).cast("string")
@@ -517,7 +517,7 @@ class StageTracker:
             tuple_id=sql_ids.tuple_id(self.stage, position, anchor_ids),
             roots=F.array_distinct(F.flatten(anchor_roots)),
             anchor_roots=anchor_roots,
-            consumers=_array_of(_consumers(to)),
+            consumers=_array_of(consumers_of(to)),
             anchors=anchor_ids,
             stage=self.stage,
         )

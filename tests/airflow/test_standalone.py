@@ -100,6 +100,23 @@ def test_api_answers_with_a_token_and_lists_the_dags(stack: dict[str, object]) -
     assert "ackfold_smoke" in dag_ids
 
 
+def test_ackfold_smoke_runs_to_success_on_its_own(stack: dict[str, object]) -> None:
+    var = Path(str(stack["var"]))
+    password = json.loads((var / "airflow" / "passwords.json").read_text())["admin"]
+    _, token = _request(
+        f"{stack['url']}/auth/token", body={"username": "admin", "password": password}
+    )
+    url = f"{stack['url']}/api/v2/dags/ackfold_smoke/dagRuns"
+    states: list[str] = []
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and "success" not in states:
+        assert "failed" not in states, "ackfold_smoke failed: see var/airflow/standalone.log"
+        status, body = _request(url, token=token["access_token"])
+        states = [run["state"] for run in body.get("dag_runs", [])] if status == 200 else []
+        time.sleep(3)
+    assert "success" in states
+
+
 def test_api_refuses_anonymous_requests_and_bad_passwords(stack: dict[str, object]) -> None:
     assert _request(f"{stack['url']}/api/v2/dags")[0] == 401
     assert (

@@ -42,7 +42,7 @@ from ackfold.ledger_reader import (
     parse_statuses,
     parse_time,
 )
-from ackfold.tables import _TABLES, ACK_EVENTS, ROOT_STATE, ROOTS
+from ackfold.tables import ACK_EVENTS, ROOT_STATE, ROOTS, TABLES
 from tests.ledger_fixtures import (
     Sample,
     arrow_schema,
@@ -773,7 +773,7 @@ def test_fixture_tables_have_the_schemas_of_tables_py(ledgers: Ledgers) -> None:
 
     for name in (ACK_EVENTS, ROOTS, ROOT_STATE):
         table = DeltaTable(f"{ledgers.sample.warehouse}/{name}")
-        ddl_names = [line.split()[0] for line in _TABLES[name][0].strip().splitlines()]
+        ddl_names = [line.split()[0] for line in TABLES[name][0].strip().splitlines()]
         fields = table.schema().fields
         assert [f.name for f in fields] == ddl_names
         assert [f.name for f in fields if not f.nullable] == [

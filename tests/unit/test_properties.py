@@ -150,7 +150,7 @@ class Run:
     events: list[dict[str, Any]]
 
 
-def execute(program: Program) -> Run:
+def execute(program: Program, app: str = APP) -> Run:
     calls = 0
 
     def clock() -> datetime:
@@ -158,7 +158,7 @@ def execute(program: Program) -> Run:
         calls += 1
         return T0 + timedelta(seconds=calls // 2)  # some ties, to exercise tie-breaking
 
-    tracker = Tracker(APP, clock=clock)
+    tracker = Tracker(app, clock=clock)
     tuples: list[Tuple] = []
     for i, n in enumerate(program.nodes):
         if not n.anchors:
