@@ -188,7 +188,10 @@ def run_stack(
     def _stop(signum: int, frame: FrameType | None) -> None:
         raise KeyboardInterrupt
 
+    # Install both handlers explicitly: a process started in the background by a
+    # non-interactive shell inherits SIGINT ignored, and Ctrl-C must still stop the stack.
     previous = signal.signal(signal.SIGTERM, _stop)
+    previous_int = signal.signal(signal.SIGINT, _stop)
     url = f"http://localhost:{settings.airflow.port}"
     try:
         with log_path.open("ab") as out:
@@ -215,6 +218,10 @@ def run_stack(
         log("stopping ...")
         return 0
     finally:
+        # A second Ctrl-C must not cut the shutdown short and leave orphans behind.
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
         supervisor.stop()
         signal.signal(signal.SIGTERM, previous)
+        signal.signal(signal.SIGINT, previous_int)
         log("stopped: no ackfold process is left running.")
