@@ -174,10 +174,16 @@ def _signal(pid: int, sig: signal.Signals) -> None:
         os.kill(pid, sig)
 
 
+def _say(message: str) -> None:
+    # Flushed at once: `make run | tee` and tests read these lines while the stack runs.
+    print(message, flush=True)
+
+
 def run_stack(
-    settings: Settings, log: Callable[[str], None] = print, ready_timeout: float = 300
+    settings: Settings, log: Callable[[str], None] | None = None, ready_timeout: float = 300
 ) -> int:
     """Run `airflow standalone` until Ctrl-C or SIGTERM, then stop every process it started."""
+    log = log or _say
     env = airflow_environment(settings)
     password = admin_password(settings)
     prepare_airflow(settings, env, log)

@@ -18,7 +18,12 @@ from tests.conftest import JARS_DIR
 # Airflow reads its configuration when first imported: set it before any test imports it.
 _VAR = Path(tempfile.mkdtemp(prefix="ackfold-airflow-tests-"))
 SETTINGS = load_settings(var_dir=_VAR, jars_dir=JARS_DIR, spark={"master": "local[2]"})
-os.environ.update(airflow_environment(SETTINGS))
+# Only what Airflow and its spark-submit children need: the rest of the ACKFOLD_* settings
+# derive from ACKFOLD_VAR_DIR, and must not leak into the other tiers' explicit settings.
+_ENV = airflow_environment(SETTINGS)
+os.environ.update(
+    {k: v for k, v in _ENV.items() if k not in ("ACKFOLD_WAREHOUSE", "ACKFOLD_AIRFLOW_HOME")}
+)
 os.environ["AIRFLOW_CONN_SPARK_DEFAULT"] = spark_connection_json(SETTINGS)
 
 

@@ -82,7 +82,11 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, object
 def test_api_answers_with_a_token_and_lists_the_dags(stack: dict[str, object]) -> None:
     var = Path(str(stack["var"]))
     password = json.loads((var / "airflow" / "passwords.json").read_text())["admin"]
-    printed = Path(str(stack["log"])).read_text()
+    printed = ""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and password not in printed:
+        printed = Path(str(stack["log"])).read_text()
+        time.sleep(0.5)
     assert password in printed, "make run must print the admin password"
     assert str(stack["url"]) in printed, "make run must print the UI address"
 
