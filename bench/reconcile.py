@@ -53,13 +53,14 @@ def main() -> None:
     args = parser.parse_args()
     work = Path(args.workdir or tempfile.mkdtemp(prefix="ackfold-bench-"))
     results: dict[str, object] = {}
+    jars = load_settings().jars_dir  # the project's jar cache, wherever the ledgers go
 
     def fresh_settings(name: str):  # type: ignore[no-untyped-def]
         shutil.rmtree(work / name, ignore_errors=True)
-        return load_settings(var_dir=work / name)
+        return load_settings(var_dir=work / name, jars_dir=jars)
 
-    spark = get_spark(load_settings(var_dir=work / "warmup"), app_name="ackfold-bench")
     warm = fresh_settings("warmup")
+    spark = get_spark(warm, app_name="ackfold-bench")
     warm_synth = Synthetic(roots=20_000, fanout=FANOUT, depth=DEPTH)
     warm_synth.write(spark, Ledger(warm.table_root))
     timed_reconcile(spark, warm, warm_synth)
