@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 UV_VERSION := 0.13.8
 INSTALLED := $(VENV)/.installed
 
-.PHONY: run test lint format setup install jars system-deps test-unit test-spark \
+.PHONY: run test lint format setup install jars test-unit test-spark \
         test-airflow test-e2e bench lock clean
 
 ## run: install what is missing, then start the embedded stack (Ctrl-C stops it)
@@ -54,8 +54,9 @@ test-spark: setup
 test-airflow: setup
 	$(BIN)/pytest -m airflow
 
+# pytest exits 5 when a tier has no test yet: that is not a failure.
 test-e2e: setup
-	$(BIN)/pytest -m e2e
+	$(BIN)/pytest -m e2e || [ $$? -eq 5 ]
 
 ## bench: the reconcile benchmark (figures go to docs/benchmarks.md)
 bench: setup

@@ -10,12 +10,12 @@ import json
 
 from ackfold.config import load_settings
 from ackfold.ledger_reader import parse_time
-from ackfold.reconcile import reconcile
+from ackfold.reconcile import check_app_name, reconcile
 from ackfold.spark import get_spark
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(prog="reconcile.py")
-    parser.add_argument("--app")
+    parser.add_argument("--app", type=check_app_name)
     parser.add_argument("--now", type=lambda text: parse_time(text, "--now"))
     args = parser.parse_args()
     settings = load_settings()

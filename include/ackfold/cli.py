@@ -115,10 +115,13 @@ def _show(settings: Settings, args: argparse.Namespace) -> int:
 
 def _reconcile(settings: Settings, args: argparse.Namespace) -> int:
     from ackfold import ledger_reader as lr
+    from ackfold.reconcile import check_app_name
 
     try:
         now = lr.parse_time(args.now, "--now") if args.now else None
-    except lr.QueryError as exc:
+        if args.app:
+            check_app_name(args.app)
+    except (lr.QueryError, ValueError) as exc:
         raise UsageError(str(exc)) from None
     # Check what can be checked without a JVM first: an empty ledger, an unknown app.
     reader = lr.LedgerReader(settings.table_root)
@@ -129,7 +132,7 @@ def _reconcile(settings: Settings, args: argparse.Namespace) -> int:
                 Exception(f"unknown app {args.app!r}: no event of it in the ledger (apps: {known})")
             )
         if not args.app:
-            reader.app_has_events("")  # raises NoLedger when no app has written events
+            reader.app_has_events("")  # raises NoLedger when ack_events does not exist yet
     except lr.LedgerError as exc:
         return _ledger_error(exc)
 

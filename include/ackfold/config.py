@@ -143,6 +143,13 @@ class AppOverrides(_Section):
     source_queue: str | None = None
     stages: tuple[str, ...] = ()
 
+    @field_validator("timeout", "idle_timeout")
+    @classmethod
+    def _positive(cls, value: timedelta | None) -> timedelta | None:
+        if value is not None and value <= timedelta(0):
+            raise ValueError("must be positive")
+        return value
+
 
 class ReconcileSettings(_Section):
     """How far back a reconcile looks for the state of roots that get new events.
@@ -179,14 +186,29 @@ class Settings(BaseSettings):
     apps: dict[str, AppOverrides] = Field(default_factory=dict)
 
     @model_validator(mode="after")
+    def _lookback_covers_timeouts(self) -> Settings:
+        # A root still open when its partition leaves the reconcile window is never
+        # looked at again: every timeout must end well inside the window.
+        policies = [self.defaults, *(self.app(name) for name in self.apps)]
+        longest = max(p.timeout + (p.idle_timeout or timedelta(0)) for p in policies)
+        if self.reconcile.lookback < longest + timedelta(days=1):
+            raise ValueError(
+                f"reconcile.lookback ({self.reconcile.lookback}) must exceed the longest app "
+                f"timeout plus idle timeout ({longest}) by at least a day"
+            )
+        return self
+
+    @model_validator(mode="after")
     def _absolute_paths(self) -> Settings:
         # Airflow tasks and spark-submit run elsewhere: resolve relative paths once, here.
         var = self.var_dir.expanduser().resolve()
         object.__setattr__(self, "var_dir", var)
-        if self.warehouse is None:
-            object.__setattr__(self, "warehouse", str(var / "warehouse"))
-        elif "://" not in self.warehouse:
-            object.__setattr__(self, "warehouse", str(Path(self.warehouse).expanduser().resolve()))
+        warehouse = self.warehouse or str(var / "warehouse")
+        if "`" in warehouse:
+            raise ValueError(f"warehouse {warehouse!r} must not contain a backtick")
+        if "://" not in warehouse:
+            warehouse = str(Path(warehouse).expanduser().resolve())
+        object.__setattr__(self, "warehouse", warehouse)
         object.__setattr__(self, "jars_dir", (self.jars_dir or var / "jars").expanduser().resolve())
         home = self.airflow_home or var / "airflow"
         object.__setattr__(self, "airflow_home", home.expanduser().resolve())

@@ -35,8 +35,16 @@ def on_failure(context: dict[str, Any]) -> None:
         getattr(ti, "task_id", "?"),
         context.get("run_id", "?"),
         getattr(ti, "try_number", "?"),
-        context.get("exception"),
+        _first_line(context.get("exception")),
     )
+
+
+def _first_line(exception: object) -> str:
+    # Only the type and first line: an error text can quote the records it choked on.
+    if exception is None:
+        return "-"
+    text = str(exception).strip().splitlines()
+    return f"{type(exception).__name__}: {text[0][:200] if text else ''}"
 
 
 def default_args() -> dict[str, Any]:

@@ -18,6 +18,7 @@ Example:
 from __future__ import annotations
 
 import logging
+import re
 from datetime import UTC, date, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -31,7 +32,15 @@ if TYPE_CHECKING:
 log = logging.getLogger("ackfold.reconcile")
 
 CHECKPOINTS = "_checkpoints"
+_APP_NAME = re.compile(r"^[A-Za-z0-9_.\-]{1,200}$")
 TXN_APP = "ackfold-reconcile"
+
+
+def check_app_name(app: str) -> str:
+    """`app`, if it is a plain name: it becomes part of a checkpoint path."""
+    if not _APP_NAME.match(app):
+        raise ValueError(f"app {app!r} is not an app name: use letters, digits, '.', '_', '-'")
+    return app
 
 
 def fold_events(events: DataFrame) -> DataFrame:
@@ -137,7 +146,7 @@ class Reconciler:
         self.settings = settings
         self.ledger = Ledger(settings.table_root)
         self.now = (now or datetime.now(UTC)).astimezone(UTC)
-        self.app = app
+        self.app = check_app_name(app) if app is not None else None
         self.counts = {"events_read": 0, "duplicates_dropped": 0, "roots_updated": 0}
         self.scope = f"app={app}" if app else "all"
         self.checkpoint = self.ledger.path(f"{CHECKPOINTS}/reconcile/{self.scope}")
@@ -170,7 +179,7 @@ class Reconciler:
         parked = self._read(UNMATCHED_EVENTS)
         if self.app:
             parked = parked.where(F.col("app") == self.app)
-        read, waiting = batch.count(), parked.count()  # parquet footers: no data scan
+        read, waiting = batch.count(), parked.count()
         if read + waiting == 0:
             return
         since = self._window_start()
@@ -186,6 +195,10 @@ class Reconciler:
                 F.count_if(~F.col("known")).alias("unknown"),
             ).first()
             assert totals is not None
+            log.info(
+                "reconcile batch %d (app=%s): %d new events, %d waiting, %d folded",
+                batch_id, self.app or "*", read, waiting, int(totals["folded"] or 0),
+            )  # fmt: skip
             self.counts["events_read"] += read
             self.counts["duplicates_dropped"] += read + waiting - int(totals["folded"] or 0)
             txn = (f"{TXN_APP}/{self._query_id()}", batch_id)
@@ -272,7 +285,12 @@ class Reconciler:
             F.coalesce(F.col("s.first_event_date"), F.to_date(F.col("n.first_event_at"))).alias(
                 "first_event_date"
             ),
-            (has_prior | F.col("n.init_seen")).alias("known"),
+            # A new root must start inside the window, or a later run could not find it
+            # and would insert it twice: older ones wait in unmatched_events.
+            (
+                has_prior
+                | (F.col("n.init_seen") & (F.to_date(F.col("n.first_event_at")) >= F.lit(since)))
+            ).alias("known"),
         )
         prior_status = F.col("prior_status")
         # A complete tree ignores every later event; a root with nothing new needs no write.
@@ -405,7 +423,10 @@ class Reconciler:
             r["status"]: r["n"]
             for r in state.groupBy("status").agg(F.count("*").alias("n")).collect()
         }
-        unmatched = self._read(UNMATCHED_EVENTS).count()
+        waiting = self._read(UNMATCHED_EVENTS)
+        if self.app:
+            waiting = waiting.where(F.col("app") == self.app)
+        unmatched = waiting.count()
         return {
             "app": self.app,
             "now": self.now.isoformat(),

@@ -61,7 +61,7 @@ def get_spark(settings: Settings | None = None, app_name: str = "ackfold") -> Sp
     """Get or create the Spark session for `settings` (loaded from the environment if None).
 
     Under `spark-submit` pass the same `spark_conf()` and jars on the command line, as
-    `ackfold.airflow.spark_submit_kwargs()` does: the driver's classpath is fixed by then.
+    `ackfold.dags.spark_submit_kwargs()` does: the driver's classpath is fixed by then.
     """
     from pyspark.sql import SparkSession
 

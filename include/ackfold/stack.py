@@ -39,8 +39,9 @@ def admin_password(settings: Settings) -> str:
         users = {}
     users[settings.airflow.admin_user] = secrets.token_urlsafe(12)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(users) + "\n")
-    path.chmod(0o600)
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(descriptor, "w") as handle:
+        handle.write(json.dumps(users) + "\n")
     return users[settings.airflow.admin_user]
 
 

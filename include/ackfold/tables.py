@@ -6,11 +6,10 @@ mapping) so delta-rs can read them for the CLI and the UI without a JVM.
 
 Layout, for the real access pattern:
 - `ack_events` and `roots` are append-only and unpartitioned. Appends arrive in time
-  order, so each file covers a narrow time range and time filters skip files; the
-  maintenance DAG Z-orders them by `root_id` for point lookups (`ackfold show`).
-- `root_state` is partitioned by `first_event_date`. A reconcile touches only roots that
-  are still in flight, which are recent: the MERGE reads and rewrites the last few
-  partitions, never the whole history (invariant 9).
+  order, so each file covers a narrow time range and time filters skip files; Z-ordering
+  them by `root_id` (maintenance) makes point lookups (`ackfold show`) skip files too.
+- `root_state` is partitioned by `first_event_date`. A reconcile reads and rewrites only
+  the partitions within `reconcile.lookback` of now, never older history (invariant 9).
 
 Example:
     >>> from ackfold.tables import Ledger
@@ -91,7 +90,7 @@ def column_names(ddl: str) -> tuple[str, ...]:
 ACK_EVENTS_COLUMNS = column_names(ACK_EVENTS_DDL)
 ROOTS_COLUMNS = column_names(ROOTS_DDL)
 
-# Events whose root is not (yet) known: retried on every run, never silently dropped.
+# Events whose root is not (yet) known: kept, never dropped, retried by every run.
 UNMATCHED_EVENTS_DDL = ACK_EVENTS_DDL
 
 TABLES = {

@@ -91,3 +91,19 @@ def test_a_named_config_file_must_exist(monkeypatch: pytest.MonkeyPatch, tmp_pat
     monkeypatch.setenv("ACKFOLD_CONFIG", str(tmp_path / "missing.yaml"))
     with pytest.raises(ConfigError, match="ACKFOLD_CONFIG names .*missing.yaml"):
         load_settings()
+
+
+def test_the_reconcile_lookback_must_outlast_every_timeout(tmp_path: Path) -> None:
+    (tmp_path / "ackfold.yaml").write_text("apps:\n  slow: {timeout: 3d}\n")
+    with pytest.raises(ConfigError, match=r"reconcile.lookback .* must exceed the longest"):
+        load_settings()
+    (tmp_path / "ackfold.yaml").write_text(
+        "apps:\n  slow: {timeout: 3d}\nreconcile: {lookback: 5d}\n"
+    )
+    assert load_settings().app("slow").timeout.days == 3
+
+
+def test_a_per_app_timeout_must_be_positive(tmp_path: Path) -> None:
+    (tmp_path / "ackfold.yaml").write_text("apps:\n  x: {timeout: 0}\n")
+    with pytest.raises(ConfigError, match=r"apps\.x\.timeout"):
+        load_settings()
