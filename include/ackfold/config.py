@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     BeforeValidator,
     ConfigDict,
@@ -58,7 +59,13 @@ def _parse_duration(value: Any) -> Any:
     return value
 
 
-Duration = Annotated[timedelta, BeforeValidator(_parse_duration)]
+def _positive(value: timedelta) -> timedelta:
+    if value <= timedelta(0):
+        raise ValueError("must be positive")
+    return value
+
+
+Duration = Annotated[timedelta, BeforeValidator(_parse_duration), AfterValidator(_positive)]
 
 _MASTER = re.compile(r"^(local(\[(\*|\d+)(,\d+)?\])?|yarn|spark://[^\s]+|k8s://[^\s]+)$")
 
@@ -125,13 +132,6 @@ class AppPolicy(_Section):
     idle_timeout: Duration | None = None
     max_attempts: int = Field(3, ge=1, le=100)
 
-    @field_validator("timeout", "idle_timeout")
-    @classmethod
-    def _positive(cls, value: timedelta | None) -> timedelta | None:
-        if value is not None and value <= timedelta(0):
-            raise ValueError("must be positive")
-        return value
-
 
 class AppOverrides(_Section):
     """An app's entry under `apps:`: any field left out falls back to `defaults:`."""
@@ -142,13 +142,6 @@ class AppOverrides(_Section):
     source: Literal["sqs", "kafka"] | None = None
     source_queue: str | None = None
     stages: tuple[str, ...] = ()
-
-    @field_validator("timeout", "idle_timeout")
-    @classmethod
-    def _positive(cls, value: timedelta | None) -> timedelta | None:
-        if value is not None and value <= timedelta(0):
-            raise ValueError("must be positive")
-        return value
 
 
 class ReconcileSettings(_Section):
