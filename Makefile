@@ -7,11 +7,15 @@ UV_VERSION := 0.13.8
 INSTALLED := $(VENV)/.installed
 
 .PHONY: run test lint format setup install jars test-unit test-spark \
-        test-airflow test-e2e bench lock clean
+        test-airflow test-sqs test-e2e sqs bench lock clean
 
 ## run: install what is missing, then start the embedded stack (Ctrl-C stops it)
 run: setup
 	$(BIN)/ackfold up
+
+## sqs: the local SQS server (ElasticMQ) with the demo queues on 127.0.0.1:9324 (Ctrl-C stops it)
+sqs: setup
+	$(BIN)/ackfold sqs
 
 ## test: install what is missing, lint, then run every test tier
 test: setup lint
@@ -46,13 +50,16 @@ format: install
 
 ## test-unit: the fast tier (plain Python, no JVM, no Airflow): seconds
 test-unit: install
-	$(BIN)/pytest -m "not spark and not airflow and not e2e"
+	$(BIN)/pytest -m "not spark and not airflow and not sqs and not e2e"
 
 test-spark: setup
 	$(BIN)/pytest -m spark
 
 test-airflow: setup
 	$(BIN)/pytest -m airflow
+
+test-sqs: setup
+	$(BIN)/pytest -m sqs
 
 # pytest exits 5 when a tier has no test yet: that is not a failure.
 test-e2e: setup

@@ -11,6 +11,7 @@ import json
 import os
 import sys
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from ackfold import __version__
 from ackfold.config import ConfigError, Settings, load_settings
@@ -37,6 +38,16 @@ def _up(settings: Settings, args: argparse.Namespace) -> int:
     from ackfold.stack import run_stack
 
     return run_stack(settings)
+
+
+def _sqs(settings: Settings, args: argparse.Namespace) -> int:
+    from ackfold.elasticmq import ElasticMQ, ElasticMQError
+
+    try:
+        return ElasticMQ(settings).serve_forever()
+    except ElasticMQError as exc:
+        print(f"ackfold: {exc}", file=sys.stderr)
+        return 1
 
 
 def _config(settings: Settings, args: argparse.Namespace) -> int:
@@ -126,13 +137,7 @@ def _reconcile(settings: Settings, args: argparse.Namespace) -> int:
     # Check what can be checked without a JVM first: an empty ledger, an unknown app.
     reader = lr.LedgerReader(settings.table_root)
     try:
-        if args.app and args.app not in settings.apps and not reader.app_has_events(args.app):
-            known = ", ".join(sorted(settings.apps)) or "none configured"
-            return _ledger_error(
-                Exception(f"unknown app {args.app!r}: no event of it in the ledger (apps: {known})")
-            )
-        if not args.app:
-            reader.app_has_events("")  # raises NoLedger when ack_events does not exist yet
+        _check_app(settings, reader, args.app)
     except lr.LedgerError as exc:
         return _ledger_error(exc)
 
@@ -143,6 +148,137 @@ def _reconcile(settings: Settings, args: argparse.Namespace) -> int:
     summary = reconcile(spark, settings, now=now, app=args.app)
     _emit(json.dumps(summary, indent=2))
     return 0
+
+
+def _check_app(settings: Settings, reader: Any, app: str | None) -> None:
+    """Raise `LedgerError` for an app neither configured nor seen in the ledger, and
+    `NoLedger` when there is no ledger yet: both without starting a JVM."""
+    from ackfold import ledger_reader as lr
+
+    if app and app not in settings.apps and not reader.app_has_events(app):
+        known = ", ".join(sorted(settings.apps)) or "none configured"
+        raise lr.LedgerError(f"unknown app {app!r}: no event of it in the ledger (apps: {known})")
+    if not app:
+        reader.app_has_events("")  # raises NoLedger when ack_events does not exist yet
+
+
+def _replay_request(args: argparse.Namespace) -> Any:
+    from ackfold import ledger_reader as lr
+    from ackfold.reconcile import check_app_name
+    from ackfold.replay import DEFAULT_STATUSES, ReplayRequest
+
+    try:
+        root_ids = tuple(lr.parse_root_id(text) for text in args.root or ())
+        statuses = lr.parse_statuses(args.status) if args.status else DEFAULT_STATUSES
+        if args.app:
+            check_app_name(args.app)
+        rate = _positive_number(args.rate, "--rate") if args.rate is not None else None
+        return ReplayRequest(
+            root_ids=root_ids,
+            app=args.app,
+            statuses=statuses,
+            since=lr.parse_time(args.since, "--since") if args.since else None,
+            until=lr.parse_time(args.until, "--until") if args.until else None,
+            limit=lr.parse_limit(args.limit) if args.limit is not None else None,
+            rate=rate,
+            dry_run=args.dry_run,
+            automatic=args.auto,
+        )
+    except (lr.QueryError, ValueError) as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _positive_number(text: str, option: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise UsageError(f"{option} must be a number, got {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise UsageError(f"{option} must be a positive number, got {text!r}")
+    return value
+
+
+def _replay(settings: Settings, args: argparse.Namespace) -> int:
+    from ackfold import ledger_reader as lr
+
+    request = _replay_request(args)
+    if args.auto and (args.root or args.status or args.since or args.until):
+        raise UsageError("--auto follows each app's policy: it takes only --app, --limit, --rate")
+    reader = lr.LedgerReader(settings.table_root)
+    try:
+        _check_app(settings, reader, request.app)
+        missing = reader.missing_roots(request.root_ids)
+    except lr.LedgerError as exc:
+        return _ledger_error(exc)
+    if missing:
+        listed = ", ".join(lr.hex64(r) for r in missing)
+        return _ledger_error(Exception(f"unknown root id(s), not in root_state: {listed}"))
+
+    from ackfold.progress import Progress
+    from ackfold.replay import Replayer, UnknownRoots
+    from ackfold.spark import get_spark
+
+    replayer = Replayer(get_spark(settings, app_name="ackfold-replay"), settings)
+    try:
+        plan = replayer.plan(request)
+    except UnknownRoots as exc:
+        return _ledger_error(exc)
+    if not plan.selected:
+        return _ledger_error(Exception(f"no roots match {request.describe()}: nothing to replay"))
+    for line in format_plan(plan):
+        print(line, file=sys.stderr)
+    count = len(plan.to_send)
+    if not request.dry_run and count > settings.replay.confirm_above and not args.yes:
+        question = (
+            f"send {count} messages (replay.confirm_above is {settings.replay.confirm_above})?"
+        )
+        if not (sys.stdin.isatty() and input(f"{question} [y/N] ").strip().lower() in ("y", "yes")):
+            raise UsageError(f"{question} Not without --yes (or try --dry-run first).")
+    progress = Progress("replay", count, unit="sent")
+    summary = replayer.execute(plan, progress=progress.update)
+    if count and not request.dry_run:
+        progress.close()
+    _emit(json.dumps(summary.as_dict(), indent=2) if args.json else format_summary(summary))
+    if summary.not_sent:
+        return _ledger_error(
+            Exception(
+                f"{summary.not_sent} message(s) not sent: {summary.last_error}. They stay in "
+                "replay_log as unsent; run `ackfold replay` again to send exactly those."
+            )
+        )
+    return 0 if (plan.to_send or plan.sends) else 1
+
+
+def format_plan(plan: Any) -> list[str]:
+    """One line per planned send, then the skipped roots by reason."""
+    from ackfold.ledger_reader import hex64, one_line
+
+    verb = "would send" if plan.request.dry_run else "sending"
+    lines = []
+    for p in plan.sends:
+        what = "dead letter" if p.action == "dead_letter" else f"attempt {p.attempt}"
+        note = {"unsent": " (planned before, never marked sent)", "sent": " (already sent)"}
+        lines.append(
+            f"{verb} {hex64(p.root_id)} {p.app} {p.prior_status} -> {what} to {p.target}"
+            f"{note.get(p.state, '')}: {one_line(p.reason, 80)}"
+        )
+    for reason, n in sorted(plan.skipped.items()):
+        lines.append(f"skipping {n} root(s): {reason}")
+    return lines
+
+
+def format_summary(summary: Any) -> str:
+    head = "dry run, nothing sent" if summary.dry_run else f"replay {summary.replay_id}"
+    parts = [
+        f"selected {summary.selected}",
+        f"sent {summary.sent}",
+        f"dead-lettered {summary.dead_lettered}",
+        f"resent {summary.resent} (possible duplicates)",
+        f"already sent {summary.already_sent}",
+        f"not sent {summary.not_sent}",
+        f"skipped {sum(summary.skipped.values())}",
+    ]
+    return f"{head}: " + ", ".join(parts)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -165,6 +301,45 @@ def build_parser() -> argparse.ArgumentParser:
         "--bundle", action="append", choices=sorted(BUNDLES), help="only this bundle"
     )
     command("up", _up, "run the embedded stack (airflow standalone) until Ctrl-C")
+    command("sqs", _sqs, "run the local ElasticMQ (SQS) server with the demo queues until Ctrl-C")
+    replay = command(
+        "replay",
+        _replay,
+        "send failed, timed-out or dead-lettered roots back to their source queues",
+    )
+    replay.add_argument(
+        "--root", nargs="+", action="extend", metavar="ID", help="only these root ids"
+    )
+    replay.add_argument("--app", metavar="APP", help="only the roots of this app")
+    replay.add_argument(
+        "--status",
+        action="append",
+        metavar="S[,S...]",
+        help="which roots (default failed,timed_out): failed, timed_out, dead_lettered",
+    )
+    replay.add_argument(
+        "--since", metavar="TIME", help="only roots whose status changed at or after TIME"
+    )
+    replay.add_argument(
+        "--until", metavar="TIME", help="only roots whose status changed before TIME"
+    )
+    replay.add_argument("--limit", metavar="N", help="at most N roots, oldest first")
+    replay.add_argument(
+        "--rate", metavar="MSGS_PER_S", help="send at most this many messages per second"
+    )
+    replay.add_argument(
+        "--dry-run", action="store_true", help="report what would be sent; send nothing"
+    )
+    replay.add_argument(
+        "--yes", action="store_true", help="do not ask above replay.confirm_above messages"
+    )
+    replay.add_argument(
+        "--auto",
+        action="store_true",
+        help="the automatic replay: each app's policy (attempts, backoff) decides, and roots "
+        "out of attempts are dead-lettered",
+    )
+    replay.add_argument("--json", action="store_true", help="print the summary as JSON")
     command("config", _config, "print the effective configuration as JSON")
     command("smoke", _smoke, "run the Delta round trip in local Spark")
     reconcile = command(

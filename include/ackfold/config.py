@@ -26,6 +26,7 @@ from pydantic import (
     ConfigDict,
     Field,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -94,17 +95,58 @@ class SparkSettings(_Section):
         return value
 
 
+def _seconds(value: timedelta) -> str:
+    return f"{value.total_seconds():g}s"
+
+
+_SQS_LIMITS = {"wait_time": (20, "20s"), "visibility_timeout": (12 * 3600, "12h")}
+
+
 class SqsSettings(_Section):
-    """The SQS endpoint. Credentials come from boto3's standard chain, never from here."""
+    """The SQS endpoint and how ackfold talks to it.
+
+    Credentials come from boto3's standard chain, never from here.
+
+    - `endpoint_url`: the SQS endpoint; the local ElasticMQ by default, None for AWS.
+    - `region`: the AWS region of the queues.
+    - `max_retries`: retries of a failed request after its first attempt (botocore's
+      standard retry mode, with backoff).
+    - `wait_time`: how long one receive waits for messages (SQS long poll, at most 20 s).
+    - `visibility_timeout`: how long a received message stays hidden from other consumers
+      before SQS delivers it again (1 s to 12 h); it must exceed `wait_time`.
+    - `max_messages_per_batch`: the most messages one micro-batch takes from a queue.
+    """
 
     endpoint_url: str | None = "http://127.0.0.1:9324"
     region: str = "us-east-1"
+    max_retries: int = Field(5, ge=1, le=20)
+    wait_time: Duration = timedelta(seconds=5)
+    visibility_timeout: Duration = timedelta(seconds=120)
+    max_messages_per_batch: int = Field(1000, ge=10, le=100_000)
 
     @field_validator("endpoint_url")
     @classmethod
     def _url(cls, value: str | None) -> str | None:
         if value is not None and not re.match(r"^https?://[^\s/]+", value):
             raise ValueError(f"{value!r} is not an http(s) URL")
+        return value
+
+    @field_validator("wait_time", "visibility_timeout")
+    @classmethod
+    def _sqs_limits(cls, value: timedelta, info: ValidationInfo) -> timedelta:
+        # SQS takes whole seconds within these limits: say so rather than round silently.
+        high, label = _SQS_LIMITS[str(info.field_name)]
+        seconds = value.total_seconds()
+        if seconds != int(seconds) or not 1 <= seconds <= high:
+            raise ValueError(
+                f"must be a whole number of seconds from 1s to {label} (the SQS limit), "
+                f"not {_seconds(value)}"
+            )
+        wait = info.data.get("wait_time")
+        # A micro-batch may poll for wait_time after its first message arrived: a shorter
+        # visibility timeout lets SQS redeliver messages the batch still holds.
+        if info.field_name == "visibility_timeout" and wait is not None and value <= wait:
+            raise ValueError(f"{_seconds(value)} must exceed sqs.wait_time ({_seconds(wait)})")
         return value
 
 
@@ -131,6 +173,10 @@ class AppPolicy(_Section):
     timeout: Duration = timedelta(minutes=5)
     idle_timeout: Duration | None = None
     max_attempts: int = Field(3, ge=1, le=100)
+    # Attempt k+1 is sent no sooner than replay_backoff * 2**(k-1) after attempt k failed.
+    replay_backoff: Duration = timedelta(seconds=30)
+    # Messages per second an automatic replay sends back to the app's source queue.
+    replay_rate: float = Field(50.0, gt=0, le=100_000)
 
 
 class AppOverrides(_Section):
@@ -139,8 +185,12 @@ class AppOverrides(_Section):
     timeout: Duration | None = None
     idle_timeout: Duration | None = None
     max_attempts: int | None = Field(None, ge=1, le=100)
+    replay_backoff: Duration | None = None
+    replay_rate: float | None = Field(None, gt=0, le=100_000)
     source: Literal["sqs", "kafka"] | None = None
     source_queue: str | None = None
+    # Where dead letters go; by default the queue's RedrivePolicy target, else <queue>-dlq.
+    dead_letter_queue: str | None = None
     stages: tuple[str, ...] = ()
 
 
@@ -154,6 +204,20 @@ class ReconcileSettings(_Section):
 
     lookback: Duration = timedelta(days=2)
     max_bytes_per_batch: str = Field("512m", pattern=r"^\d+[kmg]?$")
+
+
+class ReplaySettings(_Section):
+    """How replays run. Each app's rate, backoff and attempts are in its policy."""
+
+    # `ackfold replay` asks for --yes before sending more than this many messages.
+    confirm_above: int = Field(100, ge=0)
+    # An automatic replay sends at most this many; the next run sends the rest.
+    max_per_run: int = Field(10_000, ge=1)
+    # Messages sent between two marks in the replay log: a crash resends at most these.
+    chunk: int = Field(500, ge=10, le=100_000)
+    # Rounds of sending a message the queue refused or could not be reached for.
+    send_attempts: int = Field(3, ge=1, le=20)
+    send_backoff: Duration = timedelta(seconds=1)
 
 
 class Settings(BaseSettings):
@@ -175,6 +239,7 @@ class Settings(BaseSettings):
     kafka: KafkaSettings = KafkaSettings()
     airflow: AirflowSettings = AirflowSettings()
     reconcile: ReconcileSettings = ReconcileSettings()
+    replay: ReplaySettings = ReplaySettings()
     defaults: AppPolicy = AppPolicy()
     apps: dict[str, AppOverrides] = Field(default_factory=dict)
 

@@ -40,6 +40,10 @@ class Bundle:
 BUNDLES: dict[str, Bundle] = {
     # delta-spark 4.4.1 is on PyPI but not on Maven Central; 4.4.0 is the newest jar.
     "delta": Bundle("delta", ("io.delta:delta-spark_4.1_2.13:4.4.0",), for_spark=True),
+    # The local SQS server (`ackfold sqs`, the sqs test tier); runs on Java 17.
+    "elasticmq": Bundle(
+        "elasticmq", ("org.elasticmq:elasticmq-server_2.13:1.7.1",), for_spark=False
+    ),
 }
 
 MANIFEST = "manifest.json"

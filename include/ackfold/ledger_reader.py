@@ -527,6 +527,17 @@ class LedgerReader:
         rows = self._query(ACK_EVENTS, ["app"], [f"app = {_sql_str(app)}"], limit=1, required=True)
         return bool(rows)
 
+    def missing_roots(self, root_ids: Sequence[int]) -> list[int]:
+        """The ids among `root_ids` that `root_state` has no row for (NoLedger if none)."""
+        wanted = sorted({int(r) for r in root_ids})
+        if not wanted:
+            return []
+        where = [f"root_id IN ({', '.join(str(r) for r in wanted)})"]
+        found = {
+            row["root_id"] for row in self._query(ROOT_STATE, ["root_id"], where, required=True)
+        }
+        return [r for r in wanted if r not in found]
+
     def known_apps(self) -> list[str]:
         """The apps that have roots in `root_state` (reads the `app` column only)."""
         rows = self._query(ROOT_STATE, ["DISTINCT app"], order="app", required=True)

@@ -30,6 +30,8 @@ ACK_EVENTS = "ack_events"
 ROOTS = "roots"
 ROOT_STATE = "root_state"
 UNMATCHED_EVENTS = "unmatched_events"
+REPLAY_LOG = "replay_log"
+DEAD_LETTERS = "dead_letters"
 
 # Contract v1: every writer supplies exactly these.
 ACK_EVENTS_DDL = """
@@ -93,11 +95,58 @@ ROOTS_COLUMNS = column_names(ROOTS_DDL)
 # Events whose root is not (yet) known: kept, never dropped, retried by every run.
 UNMATCHED_EVENTS_DDL = ACK_EVENTS_DDL
 
+# One row per message a replay run sends (or would send, in a dry run), written BEFORE it
+# is sent and marked (`sent_at`, `message_id`) after: a row planned but never marked is
+# what a crash or an unreachable queue left unsent, and the next run sends exactly it.
+# (root_id, action) identifies a send across runs; dry runs never count as plans.
+REPLAY_LOG_DDL = """
+    replay_id STRING NOT NULL,
+    requested_by STRING NOT NULL,
+    request STRING NOT NULL,
+    root_id BIGINT NOT NULL,
+    app STRING NOT NULL,
+    action STRING NOT NULL,
+    prior_status STRING NOT NULL,
+    attempt INT NOT NULL,
+    origin_root_id BIGINT NOT NULL,
+    new_root_id BIGINT,
+    source STRING NOT NULL,
+    target STRING NOT NULL,
+    reason STRING,
+    last_stage STRING,
+    first_event_date DATE NOT NULL,
+    dry_run BOOLEAN NOT NULL,
+    planned_at TIMESTAMP NOT NULL,
+    sent_at TIMESTAMP,
+    message_id STRING,
+    error STRING
+"""
+
+# Roots that ran out of attempts, with why and how far they got. `redriven_at` is set when
+# a replay brings one back (as an SQS redrive would).
+DEAD_LETTERS_DDL = """
+    root_id BIGINT NOT NULL,
+    app STRING NOT NULL,
+    origin_root_id BIGINT NOT NULL,
+    attempt INT NOT NULL,
+    source STRING NOT NULL,
+    source_queue STRING,
+    dead_letter_queue STRING NOT NULL,
+    reason STRING NOT NULL,
+    last_stage STRING,
+    message_id STRING,
+    dead_lettered_at TIMESTAMP NOT NULL,
+    redriven_at TIMESTAMP,
+    redrive_root_id BIGINT
+"""
+
 TABLES = {
     ACK_EVENTS: (ACK_EVENTS_DDL, None, "ledger of tuple-tree events, contract v1"),
     ROOTS: (ROOTS_DDL, None, "one row per root: where it came from, how to replay it"),
     ROOT_STATE: (ROOT_STATE_DDL, "first_event_date", "folded state and status per root"),
     UNMATCHED_EVENTS: (UNMATCHED_EVENTS_DDL, None, "events waiting for their root"),
+    REPLAY_LOG: (REPLAY_LOG_DDL, None, "every replay and dead-letter send, planned then marked"),
+    DEAD_LETTERS: (DEAD_LETTERS_DDL, None, "roots that ran out of attempts"),
 }
 
 TABLE_PROPERTIES = {

@@ -201,15 +201,7 @@ class StageTracker:
         )
         root = F.col(h("root"))
         first = sql_ids.spout_tuple_id(root)
-        tuple_struct = _tuple_struct(
-            tuple_id=first,
-            roots=F.array(root),
-            anchor_roots=F.array(F.array(root)),
-            consumers=_array_of(consumers),
-            anchors=F.array(),
-            stage=self.stage,
-        )
-        tuples = base.withColumn(TUPLE_COLUMN, tuple_struct).drop(
+        tuples = base.withColumn(TUPLE_COLUMN, self._first_tuple(root, consumers)).drop(
             h("root"), h("attempt"), h("origin")
         )
         tries_col = F.col(h("attempt"))
@@ -231,6 +223,40 @@ class StageTracker:
         )
         events = self._events(base, INIT, root, first, init_val)
         return Spout(tuples=tuples, roots=roots, events=events)
+
+    def registered(self, roots: DataFrame, *, to: Sequence[str] | None = None) -> DataFrame:
+        """The first tuples of roots this spout stage registered earlier, one per row of
+        ``roots`` (rows of the ``roots`` table, e.g. a stream of it).
+
+        For sources that register roots before an app reads them (SQS: ``ingest.Ingester``
+        ran ``spout`` and wrote the init events). ``to`` must name the stages the spout
+        registered the roots for: it rebuilds the same tuples, so their acks cancel the
+        init events' edges.
+
+        Example:
+            >>> spout = StageTracker("orders", "spout")
+            >>> out = spout.spout(spark.createDataFrame([("m-1",)], "id string"),
+            ...                   message_id="id", source="sqs")
+            >>> again = spout.registered(out.roots).select("_ackfold").first()
+            >>> again == out.tuples.select("_ackfold").first()
+            True
+        """
+        if "root_id" not in roots.columns:
+            raise ValueError(
+                f"{self!r}.registered needs rows of the roots table (a root_id column); "
+                f"got columns {roots.columns}"
+            )
+        return roots.withColumn(TUPLE_COLUMN, self._first_tuple(F.col("root_id"), consumers_of(to)))
+
+    def _first_tuple(self, root: Column, consumers: Sequence[str]) -> Column:
+        return _tuple_struct(
+            tuple_id=sql_ids.spout_tuple_id(root),
+            roots=F.array(root),
+            anchor_roots=F.array(F.array(root)),
+            consumers=_array_of(consumers),
+            anchors=F.array(),
+            stage=self.stage,
+        )
 
     # -- children -------------------------------------------------------------------------
 

@@ -1,0 +1,235 @@
+"""The local ElasticMQ server: a real SQS API on loopback, from the jar cache.
+
+`ackfold sqs` (`make sqs`) and the sqs test tier run it with conf/elasticmq.conf, which
+creates the demo queues. The JVM runs in a process group of its own; stopping the server
+stops the group.
+
+Example:
+    >>> from ackfold.config import load_settings
+    >>> with ElasticMQ(load_settings(), port=9400) as server:
+    ...     server.queue_names()
+    ['wordcount-sentences', 'wordcount-sentences-dlq']
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from types import FrameType, TracebackType
+from typing import IO, Any
+from urllib.parse import urlsplit
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from ackfold.config import Settings
+from ackfold.dags import PROJECT_DIR
+from ackfold.jvm import bundle_jars
+from ackfold.sqs_client import is_loopback, sqs_client
+
+MAIN_CLASS = "org.elasticmq.server.Main"
+DEFAULT_PORT = 9324
+# What ElasticMQ logs once its SQS port is bound, or could not be: it does not exit then.
+STARTED = b"Started SQS rest server"
+BIND_FAILED = b"Cannot start SQS rest server"
+
+
+class ElasticMQError(RuntimeError):
+    """The local ElasticMQ server cannot start, or died."""
+
+
+def _port_free(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        # As the JVM binds: a closed connection in TIME_WAIT must not count as taken.
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
+
+
+def _java() -> str:
+    home = os.environ.get("JAVA_HOME")
+    java = str(Path(home, "bin", "java")) if home else shutil.which("java")
+    if java is None or not Path(java).is_file():
+        raise ElasticMQError("java is not on PATH (nor in JAVA_HOME): install Java 17 or newer")
+    return java
+
+
+class ElasticMQ:
+    """One ElasticMQ process on 127.0.0.1, serving the queues of `config`."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        port: int | None = None,
+        config: Path | None = None,
+        log_file: Path | None = None,
+    ) -> None:
+        self.settings = settings
+        url = settings.sqs.endpoint_url
+        self.port = port or (urlsplit(url).port if url else None) or DEFAULT_PORT
+        self.config = config or PROJECT_DIR / "conf" / "elasticmq.conf"
+        self.log_file = log_file or settings.var_dir / "logs" / "elasticmq.log"
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._log: IO[bytes] | None = None
+
+    @property
+    def endpoint_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def pid(self) -> int | None:
+        """The JVM's process id while it runs."""
+        return self._proc.pid if self._proc else None
+
+    def client(self) -> Any:
+        """An SQS client for this server, with the settings' retries and timeouts."""
+        return sqs_client(self._settings_here())
+
+    def queue_names(self) -> list[str]:
+        urls: list[str] = self.client().list_queues().get("QueueUrls", [])
+        return sorted(url.rsplit("/", 1)[-1] for url in urls)
+
+    def start(self, timeout: float = 60) -> None:
+        """Start the server; return once it answers ListQueues, or raise `ElasticMQError`."""
+        if self._proc is not None:
+            raise ElasticMQError(f"ElasticMQ already runs on {self.endpoint_url}")
+        endpoint = self.settings.sqs.endpoint_url
+        if endpoint is None or not is_loopback(endpoint) or urlsplit(endpoint).scheme != "http":
+            raise ElasticMQError(
+                f"sqs.endpoint_url is {endpoint}, but the local ElasticMQ serves only "
+                "http on loopback: set ACKFOLD_SQS__ENDPOINT_URL=http://127.0.0.1:9324"
+            )
+        if not self.config.is_file():
+            raise ElasticMQError(f"the ElasticMQ config {self.config} does not exist")
+        if not _port_free(self.port):
+            raise ElasticMQError(
+                f"port {self.port} on 127.0.0.1 is already taken (another ElasticMQ?): stop "
+                "that process, or choose another port in sqs.endpoint_url "
+                "(ACKFOLD_SQS__ENDPOINT_URL)"
+            )
+        assert self.settings.jars_dir is not None
+        classpath = os.pathsep.join(
+            str(j) for j in bundle_jars("elasticmq", self.settings.jars_dir)
+        )
+        argv = [
+            _java(),
+            f"-Dconfig.file={self.config}",
+            # System properties override the file (Typesafe config's ConfigFactory.load).
+            f"-Drest-sqs.bind-port={self.port}",
+            f"-Daws.region={self.settings.sqs.region}",
+            "-cp", classpath,
+            MAIN_CLASS,
+        ]  # fmt: skip
+        self.log_file.parent.mkdir(parents=True, exist_ok=True)
+        self._log = self.log_file.open("ab")
+        offset = self._log.tell()
+        # The child inherits os.environ, so the `ackfold up` stack marker reaches it.
+        self._proc = subprocess.Popen(
+            argv, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True
+        )
+        try:
+            self._wait_ready(offset, timeout)
+        except BaseException:
+            self.stop()
+            raise
+
+    def _settings_here(self, **sqs: Any) -> Settings:
+        section = self.settings.sqs.model_copy(update={"endpoint_url": self.endpoint_url, **sqs})
+        return self.settings.model_copy(update={"sqs": section})
+
+    def _log_since(self, offset: int) -> bytes:
+        with self.log_file.open("rb") as handle:
+            handle.seek(offset)
+            return handle.read()
+
+    def _failure(self, offset: int, what: str) -> ElasticMQError:
+        lines = self._log_since(offset).decode(errors="replace").splitlines()
+        # The message, not the stack frames: a JVM failure is mostly "\tat ..." lines.
+        tail = [line for line in lines if not line.lstrip().startswith("at ")][-20:]
+        return ElasticMQError(f"ElasticMQ {what}; the end of {self.log_file}:\n" + "\n".join(tail))
+
+    def _wait_ready(self, offset: int, timeout: float) -> None:
+        assert self._proc is not None
+        # No retries inside a probe: the loop is the retry.
+        probe = sqs_client(self._settings_here(max_retries=0))
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self._proc.poll() is not None:
+                raise self._failure(offset, f"exited with {self._proc.returncode}")
+            log = self._log_since(offset)
+            if BIND_FAILED in log:
+                raise self._failure(offset, f"could not bind port {self.port}")
+            if STARTED in log:
+                # Only once our JVM holds the port can the answer be its own.
+                with contextlib.suppress(BotoCoreError, ClientError):
+                    probe.list_queues()
+                    return
+            time.sleep(0.25)
+        raise self._failure(offset, f"did not answer on {self.endpoint_url} within {timeout:g} s")
+
+    def stop(self, grace: float = 15) -> None:
+        """Stop the server's process group: SIGTERM, then SIGKILL after `grace` s. Idempotent."""
+        proc, self._proc = self._proc, None
+        if proc is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(grace)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
+    def __enter__(self) -> ElasticMQ:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    def serve_forever(self) -> int:
+        """Run until Ctrl-C or SIGTERM (for `ackfold sqs`); the exit code for the CLI."""
+
+        def _interrupt(signum: int, frame: FrameType | None) -> None:
+            raise KeyboardInterrupt
+
+        # Both handlers explicitly: a background launch inherits SIGINT ignored.
+        previous = {sig: signal.signal(sig, _interrupt) for sig in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            self.start()
+            assert self._proc is not None
+            print(
+                f"ElasticMQ (SQS) on {self.endpoint_url} — queues: "
+                f"{', '.join(self.queue_names()) or 'none'} — Ctrl-C stops it",
+                flush=True,
+            )
+            code = self._proc.wait()
+            print(f"ElasticMQ exited with {code}; see {self.log_file}", file=sys.stderr)
+            return 1
+        except KeyboardInterrupt:
+            return 0
+        finally:
+            # A second Ctrl-C must not cut the shutdown short and leave the JVM behind.
+            for sig in previous:
+                signal.signal(sig, signal.SIG_IGN)
+            self.stop()
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)

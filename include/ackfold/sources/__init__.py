@@ -1,0 +1,129 @@
+"""Source queues: where roots come from, and where a replay sends them back.
+
+Every source has the same four duties; how it meets them depends on what it can do:
+
+- read a stream. SQS: `ingest.Ingester` lands messages in `roots`, and apps stream that
+  table. Kafka: Spark's own Kafka source.
+- register roots. SQS: the ingester, before it deletes. Kafka: the spout stage, with the
+  record's `topic:partition:offset`.
+- acknowledge at the source. SQS: `DeleteMessageBatch` once the roots commit. Kafka: the
+  query's checkpoint commit.
+- republish for a replay. SQS: `SendMessageBatch` of the stored payload. Kafka: produce
+  the record re-read at its offset.
+
+`SourceQueue` is the part every source shares: republishing a replay and parking a dead
+letter. `PullSource` adds receive and acknowledge, for queues that Spark cannot read (SQS):
+a source that Spark reads itself (Kafka) acknowledges through its checkpoint instead.
+
+Message attributes (SQS) or headers (Kafka) of a replayed message carry `origin_root_id`
+and `attempt`: the ingesting spout derives the new root's id from them, never from the
+new message id, so a message sent twice is still one root (invariant 4).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Final
+
+ORIGIN_ROOT_ID: Final = "origin_root_id"
+ATTEMPT: Final = "attempt"
+# Set on dead letters only: which root died, why, and how far it got.
+DEAD_ROOT_ID: Final = "ackfold_root_id"
+DEAD_REASON: Final = "ackfold_reason"
+DEAD_LAST_STAGE: Final = "ackfold_last_stage"
+
+
+class SourceError(RuntimeError):
+    """The source queue cannot be reached or refused a request. The message says which."""
+
+
+@dataclass(frozen=True)
+class Received:
+    """One message received from a pull source, not yet acknowledged.
+
+    `attempt` and `origin_root_id` come from the message's attributes (a replay); a
+    message without them is attempt 1. `problem` says why attributes were ignored.
+    """
+
+    message_id: str
+    body: str
+    handle: Any
+    attempt: int = 1
+    origin_root_id: int | None = None
+    problem: str | None = None
+
+
+@dataclass(frozen=True)
+class Outbound:
+    """One message a replay sends: the payload of `root_id`, as attempt `attempt`."""
+
+    root_id: int
+    origin_root_id: int
+    attempt: int
+    body: str
+    # Extra attributes (dead letters: reason, last stage).
+    attributes: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def dedup_id(self) -> str:
+        """The same for every resend of one attempt: FIFO queues drop the copies."""
+        return f"{self.origin_root_id}-{self.attempt}"
+
+
+@dataclass(frozen=True)
+class Sent:
+    """What happened to one `Outbound`: its new message id, or the error that stopped it."""
+
+    root_id: int
+    message_id: str | None = None
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+def dead_letter_attributes(root_id: int, reason: str, last_stage: str | None) -> dict[str, str]:
+    """The attributes that tell a reader of a dead-letter queue what died, why, and where."""
+    return {DEAD_ROOT_ID: str(root_id), DEAD_REASON: reason, DEAD_LAST_STAGE: last_stage or "-"}
+
+
+class SourceQueue(ABC):
+    """A queue a replay can send to: its source queue and its dead-letter queue."""
+
+    source: ClassVar[str]
+
+    def __init__(self, queue: str) -> None:
+        self.queue = queue
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.queue!r})"
+
+    @abstractmethod
+    def republish(self, messages: Sequence[Outbound]) -> list[Sent]:
+        """Send each message back to this queue as a new attempt. Never raises for one
+        message: a failure is that message's `Sent.error`."""
+
+    @abstractmethod
+    def dead_letter(self, messages: Sequence[Outbound]) -> list[Sent]:
+        """Send each message to this queue's dead-letter queue, as `republish` does."""
+
+    @property
+    @abstractmethod
+    def dead_letter_queue(self) -> str:
+        """The name of the dead-letter queue (may need the server to find out)."""
+
+
+class PullSource(SourceQueue):
+    """A source that ackfold reads itself, for want of a Spark source (SQS)."""
+
+    @abstractmethod
+    def receive(self, max_messages: int, wait_seconds: int) -> list[Received]:
+        """Up to `max_messages` messages, waiting up to `wait_seconds` for the first."""
+
+    @abstractmethod
+    def acknowledge(self, messages: Sequence[Received]) -> int:
+        """Remove messages whose roots are registered; returns how many the queue refused
+        (they will be delivered again, and registered again under the same root id)."""

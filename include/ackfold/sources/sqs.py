@@ -1,0 +1,221 @@
+"""SQS as a source queue, through boto3: receive, delete, republish, dead-letter.
+
+Works against AWS and any SQS-compatible server (ElasticMQ locally) alike: the endpoint,
+region and retries come from `settings.sqs`, credentials from boto3's standard chain.
+
+Example:
+    >>> from ackfold.sources.sqs import SqsQueue
+    >>> queue = SqsQueue(settings, "wordcount-sentences")        # doctest: +SKIP
+    >>> [m.message_id for m in queue.receive(10, wait_seconds=1)]  # doctest: +SKIP
+    ['5fea7756-0ea4-451a-a703-a558b933e274']
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ackfold.config import Settings
+from ackfold.sources import (
+    ATTEMPT,
+    ORIGIN_ROOT_ID,
+    Outbound,
+    PullSource,
+    Received,
+    Sent,
+    SourceError,
+)
+
+log = logging.getLogger("ackfold.sources.sqs")
+
+BATCH = 10  # SQS's limit for ReceiveMessage, SendMessageBatch and DeleteMessageBatch
+# SQS caps a string attribute's value at 256 KiB; reasons are kept short and readable.
+_MAX_REASON = 1000
+_RETRYABLE_ERRORS = ("EndpointConnectionError", "ConnectTimeoutError", "ReadTimeoutError")
+
+
+class SqsQueue(PullSource):
+    """One SQS queue, by name. Its dead-letter queue is `dead_letter_queue`, by default
+    `<queue>-dlq` (`<name>-dlq.fifo` for `<name>.fifo`). ackfold moves dead letters itself;
+    a RedrivePolicy on the queue is only a safety net."""
+
+    source = "sqs"
+
+    def __init__(
+        self,
+        settings: Settings,
+        queue: str,
+        *,
+        dead_letter_queue: str | None = None,
+        client: Any = None,
+    ) -> None:
+        super().__init__(queue)
+        if client is None:
+            from ackfold.sqs_client import sqs_client
+
+            client = sqs_client(settings)
+        self.client = client
+        self.endpoint = settings.sqs.endpoint_url or f"SQS in {settings.sqs.region}"
+        self.visibility_timeout = int(settings.sqs.visibility_timeout.total_seconds())
+        self._dead_letter_queue = dead_letter_queue
+        self._urls: dict[str, str] = {}
+
+    # -- reading --------------------------------------------------------------------------
+
+    def receive(self, max_messages: int, wait_seconds: int) -> list[Received]:
+        response = self._call(
+            "ReceiveMessage",
+            self.client.receive_message,
+            QueueUrl=self.url(self.queue),
+            MaxNumberOfMessages=max(1, min(BATCH, max_messages)),
+            WaitTimeSeconds=wait_seconds,
+            VisibilityTimeout=self.visibility_timeout,
+            MessageAttributeNames=[ORIGIN_ROOT_ID, ATTEMPT],
+        )
+        return [_received(message) for message in response.get("Messages", [])]
+
+    def acknowledge(self, messages: Sequence[Received]) -> int:
+        refused = 0
+        for chunk in _chunks(messages):
+            entries = [{"Id": str(i), "ReceiptHandle": m.handle} for i, m in enumerate(chunk)]
+            response = self._call(
+                "DeleteMessageBatch",
+                self.client.delete_message_batch,
+                QueueUrl=self.url(self.queue),
+                Entries=entries,
+            )
+            for failure in response.get("Failed", []):
+                refused += 1
+                log.warning(
+                    "SQS kept message %s of %s (%s): it will be delivered and registered again",
+                    chunk[int(failure["Id"])].message_id, self.queue, failure.get("Code"),
+                )  # fmt: skip
+        return refused
+
+    # -- sending --------------------------------------------------------------------------
+
+    def republish(self, messages: Sequence[Outbound]) -> list[Sent]:
+        return self._send(self.queue, messages)
+
+    def dead_letter(self, messages: Sequence[Outbound]) -> list[Sent]:
+        return self._send(self.dead_letter_queue, messages)
+
+    @property
+    def dead_letter_queue(self) -> str:
+        if self._dead_letter_queue:
+            return self._dead_letter_queue
+        # A FIFO queue's dead-letter queue must be FIFO too: its name ends in .fifo.
+        base, fifo = self.queue.removesuffix(".fifo"), self.queue.endswith(".fifo")
+        return f"{base}-dlq" + (".fifo" if fifo else "")
+
+    def _send(self, queue: str, messages: Sequence[Outbound]) -> list[Sent]:
+        try:
+            url = self.url(queue)
+        except SourceError as exc:
+            return [Sent(m.root_id, error=str(exc)) for m in messages]
+        fifo = queue.endswith(".fifo")
+        results: list[Sent] = []
+        for chunk in _chunks(messages):
+            entries = [_entry(str(i), message, fifo) for i, message in enumerate(chunk)]
+            try:
+                response = self._call(
+                    "SendMessageBatch",
+                    self.client.send_message_batch,
+                    QueueUrl=url,
+                    Entries=entries,
+                )
+            except SourceError as exc:
+                results.extend(Sent(m.root_id, error=str(exc)) for m in chunk)
+                continue
+            sent = {e["Id"]: e["MessageId"] for e in response.get("Successful", [])}
+            failed = {e["Id"]: e for e in response.get("Failed", [])}
+            for i, message in enumerate(chunk):
+                if str(i) in sent:
+                    results.append(Sent(message.root_id, message_id=sent[str(i)]))
+                else:
+                    failure = failed.get(str(i), {})
+                    results.append(
+                        Sent(
+                            message.root_id,
+                            error=f"{queue}: {failure.get('Code', 'not sent')}: "
+                            f"{failure.get('Message', '')}".rstrip(": "),
+                        )
+                    )
+        return results
+
+    # -- plumbing -------------------------------------------------------------------------
+
+    def url(self, queue: str) -> str:
+        """The queue's URL, looked up once; `SourceError` if it does not exist."""
+        if queue not in self._urls:
+            response = self._call("GetQueueUrl", self.client.get_queue_url, QueueName=queue)
+            self._urls[queue] = str(response["QueueUrl"])
+        return self._urls[queue]
+
+    def _call(self, action: str, method: Callable[..., Any], **kwargs: Any) -> Any:
+        """Call SQS (botocore retries with backoff first); failures become `SourceError`."""
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        try:
+            return method(**kwargs)
+        except ClientError as exc:
+            code = exc.response.get("Error", {}).get("Code", "")
+            if "NonExistentQueue" in code or code == "QueueDoesNotExist":
+                queue = kwargs.get("QueueName") or kwargs.get("QueueUrl")
+                raise SourceError(f"SQS queue {queue} does not exist at {self.endpoint}") from None
+            message = exc.response.get("Error", {}).get("Message", "")
+            raise SourceError(
+                f"SQS {action} failed at {self.endpoint}: {code}: {message}"
+            ) from None
+        except BotoCoreError as exc:
+            if type(exc).__name__ in _RETRYABLE_ERRORS:
+                raise SourceError(
+                    f"SQS is unreachable at {self.endpoint} ({action}): {exc}"
+                ) from None
+            raise SourceError(f"SQS {action} failed at {self.endpoint}: {exc}") from None
+
+
+def _received(message: dict[str, Any]) -> Received:
+    attributes = message.get("MessageAttributes", {})
+
+    def value(name: str) -> str | None:
+        entry = attributes.get(name)
+        return None if entry is None else entry.get("StringValue")
+
+    attempt_text, origin_text = value(ATTEMPT), value(ORIGIN_ROOT_ID)
+    base = Received(message["MessageId"], message.get("Body", ""), message["ReceiptHandle"])
+    if attempt_text is None and origin_text is None:
+        return base
+    try:
+        attempt = int(attempt_text or "")
+        origin = int(origin_text or "")
+        if attempt < 2 or not -(1 << 63) <= origin < (1 << 63):
+            raise ValueError
+    except ValueError:
+        # A message cannot lose its place: it is taken as a new message (attempt 1).
+        problem = f"ignored attributes attempt={attempt_text!r} origin_root_id={origin_text!r}"
+        return Received(base.message_id, base.body, base.handle, problem=problem)
+    return Received(base.message_id, base.body, base.handle, attempt, origin)
+
+
+def _entry(entry_id: str, message: Outbound, fifo: bool) -> dict[str, Any]:
+    attributes = {
+        ORIGIN_ROOT_ID: {"DataType": "Number", "StringValue": str(message.origin_root_id)},
+        ATTEMPT: {"DataType": "Number", "StringValue": str(message.attempt)},
+    }
+    for name, text in message.attributes.items():
+        attributes[name] = {"DataType": "String", "StringValue": text[:_MAX_REASON] or "-"}
+    entry: dict[str, Any] = {
+        "Id": entry_id,
+        "MessageBody": message.body,
+        "MessageAttributes": attributes,
+    }
+    if fifo:
+        entry["MessageDeduplicationId"] = message.dedup_id
+        entry["MessageGroupId"] = str(message.origin_root_id)
+    return entry
+
+
+def _chunks(items: Sequence[Any]) -> list[Sequence[Any]]:
+    return [items[i : i + BATCH] for i in range(0, len(items), BATCH)]

@@ -1,0 +1,56 @@
+"""The one way ackfold builds an SQS client: endpoint, region, retries and timeouts from settings.
+
+Credentials come only from boto3's standard chain (environment, profile, instance role...).
+A loopback endpoint (the local ElasticMQ) with no credentials anywhere is used unsigned:
+ElasticMQ does not check signatures, and nobody should need fake keys to run the demo.
+
+Example:
+    >>> from ackfold.config import load_settings
+    >>> sqs = sqs_client(load_settings())
+    >>> sqs.meta.endpoint_url
+    'http://127.0.0.1:9324'
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from typing import Any
+from urllib.parse import urlsplit
+
+import boto3
+import botocore
+from botocore.config import Config
+
+from ackfold.config import Settings
+
+CONNECT_TIMEOUT = 5.0
+# A long poll holds the request open for `wait_time`: the read timeout must outlast it.
+READ_MARGIN = 10.0
+
+
+def is_loopback(url: str | None) -> bool:
+    """True for an endpoint on this machine: 127.0.0.0/8, ::1 or localhost."""
+    host = urlsplit(url).hostname if url else None
+    if host is None:
+        return False
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def sqs_client(settings: Settings) -> Any:
+    """A boto3 SQS client for `settings.sqs`, unsigned only for a loopback endpoint without
+    credentials."""
+    sqs = settings.sqs
+    session = boto3.Session(region_name=sqs.region)
+    config = Config(
+        retries={"mode": "standard", "max_attempts": sqs.max_retries},
+        connect_timeout=CONNECT_TIMEOUT,
+        read_timeout=sqs.wait_time.total_seconds() + READ_MARGIN,
+    )
+    if session.get_credentials() is None and is_loopback(sqs.endpoint_url):
+        config = config.merge(Config(signature_version=botocore.UNSIGNED))
+    return session.client("sqs", endpoint_url=sqs.endpoint_url, config=config)

@@ -1,0 +1,136 @@
+"""Ingest from the real ElasticMQ, process, reconcile, replay: every message completes or
+is dead-lettered, none is lost, and replays are idempotent."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import pytest
+from pyspark.sql import SparkSession
+
+from ackfold import status
+from ackfold.config import Settings, load_settings
+from ackfold.replay import REPLAY, Replayer, ReplayRequest
+from ackfold.sources import ATTEMPT, DEAD_LAST_STAGE, DEAD_REASON, DEAD_ROOT_ID, ORIGIN_ROOT_ID
+from ackfold.sqs_client import sqs_client
+from ackfold.tables import DEAD_LETTERS, REPLAY_LOG
+from tests.conftest import JARS_DIR
+from tests.sqs.topology import APP, NumbersApp, body, create_queue, drain, send_bodies
+
+
+def sqs_settings(tmp_path: Any, endpoint: str, **overrides: Any) -> Settings:
+    overrides.setdefault("var_dir", tmp_path / "var")
+    return load_settings(
+        jars_dir=JARS_DIR,
+        spark={"master": "local[2]"},
+        sqs={"endpoint_url": endpoint, "wait_time": "1s", "visibility_timeout": "30s"},
+        defaults={"max_attempts": 3, "replay_backoff": "1s", "replay_rate": 1000},
+        **overrides,
+    )
+
+
+@pytest.fixture
+def app(spark: SparkSession, sqs_server: Any, tmp_path: Any) -> NumbersApp:
+    settings = sqs_settings(tmp_path, sqs_server.endpoint_url)
+    queue = f"numbers-{uuid.uuid4().hex[:8]}"
+    create_queue(sqs_client(settings), queue)
+    return NumbersApp(spark, settings, queue)
+
+
+def test_every_message_completes_or_is_dead_lettered_and_none_is_lost(app: NumbersApp) -> None:
+    client = app.queue.client
+    url = app.queue.url(app.queue.queue)
+    good = {i: body(i) for i in range(20)}
+    flaky = {100 + i: body(100 + i, fail_until=1) for i in range(5)}  # fixed by one replay
+    doomed = {200: body(200, fail_until=9)}  # fails on every allowed attempt
+    poison = {-1: body(-1), -2: body(-2)}
+    malformed = ["not json at all", '{"n": "seven"}']
+    bodies = [*good.values(), *flaky.values(), *doomed.values(), *poison.values(), *malformed]
+    message_ids = send_bodies(client, url, bodies)
+
+    sent_per_cycle = []
+    for _ in range(6):
+        summary = app.cycle()
+        sent_per_cycle.append((summary.sent, summary.dead_lettered))
+        if summary.sent == summary.dead_lettered == 0:
+            break
+    # attempt 1 fails 10 roots; attempt 2 fixes 5 flaky ones; attempt 3 fails the rest.
+    assert sent_per_cycle == [(10, 0), (5, 0), (0, 5), (0, 0)]
+
+    roots = app.roots()
+    states = app.states()
+    first = {r["source_message_id"]: r for r in roots if r["attempt"] == 1}
+    assert set(first) == set(message_ids), "every message sent is registered"
+    by_origin: dict[int, list[str]] = {}
+    for root in roots:
+        by_origin.setdefault(root["origin_root_id"], []).append(states[root["root_id"]]["status"])
+    outcome = {}
+    for message_id, root in first.items():
+        statuses = by_origin[root["root_id"]]
+        assert status.PENDING not in statuses
+        assert status.TIMED_OUT not in statuses
+        done = statuses.count(status.COMPLETED) == 1
+        dead = statuses.count(status.DEAD_LETTERED) == 1
+        assert done != dead, (message_id, statuses)  # exactly one outcome: none lost
+        outcome[root["payload"]] = "completed" if done else "dead"
+
+    expected_dead = {*doomed.values(), *poison.values(), *malformed}
+    assert {b for b, o in outcome.items() if o == "dead"} == expected_dead
+    assert app.outputs() == {
+        first[m]["root_id"]: n for m, n in zip(message_ids, [*good, *flaky], strict=False)
+    }
+
+    # The dead-letter queue holds each dead root once, with why and where it stopped.
+    letters = drain(client, app.queue.url(f"{app.queue.queue}-dlq"))
+    assert sorted(m["Body"] for m in letters) == sorted(expected_dead)
+    for message in letters:
+        attrs = {k: v["StringValue"] for k, v in message["MessageAttributes"].items()}
+        assert attrs[DEAD_LAST_STAGE] == "parse"
+        assert attrs[DEAD_REASON].startswith("failed in parse: ")
+        assert int(attrs[ATTEMPT]) == 4  # a redrive from the DLQ is the next attempt
+        dead_root = states[int(attrs[DEAD_ROOT_ID])]
+        assert dead_root["status"] == status.DEAD_LETTERED
+        assert int(attrs[ORIGIN_ROOT_ID]) == dead_root["origin_root_id"]
+    table = app.spark.read.format("delta").load(app.ledger.path(DEAD_LETTERS)).collect()
+    assert {r["root_id"] for r in table} == {
+        int(m["MessageAttributes"][DEAD_ROOT_ID]["StringValue"]) for m in letters
+    }
+    reasons = {r["reason"] for r in table}
+    assert "failed in parse: poison: n is negative" in reasons
+    assert "failed in parse: malformed body: not JSON with an integer n" in reasons
+    assert drain(client, url) == [], "the source queue is empty: everything was taken in"
+
+    # Idempotent: another replay run sends nothing and logs nothing new.
+    log_rows = app.spark.read.format("delta").load(app.ledger.path(REPLAY_LOG)).count()
+    again = app.auto_replay()
+    assert (again.sent, again.dead_lettered, again.resent) == (0, 0, 0)
+    assert app.spark.read.format("delta").load(app.ledger.path(REPLAY_LOG)).count() == log_rows
+
+
+def test_a_dead_letter_replayed_by_hand_comes_back(app: NumbersApp) -> None:
+    client = app.queue.client
+    url = app.queue.url(app.queue.queue)
+    send_bodies(client, url, [body(7, fail_until=3)])  # fails 3 times, then would pass
+    for _ in range(4):
+        app.cycle()
+    dead = [s for s in app.states().values() if s["status"] == status.DEAD_LETTERED]
+    assert len(dead) == 1
+
+    replayer = Replayer(app.spark, app.settings)
+    request = ReplayRequest(statuses=(status.DEAD_LETTERED,), app=APP, requested_by="test")
+    plan = replayer.plan(request)
+    assert [(p.action, p.attempt) for p in plan.sends] == [(REPLAY, 4)]
+    assert replayer.execute(plan).sent == 1
+    app.cycle()
+
+    states = app.states()
+    assert states[dead[0]["root_id"]]["status"] == status.REPLAYED
+    completed = [s for s in states.values() if s["status"] == status.COMPLETED]
+    assert [(s["attempt"], s["origin_root_id"]) for s in completed] == [
+        (4, dead[0]["origin_root_id"])
+    ]
+    letter = app.spark.read.format("delta").load(app.ledger.path(DEAD_LETTERS)).first()
+    assert letter is not None
+    assert letter["redriven_at"] is not None
+    assert letter["redrive_root_id"] == completed[0]["root_id"]
