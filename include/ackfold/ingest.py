@@ -27,6 +27,7 @@ import logging
 import threading
 import time
 import uuid
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -54,6 +55,9 @@ class IngestStats:
     batches: int = 0
     received: int = 0
     registered: int = 0
+    # Copies of a message, or of one replay attempt, received in one batch: registered
+    # once. (Copies in different batches are registered again, under the same root id.)
+    duplicates: int = 0
     delete_refused: int = 0
     ignored_attributes: int = 0
     source_errors: int = 0
@@ -131,7 +135,7 @@ class Ingester:
         elapsed = time.monotonic() - started
         self.stats.batches += 1
         self.stats.received += len(messages)
-        self.stats.registered += len(messages)
+        self.stats.registered += len(messages) - self._duplicates(messages)
         self.stats.delete_refused += refused
         log.info(
             "ingest %s: batch %d, %d messages from %s registered and deleted in %.1fs",
@@ -189,6 +193,16 @@ class Ingester:
             batch.extend(more)
             last = len(more)
         return batch
+
+    def _duplicates(self, messages: Sequence[Received]) -> int:
+        keys = Counter(
+            (m.origin_root_id, m.attempt) if m.attempt > 1 else m.message_id for m in messages
+        )
+        duplicates = sum(n - 1 for n in keys.values())
+        if duplicates:
+            self.stats.duplicates += duplicates
+            log.info("ingest %s: %d duplicate deliveries, registered once", self.app, duplicates)
+        return duplicates
 
     def _register(self, messages: Sequence[Received]) -> None:
         for message in messages:
