@@ -146,6 +146,15 @@ def _reconcile(settings: Settings, args: argparse.Namespace) -> int:
 
     spark = get_spark(settings, app_name="ackfold-reconcile")
     summary = reconcile(spark, settings, now=now, app=args.app)
+    if args.replay:
+        from ackfold.replay import ReplayError, ReplayRequest, replay
+
+        request = ReplayRequest(automatic=True, app=args.app, requested_by="auto")
+        try:
+            summary["replay"] = replay(spark, settings, request, now=now).as_dict()
+        except ReplayError as exc:
+            _emit(json.dumps(summary, indent=2))
+            return _ledger_error(exc)
     _emit(json.dumps(summary, indent=2))
     return 0
 
@@ -346,6 +355,11 @@ def build_parser() -> argparse.ArgumentParser:
         "reconcile", _reconcile, "fold new ledger events into root_state; print roots by status"
     )
     reconcile.add_argument("--app", metavar="APP", help="only this app's events")
+    reconcile.add_argument(
+        "--replay",
+        action="store_true",
+        help="then run the automatic replay (as `ackfold replay --auto`)",
+    )
     reconcile.add_argument(
         "--now",
         metavar="ISO-TIME",

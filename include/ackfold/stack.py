@@ -24,6 +24,7 @@ from typing import IO
 
 from ackfold.config import Settings
 from ackfold.dags import PROJECT_DIR, SPARK_CONN_ID, spark_connection_json
+from ackfold.elasticmq import ElasticMQ, ElasticMQError
 
 MARKER = "ACKFOLD_STACK_ID"
 
@@ -180,6 +181,27 @@ def _say(message: str) -> None:
     print(message, flush=True)
 
 
+def start_sqs(settings: Settings, log: Callable[[str], None]) -> ElasticMQ | None:
+    """Start ElasticMQ for a loopback `sqs.endpoint_url`; None if SQS is elsewhere, or if
+    a server already answers there (`make sqs` in another terminal)."""
+    from ackfold.sqs_client import is_loopback, sqs_client
+
+    if not is_loopback(settings.sqs.endpoint_url):
+        log(f"SQS: using {settings.sqs.endpoint_url or 'AWS'} (not started here)")
+        return None
+    server = ElasticMQ(settings)
+    try:
+        server.start()
+    except ElasticMQError:
+        with contextlib.suppress(Exception):
+            sqs_client(settings).list_queues()
+            log(f"SQS: using the server already running on {settings.sqs.endpoint_url}")
+            return None
+        raise
+    log(f"started ElasticMQ (SQS) on {server.endpoint_url} (log: {server.log_file})")
+    return server
+
+
 def run_stack(
     settings: Settings, log: Callable[[str], None] | None = None, ready_timeout: float = 300
 ) -> int:
@@ -200,7 +222,11 @@ def run_stack(
     previous = signal.signal(signal.SIGTERM, _stop)
     previous_int = signal.signal(signal.SIGINT, _stop)
     url = f"http://localhost:{settings.airflow.port}"
+    # ElasticMQ inherits this environment: the supervisor finds it by the marker too.
+    os.environ[MARKER] = supervisor.token
+    sqs: ElasticMQ | None = None
     try:
+        sqs = start_sqs(settings, log)
         with log_path.open("ab") as out:
             log(f"starting airflow standalone (log: {log_path}) ...")
             airflow = supervisor.start(
@@ -215,6 +241,7 @@ def run_stack(
                 f"  user         {settings.airflow.admin_user}\n"
                 f"  password     {password}\n"
                 f"  warehouse    {settings.warehouse}\n"
+                f"  SQS          {settings.sqs.endpoint_url}\n"
                 "\n  Ctrl-C stops everything.\n"
             )
             while airflow.poll() is None:
@@ -228,6 +255,8 @@ def run_stack(
         # A second Ctrl-C must not cut the shutdown short and leave orphans behind.
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         signal.signal(signal.SIGINT, signal.SIG_IGN)
+        if sqs is not None:
+            sqs.stop()
         supervisor.stop()
         signal.signal(signal.SIGTERM, previous)
         signal.signal(signal.SIGINT, previous_int)

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from ackfold.config import load_settings
+from ackfold.sqs_client import sqs_client
 from ackfold.stack import wait_healthy
 from tests.conftest import JARS_DIR, PROJECT_DIR
 
@@ -56,11 +58,13 @@ def _request(
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, object]]:
     var = tmp_path_factory.mktemp("stack-var")
     port = _free_port()
+    sqs = f"http://127.0.0.1:{_free_port()}"
     env = {
         **{k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "ACKFOLD_"))},
         "ACKFOLD_VAR_DIR": str(var),
         "ACKFOLD_JARS_DIR": str(JARS_DIR),
         "ACKFOLD_AIRFLOW__PORT": str(port),
+        "ACKFOLD_SQS__ENDPOINT_URL": sqs,
     }
     log = (var / "make-run.log").open("wb")
     # Exactly what a user types, in its own session so the test can Ctrl-C it like a terminal.
@@ -71,7 +75,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, object
     url = f"http://localhost:{port}"
     try:
         wait_healthy(f"{url}/api/v2/monitor/health", 300, lambda: make.poll() is None)
-        yield {"url": url, "var": var, "make": make, "log": var / "make-run.log"}
+        yield {"url": url, "var": var, "make": make, "log": var / "make-run.log", "sqs": sqs}
     finally:
         if make.poll() is None:
             os.killpg(make.pid, signal.SIGINT)
@@ -119,6 +123,14 @@ def test_ackfold_smoke_runs_to_success_on_its_own(stack: dict[str, object]) -> N
         states = [run["state"] for run in body.get("dag_runs", [])] if status == 200 else []
         time.sleep(3)
     assert "success" in states
+
+
+def test_make_run_serves_sqs_with_the_demo_queues(stack: dict[str, object]) -> None:
+    settings = load_settings(sqs={"endpoint_url": str(stack["sqs"])}, jars_dir=JARS_DIR)
+    urls = sqs_client(settings).list_queues()["QueueUrls"]
+    names = sorted(url.rsplit("/", 1)[-1] for url in urls)
+    assert names == ["wordcount-sentences", "wordcount-sentences-dlq"]
+    assert f"started ElasticMQ (SQS) on {stack['sqs']}" in Path(str(stack["log"])).read_text()
 
 
 def test_api_refuses_anonymous_requests_and_bad_passwords(stack: dict[str, object]) -> None:
