@@ -224,7 +224,7 @@ def _replay(settings: Settings, args: argparse.Namespace) -> int:
         return _ledger_error(Exception(f"unknown root id(s), not in root_state: {listed}"))
 
     from ackfold.progress import Progress
-    from ackfold.replay import Replayer, UnknownRoots
+    from ackfold.replay import Replayer, UnknownRoots, unsent_error
     from ackfold.spark import get_spark
 
     replayer = Replayer(get_spark(settings, app_name="ackfold-replay"), settings)
@@ -249,12 +249,7 @@ def _replay(settings: Settings, args: argparse.Namespace) -> int:
         progress.close()
     _emit(json.dumps(summary.as_dict(), indent=2) if args.json else format_summary(summary))
     if summary.not_sent:
-        return _ledger_error(
-            Exception(
-                f"{summary.not_sent} message(s) not sent: {summary.last_error}. They stay in "
-                "replay_log as unsent; run `ackfold replay` again to send exactly those."
-            )
-        )
+        return _ledger_error(unsent_error(summary))
     return 0 if (plan.to_send or plan.sends) else 1
 
 

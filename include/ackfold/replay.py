@@ -8,10 +8,11 @@ A run has two halves:
   what `replay_log` already says about them, and decides per root: send a new attempt,
   dead-letter it, resend what an earlier run planned but never marked sent, finish the
   bookkeeping of what it sent, or skip it (with the reason).
-- `Replayer.execute(plan)` writes the new rows to `replay_log` BEFORE sending anything,
-  then sends chunk by chunk at the requested rate, and after each chunk marks the log
-  (`sent_at`, `message_id`, or `error`), sets `root_state` to `replayed` or
-  `dead_lettered`, and records dead letters and redrives.
+- `Replayer.execute(plan)` appends a `planned` row per send to `replay_log` BEFORE
+  sending anything, then sends chunk by chunk at the requested rate, and after each chunk
+  appends a `sent` row (with the new message id) or a `failed` row (with the error) per
+  message. At the end it sets `root_state` to `replayed` or `dead_lettered` and records
+  dead letters and redrives (MERGEs, once per run).
 
 So a re-run sends exactly what was not yet sent (invariant 4). A crash between a send and
 its mark resends at most that chunk, once, and the summary counts it (`resent`); the
@@ -58,10 +59,15 @@ DEFAULT_STATUSES: Final = (status.FAILED, status.TIMED_OUT)
 # writers puts `ingested_at` after `first_event_at`.
 CLOCK_SKEW: Final = timedelta(days=1)
 
-# Where a planned send stands in the replay log.
-NEW: Final = "new"  # not in the log yet
-UNSENT: Final = "unsent"  # planned by an earlier run, never marked sent
-SENT: Final = "sent"  # sent and marked; only the bookkeeping may be missing
+# The events of the replay log, one row each: a send is `planned` before it is tried, and
+# `sent` (with the new message id) or `failed` (with the error) after.
+PLANNED: Final = "planned"
+SENT: Final = "sent"
+FAILED_SEND: Final = "failed"
+# Where a planned send stands: not in the log yet, planned but never sent (a crash or a
+# queue down), or SENT, after which only the statuses may be left to update.
+NEW: Final = "new"
+UNSENT: Final = "unsent"
 
 
 class ReplayError(RuntimeError):
@@ -241,8 +247,12 @@ class Replayer:
                 "unknown root id(s), not in root_state: "
                 + ", ".join(hex64(r) for r in sorted(missing))
             )
-        roots = self._roots_of(candidates)
-        logged = self._log_of(candidates)
+        # A broadcast join, not isin(): thousands of literals cost seconds to plan.
+        chosen = F.broadcast(
+            self.spark.createDataFrame([(r["root_id"],) for r in candidates], "root_id BIGINT")
+        )
+        roots = self._roots_of(candidates, chosen)
+        logged = self._log_of(candidates, chosen)
         sends: list[Planned] = []
         skipped: dict[str, int] = {}
         for row in candidates:
@@ -299,36 +309,44 @@ class Replayer:
         )
         if entry is None:
             return planned
-        sent = entry["sent_at"] is not None
-        return replace(planned, state=SENT if sent else UNSENT, planned_at=entry["planned_at"])
+        state = SENT if entry["sent"] else UNSENT
+        return replace(planned, state=state, planned_at=entry["planned_at"])
 
-    def _roots_of(self, candidates: list[dict[str, Any]]) -> dict[int, dict[str, Any]]:
+    def _roots_of(
+        self, candidates: list[dict[str, Any]], chosen: DataFrame
+    ) -> dict[int, dict[str, Any]]:
         from pyspark.sql import functions as F
 
         if not candidates:
             return {}
         earliest = min(row["first_event_at"] for row in candidates) - CLOCK_SKEW
-        roots = self._read(ROOTS).where(
-            (F.col("ingested_at") >= F.lit(earliest))
-            & F.col("root_id").isin(*[row["root_id"] for row in candidates])
+        roots = (
+            self._read(ROOTS).where(F.col("ingested_at") >= F.lit(earliest)).join(chosen, "root_id")
         )
         columns = ("root_id", "attempt", "origin_root_id", "source", "source_queue", "payload")
         return {row["root_id"]: row.asDict() for row in roots.select(*columns).collect()}
 
-    def _log_of(self, candidates: list[dict[str, Any]]) -> dict[tuple[int, str], dict[str, Any]]:
+    def _log_of(
+        self, candidates: list[dict[str, Any]], chosen: DataFrame
+    ) -> dict[tuple[int, str], dict[str, Any]]:
         from pyspark.sql import functions as F
 
         if not candidates:
             return {}
         # A root is planned after its status changed: older log rows cannot be about it.
         earliest = min(row["status_changed_at"] for row in candidates)
-        entries = self._read(REPLAY_LOG).where(
-            ~F.col("dry_run")
-            & (F.col("planned_at") >= F.lit(earliest))
-            & F.col("root_id").isin(*[row["root_id"] for row in candidates])
+        entries = (
+            self._read(REPLAY_LOG)
+            .where(~F.col("dry_run") & (F.col("planned_at") >= F.lit(earliest)))
+            .join(chosen, "root_id")
         )
-        rows = entries.select("root_id", "action", "planned_at", "sent_at").collect()
-        return {(r["root_id"], r["action"]): r.asDict() for r in rows}
+        found: dict[tuple[int, str], dict[str, Any]] = {}
+        for row in entries.select("root_id", "action", "event", "planned_at").collect():
+            entry = found.setdefault(
+                (row["root_id"], row["action"]), {"planned_at": row["planned_at"], "sent": False}
+            )
+            entry["sent"] = entry["sent"] or row["event"] == SENT
+        return found
 
     def _backoff_passed(self) -> Any:
         """Per app: attempt k waits replay_backoff * 2**(k-1) after its status changed."""
@@ -362,25 +380,27 @@ class Replayer:
         )
         new = [p for p in plan.sends if p.state == NEW]
         if request.dry_run:
-            self._append_log(plan, new, dry_run=True)
+            self._append_log(plan, new, PLANNED, dry_run=True)
             summary.seconds = time.monotonic() - started
             return summary
-        logged_at = self._append_log(plan, new, dry_run=False)
+        logged_at = self._append_log(plan, new, PLANNED)
         plan.sends = [replace(p, planned_at=logged_at) if p.state == NEW else p for p in plan.sends]
         done = [p for p in plan.sends if p.state == SENT]
         summary.already_sent = len(done)
-        self._bookkeep(done, {})
         pending = plan.to_send
         chunk = self.settings.replay.chunk
         pacer = _Pacer(request.rate or self._rate(request))
+        delivered: list[Planned] = list(done)
+        results: dict[int, Sent] = {}
         for start in range(0, len(pending), chunk):
             batch = pending[start : start + chunk]
-            results = self._send_with_retries(batch, pacer)
+            results.update(self._send_with_retries(batch, pacer))
             if after_send:
-                after_send(list(results.values()))
+                after_send([results[p.root_id] for p in batch])
+            # The mark is what keeps a re-run from sending again: one commit per chunk.
             self._mark(plan, batch, results)
             ok = [p for p in batch if results[p.root_id].ok]
-            self._bookkeep(ok, results)
+            delivered.extend(ok)
             summary.sent += sum(1 for p in ok if p.action == REPLAY)
             summary.dead_lettered += sum(1 for p in ok if p.action == DEAD_LETTER)
             summary.resent += sum(1 for p in ok if p.state == UNSENT)
@@ -391,6 +411,9 @@ class Replayer:
                 summary.last_error = failed[-1].error
                 summary.not_sent = len(pending) - start - len(ok)
                 break  # the queue is down or refusing: the rest stays planned in the log
+        # Statuses once per run: a crash before this leaves marked sends, which the next
+        # run's plan finds (state SENT) and finishes without sending them again.
+        self._bookkeep(delivered, results)
         summary.seconds = time.monotonic() - started
         log.info("replay %s: %s", plan.replay_id, json.dumps(summary.as_dict(), default=str))
         return summary
@@ -437,57 +460,42 @@ class Replayer:
 
     # -- writing the ledger -----------------------------------------------------------
 
-    def _append_log(self, plan: Plan, rows: Sequence[Planned], *, dry_run: bool) -> datetime:
-        """Append `rows` as planned sends; returns their `planned_at`."""
+    def _append_log(
+        self,
+        plan: Plan,
+        rows: Sequence[Planned],
+        event: str,
+        *,
+        dry_run: bool = False,
+        results: dict[int, Sent] | None = None,
+    ) -> datetime:
+        """Append one `event` row per send (a blind append: it never conflicts with a
+        concurrent run). Returns the rows' time, which is `planned_at` for new plans."""
         now = self.now_wall()
         if not rows:
             return now
         request = plan.request
         who = "auto" if request.automatic else request.requested_by
-        records = [
-            (plan.replay_id, who, request.describe(), p.root_id, p.app, p.action,
-             p.prior_status, p.attempt, p.origin_root_id, p.new_root_id, p.source, p.target,
-             p.reason, p.last_stage, p.first_event_date, dry_run, now, None, None, None)
-            for p in rows
-        ]  # fmt: skip
+        records = []
+        for p in rows:
+            sent = results.get(p.root_id) if results else None
+            records.append(
+                (plan.replay_id, event, who, request.describe(), p.root_id, p.app, p.action,
+                 p.prior_status, p.attempt, p.origin_root_id, p.new_root_id, p.source,
+                 p.target, p.reason, p.last_stage, p.first_event_date, dry_run,
+                 p.planned_at or now, now if event == SENT else None,
+                 sent.message_id if sent else None, sent.error if sent else None)
+            )  # fmt: skip
         frame = self.spark.createDataFrame(records, self._schema(REPLAY_LOG))
         frame.write.format("delta").mode("append").save(self.ledger.path(REPLAY_LOG))
         return now
 
     def _mark(self, plan: Plan, batch: Sequence[Planned], results: dict[int, Sent]) -> None:
-        from delta.tables import DeltaTable
-        from pyspark.sql import functions as F
-
-        now = self.now_wall()
-        marks = [
-            (p.root_id, p.action, now if results[p.root_id].ok else None,
-             results[p.root_id].message_id, results[p.root_id].error)
-            for p in batch
-        ]  # fmt: skip
-        source = self.spark.createDataFrame(
-            marks,
-            "root_id BIGINT, action STRING, sent_at TIMESTAMP, message_id STRING, error STRING",
-        ).alias("s")
-        earliest = min(p.planned_at or now for p in batch)
-        target = DeltaTable.forPath(self.spark, self.ledger.path(REPLAY_LOG)).alias("t")
-        (
-            target.merge(
-                source,
-                (F.col("t.planned_at") >= F.lit(earliest))
-                & ~F.col("t.dry_run")
-                & F.col("t.sent_at").isNull()
-                & (F.col("t.root_id") == F.col("s.root_id"))
-                & (F.col("t.action") == F.col("s.action")),
-            )
-            .whenMatchedUpdate(
-                set={
-                    "sent_at": "s.sent_at",
-                    "message_id": "s.message_id",
-                    "error": "s.error",
-                }
-            )
-            .execute()
-        )
+        """After a chunk: a `sent` row for each delivered message, a `failed` row (with
+        the error) for each that is still unsent."""
+        self._append_log(plan, [p for p in batch if results[p.root_id].ok], SENT, results=results)
+        failed = [p for p in batch if not results[p.root_id].ok]
+        self._append_log(plan, failed, FAILED_SEND, results=results)
 
     def _bookkeep(self, done: Sequence[Planned], results: dict[int, Sent]) -> None:
         """After a send: root_state to replayed/dead_lettered; dead letters recorded."""
@@ -624,8 +632,13 @@ def replay(
     replayer = Replayer(spark, settings, now=now)
     summary = replayer.execute(replayer.plan(request), progress=progress)
     if summary.not_sent:
-        raise ReplayError(
-            f"{summary.not_sent} message(s) not sent: {summary.last_error}. They stay in "
-            "replay_log as unsent (sent_at is null); run the replay again to send exactly them."
-        )
+        raise unsent_error(summary)
     return summary
+
+
+def unsent_error(summary: ReplaySummary) -> ReplayError:
+    """What to tell the user when a run left messages unsent."""
+    return ReplayError(
+        f"{summary.not_sent} message(s) not sent: {summary.last_error}. They stay in "
+        "replay_log as planned, not sent; run `ackfold replay` again to send exactly those."
+    )

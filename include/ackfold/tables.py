@@ -95,12 +95,14 @@ ROOTS_COLUMNS = column_names(ROOTS_DDL)
 # Events whose root is not (yet) known: kept, never dropped, retried by every run.
 UNMATCHED_EVENTS_DDL = ACK_EVENTS_DDL
 
-# One row per message a replay run sends (or would send, in a dry run), written BEFORE it
-# is sent and marked (`sent_at`, `message_id`) after: a row planned but never marked is
-# what a crash or an unreachable queue left unsent, and the next run sends exactly it.
-# (root_id, action) identifies a send across runs; dry runs never count as plans.
+# The replay log, append-only like `ack_events`: for each message a replay run sends (or
+# would send, in a dry run), a `planned` row BEFORE it is sent, then a `sent` row (with
+# `sent_at` and the new `message_id`) or a `failed` row (with the `error`). A send planned
+# but never sent is what a crash or an unreachable queue left behind: the next run sends
+# exactly those. (root_id, action) identifies one send across runs; dry runs never count.
 REPLAY_LOG_DDL = """
     replay_id STRING NOT NULL,
+    event STRING NOT NULL,
     requested_by STRING NOT NULL,
     request STRING NOT NULL,
     root_id BIGINT NOT NULL,
@@ -145,7 +147,11 @@ TABLES = {
     ROOTS: (ROOTS_DDL, None, "one row per root: where it came from, how to replay it"),
     ROOT_STATE: (ROOT_STATE_DDL, "first_event_date", "folded state and status per root"),
     UNMATCHED_EVENTS: (UNMATCHED_EVENTS_DDL, None, "events waiting for their root"),
-    REPLAY_LOG: (REPLAY_LOG_DDL, None, "every replay and dead-letter send, planned then marked"),
+    REPLAY_LOG: (
+        REPLAY_LOG_DDL,
+        None,
+        "every replay and dead-letter send: planned, then sent or failed",
+    ),
     DEAD_LETTERS: (DEAD_LETTERS_DDL, None, "roots that ran out of attempts"),
 }
 

@@ -1,0 +1,132 @@
+"""Replay benchmark: messages per second from the ledger to a real ElasticMQ.
+
+    .venv/bin/python bench/replay.py [--messages 10000] [--payload 200]
+
+Starts ElasticMQ on a free loopback port, writes a ledger of failed SQS roots through the
+real tables, then measures: boto3 `SendMessageBatch` alone (the ceiling), and the real
+replay run end to end (plan, write-ahead log, send, mark, statuses), unthrottled. Prints
+one line per measurement and a JSON summary. Record the output in docs/benchmarks.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import socket
+import tempfile
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from ackfold.config import load_settings
+from ackfold.elasticmq import ElasticMQ
+from ackfold.replay import Replayer, ReplayRequest
+from ackfold.spark import get_spark
+from ackfold.tables import ROOT_STATE, ROOTS, Ledger
+
+APP = "bench"
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def failed_ledger(spark, ledger: Ledger, queue: str, count: int, payload: int) -> None:  # type: ignore[no-untyped-def]
+    """`count` roots of APP, registered from `queue` and failed at stage `work`."""
+    from pyspark.sql import functions as F
+
+    ledger.create(spark)
+    t0 = datetime.now(UTC) - timedelta(hours=1)
+    ids = spark.range(count).select(F.xxhash64(F.lit("bench"), "id").alias("root_id"), "id")
+    text = F.concat(F.lit('{"n": '), F.col("id").cast("string"), F.lit(', "pad": "'))
+    body = F.concat(text, F.lit("x" * payload), F.lit('"}'))
+    roots = ids.select(
+        "root_id", F.lit(APP).alias("app"), F.lit(1).alias("attempt"),
+        F.col("root_id").alias("origin_root_id"), F.lit("sqs").alias("source"),
+        F.lit(queue).alias("source_queue"), F.col("id").cast("string").alias("source_message_id"),
+        F.lit(None).cast("string").alias("source_position"), body.alias("payload"),
+        F.lit(t0).alias("ingested_at"),
+    )  # fmt: skip
+    roots.write.format("delta").mode("append").save(ledger.path(ROOTS))
+    state = ids.select(
+        "root_id", F.lit(APP).alias("app"), F.lit("failed").alias("status"),
+        F.lit(7).cast("bigint").alias("xor_acc"), F.lit(2).cast("bigint").alias("event_count"),
+        F.lit(t0).alias("first_event_at"), F.lit(t0).alias("last_event_at"),
+        F.lit(t0).alias("status_changed_at"), F.lit(1).alias("attempt"),
+        F.col("root_id").alias("origin_root_id"), F.lit("work").alias("last_stage"),
+        F.lit("benchmark failure").alias("fail_reason"), F.lit("work").alias("fail_stage"),
+        F.lit(t0).alias("fail_at"), F.lit("e").alias("fail_event_id"),
+        F.lit("e").alias("last_event_id"), F.lit(True).alias("init_seen"),
+        F.array().cast("array<bigint>").alias("seen_event_hashes"),
+        F.lit(t0).alias("reconciled_at"),
+        F.to_date(F.lit(t0)).alias("first_event_date"),
+    )  # fmt: skip
+    state.write.format("delta").mode("append").save(ledger.path(ROOT_STATE))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--messages", type=int, default=10_000)
+    parser.add_argument("--payload", type=int, default=200, help="payload padding, bytes")
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="ackfold-bench-replay-"))
+    port = free_port()
+    jars = load_settings().jars_dir
+    settings = load_settings(
+        var_dir=work,
+        jars_dir=jars,
+        sqs={"endpoint_url": f"http://127.0.0.1:{port}"},
+        defaults={"replay_rate": 100_000},
+    )
+    spark = get_spark(settings, app_name="ackfold-bench-replay")
+    results: dict[str, object] = {"messages": args.messages}
+    with ElasticMQ(settings, port=port) as server:
+        client = server.client()
+        baseline_url = client.create_queue(QueueName="baseline")["QueueUrl"]
+        client.create_queue(QueueName="replayed")
+        body = "x" * (args.payload + 20)
+        start = time.perf_counter()
+        for first in range(0, args.messages, 10):
+            entries = [
+                {"Id": str(i), "MessageBody": body} for i in range(min(10, args.messages - first))
+            ]
+            client.send_message_batch(QueueUrl=baseline_url, Entries=entries)
+        seconds = time.perf_counter() - start
+        results["boto3_send_batch_msgs_per_s"] = round(args.messages / seconds)
+        print(f"boto3 SendMessageBatch alone: {args.messages:,} messages in {seconds:.1f} s "
+              f"= {args.messages / seconds:,.0f} msgs/s", flush=True)  # fmt: skip
+
+        ledger = Ledger(settings.table_root)
+        failed_ledger(spark, ledger, "replayed", args.messages, args.payload)
+        # Warm the JVM's plan and MERGE paths on a throwaway replay of nothing.
+        Replayer(spark, settings).plan(ReplayRequest(app="nothing", requested_by="bench"))
+        replayer = Replayer(spark, settings)
+        request = ReplayRequest(app=APP, requested_by="bench")
+        start = time.perf_counter()
+        plan = replayer.plan(request)
+        planned = time.perf_counter()
+        summary = replayer.execute(plan)
+        seconds = time.perf_counter() - start
+        assert summary.sent == args.messages, summary
+        results.update(
+            replay_msgs_per_s=round(args.messages / seconds),
+            replay_seconds=round(seconds, 1),
+            plan_seconds=round(planned - start, 1),
+            chunk=settings.replay.chunk,
+        )
+        print(f"replay end to end: {args.messages:,} messages in {seconds:.1f} s "
+              f"(plan {planned - start:.1f} s) = {args.messages / seconds:,.0f} msgs/s",
+              flush=True)  # fmt: skip
+        attributes = client.get_queue_attributes(
+            QueueUrl=client.get_queue_url(QueueName="replayed")["QueueUrl"],
+            AttributeNames=["ApproximateNumberOfMessages"],
+        )["Attributes"]
+        assert int(attributes["ApproximateNumberOfMessages"]) == args.messages
+    print(json.dumps(results, sort_keys=True))
+    spark.stop()
+
+
+if __name__ == "__main__":
+    main()
