@@ -214,7 +214,7 @@ class ReplaySettings(_Section):
     # An automatic replay sends at most this many; the next run sends the rest.
     max_per_run: int = Field(10_000, ge=1)
     # Messages sent between two marks in the replay log: a crash resends at most these.
-    chunk: int = Field(500, ge=10, le=100_000)
+    chunk: int = Field(1000, ge=10, le=100_000)
     # Rounds of sending a message the queue refused or could not be reached for.
     send_attempts: int = Field(3, ge=1, le=20)
     send_backoff: Duration = timedelta(seconds=1)

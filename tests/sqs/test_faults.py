@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 import uuid
 from collections import Counter
 from collections.abc import Callable
@@ -43,7 +44,7 @@ def configure(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Callable[..., 
             "ACKFOLD_SPARK__MASTER": "local[2]",
             "ACKFOLD_SQS__ENDPOINT_URL": endpoint,
             "ACKFOLD_SQS__WAIT_TIME": "1s",
-            "ACKFOLD_SQS__VISIBILITY_TIMEOUT": "10s",
+            "ACKFOLD_SQS__VISIBILITY_TIMEOUT": "6s",
             "ACKFOLD_DEFAULTS__REPLAY_BACKOFF": "1s",
             "ACKFOLD_DEFAULTS__REPLAY_RATE": "1000",
             **extra,
@@ -99,6 +100,16 @@ def in_flight(app: NumbersApp) -> int:
     return sum(int(v) for v in attributes.values())
 
 
+def take_in(app: NumbersApp, messages: int, timeout: float = 120) -> None:
+    """Poll until `messages` more are received and registered (SQS redelivers them once
+    their visibility timeout ends)."""
+    deadline = time.monotonic() + timeout
+    received = 0
+    while received < messages and time.monotonic() < deadline:
+        received += app.ingester.poll()
+    assert received == messages
+
+
 def test_ingester_killed_after_receiving_loses_nothing(
     spark: SparkSession, sqs_server: Any, configure: Callable[..., dict[str, str]]
 ) -> None:
@@ -113,7 +124,7 @@ def test_ingester_killed_after_receiving_loses_nothing(
     assert in_flight(app) == 25, "SQS still holds every message, invisible for now"
 
     # After the visibility timeout SQS delivers them again, and they register.
-    app.ingester.run(until_idle=15)
+    take_in(app, 25)
     assert registered(app) == Counter(dict.fromkeys(sent, 1))
     assert in_flight(app) == 0
 
@@ -130,7 +141,7 @@ def test_ingester_killed_after_registering_delivers_again_under_the_same_roots(
     assert registered(app) == Counter(dict.fromkeys(sent, 1)), "registered, not deleted"
     assert in_flight(app) == 25
 
-    app.ingester.run(until_idle=15)
+    take_in(app, 25)
     assert registered(app) == Counter(dict.fromkeys(sent, 2)), "each is a counted duplicate"
     assert in_flight(app) == 0
     app.process()

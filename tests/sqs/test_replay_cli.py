@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import time
 import uuid
 from pathlib import Path
@@ -23,15 +24,43 @@ from tests.sqs.topology import APP, NumbersApp, body, create_queue, drain, send_
 from tests.unit.test_cli_read import Run
 
 
+@pytest.fixture(scope="module")
+def template(
+    spark: SparkSession, sqs_server: Any, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[Path, str]:
+    """A var dir whose ledger holds 12 roots of `numbers` failed once (a replay fixes
+    them), built once: each test works on a copy of it."""
+    var = tmp_path_factory.mktemp("cli-template") / "var"
+    settings = load_settings(
+        var_dir=var,
+        jars_dir=JARS_DIR,
+        sqs={"endpoint_url": sqs_server.endpoint_url, "wait_time": "1s"},
+    )
+    queue = f"cli-{uuid.uuid4().hex[:8]}"
+    create_queue(sqs_client(settings), queue)
+    app = NumbersApp(spark, settings, queue)
+    send_bodies(app.queue.client, app.queue.url(queue), [body(i, fail_until=1) for i in range(12)])
+    app.ingest()
+    app.process()
+    app.reconcile()
+    return var, queue
+
+
 @pytest.fixture
 def failed_app(
-    spark: SparkSession, sqs_server: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    spark: SparkSession,
+    sqs_server: Any,
+    template: tuple[Path, str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> NumbersApp:
-    """12 roots of `numbers` failed once (a replay will fix them), and the CLI's settings."""
+    """A copy of the template ledger, its queues empty, and the CLI's settings for it."""
     for name in list(os.environ):
         if name.startswith("ACKFOLD_"):
             monkeypatch.delenv(name)
     monkeypatch.chdir(tmp_path)
+    var, queue = template
+    shutil.copytree(var, tmp_path / "var")
     env = {
         "ACKFOLD_VAR_DIR": str(tmp_path / "var"),
         "ACKFOLD_JARS_DIR": str(JARS_DIR),
@@ -41,14 +70,9 @@ def failed_app(
     }
     for name, value in env.items():
         monkeypatch.setenv(name, value)
-    settings = load_settings()
-    queue = f"cli-{uuid.uuid4().hex[:8]}"
-    create_queue(sqs_client(settings), queue)
-    app = NumbersApp(spark, settings, queue)
-    send_bodies(app.queue.client, app.queue.url(queue), [body(i, fail_until=1) for i in range(12)])
-    app.ingest()
-    app.process()
-    app.reconcile()
+    app = NumbersApp(spark, load_settings(), queue)
+    for name in (queue, f"{queue}-dlq"):  # what an earlier test sent
+        drain(app.queue.client, app.queue.url(name))
     return app
 
 
