@@ -7,7 +7,8 @@ UV_VERSION := 0.13.8
 INSTALLED := $(VENV)/.installed
 
 .PHONY: run test lint format setup install jars test-unit test-spark \
-        test-airflow test-sqs test-e2e sqs bench lock clean
+        test-airflow test-sqs test-e2e sqs bench bench-reconcile bench-replay \
+        lock clean
 
 ## run: install what is missing, then start the embedded stack (Ctrl-C stops it)
 run: setup
@@ -65,9 +66,15 @@ test-sqs: setup
 test-e2e: setup
 	$(BIN)/pytest -m e2e || [ $$? -eq 5 ]
 
-## bench: the reconcile benchmark (figures go to docs/benchmarks.md)
-bench: setup
+## bench: every benchmark (figures go to docs/benchmarks.md)
+bench: bench-reconcile bench-replay
+
+bench-reconcile: setup
 	$(BIN)/python bench/reconcile.py
+
+## bench-replay: replay throughput to a real ElasticMQ (about a minute)
+bench-replay: setup
+	$(BIN)/python bench/replay.py
 
 ## lock: re-resolve requirements*.in into the pinned requirements*.txt
 lock: install

@@ -1,6 +1,6 @@
 """Replay benchmark: messages per second from the ledger to a real ElasticMQ.
 
-    .venv/bin/python bench/replay.py [--messages 10000] [--payload 200]
+    .venv/bin/python bench/replay.py [--messages 10000] [--payload 200] [--chunk N]
 
 Starts ElasticMQ on a free loopback port, writes a ledger of failed SQS roots through the
 real tables, then measures: boto3 `SendMessageBatch` alone (the ceiling), and the real
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import socket
 import tempfile
 import time
@@ -70,6 +71,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--messages", type=int, default=10_000)
     parser.add_argument("--payload", type=int, default=200, help="payload padding, bytes")
+    parser.add_argument("--chunk", type=int, help="replay.chunk (default: the setting's)")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="ackfold-bench-replay-"))
     port = free_port()
@@ -79,6 +81,7 @@ def main() -> None:
         jars_dir=jars,
         sqs={"endpoint_url": f"http://127.0.0.1:{port}"},
         defaults={"replay_rate": 100_000},
+        **({"replay": {"chunk": args.chunk}} if args.chunk else {}),
     )
     spark = get_spark(settings, app_name="ackfold-bench-replay")
     results: dict[str, object] = {"messages": args.messages}
@@ -126,6 +129,7 @@ def main() -> None:
         assert int(attributes["ApproximateNumberOfMessages"]) == args.messages
     print(json.dumps(results, sort_keys=True))
     spark.stop()
+    shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":
