@@ -40,7 +40,7 @@ from datetime import UTC, date, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Final
 
 from ackfold import ids, status
-from ackfold.config import Settings
+from ackfold.config import AppPolicy, Settings
 from ackfold.ledger_reader import hex64
 from ackfold.sources import Outbound, Sent, SourceQueue, dead_letter_attributes
 from ackfold.tables import DEAD_LETTERS, REPLAY_LOG, ROOT_STATE, ROOTS, Ledger
@@ -349,19 +349,23 @@ class Replayer:
         return found
 
     def _backoff_passed(self) -> Any:
-        """Per app: attempt k waits replay_backoff * 2**(k-1) after its status changed."""
+        """Per app: attempt k waits replay_backoff * 2**(k-1) after its status changed. A
+        root out of attempts does not wait: there is nothing to space out, it is dead."""
         from pyspark.sql import functions as F
 
-        def seconds(app: str | None) -> float:
-            policy = self.settings.app(app) if app else self.settings.defaults
-            return policy.replay_backoff.total_seconds()
+        def per_app(value: Callable[[AppPolicy], float]) -> Any:
+            column = F.lit(value(self.settings.defaults))
+            for name in self.settings.apps:
+                mine = F.lit(value(self.settings.app(name)))
+                column = F.when(F.col("app") == F.lit(name), mine).otherwise(column)
+            return column
 
-        base = F.lit(seconds(None))
-        for name in self.settings.apps:
-            base = F.when(F.col("app") == F.lit(name), F.lit(seconds(name))).otherwise(base)
-        wait = base * F.pow(F.lit(2.0), F.coalesce(F.col("attempt"), F.lit(1)) - 1)
-        waited = F.unix_timestamp(F.lit(self.now)) - F.unix_timestamp("status_changed_at")
-        return waited >= wait
+        base = per_app(lambda p: p.replay_backoff.total_seconds())
+        attempt = F.coalesce(F.col("attempt"), F.lit(1))
+        wait = base * F.pow(F.lit(2.0), attempt - 1)
+        # As doubles, not unix_timestamp(): that drops the fraction of a second.
+        waited = F.lit(self.now).cast("double") - F.col("status_changed_at").cast("double")
+        return (waited >= wait) | (attempt >= per_app(lambda p: float(p.max_attempts)))
 
     # -- executing --------------------------------------------------------------------
 

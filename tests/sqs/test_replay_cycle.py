@@ -4,6 +4,7 @@ is dead-lettered, none is lost, and replays are idempotent."""
 from __future__ import annotations
 
 import uuid
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -11,7 +12,7 @@ from pyspark.sql import SparkSession
 
 from ackfold import status
 from ackfold.config import Settings, load_settings
-from ackfold.replay import REPLAY, Replayer, ReplayRequest
+from ackfold.replay import DEAD_LETTER, REPLAY, Replayer, ReplayRequest
 from ackfold.sources import ATTEMPT, DEAD_LAST_STAGE, DEAD_REASON, DEAD_ROOT_ID, ORIGIN_ROOT_ID
 from ackfold.sqs_client import sqs_client
 from ackfold.tables import DEAD_LETTERS, REPLAY_LOG
@@ -137,3 +138,40 @@ def test_every_message_completes_or_is_dead_lettered_and_none_is_lost(app: Numbe
     )
     assert letter["redriven_at"] is not None
     assert letter["redrive_root_id"] == back[0]["root_id"]
+
+
+def test_automatic_replay_waits_its_backoff_but_a_dead_letter_does_not(
+    app: NumbersApp,
+) -> None:
+    """Attempt k is replayed replay_backoff * 2**(k-1) after it failed, not sooner; a root
+    out of attempts is dead-lettered at once."""
+    client = app.queue.client
+    send_bodies(client, app.queue.url(app.queue.queue), [body(1, fail_until=5), body(-1)])
+    app.ingest()
+    app.process()
+    app.reconcile()
+    failed = {s["root_id"]: s for s in app.states().values()}
+    assert {s["status"] for s in failed.values()} == {status.FAILED}
+    changed = max(s["status_changed_at"] for s in failed.values()).replace(tzinfo=UTC)
+
+    def planned(at: datetime) -> list[tuple[str, int]]:
+        plan = Replayer(app.spark, app.settings, now=at).plan(
+            ReplayRequest(automatic=True, app=app.ingester.app, requested_by="test")
+        )
+        return sorted((p.action, p.attempt) for p in plan.sends)
+
+    # replay_backoff is 1s: attempt 1 waits 1 s.
+    assert planned(changed + timedelta(milliseconds=500)) == []
+    assert planned(changed + timedelta(seconds=1)) == [(REPLAY, 2), (REPLAY, 2)]
+
+    # With max_attempts 1, both are out of attempts: dead-lettered without waiting.
+    strict = app.settings.model_copy(
+        update={"defaults": app.settings.defaults.model_copy(update={"max_attempts": 1})}
+    )
+    plan = Replayer(app.spark, strict, now=changed).plan(
+        ReplayRequest(automatic=True, app=app.ingester.app, requested_by="test")
+    )
+    assert sorted((p.action, p.attempt) for p in plan.sends) == [
+        (DEAD_LETTER, 2),
+        (DEAD_LETTER, 2),
+    ]
