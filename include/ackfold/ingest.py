@@ -26,7 +26,6 @@ from __future__ import annotations
 import logging
 import threading
 import time
-import uuid
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -89,18 +88,11 @@ class Ingester:
         self.source = source
         self.to = tuple(to) if to is not None else None
         self.ledger = Ledger(settings.table_root)
-        # Batch numbers restart with the process: a writer id of its own keeps Delta's
-        # idempotent appends from taking a new batch 0 for an old one.
-        self.tracker = StageTracker(
-            app, SPOUT_STAGE, ledger=self.ledger, writer_id=f"ackfold-ingest/{app}/{uuid.uuid4()}"
-        )
+        self.tracker = StageTracker(app, SPOUT_STAGE, ledger=self.ledger)
         self.app = self.tracker.app
         self.on_received = on_received
         self.on_registered = on_registered
         self.stats = IngestStats()
-        # Never reused, even after a failed write: a txnVersion already committed for one
-        # batch would make Delta skip the roots of another.
-        self._txn = 0
         sqs = settings.sqs
         self.max_messages = sqs.max_messages_per_batch
         self.wait_seconds = int(sqs.wait_time.total_seconds())
@@ -224,5 +216,4 @@ class Ingester:
             payload="body",
             to=self.to,
         )
-        self._txn += 1
-        self.tracker.write_batch(self._txn, roots=out.roots, events=[out.events])
+        self.tracker.write_batch(None, roots=out.roots, events=[out.events])
