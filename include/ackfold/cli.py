@@ -37,7 +37,7 @@ def _setup(settings: Settings, args: argparse.Namespace) -> int:
 def _up(settings: Settings, args: argparse.Namespace) -> int:
     from ackfold.stack import run_stack
 
-    return run_stack(settings)
+    return run_stack(settings, demo=not args.no_demo)
 
 
 def _sqs(settings: Settings, args: argparse.Namespace) -> int:
@@ -48,6 +48,61 @@ def _sqs(settings: Settings, args: argparse.Namespace) -> int:
     except ElasticMQError as exc:
         print(f"ackfold: {exc}", file=sys.stderr)
         return 1
+
+
+def _demo(settings: Settings, args: argparse.Namespace) -> int:
+    from ackfold.demo.run import faults_from_flags
+
+    try:
+        faults = faults_from_flags(
+            settings.demo.faults, no_faults=args.no_faults, seed=args.seed, drop=args.drop,
+            fail=args.fail, poison=args.poison, slow=args.slow, kill=args.kill,
+        )  # fmt: skip
+        messages = None
+        if args.messages is not None:
+            if not args.messages.strip().isdigit():
+                raise ValueError(f"--messages must be a whole number, got {args.messages!r}")
+            messages = int(args.messages)
+            if messages < 1:
+                raise ValueError("--messages must be at least 1")
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+    import threading
+
+    from ackfold.demo.run import Demo
+    from ackfold.spark import get_spark
+    from ackfold.stack import start_sqs
+
+    sqs = start_sqs(settings, _emit)  # None when SQS is remote or already running
+    try:
+        spark = get_spark(settings, app_name="ackfold-demo")
+        demo = Demo(spark, settings, messages=messages, faults=faults, say=_emit)
+        report = demo.run()
+        if args.json:
+            _emit(json.dumps(report.as_dict(), indent=2))
+        if args.keep_running:
+            stop = threading.Event()
+            try:
+                demo.keep_running(stop)
+            except KeyboardInterrupt:
+                stop.set()
+    finally:
+        if sqs is not None:
+            sqs.stop()
+    return 0 if report.lost == 0 and report.words_exact else 1
+
+
+def _status(settings: Settings, args: argparse.Namespace) -> int:
+    from ackfold.demo.run import status_file
+
+    path = status_file(settings, args.app)
+    if not path.is_file():
+        print(f"ackfold: no status for app {args.app!r}: it has not run here ({path})",
+              file=sys.stderr)  # fmt: skip
+        return 1
+    _emit(path.read_text())
+    return 0
 
 
 def _config(settings: Settings, args: argparse.Namespace) -> int:
@@ -304,7 +359,10 @@ def build_parser() -> argparse.ArgumentParser:
     setup.add_argument(
         "--bundle", action="append", choices=sorted(BUNDLES), help="only this bundle"
     )
-    command("up", _up, "run the embedded stack (airflow standalone) until Ctrl-C")
+    up = command("up", _up, "run the embedded stack (airflow standalone) until Ctrl-C")
+    up.add_argument(
+        "--no-demo", action="store_true", help="do not start the word-count demo with it"
+    )
     command("sqs", _sqs, "run the local ElasticMQ (SQS) server with the demo queues until Ctrl-C")
     replay = command(
         "replay",
@@ -344,6 +402,35 @@ def build_parser() -> argparse.ArgumentParser:
         "out of attempts are dead-lettered",
     )
     replay.add_argument("--json", action="store_true", help="print the summary as JSON")
+    demo = command(
+        "demo",
+        _demo,
+        "run the word-count demo on SQS with seeded faults, then print its delivery report",
+    )
+    demo.add_argument("--messages", metavar="N", help="sentences to send (demo.messages)")
+    demo.add_argument("--seed", metavar="S", help="the faults' seed")
+    demo.add_argument(
+        "--drop", action="append", metavar="STAGE=F", help="STAGE drops this fraction of tuples"
+    )
+    demo.add_argument(
+        "--fail", action="append", metavar="STAGE=F", help="STAGE fails this fraction of tuples"
+    )
+    demo.add_argument("--poison", metavar="N", help="poison messages, failing every attempt")
+    demo.add_argument(
+        "--slow", action="append", metavar="STAGE=DURATION", help="STAGE sleeps once a batch"
+    )
+    demo.add_argument(
+        "--kill", action="append", metavar="STAGE", help="kill STAGE's query once, mid-batch"
+    )
+    demo.add_argument(
+        "--no-faults", action="store_true", help="no faults at all (then add some with flags)"
+    )
+    demo.add_argument(
+        "--keep-running", action="store_true", help="after the report, keep the app running"
+    )
+    demo.add_argument("--json", action="store_true", help="also print the report as JSON")
+    status = command("status", _status, "the status of a running app, as it last wrote it")
+    status.add_argument("--app", default="wordcount", help="the app (default wordcount)")
     command("config", _config, "print the effective configuration as JSON")
     command("smoke", _smoke, "run the Delta round trip in local Spark")
     reconcile = command(

@@ -194,6 +194,60 @@ class AppOverrides(_Section):
     stages: tuple[str, ...] = ()
 
 
+class FaultSettings(_Section):
+    """Seeded fault injection for the demo app (`ackfold.demo.faults`). Empty: none.
+
+    `drop` and `fail` map a stage to the fraction of its input tuples it silently drops
+    (no ack: the root times out) or explicitly fails. `poison` messages are malformed and
+    fail on every attempt. `slow` makes a stage sleep once per micro-batch. `kill` names
+    stages whose streaming query dies once, mid-batch (after its outputs, before its acks),
+    and is restarted from its checkpoint.
+    """
+
+    seed: int = 0
+    drop: dict[str, float] = Field(default_factory=dict)
+    fail: dict[str, float] = Field(default_factory=dict)
+    poison: int = Field(0, ge=0)
+    slow: dict[str, Duration] = Field(default_factory=dict)
+    kill: tuple[str, ...] = ()
+
+    @field_validator("drop", "fail")
+    @classmethod
+    def _fractions(cls, value: dict[str, float]) -> dict[str, float]:
+        for stage, fraction in value.items():
+            if not 0 <= fraction < 1:
+                raise ValueError(f"{stage}: a fraction must be at least 0 and below 1")
+        return value
+
+    def stages(self) -> set[str]:
+        return {*self.drop, *self.fail, *self.slow, *self.kill}
+
+    def describe(self) -> str:
+        """One line for logs and reports, e.g. `seed 7: drop 5% at split, 3 poison`."""
+        parts = [f"drop {f:.0%} at {s}" for s, f in self.drop.items() if f]
+        parts += [f"fail {f:.0%} at {s}" for s, f in self.fail.items() if f]
+        if self.poison:
+            parts.append(f"{self.poison} poison")
+        parts += [f"{s} slow by {d.total_seconds():g}s a batch" for s, d in self.slow.items()]
+        parts += [f"{s} query killed once" for s in self.kill]
+        return f"seed {self.seed}: " + (", ".join(parts) or "no faults")
+
+
+class DemoSettings(_Section):
+    """`ackfold demo` (and `make run`): the word-count app on SQS, fed from a bundled text.
+
+    The demo app's own policy (timeout, attempts, backoff) is `apps.wordcount`, with
+    defaults suited to a demo where unset (`ackfold.demo.wordcount.DEMO_POLICY`).
+    """
+
+    messages: int = Field(2000, ge=1, le=1_000_000)
+    faults: FaultSettings = FaultSettings(
+        seed=1, drop={"split": 0.05}, fail={"split": 0.02}, poison=3, kill=("count",)
+    )
+    # Reconcile-and-replay cycles before the demo gives up waiting for every root to settle.
+    max_cycles: int = Field(30, ge=1)
+
+
 class ReconcileSettings(_Section):
     """How far back a reconcile looks for the state of roots that get new events.
 
@@ -242,6 +296,7 @@ class Settings(BaseSettings):
     replay: ReplaySettings = ReplaySettings()
     defaults: AppPolicy = AppPolicy()
     apps: dict[str, AppOverrides] = Field(default_factory=dict)
+    demo: DemoSettings = DemoSettings()
 
     @model_validator(mode="after")
     def _lookback_covers_timeouts(self) -> Settings:

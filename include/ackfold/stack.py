@@ -203,7 +203,11 @@ def start_sqs(settings: Settings, log: Callable[[str], None]) -> ElasticMQ | Non
 
 
 def run_stack(
-    settings: Settings, log: Callable[[str], None] | None = None, ready_timeout: float = 300
+    settings: Settings,
+    log: Callable[[str], None] | None = None,
+    ready_timeout: float = 300,
+    *,
+    demo: bool = True,
 ) -> int:
     """Run `airflow standalone` until Ctrl-C or SIGTERM, then stop every process it started."""
     log = log or _say
@@ -244,6 +248,11 @@ def run_stack(
                 f"  SQS          {settings.sqs.endpoint_url}\n"
                 "\n  Ctrl-C stops everything.\n"
             )
+            if demo:
+                # The demo's report goes to this terminal; it keeps the app running after.
+                log("starting the word-count demo (ackfold demo --keep-running) ...")
+                ackfold = str(Path(sys.executable).parent / "ackfold")
+                supervisor.start([ackfold, "demo", "--keep-running"], dict(os.environ), None)
             while airflow.poll() is None:
                 time.sleep(1)
             log(f"airflow standalone exited with {airflow.returncode}; see {log_path}")

@@ -65,6 +65,9 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, object
         "ACKFOLD_JARS_DIR": str(JARS_DIR),
         "ACKFOLD_AIRFLOW__PORT": str(port),
         "ACKFOLD_SQS__ENDPOINT_URL": sqs,
+        # A small demo without faults: the faults have their own end-to-end test.
+        "ACKFOLD_DEMO__MESSAGES": "100",
+        "ACKFOLD_DEMO__FAULTS": '{"seed": 0}',
     }
     log = (var / "make-run.log").open("wb")
     # Exactly what a user types, in its own session so the test can Ctrl-C it like a terminal.
@@ -131,6 +134,26 @@ def test_make_run_serves_sqs_with_the_demo_queues(stack: dict[str, object]) -> N
     names = sorted(url.rsplit("/", 1)[-1] for url in urls)
     assert names == ["wordcount-sentences", "wordcount-sentences-dlq"]
     assert f"started ElasticMQ (SQS) on {stack['sqs']}" in Path(str(stack["log"])).read_text()
+
+
+def test_make_run_shows_the_demo_report_then_keeps_the_app_running(
+    stack: dict[str, object],
+) -> None:
+    log = Path(str(stack["log"]))
+    make = stack["make"]
+    assert isinstance(make, subprocess.Popen)
+    text = ""
+    deadline = time.monotonic() + 600
+    while time.monotonic() < deadline and "the app keeps running" not in text:
+        assert make.poll() is None, "make run stopped"
+        text = log.read_text()
+        time.sleep(2)
+    report = text[text.index("Delivery report") :].splitlines()
+    assert report[1].split()[:3] == ["messages", "sent", "100"], report
+    assert any(line.split()[:2] == ["lost", "0"] for line in report), report
+    assert any("completed on the first try" in line and "100" in line for line in report)
+    assert "word counts: exact" in text
+    assert "the app keeps running" in text
 
 
 def test_api_refuses_anonymous_requests_and_bad_passwords(stack: dict[str, object]) -> None:

@@ -1,0 +1,179 @@
+"""Tracking overhead: the word count with ackfold tracking against the same app without.
+
+    .venv/bin/python bench/wordcount.py [--messages 5000] [--rounds 2] [--batch 1000]
+
+Starts ElasticMQ on a free loopback port. Each round sends `--messages` sentences, then
+runs the tracked app (`ackfold.demo.wordcount.WordCount`, no faults) to the end of its
+queue, then sends them again and runs the untracked app below on them: the same receive,
+land-then-delete loop, the same split and the same keyed MERGE into the sink, but no
+`roots` rows, no `_ackfold` column and no ack events. Both run in one process, on one
+Spark session, alternately. Prints messages per second for each and the overhead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import socket
+import statistics
+import tempfile
+import time
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from ackfold.config import FaultSettings, Settings, load_settings
+from ackfold.demo.feed import NOT_WORD_PATTERN, Feed
+from ackfold.demo.wordcount import WordCount, with_demo_policy
+from ackfold.elasticmq import ElasticMQ
+from ackfold.sources.sqs import SqsQueue
+from ackfold.spark import get_spark
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+LANDING = "message_id STRING, body STRING, ingested_at TIMESTAMP"
+WORDS = "message_id STRING, position INT, word STRING"
+
+
+class Untracked:
+    """The word count as a user would write it without ackfold, on the same plumbing."""
+
+    def __init__(self, spark: SparkSession, settings: Settings, queue: str) -> None:
+        self.spark = spark
+        self.queue = SqsQueue(settings, queue)
+        self.max_messages = settings.sqs.max_messages_per_batch
+        home = f"{settings.table_root}/untracked"
+        self.landing, self.words, self.counted = (f"{home}/{t}" for t in ("in", "words", "sink"))
+        self.checkpoints = f"{home}/_checkpoints"
+        for path, ddl in ((self.landing, LANDING), (self.words, WORDS), (self.counted, WORDS)):
+            spark.createDataFrame([], ddl).write.format("delta").mode("ignore").save(path)
+
+    def step(self) -> None:
+        while messages := self._receive():
+            now = datetime.now(UTC)
+            rows = [(m.message_id, m.body, now) for m in messages]
+            landed = self.spark.createDataFrame(rows, LANDING)
+            landed.write.format("delta").mode("append").save(self.landing)
+            self.queue.acknowledge(messages)
+        for name, source, batch in (
+            ("split", self.landing, self._split),
+            ("count", self.words, self._count),
+        ):
+            (
+                self.spark.readStream.format("delta").load(source).writeStream
+                .foreachBatch(batch).option("checkpointLocation", f"{self.checkpoints}/{name}")
+                .trigger(availableNow=True).start().awaitTermination()
+            )  # fmt: skip
+
+    def _receive(self) -> list[object]:
+        """Up to max_messages_per_batch, 10 a call, as the ingester fills a batch."""
+        batch: list = []  # type: ignore[type-arg]
+        while len(batch) < self.max_messages:
+            more = self.queue.receive(self.max_messages - len(batch), 0)
+            if not more:
+                break
+            batch.extend(more)
+        return batch
+
+    def _split(self, frame: DataFrame, batch_id: int) -> None:
+        text = F.get_json_object("body", "$.text")
+        words = F.filter(F.split(F.lower(text), NOT_WORD_PATTERN), lambda w: w != "")
+        exploded = frame.select("message_id", F.posexplode(words).alias("position", "word"))
+        exploded.write.format("delta").mode("append").option("txnAppId", "untracked-split").option(
+            "txnVersion", batch_id
+        ).save(self.words)
+
+    def _count(self, frame: DataFrame, batch_id: int) -> None:
+        from delta.tables import DeltaTable
+
+        (
+            DeltaTable.forPath(self.spark, self.counted).alias("t")
+            .merge(frame.alias("s"), "t.message_id = s.message_id AND t.position = s.position")
+            .whenNotMatchedInsertAll().execute()
+        )  # fmt: skip
+
+
+def timed(label: str, feed: Feed, client: object, url: str, run: object) -> float:
+    feed.send(client, url)
+    start = time.perf_counter()
+    run()  # type: ignore[operator]
+    seconds = time.perf_counter() - start
+    rate = len(feed.messages) / seconds
+    print(f"{label:<10} {len(feed.messages):,} messages in {seconds:5.1f} s = {rate:,.0f} msgs/s",
+          flush=True)  # fmt: skip
+    return rate
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--messages", type=int, default=5000)
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument(
+        "--batch", type=int, default=1000, help="sqs.max_messages_per_batch, for both apps"
+    )
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="ackfold-bench-wordcount-"))
+    port = free_port()
+    settings = with_demo_policy(
+        load_settings(
+            var_dir=work, jars_dir=load_settings().jars_dir,
+            sqs={"endpoint_url": f"http://127.0.0.1:{port}", "wait_time": "1s",
+                 "max_messages_per_batch": args.batch},
+        )
+    )  # fmt: skip
+    spark = get_spark(settings, app_name="ackfold-bench-wordcount")
+    feed = Feed.build(args.messages, FaultSettings())
+    tracked_rates, plain_rates = [], []
+    with ElasticMQ(settings, port=port) as server:
+        client = server.client()
+        queues = {name: f"bench-{name}-{uuid.uuid4().hex[:6]}" for name in ("tracked", "plain")}
+        urls = {k: client.create_queue(QueueName=q)["QueueUrl"] for k, q in queues.items()}
+        client.create_queue(QueueName=f"{queues['tracked']}-dlq")
+        settings = settings.model_copy(
+            update={"apps": {"wordcount": settings.apps["wordcount"].model_copy(
+                update={"source_queue": queues["tracked"]})}}
+        )  # fmt: skip
+        tracked = WordCount(spark, settings)
+        plain = Untracked(spark, settings, queues["plain"])
+        # Warm up both paths (JIT, Delta's code paths) on a small run each.
+        warm = Feed.build(50, FaultSettings())
+        timed("warm-up", warm, client, urls["tracked"], tracked.step)
+        timed("warm-up", warm, client, urls["plain"], plain.step)
+        for _ in range(args.rounds):
+            tracked_rates.append(timed("tracked", feed, client, urls["tracked"], tracked.step))
+            plain_rates.append(timed("untracked", feed, client, urls["plain"], plain.step))
+        words = sum(tracked.word_counts().values())
+        expected = (args.rounds * sum(feed.true_counts().values())) + sum(
+            warm.true_counts().values()
+        )
+        assert words == expected, (words, expected)
+    tracked_rate, plain_rate = statistics.median(tracked_rates), statistics.median(plain_rates)
+    overhead = 1 - tracked_rate / plain_rate
+    print(
+        f"tracking overhead: {overhead:.0%} fewer messages per second (median of "
+        f"{args.rounds}: {tracked_rate:,.0f} vs {plain_rate:,.0f} msgs/s)"
+    )
+    figures = {
+        "messages": args.messages,
+        "rounds": args.rounds,
+        "batch": args.batch,
+        "tracked_msgs_per_s": round(tracked_rate),
+        "untracked_msgs_per_s": round(plain_rate),
+        "overhead": round(overhead, 3),
+    }
+    print(json.dumps(figures, sort_keys=True))
+    spark.stop()
+    shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,107 @@
+"""The demo's input: numbered sentences from a bundled public-domain text, some poisoned.
+
+Each message body is JSON, `{"seq": 17, "text": "..."}`: `seq` is the message's number in
+the feed, which the seeded faults hash (SQS message ids differ from run to run). A poison
+message is cut off mid-JSON, so no attempt can ever parse it.
+
+Example:
+    >>> from ackfold.config import FaultSettings
+    >>> feed = Feed.build(5, FaultSettings(seed=1, poison=1))
+    >>> len(feed.messages), len(feed.poison)
+    (5, 1)
+    >>> tokens('"Oh! single, my dear."')
+    ['oh', 'single', 'my', 'dear']
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+
+from ackfold.config import FaultSettings
+
+# Spark splits the same way: lower case, then runs of letters and apostrophes.
+WORD_PATTERN = "[a-z']+"
+NOT_WORD_PATTERN = "[^a-z']+"
+
+
+def sentences() -> list[str]:
+    text = resources.files("ackfold.demo").joinpath("sentences.txt").read_text("utf-8")
+    return [line for line in text.splitlines() if line.strip() and not line.startswith("#")]
+
+
+def tokens(text: str) -> list[str]:
+    return re.findall(WORD_PATTERN, text.lower())
+
+
+@dataclass(frozen=True)
+class Message:
+    seq: int
+    body: str
+    text: str | None  # None for a poison message
+
+
+@dataclass(frozen=True)
+class Feed:
+    messages: tuple[Message, ...]
+
+    @classmethod
+    def build(cls, count: int, faults: FaultSettings) -> Feed:
+        """`count` messages, the text's sentences in order, round and round; `faults.poison`
+        of them, chosen by the seed, are poison."""
+        lines = sentences()
+        chooser = random.Random(faults.seed)  # noqa: S311 - reproducible, not secret
+        poison = set(chooser.sample(range(count), min(faults.poison, count)))
+        messages = []
+        for seq in range(count):
+            text = lines[seq % len(lines)]
+            if seq in poison:
+                messages.append(Message(seq, f'{{"seq": {seq}, "text": ', None))
+            else:
+                messages.append(Message(seq, json.dumps({"seq": seq, "text": text}), text))
+        return cls(tuple(messages))
+
+    @property
+    def poison(self) -> list[int]:
+        return [m.seq for m in self.messages if m.text is None]
+
+    def true_counts(self) -> Counter[str]:
+        """The word counts straight from the input, poison excluded: what the app must get."""
+        counts: Counter[str] = Counter()
+        for message in self.messages:
+            if message.text is not None:
+                counts.update(tokens(message.text))
+        return counts
+
+    def send(
+        self, client: Any, url: str, progress: Callable[[int, int], None] | None = None
+    ) -> list[str]:
+        """Send every message, 10 per SendMessageBatch; returns the SQS ids in feed order."""
+        return send_bodies(client, url, [m.body for m in self.messages], progress)
+
+
+def send_bodies(
+    client: Any,
+    url: str,
+    bodies: Sequence[str],
+    progress: Callable[[int, int], None] | None = None,
+) -> list[str]:
+    """Send `bodies` in batches of 10; returns their SQS message ids, in order."""
+    ids: list[str] = []
+    for first in range(0, len(bodies), 10):
+        batch = bodies[first : first + 10]
+        entries = [{"Id": str(i), "MessageBody": body} for i, body in enumerate(batch)]
+        response = client.send_message_batch(QueueUrl=url, Entries=entries)
+        if response.get("Failed"):
+            raise RuntimeError(f"SQS refused messages: {response['Failed']}")
+        by_id = {e["Id"]: e["MessageId"] for e in response["Successful"]}
+        ids.extend(by_id[str(i)] for i in range(len(batch)))
+        if progress is not None:
+            progress(len(ids), len(bodies))
+    return ids

@@ -1,0 +1,192 @@
+"""`ackfold demo`: feed the word count, drive reconcile-and-replay cycles, report delivery.
+
+Each cycle runs the app to the end of what its queue holds (ingest, split, count), then
+reconciles and sends the automatic replays, then prints the roots by status. Because the
+app's queries run to the end of their input before each reconcile, the same seed gives
+the same report; the demo stops when every message it sent is settled (completed or
+dead-lettered), or after `demo.max_cycles`.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ackfold.config import FaultSettings, Settings
+from ackfold.demo.delivery import DeliveryReport, assess
+from ackfold.demo.feed import Feed
+from ackfold.demo.wordcount import APP, STAGES, WordCount, with_demo_policy
+from ackfold.progress import Progress
+from ackfold.reconcile import reconcile
+from ackfold.replay import Replayer, ReplayRequest
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+Say = Callable[[str], None]
+IDLE_WAIT = 2.0  # seconds, when a cycle did nothing but wait for timeouts and backoffs
+
+
+def status_file(settings: Settings, app: str) -> Path:
+    """Where a running app writes its status (`ackfold status` reads it)."""
+    return settings.var_dir / "run" / f"{app}.json"
+
+
+class Demo:
+    def __init__(
+        self,
+        spark: SparkSession,
+        settings: Settings,
+        *,
+        messages: int | None = None,
+        faults: FaultSettings | None = None,
+        say: Say = print,
+    ) -> None:
+        self.settings = with_demo_policy(settings)
+        self.spark = spark
+        self.messages = messages or settings.demo.messages
+        self.faults = faults if faults is not None else settings.demo.faults
+        self.say = say
+        self.app = WordCount(spark, self.settings, faults=self.faults)
+        self.feed = Feed.build(self.messages, self.faults)
+
+    def run(self) -> DeliveryReport:
+        started = time.monotonic()
+        self.say(f"demo: word count on SQS queue {self.app.queue.queue}, {self.faults.describe()}")
+        client = self.app.queue.client
+        url = _ensure_queue(client, self.app.queue.queue, self.app.queue.dead_letter_queue)
+        sending = Progress("sending sentences", self.messages, unit="sent")
+        message_ids = self.feed.send(client, url, sending.update)
+        sending.close()
+        report = self._assess(message_ids)
+        for cycle in range(1, self.settings.demo.max_cycles + 1):
+            taken = self.app.step()
+            summary = reconcile(self.spark, self.settings, app=APP)
+            replayer = Replayer(self.spark, self.settings)
+            request = ReplayRequest(automatic=True, app=APP, requested_by="demo")
+            replayed = replayer.execute(replayer.plan(request))
+            report = self._assess(message_ids)
+            report.cycles = cycle
+            self._show(cycle, taken, summary["by_status"], replayed.sent, report)
+            if report.settled == report.sent:
+                break
+            if not taken and not replayed.sent and not replayed.dead_lettered:
+                time.sleep(IDLE_WAIT)  # only timeouts and backoffs are left to wait for
+        report.seconds = time.monotonic() - started
+        for line in report.lines(self.feed.poison):
+            self.say(line)
+        return report
+
+    def keep_running(self, stop: threading.Event, every: float = 30.0) -> None:
+        """After the report: the app runs continuously; reconcile and replay every `every` s."""
+        self.say("demo: the app keeps running (Ctrl-C stops it); reconcile and replay every "
+                 f"{every:g}s")  # fmt: skip
+        worker = threading.Thread(target=self.app.start, args=(stop,), daemon=True)
+        worker.start()
+        while not stop.wait(every):
+            summary = reconcile(self.spark, self.settings, app=APP)
+            replayer = Replayer(self.spark, self.settings)
+            sent = replayer.execute(
+                replayer.plan(ReplayRequest(automatic=True, app=APP, requested_by="demo"))
+            ).sent
+            self._write_status("running", summary["by_status"])
+            self.say(f"demo: {_by_status(summary['by_status'])}; replayed {sent}")
+        worker.join(timeout=60)
+
+    def _assess(self, message_ids: list[str]) -> DeliveryReport:
+        report = assess(
+            self.spark, self.app.ledger, APP, self.feed, message_ids, self.app.counted_path,
+            faults=self.faults.describe(),
+        )  # fmt: skip
+        report.queries_restarted = self.app.restarts
+        return report
+
+    def _show(
+        self, cycle: int, taken: int, by_status: dict[str, int], sent: int, report: DeliveryReport
+    ) -> None:
+        self._write_status(f"cycle {cycle}", by_status)
+        self.say(
+            f"cycle {cycle:>2}: took {taken:,} message(s), replayed {sent:,}; "
+            f"{_by_status(by_status)}; settled {report.settled:,}/{report.sent:,}"
+        )
+
+    def _write_status(self, phase: str, by_status: dict[str, int]) -> None:
+        path = status_file(self.settings, APP)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        state: dict[str, Any] = {
+            "app": APP,
+            "phase": phase,
+            "updated_at": datetime.now(UTC).isoformat(),
+            "ingested": self.app.ingester.stats.registered,
+            "queries_restarted": self.app.restarts,
+            "roots_by_status": by_status,
+        }
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(state, indent=2))
+        tmp.replace(path)
+
+
+def faults_from_flags(
+    base: FaultSettings,
+    *,
+    no_faults: bool = False,
+    seed: str | None = None,
+    drop: list[str] | None = None,
+    fail: list[str] | None = None,
+    poison: str | None = None,
+    slow: list[str] | None = None,
+    kill: list[str] | None = None,
+    stages: tuple[str, ...] = STAGES,
+) -> FaultSettings:
+    """The faults of `ackfold demo`: the configured ones (or none), changed by its flags.
+    Raises ValueError, naming the flag, for a bad value or a stage the app lacks."""
+    from pydantic import ValidationError
+
+    fields = FaultSettings().model_dump() if no_faults else base.model_dump()
+    for name, pairs in (("drop", drop), ("fail", fail), ("slow", slow)):
+        for pair in pairs or ():
+            stage, sep, value = pair.partition("=")
+            if not sep or not stage:
+                raise ValueError(f"--{name} takes STAGE=VALUE, got {pair!r}")
+            fields[name] = {**fields[name], stage: value}
+    if seed is not None:
+        fields["seed"] = seed
+    if poison is not None:
+        fields["poison"] = poison
+    if kill:
+        fields["kill"] = tuple(kill)
+    try:
+        faults = FaultSettings.model_validate(fields)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"--{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()
+        )
+        raise ValueError(f"bad fault flags: {problems}") from None
+    unknown = sorted(faults.stages() - set(stages))
+    if unknown:
+        raise ValueError(
+            f"no stage named {', '.join(unknown)}: the word count's stages are {', '.join(stages)}"
+        )
+    return faults
+
+
+def _by_status(by_status: dict[str, int]) -> str:
+    return ", ".join(f"{name} {n:,}" for name, n in sorted(by_status.items())) or "no roots yet"
+
+
+def _ensure_queue(client: Any, queue: str, dead_letter_queue: str) -> str:
+    """The queue's URL, creating it and its dead-letter queue where they do not exist
+    (the demo's own ElasticMQ has them already; another server may not)."""
+    fifo = {"FifoQueue": "true"} if queue.endswith(".fifo") else {}
+    urls = []
+    for name in (dead_letter_queue, queue):
+        try:
+            urls.append(str(client.get_queue_url(QueueName=name)["QueueUrl"]))
+        except client.exceptions.QueueDoesNotExist:
+            urls.append(str(client.create_queue(QueueName=name, Attributes=fifo)["QueueUrl"]))
+    return urls[-1]

@@ -1,0 +1,281 @@
+"""The word-count topology as tracked Spark streaming apps: ackfold's reference app.
+
+    SQS ──ingest──▶ roots ──split query──▶ words (Delta) ──count query──▶ counted (Delta)
+
+- The spout is the SQS ingester (`ackfold.ingest`): messages become roots in Delta.
+- `split` is one streaming query: it reads the registered roots, emits one tuple per word
+  anchored to its sentence, and writes them to the `words` Delta table with `_ackfold`.
+- `count` is another streaming query: it reads `words` as a Delta stream, so lineage is
+  tracked across jobs, and acks each word once it is in the sink.
+- The sink, `counted`, holds one row per word occurrence, keyed on (origin root,
+  position): a replayed sentence writes the same keys again and MERGE inserts only what is
+  missing, so the counts (`word_counts`) stay exact under replays and partial attempts.
+
+`WordCount.step()` runs each query to the end of its input (`availableNow`), which is how
+the demo drives it in reproducible cycles; `start()` runs it continuously.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any, Final
+
+from ackfold.config import AppOverrides, FaultSettings, Settings
+from ackfold.demo.faults import InjectedKill, Killer, be_slow, hit
+from ackfold.demo.feed import NOT_WORD_PATTERN
+from ackfold.ingest import Ingester
+from ackfold.sources.sqs import SqsQueue
+from ackfold.tables import ROOTS, Ledger
+from ackfold.tracking import StageTracker
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.streaming.query import StreamingQuery
+
+log = logging.getLogger("ackfold.demo")
+
+APP: Final = "wordcount"
+QUEUE: Final = "wordcount-sentences"
+SPLIT: Final = "split"
+COUNT: Final = "count"
+STAGES: Final = (SPLIT, COUNT)
+# The demo app's policy where `apps.wordcount` leaves a field unset: short enough for a
+# demo to settle in minutes, and five attempts so that a sentence the faults hit by chance
+# is dead-lettered about once in half a million (0.07 ** 5), unlike a poison message.
+DEMO_POLICY: Final = AppOverrides(
+    timeout=timedelta(seconds=10),
+    max_attempts=5,
+    replay_backoff=timedelta(milliseconds=200),
+    replay_rate=1000.0,
+    source="sqs",
+    source_queue=QUEUE,
+    stages=STAGES,
+)
+MAX_RESTARTS: Final = 3
+
+_BODY = "seq INT, text STRING"
+_COUNTED = "origin_root_id BIGINT, position INT, word STRING, root_id BIGINT"
+
+
+def with_demo_policy(settings: Settings, app: str = APP) -> Settings:
+    """`settings` with the demo app's policy filled in where `apps.<app>` leaves it unset."""
+    mine = settings.apps.get(app)
+    merged = DEMO_POLICY.model_dump()
+    if mine is not None:
+        merged.update(mine.model_dump(exclude_none=True, exclude_defaults=True))
+    return settings.model_copy(update={"apps": {**settings.apps, app: AppOverrides(**merged)}})
+
+
+@contextmanager
+def _quiet_streaming_errors(spark: SparkSession, quiet: bool) -> Iterator[None]:
+    """Silence Spark's stack trace of a query the faults are about to kill: the demo
+    reports the kill itself, in one line. Any other error is logged as usual."""
+    if not quiet:
+        yield
+        return
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    configurator = jvm.org.apache.logging.log4j.core.config.Configurator
+    level = jvm.org.apache.logging.log4j.Level
+    logger = "org.apache.spark.sql.execution.streaming"
+    proxy_log = logging.getLogger("py4j.clientserver")  # logs the Python side's traceback
+    previous = proxy_log.level
+    configurator.setLevel(logger, level.OFF)
+    proxy_log.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        configurator.setLevel(logger, level.WARN)
+        proxy_log.setLevel(previous)
+
+
+class WordCount:
+    """One word-count app: its ingester, its two queries, and its tables."""
+
+    def __init__(
+        self,
+        spark: SparkSession,
+        settings: Settings,
+        *,
+        app: str = APP,
+        faults: FaultSettings | None = None,
+    ) -> None:
+        self.spark = spark
+        self.settings = settings
+        self.app = app
+        overrides = settings.apps.get(app) or DEMO_POLICY
+        self.stages = overrides.stages or STAGES
+        if tuple(self.stages) != STAGES:
+            raise ValueError(f"apps.{app}.stages must be {', '.join(STAGES)} for the word count")
+        self.faults = faults or FaultSettings()
+        unknown = sorted(self.faults.stages() - set(STAGES))
+        if unknown:
+            raise ValueError(
+                f"faults name unknown stage(s) {', '.join(unknown)}; the word count's stages "
+                f"are {', '.join(STAGES)}"
+            )
+        self.queue = SqsQueue(
+            settings, overrides.source_queue or QUEUE, dead_letter_queue=overrides.dead_letter_queue
+        )
+        self.ledger = Ledger(settings.table_root)
+        self.ingester = Ingester(spark, settings, app, self.queue, to=[SPLIT])
+        self.split = StageTracker(app, SPLIT, ledger=self.ledger)
+        self.count = StageTracker(app, COUNT, ledger=self.ledger)
+        home = f"{settings.table_root}/apps/{app}"
+        self.words_path = f"{home}/words"
+        self.counted_path = f"{home}/counted"
+        self.checkpoints = f"{settings.table_root}/_checkpoints/apps/{app}"
+        self.killer = Killer(self.faults)
+        self.restarts = 0
+        self._create_tables()
+
+    # -- the two stages ---------------------------------------------------------------
+
+    def _split_batch(self, frame: DataFrame, batch_id: int) -> None:
+        from pyspark.sql import functions as F
+
+        be_slow(self.faults, SPLIT)
+        rows = frame.withColumn("doc", F.from_json("payload", _BODY)).cache()
+        seq = F.col("doc.seq")
+        parsed = seq.isNotNull() & F.col("doc.text").isNotNull()
+        dropped = hit(self.faults, "drop", SPLIT, seq, F.col("attempt"))
+        failed = ~dropped & hit(self.faults, "fail", SPLIT, seq, F.col("attempt"))
+        good = rows.where(parsed & ~dropped & ~failed)
+        words = self._words(good).cache()  # written, then acked: hash the words once
+        self.split.write_batch(
+            batch_id,
+            outputs={self.words_path: words},
+            events=[
+                self.split.ack(good, words),
+                self.split.fail(
+                    rows.where(~parsed), "malformed message: not JSON with a seq and a text"
+                ),
+                self.split.fail(rows.where(parsed & failed), "injected failure at split"),
+            ],
+        )
+        words.unpersist()
+        rows.unpersist()
+
+    def _words(self, sentences: DataFrame) -> DataFrame:
+        """One tracked tuple per word of each sentence (rows with a parsed `doc`)."""
+        from pyspark.sql import functions as F
+
+        words_of = F.filter(F.split(F.lower("doc.text"), NOT_WORD_PATTERN), lambda w: w != "")
+        numbered = F.transform(words_of, lambda w, i: F.struct(i.alias("position"), w.alias("w")))
+        return self.split.explode(sentences, numbered, "token").select(
+            "root_id", "origin_root_id", "attempt", F.col("doc.seq").alias("seq"),
+            F.col("token.position").alias("position"), F.col("token.w").alias("word"), "_ackfold",
+        )  # fmt: skip
+
+    def _count_batch(self, frame: DataFrame, batch_id: int) -> None:
+        from delta.tables import DeltaTable
+        from pyspark.sql import functions as F
+
+        be_slow(self.faults, COUNT)
+        words = frame.cache()
+        key = (F.col("seq"), F.col("attempt"), F.col("position"))
+        dropped = hit(self.faults, "drop", COUNT, *key)
+        failed = ~dropped & hit(self.faults, "fail", COUNT, *key)
+        good = words.where(~dropped & ~failed)
+        if not words.isEmpty():
+            sink = DeltaTable.forPath(self.spark, self.counted_path).alias("t")
+            # Keyed on the origin root: a replayed sentence inserts only what is missing.
+            (
+                sink.merge(
+                    good.select("origin_root_id", "position", "word", "root_id").alias("s"),
+                    "t.origin_root_id = s.origin_root_id AND t.position = s.position",
+                )
+                .whenNotMatchedInsertAll()
+                .execute()
+            )
+            self.killer.maybe_kill(COUNT)
+        self.count.write_batch(
+            batch_id,
+            events=[
+                self.count.ack(good),
+                self.count.fail(words.where(failed), "injected failure at count"),
+            ],
+        )
+        words.unpersist()
+
+    # -- running ------------------------------------------------------------------------
+
+    def _queries(self) -> list[tuple[str, Callable[[], DataFrame], Any]]:
+        return [
+            (SPLIT, self.ingester.stream, self._split_batch),
+            (COUNT, self._words_stream, self._count_batch),
+        ]
+
+    def _words_stream(self) -> DataFrame:
+        return self.spark.readStream.format("delta").load(self.words_path)
+
+    def _start(
+        self, stage: str, source: Callable[[], DataFrame], batch: Any, trigger: dict[str, Any]
+    ) -> StreamingQuery:
+        return (
+            source()
+            .writeStream.queryName(f"{self.app}-{stage}")
+            .foreachBatch(batch)
+            .option("checkpointLocation", f"{self.checkpoints}/{stage}")
+            .trigger(**trigger)
+            .start()
+        )
+
+    def step(self) -> int:
+        """Ingest what the queue holds, then run split and count to the end of their input.
+        A query killed mid-batch is restarted from its checkpoint. Returns messages taken."""
+        from pyspark.errors import StreamingQueryException
+
+        before = self.ingester.stats.registered
+        taken = self.ingester.run(until_idle=0.5).registered - before
+        for stage, source, batch in self._queries():
+            for attempt in range(MAX_RESTARTS + 1):
+                query = self._start(stage, source, batch, {"availableNow": True})
+                try:
+                    with _quiet_streaming_errors(self.spark, stage in self.killer.pending):
+                        query.awaitTermination()
+                    break
+                except StreamingQueryException as exc:
+                    if InjectedKill.__name__ not in str(exc) or attempt == MAX_RESTARTS:
+                        raise
+                    self.restarts += 1
+                    log.warning("%s: query %s killed mid-batch; restarting it", self.app, stage)
+        return taken
+
+    def start(self, stop: threading.Event, trigger: str = "2 seconds") -> None:
+        """Run continuously until `stop` is set: the ingester in this thread, the two
+        queries on their own triggers. Used after the demo's report, to keep the app up."""
+        queries = [
+            self._start(s, src, b, {"processingTime": trigger}) for s, src, b in self._queries()
+        ]
+        try:
+            self.ingester.run(stop=stop)
+        finally:
+            for query in queries:
+                query.stop()
+
+    # -- reading back -------------------------------------------------------------------
+
+    def word_counts(self) -> Counter[str]:
+        from pyspark.sql import functions as F
+
+        counted = self.spark.read.format("delta").load(self.counted_path)
+        rows = counted.groupBy("word").agg(F.count("*").alias("n")).collect()
+        return Counter({r["word"]: r["n"] for r in rows})
+
+    def _create_tables(self) -> None:
+        from pyspark.sql import functions as F
+
+        self.ledger.create(self.spark)
+        # Empty tables with the right schemas, so that `count` can start before any word.
+        roots = self.spark.read.format("delta").load(self.ledger.path(ROOTS)).limit(0)
+        sentences = self.ingester.tracker.registered(roots, to=[SPLIT])
+        empty_words = self._words(sentences.withColumn("doc", F.from_json("payload", _BODY)))
+        empty_words.write.format("delta").mode("ignore").save(self.words_path)
+        counted = self.spark.createDataFrame([], _COUNTED)
+        counted.write.format("delta").mode("ignore").save(self.counted_path)

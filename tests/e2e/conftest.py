@@ -1,0 +1,4 @@
+"""The e2e tier: real ElasticMQ, real Spark and Delta, the whole product at once."""
+
+from tests.spark.conftest import spark, spark_settings  # noqa: F401
+from tests.sqs.conftest import sqs_server  # noqa: F401

@@ -1,0 +1,119 @@
+"""The word-count demo end to end on the real ElasticMQ, Spark and Delta: with drops,
+fails, poison messages and a killed query, nothing is lost, exactly the poison messages
+are dead-lettered, the word counts are exact, and one seed always gives one report."""
+
+from __future__ import annotations
+
+import doctest
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+from ackfold.config import FaultSettings, load_settings
+from ackfold.demo import faults as faults_module
+from ackfold.demo.delivery import DeliveryReport
+from ackfold.demo.run import Demo
+from ackfold.sources import DEAD_REASON
+from ackfold.sqs_client import sqs_client
+from ackfold.tables import DEAD_LETTERS, REPLAY_LOG
+from tests.conftest import JARS_DIR
+from tests.sqs.topology import drain
+
+FAULTS = FaultSettings(
+    seed=11, drop={"split": 0.05}, fail={"split": 0.02}, poison=3, kill=("count",)
+)
+MESSAGES = 2000
+
+Run = Callable[[int, FaultSettings], tuple[Demo, DeliveryReport, list[str]]]
+
+
+@pytest.fixture(scope="module")
+def run_demo(spark: SparkSession, sqs_server: Any, tmp_path_factory: pytest.TempPathFactory) -> Run:
+    """Run the demo on a fresh warehouse and a fresh queue; returns it, its report and
+    the lines it printed."""
+
+    def run(messages: int, faults: FaultSettings) -> tuple[Demo, DeliveryReport, list[str]]:
+        var: Path = tmp_path_factory.mktemp("demo-var")
+        settings = load_settings(
+            var_dir=var, jars_dir=JARS_DIR,
+            sqs={"endpoint_url": sqs_server.endpoint_url, "wait_time": "1s"},
+            apps={"wordcount": {"source_queue": f"sentences-{uuid.uuid4().hex[:8]}"}},
+        )  # fmt: skip
+        printed: list[str] = []
+        demo = Demo(spark, settings, messages=messages, faults=faults, say=printed.append)
+        return demo, demo.run(), printed
+
+    return run
+
+
+@pytest.fixture(scope="module")
+def faulty(run_demo: Run) -> tuple[Demo, DeliveryReport, list[str]]:
+    return run_demo(MESSAGES, FAULTS)
+
+
+def test_with_faults_nothing_is_lost_and_the_counts_are_exact(
+    faulty: tuple[Demo, DeliveryReport, list[str]], spark: SparkSession
+) -> None:
+    demo, report, printed = faulty
+    assert report.sent == MESSAGES
+    assert report.lost == 0, report.lost_seqs
+    assert report.registered == MESSAGES
+    assert report.dead_lettered_seqs == sorted(demo.feed.poison), "dead letters = the poison"
+    assert report.words_exact, report.word_mismatches
+    assert report.words_counted == sum(demo.feed.true_counts().values())
+    # The faults really happened, and replays repaired them.
+    assert report.completed_first_try < MESSAGES - 3 - 0.05 * MESSAGES
+    assert report.completed_after_replay > 0.05 * MESSAGES
+    assert report.completed_first_try + report.completed_after_replay + 3 == MESSAGES
+    assert report.queries_restarted == 1, "the count query was killed once and restarted"
+    assert any(line.split()[:2] == ["lost", "0"] for line in printed), printed
+
+    # The poison messages are in dead_letters with their reason, and in the DLQ.
+    root = demo.app.ledger.root
+    dead = spark.read.format("delta").load(f"{root}/{DEAD_LETTERS}").collect()
+    assert len(dead) == 3
+    assert all(r["reason"].startswith("failed in split: malformed message") for r in dead)
+    assert {r["attempt"] for r in dead} == {5}, "after max_attempts (5) attempts"
+    client = sqs_client(demo.settings)
+    dlq = client.get_queue_url(QueueName=demo.app.queue.dead_letter_queue)["QueueUrl"]
+    letters = drain(client, dlq)
+    assert len(letters) == 3
+    assert all(
+        "malformed message" in m["MessageAttributes"][DEAD_REASON]["StringValue"] for m in letters
+    )
+    # Every replay the log planned was sent.
+    log = spark.read.format("delta").load(f"{root}/{REPLAY_LOG}")
+    planned = log.where("event = 'planned'").select("root_id", "action").distinct().count()
+    sent = log.where("event = 'sent'").select("root_id", "action").distinct().count()
+    assert planned == sent > 0
+
+
+def test_the_same_seed_gives_the_same_report(
+    faulty: tuple[Demo, DeliveryReport, list[str]], run_demo: Run
+) -> None:
+    _, first, _ = faulty
+    _, second, _ = run_demo(MESSAGES, FAULTS)
+    assert second.outcome() == first.outcome()
+
+
+def test_without_faults_every_root_completes_first_time_and_nothing_is_replayed(
+    run_demo: Run, spark: SparkSession
+) -> None:
+    demo, report, _ = run_demo(300, FaultSettings())
+    assert report.completed_first_try == 300
+    assert report.replayed == report.completed_after_replay == report.dead_lettered == 0
+    assert report.duplicates == report.lost == 0
+    assert report.words_exact
+    assert report.cycles == 1
+    log = spark.read.format("delta").load(f"{demo.app.ledger.root}/{REPLAY_LOG}")
+    assert log.count() == 0, "nothing was replayed"
+
+
+def test_docstring_examples_run(spark: SparkSession) -> None:
+    result = doctest.testmod(faults_module, extraglobs={"spark": spark, "F": F})
+    assert result.failed == 0
