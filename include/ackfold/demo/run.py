@@ -23,7 +23,7 @@ from ackfold.demo.feed import Feed
 from ackfold.demo.wordcount import APP, STAGES, WordCount, with_demo_policy
 from ackfold.progress import Progress
 from ackfold.reconcile import reconcile
-from ackfold.replay import Replayer, ReplayRequest
+from ackfold.replay import Replayer, ReplayRequest, ReplaySummary
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -72,7 +72,7 @@ class Demo:
             replayed = replayer.execute(replayer.plan(request))
             report = self._assess(message_ids)
             report.cycles = cycle
-            self._show(cycle, taken, summary["by_status"], replayed.sent, report)
+            self._show(cycle, taken, summary["by_status"], replayed, report)
             if report.settled == report.sent:
                 break
             if not taken and not replayed.sent and not replayed.dead_lettered:
@@ -107,12 +107,18 @@ class Demo:
         return report
 
     def _show(
-        self, cycle: int, taken: int, by_status: dict[str, int], sent: int, report: DeliveryReport
+        self,
+        cycle: int,
+        taken: int,
+        by_status: dict[str, int],
+        replayed: ReplaySummary,
+        report: DeliveryReport,
     ) -> None:
         self._write_status(f"cycle {cycle}", by_status)
         self.say(
-            f"cycle {cycle:>2}: took {taken:,} message(s), replayed {sent:,}; "
-            f"{_by_status(by_status)}; settled {report.settled:,}/{report.sent:,}"
+            f"cycle {cycle:>2}: took {taken:,} message(s); reconciled: {_by_status(by_status)}; "
+            f"then replayed {replayed.sent:,}, dead-lettered {replayed.dead_lettered:,}; "
+            f"settled {report.settled:,}/{report.sent:,}"
         )
 
     def _write_status(self, phase: str, by_status: dict[str, int]) -> None:
