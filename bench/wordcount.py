@@ -51,6 +51,7 @@ class Untracked:
         self.spark = spark
         self.queue = SqsQueue(settings, queue)
         self.max_messages = settings.sqs.max_messages_per_batch
+        self.wait = int(settings.sqs.wait_time.total_seconds())
         home = f"{settings.table_root}/untracked"
         self.landing, self.words, self.counted = (f"{home}/{t}" for t in ("in", "words", "sink"))
         self.checkpoints = f"{home}/_checkpoints"
@@ -78,7 +79,8 @@ class Untracked:
         """Up to max_messages_per_batch, 10 a call, as the ingester fills a batch."""
         batch: list = []  # type: ignore[type-arg]
         while len(batch) < self.max_messages:
-            more = self.queue.receive(self.max_messages - len(batch), 0)
+            # A long poll first, as the ingester does: both end on one empty long poll.
+            more = self.queue.receive(self.max_messages - len(batch), 0 if batch else self.wait)
             if not more:
                 break
             batch.extend(more)

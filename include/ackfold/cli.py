@@ -77,7 +77,10 @@ def _demo(settings: Settings, args: argparse.Namespace) -> int:
     sqs = start_sqs(settings, _emit)  # None when SQS is remote or already running
     try:
         spark = get_spark(settings, app_name="ackfold-demo")
-        demo = Demo(spark, settings, messages=messages, faults=faults, say=_emit)
+        try:
+            demo = Demo(spark, settings, messages=messages, faults=faults, say=_emit)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
         report = demo.run()
         if args.json:
             _emit(json.dumps(report.as_dict(), indent=2))

@@ -364,7 +364,9 @@ class StageTracker:
     # -- acks and fails -------------------------------------------------------------------
 
     def ack(self, inputs: DataFrame, children: DataFrame | None = None) -> DataFrame:
-        """The ``ack`` events of this stage's ``inputs``, one per input tuple and root.
+        """The ``ack`` events of this stage's ``inputs``, one per input tuple and root
+        (a copy of an input passed twice gives a second row with the same event id, which
+        ``write_batch`` and the fold keep once).
 
         Each row XORs the input's own edges (for this stage as consumer) with the edges of
         every child in ``children`` anchored to it (invariant 2): pass all the children this

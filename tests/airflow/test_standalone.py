@@ -148,12 +148,15 @@ def test_make_run_shows_the_demo_report_then_keeps_the_app_running(
         assert make.poll() is None, "make run stopped"
         text = log.read_text()
         time.sleep(2)
+    assert "the app keeps running" in text, f"no demo report within 10 minutes:\n{text[-3000:]}"
     report = text[text.index("Delivery report") :].splitlines()
     assert report[1].split()[:3] == ["messages", "sent", "100"], report
     assert any(line.split()[:2] == ["lost", "0"] for line in report), report
     assert any("completed on the first try" in line and "100" in line for line in report)
     assert "word counts: exact" in text
-    assert "the app keeps running" in text
+    status = json.loads((Path(str(stack["var"])) / "run" / "wordcount.json").read_text())
+    assert status["phase"] in ("cycle 1", "running"), status
+    assert status["roots_by_status"] == {"completed": 100}
 
 
 def test_api_refuses_anonymous_requests_and_bad_passwords(stack: dict[str, object]) -> None:

@@ -95,3 +95,15 @@ def test_the_feed_is_reproducible_and_poison_is_excluded_from_the_true_counts() 
     assert tokens("It is a truth, universally acknowledged!") == [
         "it", "is", "a", "truth", "universally", "acknowledged",
     ]  # fmt: skip
+
+
+def test_the_killer_kills_each_named_stage_once() -> None:
+    from ackfold.demo.faults import InjectedKill, Killer
+
+    killer = Killer(FaultSettings(kill=("split", "count")))
+    killer.maybe_kill("other")
+    for stage in ("split", "count"):
+        with pytest.raises(InjectedKill, match=f"the {stage} query was killed mid-batch"):
+            killer.maybe_kill(stage)
+        killer.maybe_kill(stage)  # once only: the restarted query runs through
+    assert killer.killed == ["split", "count"]

@@ -63,7 +63,7 @@ class Demo:
         sending = Progress("sending sentences", self.messages, unit="sent")
         message_ids = self.feed.send(client, url, sending.update)
         sending.close()
-        report = self._assess(message_ids)
+        report = DeliveryReport(faults=self.faults.describe(), sent=0, poison=0)
         for cycle in range(1, self.settings.demo.max_cycles + 1):
             taken = self.app.step()
             summary = reconcile(self.spark, self.settings, app=APP)
@@ -88,15 +88,23 @@ class Demo:
                  f"{every:g}s")  # fmt: skip
         worker = threading.Thread(target=self.app.start, args=(stop,), daemon=True)
         worker.start()
-        while not stop.wait(every):
-            summary = reconcile(self.spark, self.settings, app=APP)
-            replayer = Replayer(self.spark, self.settings)
-            sent = replayer.execute(
-                replayer.plan(ReplayRequest(automatic=True, app=APP, requested_by="demo"))
-            ).sent
-            self._write_status("running", summary["by_status"])
-            self.say(f"demo: {_by_status(summary['by_status'])}; replayed {sent}")
-        worker.join(timeout=60)
+        by_status: dict[str, int] = {}
+        try:
+            while not stop.wait(every):
+                failure = self.app.failure()
+                if failure is not None or not worker.is_alive():
+                    raise RuntimeError(failure or "the app's ingest loop stopped")
+                by_status = reconcile(self.spark, self.settings, app=APP)["by_status"]
+                replayer = Replayer(self.spark, self.settings)
+                sent = replayer.execute(
+                    replayer.plan(ReplayRequest(automatic=True, app=APP, requested_by="demo"))
+                ).sent
+                self._write_status("running", by_status)
+                self.say(f"demo: {_by_status(by_status)}; replayed {sent}")
+        finally:
+            stop.set()
+            worker.join(timeout=60)
+            self._write_status("stopped", by_status)
 
     def _assess(self, message_ids: list[str]) -> DeliveryReport:
         report = assess(

@@ -85,12 +85,13 @@ def _quiet_streaming_errors(spark: SparkSession, quiet: bool) -> Iterator[None]:
     logger = "org.apache.spark.sql.execution.streaming"
     proxy_log = logging.getLogger("py4j.clientserver")  # logs the Python side's traceback
     previous = proxy_log.level
+    jvm_previous = jvm.org.apache.logging.log4j.LogManager.getLogger(logger).getLevel()
     configurator.setLevel(logger, level.OFF)
     proxy_log.setLevel(logging.CRITICAL)
     try:
         yield
     finally:
-        configurator.setLevel(logger, level.WARN)
+        configurator.setLevel(logger, jvm_previous)
         proxy_log.setLevel(previous)
 
 
@@ -119,9 +120,13 @@ class WordCount:
                 f"faults name unknown stage(s) {', '.join(unknown)}; the word count's stages "
                 f"are {', '.join(STAGES)}"
             )
-        self.queue = SqsQueue(
-            settings, overrides.source_queue or QUEUE, dead_letter_queue=overrides.dead_letter_queue
-        )
+        queue = overrides.source_queue or QUEUE
+        if queue.endswith(".fifo"):
+            raise ValueError(
+                f"apps.{app}.source_queue is {queue!r}: the word count reads a standard queue "
+                "(its feed sends no message group ids)"
+            )
+        self.queue = SqsQueue(settings, queue, dead_letter_queue=overrides.dead_letter_queue)
         self.ledger = Ledger(settings.table_root)
         self.ingester = Ingester(spark, settings, app, self.queue, to=[SPLIT])
         self.split = StageTracker(app, SPLIT, ledger=self.ledger)
@@ -131,6 +136,7 @@ class WordCount:
         self.counted_path = f"{home}/counted"
         self.checkpoints = f"{settings.table_root}/_checkpoints/apps/{app}"
         self.killer = Killer(self.faults)
+        self.queries: list[StreamingQuery] = []
         self.restarts = 0
         self._create_tables()
 
@@ -147,9 +153,13 @@ class WordCount:
         failed = ~dropped & hit(self.faults, "fail", SPLIT, seq, F.col("attempt"))
         good = rows.where(parsed & ~dropped & ~failed)
         words = self._words(good).cache()  # written, then acked: hash the words once
+        # Outputs, then (a kill may come here) the acks: the same batch id keeps both
+        # idempotent, each table with its own transaction id.
+        self.split.write_batch(batch_id, outputs={self.words_path: words})
+        if not rows.isEmpty():
+            self.killer.maybe_kill(SPLIT)
         self.split.write_batch(
             batch_id,
-            outputs={self.words_path: words},
             events=[
                 self.split.ack(good, words),
                 self.split.fail(
@@ -187,7 +197,11 @@ class WordCount:
             # Keyed on the origin root: a replayed sentence inserts only what is missing.
             (
                 sink.merge(
-                    good.select("origin_root_id", "position", "word", "root_id").alias("s"),
+                    # One row per key: an insert-only MERGE inserts every unmatched source
+                    # row, and a message delivered twice brings its words twice.
+                    good.select("origin_root_id", "position", "word", "root_id")
+                    .dropDuplicates(["origin_root_id", "position"])
+                    .alias("s"),
                     "t.origin_root_id = s.origin_root_id AND t.position = s.position",
                 )
                 .whenNotMatchedInsertAll()
@@ -250,14 +264,22 @@ class WordCount:
     def start(self, stop: threading.Event, trigger: str = "2 seconds") -> None:
         """Run continuously until `stop` is set: the ingester in this thread, the two
         queries on their own triggers. Used after the demo's report, to keep the app up."""
-        queries = [
+        self.queries = [
             self._start(s, src, b, {"processingTime": trigger}) for s, src, b in self._queries()
         ]
         try:
             self.ingester.run(stop=stop)
         finally:
-            for query in queries:
+            for query in self.queries:
                 query.stop()
+
+    def failure(self) -> str | None:
+        """Why a continuously running query died, if one did."""
+        for query in self.queries:
+            error = query.exception()
+            if error is not None:
+                return f"query {query.name} stopped: {error}"
+        return None
 
     # -- reading back -------------------------------------------------------------------
 
