@@ -5,6 +5,7 @@ are dead-lettered, the word counts are exact, and one seed always gives one repo
 from __future__ import annotations
 
 import doctest
+import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -16,8 +17,11 @@ from pyspark.sql import functions as F
 
 from ackfold.config import FaultSettings, load_settings
 from ackfold.demo import faults as faults_module
-from ackfold.demo.delivery import DeliveryReport
+from ackfold.demo.delivery import DeliveryReport, assess
+from ackfold.demo.feed import Feed
 from ackfold.demo.run import Demo
+from ackfold.demo.wordcount import WordCount, with_demo_policy
+from ackfold.reconcile import reconcile
 from ackfold.sources import DEAD_REASON
 from ackfold.sqs_client import sqs_client
 from ackfold.tables import DEAD_LETTERS, REPLAY_LOG
@@ -117,3 +121,42 @@ def test_without_faults_every_root_completes_first_time_and_nothing_is_replayed(
 def test_docstring_examples_run(spark: SparkSession) -> None:
     result = doctest.testmod(faults_module, extraglobs={"spark": spark, "F": F})
     assert result.failed == 0
+
+
+def test_a_message_delivered_twice_is_counted_once_and_reported_as_a_duplicate(
+    spark: SparkSession, sqs_server: Any, tmp_path: Path
+) -> None:
+    """The ingester dies after registering, before deleting: SQS delivers the messages
+    again after their visibility timeout and they are registered a second time. The sink
+    still counts each word once, and the report counts the duplicates."""
+    settings = with_demo_policy(
+        load_settings(
+            var_dir=tmp_path / "var", jars_dir=JARS_DIR,
+            sqs={"endpoint_url": sqs_server.endpoint_url, "wait_time": "1s",
+                 "visibility_timeout": "3s"},
+            apps={"wordcount": {"source_queue": f"twice-{uuid.uuid4().hex[:8]}"}},
+        )
+    )  # fmt: skip
+
+    def die_once(messages: object) -> None:
+        app.ingester.on_registered = None
+        raise RuntimeError("killed after registering")
+
+    app = WordCount(spark, settings)
+    app.ingester.on_registered = die_once
+    feed = Feed.build(5, FaultSettings())
+    client = app.queue.client
+    url = client.create_queue(QueueName=app.queue.queue)["QueueUrl"]
+    message_ids = feed.send(client, url)
+    with pytest.raises(RuntimeError, match="killed after registering"):
+        app.ingester.poll()
+    time.sleep(3.5)  # the visibility timeout: SQS delivers them again
+    app.step()
+    reconcile(spark, settings, app="wordcount")
+    report = assess(
+        spark, app.ledger, "wordcount", feed, message_ids, app.counted_path, faults="none"
+    )
+    assert report.duplicates == 5, "each message was registered twice"
+    assert report.completed_first_try == 5
+    assert report.lost == 0
+    assert report.words_exact, report.word_mismatches
