@@ -20,6 +20,7 @@ from pyspark.sql import SparkSession
 
 from ackfold import status
 from ackfold.config import Settings, load_settings
+from ackfold.demo.feed import send_bodies
 from ackfold.elasticmq import ElasticMQ
 from ackfold.replay import Replayer, ReplayRequest
 from ackfold.sources import ATTEMPT
@@ -27,7 +28,7 @@ from ackfold.sqs_client import sqs_client
 from ackfold.tables import REPLAY_LOG
 from tests.conftest import JARS_DIR, PROJECT_DIR
 from tests.sqs.conftest import free_port
-from tests.sqs.topology import APP, NumbersApp, body, create_queue, drain, send_bodies
+from tests.sqs.topology import APP, NumbersApp, body, create_queue, drain
 
 ACKFOLD = Path(sys.executable).parent / "ackfold"
 KILLED = -signal.SIGKILL

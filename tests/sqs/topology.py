@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -33,23 +32,6 @@ def create_queue(client: Any, name: str) -> str:
     """`name` and `name-dlq`, through the real CreateQueue API; returns the queue's URL."""
     client.create_queue(QueueName=f"{name}-dlq")
     return str(client.create_queue(QueueName=name)["QueueUrl"])
-
-
-def send_bodies(client: Any, url: str, bodies: Iterable[str]) -> list[str]:
-    """Send each body; returns the SQS message ids, in order."""
-    ids: list[str] = []
-    batch: list[str] = []
-    for body in [*bodies, None]:
-        if body is not None:
-            batch.append(body)
-        if batch and (len(batch) == 10 or body is None):
-            entries = [{"Id": str(i), "MessageBody": b} for i, b in enumerate(batch)]
-            response = client.send_message_batch(QueueUrl=url, Entries=entries)
-            assert not response.get("Failed"), response
-            by_id = {e["Id"]: e["MessageId"] for e in response["Successful"]}
-            ids.extend(by_id[str(i)] for i in range(len(batch)))
-            batch = []
-    return ids
 
 
 def drain(client: Any, url: str) -> list[dict[str, Any]]:

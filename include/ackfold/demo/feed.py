@@ -19,7 +19,7 @@ import json
 import random
 import re
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any
@@ -89,10 +89,11 @@ class Feed:
 def send_bodies(
     client: Any,
     url: str,
-    bodies: Sequence[str],
+    bodies: Iterable[str],
     progress: Callable[[int, int], None] | None = None,
 ) -> list[str]:
     """Send `bodies` in batches of 10; returns their SQS message ids, in order."""
+    bodies = list(bodies)
     ids: list[str] = []
     for first in range(0, len(bodies), 10):
         batch = bodies[first : first + 10]
