@@ -90,6 +90,9 @@ def _demo(settings: Settings, args: argparse.Namespace) -> int:
                 demo.keep_running(stop)
             except KeyboardInterrupt:
                 stop.set()
+            except RuntimeError as exc:
+                print(f"ackfold: the demo app stopped: {exc}", file=sys.stderr)
+                return 1
     finally:
         if sqs is not None:
             sqs.stop()

@@ -63,7 +63,7 @@ class Demo:
         sending = Progress("sending sentences", self.messages, unit="sent")
         message_ids = self.feed.send(client, url, sending.update)
         sending.close()
-        report = DeliveryReport(faults=self.faults.describe(), sent=0, poison=0)
+        report: DeliveryReport | None = None
         for cycle in range(1, self.settings.demo.max_cycles + 1):
             taken = self.app.step()
             summary = reconcile(self.spark, self.settings, app=APP)
@@ -77,6 +77,7 @@ class Demo:
                 break
             if not taken and not replayed.sent and not replayed.dead_lettered:
                 time.sleep(IDLE_WAIT)  # only timeouts and backoffs are left to wait for
+        assert report is not None  # demo.max_cycles is at least 1
         report.seconds = time.monotonic() - started
         for line in report.lines(self.feed.poison):
             self.say(line)
