@@ -19,11 +19,12 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Callable
 from datetime import UTC, date, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from ackfold import status
-from ackfold.config import Settings
+from ackfold.config import AppPolicy, Settings
 from ackfold.tables import ACK_EVENTS, ROOT_STATE, ROOTS, UNMATCHED_EVENTS, Ledger
 
 if TYPE_CHECKING:
@@ -113,6 +114,17 @@ def classify(
     )
 
 
+def policy_column(settings: Settings, app: Column, value: Callable[[AppPolicy], Column]) -> Column:
+    """`value` of each row's app policy, as one CASE over the configured apps (the
+    defaults for the others)."""
+    from pyspark.sql import functions as F
+
+    column = value(settings.defaults)
+    for name in settings.apps:
+        column = F.when(app == F.lit(name), value(settings.app(name))).otherwise(column)
+    return column
+
+
 def _policy_columns(settings: Settings, app: Column) -> tuple[Column, Column]:
     """Per-app timeout and idle timeout as interval columns (defaults for unknown apps)."""
     from pyspark.sql import functions as F
@@ -122,12 +134,8 @@ def _policy_columns(settings: Settings, app: Column) -> tuple[Column, Column]:
             return F.lit(None).cast("interval day to second")
         return F.expr(f"INTERVAL '{value.total_seconds():.6f}' SECOND")
 
-    timeout = interval(settings.defaults.timeout)
-    idle = interval(settings.defaults.idle_timeout)
-    for name in settings.apps:
-        policy = settings.app(name)
-        timeout = F.when(app == name, interval(policy.timeout)).otherwise(timeout)
-        idle = F.when(app == name, interval(policy.idle_timeout)).otherwise(idle)
+    timeout = policy_column(settings, app, lambda p: interval(p.timeout))
+    idle = policy_column(settings, app, lambda p: interval(p.idle_timeout))
     return timeout, idle
 
 

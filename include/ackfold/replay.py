@@ -353,12 +353,10 @@ class Replayer:
         root out of attempts does not wait: there is nothing to space out, it is dead."""
         from pyspark.sql import functions as F
 
+        from ackfold.reconcile import policy_column
+
         def per_app(value: Callable[[AppPolicy], float]) -> Any:
-            column = F.lit(value(self.settings.defaults))
-            for name in self.settings.apps:
-                mine = F.lit(value(self.settings.app(name)))
-                column = F.when(F.col("app") == F.lit(name), mine).otherwise(column)
-            return column
+            return policy_column(self.settings, F.col("app"), lambda p: F.lit(value(p)))
 
         base = per_app(lambda p: p.replay_backoff.total_seconds())
         attempt = F.coalesce(F.col("attempt"), F.lit(1))

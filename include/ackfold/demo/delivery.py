@@ -96,8 +96,10 @@ def assess(
     counted_path: str,
     *,
     faults: str = "",
+    check_words: bool = True,
 ) -> DeliveryReport:
-    """Follow every sent message through the ledger, and check the word counts."""
+    """Follow every sent message through the ledger, and (unless `check_words` is off, as
+    it is while the demo waits for its roots to settle) check the word counts."""
     from pyspark.sql import functions as F
 
     roots = (
@@ -143,7 +145,8 @@ def assess(
             report.lost += 1
             report.lost_seqs.append(message.seq)
     report.dead_lettered_seqs.sort()
-    _check_words(spark, report, feed, origins, counted_path)
+    if check_words:
+        _check_words(spark, report, feed, origins, counted_path)
     return report
 
 
