@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from ackfold import ids, status
 from ackfold.config import AppPolicy, Settings
+from ackfold.ledger_lock import ledger_lock
 from ackfold.ledger_reader import hex64
 from ackfold.sources import Outbound, Sent, SourceQueue, dead_letter_attributes
 from ackfold.tables import DEAD_LETTERS, REPLAY_LOG, ROOT_STATE, ROOTS, Ledger
@@ -385,38 +386,42 @@ class Replayer:
             self._append_log(plan, new, PLANNED, dry_run=True)
             summary.seconds = time.monotonic() - started
             return summary
-        logged_at = self._append_log(plan, new, PLANNED)
-        plan.sends = [replace(p, planned_at=logged_at) if p.state == NEW else p for p in plan.sends]
-        done = [p for p in plan.sends if p.state == SENT]
-        summary.already_sent = len(done)
-        pending = plan.to_send
-        chunk = self.settings.replay.chunk
-        pacer = _Pacer(request.rate or self._rate(request))
-        delivered: list[Planned] = list(done)
-        results: dict[int, Sent] = {}
-        for start in range(0, len(pending), chunk):
-            batch = pending[start : start + chunk]
-            results.update(self._send_with_retries(batch, pacer))
-            if after_send:
-                after_send([results[p.root_id] for p in batch])
-            # The mark is what keeps a re-run from sending again: one commit per chunk.
-            self._mark(plan, batch, results)
-            ok = [p for p in batch if results[p.root_id].ok]
-            delivered.extend(ok)
-            summary.sent += sum(1 for p in ok if p.action == REPLAY)
-            summary.dead_lettered += sum(1 for p in ok if p.action == DEAD_LETTER)
-            summary.resent += sum(1 for p in ok if p.state == UNSENT)
-            failed = [results[p.root_id] for p in batch if not results[p.root_id].ok]
-            if progress:
-                progress(start + len(batch), len(pending))
-            if failed:
-                summary.last_error = failed[-1].error
-                summary.not_sent = len(pending) - start - len(ok)
-                break  # the queue is down or refusing: the rest stays planned in the log
-        # Statuses once per run: a crash before this leaves marked sends, which the next
-        # run's plan finds (state SENT) and finishes without sending them again.
-        self._bookkeep(delivered, results)
-        summary.seconds = time.monotonic() - started
+        # Sends happen once, in order; the bookkeeping MERGE must not race a reconcile.
+        with ledger_lock(self.settings.var_dir, f"replay {plan.replay_id}"):
+            logged_at = self._append_log(plan, new, PLANNED)
+            plan.sends = [
+                replace(p, planned_at=logged_at) if p.state == NEW else p for p in plan.sends
+            ]
+            done = [p for p in plan.sends if p.state == SENT]
+            summary.already_sent = len(done)
+            pending = plan.to_send
+            chunk = self.settings.replay.chunk
+            pacer = _Pacer(request.rate or self._rate(request))
+            delivered: list[Planned] = list(done)
+            results: dict[int, Sent] = {}
+            for start in range(0, len(pending), chunk):
+                batch = pending[start : start + chunk]
+                results.update(self._send_with_retries(batch, pacer))
+                if after_send:
+                    after_send([results[p.root_id] for p in batch])
+                # The mark is what keeps a re-run from sending again: one commit per chunk.
+                self._mark(plan, batch, results)
+                ok = [p for p in batch if results[p.root_id].ok]
+                delivered.extend(ok)
+                summary.sent += sum(1 for p in ok if p.action == REPLAY)
+                summary.dead_lettered += sum(1 for p in ok if p.action == DEAD_LETTER)
+                summary.resent += sum(1 for p in ok if p.state == UNSENT)
+                failed = [results[p.root_id] for p in batch if not results[p.root_id].ok]
+                if progress:
+                    progress(start + len(batch), len(pending))
+                if failed:
+                    summary.last_error = failed[-1].error
+                    summary.not_sent = len(pending) - start - len(ok)
+                    break  # the queue is down or refusing: the rest stays planned in the log
+            # Statuses once per run: a crash before this leaves marked sends, which the next
+            # run's plan finds (state SENT) and finishes without sending them again.
+            self._bookkeep(delivered, results)
+            summary.seconds = time.monotonic() - started
         log.info("replay %s: %s", plan.replay_id, json.dumps(summary.as_dict(), default=str))
         return summary
 

@@ -1,0 +1,108 @@
+"""One writer of `root_state` at a time on this host: reconcile, replay and maintenance.
+
+Each of them rewrites `root_state` rows with a MERGE. Delta resolves two concurrent MERGEs
+into the same files by failing one of them (`ConcurrentAppendException`), which would
+cost a task retry and a wasted Spark job. So they take this lock first: an exclusive
+`flock` on `<var_dir>/run/ledger.lock`, which the kernel releases if the holder dies, so
+a killed process never leaves it held. The file names the holder for the waiting side.
+
+The lock is per host, which is what `make run`, the demo and a single Airflow worker
+need. On a cluster where several workers run these tasks, give the ackfold DAGs one
+Airflow pool with a single slot instead (see the README's operations section).
+
+Example:
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> with ledger_lock(Path(tempfile.mkdtemp()), "doctest"):
+    ...     with ledger_lock(Path("unused"), "nested"):  # re-entrant within a process
+    ...         pass
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO, Final
+
+DEFAULT_WAIT: Final = 3600.0  # seconds: longer than any reconcile or replay run
+_POLL: Final = 0.5
+
+_held = threading.local()
+
+
+class LedgerBusy(TimeoutError):
+    """Another reconcile, replay or maintenance run held the ledger lock for too long."""
+
+
+def lock_path(var_dir: Path) -> Path:
+    return var_dir / "run" / "ledger.lock"
+
+
+@contextmanager
+def ledger_lock(
+    var_dir: Path,
+    holder: str,
+    *,
+    wait: float = DEFAULT_WAIT,
+    say: Callable[[str], None] | None = None,
+) -> Iterator[None]:
+    """Hold the ledger lock of `var_dir` for the block; re-entrant within a thread.
+
+    Waits up to `wait` seconds for another holder (saying once who it is), then raises
+    `LedgerBusy` naming the holder.
+    """
+    if getattr(_held, "depth", 0):
+        _held.depth += 1
+        try:
+            yield
+        finally:
+            _held.depth -= 1
+        return
+    path = lock_path(var_dir)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a+") as handle:
+        _acquire(handle, path, wait, say)
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"{holder} (pid {os.getpid()})\n")
+        handle.flush()
+        _held.depth = 1
+        try:
+            yield
+        finally:
+            _held.depth = 0
+            handle.truncate(0)
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _acquire(handle: IO[str], path: Path, wait: float, say: Callable[[str], None] | None) -> None:
+    deadline = time.monotonic() + wait
+    told = False
+    while True:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            holder = _holder(path)
+            if time.monotonic() >= deadline:
+                raise LedgerBusy(
+                    f"the ledger is busy: {holder} has held {path} for more than {wait:g}s; "
+                    "wait for it to finish, or stop it if it hangs"
+                ) from None
+            if say is not None and not told:
+                say(f"waiting for {holder} to release the ledger ({path}) ...")
+                told = True
+            time.sleep(_POLL)
+
+
+def _holder(path: Path) -> str:
+    try:
+        text = path.read_text().strip()
+    except OSError:
+        text = ""
+    return text or "another process"

@@ -1,0 +1,61 @@
+"""The ledger lock serializes writers across processes, names its holder, and dies with it."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from ackfold.ledger_lock import LedgerBusy, ledger_lock, lock_path
+
+_HOLD = """
+import sys, time
+from pathlib import Path
+from ackfold.ledger_lock import ledger_lock
+with ledger_lock(Path(sys.argv[1]), "reconcile run 7"):
+    print("held", flush=True)
+    time.sleep(60)
+"""
+
+
+def _holder(var: Path) -> subprocess.Popen[str]:
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _HOLD, str(var)], stdout=subprocess.PIPE, text=True
+    )
+    assert proc.stdout is not None
+    assert proc.stdout.readline().strip() == "held"
+    return proc
+
+
+def test_a_second_process_waits_names_the_holder_and_gives_up(tmp_path: Path) -> None:
+    proc = _holder(tmp_path)
+    said: list[str] = []
+    try:
+        started = time.monotonic()
+        busy = pytest.raises(LedgerBusy, match=r"reconcile run 7 \(pid \d+\) has held")
+        with busy, ledger_lock(tmp_path, "replay", wait=1.0, say=said.append):
+            pytest.fail("the lock was taken twice")
+        assert time.monotonic() - started >= 1.0
+        assert len(said) == 1
+        assert "waiting for reconcile run 7" in said[0]
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_a_killed_holder_releases_the_lock(tmp_path: Path) -> None:
+    proc = _holder(tmp_path)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    with ledger_lock(tmp_path, "replay", wait=5.0):
+        assert "replay (pid" in lock_path(tmp_path).read_text()
+    assert lock_path(tmp_path).read_text() == ""
+
+
+def test_the_lock_is_reentrant_within_a_thread(tmp_path: Path) -> None:
+    with ledger_lock(tmp_path, "reconcile"), ledger_lock(tmp_path, "replay", wait=0.1):
+        assert "reconcile" in lock_path(tmp_path).read_text()
