@@ -4,15 +4,17 @@ then run the automatic replay (each app's policy: attempts, backoff, rate).
     spark-submit spark_apps/reconcile.py [--app APP] [--now ISO-TIME] [--no-replay]
 
 Prints the run's JSON summary (with the replay's under "replay") on the last line of stdout.
+Exits 1 with one line on stderr if replay messages could not be sent.
 """
 
 import argparse
 import json
+import sys
 
 from ackfold.config import load_settings
 from ackfold.ledger_reader import parse_time
 from ackfold.reconcile import check_app_name, reconcile
-from ackfold.replay import ReplayRequest, replay
+from ackfold.replay import ReplayError, ReplayRequest, replay
 from ackfold.spark import get_spark
 
 if __name__ == "__main__":
@@ -26,6 +28,12 @@ if __name__ == "__main__":
     summary = reconcile(spark, settings, now=args.now, app=args.app)
     if not args.no_replay:
         request = ReplayRequest(automatic=True, app=args.app, requested_by="auto")
-        summary["replay"] = replay(spark, settings, request, now=args.now).as_dict()
+        try:
+            summary["replay"] = replay(spark, settings, request, now=args.now).as_dict()
+        except ReplayError as exc:
+            print(json.dumps(summary, sort_keys=True), flush=True)
+            print(f"ackfold reconcile: {exc}", file=sys.stderr, flush=True)
+            spark.stop()
+            sys.exit(1)
     print(json.dumps(summary, sort_keys=True), flush=True)
     spark.stop()

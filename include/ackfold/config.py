@@ -17,7 +17,7 @@ import os
 import re
 from datetime import timedelta
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Final, Literal
 
 from pydantic import (
     AfterValidator,
@@ -162,9 +162,37 @@ class KafkaSettings(_Section):
         return value
 
 
+_PRESETS = ("@hourly", "@daily", "@weekly", "@monthly", "@quarterly", "@yearly")
+_CRON_FIELD = re.compile(r"^[0-9A-Za-z*/,\-?LW#]+$")
+
+
+def _schedule(value: str) -> str:
+    # Airflow parses the cron itself; this catches the typos that would otherwise surface
+    # as a DAG import error in the UI rather than at start-up.
+    fields = value.split()
+    if value in _PRESETS or (len(fields) == 5 and all(_CRON_FIELD.match(f) for f in fields)):
+        return value
+    raise ValueError(
+        f"{value!r} is not a schedule: use a 5-field cron such as '*/5 * * * *' or one of "
+        + ", ".join(_PRESETS)
+    )
+
+
+Schedule = Annotated[str, AfterValidator(_schedule)]
+
+
 class AirflowSettings(_Section):
+    """The embedded Airflow, and when ackfold's DAGs run.
+
+    - `reconcile_schedule`: `ackfold_reconcile` (each successful run triggers
+      `ackfold_replay`); a cron or a preset such as `@hourly`.
+    - `maintenance_schedule`: `ackfold_maintenance` (OPTIMIZE, retention, VACUUM).
+    """
+
     port: int = Field(8080, ge=1, le=65535)
     admin_user: str = Field("admin", min_length=1)
+    reconcile_schedule: Schedule = "*/5 * * * *"
+    maintenance_schedule: Schedule = "@daily"
 
 
 class AppPolicy(_Section):
@@ -199,15 +227,18 @@ class FaultSettings(_Section):
 
     `drop` and `fail` map a stage to the fraction of its input tuples it silently drops
     (no ack: the root times out) or explicitly fails. `poison` messages are malformed and
-    fail on every attempt. `slow` makes a stage sleep once per micro-batch. `kill` names
-    stages whose streaming query dies once, mid-batch (after its outputs, before its acks),
-    and is restarted from its checkpoint.
+    fail on every attempt. `stuck` messages meet an outage: they fail at the first stage
+    on every automatic attempt, are dead-lettered, and go through when someone replays
+    them by hand (from the UI or `ackfold replay`). `slow` makes a stage sleep once per
+    micro-batch. `kill` names stages whose streaming query dies once, mid-batch (after its
+    outputs, before its acks), and is restarted from its checkpoint.
     """
 
     seed: int = 0
     drop: dict[str, float] = Field(default_factory=dict)
     fail: dict[str, float] = Field(default_factory=dict)
     poison: int = Field(0, ge=0)
+    stuck: int = Field(0, ge=0)
     slow: dict[str, Duration] = Field(default_factory=dict)
     kill: tuple[str, ...] = ()
 
@@ -228,6 +259,8 @@ class FaultSettings(_Section):
         parts += [f"fail {f:.0%} at {s}" for s, f in self.fail.items() if f]
         if self.poison:
             parts.append(f"{self.poison} poison")
+        if self.stuck:
+            parts.append(f"{self.stuck} stuck until replayed by hand")
         parts += [f"{s} slow by {d.total_seconds():g}s a batch" for s, d in self.slow.items()]
         parts += [f"{s} query killed once" for s in self.kill]
         return f"seed {self.seed}: " + (", ".join(parts) or "no faults")
@@ -237,12 +270,12 @@ class DemoSettings(_Section):
     """`ackfold demo` (and `make run`): the word-count app on SQS, fed from a bundled text.
 
     The demo app's own policy (timeout, attempts, backoff) is `apps.wordcount`, with
-    defaults suited to a demo where unset (`ackfold.demo.wordcount.DEMO_POLICY`).
+    defaults suited to a demo where unset (`DEMO_APP_POLICY`).
     """
 
     messages: int = Field(2000, ge=1, le=1_000_000)
     faults: FaultSettings = FaultSettings(
-        seed=1, drop={"split": 0.05}, fail={"split": 0.02}, poison=3, kill=("count",)
+        seed=1, drop={"split": 0.05}, fail={"split": 0.02}, poison=3, stuck=2, kill=("count",)
     )
     # Reconcile-and-replay cycles before the demo gives up waiting for every root to settle.
     max_cycles: int = Field(30, ge=1)
@@ -274,6 +307,83 @@ class ReplaySettings(_Section):
     send_backoff: Duration = timedelta(seconds=1)
 
 
+class UiSettings(_Section):
+    """The Reliability UI (the Airflow plugin `plugins/ackfold_ui.py`).
+
+    - `payload_preview_chars`: the most payload characters a root page shows (0: none).
+    - `redact_keys`: JSON keys (any depth, case-insensitive) whose values are masked.
+    - `redact_patterns`: regular expressions whose matches are masked anywhere in a payload.
+    - `page_size`: roots per page of the tables, unless the user picks another size.
+    - `replay_max_roots`: the most roots one replay from the UI sends, by id (the manual
+      replay DAG takes at most 1000 ids).
+    """
+
+    payload_preview_chars: int = Field(500, ge=0, le=100_000)
+    redact_keys: tuple[str, ...] = ("password", "secret", "token", "api_key", "authorization")
+    redact_patterns: tuple[str, ...] = ()
+    page_size: int = Field(50, ge=1, le=500)
+    replay_max_roots: int = Field(1000, ge=1, le=1000)
+
+    @field_validator("redact_patterns")
+    @classmethod
+    def _regexes(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for pattern in value:
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise ValueError(f"{pattern!r} is not a regular expression: {exc}") from None
+        return value
+
+
+class MaintenanceSettings(_Section):
+    """What `ackfold_maintenance` keeps.
+
+    - `retention`: the `ack_events` of a root that completed (or completed late) and has
+      had no event for this long are deleted; its `roots` and `root_state` rows stay.
+      Roots in any other status keep every event. It must exceed `reconcile.lookback`,
+      so that no event a reconcile may still read is deleted.
+    - `vacuum_retention`: VACUUM removes files unreferenced for this long. Delta refuses
+      less than its 7-day default (a running stream or a reader may still need them).
+    """
+
+    retention: Duration = timedelta(days=30)
+    vacuum_retention: Duration = timedelta(days=7)
+
+    @field_validator("vacuum_retention")
+    @classmethod
+    def _delta_minimum(cls, value: timedelta) -> timedelta:
+        if value < timedelta(days=7):
+            raise ValueError(f"must be at least 7d (Delta's safety minimum), not {_seconds(value)}")
+        return value
+
+
+# The word-count demo app's policy (`ackfold.demo.wordcount`), part of the defaults so that
+# the CLI, the DAGs and the demo all see it: short enough for the demo to settle in
+# minutes, and five attempts so that a sentence the faults hit by chance is dead-lettered
+# about once in half a million (0.07 ** 5), unlike a poison message.
+DEMO_APP: Final = "wordcount"
+DEMO_APP_POLICY: Final = AppOverrides(
+    timeout=timedelta(seconds=10),
+    max_attempts=5,
+    replay_backoff=timedelta(milliseconds=200),
+    replay_rate=1000.0,
+    source="sqs",
+    source_queue="wordcount-sentences",
+    stages=("split", "count"),
+)
+
+
+def with_app_defaults(
+    apps: dict[str, AppOverrides], app: str = DEMO_APP, policy: AppOverrides = DEMO_APP_POLICY
+) -> dict[str, AppOverrides]:
+    """`apps` with `policy` filled in where `apps[app]` leaves a field unset."""
+    merged = policy.model_dump()
+    mine = apps.get(app)
+    if mine is not None:
+        merged.update(mine.model_dump(exclude_none=True, exclude_defaults=True))
+    return {**apps, app: AppOverrides(**merged)}
+
+
 class Settings(BaseSettings):
     """Every ackfold setting. Build it with `load_settings()`, which explains bad values."""
 
@@ -295,8 +405,28 @@ class Settings(BaseSettings):
     reconcile: ReconcileSettings = ReconcileSettings()
     replay: ReplaySettings = ReplaySettings()
     defaults: AppPolicy = AppPolicy()
-    apps: dict[str, AppOverrides] = Field(default_factory=dict)
+    # Per-app policies. `wordcount` (the demo app) is always present: a field its entry
+    # leaves unset takes the demo's value (DEMO_APP_POLICY), not the global default.
+    apps: dict[str, AppOverrides] = Field(default_factory=dict, validate_default=True)
     demo: DemoSettings = DemoSettings()
+    maintenance: MaintenanceSettings = MaintenanceSettings()
+
+    @field_validator("apps")
+    @classmethod
+    def _demo_app_policy(cls, value: dict[str, AppOverrides]) -> dict[str, AppOverrides]:
+        return with_app_defaults(value)
+
+    @model_validator(mode="after")
+    def _retention_outlasts_lookback(self) -> Settings:
+        if self.maintenance.retention <= self.reconcile.lookback:
+            raise ValueError(
+                f"maintenance.retention ({self.maintenance.retention}) must exceed "
+                f"reconcile.lookback ({self.reconcile.lookback}): a reconcile may still read "
+                "events younger than the lookback"
+            )
+        return self
+
+    ui: UiSettings = UiSettings()
 
     @model_validator(mode="after")
     def _lookback_covers_timeouts(self) -> Settings:

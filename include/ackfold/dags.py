@@ -1,7 +1,9 @@
-"""What ackfold's DAG files share: default arguments, the failure hook, spark-submit settings.
+"""What ackfold's DAG files share: default arguments, the failure hook, spark-submit
+settings, the `root_state` asset, the manual replay's form and task bodies.
 
 DAG files stay declarations; everything they compute comes from here, so tests can call
-it without a scheduler.
+it without a scheduler. Airflow is imported inside the functions that need it: the CLI
+imports this module too.
 """
 
 from __future__ import annotations
@@ -11,16 +13,22 @@ import logging
 import sys
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Final
 
 from ackfold.config import Settings, load_settings
 from ackfold.spark import spark_conf, spark_jars
+
+if TYPE_CHECKING:
+    from airflow.sdk import Asset, Param
 
 log = logging.getLogger("ackfold.dags")
 
 PROJECT_DIR = Path(__file__).resolve().parents[2]
 SPARK_APPS = PROJECT_DIR / "spark_apps"
 SPARK_CONN_ID = "spark_default"
+ROOT_STATE_ASSET_NAME: Final = "ackfold_root_state"
+# The sends a manual replay's return value lists (all of them are in the task log).
+SHOWN_SENDS: Final = 50
 
 
 def on_failure(context: dict[str, Any]) -> None:
@@ -89,3 +97,171 @@ def spark_submit_kwargs(
         "application_args": args or [],
         "verbose": False,
     }
+
+
+def root_state_asset(settings: Settings | None = None) -> Asset:
+    """The `root_state` table as an Airflow asset: `ackfold_reconcile` updates it, and each
+    update triggers `ackfold_replay`. Its URI is the table's location (`file://` for a
+    local warehouse; Airflow keeps other schemes, such as `s3a://`, as they are)."""
+    from airflow.sdk import Asset
+
+    from ackfold.tables import ROOT_STATE, Ledger
+
+    settings = settings or load_settings()
+    path = Ledger(settings.table_root).path(ROOT_STATE)
+    uri = path if "://" in path else Path(path).as_uri()
+    return Asset(name=ROOT_STATE_ASSET_NAME, uri=uri, group="ackfold")
+
+
+def manual_replay_params(settings: Settings | None = None) -> dict[str, Param]:
+    """The form of `ackfold_manual_replay`: one Param per `replay_params.CONF_KEYS`, with
+    the defaults `parse_replay_conf` applies to a missing key."""
+    from airflow.sdk import Param
+
+    from ackfold.replay import DEFAULT_STATUSES, REPLAYABLE
+    from ackfold.replay_params import MAX_ROOT_IDS
+
+    settings = settings or load_settings()
+    which, how = "Which roots", "How to send"
+    return {
+        "root_ids": Param(
+            [],
+            type="array",
+            items={"type": "string", "pattern": r"^\s*([+-]?\d+|0[xX][0-9a-fA-F]{1,16})\s*$"},
+            maxItems=MAX_ROOT_IDS,
+            title="Root ids",
+            description="One per line: the decimal id `ackfold roots` lists, or its 0x hex "
+            "form. Empty: every root the filters below select.",
+            section=which,
+        ),
+        "app": Param(
+            None,
+            type=["null", "string"],
+            enum=[None, *sorted(settings.apps)],
+            title="App",
+            description="Only roots of this app (empty: any app).",
+            section=which,
+        ),
+        "statuses": Param(
+            list(DEFAULT_STATUSES),
+            type="array",
+            items={"type": "string", "enum": list(REPLAYABLE)},
+            minItems=1,
+            uniqueItems=True,
+            title="Statuses",
+            description="Roots in these statuses. `dead_lettered` brings dead letters back.",
+            section=which,
+        ),
+        "since": Param(
+            None,
+            type=["null", "string"],
+            format="date-time",
+            title="Status changed since",
+            description="ISO-8601, e.g. 2026-11-22T10:00:00Z (empty: no lower bound).",
+            section=which,
+        ),
+        "until": Param(
+            None,
+            type=["null", "string"],
+            format="date-time",
+            title="Status changed before",
+            description="ISO-8601 (empty: no upper bound).",
+            section=which,
+        ),
+        "limit": Param(
+            None,
+            type=["null", "integer"],
+            minimum=1,
+            title="Limit",
+            description="At most this many roots, oldest status change first. Required to "
+            "send when no root id, app or time range narrows the request.",
+            section=which,
+        ),
+        "rate": Param(
+            None,
+            type=["null", "number"],
+            exclusiveMinimum=0,
+            title="Rate (messages/s)",
+            description="Empty: the app's `replay_rate`.",
+            section=how,
+        ),
+        "dry_run": Param(
+            True,
+            type="boolean",
+            title="Dry run",
+            description="Plan and log what would be sent, send nothing. Untick to send.",
+            section=how,
+        ),
+    }
+
+
+def requester(dag_run: Any) -> str:
+    """`requested_by` of a manual replay: the Airflow user who triggered the run."""
+    user = getattr(dag_run, "triggering_user_name", None)
+    return f"airflow:{user}" if user else "airflow"
+
+
+def validate_manual_conf(
+    conf: dict[str, Any] | None, settings: Settings | None = None
+) -> dict[str, Any]:
+    """The `validate` task: the run's conf, checked and normalized (what the replay task
+    runs). A bad conf fails the task at once, without retries: it will not get better."""
+    from airflow.sdk.exceptions import AirflowFailException
+
+    from ackfold.replay_params import ReplayParamsError, conf_from_request, parse_replay_conf
+
+    settings = settings or load_settings()
+    try:
+        request = parse_replay_conf(conf or {}, apps=list(settings.apps))
+    except ReplayParamsError as exc:
+        raise AirflowFailException(str(exc)) from None
+    return conf_from_request(request)
+
+
+def run_manual_replay(
+    conf: dict[str, Any], requested_by: str, settings: Settings | None = None
+) -> dict[str, Any]:
+    """The `replay` task: plan, log each send (root, status, target; never a payload),
+    execute, and return the summary (with the first `SHOWN_SENDS` sends listed)."""
+    from airflow.sdk.exceptions import AirflowFailException
+
+    from ackfold.ledger_reader import hex64
+    from ackfold.replay import Replayer, UnknownRoots, unsent_error
+    from ackfold.replay_params import parse_replay_conf
+    from ackfold.spark import get_spark
+
+    settings = settings or load_settings()
+    request = parse_replay_conf(conf, apps=list(settings.apps), requested_by=requested_by)
+    replayer = Replayer(get_spark(settings, app_name="ackfold-manual-replay"), settings)
+    try:
+        plan = replayer.plan(request)
+    except UnknownRoots as exc:
+        raise AirflowFailException(str(exc)) from None
+    verb = "would send" if request.dry_run else "sending"
+    sends = [
+        {
+            "root_id": hex64(p.root_id),
+            "app": p.app,
+            "status": p.prior_status,
+            "action": p.action,
+            "attempt": p.attempt,
+            "target": p.target,
+            "state": p.state,
+        }
+        for p in plan.sends
+    ]
+    log.info(
+        "manual replay by %s: %s; %d selected", requested_by, request.describe(), plan.selected
+    )
+    for send in sends:
+        log.info("%s %s", verb, json.dumps(send))
+    for reason, count in sorted(plan.skipped.items()):
+        log.info("skipping %d root(s): %s", count, reason)
+    summary = replayer.execute(plan)
+    result = summary.as_dict()
+    result["sends"] = sends[:SHOWN_SENDS]
+    result["sends_not_shown"] = max(0, len(sends) - SHOWN_SENDS)
+    log.info("manual replay summary: %s", json.dumps(summary.as_dict(), default=str))
+    if summary.not_sent:
+        raise unsent_error(summary)
+    return result

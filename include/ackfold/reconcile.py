@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from ackfold import status
 from ackfold.config import AppPolicy, Settings
+from ackfold.ledger_lock import ledger_lock
 from ackfold.tables import ACK_EVENTS, ROOT_STATE, ROOTS, UNMATCHED_EVENTS, Ledger
 
 if TYPE_CHECKING:
@@ -164,8 +165,12 @@ class Reconciler:
 
     def run(self) -> dict[str, Any]:
         self.ledger.create(self.spark)
-        events = self.spark.readStream.format("delta").option(
-            "maxBytesPerTrigger", self.settings.reconcile.max_bytes_per_batch
+        events = (
+            self.spark.readStream.format("delta")
+            .option("maxBytesPerTrigger", self.settings.reconcile.max_bytes_per_batch)
+            # Maintenance deletes the events of long-completed roots: a commit that removes
+            # rows is no new event, and must not stop the stream.
+            .option("skipChangeCommits", "true")
         )
         stream = events.load(self.ledger.path(ACK_EVENTS))
         if self.app:
@@ -472,5 +477,10 @@ def reconcile(
     now: datetime | None = None,
     app: str | None = None,
 ) -> dict[str, Any]:
-    """Fold the events new since the last run into root_state and return a summary."""
-    return Reconciler(spark, settings, now=now, app=app).run()
+    """Fold the events new since the last run into root_state and return a summary.
+
+    Holds the ledger lock (`ackfold.ledger_lock`): a replay's or another reconcile's MERGE
+    into root_state would make one of the two fail on Delta's conflict check."""
+    holder = f"reconcile --app {app}" if app else "reconcile"
+    with ledger_lock(settings.var_dir, holder, say=log.info):
+        return Reconciler(spark, settings, now=now, app=app).run()

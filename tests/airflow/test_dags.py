@@ -1,4 +1,5 @@
-"""The DAG files import cleanly, and ackfold_smoke runs a real spark-submit to success."""
+"""The DAG files import cleanly and declare what they promise (schedules, tasks, forms),
+and ackfold_smoke runs a real spark-submit to success."""
 
 from __future__ import annotations
 
@@ -17,15 +18,23 @@ def dagbag():  # type: ignore[no-untyped-def]
     return DagBag(dag_folder=str(PROJECT_DIR / "dags"))
 
 
+OURS = (
+    "ackfold_smoke", "ackfold_reconcile", "ackfold_replay", "ackfold_manual_replay",
+    "ackfold_maintenance",
+)  # fmt: skip
+
+
 def test_every_dag_file_imports_without_errors(dagbag) -> None:  # type: ignore[no-untyped-def]
     assert dagbag.import_errors == {}
-    assert "ackfold_smoke" in dagbag.dags
+    assert set(OURS) <= set(dagbag.dags)
 
 
 def test_every_dag_is_documented_tagged_and_retried(dagbag) -> None:  # type: ignore[no-untyped-def]
     for dag_id, dag in dagbag.dags.items():
         assert dag.doc_md, f"{dag_id} has no doc_md"
         assert "ackfold" in dag.tags, f"{dag_id} is not tagged ackfold"
+        assert len(dag.tags) >= 2, f"{dag_id} has no specific tag"
+        assert dag.is_paused_upon_creation is False, f"{dag_id} would start paused"
         for task in dag.tasks:
             assert task.retries >= 1, f"{dag_id}.{task.task_id} never retries"
             assert task.on_failure_callback, f"{dag_id}.{task.task_id} has no failure hook"
@@ -49,3 +58,89 @@ def test_smoke_dag_runs_to_success_with_a_real_spark_submit(dagbag) -> None:  # 
     assert run.state == DagRunState.SUCCESS
     table = deltalake.DeltaTable(f"{SETTINGS.table_root}/smoke").to_pandas()
     assert dict(zip(table["word"], table["n"], strict=True)) == {"storm": 1, "spark": 3, "delta": 1}
+
+
+def _submits(task, app: str, args: list[str]) -> None:  # type: ignore[no-untyped-def]
+    assert task.task_type == "SparkSubmitOperator"
+    assert task._conn_id == "spark_default"
+    assert Path(task.application) == PROJECT_DIR / "spark_apps" / app
+    assert task.application_args == args
+    assert (PROJECT_DIR / "spark_apps" / app).is_file()
+
+
+def test_reconcile_runs_on_the_configured_cron_and_updates_the_root_state_asset(
+    dagbag,  # type: ignore[no-untyped-def]
+) -> None:
+    from ackfold.dags import root_state_asset
+
+    dag = dagbag.dags["ackfold_reconcile"]
+    assert dag.schedule == SETTINGS.airflow.reconcile_schedule == "*/5 * * * *"
+    assert dag.catchup is False
+    assert dag.max_active_runs == 1
+    (task,) = dag.tasks
+    assert task.task_id == "reconcile"
+    _submits(task, "reconcile.py", ["--no-replay"])
+    asset = root_state_asset(SETTINGS)
+    assert task.outlets == [asset]
+    assert asset.name == "ackfold_root_state"
+    assert asset.uri == f"file://{SETTINGS.table_root}/root_state"
+
+
+def test_replay_is_scheduled_on_the_root_state_asset(dagbag) -> None:  # type: ignore[no-untyped-def]
+    from airflow.sdk.definitions.timetables.assets import AssetTriggeredTimetable
+
+    from ackfold.dags import root_state_asset
+
+    dag = dagbag.dags["ackfold_replay"]
+    assert isinstance(dag.timetable, AssetTriggeredTimetable)
+    assert list(dag.schedule) == [root_state_asset(SETTINGS)]
+    assert dag.max_active_runs == 1
+    (task,) = dag.tasks
+    _submits(task, "replay.py", ["--auto"])
+
+
+def test_maintenance_runs_daily_by_default(dagbag) -> None:  # type: ignore[no-untyped-def]
+    dag = dagbag.dags["ackfold_maintenance"]
+    assert dag.schedule == SETTINGS.airflow.maintenance_schedule == "@daily"
+    assert dag.catchup is False
+    (task,) = dag.tasks
+    _submits(task, "maintenance.py", [])
+
+
+def test_manual_replay_is_triggered_only_and_validates_before_it_replays(
+    dagbag,  # type: ignore[no-untyped-def]
+) -> None:
+    dag = dagbag.dags["ackfold_manual_replay"]
+    assert dag.schedule is None
+    assert {t.task_id: t.task_type for t in dag.tasks} == {
+        "validate": "_PythonDecoratedOperator",
+        "replay": "_PythonDecoratedOperator",
+    }
+    assert dag.get_task("validate").downstream_task_ids == {"replay"}
+    assert dag.get_task("replay").upstream_task_ids == {"validate"}
+
+
+def test_manual_replay_form_defaults_to_a_dry_run_and_matches_the_library(
+    dagbag,  # type: ignore[no-untyped-def]
+) -> None:
+    from airflow.sdk.exceptions import ParamValidationError
+
+    from ackfold.replay_params import CONF_KEYS, parse_replay_conf
+
+    params = dagbag.dags["ackfold_manual_replay"].params
+    assert tuple(params) == CONF_KEYS
+    assert params.get_param("dry_run").value is True
+    form = {key: params.get_param(key).value for key in CONF_KEYS}
+    apps = list(SETTINGS.apps)
+    assert parse_replay_conf(form, apps=apps) == parse_replay_conf({}, apps=apps)
+    assert params.get_param("app").schema["enum"] == [None, "wordcount"]
+    for key in CONF_KEYS:
+        param = params.get_param(key)
+        assert param.schema.get("title"), key
+        assert param.description, key
+    # The form's JSON schema refuses what it can see is wrong.
+    for key, bad in (("root_ids", ["12abc"]), ("root_ids", [42]), ("limit", 0),
+                     ("rate", 0), ("statuses", ["completed"]), ("app", "nope")):  # fmt: skip
+        with pytest.raises(ParamValidationError):
+            params.get_param(key).resolve(bad)
+    params.get_param("root_ids").resolve(["-42", "0x2a"])

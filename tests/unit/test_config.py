@@ -29,15 +29,45 @@ def test_environment_overrides_nested_settings(monkeypatch: pytest.MonkeyPatch) 
 
 def test_yaml_file_sets_per_app_policy_on_top_of_defaults(tmp_path: Path) -> None:
     (tmp_path / "ackfold.yaml").write_text(
-        "defaults: {timeout: 10m, max_attempts: 5}\n"
-        "apps:\n  wordcount: {timeout: 1m, idle_timeout: 20s}\n"
+        "defaults: {timeout: 10m, max_attempts: 4}\n"
+        "apps:\n  orders: {timeout: 1m, idle_timeout: 20s}\n"
+    )
+    settings = load_settings()
+    policy = settings.app("orders")
+    assert policy.timeout == timedelta(minutes=1)
+    assert policy.idle_timeout == timedelta(seconds=20)
+    assert policy.max_attempts == 4
+    assert settings.app("other").timeout == timedelta(minutes=10)
+
+
+def test_the_demo_app_policy_is_part_of_the_defaults() -> None:
+    from ackfold.config import DEMO_APP_POLICY
+
+    settings = load_settings()
+    assert list(settings.apps) == ["wordcount"]
+    assert settings.apps["wordcount"] == DEMO_APP_POLICY
+    policy = settings.app("wordcount")
+    assert policy.timeout == timedelta(seconds=10)
+    assert policy.max_attempts == 5
+
+
+def test_a_wordcount_entry_overrides_the_demo_policy_field_by_field(tmp_path: Path) -> None:
+    from ackfold.demo.wordcount import with_demo_policy
+
+    (tmp_path / "ackfold.yaml").write_text(
+        "defaults: {max_attempts: 2}\n"
+        "apps:\n  wordcount: {timeout: 1m, idle_timeout: 20s}\n  orders: {}\n"
     )
     settings = load_settings()
     policy = settings.app("wordcount")
     assert policy.timeout == timedelta(minutes=1)
     assert policy.idle_timeout == timedelta(seconds=20)
-    assert policy.max_attempts == 5
-    assert settings.app("other").timeout == timedelta(minutes=10)
+    assert policy.max_attempts == 5, "the demo's, not defaults.max_attempts"
+    assert settings.apps["wordcount"].source_queue == "wordcount-sentences"
+    assert settings.app("orders").max_attempts == 2
+    # The demo's own helper agrees, and applies the policy to another app name.
+    assert with_demo_policy(settings).app("wordcount") == policy
+    assert with_demo_policy(settings, "wc2").app("wc2").max_attempts == 5
 
 
 def test_environment_beats_the_yaml_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -62,6 +92,11 @@ def test_environment_beats_the_yaml_file(tmp_path: Path, monkeypatch: pytest.Mon
         ("ACKFOLD_SQS__ENDPOINT_URL", "localhost:9324", "sqs.endpoint_url"),
         ("ACKFOLD_KAFKA__BOOTSTRAP_SERVERS", "broker-without-port", "kafka.bootstrap_servers"),
         ("ACKFOLD_AIRFLOW__PORT", "70000", "airflow.port"),
+        ("ACKFOLD_AIRFLOW__RECONCILE_SCHEDULE", "every 5 min", "airflow.reconcile_schedule"),
+        ("ACKFOLD_AIRFLOW__MAINTENANCE_SCHEDULE", "@sometimes", "airflow.maintenance_schedule"),
+        ("ACKFOLD_MAINTENANCE__RETENTION", "0", "maintenance.retention"),
+        ("ACKFOLD_MAINTENANCE__VACUUM_RETENTION", "1d", "maintenance.vacuum_retention"),
+        ("ACKFOLD_MAINTENANCE__RETENTION", "1d", "must exceed reconcile.lookback"),
     ],
 )
 def test_each_invalid_setting_is_named_in_a_clear_error(
@@ -107,3 +142,15 @@ def test_a_per_app_timeout_must_be_positive(tmp_path: Path) -> None:
     (tmp_path / "ackfold.yaml").write_text("apps:\n  x: {timeout: 0}\n")
     with pytest.raises(ConfigError, match=r"apps\.x\.timeout"):
         load_settings()
+
+
+def test_dag_schedules_and_retention_have_defaults_and_take_crons(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    settings = load_settings()
+    assert settings.airflow.reconcile_schedule == "*/5 * * * *"
+    assert settings.airflow.maintenance_schedule == "@daily"
+    assert settings.maintenance.retention == timedelta(days=30)
+    assert settings.maintenance.vacuum_retention == timedelta(days=7)
+    monkeypatch.setenv("ACKFOLD_AIRFLOW__RECONCILE_SCHEDULE", "0,30 * * * 1-5")
+    assert load_settings().airflow.reconcile_schedule == "0,30 * * * 1-5"

@@ -1,0 +1,174 @@
+"""Ledger maintenance, what `ackfold_maintenance` runs daily: retention, OPTIMIZE, VACUUM.
+
+1. **Retention.** The `ack_events` of roots that are `completed` or `completed_late`, whose
+   status changed and whose last event came more than `maintenance.retention` ago, are
+   deleted. A complete tree ignores every later event (the reconciler keeps its status
+   and forgets its event hashes), so its events only serve `ackfold show` and audits; the
+   root's `roots` and `root_state` rows stay. A root in any other status keeps every
+   event: it may still complete, be replayed or be looked into. Only events older than
+   the cut-off go, so a late event of such a root goes on a later run.
+2. **OPTIMIZE.** `ack_events` and `roots` are Z-ordered by `root_id` (ids are hashes:
+   without it a point lookup reads the `root_id` column of every file); `replay_log` is
+   compacted. `root_state`, `dead_letters` and `unmatched_events` are rewritten by the
+   reconciler and the replay engine as they go.
+3. **VACUUM** every ledger table, keeping `maintenance.vacuum_retention` (Delta's 7 days
+   by default) of unreferenced files for running streams and readers. Delta 4 reads the
+   retention from the table property `delta.deletedFileRetentionDuration`, which this
+   sets where it differs.
+
+Safe with the rest of ackfold running:
+- The retention DELETE is a MERGE that rewrites files, never with deletion vectors: the
+  tables stay at reader version 1 for delta-rs (checked before and after).
+- The reconciler reads `ack_events` as a Delta stream with `skipChangeCommits`, so this
+  non-append commit does not stop it; OPTIMIZE commits carry no data change, which a
+  Delta stream skips anyway.
+- Apps' appends do not conflict with the MERGE (Delta's WriteSerializable isolation).
+
+Example:
+    >>> from ackfold.maintenance import maintain
+    >>> maintain(spark, settings)["events_deleted"]        # doctest: +SKIP
+    120440
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, Final
+
+from ackfold import status
+from ackfold.config import Settings
+from ackfold.ledger_lock import ledger_lock
+from ackfold.tables import ACK_EVENTS, REPLAY_LOG, ROOT_STATE, ROOTS, TABLES, Ledger
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+log = logging.getLogger("ackfold.maintenance")
+RETENTION_PROPERTY = "delta.deletedFileRetentionDuration"
+
+# Complete trees: every event a later reconcile could read for them is ignored.
+SETTLED: Final = (status.COMPLETED, status.COMPLETED_LATE)
+Z_ORDERED: Final = (ACK_EVENTS, ROOTS)
+COMPACTED: Final = (REPLAY_LOG,)
+
+
+class MaintenanceError(RuntimeError):
+    """A table cannot be maintained safely as it is (e.g. deletion vectors are on)."""
+
+
+def maintain(
+    spark: SparkSession, settings: Settings, *, now: datetime | None = None
+) -> dict[str, Any]:
+    """Retention, then OPTIMIZE, then VACUUM; returns what each step did. Holds the
+    ledger lock: its DELETE and OPTIMIZE rewrite files a reconcile may be merging into."""
+    with ledger_lock(settings.var_dir, "maintenance", say=log.info):
+        return _maintain(spark, settings, now)
+
+
+def _maintain(spark: SparkSession, settings: Settings, now: datetime | None) -> dict[str, Any]:
+    started = time.monotonic()
+    ledger = Ledger(settings.table_root)
+    ledger.create(spark)
+    now = (now or datetime.now(UTC)).astimezone(UTC)
+    for table in TABLES:
+        check_reader_version(spark, ledger.path(table))
+    summary = expire_events(spark, settings, now=now)
+    for table in Z_ORDERED:
+        spark.sql(f"OPTIMIZE delta.`{ledger.path(table)}` ZORDER BY (root_id)")
+    for table in COMPACTED:
+        spark.sql(f"OPTIMIZE delta.`{ledger.path(table)}`")
+    hours = round(settings.maintenance.vacuum_retention.total_seconds() / 3600)
+    for table in TABLES:
+        _vacuum(spark, ledger.path(table), hours)
+    for table in TABLES:
+        check_reader_version(spark, ledger.path(table))
+    summary["optimized"] = [*Z_ORDERED, *COMPACTED]
+    summary["vacuumed"] = list(TABLES)
+    summary["seconds"] = round(time.monotonic() - started, 1)
+    log.info("maintenance: %s", summary)
+    return summary
+
+
+def expire_events(
+    spark: SparkSession, settings: Settings, *, now: datetime | None = None
+) -> dict[str, Any]:
+    """Delete the events of roots settled before `now - maintenance.retention`."""
+    from delta.tables import DeltaTable
+    from pyspark.sql import functions as F
+
+    ledger = Ledger(settings.table_root)
+    now = (now or datetime.now(UTC)).astimezone(UTC)
+    cutoff = (now - settings.maintenance.retention).replace(tzinfo=None)
+    expired = (
+        spark.read.format("delta")
+        .load(ledger.path(ROOT_STATE))
+        .where(
+            (F.col("first_event_date") < F.lit(cutoff.date()))  # prunes partitions
+            & F.col("status").isin(*SETTLED)
+            & (F.col("status_changed_at") < F.lit(cutoff))
+            & (F.col("last_event_at") < F.lit(cutoff))
+        )
+        .select("root_id")
+        .distinct()
+        .cache()
+    )
+    try:
+        roots = expired.count()
+        deleted = 0
+        if roots:
+            events = DeltaTable.forPath(spark, ledger.path(ACK_EVENTS))
+            # The event_time bound lets file statistics skip every file written since the
+            # cut-off (appends are in time order): only old files are rewritten.
+            (
+                events.alias("t")
+                .merge(
+                    expired.alias("s"),
+                    (F.col("t.root_id") == F.col("s.root_id"))
+                    & (F.col("t.event_time") < F.lit(cutoff)),
+                )
+                .whenMatchedDelete()
+                .execute()
+            )
+            metrics = events.history(1).select("operationMetrics").first()
+            assert metrics is not None
+            deleted = int(metrics["operationMetrics"].get("numTargetRowsDeleted", 0))
+    finally:
+        expired.unpersist()
+    log.info(
+        "retention: %d event(s) of %d settled root(s) before %s deleted", deleted, roots, cutoff
+    )
+    return {
+        "retention_cutoff": cutoff.isoformat(),
+        "roots_expired": roots,
+        "events_deleted": deleted,
+    }
+
+
+def _vacuum(spark: SparkSession, path: str, hours: int) -> None:
+    """VACUUM keeping `hours` of unreferenced files. Delta 4 ignores VACUUM's RETAIN (but
+    0) and reads the table's `delta.deletedFileRetentionDuration`, so that is what is set,
+    once (a metadata-only commit, which the reconciler's stream passes)."""
+    wanted = f"interval {hours} hours"
+    detail = spark.sql(f"DESCRIBE DETAIL delta.`{path}`").first()
+    assert detail is not None
+    if (detail["properties"] or {}).get(RETENTION_PROPERTY) != wanted:
+        spark.sql(
+            f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES ('{RETENTION_PROPERTY}' = '{wanted}')"
+        )
+    spark.sql(f"VACUUM delta.`{path}`")
+
+
+def check_reader_version(spark: SparkSession, path: str) -> None:
+    """Raise `MaintenanceError` unless the table at `path` is readable by delta-rs:
+    reader version 1, and deletion vectors off (a DELETE would otherwise write them)."""
+    detail = spark.sql(f"DESCRIBE DETAIL delta.`{path}`").first()
+    assert detail is not None
+    properties = detail["properties"] or {}
+    if detail["minReaderVersion"] != 1 or properties.get("delta.enableDeletionVectors") == "true":
+        raise MaintenanceError(
+            f"{path} has reader version {detail['minReaderVersion']} or deletion vectors on: "
+            "ackfold needs reader version 1 for delta-rs; set the table property "
+            "delta.enableDeletionVectors=false and rewrite it (REORG TABLE ... APPLY (PURGE))"
+        )

@@ -1,0 +1,38 @@
+"""spark-submit entry point of `ackfold_replay`: the automatic replay, under each app's
+policy (attempts, backoff, rate), of the failed and timed-out roots a reconcile found.
+
+    spark-submit spark_apps/replay.py --auto [--app APP] [--now ISO-TIME]
+
+Prints the run's JSON summary on the last line of stdout. Exits 1 with one line on stderr
+if messages could not be sent (they stay planned in replay_log: the next run sends them).
+"""
+
+import argparse
+import json
+import sys
+
+from ackfold.config import load_settings
+from ackfold.ledger_reader import parse_time
+from ackfold.reconcile import check_app_name
+from ackfold.replay import ReplayError, ReplayRequest, replay
+from ackfold.spark import get_spark
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(prog="replay.py")
+    parser.add_argument(
+        "--auto", action="store_true", required=True, help="follow each app's replay policy"
+    )
+    parser.add_argument("--app", type=check_app_name, help="only this app's roots")
+    parser.add_argument("--now", type=lambda text: parse_time(text, "--now"))
+    args = parser.parse_args()
+    settings = load_settings()
+    spark = get_spark(settings, app_name="ackfold-replay")
+    request = ReplayRequest(automatic=True, app=args.app, requested_by="auto")
+    try:
+        summary = replay(spark, settings, request, now=args.now)
+    except ReplayError as exc:
+        print(f"ackfold replay: {exc}", file=sys.stderr, flush=True)
+        spark.stop()
+        sys.exit(1)
+    print(json.dumps(summary.as_dict(), sort_keys=True), flush=True)
+    spark.stop()
