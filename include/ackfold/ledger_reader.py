@@ -363,7 +363,7 @@ class LedgerReader:
     def _table(self, name: str, *, required: bool) -> Any:
         """The DeltaTable `name`, registered for SQL; None when it does not exist and is
         not `required`."""
-        if name in self._tables:
+        if self._tables.get(name) is not None or (name in self._tables and not required):
             return self._tables[name]
         from deltalake import DeltaTable, QueryBuilder
         from deltalake.exceptions import DeltaError, TableNotFoundError
@@ -410,12 +410,15 @@ class LedgerReader:
         columns: Sequence[str],
         where: Sequence[str] = (),
         *,
+        group: str | None = None,
         order: str | None = None,
         limit: int | None = None,
+        offset: int = 0,
         required: bool = False,
     ) -> list[dict[str, Any]]:
-        """Rows of `SELECT columns FROM name WHERE where... ORDER BY order LIMIT limit`;
-        no rows when the table does not exist and is not `required`."""
+        """Rows of `SELECT columns FROM name WHERE where... GROUP BY group ORDER BY order
+        LIMIT limit OFFSET offset`; no rows when the table does not exist and is not
+        `required`."""
         if self._table(name, required=required) is None:
             return []
         # Names are this module's constants; every value is quoted by _sql_str, _sql_ts,
@@ -423,10 +426,14 @@ class LedgerReader:
         sql = f"SELECT {', '.join(columns)} FROM {name}"  # noqa: S608
         if where:
             sql += " WHERE " + " AND ".join(f"({condition})" for condition in where)
+        if group:
+            sql += f" GROUP BY {group}"
         if order:
             sql += f" ORDER BY {order}"
         if limit is not None:
             sql += f" LIMIT {int(limit)}"
+        if offset:
+            sql += f" OFFSET {int(offset)}"
         with self._reading(name):
             result = self._builder.execute(sql).read_all()
         names = list(result.column_names)
@@ -459,26 +466,42 @@ class LedgerReader:
             where.append(f"app = {_sql_str(query.app)}")
         if query.since is not None:
             where.append(f"last_event_at >= {_sql_ts(query.since)}")
-        rows: list[dict[str, Any]] = []
-        for bound in self._bounds(want):
-            if bound is not None and query.since is not None and bound <= query.since:
-                bound = None  # --since already cuts deeper than this bound
-            extra = [f"last_event_at >= {_sql_ts(bound)}"] if bound is not None else []
-            rows = self._query(
-                ROOT_STATE,
-                STATE_COLUMNS,
-                [*where, *extra],
-                order="last_event_at DESC, root_id ASC",
-                limit=want,
-                required=True,
-            )
-            if len(rows) >= want or bound is None:
-                break
+        rows = self._newest(STATE_COLUMNS, where, want, since=query.since)
         if not rows:
             self._explain_empty(query)
         return RootPage(
             [_state(row) for row in rows[: query.limit]], len(rows) > query.limit, query
         )
+
+    def _newest(
+        self,
+        columns: Sequence[str],
+        where: Sequence[str],
+        want: int,
+        *,
+        since: datetime | None,
+        offset: int = 0,
+    ) -> list[dict[str, Any]]:
+        """`want` `root_state` rows matching `where` after the first `offset`, newest
+        `last_event_at` first (ties by `root_id`), read under the tightest bound of
+        `_bounds` that holds them; `since` is the caller's own lower bound, if any."""
+        rows: list[dict[str, Any]] = []
+        for bound in self._bounds(offset + want):
+            if bound is not None and since is not None and bound <= since:
+                bound = None  # the caller's bound already cuts deeper than this one
+            extra = [f"last_event_at >= {_sql_ts(bound)}"] if bound is not None else []
+            rows = self._query(
+                ROOT_STATE,
+                columns,
+                [*where, *extra],
+                order="last_event_at DESC, root_id ASC",
+                limit=want,
+                offset=offset,
+                required=True,
+            )
+            if len(rows) >= want or bound is None:
+                break
+        return rows
 
     def _bounds(self, want: int) -> list[datetime | None]:
         """Lower bounds on `last_event_at` to try in turn, the last one None (no bound).
@@ -545,14 +568,17 @@ class LedgerReader:
 
     # one root
 
-    def show_root(self, root_id: int) -> Journey:
+    def show_root(self, root_id: int, *, preview_chars: int = PAYLOAD_PREVIEW) -> Journey:
         """The journey of one root: its state, its events, where it came from, its attempts.
+        Of the payload, only its first `preview_chars` characters are read.
 
         Raises `NoLedger` when `root_state` is missing, `RootNotFound` when it has no row
         for `root_id`.
         """
         self._table(ROOT_STATE, required=True)
-        registered = self._query(ROOTS, _ROOT_COLUMNS, [f"root_id = {int(root_id)}"], limit=1)
+        registered = self._query(
+            ROOTS, _root_columns(preview_chars), [f"root_id = {int(root_id)}"], limit=1
+        )
         root = registered[0] if registered else None
         ingested = _utc(root["ingested_at"]) if root else None
         events = self._events(root_id, ingested)
@@ -566,7 +592,7 @@ class LedgerReader:
         if state is None:
             raise RootNotFound(self._not_found(root_id, root is not None, len(events)))
         origin = (root["origin_root_id"] if root else None) or state.origin_root_id or root_id
-        source = _source(root) if root else None
+        source = _source(root, preview_chars) if root else None
         attempts = self._attempts(root_id, origin, ingested if origin == root_id else None, state)
         return Journey(state, source, events, origin, attempts)
 
@@ -656,24 +682,27 @@ class LedgerReader:
         return message
 
 
-_ROOT_COLUMNS: Final = (
-    "root_id",
-    "app",
-    "attempt",
-    "origin_root_id",
-    "source",
-    "source_queue",
-    "source_message_id",
-    "source_position",
-    "ingested_at",
-    # Never the whole payload: a capped preview and the length, cut inside the scan.
-    f"substr(payload, 1, {PAYLOAD_PREVIEW}) AS payload_preview",
-    "character_length(payload) AS payload_chars",
-)
+def _root_columns(preview_chars: int) -> tuple[str, ...]:
+    return (
+        "root_id",
+        "app",
+        "attempt",
+        "origin_root_id",
+        "source",
+        "source_queue",
+        "source_message_id",
+        "source_position",
+        "ingested_at",
+        # Never the whole payload: a capped preview and the length, cut inside the scan.
+        f"substr(payload, 1, {int(preview_chars)}) AS payload_preview",
+        "character_length(payload) AS payload_chars",
+    )
+
+
 _EVENT_COLUMNS: Final = ("event_id", "kind", "stage", "event_time", "ack_val", "reason")
 
 
-def _source(root: dict[str, Any]) -> Source:
+def _source(root: dict[str, Any], preview_chars: int) -> Source:
     chars = root["payload_chars"]
     return Source(
         source=root["source"],
@@ -683,7 +712,7 @@ def _source(root: dict[str, Any]) -> Source:
         ingested_at=_utc(root["ingested_at"]),
         payload_preview=root["payload_preview"],
         payload_chars=chars or 0,
-        payload_truncated=chars is not None and chars > PAYLOAD_PREVIEW,
+        payload_truncated=chars is not None and chars > preview_chars,
     )
 
 

@@ -828,3 +828,10 @@ def _state_row(root: int, at: datetime, *, first_event_date: date) -> dict[str, 
         "reconciled_at": at,
         "first_event_date": first_event_date,
     }
+
+
+def test_a_table_looked_up_as_optional_is_still_required_later(tmp_path: Path) -> None:
+    reader = ledger_reader.LedgerReader(str(tmp_path / "no-warehouse"))
+    assert reader._table(ROOTS, required=False) is None
+    with pytest.raises(ledger_reader.NoLedger, match="no table roots"):
+        reader._table(ROOTS, required=True)

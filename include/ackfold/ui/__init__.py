@@ -1,0 +1,9 @@
+"""The Reliability UI: pages over the ledger for Airflow 3, and the replay button.
+
+- `queries`: read models over delta-rs (overview, roots table, dead letters).
+- `redact`: the capped, masked payload preview.
+- `charts`: server-side SVG.
+- `security`: the viewer and CSRF protection; `airflow_auth`: Airflow's login for it.
+- `trigger`: the manual replay DAG run, through Airflow's REST API as the user.
+- `app`: the FastAPI app (`create_app`), mounted by `plugins/ackfold_ui.py`.
+"""

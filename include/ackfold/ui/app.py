@@ -1,0 +1,443 @@
+"""The Reliability UI as a FastAPI app: server-rendered pages and their JSON twins.
+
+`create_app` builds it without Airflow (tests pass their own `viewer` dependency); the
+plugin (`plugins/ackfold_ui.py`) passes Airflow's and mounts it under `/ackfold`. Every
+route depends on the viewer, so nothing answers an anonymous request: pages redirect it
+to Airflow's login, `/api/...` answers 401/403. Reads are sync routes (FastAPI runs them
+in its thread pool); the replay trigger is async (see `trigger`).
+
+Routes (under the mount prefix):
+    GET  /                      -> /overview
+    GET  /overview              GET /api/overview          roots by status over time, latency
+    GET  /roots                 GET /api/roots             the roots table (filter, sort, page)
+    GET  /roots/{root_id}       GET /api/roots/{root_id}   one root's journey
+    GET  /dead-letters          GET /api/dead-letters      the dead letters
+    GET  /api/apps              GET /api/csrf              app names; a CSRF token for scripts
+    POST /replay                the confirmation page for a selection or the current filter
+    POST /replay/confirm        triggers `ackfold_manual_replay`, links to the run
+    POST /api/replay            the same, in JSON
+    GET  /static/{name}         the stylesheet and the small script
+"""
+
+# No `from __future__ import annotations`: FastAPI reads the routes' annotations, and
+# `ViewerDep` is local to `create_app`.
+import json
+import logging
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from importlib.resources import files
+from typing import Annotated, Any
+from urllib.parse import urlencode
+
+from fastapi import Depends, FastAPI, HTTPException, Request
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from jinja2 import Environment, PackageLoader, select_autoescape
+from starlette.datastructures import FormData
+
+from ackfold import status
+from ackfold.config import Settings
+from ackfold.ledger_reader import (
+    Journey,
+    LedgerError,
+    NoLedger,
+    QueryError,
+    RootNotFound,
+    hex64,
+    iso,
+    parse_root_id,
+)
+from ackfold.replay import REPLAYABLE
+from ackfold.replay_params import (
+    MANUAL_REPLAY_DAG_ID,
+    ReplayParamsError,
+    conf_from_request,
+    parse_replay_conf,
+)
+from ackfold.ui import charts
+from ackfold.ui.queries import (
+    SORTABLE,
+    DeadLetterFilter,
+    FieldError,
+    Params,
+    RootFilter,
+    UiReader,
+)
+from ackfold.ui.redact import Preview, Redactor
+from ackfold.ui.security import CSRF_FIELD, CSRF_HEADER, CsrfGuard, Viewer
+from ackfold.ui.trigger import TriggerError, trigger_manual_replay
+
+log = logging.getLogger(__name__)
+
+ViewerDependency = Callable[..., Awaitable[Viewer]]
+_STATIC = {"ackfold.css": "text/css", "ackfold.js": "text/javascript"}
+_NAV = (("overview", "Overview"), ("roots", "Failed roots"), ("dead-letters", "Dead letters"))
+
+
+def login_path(next_url: str) -> str:
+    """Airflow's SimpleAuthManager login page, coming back to `next_url` after."""
+    return "/auth/login?" + urlencode({"next": next_url})
+
+
+@dataclass(frozen=True)
+class Selection:
+    """The roots a replay would send: `matched` by the request, `root_ids` the replayable
+    ones among the first `ui.replay_max_roots`, `skipped` the others by status."""
+
+    root_ids: list[int]
+    matched: int
+    considered: int
+    skipped: dict[str, int]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "root_ids": [str(r) for r in self.root_ids],
+            "matched": self.matched,
+            "considered": self.considered,
+            "skipped": self.skipped,
+        }
+
+
+def create_app(
+    settings: Settings,
+    *,
+    viewer: ViewerDependency,
+    csrf_secret: bytes,
+    login_url: Callable[[str], str] = login_path,
+    airflow_url: str | None = None,
+    allowed_origins: Sequence[str] = (),
+    transport: Any = None,
+) -> FastAPI:
+    """The UI over the ledger of `settings`. `viewer` resolves the logged-in user or
+    raises 401/403; `airflow_url` is Airflow's base URL for the REST call and the run
+    link (default: the scheme and host the request came to); `transport` is for tests
+    (an `httpx.AsyncBaseTransport` standing in for Airflow)."""
+    ui = settings.ui
+    warehouse = settings.table_root
+    apps = tuple(settings.apps)
+    guard = CsrfGuard(csrf_secret, allowed_origins)
+    redactor = Redactor(ui.redact_keys, ui.redact_patterns)
+    env = Environment(
+        loader=PackageLoader("ackfold.ui", "templates"),
+        autoescape=select_autoescape(default=True, default_for_string=True),
+    )
+    env.globals.update(iso=iso, hex64=hex64, STATUSES=status.ALL, SORTABLE=SORTABLE)
+    env.filters["urlencode_pairs"] = urlencode
+    app = FastAPI(title="ackfold reliability", docs_url=None, redoc_url=None, openapi_url=None)
+    ViewerDep = Annotated[Viewer, Depends(viewer)]
+
+    def reader() -> UiReader:
+        return UiReader(warehouse)  # one per request: a fresh snapshot of the tables
+
+    def base(request: Request) -> str:
+        return str(request.scope.get("root_path", "")).rstrip("/")
+
+    def is_api(request: Request) -> bool:
+        return request.url.path.removeprefix(base(request)).startswith("/api/")
+
+    def airflow_base(request: Request) -> str:
+        return (airflow_url or f"{request.url.scheme}://{request.url.netloc}").rstrip("/")
+
+    def page(
+        request: Request, template: str, who: Viewer | None, status_code: int = 200, **context: Any
+    ) -> HTMLResponse:
+        html = env.get_template(template).render(
+            base=base(request),
+            viewer=who,
+            csrf=guard.token(who) if who else "",
+            nav=_NAV,
+            airflow=airflow_base(request),
+            **context,
+        )
+        return HTMLResponse(html, status_code=status_code)
+
+    def failure(request: Request, code: int, message: str, **extra: Any) -> Response:
+        if is_api(request):
+            return JSONResponse({"detail": message, **extra}, status_code=code)
+        return page(request, "error.html", None, code, code=code, message=message, **extra)
+
+    @app.exception_handler(HTTPException)
+    async def http_error(request: Request, exc: HTTPException) -> Response:
+        if exc.status_code == 401 and not is_api(request) and request.method == "GET":
+            return RedirectResponse(login_url(str(request.url)), status_code=303)
+        return failure(request, exc.status_code, str(exc.detail))
+
+    @app.exception_handler(QueryError)
+    async def bad_request(request: Request, exc: QueryError) -> Response:
+        name = exc.field if isinstance(exc, FieldError) else None
+        return failure(request, 400, str(exc), field=name)
+
+    @app.exception_handler(ReplayParamsError)
+    async def bad_replay(request: Request, exc: ReplayParamsError) -> Response:
+        return failure(request, 400, str(exc), problems=exc.problems)
+
+    @app.exception_handler(LedgerError)
+    async def ledger_error(request: Request, exc: LedgerError) -> Response:
+        if isinstance(exc, RootNotFound):
+            return failure(request, 404, str(exc))
+        if isinstance(exc, NoLedger):
+            if is_api(request):
+                return JSONResponse({"detail": str(exc), "no_ledger": True}, status_code=404)
+            return page(request, "empty.html", None, message=str(exc))
+        log.warning("ledger unreadable: %s", exc)
+        return failure(request, 503, str(exc))
+
+    def query(request: Request) -> Params:
+        return Params({k: request.query_params.getlist(k) for k in request.query_params})
+
+    # --- pages and their JSON ---------------------------------------------------------
+
+    @app.get("/", include_in_schema=False)
+    def home(request: Request, who: ViewerDep) -> RedirectResponse:
+        return RedirectResponse(f"{base(request)}/overview", status_code=303)
+
+    def overview_data(params: Params) -> dict[str, Any]:
+        since, until = params.time("since"), params.time("until")
+        if since and until and since >= until:
+            raise FieldError("until", "must be later than since")
+        r = reader()
+        return {"apps": r.apps(), "overview": r.overview(params.text("app"), since, until)}
+
+    @app.get("/overview", response_class=HTMLResponse)
+    def overview_page(request: Request, who: ViewerDep) -> HTMLResponse:
+        params = query(request)
+        data = overview_data(params)
+        view = data["overview"]
+        return page(
+            request,
+            "overview.html",
+            who,
+            active="overview",
+            apps=data["apps"],
+            o=view,
+            since=params.text("since") or "",
+            until=params.text("until") or "",
+            status_chart=charts.status_bars(view.buckets, view.bucket_seconds),
+            latency_chart=charts.latency_lines(view.buckets, view.bucket_seconds),
+            duration=charts.duration,
+        )
+
+    @app.get("/api/overview")
+    def overview_json(request: Request, who: ViewerDep) -> dict[str, Any]:
+        data = overview_data(query(request))
+        return {"apps": data["apps"], **data["overview"].to_json()}
+
+    @app.get("/roots", response_class=HTMLResponse)
+    def roots_page(request: Request, who: ViewerDep) -> HTMLResponse:
+        f = RootFilter.parse(query(request), page_size=ui.page_size)
+        r = reader()
+        result = r.roots_page(f)
+        return page(request, "roots.html", who, active="roots", apps=r.apps(), p=result, f=f)
+
+    @app.get("/api/roots")
+    def roots_json(request: Request, who: ViewerDep) -> dict[str, Any]:
+        f = RootFilter.parse(query(request), page_size=ui.page_size)
+        return reader().roots_page(f).to_json()
+
+    def journey(root_id: str) -> tuple[Journey, Preview | None]:
+        # Read past the cut, so that masking sees a secret the cut would split.
+        r = reader()
+        found = r.show_root(parse_root_id(root_id), preview_chars=ui.payload_preview_chars + 1024)
+        source = found.source
+        preview = None
+        if source is not None and source.payload_preview is not None and ui.payload_preview_chars:
+            preview = redactor.preview(
+                source.payload_preview, ui.payload_preview_chars, source.payload_chars
+            )
+        return found, preview
+
+    @app.get("/roots/{root_id}", response_class=HTMLResponse)
+    def root_page(request: Request, root_id: str, who: ViewerDep) -> HTMLResponse:
+        found, preview = journey(root_id)
+        return page(
+            request,
+            "root.html",
+            who,
+            active="roots",
+            j=found,
+            s=found.state,
+            preview=preview,
+            timeline=charts.timeline(found),
+            replayable=found.state.status in REPLAYABLE,
+        )
+
+    @app.get("/api/roots/{root_id}")
+    def root_json(root_id: str, who: ViewerDep) -> dict[str, Any]:
+        found, preview = journey(root_id)
+        out = found.to_json()
+        if out["source"] is not None:
+            for key in ("payload_preview", "payload_chars", "payload_truncated"):
+                out["source"].pop(key)
+            out["source"]["payload"] = (
+                {
+                    "preview": preview.text,
+                    "chars": preview.chars,
+                    "truncated": preview.truncated,
+                    "masked": preview.masked,
+                }
+                if preview
+                else None
+            )
+        return out
+
+    @app.get("/dead-letters", response_class=HTMLResponse)
+    def dead_letters_page(request: Request, who: ViewerDep) -> HTMLResponse:
+        f = DeadLetterFilter.parse(query(request), page_size=ui.page_size)
+        r = reader()
+        return page(
+            request,
+            "dead_letters.html",
+            who,
+            active="dead-letters",
+            apps=r.apps(),
+            p=r.dead_letters(f),
+            f=f,
+        )
+
+    @app.get("/api/dead-letters")
+    def dead_letters_json(request: Request, who: ViewerDep) -> dict[str, Any]:
+        f = DeadLetterFilter.parse(query(request), page_size=ui.page_size)
+        return reader().dead_letters(f).to_json()
+
+    @app.get("/api/apps")
+    def apps_json(who: ViewerDep) -> dict[str, Any]:
+        return {"apps": reader().apps(), "configured": list(apps)}
+
+    @app.get("/api/csrf")
+    def csrf_json(who: ViewerDep) -> dict[str, str]:
+        return {"csrf_token": guard.token(who), "header": CSRF_HEADER}
+
+    @app.get("/static/{name}", include_in_schema=False)
+    def static(name: str, who: ViewerDep) -> Response:
+        if name not in _STATIC:
+            raise HTTPException(404, f"no static file {name}")
+        body = files("ackfold.ui").joinpath("templates", name).read_bytes()
+        return Response(body, media_type=_STATIC[name])
+
+    # --- replay -----------------------------------------------------------------------
+
+    def select(params: Params) -> Selection:
+        """The roots a replay request names: ticked ids, or the current filter's newest."""
+        r = reader()
+        cap = ui.replay_max_roots
+        if params.choice("scope", ("selected", "filter"), "selected") == "filter":
+            f = RootFilter.parse(params, page_size=ui.page_size)
+            matched = r.count_roots(f)
+            ids = r.matching_ids(f, cap)
+        else:
+            ids = params.root_ids("root_id")
+            if not ids:
+                raise FieldError("root_id", "select at least one root")
+            if len(ids) > cap:
+                raise FieldError("root_id", f"{len(ids)} roots: at most {cap} at once")
+            matched = len(ids)
+        statuses = r.statuses_of(ids)
+        chosen = [i for i in ids if statuses.get(i) in REPLAYABLE]
+        skipped: dict[str, int] = {}
+        for i in ids:
+            if i not in chosen:
+                name = statuses.get(i, "unknown root")
+                skipped[name] = skipped.get(name, 0) + 1
+        return Selection(chosen, matched, len(ids), skipped)
+
+    async def form(request: Request, who: Viewer) -> Params:
+        data: FormData = await request.form()
+        guard.check(request, who, _text(data.get(CSRF_FIELD)))
+        return Params({k: [_text(v) for v in data.getlist(k)] for k in data})
+
+    async def trigger(request: Request, who: Viewer, root_ids: list[int], dry_run: bool) -> Any:
+        conf = {
+            "root_ids": [str(r) for r in root_ids],
+            "statuses": list(REPLAYABLE),
+            "dry_run": dry_run,
+        }
+        checked = parse_replay_conf(conf, apps=apps, requested_by=f"ui:{who.name}")
+        if who.token is None:
+            raise HTTPException(401, "no Airflow token to trigger the replay with: log in again")
+        try:
+            run = await trigger_manual_replay(
+                airflow_base(request), who.token, conf_from_request(checked), transport=transport
+            )
+        except TriggerError as exc:
+            raise HTTPException(exc.status if exc.status >= 400 else 502, str(exc)) from None
+        log.info(
+            "%s triggered %s run %s for %d roots (dry run: %s)",
+            who.name,
+            MANUAL_REPLAY_DAG_ID,
+            run.run_id,
+            len(root_ids),
+            dry_run,
+        )
+        return run
+
+    @app.post("/replay", response_class=HTMLResponse)
+    async def replay_confirm_page(request: Request, who: ViewerDep) -> HTMLResponse:
+        params = await form(request, who)
+        chosen = await run_in_threadpool(select, params)
+        back = request.headers.get("referer") or f"{base(request)}/roots"
+        return page(request, "confirm.html", who, active="roots", sel=chosen, back=back)
+
+    @app.post("/replay/confirm", response_class=HTMLResponse)
+    async def replay_trigger_page(request: Request, who: ViewerDep) -> HTMLResponse:
+        params = await form(request, who)
+        chosen = await run_in_threadpool(select, params)
+        if not chosen.root_ids:
+            raise FieldError("root_id", "none of the selected roots can be replayed")
+        run = await trigger(request, who, chosen.root_ids, params.given("dry_run"))
+        return page(
+            request,
+            "triggered.html",
+            who,
+            active="roots",
+            run=run,
+            count=len(chosen.root_ids),
+            dry_run=params.given("dry_run"),
+        )
+
+    @app.post("/api/replay")
+    async def replay_json(request: Request, who: ViewerDep) -> dict[str, Any]:
+        """Body: {"root_ids": ["..."]} or {"filter": {query params}}, and "dry_run"
+        (default true); header X-CSRF-Token (GET /api/csrf)."""
+        guard.check(request, who, request.headers.get(CSRF_HEADER))
+        try:
+            body = await request.json()
+        except json.JSONDecodeError:
+            raise FieldError("body", "not JSON") from None
+        if not isinstance(body, dict):
+            raise FieldError("body", "must be a JSON object")
+        dry_run = body.get("dry_run", True)
+        if not isinstance(dry_run, bool):
+            raise FieldError("dry_run", "must be true or false")
+        chosen = await run_in_threadpool(select, _json_params(body))
+        if not chosen.root_ids:
+            raise FieldError("root_ids", "none of the selected roots can be replayed")
+        run = await trigger(request, who, chosen.root_ids, dry_run)
+        return {
+            "run_id": run.run_id,
+            "state": run.state,
+            "url": run.url,
+            "dry_run": dry_run,
+            "selection": chosen.to_json(),
+        }
+
+    return app
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _json_params(body: Mapping[str, Any]) -> Params:
+    """A JSON replay body as the form's fields: ids as `root_id`, or the filter's fields."""
+    if "filter" in body:
+        raw = body["filter"]
+        if not isinstance(raw, dict):
+            raise FieldError("filter", "must be an object of the roots table's query fields")
+        values = {k: v if isinstance(v, list) else [v] for k, v in raw.items()}
+        return Params(
+            {"scope": ["filter"], **{k: [str(v) for v in vs] for k, vs in values.items()}}
+        )
+    ids = body.get("root_ids")
+    if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+        raise FieldError("root_ids", "must be a list of root ids as strings")
+    return Params({"scope": ["selected"], "root_id": ids})

@@ -1,0 +1,533 @@
+"""Read models of the Reliability UI: the overview, the roots table, the dead letters.
+
+Every query runs in delta-rs through `LedgerReader` (no JVM), names its columns and
+builds its SQL only from this module's constants and from values parsed here into typed
+values (statuses and sort columns from whitelists, times, integers), quoted by the
+reader's helpers: user text never reaches the SQL raw.
+
+Costs on a large ledger (`bench/ui.py` measures them):
+- the roots table, newest first, reads only the newest files (`LedgerReader._newest`);
+  other sort orders scan the filter and sort columns of the whole table;
+- its total is a `count(*)` over the filter columns;
+- the overview is two aggregations over `app`, `status` and the two event times,
+  `until` prunes `first_event_date` partitions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, fields, replace
+from datetime import datetime, timedelta
+from typing import Any, Final
+
+from ackfold import status
+from ackfold.ledger_reader import (
+    STATE_COLUMNS,
+    LedgerReader,
+    NoLedger,
+    QueryError,
+    RootState,
+    _jsonable,
+    _sql_date,
+    _sql_str,
+    _sql_ts,
+    _state,
+    _utc,
+    parse_root_id,
+    parse_statuses,
+    parse_time,
+)
+from ackfold.tables import DEAD_LETTERS, ROOT_STATE
+
+# What the roots table shows unless asked otherwise: the roots that need someone.
+UNHEALTHY: Final = (status.FAILED, status.TIMED_OUT, status.REPLAYED, status.DEAD_LETTERED)
+SORTABLE: Final = (
+    "last_event_at",
+    "first_event_at",
+    "status_changed_at",
+    "root_id",
+    "app",
+    "status",
+    "last_stage",
+    "attempt",
+    "event_count",
+)
+MAX_PAGE_SIZE: Final = 500
+MAX_OFFSET: Final = 1_000_000
+# Bucket widths the overview chart chooses from: the smallest that gives at most
+# MAX_BUCKETS buckets over the time span shown.
+BUCKET_SECONDS: Final = (60, 300, 900, 3600, 3 * 3600, 6 * 3600, 12 * 3600, 86400, 7 * 86400)
+MAX_BUCKETS: Final = 48
+_EPOCH: Final = "TIMESTAMP '1970-01-01T00:00:00Z'"
+# Complete latency, in seconds: from a root's first event (its init) to its last one
+# (the ack that completed its tree; a complete tree ignores later events).
+_LATENCY: Final = "date_part('epoch', last_event_at) - date_part('epoch', first_event_at)"
+_MAX_TEXT: Final = 200
+
+
+class FieldError(QueryError):
+    """A bad value in one field of a request: the UI answers 400 and names the field."""
+
+    def __init__(self, name: str, message: str) -> None:
+        super().__init__(f"{name}: {message}")
+        self.field = name
+
+
+# --- input ----------------------------------------------------------------------------
+
+
+class Params:
+    """A request's query or form values (every value of each name), parsed field by field
+    into typed values; every error names its field. Empty values mean "not given"."""
+
+    def __init__(self, values: Mapping[str, Sequence[str]]) -> None:
+        self._values = {k: [v.strip() for v in vs if v.strip()] for k, vs in values.items()}
+
+    def all(self, name: str) -> list[str]:
+        return self._values.get(name, [])
+
+    def given(self, name: str) -> bool:
+        return name in self._values
+
+    def text(self, name: str) -> str | None:
+        values = self.all(name)
+        if not values:
+            return None
+        if len(values[0]) > _MAX_TEXT:
+            raise FieldError(name, f"longer than {_MAX_TEXT} characters")
+        return values[0]
+
+    def time(self, name: str) -> datetime | None:
+        text = self.text(name)
+        if text is None:
+            return None
+        try:
+            return parse_time(text, name)
+        except QueryError as exc:
+            raise FieldError(name, str(exc)) from None
+
+    def integer(self, name: str, default: int, low: int, high: int) -> int:
+        text = self.text(name)
+        if text is None:
+            return default
+        try:
+            value = int(text)
+        except ValueError:
+            raise FieldError(name, f"'{text}' is not a whole number") from None
+        if not low <= value <= high:
+            raise FieldError(name, f"must be from {low} to {high}, got {value}")
+        return value
+
+    def choice(self, name: str, choices: Sequence[str], default: str) -> str:
+        text = self.text(name)
+        if text is None:
+            return default
+        if text not in choices:
+            raise FieldError(name, f"'{text}' is not one of {', '.join(choices)}")
+        return text
+
+    def statuses(self, name: str, default: tuple[str, ...]) -> tuple[str, ...]:
+        if not self.all(name):
+            return default
+        try:
+            return parse_statuses(self.all(name))
+        except QueryError as exc:
+            raise FieldError(name, str(exc)) from None
+
+    def root_ids(self, name: str) -> list[int]:
+        try:
+            return list(dict.fromkeys(parse_root_id(v) for v in self.all(name)))
+        except QueryError as exc:
+            raise FieldError(name, str(exc)) from None
+
+
+def _check_range(since: datetime | None, until: datetime | None) -> None:
+    if since is not None and until is not None and since >= until:
+        raise FieldError("until", "must be later than since")
+
+
+@dataclass(frozen=True)
+class RootFilter:
+    """What the roots table shows: filters on `root_state`, a whitelisted sort, a page.
+    `since` and `until` bound `last_event_at` (until exclusive); `stage` is `last_stage`."""
+
+    app: str | None = None
+    statuses: tuple[str, ...] = UNHEALTHY
+    since: datetime | None = None
+    until: datetime | None = None
+    stage: str | None = None
+    sort: str = "last_event_at"
+    order: str = "desc"
+    limit: int = 50
+    offset: int = 0
+
+    @classmethod
+    def parse(cls, params: Params, *, page_size: int = 50) -> RootFilter:
+        since, until = params.time("since"), params.time("until")
+        _check_range(since, until)
+        return cls(
+            app=params.text("app"),
+            statuses=params.statuses("status", UNHEALTHY),
+            since=since,
+            until=until,
+            stage=params.text("stage"),
+            sort=params.choice("sort", SORTABLE, "last_event_at"),
+            order=params.choice("order", ("asc", "desc"), "desc"),
+            limit=params.integer("limit", page_size, 1, MAX_PAGE_SIZE),
+            offset=params.integer("offset", 0, 0, MAX_OFFSET),
+        )
+
+    def query(self, **changes: Any) -> list[tuple[str, str]]:
+        """This filter as query-string pairs (for links: pages, sort headers)."""
+        f = replace(self, **changes)
+        pairs = [("status", s) for s in f.statuses]
+        for name, value in (
+            ("app", f.app),
+            ("since", f.since),
+            ("until", f.until),
+            ("stage", f.stage),
+        ):
+            if value is not None:
+                pairs.append((name, str(_jsonable(value))))
+        pairs += [("sort", f.sort), ("order", f.order), ("limit", str(f.limit))]
+        if f.offset:
+            pairs.append(("offset", str(f.offset)))
+        return pairs
+
+    def where(self) -> list[str]:
+        where = [f"status IN ({', '.join(_sql_str(s) for s in self.statuses)})"]
+        if self.app is not None:
+            where.append(f"app = {_sql_str(self.app)}")
+        if self.since is not None:
+            where.append(f"last_event_at >= {_sql_ts(self.since)}")
+        if self.until is not None:
+            where.append(f"last_event_at < {_sql_ts(self.until)}")
+            # A root's first event is no later than its last: prunes newer partitions.
+            where.append(f"first_event_date <= {_sql_date(self.until.date())}")
+        if self.stage is not None:
+            where.append(f"last_stage = {_sql_str(self.stage)}")
+        return where
+
+    def to_json(self) -> dict[str, Any]:
+        return {f.name: _jsonable(getattr(self, f.name)) for f in fields(self)}
+
+
+@dataclass(frozen=True)
+class DeadLetterFilter:
+    """What the dead letters view shows; `since`/`until` bound `dead_lettered_at`."""
+
+    app: str | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+    redriven: str = "any"  # any, yes, no
+    limit: int = 50
+    offset: int = 0
+
+    @classmethod
+    def parse(cls, params: Params, *, page_size: int = 50) -> DeadLetterFilter:
+        since, until = params.time("since"), params.time("until")
+        _check_range(since, until)
+        return cls(
+            app=params.text("app"),
+            since=since,
+            until=until,
+            redriven=params.choice("redriven", ("any", "yes", "no"), "any"),
+            limit=params.integer("limit", page_size, 1, MAX_PAGE_SIZE),
+            offset=params.integer("offset", 0, 0, MAX_OFFSET),
+        )
+
+    def query(self, **changes: Any) -> list[tuple[str, str]]:
+        f = replace(self, **changes)
+        pairs = [
+            (name, str(_jsonable(value)))
+            for name, value in (("app", f.app), ("since", f.since), ("until", f.until))
+            if value is not None
+        ]
+        pairs += [("redriven", f.redriven), ("limit", str(f.limit))]
+        if f.offset:
+            pairs.append(("offset", str(f.offset)))
+        return pairs
+
+    def where(self) -> list[str]:
+        where = []
+        if self.app is not None:
+            where.append(f"app = {_sql_str(self.app)}")
+        if self.since is not None:
+            where.append(f"dead_lettered_at >= {_sql_ts(self.since)}")
+        if self.until is not None:
+            where.append(f"dead_lettered_at < {_sql_ts(self.until)}")
+        if self.redriven != "any":
+            where.append(f"redriven_at IS {'NOT ' if self.redriven == 'yes' else ''}NULL")
+        return where
+
+    def to_json(self) -> dict[str, Any]:
+        return {f.name: _jsonable(getattr(self, f.name)) for f in fields(self)}
+
+
+# --- results --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RootsPage:
+    """One page of the roots table and how many roots match the filter in all."""
+
+    roots: list[RootState]
+    total: int
+    filter: RootFilter
+
+    @property
+    def more(self) -> bool:
+        return self.filter.offset + len(self.roots) < self.total
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "filter": self.filter.to_json(),
+            "total": self.total,
+            "more": self.more,
+            "roots": [root.to_json() for root in self.roots],
+        }
+
+
+@dataclass(frozen=True)
+class DeadLetter:
+    """A `dead_letters` row."""
+
+    root_id: int
+    app: str
+    origin_root_id: int
+    attempt: int
+    source: str
+    source_queue: str | None
+    dead_letter_queue: str
+    reason: str
+    last_stage: str | None
+    message_id: str | None
+    dead_lettered_at: datetime
+    redriven_at: datetime | None
+    redrive_root_id: int | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {f.name: _jsonable(getattr(self, f.name)) for f in fields(self)}
+
+
+DEAD_LETTER_COLUMNS: Final = tuple(f.name for f in fields(DeadLetter))
+
+
+@dataclass(frozen=True)
+class DeadLettersPage:
+    letters: list[DeadLetter]
+    more: bool
+    filter: DeadLetterFilter
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "filter": self.filter.to_json(),
+            "more": self.more,
+            "dead_letters": [letter.to_json() for letter in self.letters],
+        }
+
+
+@dataclass(frozen=True)
+class Bucket:
+    """Roots whose first event falls in [start, start + the bucket width), by status, and
+    the complete latency of the completed ones."""
+
+    start: datetime
+    counts: dict[str, int]
+    p50_seconds: float | None = None
+    p99_seconds: float | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {f.name: _jsonable(getattr(self, f.name)) for f in fields(self)}
+
+
+@dataclass(frozen=True)
+class Overview:
+    """One app's (or every app's) roots by status, by their first event's time.
+
+    `ingested` counts `root_state` rows: every root reconciled at least once, each replay
+    attempt a root of its own. `p50_seconds`/`p99_seconds` are the complete latency of the
+    `completed` roots (`last_event_at - first_event_at`), approximate (t-digest).
+    """
+
+    app: str | None
+    since: datetime | None
+    until: datetime | None
+    ingested: int
+    counts: dict[str, int]
+    p50_seconds: float | None
+    p99_seconds: float | None
+    bucket_seconds: int
+    buckets: list[Bucket] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        out = {
+            f.name: _jsonable(getattr(self, f.name)) for f in fields(self) if f.name != "buckets"
+        }
+        out["buckets"] = [bucket.to_json() for bucket in self.buckets]
+        return out
+
+
+def bucket_width(span: timedelta) -> int:
+    """The bucket width, in seconds, for a chart over `span`.
+
+    Example:
+        >>> bucket_width(timedelta(hours=2)), bucket_width(timedelta(days=30))
+        (300, 86400)
+    """
+    seconds = span.total_seconds()
+    for width in BUCKET_SECONDS:
+        if seconds / width <= MAX_BUCKETS:
+            return width
+    return BUCKET_SECONDS[-1]
+
+
+# --- queries --------------------------------------------------------------------------
+
+
+class UiReader(LedgerReader):
+    """`LedgerReader` with the UI's read models. One per request: it caches the tables'
+    snapshots."""
+
+    def apps(self) -> list[str]:
+        """The apps with roots in `root_state`; none while there is no ledger."""
+        try:
+            return self.known_apps()
+        except NoLedger:
+            return []
+
+    def roots_page(self, f: RootFilter) -> RootsPage:
+        """A page of `root_state` rows matching `f` (NoLedger when there is no ledger)."""
+        total = self.count_roots(f)
+        if f.sort == "last_event_at" and f.order == "desc":
+            rows = self._newest(STATE_COLUMNS, f.where(), f.limit, since=f.since, offset=f.offset)
+        else:
+            # Ties broken by root_id keep pages stable.
+            rows = self._query(
+                ROOT_STATE,
+                STATE_COLUMNS,
+                f.where(),
+                order=f"{f.sort} {f.order.upper()} NULLS LAST, root_id ASC",
+                limit=f.limit,
+                offset=f.offset,
+                required=True,
+            )
+        return RootsPage([_state(row) for row in rows], total, f)
+
+    def count_roots(self, f: RootFilter) -> int:
+        rows = self._query(ROOT_STATE, ["count(*) AS n"], f.where(), required=True)
+        return int(rows[0]["n"])
+
+    def matching_ids(self, f: RootFilter, cap: int) -> list[int]:
+        """The ids of the first `cap` roots matching `f`, newest first."""
+        rows = self._newest(["root_id"], f.where(), cap, since=f.since)
+        return [int(row["root_id"]) for row in rows]
+
+    def statuses_of(self, root_ids: Sequence[int]) -> dict[int, str]:
+        """The status of each of `root_ids` that `root_state` has."""
+        if not root_ids:
+            return {}
+        where = [f"root_id IN ({', '.join(str(int(r)) for r in root_ids)})"]
+        rows = self._query(ROOT_STATE, ["root_id", "status"], where, required=True)
+        return {int(row["root_id"]): str(row["status"]) for row in rows}
+
+    def overview(
+        self, app: str | None, since: datetime | None = None, until: datetime | None = None
+    ) -> Overview:
+        """Roots by status over time for `app` (every app if None), first events in
+        [since, until)."""
+        where = []
+        if app is not None:
+            where.append(f"app = {_sql_str(app)}")
+        if since is not None:
+            where.append(f"first_event_at >= {_sql_ts(since)}")
+            where.append(f"first_event_date >= {_sql_date(since.date())}")
+        if until is not None:
+            where.append(f"first_event_at < {_sql_ts(until)}")
+            where.append(f"first_event_date <= {_sql_date(until.date())}")
+        low, high = self._first_event_span()
+        start, end = since or low, until or high
+        width = bucket_width(end - start if start and end and end > start else timedelta(0))
+        bucket = f"date_bin(INTERVAL '{width} seconds', first_event_at, {_EPOCH})"
+        by_bucket: dict[datetime, dict[str, int]] = {}
+        for row in self._query(
+            ROOT_STATE,
+            [f"{bucket} AS bucket", "status", "count(*) AS n"],
+            where,
+            group="bucket, status",
+            required=True,
+        ):
+            by_bucket.setdefault(_utc(row["bucket"]), {})[row["status"]] = int(row["n"])
+        completed = [*where, f"status = {_sql_str(status.COMPLETED)}"]
+        latency = [
+            f"approx_percentile_cont({_LATENCY}, 0.5) AS p50",
+            f"approx_percentile_cont({_LATENCY}, 0.99) AS p99",
+        ]
+        per_bucket = {
+            _utc(row["bucket"]): row
+            for row in self._query(
+                ROOT_STATE, [f"{bucket} AS bucket", *latency], completed, group="bucket"
+            )
+        }
+        overall = self._query(ROOT_STATE, latency, completed)
+        counts = dict.fromkeys(status.ALL, 0)
+        for bucket_counts in by_bucket.values():
+            for name, n in bucket_counts.items():
+                counts[name] = counts.get(name, 0) + n
+        buckets = [
+            Bucket(
+                start,
+                by_bucket[start],
+                _seconds(per_bucket.get(start, {}).get("p50")),
+                _seconds(per_bucket.get(start, {}).get("p99")),
+            )
+            for start in sorted(by_bucket)
+        ]
+        return Overview(
+            app=app,
+            since=since,
+            until=until,
+            ingested=sum(counts.values()),
+            counts=counts,
+            p50_seconds=_seconds(overall[0]["p50"]) if overall else None,
+            p99_seconds=_seconds(overall[0]["p99"]) if overall else None,
+            bucket_seconds=width,
+            buckets=buckets,
+        )
+
+    def _first_event_span(self) -> tuple[datetime | None, datetime | None]:
+        """The earliest and latest `first_event_at` from the files' statistics in the Delta
+        log (no data read); None where a file has none."""
+        table = self._table(ROOT_STATE, required=True)
+        with self._reading(ROOT_STATE):
+            actions = table.get_add_actions(flatten=True)
+        names = actions.column_names
+        if "min.first_event_at" not in names or "max.first_event_at" not in names:
+            return None, None
+        lows = actions.column("min.first_event_at").to_pylist()
+        highs = actions.column("max.first_event_at").to_pylist()
+        if not lows or None in lows or None in highs:
+            return None, None
+        return _utc(min(lows)), _utc(max(highs))
+
+    def dead_letters(self, f: DeadLetterFilter) -> DeadLettersPage:
+        """A page of `dead_letters`, newest first (empty while the table does not exist)."""
+        rows = self._query(
+            DEAD_LETTERS,
+            DEAD_LETTER_COLUMNS,
+            f.where(),
+            order="dead_lettered_at DESC, root_id ASC",
+            limit=f.limit + 1,
+            offset=f.offset,
+        )
+        letters = []
+        for row in rows[: f.limit]:
+            for name in ("dead_lettered_at", "redriven_at"):
+                if row[name] is not None:
+                    row[name] = _utc(row[name])
+            letters.append(DeadLetter(**row))
+        return DeadLettersPage(letters, len(rows) > f.limit, f)
+
+
+def _seconds(value: Any) -> float | None:
+    return None if value is None else round(float(value), 3)

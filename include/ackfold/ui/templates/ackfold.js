@@ -1,0 +1,22 @@
+// Select-all and the Replay button's state; the confirmation is a server page.
+document.addEventListener("DOMContentLoaded", () => {
+  const form = document.getElementById("replay-form");
+  if (!form) return;
+  const all = document.getElementById("select-all");
+  const button = document.getElementById("replay-selected");
+  const rows = () => Array.from(form.querySelectorAll("input.row-select"));
+  const refresh = () => {
+    const ticked = rows().filter((box) => box.checked).length;
+    if (button && rows().length) {
+      button.disabled = ticked === 0;
+      button.textContent = ticked ? `Replay selected (${ticked})` : "Replay selected";
+    }
+    if (all) all.checked = ticked > 0 && ticked === rows().length;
+  };
+  if (all) all.addEventListener("change", () => {
+    rows().forEach((box) => { box.checked = all.checked; });
+    refresh();
+  });
+  rows().forEach((box) => box.addEventListener("change", refresh));
+  refresh();
+});

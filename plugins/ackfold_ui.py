@@ -1,0 +1,48 @@
+"""The Reliability UI plugin: ackfold's pages in Airflow 3's UI, under "Reliability".
+
+The pages are a FastAPI app (`ackfold.ui.app`) mounted at /ackfold by the api-server;
+the nav entries open them inside Airflow's UI. Every page needs an Airflow login with
+access to plugins.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from airflow.plugins_manager import AirflowPlugin
+
+from ackfold.config import load_settings
+from ackfold.ui import airflow_auth
+from ackfold.ui.app import create_app
+
+PREFIX = "/ackfold"
+
+_app = create_app(
+    load_settings(),
+    viewer=airflow_auth.airflow_viewer,
+    csrf_secret=airflow_auth.csrf_secret(),
+    login_url=airflow_auth.login_url,
+    airflow_url=airflow_auth.base_url(),
+)
+
+
+def _view(name: str, path: str, route: str) -> dict[str, str]:
+    return {
+        "name": name,
+        "href": f"{PREFIX}/{path}",
+        "url_route": route,  # shown inside Airflow's UI at /plugin/<url_route>
+        "destination": "nav",
+        "category": "Reliability",
+    }
+
+
+class AckfoldUiPlugin(AirflowPlugin):
+    name = "ackfold_ui"
+    fastapi_apps: ClassVar[list[dict[str, Any]]] = [
+        {"app": _app, "url_prefix": PREFIX, "name": "ackfold reliability"}
+    ]
+    external_views: ClassVar[list[dict[str, str]]] = [
+        _view("Overview", "overview", "ackfold-overview"),
+        _view("Failed roots", "roots", "ackfold-roots"),
+        _view("Dead letters", "dead-letters", "ackfold-dead-letters"),
+    ]

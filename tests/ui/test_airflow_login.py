@@ -1,0 +1,70 @@
+"""The plugin with Airflow's real login dependency (`requires_access_view`), anonymous.
+
+Runs in a subprocess: Airflow reads its configuration (a throwaway AIRFLOW_HOME) when
+first imported. A logged-in request needs Airflow's database (revoked tokens): the
+browser test against `airflow standalone` covers that.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.conftest import PROJECT_DIR
+
+SCRIPT = """
+import json, os, sys
+sys.path.insert(0, "plugins")
+import ackfold_ui
+from airflow.api_fastapi.app import create_auth_manager
+create_auth_manager().init()
+from fastapi.testclient import TestClient
+c = TestClient(ackfold_ui._app, follow_redirects=False)
+page, api = c.get("/roots?app=orders"), c.get("/api/roots")
+forged = c.get("/api/roots", cookies={"_token": "forged"})
+post = c.post("/replay/confirm", data={"root_id": "1"})
+print(json.dumps({
+    "page": [page.status_code, page.headers.get("location")],
+    "api": api.status_code, "forged": forged.status_code, "post": post.status_code,
+    "views": ackfold_ui.AckfoldUiPlugin.external_views,
+    "prefix": ackfold_ui.AckfoldUiPlugin.fastapi_apps[0]["url_prefix"],
+}))
+sys.stdout.flush()
+os._exit(0)
+"""
+
+
+def test_the_plugin_refuses_anonymous_users_with_airflows_own_check(tmp_path: Path) -> None:
+    env = {
+        **os.environ,
+        "AIRFLOW_HOME": str(tmp_path / "airflow"),
+        "ACKFOLD_VAR_DIR": str(tmp_path / "var"),
+        "PYTHONPATH": str(PROJECT_DIR),
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", SCRIPT],
+        cwd=PROJECT_DIR,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["page"] == [
+        303,
+        "/auth/login?next=http%3A%2F%2Ftestserver%2Froots%3Fapp%3Dorders",
+    ]
+    assert result["api"] == 401
+    assert result["forged"] == 403
+    assert result["post"] == 401
+    assert result["prefix"] == "/ackfold"
+    assert {v["href"] for v in result["views"]} == {
+        "/ackfold/overview",
+        "/ackfold/roots",
+        "/ackfold/dead-letters",
+    }
+    assert {v["category"] for v in result["views"]} == {"Reliability"}

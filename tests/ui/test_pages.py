@@ -1,0 +1,175 @@
+"""The read pages and their JSON: filters, sort, paging, errors, the empty ledger."""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+from pathlib import Path
+
+from fastapi.testclient import TestClient
+
+from ackfold import status
+from ackfold.ledger_reader import iso
+from ackfold.ui.queries import UNHEALTHY
+from tests.ledger_fixtures import DAY2, DAY3, Sample, bulk_ledger
+from tests.ui.conftest import FakeAirflow, make_client, ui_settings
+
+
+def ids(body: dict) -> list[int]:
+    return [root["root_id"] for root in body["roots"]]
+
+
+def test_roots_default_to_the_unhealthy_statuses_newest_first(
+    client: TestClient, sample: Sample
+) -> None:
+    body = client.get("/api/roots").json()
+    assert body["filter"]["statuses"] == list(UNHEALTHY)
+    assert ids(body) == [sample.dead, sample.timed_out, sample.replayed]
+    assert body["total"] == 3
+
+
+def test_roots_filter_by_app_status_time_and_stage(client: TestClient, sample: Sample) -> None:
+    def get(**params: str | list[str]) -> list[int]:
+        response = client.get("/api/roots", params=params)
+        assert response.status_code == 200, response.text
+        return ids(response.json())
+
+    assert get(app="clicks") == [sample.dead, sample.timed_out]
+    assert get(status=["completed", "pending"]) == [sample.pending, sample.retry, sample.completed]
+    assert get(status="completed,replayed", until=iso(DAY2)) == [sample.replayed, sample.completed]
+    assert get(since=iso(DAY2 + timedelta(hours=1))) == [sample.dead, sample.timed_out]
+    assert get(stage="sink") == [sample.replayed]
+    assert get(app="nope") == []
+
+
+def test_roots_sort_and_pages(client: TestClient, sample: Sample) -> None:
+    everything = ",".join(status.ALL)
+    asc = ids(
+        client.get(
+            "/api/roots", params={"status": everything, "sort": "root_id", "order": "asc"}
+        ).json()
+    )
+    assert asc == sorted(sample.statuses)
+    desc = client.get(
+        "/api/roots", params={"status": everything, "sort": "first_event_at", "order": "desc"}
+    ).json()
+    firsts = [root["first_event_at"] for root in desc["roots"]]
+    assert firsts == sorted(firsts, reverse=True)
+
+    pages, offset = [], 0
+    while True:
+        params = {"status": everything, "limit": "2", "offset": str(offset)}
+        body = client.get("/api/roots", params=params).json()
+        pages.append(ids(body))
+        assert body["total"] == len(sample.statuses)
+        if not body["more"]:
+            break
+        offset += 2
+    assert [len(p) for p in pages] == [2, 2, 2]
+    newest = ids(client.get("/api/roots", params={"status": everything}).json())
+    assert [i for p in pages for i in p] == newest
+
+
+def test_roots_page_links_rows_to_their_root_page(client: TestClient, sample: Sample) -> None:
+    html = client.get("/roots").text
+    rows = re.findall(r'data-testid="root-row" data-root-id="(-?\d+)"', html)
+    assert [int(r) for r in rows] == [sample.dead, sample.timed_out, sample.replayed]
+    assert f'href="/roots/{sample.dead}"' in html
+    assert f'id="select-{sample.dead}" name="root_id" value="{sample.dead}"' in html
+    # The fail reason's control characters and markup are escaped, never raw.
+    assert "\x1b" in html or "geo lookup failed" in html
+    assert "<script>alert" not in html
+
+
+def test_bad_filters_are_400_naming_the_field(client: TestClient) -> None:
+    for params, name in [
+        ({"status": "failed,bogus"}, "status"),
+        ({"since": "yesterday"}, "since"),
+        ({"since": "2026-11-22T00:00:00Z", "until": "2026-11-21T00:00:00Z"}, "until"),
+        ({"limit": "0"}, "limit"),
+        ({"limit": "many"}, "limit"),
+        ({"sort": "payload; DROP TABLE root_state"}, "sort"),
+        ({"order": "sideways"}, "order"),
+        ({"offset": "-1"}, "offset"),
+    ]:
+        response = client.get("/api/roots", params=params)
+        assert response.status_code == 400, params
+        assert response.json()["field"] == name
+        page = client.get("/roots", params=params)
+        assert page.status_code == 400
+        assert f'<code id="error-field">{name}</code>' in page.text
+
+
+def test_unknown_root_is_404_and_a_malformed_one_400(client: TestClient) -> None:
+    response = client.get("/api/roots/123")
+    assert response.status_code == 404
+    assert "no root 123" in response.json()["detail"]
+    page = client.get("/roots/123")
+    assert page.status_code == 404
+    assert "no root 123" in page.text
+    assert client.get("/api/roots/abc").status_code == 400
+
+
+def test_root_page_shows_the_journey(client: TestClient, sample: Sample) -> None:
+    body = client.get(f"/api/roots/{sample.retry}").json()
+    assert body["state"]["status"] == status.COMPLETED
+    assert [a["root_id"] for a in body["attempts"]] == [sample.replayed, sample.retry]
+    assert [stage["stage"] for stage in body["stages"]] == ["spout", "parse", "sink"]
+    html = client.get(f"/roots/{sample.retry}").text
+    assert html.count('data-testid="attempt-link"') == 2
+    assert f'href="/roots/{sample.replayed}"' in html
+    assert '<svg class="chart"' in html
+    assert 'id="root-timeline"' in html
+
+
+def test_overview_counts_latency_and_chart(client: TestClient, sample: Sample) -> None:
+    body = client.get("/api/overview").json()
+    assert body["apps"] == ["clicks", "orders"]
+    expected = {name: list(sample.statuses.values()).count(name) for name in status.ALL}
+    assert body["counts"] == expected
+    assert body["ingested"] == len(sample.statuses)
+    # completed: the first order (2 s from init to its last ack) and the retry (5 s).
+    assert (body["p50_seconds"], body["p99_seconds"]) == (3.5, 5.0)
+    assert sum(sum(b["counts"].values()) for b in body["buckets"]) == len(sample.statuses)
+    clicks = client.get("/api/overview", params={"app": "clicks"}).json()
+    assert clicks["ingested"] == 2
+    assert clicks["p50_seconds"] is None
+    later = client.get("/api/overview", params={"since": iso(DAY3)}).json()
+    assert later["ingested"] == 2
+    assert later["bucket_seconds"] < body["bucket_seconds"]
+    html = client.get("/overview", params={"app": "orders"}).text
+    assert 'id="count-completed">2<' in html
+    assert '<svg class="chart"' in html
+
+
+def test_overview_buckets_adapt_to_the_span(tmp_path: Path, airflow: FakeAirflow) -> None:
+    bulk_ledger(tmp_path / "w", roots_per_day=50, days=5)
+    with make_client(ui_settings(tmp_path / "w"), airflow) as c:
+        body = c.get("/api/overview").json()
+    assert body["bucket_seconds"] == 3 * 3600  # 5 days in at most 48 buckets
+    assert len(body["buckets"]) <= 48
+    assert body["ingested"] == 250
+
+
+def test_dead_letters_view(client: TestClient) -> None:
+    # The sample ledger has no dead_letters table yet: an empty view, not an error.
+    assert client.get("/api/dead-letters").json()["dead_letters"] == []
+    assert 'id="dead-letters-empty"' in client.get("/dead-letters").text
+    assert client.get("/api/dead-letters", params={"redriven": "maybe"}).status_code == 400
+
+
+def test_no_ledger_is_a_friendly_empty_state(
+    tmp_path: Path, empty_warehouse: Path, airflow: FakeAirflow
+) -> None:
+    with make_client(ui_settings(tmp_path / "nothing"), airflow) as c:
+        for path in ("/roots", "/overview", f"/roots/{1}"):
+            page = c.get(path)
+            assert page.status_code == 200, path
+            assert 'id="empty-state"' in page.text, path
+        api = c.get("/api/roots")
+        assert api.status_code == 404
+        assert api.json()["no_ledger"] is True
+    # Tables but no root yet: the pages render, with nothing in them.
+    with make_client(ui_settings(empty_warehouse), airflow) as c:
+        assert 'id="roots-empty"' in c.get("/roots").text
+        assert c.get("/api/overview").json()["ingested"] == 0
