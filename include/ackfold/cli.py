@@ -53,10 +53,13 @@ def _sqs(settings: Settings, args: argparse.Namespace) -> int:
 def _demo(settings: Settings, args: argparse.Namespace) -> int:
     from ackfold.demo.run import faults_from_flags
 
+    if args.airflow and not args.keep_running:
+        raise UsageError("--airflow goes with --keep-running: it hands the running app's "
+                         "reconcile and replay to the Airflow DAGs")  # fmt: skip
     try:
         faults = faults_from_flags(
             settings.demo.faults, no_faults=args.no_faults, seed=args.seed, drop=args.drop,
-            fail=args.fail, poison=args.poison, slow=args.slow, kill=args.kill,
+            fail=args.fail, poison=args.poison, stuck=args.stuck, slow=args.slow, kill=args.kill,
         )  # fmt: skip
         messages = None
         if args.messages is not None:
@@ -87,7 +90,7 @@ def _demo(settings: Settings, args: argparse.Namespace) -> int:
         if args.keep_running:
             stop = threading.Event()
             try:
-                demo.keep_running(stop)
+                demo.keep_running(stop, airflow=args.airflow)
             except KeyboardInterrupt:
                 stop.set()
             except RuntimeError as exc:
@@ -423,6 +426,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     demo.add_argument("--poison", metavar="N", help="poison messages, failing every attempt")
     demo.add_argument(
+        "--stuck", metavar="N", help="messages dead-lettered by an outage; a manual replay works"
+    )
+    demo.add_argument(
         "--slow", action="append", metavar="STAGE=DURATION", help="STAGE sleeps once a batch"
     )
     demo.add_argument(
@@ -433,6 +439,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     demo.add_argument(
         "--keep-running", action="store_true", help="after the report, keep the app running"
+    )
+    demo.add_argument(
+        "--airflow",
+        action="store_true",
+        help="with --keep-running: leave reconcile and replay to the Airflow DAGs (make run)",
     )
     demo.add_argument("--json", action="store_true", help="also print the report as JSON")
     status = command("status", _status, "the status of a running app, as it last wrote it")

@@ -250,9 +250,10 @@ def run_stack(
             )
             if demo:
                 # The demo's report goes to this terminal; it keeps the app running after.
-                log("starting the word-count demo (ackfold demo --keep-running) ...")
+                log("starting the word-count demo (ackfold demo --keep-running --airflow) ...")
                 ackfold = str(Path(sys.executable).parent / "ackfold")
-                supervisor.start([ackfold, "demo", "--keep-running"], dict(os.environ), None)
+                demo_cmd = [ackfold, "demo", "--keep-running", "--airflow"]
+                supervisor.start(demo_cmd, dict(os.environ), None)
             while airflow.poll() is None:
                 time.sleep(1)
             log(f"airflow standalone exited with {airflow.returncode}; see {log_path}")

@@ -15,6 +15,7 @@ import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
+from ackfold import status
 from ackfold.config import FaultSettings, load_settings
 from ackfold.demo import faults as faults_module
 from ackfold.demo.delivery import DeliveryReport, assess
@@ -22,6 +23,7 @@ from ackfold.demo.feed import Feed
 from ackfold.demo.run import Demo
 from ackfold.demo.wordcount import WordCount, with_demo_policy
 from ackfold.reconcile import reconcile
+from ackfold.replay import Replayer, ReplayRequest
 from ackfold.sources import DEAD_REASON
 from ackfold.sqs_client import sqs_client
 from ackfold.tables import DEAD_LETTERS, REPLAY_LOG
@@ -116,6 +118,41 @@ def test_without_faults_every_root_completes_first_time_and_nothing_is_replayed(
     assert report.cycles == 1
     log = spark.read.format("delta").load(f"{demo.app.ledger.root}/{REPLAY_LOG}")
     assert log.count() == 0, "nothing was replayed"
+
+
+def test_stuck_messages_are_dead_lettered_and_a_replay_by_hand_completes_them(
+    run_demo: Run, spark: SparkSession
+) -> None:
+    demo, report, printed = run_demo(200, FaultSettings(seed=3, poison=1, stuck=2))
+    assert report.lost == 0
+    assert report.dead_lettered_seqs == demo.feed.dead_letters
+    assert len(demo.feed.stuck) == 2
+    assert any("exactly the poison and stuck messages" in line for line in printed), printed
+    assert report.words_exact, "the counts at report time leave the dead letters out"
+    root = demo.app.ledger.root
+    dead = spark.read.format("delta").load(f"{root}/{DEAD_LETTERS}").collect()
+    stuck = [
+        r["root_id"] for r in dead if r["reason"].startswith("failed in split: injected outage")
+    ]
+    assert len(stuck) == 2
+
+    # What a user does from the UI or `ackfold replay --root ... --status dead_lettered`.
+    replayer = Replayer(spark, demo.settings)
+    request = ReplayRequest(
+        root_ids=tuple(stuck), statuses=(status.DEAD_LETTERED,), requested_by="test"
+    )
+    summary = replayer.execute(replayer.plan(request))
+    assert summary.sent == 2
+    demo.app.step()
+    reconcile(spark, demo.settings, app="wordcount")
+    states = spark.read.format("delta").load(f"{root}/root_state")
+    redriven = states.where(F.col("origin_root_id").isin(*[r["origin_root_id"] for r in dead]))
+    completed = redriven.where("status = 'completed'").collect()
+    assert len(completed) == 2, "the replay past max attempts went through"
+    assert {r["attempt"] for r in completed} == {6}
+    counted = spark.read.format("delta").load(demo.app.counted_path).count()
+    everything = Feed.build(200, FaultSettings(seed=3, poison=1))  # the stuck ones included
+    assert counted == sum(everything.true_counts().values())
 
 
 def test_docstring_examples_run(spark: SparkSession) -> None:

@@ -40,6 +40,7 @@ def test_no_faults_starts_from_nothing() -> None:
         ({"drop": ["split=1.5"]}, "a fraction must be at least 0 and below 1"),
         ({"fail": ["count=lots"]}, "--fail.count"),
         ({"poison": "-1"}, "--poison"),
+        ({"stuck": "some"}, "--stuck"),
         ({"seed": "x"}, "--seed"),
         ({"kill": ["sum"]}, "no stage named sum: the word count's stages are split, count"),
         ({"slow": ["merge=1s"]}, "no stage named merge"),
@@ -58,6 +59,7 @@ def test_bad_flags_are_refused_naming_the_flag(flags: dict[str, object], message
         (["--kill", "sum"], "no stage named sum"),
         (["--messages", "0"], "--messages must be at least 1"),
         (["--messages", "many"], "--messages must be a whole number"),
+        (["--airflow"], "--airflow goes with --keep-running"),
     ],
 )
 def test_cli_refuses_bad_flags_with_exit_2_before_any_jvm(
@@ -95,6 +97,19 @@ def test_the_feed_is_reproducible_and_poison_is_excluded_from_the_true_counts() 
     assert tokens("It is a truth, universally acknowledged!") == [
         "it", "is", "a", "truth", "universally", "acknowledged",
     ]  # fmt: skip
+
+
+def test_stuck_messages_are_healthy_ones_and_left_out_of_the_counts_at_report_time() -> None:
+    feed = Feed.build(100, FaultSettings(seed=4, poison=5, stuck=3))
+    assert feed.poison == Feed.build(100, FaultSettings(seed=4, poison=5)).poison
+    assert len(feed.stuck) == 3
+    assert not feed.stuck & set(feed.poison)
+    assert feed.dead_letters == sorted([*feed.poison, *feed.stuck])
+    lines = sentences()
+    stuck_words = sum(len(tokens(lines[seq % len(lines)])) for seq in feed.stuck)
+    without = Feed.build(100, FaultSettings(seed=4, poison=5))
+    assert sum(feed.true_counts().values()) == sum(without.true_counts().values()) - stuck_words
+    assert "3 stuck until replayed by hand" in FaultSettings(stuck=3).describe()
 
 
 def test_the_killer_kills_each_named_stage_once() -> None:

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 DONE = (status.COMPLETED, status.COMPLETED_LATE)
 # The fields that must be equal for two runs with one seed (not timings, not ids).
 OUTCOME = (
-    "sent", "poison", "registered", "completed_first_try", "replayed",
+    "sent", "poison", "stuck", "registered", "completed_first_try", "replayed",
     "completed_after_replay", "dead_lettered", "dead_lettered_seqs", "duplicates", "lost",
     "words_expected", "words_exact", "queries_restarted",
 )  # fmt: skip
@@ -35,6 +35,7 @@ class DeliveryReport:
     faults: str
     sent: int
     poison: int
+    stuck: int = 0
     registered: int = 0
     completed_first_try: int = 0
     replayed: int = 0
@@ -63,10 +64,12 @@ class DeliveryReport:
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
-    def lines(self, poison_seqs: Sequence[int]) -> list[str]:
+    def lines(self, expected_dead: Sequence[int]) -> list[str]:
         dead = "exactly the poison messages"
-        if self.dead_lettered_seqs != sorted(poison_seqs):
-            dead = f"seqs {self.dead_lettered_seqs}; the poison were {sorted(poison_seqs)}"
+        if self.stuck:
+            dead = "exactly the poison and stuck messages"
+        if self.dead_lettered_seqs != sorted(expected_dead):
+            dead = f"seqs {self.dead_lettered_seqs}; expected {sorted(expected_dead)}"
         words = "exact" if self.words_exact else f"WRONG for {len(self.word_mismatches)} word(s)"
         width = len(f"{self.sent:,}")
 
@@ -75,7 +78,7 @@ class DeliveryReport:
 
         return [
             f"Delivery report ({self.faults}; {self.cycles} cycles, {self.seconds:.0f} s)",
-            row("messages sent", self.sent, f"{self.poison} of them poison"),
+            row("messages sent", self.sent, self._faulty()),
             row("completed on the first try", self.completed_first_try),
             row("replayed", self.replayed, "needed at least one more attempt"),
             row("completed after a replay", self.completed_after_replay),
@@ -83,8 +86,12 @@ class DeliveryReport:
             row("duplicates", self.duplicates, "processed more than once, counted once"),
             row("lost", self.lost, "must be 0" if self.lost else ""),
             f"  word counts: {words} ({self.words_counted:,} words counted, "
-            f"{self.words_expected:,} in the input without the poison messages)",
+            f"{self.words_expected:,} in the input without the dead letters)",
         ]
+
+    def _faulty(self) -> str:
+        stuck = f", {self.stuck} stuck (replay them by hand)" if self.stuck else ""
+        return f"{self.poison} of them poison{stuck}"
 
 
 def assess(
@@ -117,7 +124,9 @@ def assess(
     for r in roots:
         chains[r["origin_root_id"]][r["attempt"]] = r["root_id"]
 
-    report = DeliveryReport(faults=faults, sent=len(message_ids), poison=len(feed.poison))
+    report = DeliveryReport(
+        faults=faults, sent=len(message_ids), poison=len(feed.poison), stuck=len(feed.stuck)
+    )
     origins: dict[int, int] = {}  # origin -> seq, for the messages of this run
     for message, message_id in zip(feed.messages, message_ids, strict=True):
         origin = first.get(message_id)

@@ -6,9 +6,9 @@ message is cut off mid-JSON, so no attempt can ever parse it.
 
 Example:
     >>> from ackfold.config import FaultSettings
-    >>> feed = Feed.build(5, FaultSettings(seed=1, poison=1))
-    >>> len(feed.messages), len(feed.poison)
-    (5, 1)
+    >>> feed = Feed.build(5, FaultSettings(seed=1, poison=1, stuck=1))
+    >>> len(feed.messages), len(feed.poison), len(feed.dead_letters)
+    (5, 1, 2)
     >>> tokens('"Oh! single, my dear."')
     ['oh', 'single', 'my', 'dear']
 """
@@ -50,6 +50,7 @@ class Message:
 @dataclass(frozen=True)
 class Feed:
     messages: tuple[Message, ...]
+    stuck: frozenset[int] = frozenset()  # seqs that meet an outage (`FaultSettings.stuck`)
 
     @classmethod
     def build(cls, count: int, faults: FaultSettings) -> Feed:
@@ -58,6 +59,8 @@ class Feed:
         lines = sentences()
         chooser = random.Random(faults.seed)  # noqa: S311 - reproducible, not secret
         poison = set(chooser.sample(range(count), min(faults.poison, count)))
+        healthy = [seq for seq in range(count) if seq not in poison]
+        stuck = frozenset(chooser.sample(healthy, min(faults.stuck, len(healthy))))
         messages = []
         for seq in range(count):
             text = lines[seq % len(lines)]
@@ -65,17 +68,23 @@ class Feed:
                 messages.append(Message(seq, f'{{"seq": {seq}, "text": ', None))
             else:
                 messages.append(Message(seq, json.dumps({"seq": seq, "text": text}), text))
-        return cls(tuple(messages))
+        return cls(tuple(messages), stuck)
 
     @property
     def poison(self) -> list[int]:
         return [m.seq for m in self.messages if m.text is None]
 
+    @property
+    def dead_letters(self) -> list[int]:
+        """The seqs the demo must end up dead-lettering: the poison and the stuck ones."""
+        return sorted([*self.poison, *self.stuck])
+
     def true_counts(self) -> Counter[str]:
-        """The word counts straight from the input, poison excluded: what the app must get."""
+        """The word counts straight from the input, without the dead letters: what the app
+        must have counted when the demo reports."""
         counts: Counter[str] = Counter()
         for message in self.messages:
-            if message.text is not None:
+            if message.text is not None and message.seq not in self.stuck:
                 counts.update(tokens(message.text))
         return counts
 

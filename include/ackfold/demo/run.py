@@ -21,6 +21,7 @@ from ackfold.config import FaultSettings, Settings
 from ackfold.demo.delivery import DeliveryReport, assess
 from ackfold.demo.feed import Feed
 from ackfold.demo.wordcount import APP, STAGES, WordCount, with_demo_policy
+from ackfold.ledger_lock import ledger_lock
 from ackfold.progress import Progress
 from ackfold.reconcile import reconcile
 from ackfold.replay import Replayer, ReplayRequest, ReplaySummary
@@ -52,8 +53,9 @@ class Demo:
         self.messages = messages or settings.demo.messages
         self.faults = faults if faults is not None else settings.demo.faults
         self.say = say
-        self.app = WordCount(spark, self.settings, faults=self.faults)
         self.feed = Feed.build(self.messages, self.faults)
+        self.by_status: dict[str, int] = {}  # roots by status, from the last reconcile
+        self.app = WordCount(spark, self.settings, faults=self.faults, stuck=self.feed.stuck)
 
     def run(self) -> DeliveryReport:
         started = time.monotonic()
@@ -76,22 +78,32 @@ class Demo:
         report = self._assess(message_ids, check_words=True)
         report.cycles = cycles
         report.seconds = time.monotonic() - started
-        for line in report.lines(self.feed.poison):
+        for line in report.lines(self.feed.dead_letters):
             self.say(line)
         return report
 
-    def keep_running(self, stop: threading.Event, every: float = 30.0) -> None:
-        """After the report: the app runs continuously; reconcile and replay every `every` s."""
-        self.say("demo: the app keeps running (Ctrl-C stops it); reconcile and replay every "
-                 f"{every:g}s")  # fmt: skip
+    def keep_running(
+        self, stop: threading.Event, every: float = 30.0, *, airflow: bool = False
+    ) -> None:
+        """After the report: the app runs continuously. Every `every` s the demo reconciles
+        and replays, unless `airflow` says the Airflow DAGs do that (as under `make run`)."""
+        if airflow:
+            self.say("demo: the app keeps running (Ctrl-C stops it); the Airflow DAGs "
+                     "ackfold_reconcile and ackfold_replay reconcile and replay it")  # fmt: skip
+        else:
+            self.say("demo: the app keeps running (Ctrl-C stops it); reconcile and replay "
+                     f"every {every:g}s")  # fmt: skip
         worker = threading.Thread(target=self.app.start, args=(stop,), daemon=True)
         worker.start()
-        by_status: dict[str, int] = {}
+        by_status = self.by_status
         try:
             while not stop.wait(every):
                 failure = self.app.failure()
                 if failure is not None or not worker.is_alive():
                     raise RuntimeError(failure or "the app's ingest loop stopped")
+                if airflow:
+                    self._write_status("running", by_status)
+                    continue
                 by_status, replayed = self._reconcile_and_replay()
                 self._write_status("running", by_status)
                 self.say(f"demo: {_by_status(by_status)}; replayed {replayed.sent}")
@@ -103,10 +115,13 @@ class Demo:
     def _reconcile_and_replay(self) -> tuple[dict[str, int], ReplaySummary]:
         """Fold the new events, then send the automatic replays: roots by status, and
         what the replay did."""
-        by_status: dict[str, int] = reconcile(self.spark, self.settings, app=APP)["by_status"]
-        replayer = Replayer(self.spark, self.settings)
-        request = ReplayRequest(automatic=True, app=APP, requested_by="demo")
-        return by_status, replayer.execute(replayer.plan(request))
+        # The Airflow DAGs may be reconciling too: one writer of root_state at a time.
+        with ledger_lock(self.settings.var_dir, "ackfold demo", say=self.say):
+            summary = reconcile(self.spark, self.settings, app=APP)
+            replayer = Replayer(self.spark, self.settings)
+            request = ReplayRequest(automatic=True, app=APP, requested_by="demo")
+            self.by_status = summary["by_status"]
+            return self.by_status, replayer.execute(replayer.plan(request))
 
     def _assess(self, message_ids: list[str], *, check_words: bool) -> DeliveryReport:
         report = assess(
@@ -155,6 +170,7 @@ def faults_from_flags(
     drop: list[str] | None = None,
     fail: list[str] | None = None,
     poison: str | None = None,
+    stuck: str | None = None,
     slow: list[str] | None = None,
     kill: list[str] | None = None,
     stages: tuple[str, ...] = STAGES,
@@ -174,6 +190,8 @@ def faults_from_flags(
         fields["seed"] = seed
     if poison is not None:
         fields["poison"] = poison
+    if stuck is not None:
+        fields["stuck"] = stuck
     if kill:
         fields["kill"] = tuple(kill)
     try:

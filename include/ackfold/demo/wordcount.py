@@ -20,12 +20,11 @@ from __future__ import annotations
 import logging
 import threading
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
-from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Final
 
-from ackfold.config import AppOverrides, FaultSettings, Settings
+from ackfold.config import DEMO_APP_POLICY, FaultSettings, Settings, with_app_defaults
 from ackfold.demo.faults import InjectedKill, Killer, be_slow, hit
 from ackfold.demo.feed import NOT_WORD_PATTERN
 from ackfold.ingest import Ingester
@@ -44,18 +43,9 @@ QUEUE: Final = "wordcount-sentences"
 SPLIT: Final = "split"
 COUNT: Final = "count"
 STAGES: Final = (SPLIT, COUNT)
-# The demo app's policy where `apps.wordcount` leaves a field unset: short enough for a
-# demo to settle in minutes, and five attempts so that a sentence the faults hit by chance
-# is dead-lettered about once in half a million (0.07 ** 5), unlike a poison message.
-DEMO_POLICY: Final = AppOverrides(
-    timeout=timedelta(seconds=10),
-    max_attempts=5,
-    replay_backoff=timedelta(milliseconds=200),
-    replay_rate=1000.0,
-    source="sqs",
-    source_queue=QUEUE,
-    stages=STAGES,
-)
+# The demo app's policy where `apps.wordcount` leaves a field unset. It is part of the
+# default configuration (`ackfold.config.DEMO_APP_POLICY`), so the DAGs and the CLI see it.
+DEMO_POLICY: Final = DEMO_APP_POLICY
 MAX_RESTARTS: Final = 3
 
 _BODY = "seq INT, text STRING"
@@ -63,12 +53,9 @@ _COUNTED = "origin_root_id BIGINT, position INT, word STRING, root_id BIGINT"
 
 
 def with_demo_policy(settings: Settings, app: str = APP) -> Settings:
-    """`settings` with the demo app's policy filled in where `apps.<app>` leaves it unset."""
-    mine = settings.apps.get(app)
-    merged = DEMO_POLICY.model_dump()
-    if mine is not None:
-        merged.update(mine.model_dump(exclude_none=True, exclude_defaults=True))
-    return settings.model_copy(update={"apps": {**settings.apps, app: AppOverrides(**merged)}})
+    """`settings` with the demo app's policy filled in where `apps.<app>` leaves it unset
+    (already so for `wordcount`, by default; this applies it to an app of another name)."""
+    return settings.model_copy(update={"apps": with_app_defaults(settings.apps, app, DEMO_POLICY)})
 
 
 @contextmanager
@@ -105,6 +92,7 @@ class WordCount:
         *,
         app: str = APP,
         faults: FaultSettings | None = None,
+        stuck: Collection[int] = (),
     ) -> None:
         self.spark = spark
         self.settings = settings
@@ -136,6 +124,9 @@ class WordCount:
         self.counted_path = f"{home}/counted"
         self.checkpoints = f"{settings.table_root}/_checkpoints/apps/{app}"
         self.killer = Killer(self.faults)
+        # The feed's stuck seqs fail on every attempt the automatic replay may send.
+        self.stuck = sorted(stuck)
+        self.max_attempts = settings.app(app).max_attempts
         self.queries: list[StreamingQuery] = []
         self.restarts = 0
         self._create_tables()
@@ -150,8 +141,11 @@ class WordCount:
         seq = F.col("doc.seq")
         parsed = seq.isNotNull() & F.col("doc.text").isNotNull()
         dropped = hit(self.faults, "drop", SPLIT, seq, F.col("attempt"))
-        failed = ~dropped & hit(self.faults, "fail", SPLIT, seq, F.col("attempt"))
-        good = rows.where(parsed & ~dropped & ~failed)
+        stuck = F.lit(False)
+        if self.stuck:
+            stuck = ~dropped & seq.isin(self.stuck) & (F.col("attempt") <= self.max_attempts)
+        failed = ~dropped & ~stuck & hit(self.faults, "fail", SPLIT, seq, F.col("attempt"))
+        good = rows.where(parsed & ~dropped & ~failed & ~stuck)
         words = self._words(good).cache()  # written, then acked: hash the words once
         # Outputs, then (a kill may come here) the acks: the same batch id keeps both
         # idempotent, each table with its own transaction id.
@@ -166,6 +160,10 @@ class WordCount:
                     rows.where(~parsed), "malformed message: not JSON with a seq and a text"
                 ),
                 self.split.fail(rows.where(parsed & failed), "injected failure at split"),
+                self.split.fail(
+                    rows.where(parsed & stuck),
+                    "injected outage at split: fails on every automatic attempt",
+                ),
             ],
         )
         words.unpersist()
