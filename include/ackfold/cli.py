@@ -287,28 +287,33 @@ def _replay(settings: Settings, args: argparse.Namespace) -> int:
         listed = ", ".join(lr.hex64(r) for r in missing)
         return _ledger_error(Exception(f"unknown root id(s), not in root_state: {listed}"))
 
+    from ackfold.ledger_lock import ledger_lock
     from ackfold.progress import Progress
     from ackfold.replay import Replayer, UnknownRoots, unsent_error
     from ackfold.spark import get_spark
 
     replayer = Replayer(get_spark(settings, app_name="ackfold-replay"), settings)
-    try:
-        plan = replayer.plan(request)
-    except UnknownRoots as exc:
-        return _ledger_error(exc)
-    if not plan.selected:
-        return _ledger_error(Exception(f"no roots match {request.describe()}: nothing to replay"))
-    for line in format_plan(plan):
-        print(line, file=sys.stderr)
-    count = len(plan.to_send)
-    if not request.dry_run and count > settings.replay.confirm_above and not args.yes:
-        question = (
-            f"send {count} messages (replay.confirm_above is {settings.replay.confirm_above})?"
-        )
-        if not (sys.stdin.isatty() and input(f"{question} [y/N] ").strip().lower() in ("y", "yes")):
-            raise UsageError(f"{question} Not without --yes (or try --dry-run first).")
-    progress = Progress("replay", count, unit="sent")
-    summary = replayer.execute(plan, progress=progress.update)
+    # From the plan to the last send: another replay planning the same roots would send
+    # them too (reconciles and replays wait, and say for whom).
+    holder = f"ackfold replay ({request.requested_by})"
+    with ledger_lock(settings.var_dir, holder, say=lambda text: print(text, file=sys.stderr)):
+        try:
+            plan = replayer.plan(request)
+        except UnknownRoots as exc:
+            return _ledger_error(exc)
+        if not plan.selected:
+            return _ledger_error(Exception(f"no roots match {request.describe()}: nothing to replay"))
+        for line in format_plan(plan):
+            print(line, file=sys.stderr)
+        count = len(plan.to_send)
+        if not request.dry_run and count > settings.replay.confirm_above and not args.yes:
+            question = (
+                f"send {count} messages (replay.confirm_above is {settings.replay.confirm_above})?"
+            )
+            if not (sys.stdin.isatty() and input(f"{question} [y/N] ").strip().lower() in ("y", "yes")):
+                raise UsageError(f"{question} Not without --yes (or try --dry-run first).")
+        progress = Progress("replay", count, unit="sent")
+        summary = replayer.execute(plan, progress=progress.update)
     if count and not request.dry_run:
         progress.close()
     _emit(json.dumps(summary.as_dict(), indent=2) if args.json else format_summary(summary))

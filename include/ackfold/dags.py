@@ -119,7 +119,7 @@ def manual_replay_params(settings: Settings | None = None) -> dict[str, Param]:
     from airflow.sdk import Param
 
     from ackfold.replay import DEFAULT_STATUSES, REPLAYABLE
-    from ackfold.replay_params import MAX_ROOT_IDS
+    from ackfold.replay_params import MAX_LIMIT, MAX_ROOT_IDS
 
     settings = settings or load_settings()
     which, how = "Which roots", "How to send"
@@ -172,6 +172,7 @@ def manual_replay_params(settings: Settings | None = None) -> dict[str, Param]:
             None,
             type=["null", "integer"],
             minimum=1,
+            maximum=MAX_LIMIT,
             title="Limit",
             description="At most this many roots, oldest status change first. Required to "
             "send when no root id, app or time range narrows the request.",
@@ -225,6 +226,7 @@ def run_manual_replay(
     execute, and return the summary (with the first `SHOWN_SENDS` sends listed)."""
     from airflow.sdk.exceptions import AirflowFailException
 
+    from ackfold.ledger_lock import ledger_lock
     from ackfold.ledger_reader import hex64
     from ackfold.replay import Replayer, UnknownRoots, unsent_error
     from ackfold.replay_params import parse_replay_conf
@@ -233,35 +235,38 @@ def run_manual_replay(
     settings = settings or load_settings()
     request = parse_replay_conf(conf, apps=list(settings.apps), requested_by=requested_by)
     replayer = Replayer(get_spark(settings, app_name="ackfold-manual-replay"), settings)
-    try:
-        plan = replayer.plan(request)
-    except UnknownRoots as exc:
-        raise AirflowFailException(str(exc)) from None
-    verb = "would send" if request.dry_run else "sending"
-    sends = [
-        {
-            "root_id": hex64(p.root_id),
-            "app": p.app,
-            "status": p.prior_status,
-            "action": p.action,
-            "attempt": p.attempt,
-            "target": p.target,
-            "state": p.state,
-        }
-        for p in plan.sends
-    ]
-    log.info(
-        "manual replay by %s: %s; %d selected", requested_by, request.describe(), plan.selected
-    )
-    for send in sends:
-        log.info("%s %s", verb, json.dumps(send))
-    for reason, count in sorted(plan.skipped.items()):
-        log.info("skipping %d root(s): %s", count, reason)
-    summary = replayer.execute(plan)
-    result = summary.as_dict()
-    result["sends"] = sends[:SHOWN_SENDS]
-    result["sends_not_shown"] = max(0, len(sends) - SHOWN_SENDS)
-    log.info("manual replay summary: %s", json.dumps(summary.as_dict(), default=str))
-    if summary.not_sent:
-        raise unsent_error(summary)
-    return result
+    # From the plan on: an automatic replay planning the same roots meanwhile would send
+    # them too.
+    with ledger_lock(settings.var_dir, f"manual replay by {requested_by}", say=log.info):
+        try:
+            plan = replayer.plan(request)
+        except UnknownRoots as exc:
+            raise AirflowFailException(str(exc)) from None
+        verb = "would send" if request.dry_run else "sending"
+        sends = [
+            {
+                "root_id": hex64(p.root_id),
+                "app": p.app,
+                "status": p.prior_status,
+                "action": p.action,
+                "attempt": p.attempt,
+                "target": p.target,
+                "state": p.state,
+            }
+            for p in plan.sends
+        ]
+        log.info(
+            "manual replay by %s: %s; %d selected", requested_by, request.describe(), plan.selected
+        )
+        for send in sends:
+            log.info("%s %s", verb, json.dumps(send))
+        for reason, count in sorted(plan.skipped.items()):
+            log.info("skipping %d root(s): %s", count, reason)
+        summary = replayer.execute(plan)
+        result = summary.as_dict()
+        result["sends"] = sends[:SHOWN_SENDS]
+        result["sends_not_shown"] = max(0, len(sends) - SHOWN_SENDS)
+        log.info("manual replay summary: %s", json.dumps(summary.as_dict(), default=str))
+        if summary.not_sent:
+            raise unsent_error(summary)
+        return result

@@ -1,8 +1,9 @@
-"""One writer of `root_state` at a time on this host: reconcile, replay and maintenance.
+"""One writer of `root_state` at a time on this host: reconciles and replays.
 
-Each of them rewrites `root_state` rows with a MERGE. Delta resolves two concurrent MERGEs
-into the same files by failing one of them (`ConcurrentAppendException`), which would
-cost a task retry and a wasted Spark job. So they take this lock first: an exclusive
+Both rewrite `root_state` rows with a MERGE. Delta resolves two concurrent MERGEs into
+the same files by failing one of them (`ConcurrentAppendException`), which would cost a
+task retry and a wasted Spark job; and two replays planning the same root at once would
+both send it. So they take this lock first, a replay from its plan on: an exclusive
 `flock` on `<var_dir>/run/ledger.lock`, which the kernel releases if the holder dies, so
 a killed process never leaves it held. The file names the holder for the waiting side.
 
@@ -36,7 +37,7 @@ _held = threading.local()
 
 
 class LedgerBusy(TimeoutError):
-    """Another reconcile, replay or maintenance run held the ledger lock for too long."""
+    """Another reconcile or replay held the ledger lock for too long."""
 
 
 def lock_path(var_dir: Path) -> Path:

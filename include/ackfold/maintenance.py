@@ -39,7 +39,6 @@ from typing import TYPE_CHECKING, Any, Final
 
 from ackfold import status
 from ackfold.config import Settings
-from ackfold.ledger_lock import ledger_lock
 from ackfold.tables import ACK_EVENTS, REPLAY_LOG, ROOT_STATE, ROOTS, TABLES, Ledger
 
 if TYPE_CHECKING:
@@ -61,13 +60,10 @@ class MaintenanceError(RuntimeError):
 def maintain(
     spark: SparkSession, settings: Settings, *, now: datetime | None = None
 ) -> dict[str, Any]:
-    """Retention, then OPTIMIZE, then VACUUM; returns what each step did. Holds the
-    ledger lock: its DELETE and OPTIMIZE rewrite files a reconcile may be merging into."""
-    with ledger_lock(settings.var_dir, "maintenance", say=log.info):
-        return _maintain(spark, settings, now)
+    """Retention, then OPTIMIZE, then VACUUM; returns what each step did.
 
-
-def _maintain(spark: SparkSession, settings: Settings, now: datetime | None) -> dict[str, Any]:
+    It takes no ledger lock: it rewrites `ack_events`, `roots` and `replay_log`, which the
+    reconciler and the replay engine only append to or read, never `root_state`."""
     started = time.monotonic()
     ledger = Ledger(settings.table_root)
     ledger.create(spark)
@@ -121,7 +117,8 @@ def expire_events(
             events = DeltaTable.forPath(spark, ledger.path(ACK_EVENTS))
             # The event_time bound lets file statistics skip every file written since the
             # cut-off (appends are in time order): only old files are rewritten.
-            (
+            # Its own metrics, not the table's last commit: an app may have appended since.
+            metrics = (
                 events.alias("t")
                 .merge(
                     expired.alias("s"),
@@ -130,10 +127,9 @@ def expire_events(
                 )
                 .whenMatchedDelete()
                 .execute()
+                .first()
             )
-            metrics = events.history(1).select("operationMetrics").first()
-            assert metrics is not None
-            deleted = int(metrics["operationMetrics"].get("numTargetRowsDeleted", 0))
+            deleted = int(metrics["num_deleted_rows"]) if metrics is not None else 0
     finally:
         expired.unpersist()
     log.info(

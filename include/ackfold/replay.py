@@ -386,8 +386,9 @@ class Replayer:
             self._append_log(plan, new, PLANNED, dry_run=True)
             summary.seconds = time.monotonic() - started
             return summary
-        # Sends happen once, in order; the bookkeeping MERGE must not race a reconcile.
-        with ledger_lock(self.settings.var_dir, f"replay {plan.replay_id}"):
+        # The bookkeeping MERGE must not race a reconcile. Callers that plan should hold
+        # the lock from the plan on (see `replay`): it is re-entrant.
+        with ledger_lock(self.settings.var_dir, f"replay {plan.replay_id}", say=log.info):
             logged_at = self._append_log(plan, new, PLANNED)
             plan.sends = [
                 replace(p, planned_at=logged_at) if p.state == NEW else p for p in plan.sends
@@ -635,9 +636,13 @@ def replay(
     now: datetime | None = None,
     progress: Progress | None = None,
 ) -> ReplaySummary:
-    """Plan and execute one replay run; raises `ReplayError` if something stayed unsent."""
+    """Plan and execute one replay run; raises `ReplayError` if something stayed unsent.
+
+    The ledger lock covers the plan as well: two runs planning the same root at once would
+    both send it."""
     replayer = Replayer(spark, settings, now=now)
-    summary = replayer.execute(replayer.plan(request), progress=progress)
+    with ledger_lock(settings.var_dir, f"replay by {request.requested_by}", say=log.info):
+        summary = replayer.execute(replayer.plan(request), progress=progress)
     if summary.not_sent:
         raise unsent_error(summary)
     return summary

@@ -5,6 +5,7 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -59,3 +60,30 @@ def test_a_killed_holder_releases_the_lock(tmp_path: Path) -> None:
 def test_the_lock_is_reentrant_within_a_thread(tmp_path: Path) -> None:
     with ledger_lock(tmp_path, "reconcile"), ledger_lock(tmp_path, "replay", wait=0.1):
         assert "reconcile" in lock_path(tmp_path).read_text()
+
+
+def test_an_error_inside_the_block_releases_the_lock(tmp_path: Path) -> None:
+    with pytest.raises(RuntimeError, match="boom"), ledger_lock(tmp_path, "reconcile"):
+        raise RuntimeError("boom")
+    with ledger_lock(tmp_path, "replay", wait=0.1):
+        assert "replay" in lock_path(tmp_path).read_text()
+
+
+def test_two_threads_of_one_process_take_turns(tmp_path: Path) -> None:
+    inside: list[str] = []
+    overlaps: list[str] = []
+
+    def work(name: str) -> None:
+        with ledger_lock(tmp_path, name, wait=10):
+            if inside:
+                overlaps.append(f"{name} entered while {inside} held it")
+            inside.append(name)
+            time.sleep(0.3)
+            inside.remove(name)
+
+    threads = [threading.Thread(target=work, args=(f"t{i}",)) for i in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert overlaps == []
