@@ -377,8 +377,8 @@ def with_app_defaults(
     apps: dict[str, AppOverrides], app: str = DEMO_APP, policy: AppOverrides = DEMO_APP_POLICY
 ) -> dict[str, AppOverrides]:
     """`apps` with `policy` filled in where `apps[app]` leaves a field unset."""
-    merged = policy.model_dump()
     mine = apps.get(app)
+    merged = policy.model_dump()
     if mine is not None:
         merged.update(mine.model_dump(exclude_none=True, exclude_defaults=True))
     return {**apps, app: AppOverrides(**merged)}
@@ -405,8 +405,9 @@ class Settings(BaseSettings):
     reconcile: ReconcileSettings = ReconcileSettings()
     replay: ReplaySettings = ReplaySettings()
     defaults: AppPolicy = AppPolicy()
-    # Per-app policies. `wordcount` (the demo app) is always present: a field its entry
-    # leaves unset takes the demo's value (DEMO_APP_POLICY), not the global default.
+    # Per-app policies. Unset, it holds the demo app `wordcount` (DEMO_APP_POLICY); an
+    # `apps` of your own replaces it, and a `wordcount` entry in it is completed with the
+    # demo's values where it leaves a field unset.
     apps: dict[str, AppOverrides] = Field(default_factory=dict, validate_default=True)
     demo: DemoSettings = DemoSettings()
     maintenance: MaintenanceSettings = MaintenanceSettings()
@@ -414,6 +415,8 @@ class Settings(BaseSettings):
     @field_validator("apps")
     @classmethod
     def _demo_app_policy(cls, value: dict[str, AppOverrides]) -> dict[str, AppOverrides]:
+        if value and DEMO_APP not in value:
+            return value
         return with_app_defaults(value)
 
     @model_validator(mode="after")

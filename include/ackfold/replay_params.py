@@ -34,7 +34,7 @@ Example:
     ...
     ackfold.replay_params.ReplayParamsError: invalid manual replay request (sttuses, limit):
       sttuses: not a manual replay setting (did you mean statuses?)...
-      limit: must be a whole number of roots, at least 1, or null; got 0
+      limit: must be a whole number of roots from 1 to 10,000,000, or null; got 0
 """
 
 from __future__ import annotations
@@ -53,6 +53,8 @@ CONF_KEYS: Final = ("root_ids", "app", "statuses", "since", "until", "limit", "r
 # Every root id is written into each replay_log row's `request` column: beyond this many,
 # select by app, status and time range instead.
 MAX_ROOT_IDS: Final = 1000
+# Spark takes a limit as a 32-bit int; far more than one run should send anyway.
+MAX_LIMIT: Final = 10_000_000
 _TIME_EXAMPLE: Final = "2026-11-22T10:00:00Z"
 
 
@@ -199,8 +201,10 @@ def _time(value: Any, key: str) -> datetime:
 
 
 def _limit(value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"must be a whole number of roots, at least 1, or null; got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_LIMIT:
+        raise ValueError(
+            f"must be a whole number of roots from 1 to {MAX_LIMIT:,}, or null; got {value!r}"
+        )
     return value
 
 

@@ -70,6 +70,13 @@ def test_a_wordcount_entry_overrides_the_demo_policy_field_by_field(tmp_path: Pa
     assert with_demo_policy(settings, "wc2").app("wc2").max_attempts == 5
 
 
+def test_apps_of_your_own_replace_the_demo_app(tmp_path: Path) -> None:
+    (tmp_path / "ackfold.yaml").write_text("apps:\n  orders: {timeout: 2m}\n")
+    settings = load_settings()
+    assert list(settings.apps) == ["orders"]
+    assert settings.app("orders").timeout == timedelta(minutes=2)
+
+
 def test_environment_beats_the_yaml_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "ackfold.yaml").write_text("spark: {master: 'local[1]'}\n")
     monkeypatch.setenv("ACKFOLD_SPARK__MASTER", "local[2]")
