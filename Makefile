@@ -6,9 +6,9 @@ BIN := $(VENV)/bin
 UV_VERSION := 0.13.8
 INSTALLED := $(VENV)/.installed
 
-.PHONY: run test lint format setup install jars test-unit test-spark \
-        test-airflow test-sqs test-e2e sqs demo bench bench-reconcile bench-replay \
-        bench-wordcount lock clean
+.PHONY: run test lint format setup install jars browser test-unit test-spark \
+        test-airflow test-sqs test-e2e test-browser sqs demo bench bench-reconcile bench-replay \
+        bench-wordcount bench-ui lock clean
 
 ## run: install what is missing, then start the embedded stack (Ctrl-C stops it)
 run: setup
@@ -23,7 +23,7 @@ sqs: setup
 	$(BIN)/ackfold sqs
 
 ## test: install what is missing, lint, then run every test tier
-test: setup lint
+test: setup browser lint
 	$(BIN)/pytest
 
 ## setup: Python packages in .venv, JVM jars in var/jars (both idempotent)
@@ -38,6 +38,10 @@ $(INSTALLED): requirements.txt requirements-dev.txt pyproject.toml
 	$(BIN)/uv pip install -q --python $(BIN)/python -r requirements.txt -r requirements-dev.txt
 	$(BIN)/uv pip install -q --python $(BIN)/python --no-deps -e .
 	@touch $@
+
+# Debian's Chromium, for the browser tier (tests/browser).
+browser:
+	@scripts/system-deps.sh --browser
 
 # Idempotent and quick once the cache verifies: it checks every jar's checksum.
 jars: install
@@ -55,7 +59,7 @@ format: install
 
 ## test-unit: the fast tier (plain Python, no JVM, no Airflow): seconds
 test-unit: install
-	$(BIN)/pytest -m "not spark and not airflow and not sqs and not e2e"
+	$(BIN)/pytest -m "not spark and not airflow and not sqs and not e2e and not browser"
 
 test-spark: setup
 	$(BIN)/pytest -m spark
@@ -69,8 +73,11 @@ test-sqs: setup
 test-e2e: setup
 	$(BIN)/pytest -m e2e
 
+test-browser: setup browser
+	$(BIN)/pytest -m browser
+
 ## bench: every benchmark (figures go to docs/benchmarks.md)
-bench: bench-reconcile bench-replay bench-wordcount
+bench: bench-reconcile bench-replay bench-wordcount bench-ui
 
 bench-reconcile: setup
 	$(BIN)/python bench/reconcile.py
@@ -82,6 +89,10 @@ bench-replay: setup
 ## bench-wordcount: the demo app with and without tracking: the tracking overhead
 bench-wordcount: setup
 	$(BIN)/python bench/wordcount.py
+
+## bench-ui: the Reliability UI's read latencies on a 2-million-root ledger (no JVM)
+bench-ui: setup
+	$(BIN)/python bench/ui.py
 
 ## lock: re-resolve requirements*.in into the pinned requirements*.txt
 lock: install

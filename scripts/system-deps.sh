@@ -1,13 +1,19 @@
 #!/usr/bin/env bash
-# System packages ackfold needs beyond Python: a JDK 17+ for Spark, Maven to fetch the jars.
-# Installs only what is missing (Debian's packages, needs root), so it is safe to re-run.
+# System packages ackfold needs beyond Python: a JDK 17+ for Spark, Maven to fetch the jars,
+# and with --browser Debian's Chromium for the browser tests (Playwright drives it; it never
+# downloads a browser of its own). Installs only what is missing (Debian's packages, needs
+# root), so it is safe to re-run.
 set -euo pipefail
 missing=()
-if ! command -v java >/dev/null || ! java -version 2>&1 | grep -qE 'version "(1[7-9]|2[0-9])'; then
-  missing+=(openjdk-17-jdk-headless)
+if [ "${1:-}" = "--browser" ]; then
+  command -v chromium >/dev/null || missing+=(chromium)
+else
+  if ! command -v java >/dev/null || ! java -version 2>&1 | grep -qE 'version "(1[7-9]|2[0-9])'; then
+    missing+=(openjdk-17-jdk-headless)
+  fi
+  command -v mvn >/dev/null || missing+=(maven)
+  command -v python3.11 >/dev/null || [ -n "${PYTHON:-}" ] || missing+=(python3.11 python3.11-venv)
 fi
-command -v mvn >/dev/null || missing+=(maven)
-command -v python3.11 >/dev/null || [ -n "${PYTHON:-}" ] || missing+=(python3.11 python3.11-venv)
 [ ${#missing[@]} -eq 0 ] && exit 0
 echo "installing system packages: ${missing[*]}"
 if [ "$(id -u)" -ne 0 ]; then
@@ -15,4 +21,4 @@ if [ "$(id -u)" -ne 0 ]; then
   exit 1
 fi
 apt-get update -qq
-DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

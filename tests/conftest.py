@@ -3,7 +3,7 @@ tier's marker."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +13,7 @@ from ackfold.config import Settings, load_settings
 
 PROJECT_DIR = Path(__file__).resolve().parents[1]
 JARS_DIR = PROJECT_DIR / "var" / "jars"
-TIERS = ("spark", "airflow", "sqs", "e2e")
+TIERS = ("spark", "airflow", "sqs", "e2e", "browser")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -21,6 +21,23 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         tier = Path(str(item.fspath)).relative_to(PROJECT_DIR / "tests").parts[0]
         if tier in TIERS:
             item.add_marker(getattr(pytest.mark, tier))
+    # The tests on the shared `make run` stack run one after the other, the one that
+    # Ctrl-C's it last: the stack must not keep two cores busy under the other tiers.
+    on_stack = [item for item in items if "stack" in getattr(item, "fixturenames", ())]
+    if on_stack:
+        first = items.index(on_stack[0])
+        on_stack.sort(key=lambda item: item.get_closest_marker("stops_stack") is not None)
+        rest = [item for item in items if item not in on_stack]
+        items[:] = rest[:first] + on_stack + rest[first:]
+
+
+@pytest.fixture(scope="session")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """`make run` as a user starts it, shared by the Airflow and browser tiers."""
+    from tests.embedded_stack import embedded_stack
+
+    with embedded_stack(tmp_path_factory.mktemp("stack-var")) as running:
+        yield running
 
 
 @pytest.fixture

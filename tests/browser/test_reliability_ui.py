@@ -1,0 +1,117 @@
+"""A data engineer's morning in the Reliability UI, in a real browser against `make run`:
+log in, open the failed roots, filter, open a root, replay it (dry run, then for real),
+and watch the new attempt complete."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ackfold.config import load_settings
+from tests.embedded_stack import DEMO_FAULTS, Stack
+
+OUTAGE = "injected outage"
+# The demo app's policy, as `make run` has it: a stuck message is dead-lettered after
+# MAX_ATTEMPTS attempts, and the replay by hand is one more.
+MAX_ATTEMPTS = load_settings().app("wordcount").max_attempts
+DEAD_LETTERS = DEMO_FAULTS["poison"] + DEMO_FAULTS["stuck"]
+
+
+def _log_in(page: Any, stack: Stack, path: str) -> None:
+    """Ask for `path`: Airflow sends the anonymous browser to its login page, and back."""
+    page.goto(f"{stack.url}{path}")
+    page.wait_for_url("**/auth/login**")
+    page.fill("input[name=username]", "admin")
+    page.fill("input[name=password]", stack.password)
+    page.click("button[type=submit]")
+    page.wait_for_url(lambda url: "/auth/login" not in url)
+    page.goto(f"{stack.url}{path}")
+
+
+def _stuck_dead_letter(page: Any, stack: Stack) -> str:
+    """Filter the failed roots down to the dead letters; the root id of the one an outage
+    put there (the demo's stuck message)."""
+    for box in page.locator("input[id^=filter-status-]").all():
+        box.uncheck()
+    page.check("#filter-status-dead_lettered")
+    page.click("#filter-apply")
+    page.wait_for_url("**status=dead_lettered**")
+    rows = page.locator("tr[data-testid=root-row]")
+    assert rows.count() == DEAD_LETTERS, "the demo dead-letters its poison and stuck messages"
+    stuck = rows.filter(has_text=OUTAGE)
+    assert stuck.count() == 1
+    return str(stuck.get_attribute("data-root-id"))
+
+
+def _replay(page: Any, root_id: str, *, dry_run: bool) -> str:
+    """Select the root, press Replay, confirm; the run id the link points at."""
+    page.check(f"#select-{root_id}")
+    page.click("#replay-selected")
+    page.wait_for_selector("#confirm-dialog")
+    assert page.get_attribute("#confirm-count", "data-count") == "1"
+    assert page.is_checked("#dry-run"), "dry run is on by default"
+    if not dry_run:
+        page.uncheck("#dry-run")
+    page.click("#confirm-replay")
+    link = page.wait_for_selector("#run-link")
+    href = str(link.get_attribute("href"))
+    assert "/dags/ackfold_manual_replay/runs/" in href, href
+    return href.rsplit("/", 1)[-1]
+
+
+def test_anonymous_requests_are_refused(stack: Stack) -> None:
+    assert stack.call("GET", "/ackfold/api/roots")[0] == 401
+    assert stack.call("POST", "/ackfold/api/replay", {"root_ids": ["1"]})[0] == 401
+
+
+def test_find_a_dead_letter_open_it_and_trigger_a_dry_run_replay(
+    stack: Stack, page: Any, shoot: Any
+) -> None:
+    stack.wait_for_log("the app keeps running", 600)
+    _log_in(page, stack, "/ackfold/roots")
+    assert page.locator("tr[data-testid=root-row]").count() > 0
+    shoot(page, "1-failed-roots")
+    root_id = _stuck_dead_letter(page, stack)
+    shoot(page, "2-dead-lettered")
+
+    page.click(f"tr[data-root-id='{root_id}'] a[data-testid=root-link]")
+    page.wait_for_selector("#root-timeline")
+    assert page.locator("#root-attempts a[data-testid=attempt-link]").count() == MAX_ATTEMPTS
+    assert '"seq"' in page.inner_text("#payload-preview")
+    shoot(page, "3-root")
+
+    page.go_back()
+    run_id = _replay(page, root_id, dry_run=True)
+    shoot(page, "4-triggered")
+    token = stack.token()
+    status, run = stack.call(
+        "GET", f"/api/v2/dags/ackfold_manual_replay/dagRuns/{run_id}", token=token
+    )
+    assert status == 200, run
+    assert run["conf"]["root_ids"] == [root_id]
+    assert run["conf"]["dry_run"] is True
+    assert stack.wait_for_run("ackfold_manual_replay", run_id, token, 300)["state"] == "success"
+
+
+def test_replay_a_stuck_dead_letter_and_watch_it_complete(
+    stack: Stack, page: Any, shoot: Any
+) -> None:
+    stack.wait_for_log("the app keeps running", 600)
+    _log_in(page, stack, "/ackfold/roots")
+    root_id = _stuck_dead_letter(page, stack)
+    run_id = _replay(page, root_id, dry_run=False)
+    token = stack.token()
+    assert stack.wait_for_run("ackfold_manual_replay", run_id, token, 300)["state"] == "success"
+
+    # The running app takes the new attempt from the queue at once; a reconcile folds it.
+    status, run = stack.call(
+        "POST", "/api/v2/dags/ackfold_reconcile/dagRuns", {"logical_date": None}, token=token
+    )
+    assert status == 200, run
+    reconciled = stack.wait_for_run("ackfold_reconcile", run["dag_run_id"], token, 300)
+    assert reconciled["state"] == "success"
+
+    page.goto(f"{stack.url}/ackfold/roots/{root_id}")
+    attempts = page.locator("#root-attempts")
+    assert attempts.locator("a[data-testid=attempt-link]").count() == MAX_ATTEMPTS + 1
+    assert "completed" in attempts.inner_text()
+    shoot(page, "5-completed")

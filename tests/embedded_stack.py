@@ -1,0 +1,136 @@
+"""`make run`, started by a test exactly as a user types it, and a small client for it.
+
+One stack serves the whole session (tests/airflow/test_standalone.py and tests/browser):
+booting Airflow and the demo costs minutes. Its demo is small and has one of each kind of
+trouble, so the UI has failed, replayed and dead-lettered roots to show:
+a failed split (5%), one poison message and one stuck message (dead-lettered by an
+outage; a replay by hand completes it).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ackfold.stack import wait_healthy
+from tests.conftest import JARS_DIR, PROJECT_DIR
+
+DEMO_MESSAGES = 100
+DEMO_FAULTS: dict[str, Any] = {"seed": 1, "fail": {"split": 0.05}, "poison": 1, "stuck": 1}
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass
+class Stack:
+    url: str
+    var: Path
+    sqs: str
+    make: subprocess.Popen[bytes]
+    log: Path
+
+    @property
+    def password(self) -> str:
+        return str(json.loads((self.var / "airflow" / "passwords.json").read_text())["admin"])
+
+    def token(self) -> str:
+        status, body = self.call(
+            "POST", "/auth/token", {"username": "admin", "password": self.password}
+        )
+        assert status in (200, 201), f"no token: {status} {body}"
+        return str(body["access_token"])
+
+    def call(
+        self, method: str, path: str, body: Any = None, *, token: str | None = None
+    ) -> tuple[int, Any]:
+        """One JSON request to the stack: (status, parsed body or {})."""
+        headers = {"Content-Type": "application/json"}
+        if token:
+            headers["Authorization"] = f"Bearer {token}"
+        data = json.dumps(body).encode() if body is not None else None
+        request = urllib.request.Request(
+            f"{self.url}{path}", data=data, headers=headers, method=method
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=30) as response:
+                text = response.read()
+                return response.status, json.loads(text) if text else {}
+        except urllib.error.HTTPError as error:
+            text = error.read()
+            try:
+                return error.code, json.loads(text) if text else {}
+            except ValueError:
+                return error.code, {"text": text.decode(errors="replace")}
+
+    def wait_for_log(self, text: str, timeout: float) -> str:
+        """The `make run` output once it contains `text` (fails if make stops first)."""
+        printed = ""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            printed = self.log.read_text()
+            if text in printed:
+                return printed
+            assert self.make.poll() is None, f"make run stopped:\n{printed[-3000:]}"
+            time.sleep(2)
+        raise AssertionError(f"no {text!r} within {timeout:g}s:\n{printed[-3000:]}")
+
+    def wait_for_run(self, dag_id: str, run_id: str, token: str, timeout: float) -> dict[str, Any]:
+        """The DAG run once it has finished; fails on timeout."""
+        deadline = time.monotonic() + timeout
+        run: dict[str, Any] = {}
+        while time.monotonic() < deadline:
+            status, run = self.call("GET", f"/api/v2/dags/{dag_id}/dagRuns/{run_id}", token=token)
+            assert status == 200, run
+            if run["state"] in ("success", "failed"):
+                return run
+            time.sleep(3)
+        raise AssertionError(f"{dag_id} run {run_id} still {run.get('state')} after {timeout:g}s")
+
+    def stop(self) -> None:
+        if self.make.poll() is None:
+            os.killpg(self.make.pid, signal.SIGINT)
+            self.make.wait(timeout=120)
+
+
+@contextmanager
+def embedded_stack(var: Path) -> Iterator[Stack]:
+    """`make run` in its own session (so a test can Ctrl-C it like a terminal), on free
+    ports, with its state under `var`; stopped on exit."""
+    port = free_port()
+    sqs = f"http://127.0.0.1:{free_port()}"
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "ACKFOLD_"))},
+        "ACKFOLD_VAR_DIR": str(var),
+        "ACKFOLD_JARS_DIR": str(JARS_DIR),
+        "ACKFOLD_AIRFLOW__PORT": str(port),
+        "ACKFOLD_SQS__ENDPOINT_URL": sqs,
+        "ACKFOLD_DEMO__MESSAGES": str(DEMO_MESSAGES),
+        "ACKFOLD_DEMO__FAULTS": json.dumps(DEMO_FAULTS),
+    }
+    log_path = var / "make-run.log"
+    with log_path.open("wb") as log:
+        make = subprocess.Popen(
+            ["make", "-s", "run"], cwd=PROJECT_DIR, env=env, stdout=log,
+            stderr=subprocess.STDOUT, start_new_session=True,
+        )  # fmt: skip
+        stack = Stack(f"http://localhost:{port}", var, sqs, make, log_path)
+        try:
+            wait_healthy(f"{stack.url}/api/v2/monitor/health", 300, lambda: make.poll() is None)
+            yield stack
+        finally:
+            stack.stop()
