@@ -3,6 +3,10 @@
 The pages are a FastAPI app (`ackfold.ui.app`) mounted at /ackfold by the api-server;
 the nav entries open them inside Airflow's UI. Every page needs an Airflow login with
 access to plugins.
+
+Airflow imports this module in every task process too: it stays cheap. The app is a
+`LazyApp`, built (settings loaded, Airflow's api-server modules imported) on the first
+request to /ackfold, in the api-server only.
 """
 
 from __future__ import annotations
@@ -11,19 +15,26 @@ from typing import Any, ClassVar
 
 from airflow.plugins_manager import AirflowPlugin
 
-from ackfold.config import load_settings
-from ackfold.ui import airflow_auth
-from ackfold.ui.app import create_app
+from ackfold.ui.lazy import LazyApp
 
 PREFIX = "/ackfold"
 
-_app = create_app(
-    load_settings(),
-    viewer=airflow_auth.airflow_viewer,
-    csrf_secret=airflow_auth.csrf_secret(),
-    login_url=airflow_auth.login_url,
-    airflow_url=airflow_auth.base_url(),
-)
+
+def _build() -> Any:
+    from ackfold.config import load_settings
+    from ackfold.ui import airflow_auth
+    from ackfold.ui.app import create_app
+
+    return create_app(
+        load_settings(),
+        viewer=airflow_auth.airflow_viewer,
+        csrf_secret=airflow_auth.csrf_secret(),
+        login_url=airflow_auth.login_url,
+        airflow_url=airflow_auth.base_url(),
+    )
+
+
+_app = LazyApp(_build)
 
 
 def _view(name: str, path: str, route: str) -> dict[str, str]:

@@ -302,7 +302,9 @@ def _replay(settings: Settings, args: argparse.Namespace) -> int:
         except UnknownRoots as exc:
             return _ledger_error(exc)
         if not plan.selected:
-            return _ledger_error(Exception(f"no roots match {request.describe()}: nothing to replay"))
+            return _ledger_error(
+                Exception(f"no roots match {request.describe()}: nothing to replay")
+            )
         for line in format_plan(plan):
             print(line, file=sys.stderr)
         count = len(plan.to_send)
@@ -310,7 +312,9 @@ def _replay(settings: Settings, args: argparse.Namespace) -> int:
             question = (
                 f"send {count} messages (replay.confirm_above is {settings.replay.confirm_above})?"
             )
-            if not (sys.stdin.isatty() and input(f"{question} [y/N] ").strip().lower() in ("y", "yes")):
+            if not (
+                sys.stdin.isatty() and input(f"{question} [y/N] ").strip().lower() in ("y", "yes")
+            ):
                 raise UsageError(f"{question} Not without --yes (or try --dry-run first).")
         progress = Progress("replay", count, unit="sent")
         summary = replayer.execute(plan, progress=progress.update)

@@ -15,7 +15,7 @@ from typing import Any
 
 import httpx
 import pytest
-from fastapi import HTTPException, Request
+from fastapi import FastAPI, HTTPException, Request
 from fastapi.testclient import TestClient
 
 from ackfold.config import Settings, load_settings
@@ -79,15 +79,21 @@ def airflow() -> FakeAirflow:
 
 
 def make_client(
-    settings: Settings, airflow: FakeAirflow, token: str | None = "jwt-ann"
+    settings: Settings, airflow: FakeAirflow, token: str | None = "jwt-ann", prefix: str = ""
 ) -> TestClient:
-    app = create_app(
+    """A client of the app; with `prefix`, of a parent app that mounts it there as the
+    api-server mounts a plugin's app."""
+    app: Any = create_app(
         settings,
         viewer=viewer,
         csrf_secret=SECRET,
         airflow_url="http://airflow.test",
         transport=httpx.MockTransport(airflow.handle),
     )
+    if prefix:
+        parent = FastAPI()
+        parent.mount(prefix, app)
+        app = parent
     client = TestClient(app, base_url=f"http://{HOST}", follow_redirects=False)
     if token is not None:
         client.cookies.set("_token", token)

@@ -1,4 +1,5 @@
-"""The plugin with Airflow's real login dependency (`requires_access_view`), anonymous.
+"""The plugin with Airflow's real login dependency (`requires_access_view`), anonymous;
+and its import, which every Airflow task pays: nothing built, no settings loaded.
 
 Runs in a subprocess: Airflow reads its configuration (a throwaway AIRFLOW_HOME) when
 first imported. A logged-in request needs Airflow's database (revoked tokens): the
@@ -18,17 +19,24 @@ from tests.conftest import PROJECT_DIR
 SCRIPT = """
 import json, os, sys
 sys.path.insert(0, "plugins")
+os.environ["ACKFOLD_CONFIG"] = "/nonexistent/ackfold.yaml"  # a broken configuration
 import ackfold_ui
+heavy = ["fastapi", "ackfold.config", "ackfold.ui.app", "airflow.api_fastapi.app"]
+at_import = {"built": ackfold_ui._app.built, "loaded": [m for m in heavy if m in sys.modules]}
 from airflow.api_fastapi.app import create_auth_manager
 create_auth_manager().init()
 from fastapi.testclient import TestClient
 c = TestClient(ackfold_ui._app, follow_redirects=False)
+broken = c.get("/roots").status_code
+del os.environ["ACKFOLD_CONFIG"]  # fixed: the next request builds the app
 page, api = c.get("/roots?app=orders"), c.get("/api/roots")
 forged = c.get("/api/roots", cookies={"_token": "forged"})
 post = c.post("/replay/confirm", data={"root_id": "1"})
 print(json.dumps({
+    "at_import": at_import, "broken": broken,
     "page": [page.status_code, page.headers.get("location")],
-    "api": api.status_code, "forged": forged.status_code, "post": post.status_code,
+    "api": api.status_code, "forged": forged.status_code,
+    "post": [post.status_code, post.headers.get("location")],
     "views": ackfold_ui.AckfoldUiPlugin.external_views,
     "prefix": ackfold_ui.AckfoldUiPlugin.fastapi_apps[0]["url_prefix"],
 }))
@@ -54,13 +62,16 @@ def test_the_plugin_refuses_anonymous_users_with_airflows_own_check(tmp_path: Pa
     )
     assert done.returncode == 0, done.stderr[-2000:]
     result = json.loads(done.stdout.strip().splitlines()[-1])
+    # Every task process imports the plugin: it builds nothing, loads no settings.
+    assert result["at_import"] == {"built": False, "loaded": []}
+    assert result["broken"] == 503
     assert result["page"] == [
         303,
         "/auth/login?next=http%3A%2F%2Ftestserver%2Froots%3Fapp%3Dorders",
     ]
     assert result["api"] == 401
     assert result["forged"] == 403
-    assert result["post"] == 401
+    assert result["post"] == [303, "/auth/login?next=http%3A%2F%2Ftestserver%2Froots"]
     assert result["prefix"] == "/ackfold"
     assert {v["href"] for v in result["views"]} == {
         "/ackfold/overview",

@@ -13,6 +13,7 @@ from ackfold.ledger_reader import iso
 from ackfold.ui.queries import UNHEALTHY
 from tests.ledger_fixtures import DAY2, DAY3, Sample, bulk_ledger
 from tests.ui.conftest import FakeAirflow, make_client, ui_settings
+from tests.ui.odd_ledger import odd_ledger
 
 
 def ids(body: dict) -> list[int]:
@@ -76,9 +77,49 @@ def test_roots_page_links_rows_to_their_root_page(client: TestClient, sample: Sa
     assert [int(r) for r in rows] == [sample.dead, sample.timed_out, sample.replayed]
     assert f'href="/roots/{sample.dead}"' in html
     assert f'id="select-{sample.dead}" name="root_id" value="{sample.dead}"' in html
-    # The fail reason's control characters and markup are escaped, never raw.
-    assert "\x1b" in html or "geo lookup failed" in html
-    assert "<script>alert" not in html
+
+
+SCRIPT = "<script>alert(1)</script>"
+ONLOAD = '"><svg onload=alert(1)>'
+
+
+def test_markup_in_the_ledger_is_escaped_on_every_page(
+    tmp_path: Path, airflow: FakeAirflow
+) -> None:
+    # The stage leads with the attribute breaker: the timeline shows 20 characters of it.
+    odd = odd_ledger(
+        tmp_path / "w",
+        app=f"{SCRIPT}{ONLOAD}",
+        stage=f"{ONLOAD}{SCRIPT}",
+        reason=f"bad record {SCRIPT} {ONLOAD}",
+    )
+    escaped = {
+        "script": "&lt;script&gt;alert(1)&lt;/script&gt;",
+        "onload": "&#34;&gt;&lt;svg onload=alert(1)&gt;",
+    }
+    with make_client(ui_settings(odd.warehouse), airflow) as c:
+        pages = {
+            "/roots": c.get("/roots"),
+            "/roots/{id}": c.get(f"/roots/{odd.root_id}"),
+            "/overview": c.get("/overview"),
+            "/overview?app": c.get("/overview", params={"app": odd.app}),
+            "/dead-letters": c.get("/dead-letters"),
+        }
+    for name, response in pages.items():
+        assert response.status_code == 200, name
+        html = response.text.lower()
+        assert "<script>alert" not in html, name
+        assert "<svg onload" not in html, name
+        assert "onload=alert(1)>" not in html.replace("onload=alert(1)&gt;", ""), name
+        assert escaped["script"] in response.text, name
+        assert escaped["onload"] in response.text, name
+    root = pages["/roots/{id}"].text
+    timeline = root[root.index('id="root-timeline"') :]
+    timeline = timeline[: timeline.index("</svg>")]
+    assert '<text class="stage"' in timeline
+    assert "&#34;&gt;&lt;svg onload=alert(" in timeline  # the stage, cut and escaped
+    assert f"{escaped['script']} {escaped['onload']}" in timeline  # the fail's tooltip
+    assert f'id="select-{odd.root_id}"' in pages["/dead-letters"].text
 
 
 def test_bad_filters_are_400_naming_the_field(client: TestClient) -> None:

@@ -3,14 +3,22 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
+from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
+from fastapi import FastAPI
+from fastapi.routing import APIRoute
 from fastapi.testclient import TestClient
 
+from ackfold import status
+from ackfold.replay_params import parse_replay_conf
+from ackfold.ui import app as ui_app
 from ackfold.ui.redact import MASK, Redactor
-from tests.ledger_fixtures import Sample
+from tests.ledger_fixtures import Sample, bulk_ledger
 from tests.ui.conftest import HOST, FakeAirflow, make_client, ui_settings
+from tests.ui.odd_ledger import odd_ledger
 
 SAME_ORIGIN = {"Origin": f"http://{HOST}"}
 
@@ -30,9 +38,48 @@ def test_anonymous_requests_are_refused(sample: Sample, airflow: FakeAirflow) ->
         assert parse_qs(login.query)["next"] == [f"http://{HOST}/roots?app=orders"]
         for path in ("/api/roots", "/api/overview", f"/api/roots/{sample.dead}", "/api/csrf"):
             assert anonymous.get(path).status_code == 401, path
-        assert anonymous.get("/static/ackfold.css").status_code in (303, 401)
-        posted = anonymous.post("/replay/confirm", data={"root_id": str(sample.dead)})
-        assert posted.status_code == 401
+        # A form posted after the login expired: log in, then back to the form's page.
+        posted = anonymous.post(
+            "/replay/confirm",
+            data={"root_id": str(sample.dead)},
+            headers={"Referer": f"http://{HOST}/roots?app=clicks"},
+        )
+        assert posted.status_code == 303
+        login = urlsplit(posted.headers["location"])
+        assert parse_qs(login.query)["next"] == [f"http://{HOST}/roots?app=clicks"]
+        foreign = anonymous.post("/replay", headers={"Referer": "http://evil.example/x"})
+        assert parse_qs(urlsplit(foreign.headers["location"]).query)["next"] == [
+            f"http://{HOST}/roots"
+        ]
+    assert airflow.calls == []
+
+
+def test_every_route_needs_a_login(sample: Sample, airflow: FakeAirflow) -> None:
+    """Walks every route of the app, anonymously: a route that forgets the viewer
+    dependency answers something else than the login's 401 (API) or redirect (pages)."""
+    # A valid value for each path parameter: a new parameter fails here until it has one.
+    values = {"root_id": str(sample.dead), "name": "ackfold.css"}
+    walked = []
+    with make_client(ui_settings(sample.warehouse), airflow, token=None) as anonymous:
+        app = anonymous.app
+        assert isinstance(app, FastAPI)
+        routes = [route for route in app.routes if isinstance(route, APIRoute)]
+        assert len(routes) == len(app.routes) >= 15
+        for route in routes:
+            names = re.findall(r"{(\w+)(?::\w+)?}", route.path)
+            assert set(names) <= set(values), f"{route.path}: give its parameters a value"
+            path = re.sub(r"{(\w+)(?::\w+)?}", lambda m: values[m.group(1)], route.path)
+            for method in sorted(route.methods):
+                response = anonymous.request(method, path)
+                walked.append((method, route.path))
+                if route.path.startswith("/api/"):
+                    assert response.status_code == 401, (method, path)
+                    assert response.json()["detail"] == "Not authenticated"
+                else:
+                    assert response.status_code == 303, (method, path)
+                    assert urlsplit(response.headers["location"]).path == "/auth/login"
+    assert ("POST", "/replay/confirm") in walked
+    assert ("GET", "/roots/{root_id}") in walked
     assert airflow.calls == []
 
 
@@ -200,9 +247,146 @@ def test_redaction_masks_nested_cut_and_pattern_values() -> None:
 def test_doctests() -> None:
     import doctest
 
-    from ackfold.ui import charts, queries, redact
+    from ackfold.ui import charts, lazy, queries, redact
 
-    for module in (charts, queries, redact):
+    for module in (charts, lazy, queries, redact):
         result = doctest.testmod(module)
         assert result.failed == 0, module.__name__
         assert result.attempted > 0, module.__name__
+
+
+def test_fail_and_event_reasons_are_redacted_everywhere(
+    tmp_path: Path, airflow: FakeAirflow
+) -> None:
+    odd = odd_ledger(
+        tmp_path / "w",
+        app="orders",
+        stage="parse",
+        reason='bad record {"user": "ann", "password": "hunter2"} card 4111-1111',
+        event_reason='choked on {"Password": "hunter2", "n": 1} with tok_SECRET9',
+    )
+    settings = ui_settings(
+        odd.warehouse,
+        redact_keys=["password"],
+        redact_patterns=[r"\b\d{4}-\d{4}\b", r"tok_[A-Z0-9]+"],
+    )
+    with make_client(settings, airflow) as c:
+        responses = {
+            path: c.get(path)
+            for path in (
+                "/roots",
+                f"/roots/{odd.root_id}",
+                "/dead-letters",
+                "/api/roots",
+                f"/api/roots/{odd.root_id}",
+                "/api/dead-letters",
+            )
+        }
+    for path, response in responses.items():
+        assert response.status_code == 200, path
+        for secret in ("hunter2", "4111-1111", "tok_SECRET9"):
+            assert secret not in response.text, (path, secret)
+    masked = f'bad record {{"user": "ann", "password": {MASK}}} card {MASK}'
+    assert responses["/api/roots"].json()["roots"][0]["fail_reason"] == masked
+    assert responses["/api/dead-letters"].json()["dead_letters"][0]["reason"] == masked
+    journey = responses[f"/api/roots/{odd.root_id}"].json()
+    assert journey["state"]["fail_reason"] == masked
+    [fail] = [e for s in journey["stages"] for e in s["events"] if e["kind"] == "fail"]
+    assert fail["reason"] == f'choked on {{"Password": {MASK}, "n": 1}} with {MASK}'
+    page = responses[f"/roots/{odd.root_id}"].text
+    assert f"choked on {{&#34;Password&#34;: {MASK}, &#34;n&#34;: 1}} with {MASK}" in page
+    assert "ann" in responses["/roots"].text  # the rest of the reason is shown
+
+
+@pytest.mark.parametrize(
+    ("referer", "prefix", "back"),
+    [
+        (
+            f"http://{HOST}/roots?app=clicks&status=failed",
+            "",
+            "/roots?app=clicks&amp;status=failed",
+        ),
+        ("http://evil.example/roots", "", "/roots"),
+        ("https://evil.example/phish?x=1", "/ackfold", "/ackfold/roots"),
+        (f"http://{HOST}//evil.example/roots", "", "/roots"),
+        (f"http://{HOST}/other-app/page", "/ackfold", "/ackfold/roots"),
+        (f"http://{HOST}/ackfold/dead-letters", "/ackfold", "/ackfold/dead-letters"),
+        ("javascript:alert(1)//", "", "/roots"),
+    ],
+)
+def test_the_cancel_link_stays_on_this_app(
+    sample: Sample, airflow: FakeAirflow, referer: str, prefix: str, back: str
+) -> None:
+    with make_client(ui_settings(sample.warehouse), airflow, prefix=prefix) as c:
+        response = c.post(
+            f"{prefix}/replay",
+            data={"csrf_token": csrf(c, f"{prefix}/roots"), "root_id": str(sample.dead)},
+            headers={**SAME_ORIGIN, "Referer": referer},
+        )
+    assert response.status_code == 200, response.text
+    assert f'<a id="cancel-replay" href="{back}">' in response.text
+    assert "evil.example" not in response.text
+    assert "javascript:" not in response.text
+
+
+def test_replay_of_the_filter_skips_what_cannot_be_replayed_before_the_cap(
+    tmp_path: Path, airflow: FakeAirflow
+) -> None:
+    # 3 failed roots, the oldest; 27 newer replayed ones: more than the cap of 10.
+    [day] = bulk_ledger(
+        tmp_path / "w",
+        roots_per_day=30,
+        days=1,
+        statuses=lambda i: status.FAILED if i < 3 else status.REPLAYED,
+    )
+    settings = ui_settings(tmp_path / "w", replay_max_roots=10)
+    with make_client(settings, airflow) as c:
+        token = csrf(c)
+        confirm = c.post(
+            "/replay", data={"csrf_token": token, "scope": "filter"}, headers=SAME_ORIGIN
+        )
+        only_replayed = c.post(
+            "/replay",
+            data={"csrf_token": token, "scope": "filter", "status": "replayed"},
+            headers=SAME_ORIGIN,
+        )
+        api = c.post(
+            "/api/replay",
+            json={"filter": {}, "dry_run": True},
+            headers={**SAME_ORIGIN, "X-CSRF-Token": token},
+        )
+    assert confirm.status_code == 200, confirm.text
+    hidden = re.findall(r'name="root_id" value="(-?\d+)"', confirm.text)
+    assert sorted(int(i) for i in hidden) == sorted(day[:3])
+    assert 'id="confirm-count" data-count="3"' in confirm.text
+    assert "27 replayed" in confirm.text
+    assert only_replayed.status_code == 200
+    assert 'data-count="0"' in only_replayed.text
+    assert 'id="nothing-replayable"' in only_replayed.text
+    assert api.status_code == 200, api.text
+    selection = api.json()["selection"]
+    assert sorted(int(i) for i in selection["root_ids"]) == sorted(day[:3])
+    assert (selection["matched"], selection["replayable"]) == (30, 3)
+    assert selection["skipped"] == {"replayed": 27}
+
+
+def test_the_ui_does_not_claim_who_asked(
+    client: TestClient, sample: Sample, airflow: FakeAirflow, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The DAG records Airflow's triggering user; the conf carries no requester, so the UI
+    passes none (a `requested_by` here would be dropped on the way)."""
+    seen: list[dict[str, Any]] = []
+
+    def spy(conf: Any, **kwargs: Any) -> Any:
+        seen.append(kwargs)
+        return parse_replay_conf(conf, **kwargs)
+
+    monkeypatch.setattr(ui_app, "parse_replay_conf", spy)
+    response = client.post(
+        "/replay/confirm",
+        data={"csrf_token": csrf(client), "root_id": str(sample.dead), "dry_run": "1"},
+        headers=SAME_ORIGIN,
+    )
+    assert response.status_code == 200, response.text
+    assert [set(kwargs) for kwargs in seen] == [{"apps"}]
+    assert "requested_by" not in airflow.calls[0]["body"]["conf"]

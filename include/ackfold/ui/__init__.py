@@ -5,5 +5,6 @@
 - `charts`: server-side SVG.
 - `security`: the viewer and CSRF protection; `airflow_auth`: Airflow's login for it.
 - `trigger`: the manual replay DAG run, through Airflow's REST API as the user.
-- `app`: the FastAPI app (`create_app`), mounted by `plugins/ackfold_ui.py`.
+- `app`: the FastAPI app (`create_app`); `lazy`: `LazyApp`, which builds it on the first
+  request, so that `plugins/ackfold_ui.py` (imported by every Airflow task) stays cheap.
 """

@@ -2,9 +2,11 @@
 
 `create_app` builds it without Airflow (tests pass their own `viewer` dependency); the
 plugin (`plugins/ackfold_ui.py`) passes Airflow's and mounts it under `/ackfold`. Every
-route depends on the viewer, so nothing answers an anonymous request: pages redirect it
-to Airflow's login, `/api/...` answers 401/403. Reads are sync routes (FastAPI runs them
-in its thread pool); the replay trigger is async (see `trigger`).
+route depends on the viewer, so nothing answers an anonymous request: pages (GET or
+POST) redirect it to Airflow's login, `/api/...` answers 401/403. Reads are sync routes
+(FastAPI runs them in its thread pool); the replay trigger is async (see `trigger`).
+Fail reasons and event reasons go through the same `Redactor` as the payload preview
+(they can quote the record a stage choked on), in pages, charts and JSON alike.
 
 Routes (under the mount prefix):
     GET  /                      -> /overview
@@ -24,10 +26,10 @@ Routes (under the mount prefix):
 import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib.resources import files
 from typing import Annotated, Any
-from urllib.parse import urlencode
+from urllib.parse import urlencode, urlsplit
 
 from fastapi import Depends, FastAPI, HTTPException, Request
 from fastapi.concurrency import run_in_threadpool
@@ -38,11 +40,13 @@ from starlette.datastructures import FormData
 from ackfold import status
 from ackfold.config import Settings
 from ackfold.ledger_reader import (
+    Event,
     Journey,
     LedgerError,
     NoLedger,
     QueryError,
     RootNotFound,
+    RootState,
     hex64,
     iso,
     parse_root_id,
@@ -57,6 +61,7 @@ from ackfold.replay_params import (
 from ackfold.ui import charts
 from ackfold.ui.queries import (
     SORTABLE,
+    DeadLetter,
     DeadLetterFilter,
     FieldError,
     Params,
@@ -81,18 +86,21 @@ def login_path(next_url: str) -> str:
 
 @dataclass(frozen=True)
 class Selection:
-    """The roots a replay would send: `matched` by the request, `root_ids` the replayable
-    ones among the first `ui.replay_max_roots`, `skipped` the others by status."""
+    """The roots a replay would send: `matched` by the request, `replayable` of them
+    failed, timed out or dead-lettered, `root_ids` the first `ui.replay_max_roots` of
+    those (of the `considered` the cap took), `skipped` the others by status."""
 
     root_ids: list[int]
     matched: int
     considered: int
     skipped: dict[str, int]
+    replayable: int
 
     def to_json(self) -> dict[str, Any]:
         return {
             "root_ids": [str(r) for r in self.root_ids],
             "matched": self.matched,
+            "replayable": self.replayable,
             "considered": self.considered,
             "skipped": self.skipped,
         }
@@ -116,6 +124,7 @@ def create_app(
     warehouse = settings.table_root
     apps = tuple(settings.apps)
     guard = CsrfGuard(csrf_secret, allowed_origins)
+    own_hosts = {urlsplit(origin).netloc.lower() for origin in allowed_origins}
     redactor = Redactor(ui.redact_keys, ui.redact_patterns)
     env = Environment(
         loader=PackageLoader("ackfold.ui", "templates"),
@@ -138,6 +147,24 @@ def create_app(
     def airflow_base(request: Request) -> str:
         return (airflow_url or f"{request.url.scheme}://{request.url.netloc}").rstrip("/")
 
+    def back_link(request: Request) -> str:
+        """The page a form was posted from (its Referer) if that is one of this app's own
+        pages on this server, as a path; else the roots page."""
+        fallback = f"{base(request)}/roots"
+        try:
+            parts = urlsplit(request.headers.get("referer", ""))
+        except ValueError:
+            return fallback
+        host = request.headers.get("host", "").lower()
+        if parts.scheme not in ("", "http", "https") or (
+            parts.netloc and parts.netloc.lower() not in {host, *own_hosts}
+        ):
+            return fallback
+        path = parts.path
+        if not path.startswith(f"{base(request)}/") or path.startswith("//") or "\\" in path:
+            return fallback
+        return path + (f"?{parts.query}" if parts.query else "")
+
     def page(
         request: Request, template: str, who: Viewer | None, status_code: int = 200, **context: Any
     ) -> HTMLResponse:
@@ -158,8 +185,13 @@ def create_app(
 
     @app.exception_handler(HTTPException)
     async def http_error(request: Request, exc: HTTPException) -> Response:
-        if exc.status_code == 401 and not is_api(request) and request.method == "GET":
-            return RedirectResponse(login_url(str(request.url)), status_code=303)
+        if exc.status_code == 401 and not is_api(request):
+            # A page, or a form posted with an expired login: log in, then come back to
+            # the page (for a POST, the page the form was on: a POST cannot be replayed).
+            back = str(request.url)
+            if request.method != "GET":
+                back = f"{request.url.scheme}://{request.url.netloc}{back_link(request)}"
+            return RedirectResponse(login_url(back), status_code=303)
         return failure(request, exc.status_code, str(exc.detail))
 
     @app.exception_handler(QueryError)
@@ -227,17 +259,37 @@ def create_app(
         f = RootFilter.parse(query(request), page_size=ui.page_size)
         r = reader()
         result = r.roots_page(f)
+        result = replace(result, roots=[masked_state(root) for root in result.roots])
         return page(request, "roots.html", who, active="roots", apps=r.apps(), p=result, f=f)
 
     @app.get("/api/roots")
     def roots_json(request: Request, who: ViewerDep) -> dict[str, Any]:
         f = RootFilter.parse(query(request), page_size=ui.page_size)
-        return reader().roots_page(f).to_json()
+        result = reader().roots_page(f)
+        return replace(result, roots=[masked_state(root) for root in result.roots]).to_json()
+
+    # Fail and event reasons can quote the record a stage choked on: masked like payloads.
+    def masked(text: str | None) -> str | None:
+        return None if text is None else redactor.mask(text)[0]
+
+    def masked_state(state: RootState) -> RootState:
+        return replace(state, fail_reason=masked(state.fail_reason))
+
+    def masked_event(event: Event) -> Event:
+        return replace(event, reason=masked(event.reason))
+
+    def masked_letter(letter: DeadLetter) -> DeadLetter:
+        return replace(letter, reason=masked(letter.reason) or "")
 
     def journey(root_id: str) -> tuple[Journey, Preview | None]:
         # Read past the cut, so that masking sees a secret the cut would split.
         r = reader()
         found = r.show_root(parse_root_id(root_id), preview_chars=ui.payload_preview_chars + 1024)
+        found = replace(
+            found,
+            state=masked_state(found.state),
+            events=[masked_event(event) for event in found.events],
+        )
         source = found.source
         preview = None
         if source is not None and source.payload_preview is not None and ui.payload_preview_chars:
@@ -284,20 +336,22 @@ def create_app(
     def dead_letters_page(request: Request, who: ViewerDep) -> HTMLResponse:
         f = DeadLetterFilter.parse(query(request), page_size=ui.page_size)
         r = reader()
+        letters = r.dead_letters(f)
         return page(
             request,
             "dead_letters.html",
             who,
             active="dead-letters",
             apps=r.apps(),
-            p=r.dead_letters(f),
+            p=replace(letters, letters=[masked_letter(d) for d in letters.letters]),
             f=f,
         )
 
     @app.get("/api/dead-letters")
     def dead_letters_json(request: Request, who: ViewerDep) -> dict[str, Any]:
         f = DeadLetterFilter.parse(query(request), page_size=ui.page_size)
-        return reader().dead_letters(f).to_json()
+        letters = reader().dead_letters(f)
+        return replace(letters, letters=[masked_letter(d) for d in letters.letters]).to_json()
 
     @app.get("/api/apps")
     def apps_json(who: ViewerDep) -> dict[str, Any]:
@@ -317,13 +371,21 @@ def create_app(
     # --- replay -----------------------------------------------------------------------
 
     def select(params: Params) -> Selection:
-        """The roots a replay request names: ticked ids, or the current filter's newest."""
+        """The roots a replay request names: ticked ids, or the current filter's newest
+        replayable ones (the cap counts only those: the filter's other statuses are
+        counted as skipped, never fetched)."""
         r = reader()
         cap = ui.replay_max_roots
+        skipped: dict[str, int] = {}
         if params.choice("scope", ("selected", "filter"), "selected") == "filter":
             f = RootFilter.parse(params, page_size=ui.page_size)
-            matched = r.count_roots(f)
-            ids = r.matching_ids(f, cap)
+            counts = r.count_by_status(f)
+            matched = sum(counts.values())
+            for name, n in counts.items():
+                if name not in REPLAYABLE:
+                    skipped[name] = n
+            wanted = tuple(s for s in f.statuses if s in REPLAYABLE)
+            ids = r.matching_ids(replace(f, statuses=wanted), cap) if wanted else []
         else:
             ids = params.root_ids("root_id")
             if not ids:
@@ -331,14 +393,15 @@ def create_app(
             if len(ids) > cap:
                 raise FieldError("root_id", f"{len(ids)} roots: at most {cap} at once")
             matched = len(ids)
+        # Checked again by id: a root may have moved on since it was counted.
         statuses = r.statuses_of(ids)
         chosen = [i for i in ids if statuses.get(i) in REPLAYABLE]
-        skipped: dict[str, int] = {}
         for i in ids:
             if i not in chosen:
                 name = statuses.get(i, "unknown root")
                 skipped[name] = skipped.get(name, 0) + 1
-        return Selection(chosen, matched, len(ids), skipped)
+        replayable = matched - sum(skipped.values())
+        return Selection(chosen, matched, len(ids), skipped, max(replayable, len(chosen)))
 
     async def form(request: Request, who: Viewer) -> Params:
         data: FormData = await request.form()
@@ -351,7 +414,8 @@ def create_app(
             "statuses": list(REPLAYABLE),
             "dry_run": dry_run,
         }
-        checked = parse_replay_conf(conf, apps=apps, requested_by=f"ui:{who.name}")
+        # The DAG records who asked: Airflow's triggering user, i.e. `who`.
+        checked = parse_replay_conf(conf, apps=apps)
         if who.token is None:
             raise HTTPException(401, "no Airflow token to trigger the replay with: log in again")
         try:
@@ -374,7 +438,7 @@ def create_app(
     async def replay_confirm_page(request: Request, who: ViewerDep) -> HTMLResponse:
         params = await form(request, who)
         chosen = await run_in_threadpool(select, params)
-        back = request.headers.get("referer") or f"{base(request)}/roots"
+        back = back_link(request)
         return page(request, "confirm.html", who, active="roots", sel=chosen, back=back)
 
     @app.post("/replay/confirm", response_class=HTMLResponse)

@@ -418,8 +418,17 @@ class UiReader(LedgerReader):
         rows = self._query(ROOT_STATE, ["count(*) AS n"], f.where(), required=True)
         return int(rows[0]["n"])
 
+    def count_by_status(self, f: RootFilter) -> dict[str, int]:
+        """How many roots match `f`, by status (statuses with none left out)."""
+        rows = self._query(
+            ROOT_STATE, ["status", "count(*) AS n"], f.where(), group="status", required=True
+        )
+        return {str(row["status"]): int(row["n"]) for row in rows}
+
     def matching_ids(self, f: RootFilter, cap: int) -> list[int]:
-        """The ids of the first `cap` roots matching `f`, newest first."""
+        """The ids of the first `cap` roots matching `f`, newest first (a replay of the
+        filter narrows `f.statuses` to the replayable ones first, so that the cap counts
+        only those)."""
         rows = self._newest(["root_id"], f.where(), cap, since=f.since)
         return [int(row["root_id"]) for row in rows]
 

@@ -1,5 +1,8 @@
 """The payload preview of a root page: capped in size, with secrets masked.
 
+The app masks fail reasons and event reasons with the same `Redactor.mask` (they can
+quote the record a stage choked on), before any page, chart or JSON sees them.
+
 Only the first `ui.payload_preview_chars` characters are shown, and the reader reads only
 `MARGIN` characters more than that (never the whole payload). Masking runs on what was
 read, before the cut, so that a value that starts before the cut is masked even where the
