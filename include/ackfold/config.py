@@ -312,7 +312,8 @@ class UiSettings(_Section):
 
     - `payload_preview_chars`: the most payload characters a root page shows (0: none).
     - `redact_keys`: JSON keys (any depth, case-insensitive) whose values are masked.
-    - `redact_patterns`: regular expressions whose matches are masked anywhere in a payload.
+    - `redact_patterns`: regular expressions whose matches are masked anywhere in a payload
+      preview, a fail reason or an event's reason.
     - `page_size`: roots per page of the tables, unless the user picks another size.
     - `replay_max_roots`: the most roots one replay from the UI sends, by id (the manual
       replay DAG takes at most 1000 ids).
