@@ -158,6 +158,13 @@ def _roots(settings: Settings, args: argparse.Namespace) -> int:
         page = lr.LedgerReader(settings.table_root).list_roots(query)
     except lr.LedgerError as exc:
         return _ledger_error(exc)
+    from dataclasses import replace
+
+    from ackfold.ui.redact import masked_state, redactor_for
+
+    # Fail reasons can quote records: masked as in the UI (`ui.redact_*`).
+    redactor = redactor_for(settings.ui)
+    page = replace(page, roots=[masked_state(redactor, root) for root in page.roots])
     if args.json:
         _emit(lr.format_roots_json(page))
     elif page.roots:
@@ -184,6 +191,10 @@ def _show(settings: Settings, args: argparse.Namespace) -> int:
         journey = lr.LedgerReader(settings.table_root).show_root(root_id)
     except lr.LedgerError as exc:
         return _ledger_error(exc)
+    from ackfold.ui.redact import masked_journey, redactor_for
+
+    # The payload preview and the reasons, masked as in the UI (`ui.redact_*`).
+    journey = masked_journey(redactor_for(settings.ui), journey, payload=True)
     _emit(lr.format_journey_json(journey) if args.json else lr.format_journey(journey))
     return 0
 

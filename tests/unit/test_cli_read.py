@@ -835,3 +835,15 @@ def test_a_table_looked_up_as_optional_is_still_required_later(tmp_path: Path) -
     assert reader._table(ROOTS, required=False) is None
     with pytest.raises(ledger_reader.NoLedger, match="no table roots"):
         reader._table(ROOTS, required=True)
+
+
+def test_roots_and_show_mask_what_the_ui_masks(
+    run_here: Callable[..., Run], sample: Sample, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ACKFOLD_UI__REDACT_PATTERNS", "[\"missing field '\\\\w+'\"]")
+    shown = run_here(sample.warehouse, "show", str(sample.replayed))
+    listed = run_here(sample.warehouse, "roots", "--json")
+    for run in (shown, listed):
+        assert run.code == 0, run.err
+        assert "'sku'" not in run.out
+        assert "bad record: ***" in run.out

@@ -40,13 +40,11 @@ from starlette.datastructures import FormData
 from ackfold import status
 from ackfold.config import Settings
 from ackfold.ledger_reader import (
-    Event,
     Journey,
     LedgerError,
     NoLedger,
     QueryError,
     RootNotFound,
-    RootState,
     hex64,
     iso,
     parse_root_id,
@@ -68,7 +66,13 @@ from ackfold.ui.queries import (
     RootFilter,
     UiReader,
 )
-from ackfold.ui.redact import Preview, Redactor
+from ackfold.ui.redact import (
+    Preview,
+    masked_journey,
+    masked_state,
+    masked_text,
+    redactor_for,
+)
 from ackfold.ui.security import CSRF_FIELD, CSRF_HEADER, CsrfGuard, Viewer
 from ackfold.ui.trigger import TriggerError, trigger_manual_replay
 
@@ -125,7 +129,7 @@ def create_app(
     apps = tuple(settings.apps)
     guard = CsrfGuard(csrf_secret, allowed_origins)
     own_hosts = {urlsplit(origin).netloc.lower() for origin in allowed_origins}
-    redactor = Redactor(ui.redact_keys, ui.redact_patterns)
+    redactor = redactor_for(ui)
     env = Environment(
         loader=PackageLoader("ackfold.ui", "templates"),
         autoescape=select_autoescape(default=True, default_for_string=True),
@@ -259,37 +263,26 @@ def create_app(
         f = RootFilter.parse(query(request), page_size=ui.page_size)
         r = reader()
         result = r.roots_page(f)
-        result = replace(result, roots=[masked_state(root) for root in result.roots])
+        result = replace(result, roots=[masked_state(redactor, root) for root in result.roots])
         return page(request, "roots.html", who, active="roots", apps=r.apps(), p=result, f=f)
 
     @app.get("/api/roots")
     def roots_json(request: Request, who: ViewerDep) -> dict[str, Any]:
         f = RootFilter.parse(query(request), page_size=ui.page_size)
         result = reader().roots_page(f)
-        return replace(result, roots=[masked_state(root) for root in result.roots]).to_json()
+        return replace(
+            result, roots=[masked_state(redactor, root) for root in result.roots]
+        ).to_json()
 
     # Fail and event reasons can quote the record a stage choked on: masked like payloads.
-    def masked(text: str | None) -> str | None:
-        return None if text is None else redactor.mask(text)[0]
-
-    def masked_state(state: RootState) -> RootState:
-        return replace(state, fail_reason=masked(state.fail_reason))
-
-    def masked_event(event: Event) -> Event:
-        return replace(event, reason=masked(event.reason))
-
     def masked_letter(letter: DeadLetter) -> DeadLetter:
-        return replace(letter, reason=masked(letter.reason) or "")
+        return replace(letter, reason=masked_text(redactor, letter.reason) or "")
 
     def journey(root_id: str) -> tuple[Journey, Preview | None]:
         # Read past the cut, so that masking sees a secret the cut would split.
         r = reader()
         found = r.show_root(parse_root_id(root_id), preview_chars=ui.payload_preview_chars + 1024)
-        found = replace(
-            found,
-            state=masked_state(found.state),
-            events=[masked_event(event) for event in found.events],
-        )
+        found = masked_journey(redactor, found)
         source = found.source
         preview = None
         if source is not None and source.payload_preview is not None and ui.payload_preview_chars:

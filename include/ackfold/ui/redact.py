@@ -22,8 +22,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Final
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Final
+
+if TYPE_CHECKING:
+    from ackfold.config import UiSettings
+    from ackfold.ledger_reader import Journey, RootState
 
 MASK: Final = "***"
 MARGIN: Final = 1024
@@ -115,3 +119,31 @@ def _string_end(text: str, start: int) -> int:
             return i + 1
         i += 1
     return len(text)
+
+
+def redactor_for(ui: UiSettings) -> Redactor:
+    """The redactor of the configured `ui.redact_keys` and `ui.redact_patterns`."""
+    return Redactor(ui.redact_keys, ui.redact_patterns)
+
+
+def masked_text(redactor: Redactor, text: str | None) -> str | None:
+    return None if text is None else redactor.mask(text)[0]
+
+
+def masked_state(redactor: Redactor, state: RootState) -> RootState:
+    """`state` with its fail reason masked (it can quote the record a stage choked on)."""
+    return replace(state, fail_reason=masked_text(redactor, state.fail_reason))
+
+
+def masked_journey(redactor: Redactor, journey: Journey, *, payload: bool = False) -> Journey:
+    """`journey` with its fail reason and its events' reasons masked, and with `payload`
+    its payload preview too (the UI masks that itself, past its own cut)."""
+    source = journey.source
+    if payload and source is not None:
+        source = replace(source, payload_preview=masked_text(redactor, source.payload_preview))
+    return replace(
+        journey,
+        state=masked_state(redactor, journey.state),
+        events=[replace(e, reason=masked_text(redactor, e.reason)) for e in journey.events],
+        source=source,
+    )
