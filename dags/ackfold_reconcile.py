@@ -25,7 +25,7 @@ acker, in batch), then re-classifies the roots still in flight: each root become
   `<warehouse>/_checkpoints/reconcile`), `roots`, `unmatched_events`, `root_state`.
 - **Writes** `root_state` (the `ackfold_root_state` asset: each successful run triggers
   `ackfold_replay`) and `unmatched_events` (events whose root is not registered yet).
-- The task submits `spark_apps/reconcile.py --no-replay` on `spark_default`; its last log
+- The task submits `spark_apps/reconcile.py` on `spark_default`; its last log
   line is the run's JSON summary (events read, duplicates dropped, roots by status).
 """,
     schedule=settings.airflow.reconcile_schedule,
@@ -39,5 +39,5 @@ acker, in batch), then re-classifies the roots still in flight: each root become
     SparkSubmitOperator(
         task_id="reconcile",
         outlets=[root_state_asset(settings)],
-        **spark_submit_kwargs("reconcile.py", settings, args=["--no-replay"]),
+        **spark_submit_kwargs("reconcile.py", settings),
     )

@@ -79,7 +79,7 @@ def test_reconcile_runs_on_the_configured_cron_and_updates_the_root_state_asset(
     assert dag.max_active_runs == 1
     (task,) = dag.tasks
     assert task.task_id == "reconcile"
-    _submits(task, "reconcile.py", ["--no-replay"])
+    _submits(task, "reconcile.py", [])
     asset = root_state_asset(SETTINGS)
     assert task.outlets == [asset]
     assert asset.name == "ackfold_root_state"

@@ -43,9 +43,6 @@ QUEUE: Final = "wordcount-sentences"
 SPLIT: Final = "split"
 COUNT: Final = "count"
 STAGES: Final = (SPLIT, COUNT)
-# The demo app's policy where `apps.wordcount` leaves a field unset. It is part of the
-# default configuration (`ackfold.config.DEMO_APP_POLICY`), so the DAGs and the CLI see it.
-DEMO_POLICY: Final = DEMO_APP_POLICY
 MAX_RESTARTS: Final = 3
 
 _BODY = "seq INT, text STRING"
@@ -55,7 +52,9 @@ _COUNTED = "origin_root_id BIGINT, position INT, word STRING, root_id BIGINT"
 def with_demo_policy(settings: Settings, app: str = APP) -> Settings:
     """`settings` with the demo app's policy filled in where `apps.<app>` leaves it unset
     (already so for `wordcount`, by default; this applies it to an app of another name)."""
-    return settings.model_copy(update={"apps": with_app_defaults(settings.apps, app, DEMO_POLICY)})
+    return settings.model_copy(
+        update={"apps": with_app_defaults(settings.apps, app, DEMO_APP_POLICY)}
+    )
 
 
 @contextmanager
@@ -97,7 +96,7 @@ class WordCount:
         self.spark = spark
         self.settings = settings
         self.app = app
-        overrides = settings.apps.get(app) or DEMO_POLICY
+        overrides = settings.apps.get(app) or DEMO_APP_POLICY
         self.stages = overrides.stages or STAGES
         if tuple(self.stages) != STAGES:
             raise ValueError(f"apps.{app}.stages must be {', '.join(STAGES)} for the word count")
