@@ -8,7 +8,7 @@ INSTALLED := $(VENV)/.installed
 
 .PHONY: run test lint format setup install jars browser test-unit test-spark \
         test-airflow test-sqs test-e2e test-browser sqs demo bench bench-reconcile bench-replay \
-        bench-wordcount bench-ui lock clean
+        bench-wordcount bench-ui bench-quality lock clean
 
 ## run: install what is missing, then start the embedded stack (Ctrl-C stops it)
 run: setup
@@ -77,7 +77,7 @@ test-browser: setup browser
 	$(BIN)/pytest -m browser
 
 ## bench: every benchmark (figures go to docs/benchmarks.md)
-bench: bench-reconcile bench-replay bench-wordcount bench-ui
+bench: bench-reconcile bench-replay bench-wordcount bench-ui bench-quality
 
 bench-reconcile: setup
 	$(BIN)/python bench/reconcile.py
@@ -93,6 +93,10 @@ bench-wordcount: setup
 ## bench-ui: the Reliability UI's read latencies on a 2-million-root ledger (no JVM)
 bench-ui: setup
 	$(BIN)/python bench/ui.py
+
+## bench-quality: the quality checks on a 10M-event ledger, and on a 1M-event window over it
+bench-quality: setup
+	$(BIN)/python bench/quality.py
 
 ## lock: re-resolve requirements*.in into the pinned requirements*.txt
 lock: install

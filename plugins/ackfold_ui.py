@@ -56,4 +56,5 @@ class AckfoldUiPlugin(AirflowPlugin):
         _view("Overview", "overview", "ackfold-overview"),
         _view("Failed roots", "roots", "ackfold-roots"),
         _view("Dead letters", "dead-letters", "ackfold-dead-letters"),
+        _view("Quality", "quality", "ackfold-quality"),
     ]

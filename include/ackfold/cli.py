@@ -234,6 +234,32 @@ def _reconcile(settings: Settings, args: argparse.Namespace) -> int:
     return 0
 
 
+def _quality(settings: Settings, args: argparse.Namespace) -> int:
+    from ackfold import ledger_reader as lr
+    from ackfold.reconcile import check_app_name
+
+    try:
+        now = lr.parse_time(args.now, "--now") if args.now else None
+        if args.app:
+            check_app_name(args.app)
+    except (lr.QueryError, ValueError) as exc:
+        raise UsageError(str(exc)) from None
+    try:
+        _check_app(settings, lr.LedgerReader(settings.table_root), args.app)
+    except lr.LedgerError as exc:
+        return _ledger_error(exc)
+
+    from ackfold.quality import run_quality
+    from ackfold.spark import get_spark
+
+    spark = get_spark(settings, app_name="ackfold-quality")
+    report = run_quality(
+        spark, settings, app=args.app, now=now, say=lambda text: print(text, file=sys.stderr)
+    )
+    _emit(json.dumps(report.as_dict(), indent=2) if args.json else report.format(verbose=args.all))
+    return 0 if report.passed else 1
+
+
 def _check_app(settings: Settings, reader: Any, app: str | None) -> None:
     """Raise `LedgerError` for an app neither configured nor seen in the ledger, and
     `NoLedger` when there is no ledger yet: both without starting a JVM."""
@@ -484,6 +510,18 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="ISO-TIME",
         help="classify timeouts as of this time instead of the clock (replays, tests)",
     )
+    quality = command(
+        "quality",
+        _quality,
+        "check the delivery guarantees and the ledger with Great Expectations; exit 1 if "
+        "any is violated",
+    )
+    quality.add_argument("--app", metavar="APP", help="only this app's roots and events")
+    quality.add_argument(
+        "--now", metavar="ISO-TIME", help="check as of this time instead of the clock"
+    )
+    quality.add_argument("--all", action="store_true", help="list every check, not only failures")
+    quality.add_argument("--json", action="store_true", help="print the report as JSON")
     roots = command("roots", _roots, "list roots from root_state, newest last event first")
     roots.add_argument(
         "--status",

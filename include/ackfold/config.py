@@ -195,6 +195,33 @@ class AirflowSettings(_Section):
     maintenance_schedule: Schedule = "@daily"
 
 
+class QualityThresholds(_Section):
+    """What the delivery-guarantee checks (`ackfold quality`) allow one app.
+
+    - `grace`: how long after its timeout a root may still be unsettled (a reconcile and
+      a replay have to run, with backoff) before it counts as lost.
+    - `max_duplicate_rate`: the most messages, as a fraction, processed more than once
+      (a root `completed_late` after its replay was sent).
+    - `max_dead_letter_rate`: the most messages, as a fraction, that end dead-lettered.
+    - `latency_p99`: the SLA of the complete latency (first to last event of a completed
+      root), 99th percentile; unset, the app's `timeout`.
+    """
+
+    grace: Duration = timedelta(minutes=15)
+    max_duplicate_rate: float = Field(0.01, ge=0, le=1)
+    max_dead_letter_rate: float = Field(0.01, ge=0, le=1)
+    latency_p99: Duration | None = None
+
+
+class QualityOverrides(_Section):
+    """An app's `quality:` entry: any field left out falls back to `defaults.quality`."""
+
+    grace: Duration | None = None
+    max_duplicate_rate: float | None = Field(None, ge=0, le=1)
+    max_dead_letter_rate: float | None = Field(None, ge=0, le=1)
+    latency_p99: Duration | None = None
+
+
 class AppPolicy(_Section):
     """Per-app reliability policy: how long a root may take, and how often it is retried."""
 
@@ -205,6 +232,7 @@ class AppPolicy(_Section):
     replay_backoff: Duration = timedelta(seconds=30)
     # Messages per second an automatic replay sends back to the app's source queue.
     replay_rate: float = Field(50.0, gt=0, le=100_000)
+    quality: QualityThresholds = QualityThresholds()
 
 
 class AppOverrides(_Section):
@@ -220,6 +248,7 @@ class AppOverrides(_Section):
     # Where dead letters go; by default the queue's RedrivePolicy target, else <queue>-dlq.
     dead_letter_queue: str | None = None
     stages: tuple[str, ...] = ()
+    quality: QualityOverrides | None = None
 
 
 class FaultSettings(_Section):
@@ -336,6 +365,20 @@ class UiSettings(_Section):
         return value
 
 
+class QualitySettings(_Section):
+    """`ackfold quality` and `ackfold_quality`. Each app's thresholds are in its policy
+    (`defaults.quality`, `apps.<app>.quality`).
+
+    - `window`: the checks look at roots registered, and events written, this long before
+      the run (their cost follows the window, not the ledger's history).
+    - `docs_dir`: where Data Docs are built (default `<var_dir>/quality/data_docs`); the
+      Reliability UI serves them, behind the Airflow login.
+    """
+
+    window: Duration = timedelta(days=2)
+    docs_dir: Path | None = None
+
+
 class MaintenanceSettings(_Section):
     """What `ackfold_maintenance` keeps.
 
@@ -368,6 +411,12 @@ DEMO_APP_POLICY: Final = AppOverrides(
     max_attempts=5,
     replay_backoff=timedelta(milliseconds=200),
     replay_rate=1000.0,
+    # The demo dead-letters its poison and stuck messages on purpose, and kills a query
+    # mid-batch, which completes some replayed roots late; its first micro-batch takes in
+    # every sentence at once, so the trees of that batch take tens of seconds.
+    quality=QualityOverrides(
+        max_duplicate_rate=0.05, max_dead_letter_rate=0.05, latency_p99=timedelta(minutes=2)
+    ),
     source="sqs",
     source_queue="wordcount-sentences",
     stages=("split", "count"),
@@ -379,9 +428,11 @@ def with_app_defaults(
 ) -> dict[str, AppOverrides]:
     """`apps` with `policy` filled in where `apps[app]` leaves a field unset."""
     mine = apps.get(app)
-    merged = policy.model_dump()
+    merged = policy.model_dump(exclude_none=True)
     if mine is not None:
-        merged.update(mine.model_dump(exclude_none=True, exclude_defaults=True))
+        own = mine.model_dump(exclude_none=True, exclude_defaults=True)
+        quality = {**merged.get("quality", {}), **own.pop("quality", {})}
+        merged.update(own, quality=quality or None)
     return {**apps, app: AppOverrides(**merged)}
 
 
@@ -412,6 +463,7 @@ class Settings(BaseSettings):
     apps: dict[str, AppOverrides] = Field(default_factory=dict, validate_default=True)
     demo: DemoSettings = DemoSettings()
     maintenance: MaintenanceSettings = MaintenanceSettings()
+    quality: QualitySettings = QualitySettings()
 
     @field_validator("apps")
     @classmethod
@@ -459,6 +511,9 @@ class Settings(BaseSettings):
         object.__setattr__(self, "jars_dir", (self.jars_dir or var / "jars").expanduser().resolve())
         home = self.airflow_home or var / "airflow"
         object.__setattr__(self, "airflow_home", home.expanduser().resolve())
+        docs = self.quality.docs_dir or var / "quality" / "data_docs"
+        quality = self.quality.model_copy(update={"docs_dir": docs.expanduser().resolve()})
+        object.__setattr__(self, "quality", quality)
         return self
 
     @classmethod
@@ -485,7 +540,8 @@ class Settings(BaseSettings):
         if overrides is None:
             return self.defaults
         merged = self.defaults.model_dump()
-        merged.update(overrides.model_dump(include=set(AppPolicy.model_fields), exclude_none=True))
+        own = overrides.model_dump(include=set(AppPolicy.model_fields), exclude_none=True)
+        merged.update(own, quality={**merged["quality"], **own.get("quality", {})})
         return AppPolicy(**merged)
 
     @property

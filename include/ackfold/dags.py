@@ -270,3 +270,25 @@ def run_manual_replay(
         if summary.not_sent:
             raise unsent_error(summary)
         return result
+
+
+def quality_verdict(airflow_run_id: str, settings: Settings | None = None) -> dict[str, Any]:
+    """The `verdict` task: read the `quality_results` of the DAG run's quality run (no
+    JVM) and fail, without retries, listing each violated expectation with its observed
+    value."""
+    from airflow.sdk.exceptions import AirflowFailException
+
+    from ackfold.ledger_reader import LedgerReader
+    from ackfold.quality import QualityReport
+    from ackfold.quality.run import quality_run_id
+
+    settings = settings or load_settings()
+    quality_run = quality_run_id(airflow_run_id)
+    rows = LedgerReader(settings.table_root).quality_run(quality_run)
+    if not rows:
+        raise AirflowFailException(f"quality run {quality_run} wrote no results: see `check`")
+    report = QualityReport.from_rows(rows, settings.quality.docs_dir)
+    log.info("%s", report.headline())
+    if not report.passed:
+        raise AirflowFailException(report.violation_message())
+    return {"run_id": report.run_id, "checks": len(report.results), "passed": True}

@@ -42,7 +42,7 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Any, Final
 
 from ackfold import status
-from ackfold.tables import ACK_EVENTS, ROOT_STATE, ROOTS, Ledger
+from ackfold.tables import ACK_EVENTS, QUALITY_RESULTS_DDL, ROOT_STATE, ROOTS, Ledger, column_specs
 
 DEFAULT_LIMIT: Final = 50
 PAYLOAD_PREVIEW: Final = 200
@@ -567,6 +567,24 @@ class LedgerReader:
         return [str(row["app"]) for row in rows]
 
     # one root
+
+    def quality_run(self, run_id: str | None = None) -> list[dict[str, Any]]:
+        """The `quality_results` rows of run `run_id`, or of the latest run; none if there
+        is no such run (or no quality run yet)."""
+        from ackfold.tables import QUALITY_RESULTS
+
+        if run_id is None:
+            latest = self._query(QUALITY_RESULTS, ["run_id"], order="run_at DESC", limit=1)
+            if not latest:
+                return []
+            run_id = latest[0]["run_id"]
+        columns = [name for name, _, _ in column_specs(QUALITY_RESULTS_DDL)]
+        return self._query(
+            QUALITY_RESULTS,
+            columns,
+            [f"run_id = {_sql_str(str(run_id))}"],
+            order="suite, check_name",
+        )
 
     def show_root(self, root_id: int, *, preview_chars: int = PAYLOAD_PREVIEW) -> Journey:
         """The journey of one root: its state, its events, where it came from, its attempts.

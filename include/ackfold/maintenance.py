@@ -7,6 +7,9 @@
    root's `roots` and `root_state` rows stay. A root in any other status keeps every
    event: it may still complete, be replayed or be looked into. Only events older than
    the cut-off go, so a late event of such a root goes on a later run.
+   The producers' `sent_messages` and the `quality_results` older than the cut-off go
+   too: quality runs only look at their window, and trends older than that are summaries
+   to export, not rows to keep forever.
 2. **OPTIMIZE.** `ack_events` and `roots` are Z-ordered by `root_id` (ids are hashes:
    without it a point lookup reads the `root_id` column of every file); `replay_log` is
    compacted. `root_state`, `dead_letters` and `unmatched_events` are rewritten by the
@@ -39,7 +42,16 @@ from typing import TYPE_CHECKING, Any, Final
 
 from ackfold import status
 from ackfold.config import Settings
-from ackfold.tables import ACK_EVENTS, REPLAY_LOG, ROOT_STATE, ROOTS, TABLES, Ledger
+from ackfold.tables import (
+    ACK_EVENTS,
+    QUALITY_RESULTS,
+    REPLAY_LOG,
+    ROOT_STATE,
+    ROOTS,
+    SENT_MESSAGES,
+    TABLES,
+    Ledger,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -71,6 +83,7 @@ def maintain(
     for table in TABLES:
         check_reader_version(spark, ledger.path(table))
     summary = expire_events(spark, settings, now=now)
+    summary["reports_deleted"] = expire_reports(spark, settings, now=now)
     for table in Z_ORDERED:
         spark.sql(f"OPTIMIZE delta.`{ledger.path(table)}` ZORDER BY (root_id)")
     for table in COMPACTED:
@@ -140,6 +153,24 @@ def expire_events(
         "roots_expired": roots,
         "events_deleted": deleted,
     }
+
+
+def expire_reports(spark: SparkSession, settings: Settings, *, now: datetime) -> dict[str, int]:
+    """Delete the `sent_messages` and `quality_results` rows older than the retention;
+    the number deleted per table."""
+    from delta.tables import DeltaTable
+    from pyspark.sql import functions as F
+
+    ledger = Ledger(settings.table_root)
+    cutoff = (now.astimezone(UTC) - settings.maintenance.retention).replace(tzinfo=None)
+    deleted = {}
+    for table, column in ((SENT_MESSAGES, "sent_at"), (QUALITY_RESULTS, "run_at")):
+        old = F.col(column) < F.lit(cutoff)
+        deleted[table] = spark.read.format("delta").load(ledger.path(table)).where(old).count()
+        if deleted[table]:  # no empty commit
+            DeltaTable.forPath(spark, ledger.path(table)).delete(old)
+    log.info("retention: %s before %s deleted", deleted, cutoff)
+    return deleted
 
 
 def _vacuum(spark: SparkSession, path: str, hours: int) -> None:

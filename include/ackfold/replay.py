@@ -44,7 +44,7 @@ from ackfold.config import AppPolicy, Settings
 from ackfold.ledger_lock import ledger_lock
 from ackfold.ledger_reader import hex64
 from ackfold.sources import Outbound, Sent, SourceQueue, dead_letter_attributes
-from ackfold.tables import DEAD_LETTERS, REPLAY_LOG, ROOT_STATE, ROOTS, Ledger
+from ackfold.tables import DEAD_LETTERS, REPLAY_LOG, ROOT_STATE, ROOTS, Ledger, spark_schema
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -494,7 +494,7 @@ class Replayer:
                  p.planned_at or now, now if event == SENT else None,
                  sent.message_id if sent else None, sent.error if sent else None)
             )  # fmt: skip
-        frame = self.spark.createDataFrame(records, self._schema(REPLAY_LOG))
+        frame = self.spark.createDataFrame(records, spark_schema(REPLAY_LOG))
         frame.write.format("delta").mode("append").save(self.ledger.path(REPLAY_LOG))
         return now
 
@@ -546,7 +546,7 @@ class Replayer:
             return
         source = self.spark.createDataFrame(
             letters,
-            self._schema(DEAD_LETTERS) + ", redrive BOOLEAN, new_root_id BIGINT",
+            spark_schema(DEAD_LETTERS) + ", redrive BOOLEAN, new_root_id BIGINT",
         ).alias("s")
         table = DeltaTable.forPath(self.spark, self.ledger.path(DEAD_LETTERS)).alias("t")
         columns = [c for c in source.columns if c not in ("redrive", "new_root_id")]
@@ -571,13 +571,6 @@ class Replayer:
 
     def _read(self, table: str) -> DataFrame:
         return self.spark.read.format("delta").load(self.ledger.path(table))
-
-    def _schema(self, table: str) -> str:
-        from ackfold.tables import TABLES
-
-        ddl = TABLES[table][0]
-        lines = (line.strip().rstrip(",") for line in ddl.strip().splitlines())
-        return ", ".join(" ".join(line.split()[:2]) for line in lines)
 
     def _window_start(self) -> date:
         return (self.now - self.settings.reconcile.lookback).date()

@@ -32,6 +32,8 @@ ROOT_STATE = "root_state"
 UNMATCHED_EVENTS = "unmatched_events"
 REPLAY_LOG = "replay_log"
 DEAD_LETTERS = "dead_letters"
+SENT_MESSAGES = "sent_messages"
+QUALITY_RESULTS = "quality_results"
 
 # Contract v1: every writer supplies exactly these.
 ACK_EVENTS_DDL = """
@@ -89,6 +91,21 @@ def column_names(ddl: str) -> tuple[str, ...]:
     return tuple(line.split()[0] for line in ddl.strip().splitlines())
 
 
+def column_specs(ddl: str) -> tuple[tuple[str, str, bool], ...]:
+    """(name, SQL type, nullable) of each column of one of the DDLs above."""
+    specs = []
+    for line in ddl.strip().splitlines():
+        name, kind, *rest = line.strip().rstrip(",").split()
+        specs.append((name, kind, "NOT" not in rest))
+    return tuple(specs)
+
+
+def spark_schema(table: str) -> str:
+    """The columns of ledger table `table` as a schema for `createDataFrame` (all nullable:
+    Delta enforces the NOT NULLs on write)."""
+    return ", ".join(f"{name} {kind}" for name, kind, _ in column_specs(TABLES[table][0]))
+
+
 ACK_EVENTS_COLUMNS = column_names(ACK_EVENTS_DDL)
 ROOTS_COLUMNS = column_names(ROOTS_DDL)
 
@@ -142,6 +159,36 @@ DEAD_LETTERS_DDL = """
     redrive_root_id BIGINT
 """
 
+# What a producer sent to a source queue, for producers that can say so (the demo's feed
+# does): the quality checks expect every sent message to be registered as a root. Optional;
+# `source_message_id` is what the app's spout registers (SQS: the MessageId).
+SENT_MESSAGES_DDL = """
+    app STRING NOT NULL,
+    source STRING NOT NULL,
+    source_queue STRING NOT NULL,
+    source_message_id STRING NOT NULL,
+    sent_at TIMESTAMP NOT NULL
+"""
+
+# One row per expectation per quality run (`ackfold quality`, `ackfold_quality`), for
+# trends. `app` is null for the ledger-wide soundness checks.
+QUALITY_RESULTS_DDL = """
+    run_id STRING NOT NULL,
+    run_at TIMESTAMP NOT NULL,
+    window_start TIMESTAMP NOT NULL,
+    suite STRING NOT NULL,
+    app STRING,
+    check_name STRING NOT NULL,
+    expectation STRING NOT NULL,
+    description STRING NOT NULL,
+    success BOOLEAN NOT NULL,
+    observed STRING NOT NULL,
+    element_count BIGINT,
+    unexpected_count BIGINT,
+    unexpected_sample STRING,
+    threshold STRING
+"""
+
 TABLES = {
     ACK_EVENTS: (ACK_EVENTS_DDL, None, "ledger of tuple-tree events, contract v1"),
     ROOTS: (ROOTS_DDL, None, "one row per root: where it came from, how to replay it"),
@@ -153,6 +200,8 @@ TABLES = {
         "every replay and dead-letter send: planned, then sent or failed",
     ),
     DEAD_LETTERS: (DEAD_LETTERS_DDL, None, "roots that ran out of attempts"),
+    SENT_MESSAGES: (SENT_MESSAGES_DDL, None, "what producers report they sent (optional)"),
+    QUALITY_RESULTS: (QUALITY_RESULTS_DDL, None, "one row per expectation per quality run"),
 }
 
 TABLE_PROPERTIES = {

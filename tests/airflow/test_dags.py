@@ -20,7 +20,7 @@ def dagbag():  # type: ignore[no-untyped-def]
 
 OURS = (
     "ackfold_smoke", "ackfold_reconcile", "ackfold_replay", "ackfold_manual_replay",
-    "ackfold_maintenance",
+    "ackfold_maintenance", "ackfold_quality",
 )  # fmt: skip
 
 
@@ -97,6 +97,19 @@ def test_replay_is_scheduled_on_the_root_state_asset(dagbag) -> None:  # type: i
     assert dag.max_active_runs == 1
     (task,) = dag.tasks
     _submits(task, "replay.py", ["--auto"])
+
+
+def test_quality_follows_every_reconcile_and_its_verdict_follows_the_checks(
+    dagbag,  # type: ignore[no-untyped-def]
+) -> None:
+    from ackfold.dags import root_state_asset
+
+    dag = dagbag.dags["ackfold_quality"]
+    assert list(dag.schedule) == [root_state_asset(SETTINGS)]
+    assert dag.max_active_runs == 1
+    assert dag.get_task("check").downstream_task_ids == {"verdict"}
+    # The run id ties the results the check writes to the verdict that reads them.
+    _submits(dag.get_task("check"), "quality.py", ["--airflow-run-id", "{{ run_id }}"])
 
 
 def test_maintenance_runs_daily_by_default(dagbag) -> None:  # type: ignore[no-untyped-def]

@@ -32,6 +32,7 @@ def _processes_with(env_entry: bytes) -> list[int]:
 ACKFOLD_DAGS = (
     "ackfold_maintenance",
     "ackfold_manual_replay",
+    "ackfold_quality",
     "ackfold_reconcile",
     "ackfold_replay",
     "ackfold_smoke",
@@ -108,13 +109,16 @@ def test_make_run_shows_the_demo_report_then_keeps_the_app_running(stack: Stack)
     assert status["roots_by_status"]["completed"] == DEMO_MESSAGES - 2, status
 
 
-def test_the_reconcile_dag_runs_on_schedule_and_the_replay_dag_follows_its_asset(
+def test_the_reconcile_dag_runs_on_schedule_and_replay_and_quality_follow_its_asset(
     stack: Stack,
 ) -> None:
     reconciled = _wait_for_success(stack, "ackfold_reconcile", 420)
     assert reconciled["run_type"] == "scheduled"
     replayed = _wait_for_success(stack, "ackfold_replay", 300)
     assert replayed["run_type"] == "asset_triggered"
+    # The quality checks pass on the demo's ledger (a violation fails the run).
+    checked = _wait_for_success(stack, "ackfold_quality", 300)
+    assert checked["run_type"] == "asset_triggered"
 
 
 @pytest.mark.stops_stack

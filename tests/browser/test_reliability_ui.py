@@ -4,6 +4,7 @@ and watch the new attempt complete."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from ackfold.config import load_settings
@@ -60,6 +61,7 @@ def _replay(page: Any, root_id: str, *, dry_run: bool) -> str:
 
 def test_anonymous_requests_are_refused(stack: Stack) -> None:
     assert stack.call("GET", "/ackfold/api/roots")[0] == 401
+    assert stack.call("GET", "/ackfold/api/quality")[0] == 401
     assert stack.call("POST", "/ackfold/api/replay", {"root_ids": ["1"]})[0] == 401
 
 
@@ -115,3 +117,36 @@ def test_replay_a_stuck_dead_letter_and_watch_it_complete(
     assert attempts.locator("a[data-testid=attempt-link]").count() == MAX_ATTEMPTS + 1
     assert "completed" in attempts.inner_text()
     shoot(page, "5-completed")
+
+
+def test_the_quality_page_shows_the_checks_and_opens_the_data_docs(
+    stack: Stack, page: Any, shoot: Any
+) -> None:
+    token = stack.token()
+    deadline = time.monotonic() + 300
+    while not any(r["state"] == "success" for r in _quality_runs(stack, token)):
+        assert time.monotonic() < deadline, "no successful ackfold_quality run"
+        time.sleep(3)
+    _log_in(page, stack, "/ackfold/quality")
+    verdict = page.locator("#quality-verdict")
+    assert verdict.get_attribute("data-passed") == "true", verdict.inner_text()
+    rows = page.locator("tr[data-testid=quality-row]")
+    checks = {row.get_attribute("data-check") for row in rows.all()}
+    assert {"no_lost_roots", "event_id_unique", "completed_xor_zero", "latency_p99"} <= checks
+    shoot(page, "6-quality")
+
+    href = str(page.get_attribute("#data-docs-link", "href"))
+    # Data Docs pull their styles from CDNs, which this machine cannot reach: the page
+    # itself is what is checked.
+    page.goto(f"{stack.url}{href}", wait_until="domcontentloaded")
+    assert "Expectation Suites" in page.content()
+    page.click("a[href='expectations/ledger/ack_events.html']")
+    page.wait_for_url("**/quality/docs/expectations/ledger/ack_events.html")
+    assert "event_id is unique" in page.content()
+    shoot(page, "7-data-docs")
+
+
+def _quality_runs(stack: Stack, token: str) -> list[dict[str, Any]]:
+    status, body = stack.call("GET", "/api/v2/dags/ackfold_quality/dagRuns", token=token)
+    assert status == 200, body
+    return list(body["dag_runs"])

@@ -9,6 +9,7 @@ import doctest
 import time
 import uuid
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ from ackfold.demo.delivery import DeliveryReport, assess
 from ackfold.demo.feed import Feed
 from ackfold.demo.run import Demo
 from ackfold.demo.wordcount import WordCount, with_demo_policy
+from ackfold.quality import run_quality
 from ackfold.reconcile import reconcile
 from ackfold.replay import Replayer, ReplayRequest
 from ackfold.sources import DEAD_REASON
@@ -164,6 +166,19 @@ def test_a_replay_by_hand_completes_the_stuck_dead_letters(
     counted = spark.read.format("delta").load(demo.app.counted_path).count()
     everything = Feed.build(200, FaultSettings(seed=3, poison=1))  # the stuck ones included
     assert counted == sum(everything.true_counts().values())
+
+    # The demo's ledger passes every quality check, an hour on (every root overdue): the
+    # attempts past max_attempts were sent by hand, and every message sent is registered.
+    report = run_quality(spark, demo.settings, now=datetime.now(UTC) + timedelta(hours=1))
+    assert report.passed, report.violation_message()
+    results = {r.check: r for r in report.results if r.app == "wordcount"}
+    assert results["sent_registered"].element_count == 200
+    assert results["no_lost_roots"].element_count == report_roots(spark, root)
+    assert results["dead_letter_rate"].observed == "0.50%", "the poison message: 1 of 200"
+
+
+def report_roots(spark: SparkSession, root: str) -> int:
+    return spark.read.format("delta").load(f"{root}/roots").count()
 
 
 def test_docstring_examples_run(spark: SparkSession) -> None:

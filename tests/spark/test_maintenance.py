@@ -11,7 +11,8 @@ from pyspark.sql import SparkSession
 from ackfold.config import load_settings
 from ackfold.maintenance import maintain
 from ackfold.reconcile import reconcile
-from ackfold.tables import ACK_EVENTS, ROOTS, TABLES, Ledger
+from ackfold.sent import record_sent
+from ackfold.tables import ACK_EVENTS, ROOTS, SENT_MESSAGES, TABLES, Ledger
 from ackfold.tracker import Tracker
 from tests.conftest import JARS_DIR
 from tests.spark.ledger_io import append, state
@@ -66,15 +67,31 @@ def test_maintenance_expires_only_long_completed_roots_and_reconcile_carries_on(
     before = state(spark, ledger)
     statuses = {r: before[r]["status"] for r in (done_long_ago, stuck.roots[0], bad.roots[0])}
     assert statuses == {
-        done_long_ago: "completed", stuck.roots[0]: "timed_out", bad.roots[0]: "failed"
-    }  # fmt: skip
+        done_long_ago: "completed",
+        stuck.roots[0]: "timed_out",
+        bad.roots[0]: "failed",
+    }
     assert before[done_lately]["status"] == "completed"
     events = _events_by_root(spark, ledger)
+    # What producers sent, 40 days ago and an hour ago.
+    for at, message in ((old, "sent-long-ago"), (now - timedelta(hours=1), "sent-lately")):
+        record_sent(
+            spark,
+            ledger,
+            app="wc",
+            source="sqs",
+            source_queue="q",
+            message_ids=[message],
+            sent_at=at,
+        )
 
     summary = maintain(spark, settings, now=now)
 
     assert summary["roots_expired"] == 1
     assert summary["events_deleted"] == events[done_long_ago] == 3  # init, split, count
+    assert summary["reports_deleted"] == {"sent_messages": 1, "quality_results": 0}
+    sent = spark.read.format("delta").load(ledger.path(SENT_MESSAGES)).collect()
+    assert [row["source_message_id"] for row in sent] == ["sent-lately"]
     after = _events_by_root(spark, ledger)
     assert done_long_ago not in after
     assert after == {r: n for r, n in events.items() if r != done_long_ago}

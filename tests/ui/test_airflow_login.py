@@ -77,5 +77,6 @@ def test_the_plugin_refuses_anonymous_users_with_airflows_own_check(tmp_path: Pa
         "/ackfold/overview",
         "/ackfold/roots",
         "/ackfold/dead-letters",
+        "/ackfold/quality",
     }
     assert {v["category"] for v in result["views"]} == {"Reliability"}

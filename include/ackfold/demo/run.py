@@ -25,6 +25,7 @@ from ackfold.ledger_lock import ledger_lock
 from ackfold.progress import Progress
 from ackfold.reconcile import reconcile
 from ackfold.replay import Replayer, ReplayRequest, ReplaySummary
+from ackfold.sent import record_sent
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -65,6 +66,11 @@ class Demo:
         sending = Progress("sending sentences", self.messages, unit="sent")
         message_ids = self.feed.send(client, url, sending.update)
         sending.close()
+        # What was sent, for the quality check that every sent message is registered.
+        record_sent(
+            self.spark, self.app.ledger, app=APP, source="sqs",
+            source_queue=self.app.queue.queue, message_ids=message_ids,
+        )  # fmt: skip
         cycles = 0
         for cycles in range(1, self.settings.demo.max_cycles + 1):
             taken = self.app.step()

@@ -14,6 +14,8 @@ Routes (under the mount prefix):
     GET  /roots                 GET /api/roots             the roots table (filter, sort, page)
     GET  /roots/{root_id}       GET /api/roots/{root_id}   one root's journey
     GET  /dead-letters          GET /api/dead-letters      the dead letters
+    GET  /quality               GET /api/quality           the latest quality run; the runs before
+    GET  /quality/docs/{path}   Data Docs of the latest quality run (`quality.docs_dir`)
     GET  /api/apps              GET /api/csrf              app names; a CSRF token for scripts
     POST /replay                the confirmation page for a selection or the current filter
     POST /replay/confirm        triggers `ackfold_manual_replay`, links to the run
@@ -26,14 +28,20 @@ Routes (under the mount prefix):
 import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from importlib.resources import files
 from typing import Annotated, Any
 from urllib.parse import urlencode, urlsplit
 
 from fastapi import Depends, FastAPI, HTTPException, Request
 from fastapi.concurrency import run_in_threadpool
-from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from fastapi.responses import (
+    FileResponse,
+    HTMLResponse,
+    JSONResponse,
+    RedirectResponse,
+    Response,
+)
 from jinja2 import Environment, PackageLoader, select_autoescape
 from starlette.datastructures import FormData
 
@@ -49,6 +57,7 @@ from ackfold.ledger_reader import (
     iso,
     parse_root_id,
 )
+from ackfold.quality.report import QualityReport
 from ackfold.replay import REPLAYABLE
 from ackfold.replay_params import (
     MANUAL_REPLAY_DAG_ID,
@@ -80,7 +89,12 @@ log = logging.getLogger(__name__)
 
 ViewerDependency = Callable[..., Awaitable[Viewer]]
 _STATIC = {"ackfold.css": "text/css", "ackfold.js": "text/javascript"}
-_NAV = (("overview", "Overview"), ("roots", "Failed roots"), ("dead-letters", "Dead letters"))
+_NAV = (
+    ("overview", "Overview"),
+    ("roots", "Failed roots"),
+    ("dead-letters", "Dead letters"),
+    ("quality", "Quality"),
+)
 
 
 def login_path(next_url: str) -> str:
@@ -126,6 +140,7 @@ def create_app(
     (an `httpx.AsyncBaseTransport` standing in for Airflow)."""
     ui = settings.ui
     warehouse = settings.table_root
+    docs_dir = settings.quality.docs_dir
     apps = tuple(settings.apps)
     guard = CsrfGuard(csrf_secret, allowed_origins)
     own_hosts = {urlsplit(origin).netloc.lower() for origin in allowed_origins}
@@ -345,6 +360,42 @@ def create_app(
         f = DeadLetterFilter.parse(query(request), page_size=ui.page_size)
         letters = reader().dead_letters(f)
         return replace(letters, letters=[masked_letter(d) for d in letters.letters]).to_json()
+
+    # --- quality ------------------------------------------------------------------------
+
+    def quality_data() -> dict[str, Any]:
+        r = reader()
+        rows = r.quality_run()
+        latest = QualityReport.from_rows(rows) if rows else None
+        return {"latest": latest, "history": r.quality_history()}
+
+    @app.get("/quality", response_class=HTMLResponse)
+    def quality_page(request: Request, who: ViewerDep) -> HTMLResponse:
+        data = quality_data()
+        docs = docs_dir is not None and (docs_dir / "index.html").is_file()
+        return page(request, "quality.html", who, active="quality", docs=docs, **data)
+
+    @app.get("/api/quality")
+    def quality_json(who: ViewerDep) -> dict[str, Any]:
+        data = quality_data()
+        latest = data["latest"]
+        return {
+            "latest": latest.as_dict() | {"results": [asdict(r) for r in latest.results]}
+            if latest
+            else None,
+            "history": [{**h, "run_at": iso(h["run_at"])} for h in data["history"]],
+        }
+
+    @app.get("/quality/docs/{path:path}", include_in_schema=False)
+    def quality_docs(path: str, who: ViewerDep) -> Response:
+        if docs_dir is None:
+            raise HTTPException(404, "no Data Docs configured")
+        root = docs_dir.resolve()
+        target = (root / (path or "index.html")).resolve()
+        # Only files inside the published site: no `..`, no symlink out of it.
+        if not target.is_relative_to(root) or not target.is_file():
+            raise HTTPException(404, f"no Data Docs page {path!r}: run `ackfold quality`")
+        return FileResponse(target)
 
     @app.get("/api/apps")
     def apps_json(who: ViewerDep) -> dict[str, Any]:

@@ -396,6 +396,23 @@ class UiReader(LedgerReader):
         except NoLedger:
             return []
 
+    def quality_history(self, limit: int = 20) -> list[dict[str, Any]]:
+        """The newest quality runs: id, time, checks and failures; none before the first."""
+        from ackfold.tables import QUALITY_RESULTS
+
+        return self._query(
+            QUALITY_RESULTS,
+            [
+                "run_id",
+                "max(run_at) AS run_at",
+                "count(*) AS checks",
+                "sum(CASE WHEN success THEN 0 ELSE 1 END) AS failed",
+            ],
+            group="run_id",
+            order="run_at DESC",
+            limit=limit,
+        )
+
     def roots_page(self, f: RootFilter) -> RootsPage:
         """A page of `root_state` rows matching `f` (NoLedger when there is no ledger)."""
         total = self.count_roots(f)

@@ -1,0 +1,101 @@
+"""Quality-check benchmark: the cost of `ackfold quality` on a 10M-event ledger, and on a
+1M-event window over that ledger as history.
+
+    .venv/bin/python bench/quality.py [--events 10000000] [--increment 1000000]
+
+The ledger is synthetic (`ackfold.synth`, 8 events per root), written through the real
+tables and reconciled by the real reconciler; each quality run is the real one (every
+suite, Data Docs, `quality_results`), timed warm: a small run first warms the JVM and GX.
+The synthetic ledger has failed and timed-out roots that nothing replays, so the delivery
+checks report violations: the cost is the same. Record the output in docs/benchmarks.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import tempfile
+import time
+from datetime import timedelta
+from pathlib import Path
+
+from ackfold.config import load_settings
+from ackfold.quality import run_quality
+from ackfold.reconcile import reconcile
+from ackfold.spark import get_spark
+from ackfold.synth import Synthetic
+from ackfold.tables import Ledger
+
+FANOUT, DEPTH = 2, 2  # 8 events per root
+
+
+def roots_for(events: int) -> int:
+    return events // Synthetic(roots=1, fanout=FANOUT, depth=DEPTH).events_per_root
+
+
+def add(spark, settings, synthetic: Synthetic) -> None:  # type: ignore[no-untyped-def]
+    synthetic.write(spark, Ledger(settings.table_root))
+    reconcile(spark, settings, now=synthetic.end + timedelta(hours=1))
+
+
+def timed_quality(spark, settings, synthetic: Synthetic) -> tuple[float, object]:  # type: ignore[no-untyped-def]
+    start = time.perf_counter()
+    report = run_quality(spark, settings, now=synthetic.end + timedelta(hours=1))
+    return time.perf_counter() - start, report
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--events", type=int, default=10_000_000, help="events in the window")
+    parser.add_argument("--increment", type=int, default=1_000_000, help="a later window's events")
+    parser.add_argument("--workdir", default=None, help="where ledgers go (default: a temp dir)")
+    args = parser.parse_args()
+    work = Path(args.workdir or tempfile.mkdtemp(prefix="ackfold-bench-"))
+    jars = load_settings().jars_dir
+    results: dict[str, object] = {}
+
+    def fresh_settings(name: str):  # type: ignore[no-untyped-def]
+        shutil.rmtree(work / name, ignore_errors=True)
+        return load_settings(var_dir=work / name, jars_dir=jars)
+
+    warm = fresh_settings("warmup")
+    spark = get_spark(warm, app_name="ackfold-bench-quality")
+    warm_synth = Synthetic(roots=20_000, fanout=FANOUT, depth=DEPTH)
+    add(spark, warm, warm_synth)
+    timed_quality(spark, warm, warm_synth)
+
+    settings = fresh_settings("ledger")
+    big = Synthetic(roots=roots_for(args.events), fanout=FANOUT, depth=DEPTH)
+    add(spark, settings, big)
+    seconds, report = timed_quality(spark, settings, big)
+    checks = len(report.results)  # type: ignore[attr-defined]
+    failed = len(report.violations)  # type: ignore[attr-defined]
+    print(
+        f"quality over {big.events:>11,} events ({big.roots:,} roots) in the window: "
+        f"{seconds:6.1f} s  {big.events / seconds:>10,.0f} events/s  "
+        f"({checks} checks, {failed} failed)",
+        flush=True,
+    )
+    results["window_all"] = {"events": big.events, "seconds": seconds, "checks": checks}
+
+    # Three days on (past the 2-day window), a new day's events: only they are read.
+    later = Synthetic(
+        roots=roots_for(args.increment), fanout=FANOUT, depth=DEPTH,
+        first_root=big.roots, start=big.start + timedelta(days=3),
+    )  # fmt: skip
+    add(spark, settings, later)
+    seconds, report = timed_quality(spark, settings, later)
+    print(
+        f"quality over {later.events:>11,} events in the window, {big.events:,} before it: "
+        f"{seconds:6.1f} s  {later.events / seconds:>10,.0f} events/s",
+        flush=True,
+    )
+    results["window_increment"] = {"events": later.events, "seconds": seconds}
+    print(json.dumps(results, indent=2))
+    spark.stop()
+    shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

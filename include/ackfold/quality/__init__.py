@@ -1,0 +1,25 @@
+"""Great Expectations checks of the delivery guarantees, and of the ledger itself.
+
+Storm's acker detects failures but never proves the guarantee held. A quality run checks,
+over `quality.window`:
+
+- **ledger soundness**: schema and types, no nulls where the contract forbids them, `kind`
+  and `status` in their domains, unique `event_id` and `root_id`, valid origin chains,
+  attempts within `max_attempts`, XOR 0 for every completed root, a reason for every
+  failed one;
+- **delivery guarantees, per app**: no lost roots, every message a producer reports sent
+  registered, and the duplicate rate, dead-letter rate and complete latency p99 within
+  the app's thresholds (`defaults.quality`, `apps.<app>.quality`).
+
+Results go to the `quality_results` table and to Data Docs (`quality.docs_dir`).
+
+Example:
+    >>> from ackfold.quality import check, run_quality
+    >>> check(run_quality(spark, settings)).passed      # doctest: +SKIP
+    True
+"""
+
+from ackfold.quality.report import CheckResult, QualityReport
+from ackfold.quality.run import QualityViolation, check, run_quality
+
+__all__ = ["CheckResult", "QualityReport", "QualityViolation", "check", "run_quality"]

@@ -1,0 +1,169 @@
+"""Great Expectations, run the GX 1.x way: an ephemeral data context, a Spark data source
+with one dataframe asset per batch, a suite and a validation definition per batch, and a
+Data Docs site built from the run's results.
+
+The context is ephemeral because ackfold generates every suite from its configuration:
+there is no GX project to keep. The Data Docs of each run go to a fresh directory, and
+`publish()` points `docs_dir` (a symbolic link) at it in one atomic step, so a reader
+never sees half a site; the trend of every check is in `quality_results`.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final
+
+from ackfold.ledger_reader import hex64
+from ackfold.quality.expectations import Suite
+from ackfold.quality.report import CheckResult
+
+os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+SITE: Final = "ackfold"
+SAMPLE: Final = 5
+KEEP_SITES: Final = 2  # the one published and the one before (a reader may be on it)
+
+
+class Validator:
+    """Validates batches against suites; `publish()` builds and publishes Data Docs."""
+
+    def __init__(self, docs_dir: Path, run_id: str) -> None:
+        import great_expectations as gx
+        from great_expectations.data_context.types.base import ProgressBarsConfig
+
+        logging.getLogger("great_expectations").setLevel(logging.WARNING)
+        self.docs_dir = docs_dir
+        self.site_dir = docs_dir.parent / f"{docs_dir.name}.sites" / run_id
+        self.context = gx.get_context(mode="ephemeral")
+        self.context.variables.progress_bars = ProgressBarsConfig(globally=False)
+        self.context.add_data_docs_site(
+            site_name=SITE,
+            site_config={
+                "class_name": "SiteBuilder",
+                "store_backend": {
+                    "class_name": "TupleFilesystemStoreBackend",
+                    "base_directory": str(self.site_dir),
+                },
+                "site_index_builder": {"class_name": "DefaultSiteIndexBuilder"},
+            },
+        )
+        self.source = self.context.data_sources.add_spark("ackfold")
+
+    def validate(self, suite: Suite, frame: DataFrame) -> list[CheckResult]:
+        import great_expectations as gx
+
+        asset = self.source.add_dataframe_asset(suite.name)
+        batch = asset.add_batch_definition_whole_dataframe(suite.name)
+        expectations = self.context.suites.add(
+            gx.ExpectationSuite(name=suite.name, expectations=suite.expectations)
+        )
+        definition = self.context.validation_definitions.add(
+            gx.ValidationDefinition(name=suite.name, data=batch, suite=expectations)
+        )
+        frame = frame.cache()  # each expectation is a Spark job over the batch
+        try:
+            outcome = definition.run(
+                batch_parameters={"dataframe": frame},
+                result_format={
+                    "result_format": "SUMMARY",
+                    "unexpected_index_column_names": list(suite.index),
+                    "partial_unexpected_count": SAMPLE,
+                },
+            )
+            return [self._result(suite, r, frame) for r in outcome.results]
+        finally:
+            frame.unpersist()
+
+    def _result(self, suite: Suite, result: Any, frame: DataFrame) -> CheckResult:
+        config = result.expectation_config
+        kwargs = dict(config.kwargs)
+        raw: Mapping[str, Any] = result.result or {}
+        error = (result.exception_info or {}).get("exception_message")
+        sample: tuple[str, ...] = ()
+        if error:
+            observed = f"an error: {error}"
+        elif config.type == "unexpected_rows_expectation":
+            count = int(raw.get("observed_value") or 0)
+            observed = f"{count} unexpected row(s)"
+            if count:
+                sample = self._unexpected_rows(kwargs["unexpected_rows_query"], frame)
+        elif "observed_value" in raw:
+            observed = _observed(config.kwargs.get("column"), raw)
+        else:
+            observed = f"{raw.get('unexpected_count') or 0} of {raw.get('element_count', 0)} rows"
+            sample = _index_sample(raw)
+        threshold = {k: kwargs[k] for k in ("max_value", "value_set", "type_") if k in kwargs}
+        return CheckResult(
+            suite=suite.name,
+            app=suite.app,
+            check=config.meta["check"],
+            expectation=config.type,
+            description=config.description,
+            success=bool(result.success) and not error,
+            observed=observed,
+            element_count=raw.get("element_count"),
+            unexpected_count=raw.get("unexpected_count"),
+            sample=sample,
+            threshold=repr(threshold) if threshold else None,
+        )
+
+    def _unexpected_rows(self, query: str, frame: DataFrame) -> tuple[str, ...]:
+        view = "ackfold_quality_batch"
+        frame.createOrReplaceTempView(view)
+        rows = frame.sparkSession.sql(query.replace("{batch}", view)).limit(SAMPLE).collect()
+        return tuple(_describe_row(row.asDict()) for row in rows)
+
+    def publish(self) -> Path:
+        """Build Data Docs from this run's results and make them the ones `docs_dir`
+        shows; returns the index page."""
+        self.context.build_data_docs(site_names=[SITE])
+        link = self.docs_dir.with_name(f".{self.docs_dir.name}.new")
+        link.unlink(missing_ok=True)
+        # Relative: the var directory may move.
+        link.symlink_to(Path(self.site_dir.parent.name) / self.site_dir.name, True)
+        if self.docs_dir.is_dir() and not self.docs_dir.is_symlink():
+            shutil.rmtree(self.docs_dir)  # a plain directory left by an older layout
+        os.replace(link, self.docs_dir)
+        sites = sorted(self.site_dir.parent.iterdir(), key=lambda p: p.stat().st_mtime)
+        for old in sites[:-KEEP_SITES]:
+            if old != self.site_dir:
+                shutil.rmtree(old, ignore_errors=True)
+        return self.docs_dir / "index.html"
+
+
+def _observed(column: str | None, raw: Mapping[str, Any]) -> str:
+    value = raw["observed_value"]
+    if column in ("duplicate_rate", "dead_letter_rate") and isinstance(value, float):
+        return f"{value:.2%}"
+    if column == "latency_p99_s" and isinstance(value, float):
+        return f"{value:,.1f} s"
+    missing = (raw.get("details") or {}).get("mismatched", {}).get("missing")
+    if missing:
+        return "missing columns " + ", ".join(missing)
+    if isinstance(value, list):
+        return f"{len(value)} columns"
+    return str(value)
+
+
+def _index_sample(raw: Mapping[str, Any]) -> tuple[str, ...]:
+    rows = raw.get("partial_unexpected_index_list") or []
+    if rows:
+        return tuple(_describe_row(row) for row in rows[:SAMPLE])
+    return tuple(repr(v) for v in (raw.get("partial_unexpected_list") or [])[:SAMPLE])
+
+
+def _describe_row(row: Mapping[str, Any]) -> str:
+    """`root_id=0x…, attempt=6`: ids as the CLI and the UI show them."""
+    parts = []
+    for key, value in row.items():
+        if key.endswith("root_id") and isinstance(value, int):
+            value = hex64(value)
+        parts.append(f"{key}={value}")
+    return ", ".join(parts)

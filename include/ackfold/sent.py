@@ -1,0 +1,41 @@
+"""What a producer sent: rows of `sent_messages`, which the quality checks hold the ledger
+to (every message sent is registered as a root, or it was lost before it got there).
+
+Any producer that learns its messages' ids on sending may record them: SQS returns each
+`MessageId`, the id the app's spout registers. The demo's feed does.
+
+Example:
+    >>> record_sent(spark, ledger, app="wordcount", source="sqs",
+    ...             source_queue="wordcount-sentences", message_ids=ids)  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+from ackfold.tables import SENT_MESSAGES, Ledger, spark_schema
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+
+def record_sent(
+    spark: SparkSession,
+    ledger: Ledger,
+    *,
+    app: str,
+    source: str,
+    source_queue: str,
+    message_ids: Sequence[str],
+    sent_at: datetime | None = None,
+) -> None:
+    """Append one `sent_messages` row per message id, in one commit."""
+    if not message_ids:
+        return
+    at = (sent_at or datetime.now(UTC)).astimezone(UTC).replace(tzinfo=None)
+    rows = [(app, source, source_queue, message_id, at) for message_id in message_ids]
+    frame = spark.createDataFrame(rows, spark_schema(SENT_MESSAGES))
+    ledger.create(spark, (SENT_MESSAGES,))
+    frame.write.format("delta").mode("append").save(ledger.path(SENT_MESSAGES))
