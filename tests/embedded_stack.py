@@ -28,6 +28,9 @@ from tests.conftest import JARS_DIR, PROJECT_DIR
 
 DEMO_MESSAGES = 100
 DEMO_FAULTS: dict[str, Any] = {"seed": 1, "fail": {"split": 0.05}, "poison": 1, "stuck": 1}
+# Three attempts, not the demo's five: two reconcile-and-replay cycles fewer to wait for,
+# on a machine that also runs Airflow's reconcile, replay and quality jobs.
+DEMO_MAX_ATTEMPTS = 3
 
 
 def free_port() -> int:
@@ -121,6 +124,7 @@ def embedded_stack(var: Path) -> Iterator[Stack]:
         "ACKFOLD_SQS__ENDPOINT_URL": sqs,
         "ACKFOLD_DEMO__MESSAGES": str(DEMO_MESSAGES),
         "ACKFOLD_DEMO__FAULTS": json.dumps(DEMO_FAULTS),
+        "ACKFOLD_APPS__WORDCOUNT__MAX_ATTEMPTS": str(DEMO_MAX_ATTEMPTS),
     }
     log_path = var / "make-run.log"
     with log_path.open("wb") as log:

@@ -370,12 +370,13 @@ class QualitySettings(_Section):
     (`defaults.quality`, `apps.<app>.quality`).
 
     - `window`: the checks look at roots registered, and events written, this long before
-      the run (their cost follows the window, not the ledger's history).
+      the run (their cost follows the window, not the ledger's history); by default
+      `reconcile.lookback`, which outlasts every app's timeout.
     - `docs_dir`: where Data Docs are built (default `<var_dir>/quality/data_docs`); the
       Reliability UI serves them, behind the Airflow login.
     """
 
-    window: Duration = timedelta(days=2)
+    window: Duration | None = None
     docs_dir: Path | None = None
 
 
@@ -498,6 +499,24 @@ class Settings(BaseSettings):
         return self
 
     @model_validator(mode="after")
+    def _quality_window_covers_timeouts(self) -> Settings:
+        # A root is checked once its timeout and grace have passed: a shorter window would
+        # check no root at all, and pass.
+        if self.quality.window is None:
+            quality = self.quality.model_copy(update={"window": self.reconcile.lookback})
+            object.__setattr__(self, "quality", quality)
+        assert self.quality.window is not None
+        for name in ("defaults", *self.apps):
+            policy = self.defaults if name == "defaults" else self.app(name)
+            due = policy.timeout + policy.quality.grace
+            if self.quality.window <= due:
+                raise ValueError(
+                    f"quality.window ({self.quality.window}) must exceed the timeout plus "
+                    f"quality grace of {name} ({due}): no root would be old enough to check"
+                )
+        return self
+
+    @model_validator(mode="after")
     def _absolute_paths(self) -> Settings:
         # Airflow tasks and spark-submit run elsewhere: resolve relative paths once, here.
         var = self.var_dir.expanduser().resolve()
@@ -579,7 +598,7 @@ def load_settings(**overrides: Any) -> Settings:
             message = str(error["msg"]).removeprefix("Value error, ")
             if error["type"] == "extra_forbidden":
                 message = "is not an ackfold setting (check the spelling)"
-            lines.append(f"{_describe(loc)}: {message}")
+            lines.append(f"{_describe(loc)}: {message}" if loc else message)
         source = config_file()
         where = f"\nCheck the environment and {source}." if source else "\nCheck the environment."
         raise ConfigError(

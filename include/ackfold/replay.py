@@ -64,6 +64,8 @@ CLOCK_SKEW: Final = timedelta(days=1)
 # `sent` (with the new message id) or `failed` (with the error) after.
 PLANNED: Final = "planned"
 SENT: Final = "sent"
+# `requested_by` of every automatic replay in `replay_log`.
+AUTOMATIC: Final = "auto"
 FAILED_SEND: Final = "failed"
 # Where a planned send stands: not in the log yet, planned but never sent (a crash or a
 # queue down), or SENT, after which only the statuses may be left to update.
@@ -483,7 +485,7 @@ class Replayer:
         if not rows:
             return now
         request = plan.request
-        who = "auto" if request.automatic else request.requested_by
+        who = AUTOMATIC if request.automatic else request.requested_by
         records = []
         for p in rows:
             sent = results.get(p.root_id) if results else None

@@ -34,7 +34,8 @@ def record_sent(
     """Append one `sent_messages` row per message id, in one commit."""
     if not message_ids:
         return
-    at = (sent_at or datetime.now(UTC)).astimezone(UTC).replace(tzinfo=None)
+    # Timezone-aware: Spark reads a naive datetime in the driver's local time zone.
+    at = (sent_at or datetime.now(UTC)).astimezone(UTC)
     rows = [(app, source, source_queue, message_id, at) for message_id in message_ids]
     frame = spark.createDataFrame(rows, spark_schema(SENT_MESSAGES))
     ledger.create(spark, (SENT_MESSAGES,))

@@ -171,11 +171,13 @@ SENT_MESSAGES_DDL = """
 """
 
 # One row per expectation per quality run (`ackfold quality`, `ackfold_quality`), for
-# trends. `app` is null for the ledger-wide soundness checks.
+# trends. `run_at` is when it ran, `window_start` where its window began; `scope` is
+# `all apps` or `app <name>` (`--app`); `app` is null for the ledger soundness checks.
 QUALITY_RESULTS_DDL = """
     run_id STRING NOT NULL,
     run_at TIMESTAMP NOT NULL,
     window_start TIMESTAMP NOT NULL,
+    scope STRING NOT NULL,
     suite STRING NOT NULL,
     app STRING,
     check_name STRING NOT NULL,

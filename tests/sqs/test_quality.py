@@ -165,8 +165,16 @@ def ledger_faults(
         f"event_time, NULL FROM {init % g[0]}",
         "INSERT INTO {ack_events} SELECT 'fault-kind', app, root_id, 'nack', 0, stage, "
         f"event_time, NULL FROM {init % g[1]}",
-        f"INSERT INTO {{ack_events}} SELECT * FROM {init % g[2]}",  # the same event twice
-        f"INSERT INTO {{roots}} SELECT * FROM {{roots}} WHERE root_id = {g[3]}",
+        # An event id reused for another event (its ack_val differs): the fold keeps one.
+        "INSERT INTO {ack_events} SELECT event_id, app, root_id, kind, ack_val ^ 1, stage, "
+        f"event_time, reason FROM {init % g[2]}",
+        # A root id registered for another message.
+        "INSERT INTO {roots} SELECT root_id, app, attempt, origin_root_id, source, "
+        "source_queue, 'another-message', source_position, payload, ingested_at "
+        f"FROM {{roots}} WHERE root_id = {g[3]}",
+        # A redelivery, which the contract allows: the same event and root, written again.
+        f"INSERT INTO {{ack_events}} SELECT * FROM {init % g[9]}",
+        f"INSERT INTO {{roots}} SELECT * FROM {{roots}} WHERE root_id = {g[9]}",
         f"UPDATE {{roots}} SET origin_root_id = 12345 WHERE root_id = {g[4]}",
         f"INSERT INTO {{roots}} SELECT {third}, app, 3, origin_root_id, source, source_queue, "
         f"'m-3', NULL, payload, current_timestamp() FROM {{roots}} WHERE root_id = {last}",
@@ -180,9 +188,9 @@ def ledger_faults(
 
 LEDGER_FAULTS = {
     # check: (how the fault is named in its sample, the good root it hit or None)
-    "ledger.ack_events not_null.stage": ("event_id=fault-null-stage", None),
-    "ledger.ack_events kind_in_domain": ("event_id=fault-kind", None),
-    "ledger.ack_events event_id_unique": ("event_id=", None),
+    "ledger.ack_events not_null.stage": ("event_id=fault-null-stage", 0),
+    "ledger.ack_events kind_in_domain": ("event_id=fault-kind", 1),
+    "ledger.ack_events event_id_unique": ("event_id=", 2),
     "ledger.roots root_id_unique": ("root_id=", 3),
     "ledger.roots origin_chain_valid": ("root_id=", 4),
     "ledger.roots attempts_within_max": ("attempt=3, max_attempts=2", None),
@@ -319,11 +327,12 @@ def test_the_dag_verdict_fails_with_the_same_message(
     settings, ledger = broken_copy(healthy, tmp_path)
     sql(spark, ledger, f"UPDATE {{root_state}} SET xor_acc = 7 WHERE root_id = {healthy.good[0]}")
     airflow_run = "asset_triggered__2026-11-23T10:00:00+00:00"
-    run_quality(spark, settings, run_id=quality_run_id(airflow_run))
+    report = run_quality(spark, settings, run_id=quality_run_id(airflow_run))
     with pytest.raises(AirflowFailException) as failed:
         quality_verdict(airflow_run, settings)
     message = str(failed.value)
-    assert message.startswith("delivery guarantees violated (1):")
+    assert message == report.violation_message(), "what `ackfold quality` prints"
+    assert message.startswith("quality checks failed (1):")
     assert "FAILED ledger.root_state completed_xor_zero" in message
     assert f"root_id={hex64(healthy.good[0])}" in message
     # A retry of the task runs it again: its rows are replaced, not added to.

@@ -9,7 +9,7 @@ from datetime import datetime
 from pathlib import Path
 
 from ackfold.quality import CheckResult, QualityReport
-from ackfold.tables import QUALITY_RESULTS, TABLES
+from ackfold.tables import QUALITY_RESULTS, QUALITY_RESULTS_DDL, column_names
 from tests.ledger_fixtures import write_rows
 from tests.ui.conftest import FakeAirflow, make_client, ui_settings
 
@@ -27,7 +27,7 @@ LOST = CheckResult(
 
 
 def _write(warehouse: Path, report: QualityReport) -> None:
-    columns = [line.split()[0] for line in TABLES[QUALITY_RESULTS][0].strip().splitlines()]
+    columns = column_names(QUALITY_RESULTS_DDL)
     write_rows(
         warehouse, QUALITY_RESULTS, [dict(zip(columns, row, strict=True)) for row in report.rows()]
     )
@@ -57,6 +57,7 @@ def test_the_latest_run_its_violations_and_the_runs_before(
         assert page.status_code == 200
         assert 'id="quality-verdict" data-passed="false"' in page.text
         assert "1 of 2 checks failed" in page.text
+        assert '<span id="quality-scope">all apps</span>' in page.text
         assert (
             'data-check="no_lost_roots" data-suite="delivery.orders.overdue_roots" '
             'data-success="false"' in page.text
@@ -80,7 +81,11 @@ def test_data_docs_are_served_from_their_directory_only(
     tmp_path: Path, airflow: FakeAirflow
 ) -> None:
     with make_client(ui_settings(_setup(tmp_path)), airflow) as client:
-        assert client.get("/quality/docs/index.html").text == "<h1>Expectation Suites</h1>"
+        index = client.get("/quality/docs/index.html")
+        assert index.text == "<h1>Expectation Suites</h1>"
+        # GX's CDN scripts run sandboxed, in an origin that is not Airflow's.
+        assert index.headers["content-security-policy"].startswith("sandbox allow-scripts")
+        assert "allow-same-origin" not in index.headers["content-security-policy"]
         assert client.get("/quality/docs/expectations/ledger/roots.html").text == "roots suite"
         for outside in ("../secret.txt", "%2e%2e/secret.txt", "escape", "nope.html"):
             response = client.get(f"/quality/docs/{outside}")

@@ -847,3 +847,26 @@ def test_roots_and_show_mask_what_the_ui_masks(
         assert run.code == 0, run.err
         assert "'sku'" not in run.out
         assert "bad record: ***" in run.out
+
+
+# --- ackfold quality: what it refuses before starting a JVM ----------------------------
+
+
+def test_quality_refuses_bad_input_and_a_missing_ledger_without_a_jvm(
+    run_here: Callable[..., Run], ledgers: Ledgers, sample: Sample
+) -> None:
+    line = _one_error(run_here(sample.warehouse, "quality", "--now", "yesterday"), 2)
+    assert line.startswith("ackfold: --now 'yesterday' is not an ISO-8601 time")
+    line = _one_error(run_here(sample.warehouse, "quality", "--app", "bad name!"), 2)
+    assert "is not an app name" in line
+    line = _one_error(run_here(sample.warehouse, "quality", "--app", "nope"), 1)
+    assert line.startswith("ackfold: unknown app 'nope': no event of it in the ledger")
+    line = _one_error(run_here(ledgers.missing, "quality"), 1)
+    assert line.startswith(f"ackfold: no ledger at {ledgers.missing}")
+    assert "pyspark.sql" not in sys.modules or not _spark_started()
+
+
+def _spark_started() -> bool:
+    from pyspark.sql import SparkSession
+
+    return SparkSession.getActiveSession() is not None

@@ -9,6 +9,7 @@ import pytest
 from ackfold.config import ConfigError, load_settings
 from ackfold.quality import CheckResult, QualityReport, QualityViolation, check
 from ackfold.quality.run import RUN_ID, quality_run_id
+from ackfold.tables import QUALITY_RESULTS_DDL, column_names
 
 
 def test_thresholds_come_from_the_app_then_the_defaults() -> None:
@@ -74,11 +75,7 @@ def test_a_violation_names_each_failed_check_with_what_was_observed() -> None:
 
 def test_a_report_survives_the_quality_results_table() -> None:
     report = _report(FINE, LOST)
-    columns = [
-        "run_id", "run_at", "window_start", "suite", "app", "check_name", "expectation",
-        "description", "success", "observed", "element_count", "unexpected_count",
-        "unexpected_sample", "threshold",
-    ]  # fmt: skip
+    columns = column_names(QUALITY_RESULTS_DDL)
     rows = [dict(zip(columns, row, strict=True)) for row in report.rows()]
     again = QualityReport.from_rows(rows)
     assert again.results == report.results

@@ -1,15 +1,21 @@
 """What the quality checks look at: Spark DataFrames of the ledger, one per batch.
 
 Every batch is bounded by the run's window (`quality.window` before now): events written,
-roots registered and `root_state` partitions in it, so a run costs what the window
-holds, not the ledger's history. A few columns are derived here, where a check needs
-more than one row or one table (the origin chain, the outcome of an overdue root), so
-that each expectation stays a plain column check that Data Docs can show.
+roots registered, replays sent and `root_state` partitions in it (with a day's margin
+for clock skew between writers), so a run costs what the window holds, not the ledger's
+history. A few columns are derived here, where a check needs more than one row or one
+table (the origin chain, the outcome of an overdue root), so that each expectation stays
+a plain column check that Data Docs can show.
+
+The contract lets a writer append an event or a root twice (an SQS message delivered
+again before its delete registers again, under the same ids): the fold drops such exact
+duplicates, and so do these batches. What they keep are rows that share an id but not
+what it identifies, which the fold would silently get wrong.
 
 Example:
     >>> window = Window.ending(datetime(2026, 11, 23, 12, tzinfo=UTC), timedelta(days=2))
     >>> window.start
-    datetime.datetime(2026, 11, 21, 12, 0)
+    datetime.datetime(2026, 11, 21, 12, 0, tzinfo=datetime.timezone.utc)
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from typing import TYPE_CHECKING, Final
 from ackfold import status
 from ackfold.config import AppPolicy, Settings
 from ackfold.reconcile import policy_column
+from ackfold.replay import AUTOMATIC, SENT
 from ackfold.tables import (
     ACK_EVENTS,
     REPLAY_LOG,
@@ -33,26 +40,45 @@ from ackfold.tables import (
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
 
-# An overdue root is settled when it ended in one of these; anything else is lost.
+# An overdue root is settled when it ended in one of these, or is still legitimately
+# under way (`IN_PROGRESS`, `AWAITING_REPLAY`); anything else is lost.
+IN_PROGRESS: Final = "in progress (events within its idle timeout)"
+AWAITING_REPLAY: Final = "awaiting its replay (backoff)"
 SETTLED_OUTCOMES: Final = (
     status.COMPLETED,
     status.COMPLETED_LATE,
     status.REPLAYED,
     status.DEAD_LETTERED,
+    IN_PROGRESS,
+    AWAITING_REPLAY,
 )
 VALID_CHAIN: Final = "valid"
+# Writers' clocks differ: rows of one root may be stamped this far apart.
+CLOCK_SKEW: Final = timedelta(days=1)
+# What identifies an event and a root: rows equal in these are one (a redelivery).
+EVENT_IDENTITY: Final = ("event_id", "app", "root_id", "kind", "ack_val", "stage")
+ROOT_IDENTITY: Final = (
+    "root_id",
+    "app",
+    "attempt",
+    "origin_root_id",
+    "source",
+    "source_queue",
+    "source_message_id",
+)
 
 
 @dataclass(frozen=True)
 class Window:
-    """The run's time bounds, as naive UTC (how Spark compares timestamps here)."""
+    """The run's time bounds, in UTC (timezone-aware: Spark converts naive datetimes with
+    the driver's local time zone)."""
 
     start: datetime
     now: datetime
 
     @classmethod
     def ending(cls, now: datetime, length: timedelta) -> Window:
-        now = now.astimezone(UTC).replace(tzinfo=None)
+        now = now.astimezone(UTC)
         return cls(start=now - length, now=now)
 
     def overdue_before(self, policy: AppPolicy) -> datetime:
@@ -79,42 +105,52 @@ class LedgerFrames:
         frame = self.spark.read.format("delta").load(self.ledger.path(name))
         return frame if self.app is None else frame.where(F.col("app") == self.app)
 
+    def _since(self, name: str, column: str, margin: timedelta = timedelta(0)) -> DataFrame:
+        """`name`'s rows whose `column` is in the window (appends come in time order:
+        file statistics skip the older files)."""
+        from pyspark.sql import functions as F
+
+        return self._table(name).where(F.col(column) >= F.lit(self.window.start - margin))
+
     # -- ledger soundness ------------------------------------------------------------------
 
     def ack_events(self) -> DataFrame:
+        """Events written in the window, exact duplicates (redeliveries) dropped."""
+        return _distinct(self._since(ACK_EVENTS, "event_time"), EVENT_IDENTITY)
+
+    def _window_roots(self) -> DataFrame:
+        return _distinct(self._since(ROOTS, "ingested_at"), ROOT_IDENTITY)
+
+    def _replays_sent(self) -> DataFrame:
+        """The sends in `replay_log` that made the roots of the window: root_id (the new
+        one), attempt, origin_root_id, by_hand."""
         from pyspark.sql import functions as F
 
-        # Appends come in time order: file statistics skip everything older.
-        return self._table(ACK_EVENTS).where(F.col("event_time") >= F.lit(self.window.start))
+        return (
+            self._since(REPLAY_LOG, "sent_at", CLOCK_SKEW)
+            .where((F.col("event") == SENT) & ~F.col("dry_run") & F.col("new_root_id").isNotNull())
+            .groupBy(F.col("new_root_id").alias("root_id"), "attempt", "origin_root_id")
+            .agg(F.max(F.col("requested_by") != AUTOMATIC).alias("by_hand"))
+        )
 
     def roots(self) -> DataFrame:
         """Roots registered in the window, with `origin_chain` ("valid", or what is wrong),
         `max_attempts` (the app's policy) and `sent_by_hand` (a manual replay sent it: a
-        person may replay a root beyond its attempts, the automatic replay may not)."""
+        person may replay a root beyond its attempts, the automatic replay may not).
+
+        Attempt n follows attempt n-1 when that one is registered in the window too, or
+        when the replay that sent attempt n names it (a manual replay may follow an
+        attempt registered long before the window). Payloads are nulled, not dropped: the
+        schema checks see their type, and no payload is cached."""
         from pyspark.sql import functions as F
 
-        roots = self._table(ROOTS).where(F.col("ingested_at") >= F.lit(self.window.start))
-        # The attempts before, looked up only for the origins of later attempts in the
-        # window (a manual replay may follow an attempt registered long before).
-        later = roots.where(F.col("attempt") > 1).select("origin_root_id").distinct()
+        roots = self._window_roots()
+        sends = self._replays_sent()
         previous = (
-            self._table(ROOTS)
-            .select("origin_root_id", (F.col("attempt") + 1).alias("attempt"))
-            .join(later, "origin_root_id", "left_semi")
+            roots.select("origin_root_id", (F.col("attempt") + 1).alias("attempt"))
+            .union(sends.select("origin_root_id", "attempt"))
             .distinct()
             .withColumn("previous_registered", F.lit(True))
-        )
-        by_hand = (
-            self._table(REPLAY_LOG)
-            .where(
-                (F.col("event") == "sent")
-                & (F.col("requested_by") != "auto")
-                & ~F.col("dry_run")
-                & F.col("new_root_id").isNotNull()
-            )
-            .select(F.col("new_root_id").alias("root_id"))
-            .distinct()
-            .withColumn("sent_by_hand", F.lit(True))
         )
         chain = (
             F.when(
@@ -132,6 +168,10 @@ class LedgerFrames:
             .otherwise(F.lit(VALID_CHAIN))
         )
         max_attempts = policy_column(self.settings, F.col("app"), lambda p: F.lit(p.max_attempts))
+        by_hand = sends.where("by_hand").select("root_id", F.lit(True).alias("sent_by_hand"))
+        payload_type = roots.schema["payload"].dataType if "payload" in roots.columns else None
+        if payload_type is not None:
+            roots = roots.withColumn("payload", F.lit(None).cast(payload_type))
         return (
             roots.join(previous, ["origin_root_id", "attempt"], "left")
             .join(by_hand, "root_id", "left")
@@ -141,13 +181,13 @@ class LedgerFrames:
             .drop("previous_registered")
         )
 
-    def root_state(self) -> DataFrame:
+    def root_state(self, margin: timedelta = timedelta(0)) -> DataFrame:
+        """`root_state` rows first seen in the window (less `margin`): a partition filter,
+        so only those partitions are read."""
         from pyspark.sql import functions as F
 
-        # A partition filter: only the window's partitions are read.
-        return self._table(ROOT_STATE).where(
-            F.col("first_event_date") >= F.lit(self.window.start.date())
-        )
+        first_day = (self.window.start - margin).date()
+        return self._table(ROOT_STATE).where(F.col("first_event_date") >= F.lit(first_day))
 
     # -- delivery guarantees, per app ------------------------------------------------------
 
@@ -156,49 +196,55 @@ class LedgerFrames:
         from pyspark.sql import functions as F
 
         cutoff = self.window.overdue_before(self.settings.app(app))
-        return self._table(ROOTS).where(
-            (F.col("app") == app)
-            & (F.col("ingested_at") >= F.lit(self.window.start))
-            & (F.col("ingested_at") < F.lit(cutoff))
+        return self._window_roots().where(
+            (F.col("app") == app) & (F.col("ingested_at") < F.lit(cutoff))
         )
 
-    def _states(self) -> DataFrame:
-        # A root registered in the window has its first event in it, or a day before at
-        # most (its clock and the app's may differ by seconds across midnight).
-        from pyspark.sql import functions as F
-
-        first_day = (self.window.start - timedelta(days=1)).date()
-        return self._table(ROOT_STATE).where(F.col("first_event_date") >= F.lit(first_day))
-
     def overdue(self, app: str) -> DataFrame:
-        """One row per overdue root of `app` with its `outcome`: a status in
+        """One row per overdue root of `app` with its `outcome`: one of
         `SETTLED_OUTCOMES`, or why the root counts as lost."""
         from pyspark.sql import functions as F
 
         policy = self.settings.app(app)
-        overdue = self._overdue_roots(app).select("root_id", "origin_root_id", "attempt")
-        states = self._states().select("root_id", "status", "status_changed_at")
+        grace = policy.quality.grace
+        now = self.window.now
+        states = self.root_state(CLOCK_SKEW).select(
+            "root_id", "status", "status_changed_at", "last_event_at"
+        )
         registered = (
-            self._table(ROOTS)
-            .where((F.col("app") == app) & (F.col("ingested_at") >= F.lit(self.window.start)))
+            self._window_roots()
+            .where(F.col("app") == app)
             .select("origin_root_id", (F.col("attempt") - 1).alias("attempt"))
             .distinct()
             .withColumn("next_registered", F.lit(True))
         )
         # A replay sent within the grace period may not have been consumed yet.
-        in_flight = F.col("status_changed_at") >= F.lit(self.window.now - policy.quality.grace)
+        replay_in_flight = F.col("status_changed_at") >= F.lit(now - grace)
+        # The automatic replay of attempt k waits replay_backoff * 2**(k-1) after it failed.
+        backoff = policy.replay_backoff.total_seconds()
+        waited = F.unix_micros(F.lit(now)) - F.unix_micros(F.col("status_changed_at"))
+        allowed = F.lit(backoff) * F.pow(F.lit(2), F.col("attempt") - 1) + grace.total_seconds()
+        awaiting = waited / 1e6 <= allowed
+        active = F.lit(False)
+        if policy.idle_timeout is not None:  # pending past the timeout while events come
+            active = F.col("last_event_at") >= F.lit(now - policy.idle_timeout - grace)
         replayed = F.col("status") == status.REPLAYED
+        open_ = F.col("status").isin(status.FAILED, status.TIMED_OUT)
         outcome = (
             F.when(F.col("status").isNull(), F.lit("never reconciled: no event of it folded"))
             .when(F.col("status").isin(*SETTLED_OUTCOMES) & ~replayed, F.col("status"))
-            .when(replayed & (F.col("next_registered") | in_flight), F.col("status"))
+            .when(replayed & (F.col("next_registered") | replay_in_flight), F.col("status"))
             .when(replayed, F.lit("replayed, but the next attempt never registered"))
+            .when(open_ & awaiting, F.lit(AWAITING_REPLAY))
             .when(F.col("status") == status.FAILED, F.lit("failed, and not replayed"))
             .when(F.col("status") == status.TIMED_OUT, F.lit("timed out, and not replayed"))
+            .when((F.col("status") == status.PENDING) & active, F.lit(IN_PROGRESS))
             .otherwise(F.concat(F.col("status"), F.lit(" past its timeout")))
         )
         return (
-            overdue.join(states, "root_id", "left")
+            self._overdue_roots(app)
+            .select("root_id", "origin_root_id", "attempt")
+            .join(states, "root_id", "left")
             .join(registered, ["origin_root_id", "attempt"], "left")
             .withColumn("next_registered", F.coalesce(F.col("next_registered"), F.lit(False)))
             .withColumn("outcome", outcome)
@@ -212,18 +258,12 @@ class LedgerFrames:
         from pyspark.sql import functions as F
 
         cutoff = self.window.overdue_before(self.settings.app(app))
-        sent = self._table(SENT_MESSAGES).where(
-            (F.col("app") == app)
-            & (F.col("sent_at") >= F.lit(self.window.start))
-            & (F.col("sent_at") < F.lit(cutoff))
+        sent = self._since(SENT_MESSAGES, "sent_at").where(
+            (F.col("app") == app) & (F.col("sent_at") < F.lit(cutoff))
         )
         roots = (
-            self._table(ROOTS)
-            .where(
-                (F.col("app") == app)
-                & (F.col("attempt") == 1)
-                & (F.col("ingested_at") >= F.lit(self.window.start))
-            )
+            self._since(ROOTS, "ingested_at", CLOCK_SKEW)
+            .where((F.col("app") == app) & (F.col("attempt") == 1))
             .select("source_queue", "source_message_id")
             .distinct()
             .withColumn("registered", F.lit(True))
@@ -241,8 +281,13 @@ class LedgerFrames:
         roots, the 99th percentile of the complete latency in seconds (null if none)."""
         from pyspark.sql import functions as F
 
-        messages = self._overdue_roots(app).where(F.col("attempt") == 1).select("origin_root_id")
-        states = self._states().where(F.col("app") == app)
+        messages = (
+            self._overdue_roots(app)
+            .where(F.col("attempt") == 1)
+            .select("origin_root_id")
+            .distinct()
+        )
+        states = self.root_state(CLOCK_SKEW).where(F.col("app") == app)
         per_message = (
             states.join(messages, "origin_root_id", "left_semi")
             .groupBy("origin_root_id")
@@ -285,23 +330,25 @@ class LedgerFrames:
             )
         )
 
-    def apps(self, only: str | None = None) -> list[str]:
-        """The apps to check: `only`, or every app with roots registered, or messages
-        reported sent, in the window."""
-        from pyspark.sql import functions as F
-
-        if only is not None:
-            return [only]
-        start = F.lit(self.window.start)
+    def apps(self) -> list[str]:
+        """The apps to check: the run's app, or every app configured, with roots
+        registered, or with messages reported sent in the window."""
+        if self.app is not None:
+            return [self.app]
         seen = (
-            self._table(ROOTS)
-            .where(F.col("ingested_at") >= start)
+            self._since(ROOTS, "ingested_at")
             .select("app")
-            .union(self._table(SENT_MESSAGES).where(F.col("sent_at") >= start).select("app"))
+            .union(self._since(SENT_MESSAGES, "sent_at").select("app"))
             .distinct()
             .collect()
         )
-        return sorted(row["app"] for row in seen)
+        return sorted({*self.settings.apps, *(row["app"] for row in seen)})
+
+
+def _distinct(frame: DataFrame, identity: tuple[str, ...]) -> DataFrame:
+    """`frame` without exact duplicates by `identity` (the columns it has: a writer that
+    broke the schema is for the schema checks to report)."""
+    return frame.dropDuplicates([c for c in identity if c in frame.columns])
 
 
 def _seconds_between(start: str, end: str) -> Column:

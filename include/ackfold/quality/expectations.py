@@ -35,8 +35,11 @@ _SPARK_TYPES: Final = {
     "TIMESTAMP": "TimestampType",
     "DATE": "DateType",
 }
-# root_state's contract columns (DESIGN.md); the ones after are the reconciler's own.
-ROOT_STATE_CONTRACT: Final = 12
+# root_state's contract columns (DESIGN.md) end with fail_reason; the rest are the
+# reconciler's own bookkeeping.
+ROOT_STATE_CONTRACT: Final = [name for name, _, _ in column_specs(ROOT_STATE_DDL)].index(
+    "fail_reason"
+) + 1
 
 
 @dataclass(frozen=True)
@@ -110,8 +113,8 @@ def ledger_suites() -> list[Suite]:
         expect(
             "ExpectColumnValuesToBeUnique",
             "event_id_unique",
-            "event_id is unique: no event is written twice, and no two events share an id "
-            "(the fold drops one of them)",
+            "event_id identifies one event: no two different events share an id (the fold "
+            "would drop one of them; exact duplicates, from a redelivery, are allowed)",
             column="event_id",
         ),
     ]
@@ -120,7 +123,8 @@ def ledger_suites() -> list[Suite]:
         expect(
             "ExpectColumnValuesToBeUnique",
             "root_id_unique",
-            "root_id is unique in roots: a root is registered once",
+            "root_id identifies one root in roots: no two registrations of a root differ "
+            "(exact duplicates, from a redelivery, are allowed)",
             column="root_id",
         ),
         expect(
@@ -178,7 +182,7 @@ def ledger_suites() -> list[Suite]:
         ),
     ]
     return [
-        Suite("ledger.ack_events", None, ("event_id",), events),
+        Suite("ledger.ack_events", None, ("event_id", "root_id"), events),
         Suite("ledger.roots", None, ("root_id",), roots),
         Suite("ledger.root_state", None, ("root_id",), states),
     ]

@@ -52,6 +52,7 @@ class QualityReport:
     results: tuple[CheckResult, ...]
     docs: Path | None = None
     apps: tuple[str, ...] = field(default=())
+    scope: str = "all apps"
 
     @property
     def violations(self) -> list[CheckResult]:
@@ -67,8 +68,8 @@ class QualityReport:
         apps = ", ".join(self.apps) or "none in the window"
         return (
             f"ackfold quality: {verdict} of {len(self.results)} "
-            f"(run {self.run_id}, window from {self.window_start:%Y-%m-%d %H:%M} UTC, "
-            f"apps: {apps})"
+            f"(run {self.run_id} over {self.scope}, window from "
+            f"{self.window_start:%Y-%m-%d %H:%M} UTC, apps: {apps})"
         )
 
     def format(self, *, verbose: bool = False) -> str:
@@ -83,13 +84,14 @@ class QualityReport:
     def violation_message(self) -> str:
         """What a failed task or command says: each violated expectation, observed."""
         listed = "\n".join(f"  {r.line()}" for r in self.violations)
-        return f"delivery guarantees violated ({len(self.violations)}):\n{listed}"
+        return f"quality checks failed ({len(self.violations)}):\n{listed}"
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "run_id": self.run_id,
             "run_at": self.run_at.isoformat(),
             "window_start": self.window_start.isoformat(),
+            "scope": self.scope,
             "passed": self.passed,
             "apps": list(self.apps),
             "checks": len(self.results),
@@ -120,7 +122,10 @@ class QualityReport:
             for r in rows
         )
         apps = tuple(sorted({r["app"] for r in rows if r["app"]}))
-        return cls(first["run_id"], first["run_at"], first["window_start"], results, docs, apps)
+        return cls(
+            first["run_id"], first["run_at"], first["window_start"], results, docs, apps,
+            first["scope"],
+        )  # fmt: skip
 
     def rows(self) -> list[tuple[Any, ...]]:
         """The `quality_results` rows of this run, in the table's column order."""
@@ -129,6 +134,7 @@ class QualityReport:
                 self.run_id,
                 self.run_at,
                 self.window_start,
+                self.scope,
                 r.suite,
                 r.app,
                 r.check,

@@ -59,8 +59,9 @@ def run_quality(
         raise ValueError(f"run id {run_id!r}: use letters, digits and . _ : + - only")
     ledger = Ledger(settings.table_root)
     ledger.create(spark)
-    run_at = (now or datetime.now(UTC)).astimezone(UTC)
-    window = Window.ending(run_at, settings.quality.window)
+    run_at = datetime.now(UTC)
+    assert settings.quality.window is not None  # Settings resolves it
+    window = Window.ending(now or run_at, settings.quality.window)
     run_id = run_id or f"{run_at:%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:6]}"
     frames = LedgerFrames(spark, settings, window, app=app)
     batches: list[tuple[Suite, DataFrame]] = list(
@@ -68,7 +69,7 @@ def run_quality(
             ledger_suites(), (frames.ack_events(), frames.roots(), frames.root_state()), strict=True
         )
     )
-    apps = frames.apps(app)
+    apps = frames.apps()
     for name in apps:
         delivery = frames.delivery(name).cache()
         completed = bool(delivery.first()["completed"])  # type: ignore[index]
@@ -90,11 +91,12 @@ def run_quality(
     docs = validator.publish()
     report = QualityReport(
         run_id=run_id,
-        run_at=run_at.replace(tzinfo=None),
+        run_at=run_at,
         window_start=window.start,
         results=tuple(results),
         docs=docs,
         apps=tuple(apps),
+        scope=f"app {app}" if app else "all apps",
     )
     rows = spark.createDataFrame(report.rows(), spark_schema(QUALITY_RESULTS))
     # The id matched RUN_ID: no quote can reach this predicate.

@@ -141,6 +141,7 @@ def create_app(
     ui = settings.ui
     warehouse = settings.table_root
     docs_dir = settings.quality.docs_dir
+    assert docs_dir is not None  # Settings resolves it
     apps = tuple(settings.apps)
     guard = CsrfGuard(csrf_secret, allowed_origins)
     own_hosts = {urlsplit(origin).netloc.lower() for origin in allowed_origins}
@@ -372,7 +373,7 @@ def create_app(
     @app.get("/quality", response_class=HTMLResponse)
     def quality_page(request: Request, who: ViewerDep) -> HTMLResponse:
         data = quality_data()
-        docs = docs_dir is not None and (docs_dir / "index.html").is_file()
+        docs = (docs_dir / "index.html").is_file()
         return page(request, "quality.html", who, active="quality", docs=docs, **data)
 
     @app.get("/api/quality")
@@ -388,14 +389,18 @@ def create_app(
 
     @app.get("/quality/docs/{path:path}", include_in_schema=False)
     def quality_docs(path: str, who: ViewerDep) -> Response:
-        if docs_dir is None:
-            raise HTTPException(404, "no Data Docs configured")
         root = docs_dir.resolve()
         target = (root / (path or "index.html")).resolve()
         # Only files inside the published site: no `..`, no symlink out of it.
         if not target.is_relative_to(root) or not target.is_file():
             raise HTTPException(404, f"no Data Docs page {path!r}: run `ackfold quality`")
-        return FileResponse(target)
+        # GX's pages load scripts from CDNs: sandboxed, they run in an origin of their
+        # own, with no access to Airflow's (its cookies, its API).
+        headers = {
+            "Content-Security-Policy": "sandbox allow-scripts allow-popups",
+            "X-Content-Type-Options": "nosniff",
+        }
+        return FileResponse(target, headers=headers)
 
     @app.get("/api/apps")
     def apps_json(who: ViewerDep) -> dict[str, Any]:
