@@ -6,8 +6,9 @@
 The ledger is synthetic (`ackfold.synth`, 8 events per root), written through the real
 tables and reconciled by the real reconciler; each quality run is the real one (every
 suite, Data Docs, `quality_results`), timed warm: a small run first warms the JVM and GX.
-The synthetic ledger has failed and timed-out roots that nothing replays, so the delivery
-checks report violations: the cost is the same. Record the output in docs/benchmarks.md.
+Each window is checked an hour after its last root, right after its reconcile: its failed
+and timed-out roots count as awaiting their replay. Record the output in
+docs/benchmarks.md.
 """
 
 from __future__ import annotations
