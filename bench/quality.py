@@ -80,10 +80,11 @@ def main() -> None:
     )
     results["window_all"] = {"events": big.events, "seconds": seconds, "checks": checks}
 
-    # Three days on (past the 2-day window), a new day's events: only they are read.
+    # Five days on (past the 2-day window and its day of margin), later events: only they
+    # are read.
     later = Synthetic(
         roots=roots_for(args.increment), fanout=FANOUT, depth=DEPTH,
-        first_root=big.roots, start=big.start + timedelta(days=3),
+        first_root=big.roots, start=big.start + timedelta(days=5),
     )  # fmt: skip
     add(spark, settings, later)
     seconds, report = timed_quality(spark, settings, later)

@@ -109,7 +109,7 @@ def expire_events(
 
     ledger = Ledger(settings.table_root)
     now = (now or datetime.now(UTC)).astimezone(UTC)
-    cutoff = (now - settings.maintenance.retention).replace(tzinfo=None)
+    cutoff = now - settings.maintenance.retention  # aware: Spark reads naive as local
     expired = (
         spark.read.format("delta")
         .load(ledger.path(ROOT_STATE))
@@ -162,7 +162,7 @@ def expire_reports(spark: SparkSession, settings: Settings, *, now: datetime) ->
     from pyspark.sql import functions as F
 
     ledger = Ledger(settings.table_root)
-    cutoff = (now.astimezone(UTC) - settings.maintenance.retention).replace(tzinfo=None)
+    cutoff = now.astimezone(UTC) - settings.maintenance.retention
     deleted = {}
     for table, column in ((SENT_MESSAGES, "sent_at"), (QUALITY_RESULTS, "run_at")):
         old = F.col(column) < F.lit(cutoff)

@@ -569,7 +569,8 @@ class Replayer:
 
     def now_wall(self) -> datetime:
         """Log times are wall-clock times (the run's `now` may be set for timeouts)."""
-        return datetime.now(UTC).replace(tzinfo=None)
+        # Timezone-aware: Spark reads a naive datetime in the driver's local time zone.
+        return datetime.now(UTC)
 
     def _read(self, table: str) -> DataFrame:
         return self.spark.read.format("delta").load(self.ledger.path(table))

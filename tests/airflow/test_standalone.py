@@ -116,7 +116,8 @@ def test_the_reconcile_dag_runs_on_schedule_and_replay_and_quality_follow_its_as
     assert reconciled["run_type"] == "scheduled"
     replayed = _wait_for_success(stack, "ackfold_replay", 300)
     assert replayed["run_type"] == "asset_triggered"
-    # The quality checks pass on the demo's ledger (a violation fails the run).
+    # The quality checks run and pass: the ledger checks on the demo's ledger, and the
+    # delivery checks over what is overdue (a violation fails the run).
     checked = _wait_for_success(stack, "ackfold_quality", 300)
     assert checked["run_type"] == "asset_triggered"
 

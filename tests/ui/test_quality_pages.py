@@ -36,7 +36,10 @@ def _write(warehouse: Path, report: QualityReport) -> None:
 def _setup(tmp_path: Path, *, docs: bool = True) -> Path:
     warehouse = tmp_path / "warehouse"
     older = QualityReport("run-1", datetime(2026, 11, 23, 9), datetime(2026, 11, 21, 9), (OK,))
-    latest = replace(older, run_id="run-2", run_at=datetime(2026, 11, 23, 10), results=(OK, LOST))
+    latest = replace(
+        older, run_id="run-2", run_at=datetime(2026, 11, 23, 10), results=(OK, LOST),
+        scope="app orders",
+    )  # fmt: skip
     _write(warehouse, older)
     _write(warehouse, latest)
     if docs:
@@ -57,14 +60,15 @@ def test_the_latest_run_its_violations_and_the_runs_before(
         assert page.status_code == 200
         assert 'id="quality-verdict" data-passed="false"' in page.text
         assert "1 of 2 checks failed" in page.text
-        assert '<span id="quality-scope">all apps</span>' in page.text
+        assert '<span id="quality-scope">app orders</span>' in page.text
         assert (
             'data-check="no_lost_roots" data-suite="delivery.orders.overdue_roots" '
             'data-success="false"' in page.text
         )
         assert "root_id=0x00000000000004d2, outcome=failed" in page.text
         assert "&lt;b&gt;bold&lt;/b&gt;" in page.text, "descriptions are escaped"
-        assert page.text.index("run-2") < page.text.index("run-1"), "newest run first"
+        history = page.text[page.text.index('id="quality-history"') :]
+        assert history.index("run-2") < history.index("run-1"), "newest run first"
         assert 'href="/quality/docs/index.html"' in page.text
 
         data = client.get("/api/quality").json()

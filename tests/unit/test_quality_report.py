@@ -56,7 +56,9 @@ FINE = CheckResult(
 
 def _report(*results: CheckResult) -> QualityReport:
     at = datetime(2026, 11, 23, 10)
-    return QualityReport("r1", at, at - timedelta(days=2), results, apps=("orders",))
+    return QualityReport(
+        "r1", at, at - timedelta(days=2), results, apps=("orders",), scope="app orders"
+    )
 
 
 def test_a_violation_names_each_failed_check_with_what_was_observed() -> None:
@@ -80,6 +82,11 @@ def test_a_report_survives_the_quality_results_table() -> None:
     again = QualityReport.from_rows(rows)
     assert again.results == report.results
     assert (again.run_id, again.apps, again.passed) == ("r1", ("orders",), False)
+    assert (again.run_at, again.window_start, again.scope) == (
+        report.run_at,
+        report.window_start,
+        "app orders",
+    )
 
 
 def test_an_airflow_run_id_becomes_a_safe_quality_run_id() -> None:

@@ -1,9 +1,9 @@
 """What the quality checks look at: Spark DataFrames of the ledger, one per batch.
 
 Every batch is bounded by the run's window (`quality.window` before now): events written,
-roots registered, replays sent and `root_state` partitions in it (with a day's margin
-for clock skew between writers), so a run costs what the window holds, not the ledger's
-history. A few columns are derived here, where a check needs more than one row or one
+roots registered, replays sent and `root_state` partitions in it (a day more where rows
+of different writers are joined, for clock skew), so a run costs what the window holds,
+not the ledger's history. A few columns are derived here, where a check needs more than one row or one
 table (the origin chain, the outcome of an overdue root), so that each expectation stays
 a plain column check that Data Docs can show.
 
@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Final
 from ackfold import status
 from ackfold.config import AppPolicy, Settings
 from ackfold.reconcile import policy_column
-from ackfold.replay import AUTOMATIC, SENT
+from ackfold.replay import AUTOMATIC, REPLAY, SENT
 from ackfold.tables import (
     ACK_EVENTS,
     REPLAY_LOG,
@@ -116,10 +116,10 @@ class LedgerFrames:
 
     def ack_events(self) -> DataFrame:
         """Events written in the window, exact duplicates (redeliveries) dropped."""
-        return _distinct(self._since(ACK_EVENTS, "event_time"), EVENT_IDENTITY)
+        return _distinct(self._since(ACK_EVENTS, "event_time"), EVENT_IDENTITY, "event_time")
 
     def _window_roots(self) -> DataFrame:
-        return _distinct(self._since(ROOTS, "ingested_at"), ROOT_IDENTITY)
+        return _distinct(self._since(ROOTS, "ingested_at"), ROOT_IDENTITY, "ingested_at")
 
     def _replays_sent(self) -> DataFrame:
         """The sends in `replay_log` that made the roots of the window: root_id (the new
@@ -128,7 +128,12 @@ class LedgerFrames:
 
         return (
             self._since(REPLAY_LOG, "sent_at", CLOCK_SKEW)
-            .where((F.col("event") == SENT) & ~F.col("dry_run") & F.col("new_root_id").isNotNull())
+            .where(
+                (F.col("event") == SENT)
+                & (F.col("action") == REPLAY)
+                & ~F.col("dry_run")
+                & F.col("new_root_id").isNotNull()
+            )
             .groupBy(F.col("new_root_id").alias("root_id"), "attempt", "origin_root_id")
             .agg(F.max(F.col("requested_by") != AUTOMATIC).alias("by_hand"))
         )
@@ -220,11 +225,13 @@ class LedgerFrames:
         )
         # A replay sent within the grace period may not have been consumed yet.
         replay_in_flight = F.col("status_changed_at") >= F.lit(now - grace)
-        # The automatic replay of attempt k waits replay_backoff * 2**(k-1) after it failed.
-        backoff = policy.replay_backoff.total_seconds()
+        # The automatic replay of attempt k waits replay_backoff * 2**(k-1) after it failed;
+        # the last attempt is dead-lettered at once.
+        backoff = F.when(F.col("attempt") >= policy.max_attempts, F.lit(0.0)).otherwise(
+            F.lit(policy.replay_backoff.total_seconds()) * F.pow(F.lit(2), F.col("attempt") - 1)
+        )
         waited = F.unix_micros(F.lit(now)) - F.unix_micros(F.col("status_changed_at"))
-        allowed = F.lit(backoff) * F.pow(F.lit(2), F.col("attempt") - 1) + grace.total_seconds()
-        awaiting = waited / 1e6 <= allowed
+        awaiting = waited / 1e6 <= backoff + F.lit(grace.total_seconds())
         active = F.lit(False)
         if policy.idle_timeout is not None:  # pending past the timeout while events come
             active = F.col("last_event_at") >= F.lit(now - policy.idle_timeout - grace)
@@ -345,10 +352,17 @@ class LedgerFrames:
         return sorted({*self.settings.apps, *(row["app"] for row in seen)})
 
 
-def _distinct(frame: DataFrame, identity: tuple[str, ...]) -> DataFrame:
-    """`frame` without exact duplicates by `identity` (the columns it has: a writer that
-    broke the schema is for the schema checks to report)."""
-    return frame.dropDuplicates([c for c in identity if c in frame.columns])
+def _distinct(frame: DataFrame, identity: tuple[str, ...], earliest: str) -> DataFrame:
+    """One row per `identity` (the columns of it `frame` has: a writer that broke the
+    schema is for the schema checks to report), with the `earliest` time of its copies,
+    so every check sees the same row."""
+    from pyspark.sql import functions as F
+
+    keys = [c for c in identity if c in frame.columns]
+    rest = [
+        (F.min(c) if c == earliest else F.first(c)).alias(c) for c in frame.columns if c not in keys
+    ]
+    return frame.groupBy(*keys).agg(*rest).select(*frame.columns) if rest else frame.distinct()
 
 
 def _seconds_between(start: str, end: str) -> Column:
