@@ -3,9 +3,9 @@
 Every batch is bounded by the run's window (`quality.window` before now): events written,
 roots registered, replays sent and `root_state` partitions in it (a day more where rows
 of different writers are joined, for clock skew), so a run costs what the window holds,
-not the ledger's history. A few columns are derived here, where a check needs more than one row or one
-table (the origin chain, the outcome of an overdue root), so that each expectation stays
-a plain column check that Data Docs can show.
+not the ledger's history. A few columns are derived here, where a check needs more than
+one row or one table (the origin chain, the outcome of an overdue root), so that each
+expectation stays a plain column check that Data Docs can show.
 
 The contract lets a writer append an event or a root twice (an SQS message delivered
 again before its delete registers again, under the same ids): the fold drops such exact
