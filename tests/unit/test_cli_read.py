@@ -863,10 +863,3 @@ def test_quality_refuses_bad_input_and_a_missing_ledger_without_a_jvm(
     assert line.startswith("ackfold: unknown app 'nope': no event of it in the ledger")
     line = _one_error(run_here(ledgers.missing, "quality"), 1)
     assert line.startswith(f"ackfold: no ledger at {ledgers.missing}")
-    assert "pyspark.sql" not in sys.modules or not _spark_started()
-
-
-def _spark_started() -> bool:
-    from pyspark.sql import SparkSession
-
-    return SparkSession.getActiveSession() is not None
