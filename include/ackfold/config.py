@@ -185,7 +185,7 @@ class AirflowSettings(_Section):
     """The embedded Airflow, and when ackfold's DAGs run.
 
     - `reconcile_schedule`: `ackfold_reconcile` (each successful run triggers
-      `ackfold_replay`); a cron or a preset such as `@hourly`.
+      `ackfold_replay` and `ackfold_quality`); a cron or a preset such as `@hourly`.
     - `maintenance_schedule`: `ackfold_maintenance` (OPTIMIZE, retention, VACUUM).
     """
 
