@@ -50,6 +50,7 @@ def test_roots_get_their_timeout_idle_timeout_and_backoff_before_they_count_as_l
     at[0] = now - timedelta(minutes=20)
     tracker.fail(failed, stage="split", reason="bad input")
     # The last attempt (3 of 3) of a message, failed 20 minutes ago: no backoff is owed.
+    at[0] = now - timedelta(minutes=30)
     last = tracker.spout("last", attempt=3, origin_root_id=ids.root_id(APP, "test::last"))
     at[0] = now - timedelta(minutes=20)
     tracker.fail(last, stage="split", reason="bad input")
