@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from ackfold import status
 from ackfold.config import Settings
+from ackfold.ledger_lock import ledger_lock
 from ackfold.tables import (
     ACK_EVENTS,
     QUALITY_RESULTS,
@@ -74,8 +75,10 @@ def maintain(
 ) -> dict[str, Any]:
     """Retention, then OPTIMIZE, then VACUUM; returns what each step did.
 
-    It takes no ledger lock: it rewrites `ack_events`, `roots` and `replay_log`, which the
-    reconciler and the replay engine only append to or read, never `root_state`."""
+    It rewrites `ack_events`, `roots` and `replay_log`, which the reconciler and the
+    replay engine only append to or read. It takes the ledger lock only to set the tables'
+    retention property: a metadata change makes a concurrent MERGE into `root_state` (a
+    reconcile, a replay) fail."""
     started = time.monotonic()
     ledger = Ledger(settings.table_root)
     ledger.create(spark)
@@ -89,8 +92,11 @@ def maintain(
     for table in COMPACTED:
         spark.sql(f"OPTIMIZE delta.`{ledger.path(table)}`")
     hours = round(settings.maintenance.vacuum_retention.total_seconds() / 3600)
+    with ledger_lock(settings.var_dir, "ackfold maintenance", say=log.info):
+        for table in TABLES:
+            _set_retention(spark, ledger.path(table), hours)
     for table in TABLES:
-        _vacuum(spark, ledger.path(table), hours)
+        spark.sql(f"VACUUM delta.`{ledger.path(table)}`")
     for table in TABLES:
         check_reader_version(spark, ledger.path(table))
     summary["optimized"] = [*Z_ORDERED, *COMPACTED]
@@ -173,8 +179,8 @@ def expire_reports(spark: SparkSession, settings: Settings, *, now: datetime) ->
     return deleted
 
 
-def _vacuum(spark: SparkSession, path: str, hours: int) -> None:
-    """VACUUM keeping `hours` of unreferenced files. Delta 4 ignores VACUUM's RETAIN (but
+def _set_retention(spark: SparkSession, path: str, hours: int) -> None:
+    """Make VACUUM keep `hours` of unreferenced files. Delta 4 ignores VACUUM's RETAIN (but
     0) and reads the table's `delta.deletedFileRetentionDuration`, so that is what is set,
     once (a metadata-only commit, which the reconciler's stream passes)."""
     wanted = f"interval {hours} hours"
@@ -184,7 +190,6 @@ def _vacuum(spark: SparkSession, path: str, hours: int) -> None:
         spark.sql(
             f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES ('{RETENTION_PROPERTY}' = '{wanted}')"
         )
-    spark.sql(f"VACUUM delta.`{path}`")
 
 
 def check_reader_version(spark: SparkSession, path: str) -> None:
