@@ -16,28 +16,23 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-import tempfile
+import sys
 import time
 from datetime import timedelta
 from pathlib import Path
 
-from ackfold.config import load_settings
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import DEPTH, FANOUT, Workdir, reconcile_after, roots_for
+
 from ackfold.quality import run_quality
-from ackfold.reconcile import reconcile
 from ackfold.spark import get_spark
 from ackfold.synth import Synthetic
 from ackfold.tables import Ledger
 
-FANOUT, DEPTH = 2, 2  # 8 events per root
-
-
-def roots_for(events: int) -> int:
-    return events // Synthetic(roots=1, fanout=FANOUT, depth=DEPTH).events_per_root
-
 
 def add(spark, settings, synthetic: Synthetic) -> None:  # type: ignore[no-untyped-def]
     synthetic.write(spark, Ledger(settings.table_root))
-    reconcile(spark, settings, now=synthetic.end + timedelta(hours=1))
+    reconcile_after(spark, settings, synthetic)
 
 
 def timed_quality(spark, settings, synthetic: Synthetic) -> tuple[float, object]:  # type: ignore[no-untyped-def]
@@ -52,21 +47,16 @@ def main() -> None:
     parser.add_argument("--increment", type=int, default=1_000_000, help="a later window's events")
     parser.add_argument("--workdir", default=None, help="where ledgers go (default: a temp dir)")
     args = parser.parse_args()
-    work = Path(args.workdir or tempfile.mkdtemp(prefix="ackfold-bench-"))
-    jars = load_settings().jars_dir
+    work = Workdir(args.workdir, "ackfold-bench-")
     results: dict[str, object] = {}
 
-    def fresh_settings(name: str):  # type: ignore[no-untyped-def]
-        shutil.rmtree(work / name, ignore_errors=True)
-        return load_settings(var_dir=work / name, jars_dir=jars)
-
-    warm = fresh_settings("warmup")
+    warm = work.settings("warmup")
     spark = get_spark(warm, app_name="ackfold-bench-quality")
     warm_synth = Synthetic(roots=20_000, fanout=FANOUT, depth=DEPTH)
     add(spark, warm, warm_synth)
     timed_quality(spark, warm, warm_synth)
 
-    settings = fresh_settings("ledger")
+    settings = work.settings("ledger")
     big = Synthetic(roots=roots_for(args.events), fanout=FANOUT, depth=DEPTH)
     add(spark, settings, big)
     seconds, report = timed_quality(spark, settings, big)
@@ -96,7 +86,7 @@ def main() -> None:
     results["window_increment"] = {"events": later.events, "seconds": seconds}
     print(json.dumps(results, indent=2))
     spark.stop()
-    shutil.rmtree(work, ignore_errors=True)
+    shutil.rmtree(work.path, ignore_errors=True)
 
 
 if __name__ == "__main__":

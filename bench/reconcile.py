@@ -1,113 +1,161 @@
-"""Reconcile benchmark: events/s end to end, the incremental cost over history, state size.
+"""Reconcile benchmark: ackfold against single-node baselines, and its incremental cost.
 
-    .venv/bin/python bench/reconcile.py [--sizes 1000000,10000000] [--history 10000000]
+    .venv/bin/python bench/reconcile.py [--sizes 1000000,10000000,50000000]
+        [--increment 1000000] [--fanout 2] [--depth 2] [--fail-rate 0.01]
+        [--missing-rate 0.01] [--late-rate 0.001] [--plot docs/images/bench-reconcile.png]
 
-Prints one line of figures per measurement and a JSON summary at the end. Every ledger
-is synthetic (`ackfold.synth`), written through the real tables; every reconcile is the
-real one (streaming read, fold, MERGE, sweep), timed warm: one small run first warms the
-JVM. Record the output in docs/benchmarks.md with the command.
+For each size, one synthetic ledger (`ackfold.synth`, written by Spark through the real
+tables) is folded, in this order, by:
+- DuckDB, over the table's current files as delta-rs lists them (`baselines.duckdb_fold`);
+- Spark SQL, the same query over the same files (`baselines.spark_sql_fold`);
+- Storm's acker in Python, an in-memory map fed event by event (`baselines.StormAcker`);
+- ackfold's reconcile, end to end: the Delta streaming read, de-duplication, XOR fold,
+  classification, MERGE into `root_state`, the timeout sweep and the summary.
+All four must find the same roots by status, or the benchmark stops. Then `--increment`
+new events, three days later (outside `reconcile.lookback`), are reconciled over that
+ledger: the incremental cost, also measured over an empty ledger. Spark is warm (one
+small run first). Prints a line per measurement, a JSON summary, and draws the plot.
+Record the output in docs/benchmarks.md with the command.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import shutil
-import tempfile
+import sys
 import time
+from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
+from typing import Any, TypeVar
 
-from ackfold.config import load_settings
-from ackfold.reconcile import reconcile
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from baselines import StormAcker, duckdb_fold, spark_sql_fold, table_files
+from common import Workdir, reconcile_after, roots_for, warm_up
+from plot import plot_reconcile
+
 from ackfold.spark import get_spark
 from ackfold.synth import Synthetic
-from ackfold.tables import ROOT_STATE, Ledger
+from ackfold.tables import ACK_EVENTS, ROOT_STATE, Ledger
 
-FANOUT, DEPTH = 2, 2  # 8 events per root
-
-
-def roots_for(events: int) -> int:
-    return events // Synthetic(roots=1, fanout=FANOUT, depth=DEPTH).events_per_root
+T = TypeVar("T")
+DEFAULT_PLOT = Path(__file__).resolve().parents[1] / "docs" / "images" / "bench-reconcile.png"
 
 
-def timed_reconcile(spark, settings, synthetic: Synthetic) -> tuple[float, dict]:  # type: ignore[no-untyped-def]
+def timed(run: Callable[[], T]) -> tuple[float, T]:
     start = time.perf_counter()
-    summary = reconcile(spark, settings, now=synthetic.end + timedelta(hours=1))
-    return time.perf_counter() - start, summary
+    result = run()
+    return time.perf_counter() - start, result
 
 
-def state_bytes_per_root(path: Path, roots: int) -> float:
-    size = sum(p.stat().st_size for p in path.rglob("*.parquet"))
-    return size / max(roots, 1)
+def bytes_per_root(table: Path, roots: int) -> float:
+    return sum(p.stat().st_size for p in table.rglob("*.parquet")) / max(roots, 1)
+
+
+def report(label: str, events: int, seconds: float, extra: str = "") -> dict[str, float]:
+    rate = events / seconds
+    print(f"  {label:<34} {seconds:8.1f} s  {rate:>12,.0f} events/s  {extra}".rstrip(), flush=True)
+    return {"seconds": round(seconds, 2), "events_per_s": round(rate)}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--sizes", default="1000000,10000000", help="new-event counts, comma-separated"
-    )
-    parser.add_argument("--history", type=int, default=10_000_000, help="events already reconciled")
-    parser.add_argument("--increment", type=int, default=1_000_000, help="new events over history")
+    parser.add_argument("--sizes", default="1000000,10000000,50000000", help="events per ledger")
+    parser.add_argument("--increment", type=int, default=1_000_000, help="new events over each")
+    parser.add_argument("--fanout", type=int, default=2, help="children per tuple")
+    parser.add_argument("--depth", type=int, default=2, help="levels below the spout tuple")
+    parser.add_argument("--fail-rate", type=float, default=0.01, help="roots failed at a leaf")
+    parser.add_argument("--missing-rate", type=float, default=0.01, help="roots missing an ack")
+    parser.add_argument("--late-rate", type=float, default=0.001, help="events appended late")
+    parser.add_argument("--no-acker", action="store_true", help="skip the Python acker")
+    parser.add_argument("--plot", type=Path, default=DEFAULT_PLOT, help="the PNG to draw")
     parser.add_argument("--workdir", default=None, help="where ledgers go (default: a temp dir)")
     args = parser.parse_args()
-    work = Path(args.workdir or tempfile.mkdtemp(prefix="ackfold-bench-"))
-    results: dict[str, object] = {}
-    jars = load_settings().jars_dir  # the project's jar cache, wherever the ledgers go
+    sizes = sorted(int(s) for s in args.sizes.split(","))
+    work = Workdir(args.workdir, "ackfold-bench-")
 
-    def fresh_settings(name: str):  # type: ignore[no-untyped-def]
-        shutil.rmtree(work / name, ignore_errors=True)
-        return load_settings(var_dir=work / name, jars_dir=jars)
-
-    warm = fresh_settings("warmup")
-    spark = get_spark(warm, app_name="ackfold-bench")
-    warm_synth = Synthetic(roots=20_000, fanout=FANOUT, depth=DEPTH)
-    warm_synth.write(spark, Ledger(warm.table_root))
-    timed_reconcile(spark, warm, warm_synth)
-
-    for events in (int(s) for s in args.sizes.split(",")):
-        settings = fresh_settings(f"size-{events}")
-        synth = Synthetic(roots=roots_for(events), fanout=FANOUT, depth=DEPTH)
-        synth.write(spark, Ledger(settings.table_root))
-        seconds, summary = timed_reconcile(spark, settings, synth)
-        rate = summary["events_read"] / seconds
-        per_root = state_bytes_per_root(Path(settings.table_root) / ROOT_STATE, synth.roots)
-        print(
-            f"reconcile {summary['events_read']:>11,} new events over an empty ledger: "
-            f"{seconds:7.1f} s  {rate:>10,.0f} events/s  root_state {per_root:.0f} B/root",
-            flush=True,
-        )
-        results[f"new_{events}"] = {
-            "seconds": seconds,
-            "events_per_s": rate,
-            "bytes_per_root": per_root,
-        }
-        shutil.rmtree(work / f"size-{events}", ignore_errors=True)
-
-    for history in (0, args.history):
-        settings = fresh_settings(f"history-{history}")
-        ledger = Ledger(settings.table_root)
-        if history:
-            old = Synthetic(roots=roots_for(history), fanout=FANOUT, depth=DEPTH)
-            old.write(spark, ledger)
-            timed_reconcile(spark, settings, old)
-        new = Synthetic(
-            roots=roots_for(args.increment), fanout=FANOUT, depth=DEPTH,
-            first_root=roots_for(history), start=Synthetic(roots=1).start + timedelta(days=3),
+    def synthetic(events: int, **shape: Any) -> Synthetic:
+        return Synthetic(
+            roots=roots_for(events, args.fanout, args.depth), fanout=args.fanout,
+            depth=args.depth, fail_rate=args.fail_rate, missing_rate=args.missing_rate,
+            late_rate=args.late_rate, **shape,
         )  # fmt: skip
-        new.write(spark, ledger)
-        seconds, summary = timed_reconcile(spark, settings, new)
-        rate = summary["events_read"] / seconds
-        print(
-            f"reconcile {summary['events_read']:>11,} new events over {history:>11,} reconciled: "
-            f"{seconds:7.1f} s  {rate:>10,.0f} events/s",
-            flush=True,
-        )
-        results[f"increment_over_{history}"] = {"seconds": seconds}
-        shutil.rmtree(work / f"history-{history}", ignore_errors=True)
 
-    print(json.dumps(results, indent=2))
+    spark = get_spark(work.settings("spark"), app_name="ackfold-bench")
+    warm_up(spark, work)
+    results: dict[str, Any] = {"sizes": {}, "increment": {}, "shape": vars(args) | {"plot": None}}
+
+    def increment_over(settings: Any, history: Synthetic | None) -> None:
+        start = (history.start if history else Synthetic(roots=1).start) + timedelta(days=3)
+        first = history.first_root + history.roots if history else 0
+        new = synthetic(args.increment, first_root=first, start=start)
+        new.write(spark, Ledger(settings.table_root))
+        seconds, summary = timed(lambda: reconcile_after(spark, settings, new))
+        over = history.events if history else 0
+        print(f"{summary['events_read']:,} new events over {over:,} reconciled:", flush=True)
+        results["increment"][over] = report("ackfold reconcile", summary["events_read"], seconds)
+
+    empty = work.settings("history-0")
+    Ledger(empty.table_root).create(spark)  # as the other ledgers have theirs: not timed
+    increment_over(empty, None)
+    work.remove("history-0")
+
+    def one_size(size: int) -> None:
+        settings = work.settings(f"ledger-{size}")
+        ledger = Ledger(settings.table_root)
+        synth = synthetic(size)
+        print(f"{synth.events:,} events, {synth.roots:,} roots:", flush=True)
+        seconds, _ = timed(lambda: synth.write(spark, ledger))
+        row: dict[str, Any] = {"events": synth.events, "roots": synth.roots}
+        row["generate"] = report("generate (Spark -> Delta)", synth.events, seconds)
+
+        now = synth.end + timedelta(hours=1)
+        deadline = now - settings.app(synth.app).timeout
+        files = table_files(ledger.path(ACK_EVENTS))
+        out = work.path / f"ledger-{size}" / "baseline.parquet"
+        runs: list[tuple[str, Callable[[], dict[str, int]]]] = [
+            ("duckdb", lambda: duckdb_fold(files, deadline, out)),
+            ("spark_sql", lambda: spark_sql_fold(spark, files, deadline, out)),
+        ]
+        if not args.no_acker:
+            acker = StormAcker()
+            deadline_us = int(deadline.timestamp() * 1_000_000)
+            runs.append(
+                ("storm_acker", lambda: (acker.fold_files(files), acker.statuses(deadline_us))[1])
+            )
+        statuses: dict[str, dict[str, int]] = {}
+        for name, run in runs:
+            seconds, statuses[name] = timed(run)
+            row[name] = report(name.replace("_", " "), synth.events, seconds)
+        if not args.no_acker:
+            acker.pending.clear()  # its map holds gigabytes at 50M events
+        seconds, summary = timed(lambda: reconcile_after(spark, settings, synth))
+        statuses["ackfold"] = summary["by_status"]
+        state = bytes_per_root(Path(settings.table_root) / ROOT_STATE, synth.roots)
+        row["ackfold"] = report(
+            "ackfold reconcile (end to end)", summary["events_read"], seconds,
+            f"root_state {state:.0f} B/root",
+        )  # fmt: skip
+        row["ratio_to_duckdb"] = {
+            name: round(row[name]["seconds"] / row["duckdb"]["seconds"], 1) for name in statuses
+        }
+        print(f"  time / DuckDB's: {row['ratio_to_duckdb']}", flush=True)
+        if len({json.dumps(s, sort_keys=True) for s in statuses.values()}) != 1:
+            sys.exit(f"the engines disagree on the roots by status: {statuses}")
+        row["by_status"] = statuses["ackfold"]
+        results["sizes"][size] = row
+        if size >= args.increment:
+            increment_over(settings, synth)
+        work.remove(f"ledger-{size}")
+
+    for size in sizes:
+        one_size(size)
+
     spark.stop()
+    print(json.dumps(results, indent=2, default=str))
+    if args.plot:
+        plot_reconcile(results, args.plot)
+        print(f"plot: {args.plot}")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,57 @@
+"""What the benchmark scripts share: the synthetic ledger's shape, fresh ledgers in a work
+directory that reuse the project's jar cache, and a warm Spark session."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from datetime import timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ackfold.config import Settings, load_settings
+from ackfold.reconcile import reconcile
+from ackfold.synth import Synthetic
+from ackfold.tables import Ledger
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+FANOUT, DEPTH = 2, 2  # 8 events per root: the default synthetic tree
+
+
+def roots_for(events: int, fanout: int = FANOUT, depth: int = DEPTH) -> int:
+    """How many synthetic roots make about `events` events."""
+    return events // Synthetic(roots=1, fanout=fanout, depth=depth).events_per_root
+
+
+class Workdir:
+    """Ledgers under one directory (a temp dir unless given), each with fresh settings."""
+
+    def __init__(self, path: str | None, prefix: str) -> None:
+        self.path = Path(path or tempfile.mkdtemp(prefix=prefix))
+        self.jars = load_settings().jars_dir  # the project's jar cache, wherever ledgers go
+
+    def settings(self, name: str, **overrides: Any) -> Settings:
+        """Settings of an empty ledger `name` (anything left there is removed first)."""
+        self.remove(name)
+        return load_settings(var_dir=self.path / name, jars_dir=self.jars, **overrides)
+
+    def remove(self, name: str) -> None:
+        shutil.rmtree(self.path / name, ignore_errors=True)
+
+
+def reconcile_after(
+    spark: SparkSession, settings: Settings, synthetic: Synthetic
+) -> dict[str, Any]:
+    """The real reconcile, an hour after the last root of `synthetic` started."""
+    return reconcile(spark, settings, now=synthetic.end + timedelta(hours=1))
+
+
+def warm_up(spark: SparkSession, work: Workdir) -> None:
+    """A small ledger written and reconciled: JIT and Delta's code paths get hot."""
+    settings = work.settings("warmup")
+    synthetic = Synthetic(roots=20_000, fanout=FANOUT, depth=DEPTH)
+    synthetic.write(spark, Ledger(settings.table_root))
+    reconcile_after(spark, settings, synthetic)
+    work.remove("warmup")
