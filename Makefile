@@ -76,9 +76,10 @@ test-e2e: setup
 test-browser: setup browser
 	$(BIN)/pytest -m browser
 
-## bench: every benchmark (figures go to docs/benchmarks.md)
+## bench: every benchmark, about an hour (figures go to docs/benchmarks.md)
 bench: bench-reconcile bench-replay bench-wordcount bench-ui bench-quality
 
+## bench-reconcile: ackfold against DuckDB, Spark SQL and a Python acker at 1M, 10M, 50M events; the plot
 bench-reconcile: setup
 	$(BIN)/python bench/reconcile.py
 
@@ -90,7 +91,7 @@ bench-replay: setup
 bench-wordcount: setup
 	$(BIN)/python bench/wordcount.py
 
-## bench-ui: the Reliability UI's read latencies on a 2-million-root ledger (no JVM)
+## bench-ui: the Reliability UI's and the CLI's read latencies on a 10-million-root ledger (no JVM)
 bench-ui: setup
 	$(BIN)/python bench/ui.py
 

@@ -1,11 +1,14 @@
-"""Reliability UI benchmark: read latencies of its pages on a large ledger, no JVM.
+"""UI and CLI read latency on a large ledger, no JVM: the Reliability UI's requests and the
+`ackfold roots` and `ackfold show` commands.
 
-    .venv/bin/python bench/ui.py [--roots 2000000] [--days 30] [--workdir DIR]
+    .venv/bin/python bench/ui.py [--roots 10000000] [--days 30] [--workdir DIR]
 
-Writes a synthetic `root_state` (one commit per day, one `first_event_date` partition per
-day, in time order like the reconciler's), a matching `dead_letters`, and times each UI
-request end to end through the FastAPI app (routing, delta-rs queries, templates): warm,
-median of 5 runs, one line per request, then a JSON summary. Record the figures in
+Writes a synthetic ledger day by day, in time order like the apps and the reconciler
+write it: `root_state` (one commit and one `first_event_date` partition per day), `roots`,
+`ack_events` (an init and two acks per root) and `dead_letters`. Then it times each UI
+request end to end through the FastAPI app (routing, delta-rs queries, templates) and
+each CLI command as a user runs it (a new process: Python start-up included): warm,
+the median of 5 runs, one line each, then a JSON summary. Record the figures in
 docs/benchmarks.md with the command.
 """
 
@@ -15,6 +18,7 @@ import argparse
 import json
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -23,13 +27,22 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from deltalake import write_deltalake
 from fastapi import Request
 from fastapi.testclient import TestClient
 
 from ackfold import status
 from ackfold.config import load_settings
-from ackfold.tables import DEAD_LETTERS, ROOT_STATE, TABLE_PROPERTIES, TABLES, Ledger
+from ackfold.tables import (
+    ACK_EVENTS,
+    DEAD_LETTERS,
+    ROOT_STATE,
+    ROOTS,
+    TABLE_PROPERTIES,
+    TABLES,
+    Ledger,
+)
 from ackfold.ui.app import create_app
 from ackfold.ui.security import Viewer
 
@@ -48,12 +61,49 @@ MIX = {
     status.COMPLETED_LATE: 0.01,
 }
 STAGES = ("spout", "parse", "enrich", "sink")
+EVENTS_PER_ROOT = 3  # an init and two acks
+PROJECT_DIR = Path(__file__).resolve().parents[1]
 
 
-def write_ledger(warehouse: Path, roots: int, days: int) -> None:
+def append(warehouse: Path, table: str, columns: dict[str, pa.Array], n: int) -> None:
+    """One commit of `n` rows to `table`: the columns given, null in the others."""
+    schema = arrow_schema(table)
+    data = pa.table({f.name: columns.get(f.name) or pa.nulls(n, f.type) for f in schema}, schema)
+    partition = TABLES[table][1]
+    write_deltalake(
+        Ledger(str(warehouse)).path(table),
+        data,
+        mode="append",
+        partition_by=[partition] if partition else None,
+        configuration=dict(TABLE_PROPERTIES),
+    )
+
+
+def events_of(ids: np.ndarray, first: np.ndarray, last: np.ndarray) -> dict[str, pa.Array]:
+    """`ack_events` columns for roots `ids`: an init at `first`, acks between and at `last`."""
+    n = len(ids)
+    roots = np.repeat(ids, EVENTS_PER_ROOT)
+    step = np.tile(np.arange(EVENTS_PER_ROOT), n)
+    times = np.repeat(first, EVENTS_PER_ROOT) + (
+        np.repeat(last - first, EVENTS_PER_ROOT) * step // (EVENTS_PER_ROOT - 1)
+    )
+    root_text = pa.array(roots).cast(pa.string())
+    event_ids = pc.binary_join_element_wise(root_text, pa.array(step.astype(str)), "-")
+    kinds = np.where(step == 0, "init", "ack")
+    return {
+        "event_id": event_ids,
+        "app": pa.array(np.repeat(np.array(["orders"]), n * EVENTS_PER_ROOT)),
+        "root_id": pa.array(roots),
+        "kind": pa.array(kinds),
+        "ack_val": pa.array(np.zeros(n * EVENTS_PER_ROOT, dtype=np.int64)),
+        "stage": pa.array(np.array(STAGES)[np.minimum(step, len(STAGES) - 1)]),
+        "event_time": pa.array(times, pa.timestamp("us", tz="UTC")),
+    }
+
+
+def write_ledger(warehouse: Path, roots: int, days: int) -> dict[str, int]:
+    """Write the ledger; return a root to open of each kind (a dead letter, a middle one)."""
     rng = np.random.default_rng(7)
-    ledger = Ledger(str(warehouse))
-    schema = arrow_schema(ROOT_STATE)
     per_day = roots // days
     names, weights = list(MIX), list(MIX.values())
     dead_rows = []
@@ -87,16 +137,21 @@ def write_ledger(warehouse: Path, roots: int, days: int) -> None:
                 np.full(n, np.datetime64((START + timedelta(days=day)).date(), "D"))
             ),
         }
-        table = pa.table(
-            {f.name: columns.get(f.name) or pa.nulls(n, f.type) for f in schema}, schema
-        )
-        write_deltalake(
-            ledger.path(ROOT_STATE),
-            table,
-            mode="append",
-            partition_by=[TABLES[ROOT_STATE][1]],
-            configuration=dict(TABLE_PROPERTIES),
-        )
+        append(warehouse, ROOT_STATE, columns, n)
+        ts_first = pa.array(first, ts)
+        roots = {
+            "root_id": columns["root_id"],
+            "app": columns["app"],
+            "attempt": columns["attempt"],
+            "origin_root_id": columns["origin_root_id"],
+            "source": pa.array(np.full(n, "sqs")),
+            "source_queue": pa.array(np.full(n, "orders")),
+            "source_message_id": pa.array(ids).cast(pa.string()),
+            "payload": pa.array(np.full(n, '{"order": 1, "token": "secret"}')),
+            "ingested_at": ts_first,
+        }
+        append(warehouse, ROOTS, roots, n)
+        append(warehouse, ACK_EVENTS, events_of(ids, first, last), n * EVENTS_PER_ROOT)
         dead = np.flatnonzero(states == "dead_lettered")
         for i in dead[:200]:
             dead_rows.append(
@@ -112,13 +167,29 @@ def write_ledger(warehouse: Path, roots: int, days: int) -> None:
                     "dead_lettered_at": datetime.fromtimestamp(last[i] / 1e6, UTC),
                 }
             )
+        if day == days // 2:
+            middle = int(ids[n // 2])
     dl = arrow_schema(DEAD_LETTERS)
     write_deltalake(
-        ledger.path(DEAD_LETTERS),
+        Ledger(str(warehouse)).path(DEAD_LETTERS),
         pa.Table.from_pylist([{n: r.get(n) for n in dl.names} for r in dead_rows], dl),
         mode="append",
         configuration=dict(TABLE_PROPERTIES),
     )
+    return {"dead letter": dead_rows[-1]["root_id"], "mid-history": middle}
+
+
+def timed_cli(settings_env: dict[str, str], argv: list[str], runs: int) -> float:
+    """The median wall time of `ackfold ARGV` in a new process, as a user runs it."""
+    command = [str(Path(sys.executable).parent / "ackfold"), *argv]
+    env = {**os.environ, **settings_env}
+    times = []
+    for _ in range(runs + 1):  # the first warms the page cache
+        start = time.perf_counter()
+        result = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
+        times.append(time.perf_counter() - start)
+        assert result.returncode == 0, (argv, result.stderr[-500:])
+    return statistics.median(times[1:])
 
 
 async def bench_viewer(request: Request) -> Viewer:
@@ -138,17 +209,24 @@ def timed(client: TestClient, path: str, params: dict[str, str], runs: int) -> t
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--roots", type=int, default=2_000_000)
+    parser.add_argument("--roots", type=int, default=10_000_000)
     parser.add_argument("--days", type=int, default=30)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--workdir", default=None)
     args = parser.parse_args()
     work = Path(args.workdir or tempfile.mkdtemp(prefix="ackfold-bench-ui-"))
     warehouse = work / "warehouse"
-    if not (warehouse / ROOT_STATE).exists():
+    samples_file = work / "samples.json"
+    if not samples_file.exists():
         start = time.perf_counter()
-        write_ledger(warehouse, args.roots, args.days)
-        print(f"wrote {args.roots} root_state rows in {time.perf_counter() - start:.1f}s")
+        samples = write_ledger(warehouse, args.roots, args.days)
+        samples_file.write_text(json.dumps(samples))
+        print(
+            f"wrote {args.roots:,} roots (root_state, roots, {EVENTS_PER_ROOT} ack_events each) "
+            f"in {time.perf_counter() - start:.1f} s",
+            flush=True,
+        )
+    samples = json.loads(samples_file.read_text())
     settings = load_settings(var_dir=work / "var", warehouse=str(warehouse))
     app = create_app(settings, viewer=bench_viewer, csrf_secret=b"bench")
     client = TestClient(app)
@@ -173,12 +251,28 @@ def main() -> None:
         ("overview: one app, HTML", "/overview", {"app": "orders"}),
         ("overview: last day", "/api/overview", {"since": f"{last_day}T00:00:00Z"}),
         ("dead letters", "/api/dead-letters", {}),
+        *(
+            (f"root page: {kind}, HTML", f"/roots/{root_id}", {})
+            for kind, root_id in samples.items()
+        ),
     ]
     results = {}
     for label, path, params in cases:
         seconds, _ = timed(client, path, params, args.runs)
         results[label] = round(seconds * 1000, 1)
-        print(f"{label:<44} {seconds * 1000:8.1f} ms")
+        print(f"{label:<50} {seconds * 1000:8.1f} ms", flush=True)
+    env = {"ACKFOLD_VAR_DIR": str(work / "var"), "ACKFOLD_WAREHOUSE": str(warehouse)}
+    commands = [
+        ("cli: ackfold --version (start-up alone)", ["--version"]),
+        ("cli: ackfold roots", ["roots"]),
+        ("cli: ackfold roots --status failed --app orders",
+         ["roots", "--status", "failed", "--app", "orders"]),
+        *((f"cli: ackfold show <{kind}>", ["show", str(root)]) for kind, root in samples.items()),
+    ]  # fmt: skip
+    for label, argv in commands:
+        seconds = timed_cli(env, argv, args.runs)
+        results[label] = round(seconds * 1000, 1)
+        print(f"{label:<50} {seconds * 1000:8.1f} ms", flush=True)
     print(json.dumps({"roots": args.roots, "days": args.days, "median_ms": results}, indent=2))
     sys.stdout.flush()
     os._exit(0)  # delta-rs may abort at interpreter exit (DESIGN.md)
