@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 UV_VERSION := 0.13.8
 INSTALLED := $(VENV)/.installed
 
-.PHONY: run test lint format setup install jars browser test-unit test-spark \
+.PHONY: run test lint format setup install jars schemas browser test-unit test-spark \
         test-airflow test-sqs test-e2e test-browser sqs demo bench bench-reconcile bench-replay \
         bench-wordcount bench-ui bench-quality lock clean
 
@@ -26,8 +26,8 @@ sqs: setup
 test: setup browser lint
 	$(BIN)/pytest
 
-## setup: Python packages in .venv, JVM jars in var/jars (both idempotent)
-setup: install jars
+## setup: Python packages in .venv, JVM jars in var/jars, the Compose schema in var/schemas (all idempotent)
+setup: install jars schemas
 
 install: $(INSTALLED)
 
@@ -38,6 +38,12 @@ $(INSTALLED): requirements.txt requirements-dev.txt pyproject.toml
 	$(BIN)/uv pip install -q --python $(BIN)/python -r requirements.txt -r requirements-dev.txt
 	$(BIN)/uv pip install -q --python $(BIN)/python --no-deps -e .
 	@touch $@
+
+# The Compose Specification's JSON schema that tests/deploy validates docker-compose.yml
+# against: from npm, pinned by version and sha256 (include/ackfold/compose_schema.py).
+schemas: install
+	@scripts/system-deps.sh
+	@$(BIN)/python -m ackfold.compose_schema var/schemas
 
 # Debian's Chromium, for the browser tier (tests/browser).
 browser:
@@ -58,7 +64,7 @@ format: install
 	$(BIN)/ruff check --fix .
 
 ## test-unit: the fast tier (plain Python, no JVM, no Airflow): seconds
-test-unit: install
+test-unit: install schemas
 	$(BIN)/pytest -m "not spark and not airflow and not sqs and not e2e and not browser"
 
 test-spark: setup

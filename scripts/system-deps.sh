@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # System packages ackfold needs beyond Python: a JDK 17+ for Spark, Maven to fetch the jars,
-# and with --browser Debian's Chromium for the browser tests (Playwright drives it; it never
-# downloads a browser of its own). Installs only what is missing (Debian's packages, needs
-# root), so it is safe to re-run.
+# npm to fetch the Compose schema that tests/deploy validates against, and with --browser
+# Debian's Chromium for the browser tests (Playwright drives it; it never downloads a
+# browser of its own). Installs only what is missing (Debian's packages, needs root), so it
+# is safe to re-run.
 set -euo pipefail
 missing=()
 if [ "${1:-}" = "--browser" ]; then
@@ -12,6 +13,7 @@ else
     missing+=(openjdk-17-jdk-headless)
   fi
   command -v mvn >/dev/null || missing+=(maven)
+  command -v npm >/dev/null || missing+=(npm)
   command -v python3.11 >/dev/null || [ -n "${PYTHON:-}" ] || missing+=(python3.11 python3.11-venv)
 fi
 [ ${#missing[@]} -eq 0 ] && exit 0
