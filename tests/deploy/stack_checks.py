@@ -1,0 +1,257 @@
+"""What tests/deploy checks in docker-compose.yml, as functions that list the problems they
+find (an empty list: none). The tests run each on the real file and on a broken copy.
+
+Compose interpolates `${VAR}` references before it validates a file; `interpolate` does the
+same with the values of `.env.example`, the forms Compose knows: `${VAR}`, `${VAR:-default}`,
+`${VAR-default}`, `${VAR:?error}`, `${VAR?error}`, `${VAR:+other}`, `$VAR` and `$$`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import yaml
+
+PROJECT_DIR = Path(__file__).resolve().parents[2]
+COMPOSE_FILE = PROJECT_DIR / "docker-compose.yml"
+ENV_EXAMPLE = PROJECT_DIR / ".env.example"
+DOCKERFILE = PROJECT_DIR / "docker" / "Dockerfile"
+README = PROJECT_DIR / "README.md"
+DEPLOY_SECTION = "### Deploy on a cluster"
+
+_REFERENCE = re.compile(
+    r"\$(?:(?P<escaped>\$)"
+    r"|\{(?P<braced>[A-Za-z_][A-Za-z0-9_]*)(?:(?P<op>:?[-?+])(?P<arg>[^}]*))?\}"
+    r"|(?P<bare>[A-Za-z_][A-Za-z0-9_]*))"
+)
+# Environment names that hold a secret; `*_FILE` names a file that holds one.
+_SECRET_NAME = re.compile(r"PASSWORD|SECRET|TOKEN|FERNET|CREDENTIAL|(?:^|_)(?:ACCESS_)?KEY(?:$|_)")
+_URL_PASSWORD = re.compile(r"://[^/\s:@]+:(?P<password>[^/\s@]+)@")
+_ONLY_A_REFERENCE = re.compile(r"^\$\{[A-Za-z_][A-Za-z0-9_]*(?::?[?-][^}]*)?\}$")
+# Well-known default credentials that must never ship in the file.
+_DEFAULT_SECRETS = ("minioadmin", "change-me", "changeme")
+
+
+def load(path: Path = COMPOSE_FILE) -> dict[str, Any]:
+    document: dict[str, Any] = yaml.safe_load(path.read_text())
+    return document
+
+
+def env_example(path: Path = ENV_EXAMPLE) -> dict[str, str]:
+    """`KEY=VALUE` lines of an env file (comments and blank lines skipped)."""
+    values = {}
+    for line in path.read_text().splitlines():
+        line = line.strip()
+        if line and not line.startswith("#"):
+            key, sep, value = line.partition("=")
+            assert sep, f"{path.name}: not KEY=VALUE: {line!r}"
+            values[key.strip()] = value.strip()
+    return values
+
+
+def strings(node: Any) -> Iterator[str]:
+    """Every string value in a parsed YAML document (mapping keys excluded)."""
+    if isinstance(node, str):
+        yield node
+    elif isinstance(node, Mapping):
+        for value in node.values():
+            yield from strings(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from strings(value)
+
+
+def variables(document: Any) -> set[str]:
+    """The names of the variables that a document's `${...}` references use."""
+    return {
+        match["braced"] or match["bare"]
+        for text in strings(document)
+        for match in _REFERENCE.finditer(text)
+        if not match["escaped"]
+    }
+
+
+def interpolate(node: Any, env: Mapping[str, str]) -> Any:
+    """`node` with every reference replaced as Compose would; KeyError for an unset one."""
+    if isinstance(node, str):
+        return _REFERENCE.sub(lambda match: _substitute(match, env), node)
+    if isinstance(node, Mapping):
+        return {key: interpolate(value, env) for key, value in node.items()}
+    if isinstance(node, list):
+        return [interpolate(value, env) for value in node]
+    return node
+
+
+def _substitute(match: re.Match[str], env: Mapping[str, str]) -> str:
+    if match["escaped"]:
+        return "$"
+    name, op, arg = match["braced"] or match["bare"], match["op"], match["arg"] or ""
+    present = name in env and (bool(env[name]) or not (op or "").startswith(":"))
+    if op in (":-", "-"):
+        return env[name] if present else arg
+    if op in (":+", "+"):
+        return arg if present else ""
+    if not present:
+        raise KeyError(f"{name} is not set ({arg})" if arg else f"{name} is not set")
+    return env[name]
+
+
+def schema_errors(document: Any, schema: dict[str, Any]) -> list[str]:
+    """Where `document` breaks the Compose Specification (draft-07 JSON schema)."""
+    assert "draft-07" in schema.get("$schema", ""), "the pinned Compose schema changed draft"
+    validator = jsonschema.Draft7Validator(schema)
+    return [
+        f"{'/'.join(str(part) for part in error.absolute_path) or '(top)'}: {error.message}"
+        for error in sorted(validator.iter_errors(document), key=lambda e: list(e.path))
+    ]
+
+
+def one_shot(service: Mapping[str, Any]) -> bool:
+    """A service that runs once and exits (an init job), rather than a server."""
+    return service.get("restart") == "no"
+
+
+def image_problems(document: Mapping[str, Any], version: str) -> list[str]:
+    """Every service names an image with a pinned tag; images built here carry `version`."""
+    problems = []
+    for name, service in document["services"].items():
+        image = service.get("image")
+        if not image:
+            problems.append(f"{name}: no image")
+            continue
+        repository, _, tag = image.rpartition(":")
+        if not repository or "/" in tag or tag in ("", "latest") or not re.search(r"\d", tag):
+            problems.append(f"{name}: image {image} has no pinned version tag")
+        if "build" in service and tag != version:
+            problems.append(f"{name}: built image {image} is not tagged {version}")
+    return problems
+
+
+def health_problems(document: Mapping[str, Any]) -> list[str]:
+    """Servers have a health check; what waits for a service waits for it to be ready."""
+    services = document["services"]
+    problems = []
+    for name, service in services.items():
+        check = service.get("healthcheck") or {}
+        if not one_shot(service) and (not check.get("test") or check.get("disable")):
+            problems.append(f"{name}: a long-running service without a health check")
+        depends = service.get("depends_on") or {}
+        if isinstance(depends, list):
+            problems.append(f"{name}: depends_on without conditions")
+            continue
+        for target, how in depends.items():
+            wanted = (
+                "service_completed_successfully"
+                if one_shot(services.get(target, {}))
+                else "service_healthy"
+            )
+            if (how or {}).get("condition") != wanted:
+                problems.append(f"{name}: depends on {target} without condition {wanted}")
+    return problems
+
+
+def _environment(service: Mapping[str, Any]) -> dict[str, str]:
+    env = service.get("environment") or {}
+    if isinstance(env, list):
+        env = dict(item.partition("=")[::2] for item in env)
+    return {str(key): "" if value is None else str(value) for key, value in env.items()}
+
+
+def secret_problems(document: Mapping[str, Any]) -> list[str]:
+    """No secret value is written in the file: secrets come from `.env` references only."""
+    problems = []
+    for name, service in document["services"].items():
+        for key, value in _environment(service).items():
+            secret = _SECRET_NAME.search(key) and not key.endswith("_FILE")
+            if secret and not _ONLY_A_REFERENCE.match(value):
+                problems.append(f"{name}: {key} is not a ${{VAR:?...}} reference")
+    for text in strings(document):
+        for match in _URL_PASSWORD.finditer(text):
+            if not _ONLY_A_REFERENCE.match(match["password"]):
+                problems.append(f"a URL carries a literal password: {text}")
+        bare = _REFERENCE.sub("", text).lower()
+        problems += [f"a default credential ({word}): {text}" for word in _DEFAULT_SECRETS
+                     if word in bare]  # fmt: skip
+    return problems
+
+
+def published_ports(service: Mapping[str, Any]) -> set[int]:
+    """The host ports of a service's (interpolated) `ports`."""
+    ports = set()
+    for entry in service.get("ports") or []:
+        if isinstance(entry, Mapping):
+            ports.add(int(entry["published"]))
+        else:
+            host = str(entry).split("/")[0].rsplit(":", 2)
+            ports.add(int(host[-2] if len(host) > 1 else host[-1]))
+    return ports
+
+
+def volume_sources(service: Mapping[str, Any]) -> set[str]:
+    sources = set()
+    for entry in service.get("volumes") or []:
+        if isinstance(entry, Mapping):
+            sources.add(str(entry.get("source", "")))
+        else:
+            sources.add(str(entry).split(":")[0])
+    return sources
+
+
+def deploy_section(readme: str) -> str:
+    """The README's `### Deploy on a cluster`, up to the next section of its level or above."""
+    start = readme.index(DEPLOY_SECTION)
+    following = re.search(r"^#{1,3} ", readme[start + len(DEPLOY_SECTION) :], re.M)
+    end = start + len(DEPLOY_SECTION) + following.start() if following else len(readme)
+    return readme[start:end]
+
+
+def services_table(section: str) -> dict[str, dict[str, Any]]:
+    """The services table of the deploy section: name -> image, ports and volumes."""
+    rows: dict[str, dict[str, Any]] = {}
+    lines = iter(section.splitlines())
+    for line in lines:
+        if line.startswith("| service |"):
+            header = [cell.strip() for cell in line.strip("|").split("|")]
+            next(lines)  # the |---| row
+            for row in lines:
+                if not row.startswith("|"):
+                    break
+                values = (cell.strip() for cell in row.strip("|").split("|"))
+                cells = dict(zip(header, values, strict=True))
+                names = re.findall(r"`([^`]+)`", cells["service"])
+                for name in names:
+                    rows[name] = {
+                        "image": re.findall(r"`([^`]+)`", cells["image"]),
+                        "ports": {int(p) for p in re.findall(r"\b\d{2,5}\b", cells["ports"])},
+                        "volumes": set(re.findall(r"`([^`]+)`", cells["volumes"])),
+                    }
+            break
+    return rows
+
+
+def readme_problems(document: Mapping[str, Any], table: dict[str, dict[str, Any]]) -> list[str]:
+    """The README's services exist with their image, ports and volumes; none is missing."""
+    services = document["services"]
+    problems = [f"{name}: in docker-compose.yml, not in the README's table"
+                for name in services if name not in table]  # fmt: skip
+    for name, row in table.items():
+        service = services.get(name)
+        if service is None:
+            problems.append(f"{name}: in the README's table, not in docker-compose.yml")
+            continue
+        if service.get("image") not in row["image"]:
+            problems.append(f"{name}: the README says {row['image']}, the file {service['image']}")
+        if missing := row["ports"] - published_ports(service):
+            problems.append(f"{name}: ports {sorted(missing)} are not published")
+        if missing := row["volumes"] - volume_sources(service):
+            problems.append(f"{name}: volumes {sorted(missing)} are not mounted")
+    return problems
+
+
+def dockerfile_args(path: Path = DOCKERFILE) -> dict[str, str]:
+    """The `ARG NAME=default` pins of the Dockerfile."""
+    return dict(re.findall(r"^ARG ([A-Z0-9_]+)=(\S+)$", path.read_text(), re.M))
