@@ -48,8 +48,8 @@ def timed(run: Callable[[], T]) -> tuple[float, T]:
     return time.perf_counter() - start, result
 
 
-def bytes_per_root(table: Path, roots: int) -> float:
-    return sum(p.stat().st_size for p in table.rglob("*.parquet")) / max(roots, 1)
+def bytes_per_row(table: Path, rows: int) -> float:
+    return sum(p.stat().st_size for p in table.rglob("*.parquet")) / max(rows, 1)
 
 
 def report(label: str, events: int, seconds: float, extra: str = "") -> dict[str, float]:
@@ -107,7 +107,12 @@ def main() -> None:
         print(f"{synth.events:,} events, {synth.roots:,} roots:", flush=True)
         seconds, _ = timed(lambda: synth.write(spark, ledger))
         row: dict[str, Any] = {"events": synth.events, "roots": synth.roots}
-        row["generate"] = report("generate (Spark -> Delta)", synth.events, seconds)
+        size_per_event = bytes_per_row(Path(ledger.path(ACK_EVENTS)), synth.events)
+        row["generate"] = report(
+            "generate (Spark -> Delta)", synth.events, seconds,
+            f"ack_events {size_per_event:.0f} B/event",
+        )  # fmt: skip
+        row["ack_events_bytes_per_event"] = round(size_per_event, 1)
 
         now = synth.end + timedelta(hours=1)
         deadline = now - settings.app(synth.app).timeout
@@ -131,7 +136,7 @@ def main() -> None:
             acker.pending.clear()  # its map holds gigabytes at 50M events
         seconds, summary = timed(lambda: reconcile_after(spark, settings, synth))
         statuses["ackfold"] = summary["by_status"]
-        state = bytes_per_root(Path(settings.table_root) / ROOT_STATE, synth.roots)
+        state = bytes_per_row(Path(settings.table_root) / ROOT_STATE, synth.roots)
         row["ackfold"] = report(
             "ackfold reconcile (end to end)", summary["events_read"], seconds,
             f"root_state {state:.0f} B/root",

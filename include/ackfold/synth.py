@@ -82,26 +82,27 @@ class Synthetic:
         missing = (F.col("fate") >= self.fail_rate) & (
             F.col("fate") < self.fail_rate + self.missing_rate
         )
-        acks = (
-            root.select("*", F.explode(F.sequence(F.lit(0), last_leaf)).alias("node"))
+        # One explode per root, the init (node -1) first: a root's events are written
+        # together and in time order, as an app appends them, so no micro-batch of the
+        # reconciler meets an ack before its root's init.
+        init, fail_leaf = node == -1, fails & (node == last_leaf)
+        events = (
+            root.select("*", F.explode(F.sequence(F.lit(-1), last_leaf)).alias("node"))
             .where(~(missing & (node == last_leaf)))
             .select(
                 "root_id",
                 "t0",
                 node,
-                F.when(fails & (node == last_leaf), F.lit("fail"))
+                F.when(init, F.lit("init"))
+                .when(fail_leaf, F.lit("fail"))
                 .otherwise(F.lit("ack"))
                 .alias("kind"),
-                F.when(fails & (node == last_leaf), F.lit(0).cast("bigint"))
+                F.when(init, F.xxhash64(F.col("root_id"), F.lit(0)))
+                .when(fail_leaf, F.lit(0).cast("bigint"))
                 .otherwise(edge.bitwiseXOR(child_edges))
                 .alias("ack_val"),
             )
         )
-        inits = root.select(
-            "root_id", "t0", F.lit(-1).alias("node"), F.lit("init").alias("kind"),
-            F.xxhash64(F.col("root_id"), F.lit(0)).alias("ack_val"),
-        )  # fmt: skip
-        events = inits.unionByName(acks)
         stage = F.lit("spout")
         first = 0
         for level in range(self.depth + 1):  # level L holds nodes [first, first + fanout**L)
