@@ -17,7 +17,6 @@ import contextlib
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -31,6 +30,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from ackfold.config import Settings
 from ackfold.dags import PROJECT_DIR
 from ackfold.jvm import bundle_jars
+from ackfold.ports import port_free
 from ackfold.sqs_client import is_loopback, sqs_client
 
 MAIN_CLASS = "org.elasticmq.server.Main"
@@ -42,17 +42,6 @@ BIND_FAILED = b"Cannot start SQS rest server"
 
 class ElasticMQError(RuntimeError):
     """The local ElasticMQ server cannot start, or died."""
-
-
-def _port_free(port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        # As the JVM binds: a closed connection in TIME_WAIT must not count as taken.
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            probe.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-        return True
 
 
 def _java() -> str:
@@ -111,7 +100,7 @@ class ElasticMQ:
             )
         if not self.config.is_file():
             raise ElasticMQError(f"the ElasticMQ config {self.config} does not exist")
-        if not _port_free(self.port):
+        if not port_free(self.port):
             raise ElasticMQError(
                 f"port {self.port} on 127.0.0.1 is already taken (another ElasticMQ?): stop "
                 "that process, or choose another port in sqs.endpoint_url "
