@@ -79,6 +79,9 @@ class SparkSettings(_Section):
     """Where and how Spark runs. One setting, `master`, switches local and cluster."""
 
     master: str = "local[*]"
+    # The Python of PySpark's workers on the executors (`spark.pyspark.python`); unset,
+    # this interpreter on local and spark:// masters (`ackfold.spark.worker_python`).
+    python: str | None = Field(None, min_length=1)
     driver_memory: str = Field("2g", pattern=r"^\d+[kmgt]?$")
     shuffle_partitions: int = Field(4, ge=1)
     ui: bool = False

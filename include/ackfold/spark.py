@@ -10,6 +10,7 @@ Example:
 from __future__ import annotations
 
 import os
+import socket
 import sys
 from typing import TYPE_CHECKING
 
@@ -50,11 +51,26 @@ def spark_conf(settings: Settings, *, with_jars: bool = True) -> dict[str, str]:
     }
     if with_jars:
         conf["spark.jars"] = ",".join(spark_jars(settings))
-    if settings.spark.master.startswith("local"):
-        # Python workers run here: use this interpreter, which has ackfold installed.
-        conf["spark.pyspark.python"] = sys.executable
+    python = worker_python(settings)
+    if python is not None:
+        conf["spark.pyspark.python"] = python
     conf.update(settings.spark.conf)
     return conf
+
+
+def worker_python(settings: Settings) -> str | None:
+    """The Python that runs PySpark's workers on the executors, or None for Spark's default.
+
+    `spark.python` if set. Else, on local and `spark://` masters, this interpreter (it has
+    ackfold and the pinned pyspark; a standalone worker would otherwise start `python3`
+    from its PATH), unless `PYSPARK_PYTHON` is set, which Spark then honours. On YARN and
+    Kubernetes the nodes' Python is theirs to choose: Spark's default.
+    """
+    if settings.spark.python:
+        return settings.spark.python
+    if settings.spark.master.startswith(("local", "spark://")):
+        return None if os.environ.get("PYSPARK_PYTHON") else sys.executable
+    return None
 
 
 def spark_jars(settings: Settings) -> list[str]:
@@ -62,11 +78,71 @@ def spark_jars(settings: Settings) -> list[str]:
     return [str(p) for p in bundle_jars("delta", settings.jars_dir)]  # type: ignore[arg-type]
 
 
+class SparkMasterUnreachable(RuntimeError):
+    """`spark.master` names a standalone master that nothing answers at."""
+
+
+def master_addresses(master: str) -> list[tuple[str, int]]:
+    """The (host, port) of each master in a `spark://` URL (several with standbys); [] for
+    other masters.
+
+    Example:
+        >>> master_addresses("spark://10.0.0.5:7077,10.0.0.6:7077")
+        [('10.0.0.5', 7077), ('10.0.0.6', 7077)]
+        >>> master_addresses("local[2]")
+        []
+    """
+    if not master.startswith("spark://"):
+        return []
+    addresses = []
+    for part in master.removeprefix("spark://").split(","):
+        host, sep, port = part.rpartition(":")
+        if not sep or not port.isdigit():
+            host, port = part, "7077"  # Spark's default master port
+        addresses.append((host.strip("[]"), int(port)))
+    return addresses
+
+
+def check_master(master: str, timeout: float = 5.0) -> None:
+    """Raise `SparkMasterUnreachable` unless a `spark://` master accepts connections.
+
+    Spark itself retries a master that is down for a minute, then prints pages of stack
+    traces: this says it at once, naming the setting. Other masters are not checked.
+    """
+    addresses = master_addresses(master)
+    problems = []
+    for host, port in addresses:
+        try:
+            with socket.create_connection((host, port), timeout=timeout):
+                return
+        except OSError as exc:
+            problems.append(f"{host}:{port}: {exc.strerror or exc}")
+    if problems:
+        raise SparkMasterUnreachable(
+            f"spark.master is {master} (ACKFOLD_SPARK__MASTER), but no Spark master answers "
+            f"there ({'; '.join(problems)}): start it (`make cluster` runs one on this "
+            "machine), or set spark.master to a running master, or to local[*]"
+        )
+
+
+def _is_loopback(host: str) -> bool:
+    return host == "localhost" or host.startswith("127.") or host == "::1"
+
+
+def _submitted_master() -> str:
+    """The master spark-submit was given (its JVM is up; the session is not made yet)."""
+    from pyspark import SparkConf, SparkContext
+
+    SparkContext._ensure_initialized()
+    return str(SparkConf().get("spark.master", ""))
+
+
 def get_spark(settings: Settings | None = None, app_name: str = "ackfold") -> SparkSession:
     """Get or create the Spark session for `settings` (loaded from the environment if None).
 
     Under `spark-submit` pass the same `spark_conf()` and jars on the command line, as
     `ackfold.dags.spark_submit_kwargs()` does: the driver's classpath is fixed by then.
+    Raises `SparkMasterUnreachable` at once when a `spark://` master does not answer.
     """
     from pyspark.sql import SparkSession
 
@@ -74,11 +150,15 @@ def get_spark(settings: Settings | None = None, app_name: str = "ackfold") -> Sp
     builder = SparkSession.builder.appName(app_name)
     submitted = "PYSPARK_GATEWAY_PORT" in os.environ
     conf = spark_conf(settings, with_jars=not submitted)
+    master = _submitted_master() if submitted else settings.spark.master
+    check_master(master)
     if not submitted:
         # Under spark-submit the master and the jars were chosen on its command line.
-        builder = builder.master(settings.spark.master)
-        if settings.spark.master.startswith("local"):
-            os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # loopback only, no warning
+        builder = builder.master(master)
+        hosts = [host for host, _ in master_addresses(master)]
+        if master.startswith("local") or (hosts and all(map(_is_loopback, hosts))):
+            # Loopback only, no warning; a cluster on loopback has its executors here too.
+            os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     for key, value in conf.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()

@@ -92,18 +92,33 @@ def _airflow(env: Mapping[str, str], *args: str) -> subprocess.CompletedProcess[
 
 
 def prepare_airflow(settings: Settings, env: Mapping[str, str], log: Callable[[str], None]) -> None:
-    """Migrate the metadata database and create `spark_default` unless it exists."""
+    """Migrate the metadata database; create `spark_default`, or point it at `spark.master`
+    if it targets another master."""
     log("migrating the Airflow metadata database ...")
     result = _airflow(env, "db", "migrate")
     if result.returncode != 0:
         raise RuntimeError(f"airflow db migrate failed:\n{result.stderr[-2000:]}")
-    if _airflow(env, "connections", "get", SPARK_CONN_ID).returncode != 0:
-        result = _airflow(
-            env, "connections", "add", SPARK_CONN_ID, "--conn-json", spark_connection_json(settings)
-        )
-        if result.returncode != 0:
-            raise RuntimeError(f"could not create {SPARK_CONN_ID}:\n{result.stderr[-2000:]}")
-        log(f"created connection {SPARK_CONN_ID} -> {settings.spark.master}")
+    master = settings.spark.master
+    current = _airflow(env, "connections", "get", SPARK_CONN_ID, "-o", "json")
+    if current.returncode == 0:
+        try:
+            host = json.loads(current.stdout)[0].get("host")
+        except (ValueError, IndexError, AttributeError):
+            host = None
+        if host == master:
+            return
+        # spark.master is the one switch between local and cluster: the DAGs follow it
+        # (the connection was made for the master of an earlier run).
+        _airflow(env, "connections", "delete", SPARK_CONN_ID)
+    result = _airflow(
+        env, "connections", "add", SPARK_CONN_ID, "--conn-json", spark_connection_json(settings)
+    )
+    if result.returncode != 0:
+        raise RuntimeError(f"could not create {SPARK_CONN_ID}:\n{result.stderr[-2000:]}")
+    if current.returncode == 0:
+        log(f"pointed connection {SPARK_CONN_ID} at spark.master: {host} -> {master}")
+    else:
+        log(f"created connection {SPARK_CONN_ID} -> {master}")
 
 
 def wait_healthy(url: str, timeout: float, alive: Callable[[], bool]) -> None:
