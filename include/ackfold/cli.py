@@ -16,6 +16,7 @@ from typing import Any
 from ackfold import __version__
 from ackfold.config import ConfigError, Settings, load_settings
 from ackfold.jvm import BUNDLES, JarsError
+from ackfold.spark import SparkMasterUnreachable
 from ackfold.status import ALL as STATUSES
 
 EXIT_USAGE = 2
@@ -50,24 +51,42 @@ def _sqs(settings: Settings, args: argparse.Namespace) -> int:
         return 1
 
 
+def _cluster(settings: Settings, args: argparse.Namespace) -> int:
+    from ackfold.cluster import ClusterError, LocalCluster
+
+    workers, cores = _whole(args.workers, "--workers"), _whole(args.cores, "--cores")
+    port, webui_port = _whole(args.port, "--port"), _whole(args.webui_port, "--webui-port")
+    for value, option in ((port, "--port"), (webui_port, "--webui-port")):
+        if value > 65535:
+            raise UsageError(f"{option} must be a port number, 1 to 65535, got {value}")
+    try:
+        cluster = LocalCluster(
+            settings.var_dir / "cluster", workers=workers, cores=cores, memory=args.memory,
+            port=port, webui_port=webui_port,
+        )  # fmt: skip
+    except ClusterError as exc:
+        raise UsageError(str(exc)) from None
+    try:
+        return cluster.serve_forever()
+    except ClusterError as exc:
+        print(f"ackfold: {exc}", file=sys.stderr)
+        return 1
+
+
+def _whole(text: str, option: str) -> int:
+    if not text.strip().isdigit() or int(text) < 1:
+        raise UsageError(f"{option} must be a whole number of at least 1, got {text!r}")
+    return int(text)
+
+
 def _demo(settings: Settings, args: argparse.Namespace) -> int:
-    from ackfold.demo.run import faults_from_flags
+    from ackfold.demo.flags import demo_options
 
     if args.airflow and not args.keep_running:
         raise UsageError("--airflow goes with --keep-running: it hands the running app's "
                          "reconcile and replay to the Airflow DAGs")  # fmt: skip
     try:
-        faults = faults_from_flags(
-            settings.demo.faults, no_faults=args.no_faults, seed=args.seed, drop=args.drop,
-            fail=args.fail, poison=args.poison, stuck=args.stuck, slow=args.slow, kill=args.kill,
-        )  # fmt: skip
-        messages = None
-        if args.messages is not None:
-            if not args.messages.strip().isdigit():
-                raise ValueError(f"--messages must be a whole number, got {args.messages!r}")
-            messages = int(args.messages)
-            if messages < 1:
-                raise ValueError("--messages must be at least 1")
+        messages, faults = demo_options(settings.demo.faults, args)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
 
@@ -419,6 +438,20 @@ def build_parser() -> argparse.ArgumentParser:
         "--no-demo", action="store_true", help="do not start the word-count demo with it"
     )
     command("sqs", _sqs, "run the local ElasticMQ (SQS) server with the demo queues until Ctrl-C")
+    cluster = command(
+        "cluster",
+        _cluster,
+        "run a Spark standalone cluster (a master and workers) on this machine until Ctrl-C",
+    )
+    cluster.add_argument("--workers", default="2", metavar="N", help="workers (default 2)")
+    cluster.add_argument("--cores", default="1", metavar="N", help="cores per worker (default 1)")
+    cluster.add_argument(
+        "--memory", default="2g", metavar="SIZE", help="memory per worker (default 2g)"
+    )
+    cluster.add_argument("--port", default="7077", help="the master's port (default 7077)")
+    cluster.add_argument(
+        "--webui-port", default="8090", help="the master's web UI port (default 8090)"
+    )
     replay = command(
         "replay",
         _replay,
@@ -462,27 +495,9 @@ def build_parser() -> argparse.ArgumentParser:
         _demo,
         "run the word-count demo on SQS with seeded faults, then print its delivery report",
     )
-    demo.add_argument("--messages", metavar="N", help="sentences to send (demo.messages)")
-    demo.add_argument("--seed", metavar="S", help="the faults' seed")
-    demo.add_argument(
-        "--drop", action="append", metavar="STAGE=F", help="STAGE drops this fraction of tuples"
-    )
-    demo.add_argument(
-        "--fail", action="append", metavar="STAGE=F", help="STAGE fails this fraction of tuples"
-    )
-    demo.add_argument("--poison", metavar="N", help="poison messages, failing every attempt")
-    demo.add_argument(
-        "--stuck", metavar="N", help="messages dead-lettered by an outage; a manual replay works"
-    )
-    demo.add_argument(
-        "--slow", action="append", metavar="STAGE=DURATION", help="STAGE sleeps once a batch"
-    )
-    demo.add_argument(
-        "--kill", action="append", metavar="STAGE", help="kill STAGE's query once, mid-batch"
-    )
-    demo.add_argument(
-        "--no-faults", action="store_true", help="no faults at all (then add some with flags)"
-    )
+    from ackfold.demo.flags import add_demo_flags
+
+    add_demo_flags(demo)
     demo.add_argument(
         "--keep-running", action="store_true", help="after the report, keep the app running"
     )
@@ -557,6 +572,9 @@ def run(argv: Sequence[str] | None = None) -> int:
     except (ConfigError, JarsError, UsageError) as exc:
         print(f"ackfold: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except SparkMasterUnreachable as exc:
+        print(f"ackfold: {exc}", file=sys.stderr)
+        return 1
 
 
 def main() -> None:
