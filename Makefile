@@ -7,7 +7,7 @@ UV_VERSION := 0.13.8
 INSTALLED := $(VENV)/.installed
 
 .PHONY: run test lint format setup install jars schemas browser test-unit test-spark \
-        test-airflow test-sqs test-e2e test-browser sqs demo bench bench-reconcile bench-replay \
+        test-airflow test-sqs test-e2e test-browser test-cluster sqs cluster demo bench bench-reconcile bench-replay \
         bench-wordcount bench-ui bench-quality lock clean
 
 ## run: install what is missing, then start the embedded stack (Ctrl-C stops it)
@@ -21,6 +21,10 @@ demo: setup
 ## sqs: the local SQS server (ElasticMQ) with the demo queues on 127.0.0.1:9324 (Ctrl-C stops it)
 sqs: setup
 	$(BIN)/ackfold sqs
+
+## cluster: a Spark standalone cluster (a master, 2 workers) on 127.0.0.1:7077 (Ctrl-C stops it)
+cluster: setup
+	$(BIN)/ackfold cluster
 
 ## test: install what is missing, lint, then run every test tier
 test: setup browser lint
@@ -65,7 +69,7 @@ format: install
 
 ## test-unit: the fast tier (plain Python, no JVM, no Airflow): seconds
 test-unit: install schemas
-	$(BIN)/pytest -m "not spark and not airflow and not sqs and not e2e and not browser"
+	$(BIN)/pytest -m "not spark and not airflow and not sqs and not e2e and not browser and not cluster"
 
 test-spark: setup
 	$(BIN)/pytest -m spark
@@ -81,6 +85,10 @@ test-e2e: setup
 
 test-browser: setup browser
 	$(BIN)/pytest -m browser
+
+## test-cluster: reconcile and the word count on a local Spark standalone cluster, as in local mode
+test-cluster: setup
+	$(BIN)/pytest -m cluster
 
 ## bench: every benchmark, about an hour (figures go to docs/benchmarks.md)
 bench: bench-reconcile bench-replay bench-wordcount bench-ui bench-quality
