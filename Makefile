@@ -69,7 +69,7 @@ format: install
 
 ## test-unit: the fast tier (plain Python, no JVM, no Airflow): seconds
 test-unit: install schemas
-	$(BIN)/pytest -m "not spark and not airflow and not sqs and not e2e and not browser and not cluster"
+	$(BIN)/pytest tests/unit tests/ui tests/deploy
 
 test-spark: setup
 	$(BIN)/pytest -m spark
