@@ -27,11 +27,11 @@ cluster: setup
 	$(BIN)/ackfold cluster
 
 ## test: install what is missing, lint, then run every test tier
-test: setup browser lint
+test: setup schemas browser lint
 	$(BIN)/pytest
 
-## setup: Python packages in .venv, JVM jars in var/jars, the Compose schema in var/schemas (all idempotent)
-setup: install jars schemas
+## setup: Python packages in .venv, JVM jars in var/jars (both idempotent)
+setup: install jars
 
 install: $(INSTALLED)
 
@@ -46,7 +46,7 @@ $(INSTALLED): requirements.txt requirements-dev.txt pyproject.toml
 # The Compose Specification's JSON schema that tests/deploy validates docker-compose.yml
 # against: from npm, pinned by version and sha256 (include/ackfold/compose_schema.py).
 schemas: install
-	@scripts/system-deps.sh
+	@scripts/system-deps.sh --npm
 	@$(BIN)/python -m ackfold.compose_schema var/schemas
 
 # Debian's Chromium, for the browser tier (tests/browser).

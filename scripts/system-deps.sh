@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # System packages ackfold needs beyond Python: a JDK 17+ for Spark, Maven to fetch the jars,
-# npm to fetch the Compose schema that tests/deploy validates against, and with --browser
-# Debian's Chromium for the browser tests (Playwright drives it; it never downloads a
-# browser of its own). Installs only what is missing (Debian's packages, needs root), so it
-# is safe to re-run.
+# npm (alone with --npm) to fetch the Compose schema that tests/deploy validates against,
+# and with --browser Debian's Chromium for the browser tests (Playwright drives it; it
+# never downloads a browser of its own). Installs only what is missing (Debian's packages,
+# needs root), so it is safe to re-run.
 set -euo pipefail
 missing=()
 if [ "${1:-}" = "--browser" ]; then
   command -v chromium >/dev/null || missing+=(chromium)
+elif [ "${1:-}" = "--npm" ]; then
+  command -v npm >/dev/null || missing+=(npm)
 else
   if ! command -v java >/dev/null || ! java -version 2>&1 | grep -qE 'version "(1[7-9]|2[0-9])'; then
     missing+=(openjdk-17-jdk-headless)

@@ -4,10 +4,10 @@
 schema is the upstream `compose_spec.json` (JSON Schema draft-07) as the npm package
 `dclint` ships it (`schemas/compose.schema.json`; that Compose linter copies it from the
 compose-spec repository). It is pinned by the package's version and by the sha256 of its
-tarball and of the schema itself. `make setup` fetches it with `npm pack` into
-`var/schemas/compose-spec/` with a manifest; after that, reading it needs no network, and
-a missing, stale or altered copy raises `SchemaError`, which says the one command that
-fixes it.
+tarball and of the schema itself. `make schemas` (run by `make test` and `make test-unit`)
+fetches it with `npm pack` into `var/schemas/compose-spec/` with a manifest; after that,
+reading it needs no network, and a missing, stale or altered copy raises `SchemaError`,
+which says the one command that fixes it.
 
 Example:
     >>> from pathlib import Path
@@ -38,7 +38,9 @@ SCHEMA_SHA256: Final = "46b7d35f19dd93a05f8fea530291bf84d881c1791ec167ecf0e6fb94
 
 SCHEMA_FILE: Final = "compose-spec.json"
 MANIFEST: Final = "manifest.json"
-FIX: Final = "run `make setup` (or `python -m ackfold.compose_schema`) to fetch it from npm"
+FIX: Final = (
+    "run `make schemas` (or `python -m ackfold.compose_schema var/schemas`) to fetch it from npm"
+)
 
 
 class SchemaError(RuntimeError):

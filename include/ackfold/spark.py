@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from ackfold.config import Settings, load_settings
 from ackfold.jvm import bundle_jars
+from ackfold.ports import is_loopback_host
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -125,8 +126,18 @@ def check_master(master: str, timeout: float = 5.0) -> None:
         )
 
 
-def _is_loopback(host: str) -> bool:
-    return host == "localhost" or host.startswith("127.") or host == "::1"
+def on_loopback(master: str) -> bool:
+    """True when the driver need not be reachable from another host: a local master, or
+    a standalone master on this machine (its executors are here too).
+
+    Example:
+        >>> on_loopback("local[2]"), on_loopback("spark://127.0.0.1:7077")
+        (True, True)
+        >>> on_loopback("spark://10.0.0.5:7077"), on_loopback("yarn")
+        (False, False)
+    """
+    hosts = [host for host, _ in master_addresses(master)]
+    return master.startswith("local") or bool(hosts and all(map(is_loopback_host, hosts)))
 
 
 def _submitted_master() -> str:
@@ -155,10 +166,8 @@ def get_spark(settings: Settings | None = None, app_name: str = "ackfold") -> Sp
     if not submitted:
         # Under spark-submit the master and the jars were chosen on its command line.
         builder = builder.master(master)
-        hosts = [host for host, _ in master_addresses(master)]
-        if master.startswith("local") or (hosts and all(map(_is_loopback, hosts))):
-            # Loopback only, no warning; a cluster on loopback has its executors here too.
-            os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+        if on_loopback(master):
+            os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # loopback only, no warning
     for key, value in conf.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()

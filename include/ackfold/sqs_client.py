@@ -13,7 +13,6 @@ Example:
 
 from __future__ import annotations
 
-import ipaddress
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -22,6 +21,7 @@ import botocore
 from botocore.config import Config
 
 from ackfold.config import Settings
+from ackfold.ports import is_loopback_host
 
 CONNECT_TIMEOUT = 5.0
 # A long poll holds the request open for `wait_time`: the read timeout must outlast it.
@@ -31,14 +31,7 @@ READ_MARGIN = 10.0
 def is_loopback(url: str | None) -> bool:
     """True for an endpoint on this machine: 127.0.0.0/8, ::1 or localhost."""
     host = urlsplit(url).hostname if url else None
-    if host is None:
-        return False
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+    return host is not None and is_loopback_host(host)
 
 
 def sqs_client(settings: Settings) -> Any:

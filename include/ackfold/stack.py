@@ -25,6 +25,7 @@ from typing import IO
 from ackfold.config import Settings
 from ackfold.dags import PROJECT_DIR, SPARK_CONN_ID, spark_connection_json
 from ackfold.elasticmq import ElasticMQ, ElasticMQError
+from ackfold.spark import on_loopback
 
 MARKER = "ACKFOLD_STACK_ID"
 
@@ -73,7 +74,6 @@ def airflow_environment(
             "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"http://localhost:{port}/execution/",
             "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "30",
             "GX_ANALYTICS_ENABLED": "false",
-            "SPARK_LOCAL_IP": env.get("SPARK_LOCAL_IP", "127.0.0.1"),
             # Tasks and spark-submit read the same settings as this process.
             "ACKFOLD_VAR_DIR": str(settings.var_dir),
             "ACKFOLD_WAREHOUSE": str(settings.warehouse),
@@ -81,6 +81,10 @@ def airflow_environment(
             "ACKFOLD_AIRFLOW_HOME": str(settings.airflow_home),
         }
     )
+    if on_loopback(settings.spark.master):
+        # Drivers on loopback only; one that a remote cluster's executors must reach
+        # cannot be.
+        env.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     return env
 
 

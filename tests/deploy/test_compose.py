@@ -2,7 +2,7 @@
 Compose Specification's schema, pinned images, health checks, no secret in the file,
 `.env.example` complete, the README's deploy section true to the file, and the jar pins in
 docker/Dockerfile matching the Spark that pyspark ships. Each check also fails on a copy
-broken for it. The fast tier: no JVM, no network once `make setup` cached the schema."""
+broken for it. The fast tier: no JVM, no network once `make schemas` cached the schema."""
 
 from __future__ import annotations
 
