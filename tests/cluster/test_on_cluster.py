@@ -53,6 +53,13 @@ SPARK = {
 }
 
 Runs = dict[str, dict[str, Submitted]]
+# What the seed decides. How many roots needed a replay also depends on how fast the
+# machine is against the 4 s timeout (the two runs share 2 cores): not compared.
+SEEDED = tuple(
+    key
+    for key in OUTCOME
+    if key not in ("completed_first_try", "replayed", "completed_after_replay", "duplicates")
+)
 
 
 @pytest.fixture(scope="module")
@@ -98,13 +105,16 @@ def runs(
         done["reconcile"]["local"] = start("reconcile", "local")
         done["wordcount"]["local"] = start("wordcount", "local")
         deadline = time.monotonic() + 600
-        while not all(run.done() for run in started) and time.monotonic() < deadline:
+        while len(started) < 4 or not all(run.done() for run in started):
+            if time.monotonic() > deadline:
+                break
             if "cluster" not in done["wordcount"] and done["reconcile"]["cluster"].done():
                 done["wordcount"]["cluster"] = start("wordcount", "cluster")
             time.sleep(0.5)
         for run in started:
             if not run.done():
                 run.kill()  # out of time: its test fails with its output
+        assert len(started) == 4, "the cluster reconcile never ended: the word count never ran"
         for kind, by_mode in done.items():  # shown with -s: the tier's budget
             print(", ".join(f"{kind} on {m}: {r.seconds:.0f} s" for m, r in by_mode.items()))
         yield done, before, events
@@ -175,7 +185,7 @@ def test_the_word_count_on_the_cluster_reports_what_local_mode_reports(
     assert on_cluster["replayed"] > 5, "the faults hit, and replays repaired them"
     assert on_cluster["queries_restarted"] == 1, "count was killed once, and restarted"
     assert on_cluster["dead_lettered"] == on_cluster["poison"] == 2, "the poison, only"
-    assert {k: on_cluster[k] for k in OUTCOME} == {k: local[k] for k in OUTCOME}
+    assert {k: on_cluster[k] for k in SEEDED} == {k: local[k] for k in SEEDED}
 
     warehouses = [done["wordcount"][n].settings.table_root for n in ("cluster", "local")]
     counts = [_counts(w) for w in warehouses]
