@@ -25,7 +25,8 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 # One row per (root, event) first, then one per root: the reconciler's fold, as SQL that
-# DuckDB and Spark both run unchanged. {source} and {deadline} are filled per engine.
+# DuckDB and Spark both run unchanged. {source} and the {deadline} parameter's marker
+# are filled per engine.
 FOLD_SQL = """
 WITH events AS (
     SELECT root_id, event_id,
@@ -62,11 +63,9 @@ def duckdb_fold(files: list[str], deadline: datetime, out: Path) -> dict[str, in
     """Fold `files` with DuckDB into a parquet `root_state` at `out`; roots by status."""
     import duckdb
 
-    sql = FOLD_SQL.format(
-        source="read_parquet($files)", deadline=f"TIMESTAMPTZ '{deadline.isoformat()}'"
-    )
+    sql = FOLD_SQL.format(source="read_parquet($files)", deadline="$deadline")
     with duckdb.connect() as db:
-        db.execute(f"COPY ({sql}) TO '{out}' (FORMAT parquet)", {"files": files})
+        db.sql(sql, params={"files": files, "deadline": deadline}).write_parquet(str(out))
         rows = db.execute(
             "SELECT status, count(*) FROM read_parquet($out) GROUP BY status", {"out": str(out)}
         ).fetchall()
@@ -78,9 +77,8 @@ def spark_sql_fold(
 ) -> dict[str, int]:
     """The same fold with Spark SQL over the same files; roots by status."""
     spark.read.parquet(*files).createOrReplaceTempView("bench_events")
-    stamp = deadline.strftime("%Y-%m-%d %H:%M:%S.%f")
-    sql = FOLD_SQL.format(source="bench_events", deadline=f"TIMESTAMP '{stamp}'")
-    spark.sql(sql).write.mode("overwrite").parquet(str(out))
+    sql = FOLD_SQL.format(source="bench_events", deadline=":deadline")
+    spark.sql(sql, args={"deadline": deadline}).write.mode("overwrite").parquet(str(out))
     rows = spark.read.parquet(str(out)).groupBy("status").count().collect()
     return {row["status"]: int(row["count"]) for row in rows}
 

@@ -117,10 +117,10 @@ def main() -> None:
         now = synth.end + timedelta(hours=1)
         deadline = now - settings.app(synth.app).timeout
         files = table_files(ledger.path(ACK_EVENTS))
-        out = work.path / f"ledger-{size}" / "baseline.parquet"
+        out = work.path / f"ledger-{size}"
         runs: list[tuple[str, Callable[[], dict[str, int]]]] = [
-            ("duckdb", lambda: duckdb_fold(files, deadline, out)),
-            ("spark_sql", lambda: spark_sql_fold(spark, files, deadline, out)),
+            ("duckdb", lambda: duckdb_fold(files, deadline, out / "duckdb.parquet")),
+            ("spark_sql", lambda: spark_sql_fold(spark, files, deadline, out / "spark-sql")),
         ]
         if not args.no_acker:
             acker = StormAcker()

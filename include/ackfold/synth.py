@@ -108,7 +108,7 @@ class Synthetic:
         for level in range(self.depth + 1):  # level L holds nodes [first, first + fanout**L)
             stage = F.when(node >= first, F.lit(f"stage-{level}")).otherwise(stage)
             first += fanout**level
-        late = F.rand(self.seed + 1) < self.late_rate
+        late = (F.rand(self.seed + 1) < self.late_rate) & ~init  # acks and fails come late
         return events.select(
             F.md5(F.concat_ws("\x1f", F.lit(self.app), "root_id", "kind", F.col("node"))).alias(
                 "event_id"
