@@ -28,7 +28,6 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from deltalake import write_deltalake
 from fastapi import Request
 from fastapi.testclient import TestClient
 
@@ -39,15 +38,12 @@ from ackfold.tables import (
     DEAD_LETTERS,
     ROOT_STATE,
     ROOTS,
-    TABLE_PROPERTIES,
-    TABLES,
-    Ledger,
 )
 from ackfold.ui.app import create_app
 from ackfold.ui.security import Viewer
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from tests.ledger_fixtures import arrow_schema
+from tests.ledger_fixtures import append_columns, write_rows
 
 START = datetime(2026, 10, 1, tzinfo=UTC)
 # Mostly healthy, as a real ledger: about 8% of roots need someone.
@@ -63,20 +59,6 @@ MIX = {
 STAGES = ("spout", "parse", "enrich", "sink")
 EVENTS_PER_ROOT = 3  # an init and two acks
 PROJECT_DIR = Path(__file__).resolve().parents[1]
-
-
-def append(warehouse: Path, table: str, columns: dict[str, pa.Array], n: int) -> None:
-    """One commit of `n` rows to `table`: the columns given, null in the others."""
-    schema = arrow_schema(table)
-    data = pa.table({f.name: columns.get(f.name) or pa.nulls(n, f.type) for f in schema}, schema)
-    partition = TABLES[table][1]
-    write_deltalake(
-        Ledger(str(warehouse)).path(table),
-        data,
-        mode="append",
-        partition_by=[partition] if partition else None,
-        configuration=dict(TABLE_PROPERTIES),
-    )
 
 
 def events_of(ids: np.ndarray, first: np.ndarray, last: np.ndarray) -> dict[str, pa.Array]:
@@ -137,9 +119,9 @@ def write_ledger(warehouse: Path, roots: int, days: int) -> dict[str, int]:
                 np.full(n, np.datetime64((START + timedelta(days=day)).date(), "D"))
             ),
         }
-        append(warehouse, ROOT_STATE, columns, n)
+        append_columns(warehouse, ROOT_STATE, columns, n)
         ts_first = pa.array(first, ts)
-        roots = {
+        registered = {
             "root_id": columns["root_id"],
             "app": columns["app"],
             "attempt": columns["attempt"],
@@ -150,8 +132,8 @@ def write_ledger(warehouse: Path, roots: int, days: int) -> dict[str, int]:
             "payload": pa.array(np.full(n, '{"order": 1, "token": "secret"}')),
             "ingested_at": ts_first,
         }
-        append(warehouse, ROOTS, roots, n)
-        append(warehouse, ACK_EVENTS, events_of(ids, first, last), n * EVENTS_PER_ROOT)
+        append_columns(warehouse, ROOTS, registered, n)
+        append_columns(warehouse, ACK_EVENTS, events_of(ids, first, last), n * EVENTS_PER_ROOT)
         dead = np.flatnonzero(states == "dead_lettered")
         for i in dead[:200]:
             dead_rows.append(
@@ -169,13 +151,7 @@ def write_ledger(warehouse: Path, roots: int, days: int) -> dict[str, int]:
             )
         if day == days // 2:
             middle = int(ids[n // 2])
-    dl = arrow_schema(DEAD_LETTERS)
-    write_deltalake(
-        Ledger(str(warehouse)).path(DEAD_LETTERS),
-        pa.Table.from_pylist([{n: r.get(n) for n in dl.names} for r in dead_rows], dl),
-        mode="append",
-        configuration=dict(TABLE_PROPERTIES),
-    )
+    write_rows(warehouse, DEAD_LETTERS, dead_rows)
     return {"dead letter": dead_rows[-1]["root_id"], "mid-history": middle}
 
 

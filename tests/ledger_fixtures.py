@@ -69,7 +69,28 @@ def write_rows(warehouse: str | Path, table: str, rows: Sequence[Mapping[str, An
     (one per `first_event_date` for `root_state`).
     """
     schema = arrow_schema(table)
-    data = pa.Table.from_pylist([{n: row.get(n) for n in schema.names} for row in rows], schema)
+    append_arrow(
+        warehouse,
+        table,
+        pa.Table.from_pylist([{n: row.get(n) for n in schema.names} for row in rows], schema),
+    )
+
+
+def append_columns(
+    warehouse: str | Path, table: str, columns: Mapping[str, pa.Array], rows: int
+) -> None:
+    """Append `rows` rows given as arrow `columns` (the others null) to `table`: the
+    columnar `write_rows`, for ledgers of millions of rows."""
+    schema = arrow_schema(table)
+    append_arrow(
+        warehouse,
+        table,
+        pa.table({f.name: columns.get(f.name) or pa.nulls(rows, f.type) for f in schema}, schema),
+    )
+
+
+def append_arrow(warehouse: str | Path, table: str, data: pa.Table) -> None:
+    """One commit of `data` to `table`, partitioned and with the ledger's table properties."""
     partition = TABLES[table][1]
     write_deltalake(
         Ledger(str(warehouse)).path(table),

@@ -21,14 +21,13 @@ import os
 import re
 import signal
 import subprocess
-import sys
 import time
 import urllib.error
 import urllib.request
 from pathlib import Path
-from types import FrameType, TracebackType
 from typing import IO, Any
 
+from ackfold.local_server import LocalServer
 from ackfold.ports import LOOPBACK, free_port, port_free
 
 MASTER_CLASS = "org.apache.spark.deploy.master.Master"
@@ -56,7 +55,7 @@ def spark_home() -> Path:
     return Path(pyspark.__file__).parent
 
 
-class LocalCluster:
+class LocalCluster(LocalServer):
     """A Spark standalone master and `workers` workers on `host`, under `base_dir`."""
 
     def __init__(
@@ -239,54 +238,21 @@ class LocalCluster:
             log.close()
         self._logs = []
 
-    def __enter__(self) -> LocalCluster:
-        self.start()
-        return self
+    def banner(self) -> str:
+        return (
+            f"Spark standalone cluster: master {self.master_url}, UI {self.webui_url}, "
+            f"{self.workers} worker(s) of {self.cores} core(s) and {self.memory} — "
+            f"Ctrl-C stops it\n"
+            f"  run ackfold on it:   export ACKFOLD_SPARK__MASTER={self.master_url}\n"
+            f"  logs and work dirs:  {self.base_dir}"
+        )
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.stop()
-
-    def serve_forever(self) -> int:
-        """Run until Ctrl-C or SIGTERM (for `ackfold cluster`); the exit code for the CLI."""
-
-        def _interrupt(signum: int, frame: FrameType | None) -> None:
-            raise KeyboardInterrupt
-
-        # Both handlers explicitly: a background launch inherits SIGINT ignored.
-        previous = {sig: signal.signal(sig, _interrupt) for sig in (signal.SIGINT, signal.SIGTERM)}
-        try:
-            self.start()
-            print(
-                f"Spark standalone cluster: master {self.master_url}, UI {self.webui_url}, "
-                f"{self.workers} worker(s) of {self.cores} core(s) and {self.memory} — "
-                f"Ctrl-C stops it\n"
-                f"  run ackfold on it:   export ACKFOLD_SPARK__MASTER={self.master_url}\n"
-                f"  logs and work dirs:  {self.base_dir}",
-                flush=True,
-            )
-            while True:
-                for name, proc in self._named_procs():
-                    if proc.poll() is not None:
-                        print(
-                            f"the Spark {name} exited with {proc.returncode}; see {self.log_dir}",
-                            file=sys.stderr,
-                        )
-                        return 1
-                time.sleep(1)
-        except KeyboardInterrupt:
-            return 0
-        finally:
-            # A second Ctrl-C must not cut the shutdown short and leave JVMs behind.
-            for sig in previous:
-                signal.signal(sig, signal.SIG_IGN)
-            self.stop()
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
+    def wait_for_exit(self) -> str:
+        while True:
+            for name, proc in self._named_procs():
+                if proc.poll() is not None:
+                    return f"the Spark {name} exited with {proc.returncode}; see {self.log_dir}"
+            time.sleep(1)
 
 
 def _get_json(url: str) -> dict[str, Any]:

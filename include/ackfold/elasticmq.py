@@ -18,10 +18,8 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
-from types import FrameType, TracebackType
 from typing import IO, Any
 from urllib.parse import urlsplit
 
@@ -30,6 +28,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from ackfold.config import Settings
 from ackfold.dags import PROJECT_DIR
 from ackfold.jvm import bundle_jars
+from ackfold.local_server import LocalServer
 from ackfold.ports import port_free
 from ackfold.sqs_client import is_loopback, sqs_client
 
@@ -52,7 +51,7 @@ def _java() -> str:
     return java
 
 
-class ElasticMQ:
+class ElasticMQ(LocalServer):
     """One ElasticMQ process on 127.0.0.1, serving the queues of `config`."""
 
     def __init__(
@@ -182,43 +181,13 @@ class ElasticMQ:
             self._log.close()
             self._log = None
 
-    def __enter__(self) -> ElasticMQ:
-        self.start()
-        return self
+    def banner(self) -> str:
+        return (
+            f"ElasticMQ (SQS) on {self.endpoint_url} — queues: "
+            f"{', '.join(self.queue_names()) or 'none'} — Ctrl-C stops it"
+        )
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.stop()
-
-    def serve_forever(self) -> int:
-        """Run until Ctrl-C or SIGTERM (for `ackfold sqs`); the exit code for the CLI."""
-
-        def _interrupt(signum: int, frame: FrameType | None) -> None:
-            raise KeyboardInterrupt
-
-        # Both handlers explicitly: a background launch inherits SIGINT ignored.
-        previous = {sig: signal.signal(sig, _interrupt) for sig in (signal.SIGINT, signal.SIGTERM)}
-        try:
-            self.start()
-            assert self._proc is not None
-            print(
-                f"ElasticMQ (SQS) on {self.endpoint_url} — queues: "
-                f"{', '.join(self.queue_names()) or 'none'} — Ctrl-C stops it",
-                flush=True,
-            )
-            code = self._proc.wait()
-            print(f"ElasticMQ exited with {code}; see {self.log_file}", file=sys.stderr)
-            return 1
-        except KeyboardInterrupt:
-            return 0
-        finally:
-            # A second Ctrl-C must not cut the shutdown short and leave the JVM behind.
-            for sig in previous:
-                signal.signal(sig, signal.SIG_IGN)
-            self.stop()
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
+    def wait_for_exit(self) -> str:
+        assert self._proc is not None
+        code = self._proc.wait()
+        return f"ElasticMQ exited with {code}; see {self.log_file}"

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import socket
 import uuid
 from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple
@@ -12,16 +11,9 @@ import pytest
 
 from ackfold.config import Settings, load_settings
 from ackfold.elasticmq import ElasticMQ
+from ackfold.ports import free_port
 from ackfold.sqs_client import sqs_client
 from tests.conftest import JARS_DIR
-
-
-def free_port() -> int:
-    """A loopback port nobody listens on right now (the kernel's pick for port 0)."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 def settings_for(var: Any, port: int) -> Settings:
