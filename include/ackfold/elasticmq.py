@@ -15,12 +15,9 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
-import signal
-import subprocess
 import time
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 from urllib.parse import urlsplit
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -28,7 +25,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from ackfold.config import Settings
 from ackfold.dags import PROJECT_DIR
 from ackfold.jvm import bundle_jars
-from ackfold.local_server import LocalServer
+from ackfold.local_server import JvmProcess, LocalServer
 from ackfold.ports import port_free
 from ackfold.sqs_client import is_loopback, sqs_client
 
@@ -41,14 +38,6 @@ BIND_FAILED = b"Cannot start SQS rest server"
 
 class ElasticMQError(RuntimeError):
     """The local ElasticMQ server cannot start, or died."""
-
-
-def _java() -> str:
-    home = os.environ.get("JAVA_HOME")
-    java = str(Path(home, "bin", "java")) if home else shutil.which("java")
-    if java is None or not Path(java).is_file():
-        raise ElasticMQError("java is not on PATH (nor in JAVA_HOME): install Java 17 or newer")
-    return java
 
 
 class ElasticMQ(LocalServer):
@@ -67,8 +56,7 @@ class ElasticMQ(LocalServer):
         self.port = port or (urlsplit(url).port if url else None) or DEFAULT_PORT
         self.config = config or PROJECT_DIR / "conf" / "elasticmq.conf"
         self.log_file = log_file or settings.var_dir / "logs" / "elasticmq.log"
-        self._proc: subprocess.Popen[bytes] | None = None
-        self._log: IO[bytes] | None = None
+        self._jvm = JvmProcess("ElasticMQ", self.log_file)
 
     @property
     def endpoint_url(self) -> str:
@@ -77,7 +65,7 @@ class ElasticMQ(LocalServer):
     @property
     def pid(self) -> int | None:
         """The JVM's process id while it runs."""
-        return self._proc.pid if self._proc else None
+        return self._jvm.pid
 
     def client(self) -> Any:
         """An SQS client for this server, with the settings' retries and timeouts."""
@@ -89,7 +77,7 @@ class ElasticMQ(LocalServer):
 
     def start(self, timeout: float = 60) -> None:
         """Start the server; return once it answers ListQueues, or raise `ElasticMQError`."""
-        if self._proc is not None:
+        if self._jvm.running:
             raise ElasticMQError(f"ElasticMQ already runs on {self.endpoint_url}")
         endpoint = self.settings.sqs.endpoint_url
         if endpoint is None or not is_loopback(endpoint) or urlsplit(endpoint).scheme != "http":
@@ -109,8 +97,7 @@ class ElasticMQ(LocalServer):
         classpath = os.pathsep.join(
             str(j) for j in bundle_jars("elasticmq", self.settings.jars_dir)
         )
-        argv = [
-            _java(),
+        args = [
             f"-Dconfig.file={self.config}",
             # System properties override the file (Typesafe config's ConfigFactory.load).
             f"-Drest-sqs.bind-port={self.port}",
@@ -118,15 +105,12 @@ class ElasticMQ(LocalServer):
             "-cp", classpath,
             MAIN_CLASS,
         ]  # fmt: skip
-        self.log_file.parent.mkdir(parents=True, exist_ok=True)
-        self._log = self.log_file.open("ab")
-        offset = self._log.tell()
-        # The child inherits os.environ, so the `ackfold up` stack marker reaches it.
-        self._proc = subprocess.Popen(
-            argv, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True
-        )
         try:
-            self._wait_ready(offset, timeout)
+            self._jvm.start(args)
+        except FileNotFoundError as exc:
+            raise ElasticMQError(str(exc)) from None
+        try:
+            self._wait_ready(timeout)
         except BaseException:
             self.stop()
             raise
@@ -135,51 +119,30 @@ class ElasticMQ(LocalServer):
         section = self.settings.sqs.model_copy(update={"endpoint_url": self.endpoint_url, **sqs})
         return self.settings.model_copy(update={"sqs": section})
 
-    def _log_since(self, offset: int) -> bytes:
-        with self.log_file.open("rb") as handle:
-            handle.seek(offset)
-            return handle.read()
-
-    def _failure(self, offset: int, what: str) -> ElasticMQError:
-        lines = self._log_since(offset).decode(errors="replace").splitlines()
-        # The message, not the stack frames: a JVM failure is mostly "\tat ..." lines.
-        tail = [line for line in lines if not line.lstrip().startswith("at ")][-20:]
-        return ElasticMQError(f"ElasticMQ {what}; the end of {self.log_file}:\n" + "\n".join(tail))
-
-    def _wait_ready(self, offset: int, timeout: float) -> None:
-        assert self._proc is not None
+    def _wait_ready(self, timeout: float) -> None:
         # No retries inside a probe: the loop is the retry.
         probe = sqs_client(self._settings_here(max_retries=0))
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if self._proc.poll() is not None:
-                raise self._failure(offset, f"exited with {self._proc.returncode}")
-            log = self._log_since(offset)
+            code = self._jvm.exit_code()
+            if code is not None:
+                raise ElasticMQError(self._jvm.failure(f"exited with {code}"))
+            log = self._jvm.logged()
             if BIND_FAILED in log:
-                raise self._failure(offset, f"could not bind port {self.port}")
+                raise ElasticMQError(self._jvm.failure(f"could not bind port {self.port}"))
             if STARTED in log:
                 # Only once our JVM holds the port can the answer be its own.
                 with contextlib.suppress(BotoCoreError, ClientError):
                     probe.list_queues()
                     return
             time.sleep(0.25)
-        raise self._failure(offset, f"did not answer on {self.endpoint_url} within {timeout:g} s")
+        raise ElasticMQError(
+            self._jvm.failure(f"did not answer on {self.endpoint_url} within {timeout:g} s")
+        )
 
     def stop(self, grace: float = 15) -> None:
         """Stop the server's process group: SIGTERM, then SIGKILL after `grace` s. Idempotent."""
-        proc, self._proc = self._proc, None
-        if proc is not None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(grace)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
-        if self._log is not None:
-            self._log.close()
-            self._log = None
+        self._jvm.stop(grace)
 
     def banner(self) -> str:
         return (
@@ -188,6 +151,5 @@ class ElasticMQ(LocalServer):
         )
 
     def wait_for_exit(self) -> str:
-        assert self._proc is not None
-        code = self._proc.wait()
+        code = self._jvm.wait()
         return f"ElasticMQ exited with {code}; see {self.log_file}"

@@ -1,14 +1,19 @@
-"""What the servers ackfold runs on this machine share (ElasticMQ, a Spark standalone
-cluster): start and stop as a context manager, and `serve_forever` for their CLI
-commands (`ackfold sqs`, `ackfold cluster`)."""
+"""What the servers ackfold runs on this machine share (ElasticMQ, a Kafka broker, a Spark
+standalone cluster): start and stop as a context manager, `serve_forever` for their CLI
+commands (`ackfold sqs`, `ackfold kafka`, `ackfold cluster`), and `JvmProcess`."""
 
 from __future__ import annotations
 
+import contextlib
+import os
+import shutil
 import signal
+import subprocess
 import sys
 from abc import ABC, abstractmethod
+from pathlib import Path
 from types import FrameType, TracebackType
-from typing import Self
+from typing import IO, Self
 
 
 class LocalServer(ABC):
@@ -62,3 +67,82 @@ class LocalServer(ABC):
             self.stop()
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
+
+
+def java() -> str:
+    """The `java` to run a local server with: `$JAVA_HOME/bin/java`, else the one on PATH."""
+    home = os.environ.get("JAVA_HOME")
+    found = str(Path(home, "bin", "java")) if home else shutil.which("java")
+    if found is None or not Path(found).is_file():
+        raise FileNotFoundError("java is not on PATH (nor in JAVA_HOME): install Java 17 or newer")
+    return found
+
+
+class JvmProcess:
+    """One JVM in a process group of its own, its output appended to `log_file`.
+
+    What ElasticMQ and the Kafka broker share: start it, read what it logged since, tell
+    why it failed (the messages, not the stack frames), and stop the whole group.
+    """
+
+    def __init__(self, name: str, log_file: Path) -> None:
+        self.name = name
+        self.log_file = log_file
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._log: IO[bytes] | None = None
+        self.offset = 0  # where this run's output starts in the log
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc else None
+
+    @property
+    def running(self) -> bool:
+        return self._proc is not None
+
+    def start(self, args: list[str]) -> None:
+        """`java <args>`; the child inherits os.environ (so the `ackfold up` marker)."""
+        argv = [java(), *args]
+        self.log_file.parent.mkdir(parents=True, exist_ok=True)
+        self._log = self.log_file.open("ab")
+        self.offset = self._log.tell()
+        self._proc = subprocess.Popen(
+            argv, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True
+        )
+
+    def exit_code(self) -> int | None:
+        """The JVM's exit code once it has exited, else None."""
+        return self._proc.poll() if self._proc else None
+
+    def logged(self) -> bytes:
+        """What this run has logged so far."""
+        with self.log_file.open("rb") as handle:
+            handle.seek(self.offset)
+            return handle.read()
+
+    def failure(self, what: str) -> str:
+        """`<name> <what>`, with the end of this run's log."""
+        lines = self.logged().decode(errors="replace").splitlines()
+        # The message, not the stack frames: a JVM failure is mostly "\tat ..." lines.
+        tail = [line for line in lines if not line.lstrip().startswith("at ")][-20:]
+        return f"{self.name} {what}; the end of {self.log_file}:\n" + "\n".join(tail)
+
+    def wait(self) -> int:
+        assert self._proc is not None
+        return self._proc.wait()
+
+    def stop(self, grace: float = 15) -> None:
+        """SIGTERM to the group, then SIGKILL after `grace` s. Idempotent."""
+        proc, self._proc = self._proc, None
+        if proc is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(grace)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+        if self._log is not None:
+            self._log.close()
+            self._log = None
