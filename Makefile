@@ -7,7 +7,7 @@ UV_VERSION := 0.13.8
 INSTALLED := $(VENV)/.installed
 
 .PHONY: run test lint format setup install jars schemas browser test-unit test-spark \
-        test-airflow test-sqs test-e2e test-browser test-cluster sqs cluster demo bench bench-reconcile bench-replay \
+        test-airflow test-sqs test-kafka test-e2e test-browser test-cluster sqs kafka cluster demo bench bench-reconcile bench-replay \
         bench-wordcount bench-ui bench-quality lock clean
 
 ## run: install what is missing, then start the embedded stack (Ctrl-C stops it)
@@ -21,6 +21,10 @@ demo: setup
 ## sqs: the local SQS server (ElasticMQ) with the demo queues on 127.0.0.1:9324 (Ctrl-C stops it)
 sqs: setup
 	$(BIN)/ackfold sqs
+
+## kafka: the local Kafka broker (KRaft) with the demo topics on 127.0.0.1:9092 (Ctrl-C stops it)
+kafka: setup
+	$(BIN)/ackfold kafka
 
 ## cluster: a Spark standalone cluster (a master, 2 workers) on 127.0.0.1:7077 (Ctrl-C stops it)
 cluster: setup
@@ -79,6 +83,10 @@ test-airflow: setup
 
 test-sqs: setup
 	$(BIN)/pytest -m sqs
+
+## test-kafka: Kafka as a source queue, against a real broker on loopback
+test-kafka: setup
+	$(BIN)/pytest -m kafka
 
 test-e2e: setup
 	$(BIN)/pytest -m e2e

@@ -51,6 +51,17 @@ def _sqs(settings: Settings, args: argparse.Namespace) -> int:
         return 1
 
 
+def _kafka(settings: Settings, args: argparse.Namespace) -> int:
+    from ackfold.kafka_broker import KafkaBroker, KafkaBrokerError
+    from ackfold.sources import SourceError
+
+    try:
+        return KafkaBroker(settings).serve_forever()
+    except (KafkaBrokerError, SourceError) as exc:
+        print(f"ackfold: {exc}", file=sys.stderr)
+        return 1
+
+
 def _cluster(settings: Settings, args: argparse.Namespace) -> int:
     from ackfold.cluster import ClusterError, LocalCluster
 
@@ -94,9 +105,10 @@ def _demo(settings: Settings, args: argparse.Namespace) -> int:
 
     from ackfold.demo.run import Demo
     from ackfold.spark import get_spark
-    from ackfold.stack import start_sqs
+    from ackfold.stack import start_sources, stop_all
 
-    sqs = start_sqs(settings, _emit)  # None when SQS is remote or already running
+    # SQS or Kafka on loopback, unless remote or already running.
+    sources = start_sources(settings, _emit)
     try:
         spark = get_spark(settings, app_name="ackfold-demo")
         try:
@@ -116,8 +128,7 @@ def _demo(settings: Settings, args: argparse.Namespace) -> int:
                 print(f"ackfold: the demo app stopped: {exc}", file=sys.stderr)
                 return 1
     finally:
-        if sqs is not None:
-            sqs.stop()
+        stop_all(sources)
     return 0 if report.lost == 0 and report.words_exact else 1
 
 
@@ -438,6 +449,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--no-demo", action="store_true", help="do not start the word-count demo with it"
     )
     command("sqs", _sqs, "run the local ElasticMQ (SQS) server with the demo queues until Ctrl-C")
+    command("kafka", _kafka, "run the local Kafka broker (KRaft) with the demo topics until Ctrl-C")
     cluster = command(
         "cluster",
         _cluster,

@@ -44,6 +44,16 @@ BUNDLES: dict[str, Bundle] = {
     "elasticmq": Bundle(
         "elasticmq", ("org.elasticmq:elasticmq-server_2.13:1.7.1",), for_spark=False
     ),
+    # Spark's Kafka source and sink, for tracked apps that read Kafka.
+    "spark-kafka": Bundle(
+        "spark-kafka", ("org.apache.spark:spark-sql-kafka-0-10_2.13:4.1.1",), for_spark=True
+    ),
+    # The local Kafka broker in KRaft mode (`ackfold kafka`, the kafka test tier); Java 17.
+    "kafka": Bundle(
+        "kafka",
+        ("org.apache.kafka:kafka_2.13:4.1.1", "org.apache.logging.log4j:log4j-slf4j-impl:2.24.3"),
+        for_spark=False,
+    ),
 }
 
 MANIFEST = "manifest.json"

@@ -15,7 +15,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from ackfold.config import Settings, load_settings
-from ackfold.jvm import bundle_jars
+from ackfold.jvm import BUNDLES, bundle_jars
 from ackfold.ports import is_loopback_host
 
 if TYPE_CHECKING:
@@ -75,8 +75,15 @@ def worker_python(settings: Settings) -> str | None:
 
 
 def spark_jars(settings: Settings) -> list[str]:
-    """The jars Spark needs beyond its own (Delta), verified in the local cache."""
-    return [str(p) for p in bundle_jars("delta", settings.jars_dir)]  # type: ignore[arg-type]
+    """The jars Spark needs beyond its own (Delta, the Kafka source), verified in the
+    local cache."""
+    assert settings.jars_dir is not None
+    return [
+        str(path)
+        for bundle in BUNDLES.values()
+        if bundle.for_spark
+        for path in bundle_jars(bundle.name, settings.jars_dir)
+    ]
 
 
 class SparkMasterUnreachable(RuntimeError):

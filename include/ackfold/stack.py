@@ -20,12 +20,17 @@ import urllib.request
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import FrameType
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 from ackfold.config import Settings
 from ackfold.dags import PROJECT_DIR, SPARK_CONN_ID, spark_connection_json
 from ackfold.elasticmq import ElasticMQ, ElasticMQError
+from ackfold.local_server import LocalServer
+from ackfold.ports import is_loopback_host
 from ackfold.spark import on_loopback
+
+if TYPE_CHECKING:
+    from ackfold.kafka_broker import KafkaBroker
 
 MARKER = "ACKFOLD_STACK_ID"
 
@@ -221,6 +226,54 @@ def start_sqs(settings: Settings, log: Callable[[str], None]) -> ElasticMQ | Non
     return server
 
 
+def start_kafka(settings: Settings, log: Callable[[str], None]) -> KafkaBroker | None:
+    """Start the local Kafka broker for loopback `kafka.bootstrap_servers`; None if Kafka
+    is elsewhere, or if a broker already answers there (`make kafka` in another terminal)."""
+    from ackfold.kafka_broker import KafkaBroker, KafkaBrokerError
+    from ackfold.sources import SourceError
+    from ackfold.sources.kafka import existing_topics
+
+    servers = settings.kafka.bootstrap_servers
+    if not is_loopback_host(servers.split(",")[0].rpartition(":")[0]):
+        log(f"Kafka: using {servers} (not started here)")
+        return None
+    broker = KafkaBroker(settings)
+    try:
+        broker.start()
+    except KafkaBrokerError:
+        with contextlib.suppress(SourceError):
+            existing_topics(settings)
+            log(f"Kafka: using the broker already running on {servers}")
+            return None
+        raise
+    log(f"started Kafka on {broker.bootstrap_servers} (log: {broker.log_file})")
+    return broker
+
+
+def start_sources(settings: Settings, log: Callable[[str], None]) -> list[LocalServer]:
+    """Start the local servers of the sources the apps read (the demo's by default): a
+    loopback SQS, a loopback Kafka. The caller stops what this returns."""
+    from ackfold.demo.wordcount import with_demo_policy
+
+    apps = with_demo_policy(settings).apps.values()
+    sources = {app.source or "sqs" for app in apps}
+    started: list[LocalServer] = []
+    try:
+        if "sqs" in sources and (sqs := start_sqs(settings, log)) is not None:
+            started.append(sqs)
+        if "kafka" in sources and (kafka := start_kafka(settings, log)) is not None:
+            started.append(kafka)
+    except BaseException:
+        stop_all(started)
+        raise
+    return started
+
+
+def stop_all(servers: list[LocalServer]) -> None:
+    for server in reversed(servers):
+        server.stop()
+
+
 def run_stack(
     settings: Settings,
     log: Callable[[str], None] | None = None,
@@ -247,9 +300,9 @@ def run_stack(
     url = f"http://localhost:{settings.airflow.port}"
     # ElasticMQ inherits this environment: the supervisor finds it by the marker too.
     os.environ[MARKER] = supervisor.token
-    sqs: ElasticMQ | None = None
+    sources: list[LocalServer] = []
     try:
-        sqs = start_sqs(settings, log)
+        sources = start_sources(settings, log)
         with log_path.open("ab") as out:
             log(f"starting airflow standalone (log: {log_path}) ...")
             airflow = supervisor.start(
@@ -265,6 +318,7 @@ def run_stack(
                 f"  password     {password}\n"
                 f"  warehouse    {settings.warehouse}\n"
                 f"  SQS          {settings.sqs.endpoint_url}\n"
+                f"  Kafka        {settings.kafka.bootstrap_servers}\n"
                 "\n  Ctrl-C stops everything.\n"
             )
             if demo:
@@ -284,8 +338,7 @@ def run_stack(
         # A second Ctrl-C must not cut the shutdown short and leave orphans behind.
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         signal.signal(signal.SIGINT, signal.SIG_IGN)
-        if sqs is not None:
-            sqs.stop()
+        stop_all(sources)
         supervisor.stop()
         signal.signal(signal.SIGTERM, previous)
         signal.signal(signal.SIGINT, previous_int)
