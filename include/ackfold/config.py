@@ -154,7 +154,21 @@ class SqsSettings(_Section):
 
 
 class KafkaSettings(_Section):
+    """Kafka as a source queue (apps with `source: kafka`).
+
+    - `timeout`: how long a request to the brokers may take before ackfold says they are
+      unreachable (a replay's re-read, a produce, a metadata lookup).
+    - `store_payload`: also keep each record's value in `roots.payload`. A replay still
+      re-reads the record; the copy is sent only once retention has deleted it.
+    - `max_offsets_per_trigger`: records a tracked app's micro-batch takes at most.
+    - `partitions`: of the topics that `ackfold kafka` and the demo create.
+    """
+
     bootstrap_servers: str = "127.0.0.1:9092"
+    timeout: Duration = timedelta(seconds=10)
+    store_payload: bool = False
+    max_offsets_per_trigger: int = Field(10_000, ge=1)
+    partitions: int = Field(2, ge=1, le=1000)
 
     @field_validator("bootstrap_servers")
     @classmethod
@@ -250,6 +264,9 @@ class AppOverrides(_Section):
     source_queue: str | None = None
     # Where dead letters go; by default the queue's RedrivePolicy target, else <queue>-dlq.
     dead_letter_queue: str | None = None
+    # Kafka: the topic replays go to, which the app reads besides source_queue; unset,
+    # replays go back to source_queue.
+    retry_queue: str | None = None
     stages: tuple[str, ...] = ()
     quality: QualityOverrides | None = None
 

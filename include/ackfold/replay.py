@@ -43,7 +43,7 @@ from ackfold import ids, status
 from ackfold.config import AppPolicy, Settings
 from ackfold.ledger_lock import ledger_lock
 from ackfold.ledger_reader import hex64
-from ackfold.sources import Outbound, Sent, SourceQueue, dead_letter_attributes
+from ackfold.sources import EXPIRED, Outbound, Sent, SourceQueue, dead_letter_attributes
 from ackfold.tables import DEAD_LETTERS, REPLAY_LOG, ROOT_STATE, ROOTS, Ledger, spark_schema
 
 if TYPE_CHECKING:
@@ -144,7 +144,8 @@ class Planned:
     reason: str | None
     last_stage: str | None
     first_event_date: date
-    payload: str = field(repr=False)
+    payload: str | None = field(repr=False)
+    source_position: str | None = None
     state: str = NEW
     planned_at: datetime | None = None
 
@@ -154,7 +155,10 @@ class Planned:
             if self.action == DEAD_LETTER
             else {}
         )
-        return Outbound(self.root_id, self.origin_root_id, self.attempt, self.payload, attributes)
+        return Outbound(
+            self.root_id, self.origin_root_id, self.attempt, self.payload, attributes,
+            self.source_position,
+        )  # fmt: skip
 
 
 @dataclass
@@ -206,14 +210,12 @@ class Replayer:
         settings: Settings,
         *,
         now: datetime | None = None,
-        queues: Callable[[str, str, str | None], SourceQueue] | None = None,
     ) -> None:
         self.spark = spark
         self.settings = settings
         self.ledger = Ledger(settings.table_root)
         self.now = (now or datetime.now(UTC)).astimezone(UTC)
-        self._queue_factory = queues or _source_queue(settings)
-        self._queues: dict[tuple[str, str], SourceQueue] = {}
+        self._queues: dict[tuple[str, str, str], SourceQueue] = {}
 
     # -- planning ---------------------------------------------------------------------
 
@@ -256,10 +258,11 @@ class Replayer:
         )
         roots = self._roots_of(candidates, chosen)
         logged = self._log_of(candidates, chosen)
+        expired = self._expired(candidates, roots)
         sends: list[Planned] = []
         skipped: dict[str, int] = {}
         for row in candidates:
-            decision = self._decide(request, row, roots.get(row["root_id"]), logged)
+            decision = self._decide(request, row, roots.get(row["root_id"]), logged, expired)
             if isinstance(decision, str):
                 skipped[decision] = skipped.get(decision, 0) + 1
             else:
@@ -272,8 +275,10 @@ class Replayer:
         row: dict[str, Any],
         root: dict[str, Any] | None,
         logged: dict[tuple[int, str], dict[str, Any]],
+        expired: set[str],
     ) -> Planned | str:
-        """The send for one selected root, or why it is skipped."""
+        """The send for one selected root, or why it is skipped. A root whose message the
+        source deleted, with no copy in `roots`, can only be dead-lettered (`EXPIRED`)."""
         current = row["status"]
         if current not in REPLAYABLE:
             return f"{current}: nothing to replay"
@@ -284,15 +289,19 @@ class Replayer:
         source = root["source"]
         if source not in SENDERS:
             return f"source {source!r} cannot be replayed"
-        if root["payload"] is None:
+        queue = self._queue(source, root["source_queue"] or "", row["app"])
+        position = root["source_position"] if queue.rereads else None
+        if root["payload"] is None and position is None:
             return "no payload stored"
         attempt = row["attempt"] or root["attempt"]
         origin = row["origin_root_id"] or root["origin_root_id"]
         policy = self.settings.app(row["app"])
         action = REPLAY
+        reason = _reason(row)
         if request.automatic and attempt >= policy.max_attempts:
             action = DEAD_LETTER
-        queue = self._queue(source, root["source_queue"] or "", row["app"])
+        if position in expired and root["payload"] is None:
+            action, reason = DEAD_LETTER, EXPIRED
         entry = logged.get((row["root_id"], action))
         planned = Planned(
             root_id=row["root_id"],
@@ -304,11 +313,12 @@ class Replayer:
             new_root_id=ids.root_id(row["app"], "", attempt + 1, origin),
             source=source,
             source_queue=queue.queue,
-            target=queue.queue if action == REPLAY else queue.dead_letter_queue,
-            reason=_reason(row),
+            target=queue.replay_queue if action == REPLAY else queue.dead_letter_queue,
+            reason=reason,
             last_stage=row["last_stage"],
             first_event_date=row["first_event_date"],
             payload=root["payload"],
+            source_position=position,
         )
         if entry is None:
             return planned
@@ -326,8 +336,24 @@ class Replayer:
         roots = (
             self._read(ROOTS).where(F.col("ingested_at") >= F.lit(earliest)).join(chosen, "root_id")
         )
-        columns = ("root_id", "attempt", "origin_root_id", "source", "source_queue", "payload")
+        columns = ("root_id", "attempt", "origin_root_id", "source", "source_queue",
+                   "source_position", "payload")  # fmt: skip
         return {row["root_id"]: row.asDict() for row in roots.select(*columns).collect()}
+
+    def _expired(
+        self, candidates: list[dict[str, Any]], roots: dict[int, dict[str, Any]]
+    ) -> set[str]:
+        """The positions of the candidates' messages that their sources no longer hold,
+        asked once per queue (for sources that re-read; SQS roots keep their payload)."""
+        positions: dict[SourceQueue, list[str]] = {}
+        for row in candidates:
+            root = roots.get(row["root_id"])
+            if root is None or root["source"] not in SENDERS or not root["source_position"]:
+                continue
+            queue = self._queue(root["source"], root["source_queue"] or "", row["app"])
+            if queue.rereads:
+                positions.setdefault(queue, []).append(root["source_position"])
+        return set().union(*(queue.expired(found) for queue, found in positions.items()))
 
     def _log_of(
         self, candidates: list[dict[str, Any]], chosen: DataFrame
@@ -579,27 +605,35 @@ class Replayer:
         return (self.now - self.settings.reconcile.lookback).date()
 
     def _queue(self, source: str, queue: str, app: str) -> SourceQueue:
-        key = (source, queue)
+        key = (source, queue, app)
         if key not in self._queues:
-            overrides = self.settings.apps.get(app)
-            dead_letters = overrides.dead_letter_queue if overrides else None
-            self._queues[key] = self._queue_factory(source, queue, dead_letters)
+            self._queues[key] = source_queue(self.settings, source, queue, app)
         return self._queues[key]
 
 
-# Sources a replay can send to; Kafka joins when it has a SourceQueue.
-SENDERS: Final = ("sqs",)
+# Sources a replay can send to.
+SENDERS: Final = ("sqs", "kafka")
 
 
-def _source_queue(settings: Settings) -> Callable[[str, str, str | None], SourceQueue]:
-    def make(source: str, queue: str, dead_letter_queue: str | None) -> SourceQueue:
-        if source == "sqs":
-            from ackfold.sources.sqs import SqsQueue
+def source_queue(settings: Settings, source: str, queue: str, app: str) -> SourceQueue:
+    """Where a replay of `app`'s root from `queue` goes, with the app's dead-letter queue
+    (and, on Kafka, its retry topic: a root read from there goes back there)."""
+    overrides = settings.apps.get(app)
+    dead_letters = overrides.dead_letter_queue if overrides else None
+    if source == "sqs":
+        from ackfold.sources.sqs import SqsQueue
 
-            return SqsQueue(settings, queue, dead_letter_queue=dead_letter_queue)
-        raise ValueError(f"source {source!r} cannot be replayed")
+        return SqsQueue(settings, queue, dead_letter_queue=dead_letters)
+    if source == "kafka":
+        from ackfold.sources.kafka import KafkaTopic
 
-    return make
+        retry = overrides.retry_queue if overrides else None
+        # The source topic names the dead-letter topic, whichever topic the root came from.
+        topic = (overrides.source_queue if overrides else None) if queue == retry else queue
+        return KafkaTopic(
+            settings, topic or queue, dead_letter_queue=dead_letters, retry_topic=retry
+        )
+    raise ValueError(f"source {source!r} cannot be replayed")
 
 
 def _reason(row: dict[str, Any]) -> str:

@@ -5,7 +5,7 @@ the feed, which the seeded faults hash (SQS message ids differ from run to run).
 message is cut off mid-JSON, so no attempt can ever parse it.
 
 Example:
-    >>> from ackfold.config import FaultSettings
+    >>> from ackfold.config import FaultSettings, Settings
     >>> feed = Feed.build(5, FaultSettings(seed=1, poison=1, stuck=1))
     >>> len(feed.messages), len(feed.poison), len(feed.dead_letters)
     (5, 1, 2)
@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
-from ackfold.config import FaultSettings
+from ackfold.config import FaultSettings, Settings
 
 # Spark splits the same way: lower case, then runs of letters and apostrophes.
 WORD_PATTERN = "[a-z']+"
@@ -93,6 +93,56 @@ class Feed:
     ) -> list[str]:
         """Send every message, 10 per SendMessageBatch; returns the SQS ids in feed order."""
         return send_bodies(client, url, [m.body for m in self.messages], progress)
+
+    def publish(
+        self, settings: Settings, topic: str, progress: Callable[[int, int], None] | None = None
+    ) -> list[str]:
+        """Produce every message to Kafka; returns their `partition:offset`s in feed order."""
+        return publish_bodies(settings, topic, [m.body for m in self.messages], progress)
+
+
+def publish_bodies(
+    settings: Settings,
+    topic: str,
+    bodies: Iterable[str],
+    progress: Callable[[int, int], None] | None = None,
+) -> list[str]:
+    """Produce `bodies` to Kafka `topic` (idempotent producer, acks from all replicas);
+    returns their positions' `partition:offset`, in order: the ids roots register."""
+    from confluent_kafka import Producer
+
+    from ackfold.sources.kafka import client_config
+
+    bodies = list(bodies)
+    producer = Producer(client_config(settings, **{"enable.idempotence": True, "acks": "all"}))
+    ids: list[str | None] = [None] * len(bodies)
+    errors: list[str] = []
+
+    def delivered(index: int) -> Callable[[Any, Any], None]:
+        def report(error: Any, record: Any) -> None:
+            if error is not None:
+                errors.append(error.str())
+            else:
+                ids[index] = f"{record.partition()}:{record.offset()}"
+
+        return report
+
+    for index, body in enumerate(bodies):
+        # Keyed by position in the feed: a sentence's partition is the same on every run.
+        producer.produce(topic, body.encode("utf-8"), str(index).encode(),
+                         on_delivery=delivered(index))  # fmt: skip
+        producer.poll(0)
+        if progress is not None and index % 100 == 99:
+            progress(index + 1, len(bodies))
+    left = producer.flush(settings.kafka.timeout.total_seconds() * 3)
+    if left or errors:
+        raise RuntimeError(
+            f"Kafka at {settings.kafka.bootstrap_servers} took {len(bodies) - left - len(errors)}"
+            f" of {len(bodies)} messages for {topic}: {errors[-1] if errors else 'timed out'}"
+        )
+    if progress is not None:
+        progress(len(bodies), len(bodies))
+    return [i for i in ids if i is not None]
 
 
 def send_bodies(

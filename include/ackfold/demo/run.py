@@ -20,12 +20,14 @@ from typing import TYPE_CHECKING, Any
 from ackfold.config import FaultSettings, Settings
 from ackfold.demo.delivery import DeliveryReport, assess
 from ackfold.demo.feed import Feed
-from ackfold.demo.wordcount import APP, STAGES, WordCount, with_demo_policy
+from ackfold.demo.wordcount import APP, STAGES, WordCount, demo_topics, with_demo_policy
 from ackfold.ledger_lock import ledger_lock
 from ackfold.progress import Progress
 from ackfold.reconcile import reconcile
 from ackfold.replay import Replayer, ReplayRequest, ReplaySummary
 from ackfold.sent import record_sent
+from ackfold.sources.kafka import KafkaTopic, create_topics
+from ackfold.sources.sqs import SqsQueue
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -56,20 +58,28 @@ class Demo:
         self.say = say
         self.feed = Feed.build(self.messages, self.faults)
         self.by_status: dict[str, int] = {}  # roots by status, from the last reconcile
+        if self.settings.apps[APP].source == KafkaTopic.source:
+            # The demo creates its topics, as it creates its SQS queues; an app's own
+            # topics must exist before it starts (WordCount checks).
+            create_topics(self.settings, demo_topics(self.settings))
         self.app = WordCount(spark, self.settings, faults=self.faults, stuck=self.feed.stuck)
 
     def run(self) -> DeliveryReport:
         started = time.monotonic()
-        self.say(f"demo: word count on SQS queue {self.app.queue.queue}, {self.faults.describe()}")
-        client = self.app.queue.client
-        url = _ensure_queue(client, self.app.queue.queue, self.app.queue.dead_letter_queue)
+        queue = self.app.queue
+        where = "Kafka topic" if isinstance(queue, KafkaTopic) else "SQS queue"
+        self.say(f"demo: word count on {where} {queue.queue}, {self.faults.describe()}")
         sending = Progress("sending sentences", self.messages, unit="sent")
-        message_ids = self.feed.send(client, url, sending.update)
+        if isinstance(queue, SqsQueue):
+            url = _ensure_queue(queue.client, queue.queue, queue.dead_letter_queue)
+            message_ids = self.feed.send(queue.client, url, sending.update)
+        else:
+            message_ids = self.feed.publish(self.settings, queue.queue, sending.update)
         sending.close()
         # What was sent, for the quality check that every sent message is registered.
         record_sent(
-            self.spark, self.app.ledger, app=APP, source="sqs",
-            source_queue=self.app.queue.queue, message_ids=message_ids,
+            self.spark, self.app.ledger, app=APP, source=queue.source,
+            source_queue=queue.queue, message_ids=message_ids,
         )  # fmt: skip
         cycles = 0
         for cycles in range(1, self.settings.demo.max_cycles + 1):
@@ -159,7 +169,7 @@ class Demo:
             "app": APP,
             "phase": phase,
             "updated_at": datetime.now(UTC).isoformat(),
-            "ingested": self.app.ingester.stats.registered,
+            "ingested": self.app.taken,
             "queries_restarted": self.app.restarts,
             "roots_by_status": by_status,
         }

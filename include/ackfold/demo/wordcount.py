@@ -1,10 +1,14 @@
 """The word-count topology as tracked Spark streaming apps: ackfold's reference app.
 
     SQS ──ingest──▶ roots ──split query──▶ words (Delta) ──count query──▶ counted (Delta)
+    Kafka ─────────split query (spout + split)──▶ words (Delta) ──count query──▶ counted
 
-- The spout is the SQS ingester (`ackfold.ingest`): messages become roots in Delta.
-- `split` is one streaming query: it reads the registered roots, emits one tuple per word
-  anchored to its sentence, and writes them to the `words` Delta table with `_ackfold`.
+- The source is `apps.wordcount.source`: `sqs` (the default) or `kafka`.
+- On SQS the spout is the ingester (`ackfold.ingest`): messages become roots in Delta,
+  and `split` reads the registered roots. On Kafka, `split` reads the topic with Spark's
+  Kafka source and registers each micro-batch's records first (`ackfold.kafka_spout`).
+- `split` emits one tuple per word anchored to its sentence, and writes them to the
+  `words` Delta table with `_ackfold`.
 - `count` is another streaming query: it reads `words` as a Delta stream, so lineage is
   tracked across jobs, and acks each word once it is in the sink.
 - The sink, `counted`, holds one row per word occurrence, keyed on (origin root,
@@ -28,6 +32,9 @@ from ackfold.config import DEMO_APP_POLICY, FaultSettings, Settings, with_app_de
 from ackfold.demo.faults import InjectedKill, Killer, be_slow, hit
 from ackfold.demo.feed import NOT_WORD_PATTERN
 from ackfold.ingest import Ingester
+from ackfold.kafka_spout import KafkaSpout
+from ackfold.sources import SourceQueue
+from ackfold.sources.kafka import KafkaTopic
 from ackfold.sources.sqs import SqsQueue
 from ackfold.tables import ROOTS, Ledger
 from ackfold.tracking import StageTracker
@@ -55,6 +62,24 @@ def with_demo_policy(settings: Settings, app: str = APP) -> Settings:
     return settings.model_copy(
         update={"apps": with_app_defaults(settings.apps, app, DEMO_APP_POLICY)}
     )
+
+
+def kafka_topic(settings: Settings, app: str = APP) -> KafkaTopic:
+    """The app's source topic as its policy names it (`source_queue`, `retry_queue`,
+    `dead_letter_queue`), with the demo's names where it names none."""
+    overrides = settings.apps.get(app) or DEMO_APP_POLICY
+    return KafkaTopic(
+        settings,
+        overrides.source_queue or QUEUE,
+        dead_letter_queue=overrides.dead_letter_queue,
+        retry_topic=overrides.retry_queue,
+    )
+
+
+def demo_topics(settings: Settings) -> list[str]:
+    """The word count's topics: source, retry (if set) and dead letters."""
+    topic = kafka_topic(settings)
+    return sorted({topic.queue, topic.retry_topic, topic.dead_letter_queue})
 
 
 @contextmanager
@@ -107,15 +132,28 @@ class WordCount:
                 f"faults name unknown stage(s) {', '.join(unknown)}; the word count's stages "
                 f"are {', '.join(STAGES)}"
             )
-        queue = overrides.source_queue or QUEUE
-        if queue.endswith(".fifo"):
-            raise ValueError(
-                f"apps.{app}.source_queue is {queue!r}: the word count reads a standard queue "
-                "(its feed sends no message group ids)"
-            )
-        self.queue = SqsQueue(settings, queue, dead_letter_queue=overrides.dead_letter_queue)
+        self.source = overrides.source or SqsQueue.source
         self.ledger = Ledger(settings.table_root)
-        self.ingester = Ingester(spark, settings, app, self.queue, to=[SPLIT])
+        self.queue: SourceQueue
+        self.ingester: Ingester | None = None
+        self.kafka: KafkaSpout | None = None
+        if self.source == KafkaTopic.source:
+            self.queue = kafka_topic(settings, app)
+            self.kafka = KafkaSpout(spark, settings, app, self.queue, to=[SPLIT])
+            self.kafka.check()  # a missing topic is an error now, not a silent wait
+            spout = self.kafka.tracker
+        else:
+            queue = overrides.source_queue or QUEUE
+            if queue.endswith(".fifo"):
+                raise ValueError(
+                    f"apps.{app}.source_queue is {queue!r}: the word count reads a standard "
+                    "queue (its feed sends no message group ids)"
+                )
+            sqs = SqsQueue(settings, queue, dead_letter_queue=overrides.dead_letter_queue)
+            self.queue = sqs
+            self.ingester = Ingester(spark, settings, app, sqs, to=[SPLIT])
+            spout = self.ingester.tracker
+        self.spout = spout
         self.split = StageTracker(app, SPLIT, ledger=self.ledger)
         self.count = StageTracker(app, COUNT, ledger=self.ledger)
         home = f"{settings.table_root}/apps/{app}"
@@ -168,6 +206,11 @@ class WordCount:
         words.unpersist()
         rows.unpersist()
 
+    def _kafka_split_batch(self, frame: DataFrame, batch_id: int) -> None:
+        """Register the batch's records as roots, then split them as on SQS."""
+        assert self.kafka is not None
+        self._split_batch(self.kafka.register(frame, batch_id), batch_id)
+
     def _words(self, sentences: DataFrame) -> DataFrame:
         """One tracked tuple per word of each sentence (rows with a parsed `doc`)."""
         from pyspark.sql import functions as F
@@ -217,10 +260,21 @@ class WordCount:
     # -- running ------------------------------------------------------------------------
 
     def _queries(self) -> list[tuple[str, Callable[[], DataFrame], Any]]:
-        return [
-            (SPLIT, self.ingester.stream, self._split_batch),
-            (COUNT, self._words_stream, self._count_batch),
-        ]
+        split: tuple[str, Callable[[], DataFrame], Any]
+        if self.kafka is not None:
+            split = (SPLIT, self.kafka.stream, self._kafka_split_batch)
+        else:
+            assert self.ingester is not None
+            split = (SPLIT, self.ingester.stream, self._split_batch)
+        return [split, (COUNT, self._words_stream, self._count_batch)]
+
+    @property
+    def taken(self) -> int:
+        """Messages registered as roots so far by this process."""
+        if self.kafka is not None:
+            return self.kafka.registered
+        assert self.ingester is not None
+        return self.ingester.stats.registered
 
     def _words_stream(self) -> DataFrame:
         return self.spark.readStream.format("delta").load(self.words_path)
@@ -238,12 +292,14 @@ class WordCount:
         )
 
     def step(self) -> int:
-        """Ingest what the queue holds, then run split and count to the end of their input.
-        A query killed mid-batch is restarted from its checkpoint. Returns messages taken."""
+        """Ingest what the queue holds (SQS), then run split and count to the end of their
+        input. A query killed mid-batch is restarted from its checkpoint. Returns messages
+        taken."""
         from pyspark.errors import StreamingQueryException
 
-        before = self.ingester.stats.registered
-        taken = self.ingester.run(until_idle=0.5).registered - before
+        before = self.taken
+        if self.ingester is not None:
+            self.ingester.run(until_idle=0.5)
         for stage, source, batch in self._queries():
             for attempt in range(MAX_RESTARTS + 1):
                 query = self._start(stage, source, batch, {"availableNow": True})
@@ -256,16 +312,20 @@ class WordCount:
                         raise
                     self.restarts += 1
                     log.warning("%s: query %s killed mid-batch; restarting it", self.app, stage)
-        return taken
+        return self.taken - before
 
     def start(self, stop: threading.Event, trigger: str = "2 seconds") -> None:
-        """Run continuously until `stop` is set: the ingester in this thread, the two
-        queries on their own triggers. Used after the demo's report, to keep the app up."""
+        """Run continuously until `stop` is set: the ingester (SQS) in this thread, the
+        two queries on their own triggers. Used after the demo's report, to keep the app up."""
         self.queries = [
             self._start(s, src, b, {"processingTime": trigger}) for s, src, b in self._queries()
         ]
         try:
-            self.ingester.run(stop=stop)
+            if self.ingester is not None:
+                self.ingester.run(stop=stop)
+            else:
+                while not stop.wait(1.0) and self.failure() is None:
+                    pass
         finally:
             for query in self.queries:
                 query.stop()
@@ -293,7 +353,7 @@ class WordCount:
         self.ledger.create(self.spark)
         # Empty tables with the right schemas, so that `count` can start before any word.
         roots = self.spark.read.format("delta").load(self.ledger.path(ROOTS)).limit(0)
-        sentences = self.ingester.tracker.registered(roots, to=[SPLIT])
+        sentences = self.spout.registered(roots, to=[SPLIT])
         empty_words = self._words(sentences.withColumn("doc", F.from_json("payload", _BODY)))
         empty_words.write.format("delta").mode("ignore").save(self.words_path)
         counted = self.spark.createDataFrame([], _COUNTED)

@@ -23,7 +23,7 @@ new message id, so a message sent twice is still one root (invariant 4).
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Final
 
@@ -33,6 +33,9 @@ ATTEMPT: Final = "attempt"
 DEAD_ROOT_ID: Final = "ackfold_root_id"
 DEAD_REASON: Final = "ackfold_reason"
 DEAD_LAST_STAGE: Final = "ackfold_last_stage"
+# The dead-letter reason of a root whose message the source deleted (Kafka retention)
+# before a replay could re-read it: a message lost, which the quality checks report.
+EXPIRED: Final = "source record expired"
 
 
 class SourceError(RuntimeError):
@@ -57,14 +60,18 @@ class Received:
 
 @dataclass(frozen=True)
 class Outbound:
-    """One message a replay sends: the payload of `root_id`, as attempt `attempt`."""
+    """One message a replay sends: the payload of `root_id`, as attempt `attempt`.
+
+    `body` is the stored payload; a source that re-reads (Kafka) sends the record at
+    `position` instead, and `body` only if that record is gone."""
 
     root_id: int
     origin_root_id: int
     attempt: int
-    body: str
+    body: str | None
     # Extra attributes (dead letters: reason, last stage).
     attributes: Mapping[str, str] = field(default_factory=dict)
+    position: str | None = None
 
     @property
     def dedup_id(self) -> str:
@@ -94,6 +101,9 @@ class SourceQueue(ABC):
     """A queue a replay can send to: its source queue and its dead-letter queue."""
 
     source: ClassVar[str]
+    # Whether a replay re-reads the message at its position (Kafka) rather than sending
+    # the payload stored in `roots` (SQS).
+    rereads: ClassVar[bool] = False
 
     def __init__(self, queue: str) -> None:
         self.queue = queue
@@ -114,6 +124,16 @@ class SourceQueue(ABC):
     @abstractmethod
     def dead_letter_queue(self) -> str:
         """The name of the dead-letter queue (may need the server to find out)."""
+
+    @property
+    def replay_queue(self) -> str:
+        """Where `republish` sends: the queue itself, unless the source has a retry queue."""
+        return self.queue
+
+    def expired(self, positions: Iterable[str]) -> set[str]:
+        """The positions whose messages the source no longer holds (a source that
+        re-reads). `SourceError` if the source cannot tell."""
+        return set()
 
 
 class PullSource(SourceQueue):

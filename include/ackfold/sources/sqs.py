@@ -208,7 +208,7 @@ def _entry(entry_id: str, message: Outbound, fifo: bool) -> dict[str, Any]:
         attributes[name] = {"DataType": "String", "StringValue": text[:_MAX_REASON] or "-"}
     entry: dict[str, Any] = {
         "Id": entry_id,
-        "MessageBody": message.body,
+        "MessageBody": message.body or "",
         "MessageAttributes": attributes,
     }
     if fifo:

@@ -1,0 +1,131 @@
+"""The spout stage of an app that reads Kafka: Spark's Kafka source, one root per record.
+
+Spark reads the topics itself (`spark-sql-kafka-0-10`), so there is no ingest loop as
+for SQS. Inside the app's first `foreachBatch`, `KafkaSpout.register` writes a `roots`
+row and an `init` event per record before the stage does anything else, and Spark
+records the batch's offsets in its checkpoint only once `foreachBatch` returns: offsets
+advance only after the roots are registered, and nothing is committed to Kafka. A batch
+that dies midway is run again from the same offsets, and registers the same root ids.
+
+- A record's root id comes from `kafka:<topic>:<partition>:<offset>` on attempt 1; a
+  replayed record carries `origin_root_id` and `attempt` headers, and its id comes from
+  those (`ids.root_id`), wherever in which topic it lands.
+- `roots.source_position` is `topic:partition:offset`; `roots.payload` stays empty
+  unless `kafka.store_payload` is set, because a replay re-reads the record.
+- Headers that are not a valid attempt (a number of at least 2 with an origin id) are
+  ignored: the record counts as a new message, never as nobody's.
+
+Example (an app whose first stage is `split`):
+    >>> spout = KafkaSpout(spark, settings, "wordcount", KafkaTopic(settings, "lines"),
+    ...                    to=["split"])                                # doctest: +SKIP
+    >>> def split_batch(frame, batch_id):
+    ...     sentences = spout.register(frame, batch_id)  # roots rows + _ackfold
+    ...     ...
+    >>> spout.stream().writeStream.foreachBatch(split_batch)...start()  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from ackfold.config import Settings
+from ackfold.sources import ATTEMPT, ORIGIN_ROOT_ID
+from ackfold.sources.kafka import KafkaTopic, check_topics
+from ackfold.tables import ACK_EVENTS, ROOTS, Ledger
+from ackfold.tracking import StageTracker
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame, SparkSession
+
+SPOUT_STAGE = "spout"
+
+
+class KafkaSpout:
+    """Registers the records of `topic` (and of its retry topic) as roots of `app`."""
+
+    def __init__(
+        self,
+        spark: SparkSession,
+        settings: Settings,
+        app: str,
+        topic: KafkaTopic,
+        *,
+        to: Sequence[str] | None = None,
+    ) -> None:
+        self.spark = spark
+        self.settings = settings
+        self.topic = topic
+        self.to = tuple(to) if to is not None else None
+        self.ledger = Ledger(settings.table_root)
+        self.tracker = StageTracker(app, SPOUT_STAGE, ledger=self.ledger)
+        self.app = self.tracker.app
+        self.registered = 0  # records registered by this process (a re-run batch counts again)
+
+    @property
+    def topics(self) -> list[str]:
+        return sorted({self.topic.queue, self.topic.retry_topic})
+
+    def check(self) -> None:
+        """`SourceError` at start-up if a topic is missing or Kafka does not answer."""
+        where = f"apps.{self.app}"
+        named = {self.topic.queue: f"{where}.source_queue"}
+        if self.topic.retry_topic != self.topic.queue:
+            named[self.topic.retry_topic] = f"{where}.retry_queue"
+        check_topics(self.settings, named)
+
+    def stream(self) -> DataFrame:
+        """The app's topics as a streaming DataFrame of Kafka records, from the earliest
+        offsets on a new checkpoint (records sent before the app first started count)."""
+        self.ledger.create(self.spark, (ACK_EVENTS, ROOTS))
+        kafka = self.settings.kafka
+        return (
+            self.spark.readStream.format("kafka")
+            .option("kafka.bootstrap.servers", kafka.bootstrap_servers)
+            .option("subscribe", ",".join(self.topics))
+            .option("startingOffsets", "earliest")
+            .option("includeHeaders", "true")
+            .option("maxOffsetsPerTrigger", kafka.max_offsets_per_trigger)
+            .load()
+        )
+
+    def register(self, records: DataFrame, batch_id: int) -> DataFrame:
+        """Write the roots and init events of one micro-batch of `stream()` (idempotent
+        per batch id) and return its tuples: `roots` columns, `payload` always filled
+        (the record's value as text), and `_ackfold`."""
+        from pyspark.sql import functions as F
+
+        def header(name: str) -> Column:
+            matching = F.filter("headers", lambda h: h["key"] == F.lit(name))
+            return F.try_element_at(matching, F.lit(-1))["value"].cast("string")
+
+        attempt = header(ATTEMPT).try_cast("int")
+        origin = header(ORIGIN_ROOT_ID).try_cast("bigint")
+        replayed = (attempt >= 2) & origin.isNotNull()
+        frame = records.select(
+            F.col("topic"),
+            F.concat_ws(":", "partition", "offset").alias("message_id"),
+            F.concat_ws(":", "topic", "partition", "offset").alias("source_position"),
+            F.col("value").cast("string").alias("payload"),
+            F.when(replayed, attempt).otherwise(F.lit(1)).alias("attempt"),
+            F.when(replayed, origin).alias("origin_root_id"),
+        ).cache()
+        out = self.tracker.spout(
+            frame,
+            message_id="message_id",
+            source=KafkaTopic.source,
+            source_queue=F.col("topic"),
+            attempt="attempt",
+            origin_root_id="origin_root_id",
+            payload="payload",
+            source_position="source_position",
+            to=self.to,
+        )
+        roots = out.roots
+        if not self.settings.kafka.store_payload:
+            roots = roots.withColumn("payload", F.lit(None).cast("string"))
+        self.tracker.write_batch(batch_id, roots=roots, events=[out.events])
+        self.registered += frame.count()
+        tuples = self.tracker.registered(out.roots, to=self.to)
+        frame.unpersist()
+        return tuples

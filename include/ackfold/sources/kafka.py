@@ -1,0 +1,386 @@
+"""Kafka as a source queue, through confluent-kafka: re-read, republish, dead-letter.
+
+A Kafka record stays readable after it is consumed, so a root points at its record,
+`topic:partition:offset` (`roots.source_position`), instead of keeping a copy. A replay
+re-reads the record there and produces it again, key, value and headers, with the
+`origin_root_id` and `attempt` headers of the new attempt: to the source topic, or to the
+app's retry topic. A root out of attempts goes to the dead-letter topic the same way. A
+record that retention has already deleted cannot be replayed: `expired` finds those
+before a replay plans them, and the replay dead-letters them with `EXPIRED`.
+
+Reading the stream is Spark's own Kafka source (`ackfold.kafka_spout`); its checkpoint is
+the acknowledgement, so ackfold never commits consumer offsets.
+
+Example:
+    >>> topic = KafkaTopic(settings, "wordcount-sentences")          # doctest: +SKIP
+    >>> topic.expired(["wordcount-sentences:0:0"])                   # doctest: +SKIP
+    set()
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar, Final
+
+from ackfold.config import Settings
+from ackfold.sources import (
+    ATTEMPT,
+    DEAD_LAST_STAGE,
+    DEAD_REASON,
+    DEAD_ROOT_ID,
+    EXPIRED,
+    ORIGIN_ROOT_ID,
+    Outbound,
+    Sent,
+    SourceError,
+    SourceQueue,
+)
+
+log = logging.getLogger("ackfold.sources.kafka")
+
+# Headers a replay sets; a re-read record's own values of them are replaced.
+_OURS: Final = frozenset({ORIGIN_ROOT_ID, ATTEMPT, DEAD_ROOT_ID, DEAD_REASON, DEAD_LAST_STAGE})
+
+Headers = list[tuple[str, bytes]]
+
+
+@dataclass(frozen=True, order=True)
+class Position:
+    """Where a record is: `topic:partition:offset`, as `roots.source_position` holds it.
+
+    Example:
+        >>> Position.parse("orders:3:1042")
+        Position(topic='orders', partition=3, offset=1042)
+        >>> str(Position("orders", 3, 1042))
+        'orders:3:1042'
+    """
+
+    topic: str
+    partition: int
+    offset: int
+
+    @classmethod
+    def parse(cls, text: str) -> Position:
+        topic, _, rest = text.rpartition(":")
+        topic, _, partition = topic.rpartition(":")
+        try:
+            position = cls(topic, int(partition), int(rest))
+        except ValueError:
+            position = cls("", -1, -1)
+        if not position.topic or position.partition < 0 or position.offset < 0:
+            raise ValueError(f"{text!r} is not a Kafka position topic:partition:offset")
+        return position
+
+    def __str__(self) -> str:
+        return f"{self.topic}:{self.partition}:{self.offset}"
+
+
+@dataclass(frozen=True)
+class Record:
+    """A record re-read at its position: what a replay produces again."""
+
+    key: bytes | None
+    value: bytes | None
+    headers: Headers
+
+
+def client_config(settings: Settings, **extra: Any) -> dict[str, Any]:
+    """confluent-kafka settings for `settings.kafka`; librdkafka logs to Python logging."""
+    timeout_ms = int(settings.kafka.timeout.total_seconds() * 1000)
+    return {
+        "bootstrap.servers": settings.kafka.bootstrap_servers,
+        "client.id": "ackfold",
+        "socket.timeout.ms": timeout_ms,
+        "logger": logging.getLogger("ackfold.kafka.client"),
+        **extra,
+    }
+
+
+def _seconds(settings: Settings) -> float:
+    return settings.kafka.timeout.total_seconds()
+
+
+def _unreachable(settings: Settings, error: object) -> SourceError:
+    return SourceError(
+        f"Kafka at {settings.kafka.bootstrap_servers} did not answer within "
+        f"{_seconds(settings):g} s ({error}): is the broker up? (kafka.bootstrap_servers)"
+    )
+
+
+def existing_topics(settings: Settings, admin: Any = None) -> set[str]:
+    """The topics the brokers have; `SourceError` if they do not answer."""
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AdminClient
+
+    admin = admin or AdminClient(client_config(settings))
+    try:
+        metadata = admin.list_topics(timeout=_seconds(settings))
+    except KafkaException as exc:
+        raise _unreachable(settings, exc.args[0]) from None
+    return set(metadata.topics)
+
+
+def check_topics(settings: Settings, topics: Mapping[str, str]) -> None:
+    """Raise `SourceError` naming every topic (and the setting that names it) that the
+    brokers do not have: Spark would wait on a missing topic without a word.
+
+    `topics` maps each topic to the setting it comes from."""
+    have = existing_topics(settings)
+    missing = [f"{topic} ({setting})" for topic, setting in topics.items() if topic not in have]
+    if missing:
+        raise SourceError(
+            f"Kafka topic(s) {', '.join(missing)} do not exist at "
+            f"{settings.kafka.bootstrap_servers}: create them (kafka-topics.sh --create), "
+            "or correct the setting"
+        )
+
+
+def create_topics(settings: Settings, topics: Iterable[str]) -> list[str]:
+    """Create the topics that do not exist yet (`kafka.partitions` each, replication 1:
+    for the local broker and the demo). Returns the ones created."""
+    from confluent_kafka.admin import AdminClient
+    from confluent_kafka.cimpl import NewTopic
+
+    admin = AdminClient(client_config(settings))
+    new = sorted(set(topics) - existing_topics(settings, admin))
+    if not new:
+        return []
+    futures = admin.create_topics(
+        [NewTopic(name, settings.kafka.partitions, 1) for name in new],
+        request_timeout=_seconds(settings),
+    )
+    for name, future in futures.items():
+        try:
+            future.result()
+        except Exception as exc:  # a KafkaException, or a timeout
+            if "TOPIC_ALREADY_EXISTS" not in str(exc):
+                raise SourceError(f"could not create Kafka topic {name}: {exc}") from None
+    return new
+
+
+class KafkaTopic(SourceQueue):
+    """One source topic, by name: where its replays go (`retry_topic`, else the topic
+    itself) and its dead-letter topic (`dead_letter_queue`, by default `<topic>-dlq`)."""
+
+    source = "kafka"
+    rereads: ClassVar[bool] = True
+
+    def __init__(
+        self,
+        settings: Settings,
+        topic: str,
+        *,
+        dead_letter_queue: str | None = None,
+        retry_topic: str | None = None,
+    ) -> None:
+        super().__init__(topic)
+        self.settings = settings
+        self.retry_topic = retry_topic or topic
+        self._dead_letter_queue = dead_letter_queue
+        self._producer: Any = None
+        self._consumer: Any = None
+        self._known: set[str] = set()
+
+    @property
+    def dead_letter_queue(self) -> str:
+        return self._dead_letter_queue or f"{self.queue}-dlq"
+
+    @property
+    def replay_queue(self) -> str:
+        return self.retry_topic
+
+    def close(self) -> None:
+        if self._consumer is not None:
+            self._consumer.close()
+            self._consumer = None
+        if self._producer is not None:
+            self._producer.flush(_seconds(self.settings))
+            self._producer = None
+
+    # -- expiry ---------------------------------------------------------------------------
+
+    def expired(self, positions: Iterable[str]) -> set[str]:
+        """The positions whose records are gone: before the partition's first offset
+        (retention or DeleteRecords deleted them) or past its end (the topic was
+        recreated). `SourceError` if Kafka does not answer or a topic does not exist."""
+        from confluent_kafka import KafkaException, TopicPartition
+
+        parsed = [Position.parse(p) for p in positions]
+        self._require({p.topic for p in parsed})
+        consumer = self._reader()
+        bounds: dict[tuple[str, int], tuple[int, int]] = {}
+        gone: set[str] = set()
+        for position in parsed:
+            key = (position.topic, position.partition)
+            if key not in bounds:
+                try:
+                    bounds[key] = consumer.get_watermark_offsets(
+                        TopicPartition(*key), timeout=_seconds(self.settings)
+                    )
+                except KafkaException as exc:
+                    raise _unreachable(self.settings, exc.args[0]) from None
+            low, high = bounds[key]
+            if not low <= position.offset < high:
+                gone.add(str(position))
+        return gone
+
+    # -- sending --------------------------------------------------------------------------
+
+    def republish(self, messages: Sequence[Outbound]) -> list[Sent]:
+        return self._send(self.retry_topic, messages)
+
+    def dead_letter(self, messages: Sequence[Outbound]) -> list[Sent]:
+        return self._send(self.dead_letter_queue, messages)
+
+    def _send(self, target: str, messages: Sequence[Outbound]) -> list[Sent]:
+        try:
+            self._require({target})
+            records = {m.root_id: self._record(m) for m in messages}
+        except SourceError as exc:
+            return [Sent(m.root_id, error=str(exc)) for m in messages]
+        return self._produce(target, messages, records)
+
+    def _record(self, message: Outbound) -> Record:
+        """What to produce for `message`: the record re-read at its position, else its
+        stored copy; a dead letter whose record expired goes out with no value."""
+        found = self._reread(Position.parse(message.position)) if message.position else None
+        if found is not None:
+            return found
+        if message.body is not None:
+            return Record(None, message.body.encode("utf-8"), [])
+        if message.attributes.get(DEAD_REASON) == EXPIRED:
+            return Record(None, None, [])
+        raise SourceError(f"{EXPIRED} at {message.position}: it can only be dead-lettered")
+
+    def _reread(self, position: Position) -> Record | None:
+        """The record at `position`, or None if it no longer exists."""
+        from confluent_kafka import KafkaError, KafkaException, TopicPartition
+
+        consumer = self._reader()
+        consumer.assign([TopicPartition(position.topic, position.partition, position.offset)])
+        try:
+            found = consumer.consume(1, timeout=_seconds(self.settings))
+        except KafkaException as exc:
+            raise _unreachable(self.settings, exc.args[0]) from None
+        for record in found:
+            error = record.error()
+            if error is not None and error.code() != KafkaError._PARTITION_EOF:
+                if error.code() == KafkaError.OFFSET_OUT_OF_RANGE:
+                    return None
+                raise SourceError(f"Kafka could not read {position}: {error.str()}")
+            # A compacted or truncated partition skips to the next offset that exists.
+            if error is None and record.offset() == position.offset:
+                return Record(record.key(), record.value(), list(record.headers() or []))
+            return None
+        if str(position) in self.expired([str(position)]):
+            return None
+        raise _unreachable(self.settings, f"no record at {position}")
+
+    def _produce(
+        self, target: str, messages: Sequence[Outbound], records: Mapping[int, Record]
+    ) -> list[Sent]:
+        from confluent_kafka import KafkaException
+
+        producer = self._writer()
+        results: dict[int, Sent] = {}
+
+        def delivered(root_id: int) -> Any:
+            def report(error: Any, record: Any) -> None:
+                if error is not None:
+                    results[root_id] = Sent(root_id, error=self._produce_error(target, error))
+                else:
+                    position = Position(record.topic(), record.partition(), record.offset())
+                    results[root_id] = Sent(root_id, message_id=str(position))
+
+            return report
+
+        for message in messages:
+            record = records[message.root_id]
+            try:
+                producer.produce(
+                    target,
+                    value=record.value,
+                    key=record.key,
+                    headers=_headers(record.headers, message),
+                    on_delivery=delivered(message.root_id),
+                )
+            except (BufferError, KafkaException) as exc:
+                results[message.root_id] = Sent(message.root_id, error=f"{target}: {exc}")
+            producer.poll(0)
+        producer.flush(_seconds(self.settings) * 2)
+        return [
+            results.get(m.root_id)
+            or Sent(m.root_id, error=self._produce_error(target, "no delivery report"))
+            for m in messages
+        ]
+
+    def _produce_error(self, target: str, error: Any) -> str:
+        text = error.str() if hasattr(error, "str") else str(error)
+        return (
+            f"Kafka at {self.settings.kafka.bootstrap_servers} did not take the record for "
+            f"{target} within {_seconds(self.settings):g} s ({text}): is the broker up?"
+        )
+
+    # -- plumbing -------------------------------------------------------------------------
+
+    def _require(self, topics: set[str]) -> None:
+        """`SourceError` unless every topic exists (looked up once per topic)."""
+        unknown = topics - self._known
+        if not unknown:
+            return
+        have = existing_topics(self.settings, self._reader())
+        missing = sorted(unknown - have)
+        if missing:
+            raise SourceError(
+                f"Kafka topic(s) {', '.join(missing)} do not exist at "
+                f"{self.settings.kafka.bootstrap_servers}"
+            )
+        self._known |= unknown
+
+    def _reader(self) -> Any:
+        from confluent_kafka import Consumer
+
+        if self._consumer is None:
+            self._consumer = Consumer(
+                client_config(
+                    self.settings,
+                    **{
+                        # Reads by position only: it joins no group and commits nothing.
+                        "group.id": "ackfold-replay",
+                        "enable.auto.commit": False,
+                        "enable.auto.offset.store": False,
+                        "auto.offset.reset": "error",
+                        "fetch.wait.max.ms": 10,
+                    },
+                )
+            )
+        return self._consumer
+
+    def _writer(self) -> Any:
+        from confluent_kafka import Producer
+
+        if self._producer is None:
+            timeout_ms = int(_seconds(self.settings) * 1000)
+            self._producer = Producer(
+                client_config(
+                    self.settings,
+                    **{
+                        # Retries inside the timeout never write a record twice.
+                        "enable.idempotence": True,
+                        "acks": "all",
+                        "message.timeout.ms": timeout_ms,
+                        "linger.ms": 5,
+                    },
+                )
+            )
+        return self._producer
+
+
+def _headers(original: Headers, message: Outbound) -> Headers:
+    """The record's own headers, then the new attempt's (and a dead letter's reason)."""
+    kept = [(name, value) for name, value in original if name not in _OURS]
+    ours = {ORIGIN_ROOT_ID: str(message.origin_root_id), ATTEMPT: str(message.attempt)}
+    ours.update(message.attributes)
+    return kept + [(name, text.encode("utf-8")) for name, text in ours.items()]
