@@ -1,5 +1,5 @@
-"""Shared fixtures. Tests in tests/spark, tests/airflow, tests/sqs, tests/e2e, tests/browser
-and tests/cluster get that tier's marker."""
+"""Shared fixtures. Tests in tests/spark, tests/airflow, tests/sqs, tests/kafka, tests/e2e,
+tests/browser and tests/cluster get that tier's marker."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from ackfold.config import Settings, load_settings
 
 PROJECT_DIR = Path(__file__).resolve().parents[1]
 JARS_DIR = PROJECT_DIR / "var" / "jars"
-TIERS = ("spark", "airflow", "sqs", "e2e", "browser", "cluster")
+TIERS = ("spark", "airflow", "sqs", "kafka", "e2e", "browser", "cluster")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -28,8 +28,10 @@ from ackfold import status
 from ackfold.config import AppPolicy, Settings
 from ackfold.reconcile import policy_column
 from ackfold.replay import AUTOMATIC, REPLAY, SENT
+from ackfold.sources import EXPIRED
 from ackfold.tables import (
     ACK_EVENTS,
+    DEAD_LETTERS,
     REPLAY_LOG,
     ROOT_STATE,
     ROOTS,
@@ -237,8 +239,20 @@ class LedgerFrames:
             active = F.col("last_event_at") >= F.lit(now - policy.idle_timeout - grace)
         replayed = F.col("status") == status.REPLAYED
         open_ = F.col("status").isin(status.FAILED, status.TIMED_OUT)
+        # Dead-lettered because the source deleted the message before its replay: it was
+        # never processed, and nothing is left to replay. A lost message.
+        expired = (
+            self._since(DEAD_LETTERS, "dead_lettered_at", CLOCK_SKEW)
+            .where(F.col("reason") == EXPIRED)
+            .select("root_id", F.lit(True).alias("expired"))
+            .distinct()
+        )
         outcome = (
             F.when(F.col("status").isNull(), F.lit("never reconciled: no event of it folded"))
+            .when(
+                F.col("expired") & (F.col("status") == status.DEAD_LETTERED),
+                F.lit(f"dead-lettered: {EXPIRED} before its replay"),
+            )
             .when(F.col("status").isin(*SETTLED_OUTCOMES) & ~replayed, F.col("status"))
             .when(replayed & (F.col("next_registered") | replay_in_flight), F.col("status"))
             .when(replayed, F.lit("replayed, but the next attempt never registered"))
@@ -253,7 +267,9 @@ class LedgerFrames:
             .select("root_id", "origin_root_id", "attempt")
             .join(states, "root_id", "left")
             .join(registered, ["origin_root_id", "attempt"], "left")
+            .join(expired, "root_id", "left")
             .withColumn("next_registered", F.coalesce(F.col("next_registered"), F.lit(False)))
+            .withColumn("expired", F.coalesce(F.col("expired"), F.lit(False)))
             .withColumn("outcome", outcome)
             .select("root_id", "attempt", "status", "outcome")
         )

@@ -46,6 +46,13 @@ _OURS: Final = frozenset({ORIGIN_ROOT_ID, ATTEMPT, DEAD_ROOT_ID, DEAD_REASON, DE
 Headers = list[tuple[str, bytes]]
 
 
+def _gone_codes() -> frozenset[int]:
+    from confluent_kafka import KafkaError
+
+    # The offset is out of range; with auto.offset.reset=error librdkafka says so as -140.
+    return frozenset({KafkaError.OFFSET_OUT_OF_RANGE, KafkaError._AUTO_OFFSET_RESET})
+
+
 @dataclass(frozen=True, order=True)
 class Position:
     """Where a record is: `topic:partition:offset`, as `roots.source_position` holds it.
@@ -267,7 +274,7 @@ class KafkaTopic(SourceQueue):
         for record in found:
             error = record.error()
             if error is not None and error.code() != KafkaError._PARTITION_EOF:
-                if error.code() == KafkaError.OFFSET_OUT_OF_RANGE:
+                if error.code() in _gone_codes():
                     return None
                 raise SourceError(f"Kafka could not read {position}: {error.str()}")
             # A compacted or truncated partition skips to the next offset that exists.
