@@ -57,6 +57,13 @@ BUNDLES: dict[str, Bundle] = {
 }
 
 MANIFEST = "manifest.json"
+# Every repository a POM names (Spark's name a GCS mirror) is read from Maven Central:
+# the one registry these machines, and most build farms, reach.
+_MAVEN_SETTINGS = (
+    '<settings xmlns="http://maven.apache.org/SETTINGS/1.0.0"><mirrors><mirror>'
+    "<id>central-only</id><mirrorOf>*</mirrorOf><url>https://repo1.maven.org/maven2</url>"
+    "</mirror></mirrors></settings>"
+)
 
 
 def spark_jars_dir() -> Path:
@@ -117,9 +124,12 @@ def resolve(bundle: Bundle, jars_dir: Path, log: Callable[[str], None] = print) 
     with tempfile.TemporaryDirectory() as work:
         pom = Path(work, "pom.xml")
         pom.write_text(_pom(bundle))
+        maven_settings = Path(work, "settings.xml")
+        maven_settings.write_text(_MAVEN_SETTINGS)
         staging = Path(work, "jars")
         result = subprocess.run(
-            [mvn, "-B", "-q", "-C", "-f", str(pom), "dependency:copy-dependencies",
+            [mvn, "-B", "-q", "-C", "-s", str(maven_settings), "-f", str(pom),
+             "dependency:copy-dependencies",
              f"-DoutputDirectory={staging}", "-DincludeScope=runtime"],
             capture_output=True, text=True, check=False,
         )  # fmt: skip

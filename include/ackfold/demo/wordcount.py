@@ -32,7 +32,7 @@ from ackfold.config import DEMO_APP_POLICY, FaultSettings, Settings, with_app_de
 from ackfold.demo.faults import InjectedKill, Killer, be_slow, hit
 from ackfold.demo.feed import NOT_WORD_PATTERN
 from ackfold.ingest import Ingester
-from ackfold.kafka_spout import KafkaSpout
+from ackfold.kafka_spout import KafkaSpout, restart_gets_past
 from ackfold.sources import SourceQueue
 from ackfold.sources.kafka import KafkaTopic
 from ackfold.sources.sqs import SqsQueue
@@ -308,7 +308,12 @@ class WordCount:
                         query.awaitTermination()
                     break
                 except StreamingQueryException as exc:
-                    if InjectedKill.__name__ not in str(exc) or attempt == MAX_RESTARTS:
+                    if attempt == MAX_RESTARTS:
+                        raise
+                    if restart_gets_past(exc):
+                        log.info("%s: query %s hit SPARK-55271; restarting it", self.app, stage)
+                        continue
+                    if InjectedKill.__name__ not in str(exc):
                         raise
                     self.restarts += 1
                     log.warning("%s: query %s killed mid-batch; restarting it", self.app, stage)

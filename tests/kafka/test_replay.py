@@ -1,0 +1,210 @@
+"""The word count on Kafka with the real broker, Spark and Delta: how records become roots,
+and what a replay does when the broker goes down, a record has expired, or a record is
+malformed. (A query killed mid-batch and restarted is in the e2e tier's Kafka run.)"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+from ackfold import ids, status
+from ackfold.config import FaultSettings, Settings
+from ackfold.demo.wordcount import WordCount, with_demo_policy
+from ackfold.kafka_broker import KafkaBroker
+from ackfold.ports import free_port
+from ackfold.quality import run_quality
+from ackfold.reconcile import reconcile
+from ackfold.replay import Replayer, ReplayRequest
+from ackfold.sources import ATTEMPT, DEAD_REASON, EXPIRED, ORIGIN_ROOT_ID, SourceError
+from ackfold.sources.kafka import create_topics
+from ackfold.tables import DEAD_LETTERS, REPLAY_LOG, ROOT_STATE, ROOTS
+from tests.kafka.conftest import consume_all, delete_before, produce, settings_for
+
+Records = list[tuple[bytes | None, bytes | None, list[tuple[str, bytes]]]]
+
+
+def app_settings(base: Settings, topic: str, **kafka: Any) -> Settings:
+    port = int(base.kafka.bootstrap_servers.rsplit(":", 1)[1])
+    return with_demo_policy(
+        settings_for(
+            base.var_dir, port, kafka=kafka,
+            apps={"wordcount": {"source": "kafka", "source_queue": topic}},
+            replay={"send_attempts": 1, "chunk": 10},
+        )
+    )  # fmt: skip
+
+
+def sentences(n: int, first: int = 0) -> Records:
+    return [
+        (str(i).encode(), json.dumps({"seq": i, "text": f"word {i}"}).encode(), [])
+        for i in range(first, first + n)
+    ]
+
+
+def table(spark: SparkSession, settings: Settings, name: str) -> Any:
+    return spark.read.format("delta").load(f"{settings.table_root}/{name}")
+
+
+def cycle(spark: SparkSession, app: WordCount, **request: Any) -> Any:
+    """Run the app to the end of its input, reconcile, then replay automatically."""
+    app.step()
+    reconcile(spark, app.settings, app="wordcount")
+    # A little later: the demo policy's backoff (200 ms) has passed.
+    replayer = Replayer(spark, app.settings, now=datetime.now(UTC) + timedelta(seconds=5))
+    automatic = ReplayRequest(automatic=True, app="wordcount", requested_by="test", **request)
+    return replayer.execute(replayer.plan(automatic))
+
+
+def test_records_register_as_roots_at_their_position_and_odd_headers_make_a_new_message(
+    spark: SparkSession, kafka_settings: Settings, make_topic: Callable[[], str]
+) -> None:
+    topic = make_topic()
+    origin = ids.root_id("wordcount", f"kafka:{topic}:0:0")
+    records: Records = [
+        *sentences(2),
+        (b"r", b'{"seq": 7, "text": "again"}', [(ATTEMPT, b"2"), (ORIGIN_ROOT_ID, str(origin).encode())]),
+        (b"x", b'{"seq": 8, "text": "odd"}', [(ATTEMPT, b"two"), (ORIGIN_ROOT_ID, b"1")]),
+        (b"t", None, []),  # a tombstone: malformed, yet a root like any other
+    ]  # fmt: skip
+    offsets = produce(kafka_settings, topic, records)
+    settings = app_settings(kafka_settings, topic)
+    app = WordCount(spark, settings, faults=FaultSettings())
+    assert app.step() == 5
+
+    roots = {r["source_position"]: r for r in table(spark, settings, ROOTS).collect()}
+    assert sorted(roots) == sorted(f"{topic}:0:{o}" for o in offsets)
+    for offset, root in zip(offsets, (roots[f"{topic}:0:{o}"] for o in offsets), strict=True):
+        assert root["source"] == "kafka" and root["source_queue"] == topic
+        assert root["source_message_id"] == f"0:{offset}"
+        assert root["payload"] is None, "kafka.store_payload is off: a replay re-reads"
+    first, _, replayed, odd, _ = (roots[f"{topic}:0:{o}"] for o in offsets)
+    assert first["root_id"] == origin and first["attempt"] == 1
+    assert replayed["attempt"] == 2 and replayed["origin_root_id"] == origin
+    assert replayed["root_id"] == ids.root_id("wordcount", "", 2, origin)
+    assert odd["attempt"] == 1, "headers that are not a valid attempt are ignored"
+    assert odd["root_id"] == ids.root_id("wordcount", f"kafka:{topic}:0:{offsets[3]}")
+
+    reconcile(spark, settings, app="wordcount")
+    states = {r["root_id"]: r for r in table(spark, settings, ROOT_STATE).collect()}
+    tombstone = roots[f"{topic}:0:{offsets[4]}"]
+    assert states[tombstone["root_id"]]["status"] == status.FAILED
+    assert "malformed message" in states[tombstone["root_id"]]["fail_reason"]
+    assert sum(s["status"] == status.COMPLETED for s in states.values()) == 4
+
+
+def test_an_app_on_a_topic_that_does_not_exist_fails_at_start_up(
+    spark: SparkSession, kafka_settings: Settings, make_topic: Callable[[], str]
+) -> None:
+    settings = app_settings(kafka_settings, "no-such-topic")
+    with pytest.raises(SourceError) as raised:
+        WordCount(spark, settings)
+    assert str(raised.value).startswith(
+        "Kafka topic(s) no-such-topic (apps.wordcount.source_queue) do not exist at 127.0.0.1:"
+    )
+    retry = settings.apps["wordcount"].model_copy(
+        update={"source_queue": make_topic(), "retry_queue": "no-retry"}
+    )
+    with pytest.raises(SourceError, match=r"no-retry \(apps.wordcount.retry_queue\)"):
+        WordCount(spark, settings.model_copy(update={"apps": {"wordcount": retry}}))
+
+
+def test_the_broker_going_down_during_a_replay_is_a_clear_error_and_the_rerun_sends_the_rest(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    port = free_port()
+    base = settings_for(tmp_path / "var", port, kafka={"timeout": "2s"})
+    broker = KafkaBroker(base, port=port, data_dir=tmp_path / "kafka", topics=["in", "in-dlq"])
+    broker.start()
+    try:
+        settings = app_settings(base, "in", timeout="2s")
+        produce(settings, "in", [(k, b"not json", h) for k, _, h in sentences(30)])
+        app = WordCount(spark, settings, faults=FaultSettings())
+        app.step()
+        reconcile(spark, settings, app="wordcount")
+
+        replayer = Replayer(spark, settings)
+        plan = replayer.plan(ReplayRequest(app="wordcount", requested_by="test"))
+        assert len(plan.sends) == 30
+        summary = replayer.execute(plan, after_send=lambda sent: broker.stop())
+        assert summary.sent == 10, "the first chunk went out before the broker stopped"
+        assert summary.not_sent == 20
+        assert "did not answer within 2 s" in (summary.last_error or "")
+        assert "is the broker up?" in (summary.last_error or "")
+
+        broker.start()  # the same data: the first chunk's records are still there
+        rerun = Replayer(spark, settings)
+        summary = rerun.execute(rerun.plan(ReplayRequest(app="wordcount", requested_by="test")))
+        assert summary.sent == 20 and summary.resent == 20 and summary.not_sent == 0
+        replays = [r for r in consume_all(settings, "in") if dict(r.headers() or [])]
+        origins = [dict(r.headers())[ORIGIN_ROOT_ID] for r in replays]
+        assert len(origins) == len(set(origins)) == 30, "each root sent once, none twice"
+        log = table(spark, settings, REPLAY_LOG)
+        assert log.where("event = 'sent'").groupBy("root_id").count().where("count > 1").isEmpty()
+    finally:
+        broker.stop()
+
+
+def test_an_expired_record_is_dead_lettered_and_the_quality_checks_count_it_lost(
+    spark: SparkSession, kafka_settings: Settings, make_topic: Callable[[], str]
+) -> None:
+    topic = make_topic()
+    produce(kafka_settings, topic, [(k, b"not json", h) for k, _, h in sentences(3)], partition=0)
+    produce(kafka_settings, topic, sentences(3, first=3), partition=1)
+    settings = app_settings(kafka_settings, topic)
+    app = WordCount(spark, settings, faults=FaultSettings())
+    app.step()
+    reconcile(spark, settings, app="wordcount")
+    delete_before(settings, topic, 0, 3)  # retention deletes partition 0's failed records
+
+    replayer = Replayer(spark, settings)
+    summary = replayer.execute(replayer.plan(ReplayRequest(app="wordcount", requested_by="test")))
+    assert (summary.sent, summary.dead_lettered) == (0, 3)
+    dead = table(spark, settings, DEAD_LETTERS).collect()
+    assert sorted(r["reason"] for r in dead) == [EXPIRED] * 3
+    states = table(spark, settings, ROOT_STATE).where(F.col("status") == status.DEAD_LETTERED)
+    assert sorted(r["root_id"] for r in states.collect()) == sorted(r["root_id"] for r in dead)
+    letters = consume_all(settings, f"{topic}-dlq")
+    assert [(r.value(), dict(r.headers())[DEAD_REASON].decode()) for r in letters] == [
+        (None, EXPIRED)
+    ] * 3
+
+    report = run_quality(
+        spark, settings, app="wordcount", now=datetime.now(UTC) + timedelta(hours=1)
+    )
+    [lost] = [r for r in report.results if r.check == "no_lost_roots"]
+    assert not lost.success
+    assert lost.observed == "3 of 6 rows", "the expired ones; the other 3 completed"
+    assert sum(f"{EXPIRED} before its replay" in line for line in lost.sample) == 3, lost.sample
+
+
+def test_a_malformed_record_is_replayed_to_its_last_attempt_then_dead_lettered_as_it_was(
+    spark: SparkSession, kafka_settings: Settings, make_topic: Callable[[], str]
+) -> None:
+    topic = make_topic()
+    records: Records = [*sentences(3), (b"bad", b'{"seq": 99, "text": ', [("trace", b"t")])]
+    produce(kafka_settings, topic, records)
+    settings = app_settings(kafka_settings, topic)
+    policy = settings.apps["wordcount"].model_copy(update={"max_attempts": 2})
+    settings = settings.model_copy(update={"apps": {"wordcount": policy}})
+    app = WordCount(spark, settings, faults=FaultSettings())
+    first = cycle(spark, app)
+    assert (first.sent, first.dead_lettered) == (1, 0)
+    second = cycle(spark, app)
+    assert (second.sent, second.dead_lettered) == (0, 1)
+
+    [letter] = consume_all(settings, f"{topic}-dlq")
+    assert letter.value() == b'{"seq": 99, "text": ' and letter.key() == b"bad"
+    letter_headers = {k: v.decode() for k, v in letter.headers()}
+    assert letter_headers["trace"] == "t" and letter_headers[ATTEMPT] == "3"
+    assert "malformed message" in letter_headers[DEAD_REASON]
+    states = table(spark, settings, ROOT_STATE)
+    assert states.where(F.col("status") == status.DEAD_LETTERED).count() == 1
+    assert states.where(F.col("status") == status.COMPLETED).count() == 3
+    assert app.word_counts() == {"word": 3}
