@@ -23,7 +23,6 @@ from ackfold.quality import run_quality
 from ackfold.reconcile import reconcile
 from ackfold.replay import Replayer, ReplayRequest
 from ackfold.sources import ATTEMPT, DEAD_REASON, EXPIRED, ORIGIN_ROOT_ID, SourceError
-from ackfold.sources.kafka import create_topics
 from ackfold.tables import DEAD_LETTERS, REPLAY_LOG, ROOT_STATE, ROOTS
 from tests.kafka.conftest import consume_all, delete_before, produce, settings_for
 
@@ -67,9 +66,10 @@ def test_records_register_as_roots_at_their_position_and_odd_headers_make_a_new_
 ) -> None:
     topic = make_topic()
     origin = ids.root_id("wordcount", f"kafka:{topic}:0:0")
+    replay_headers = [(ATTEMPT, b"2"), (ORIGIN_ROOT_ID, str(origin).encode())]
     records: Records = [
         *sentences(2),
-        (b"r", b'{"seq": 7, "text": "again"}', [(ATTEMPT, b"2"), (ORIGIN_ROOT_ID, str(origin).encode())]),
+        (b"r", b'{"seq": 7, "text": "again"}', replay_headers),
         (b"x", b'{"seq": 8, "text": "odd"}', [(ATTEMPT, b"two"), (ORIGIN_ROOT_ID, b"1")]),
         (b"t", None, []),  # a tombstone: malformed, yet a root like any other
     ]  # fmt: skip
@@ -81,12 +81,15 @@ def test_records_register_as_roots_at_their_position_and_odd_headers_make_a_new_
     roots = {r["source_position"]: r for r in table(spark, settings, ROOTS).collect()}
     assert sorted(roots) == sorted(f"{topic}:0:{o}" for o in offsets)
     for offset, root in zip(offsets, (roots[f"{topic}:0:{o}"] for o in offsets), strict=True):
-        assert root["source"] == "kafka" and root["source_queue"] == topic
+        assert root["source"] == "kafka"
+        assert root["source_queue"] == topic
         assert root["source_message_id"] == f"0:{offset}"
         assert root["payload"] is None, "kafka.store_payload is off: a replay re-reads"
     first, _, replayed, odd, _ = (roots[f"{topic}:0:{o}"] for o in offsets)
-    assert first["root_id"] == origin and first["attempt"] == 1
-    assert replayed["attempt"] == 2 and replayed["origin_root_id"] == origin
+    assert first["root_id"] == origin
+    assert first["attempt"] == 1
+    assert replayed["attempt"] == 2
+    assert replayed["origin_root_id"] == origin
     assert replayed["root_id"] == ids.root_id("wordcount", "", 2, origin)
     assert odd["attempt"] == 1, "headers that are not a valid attempt are ignored"
     assert odd["root_id"] == ids.root_id("wordcount", f"kafka:{topic}:0:{offsets[3]}")
@@ -141,7 +144,9 @@ def test_the_broker_going_down_during_a_replay_is_a_clear_error_and_the_rerun_se
         broker.start()  # the same data: the first chunk's records are still there
         rerun = Replayer(spark, settings)
         summary = rerun.execute(rerun.plan(ReplayRequest(app="wordcount", requested_by="test")))
-        assert summary.sent == 20 and summary.resent == 20 and summary.not_sent == 0
+        assert summary.sent == 20
+        assert summary.resent == 20
+        assert summary.not_sent == 0
         replays = [r for r in consume_all(settings, "in") if dict(r.headers() or [])]
         origins = [dict(r.headers())[ORIGIN_ROOT_ID] for r in replays]
         assert len(origins) == len(set(origins)) == 30, "each root sent once, none twice"
@@ -200,9 +205,11 @@ def test_a_malformed_record_is_replayed_to_its_last_attempt_then_dead_lettered_a
     assert (second.sent, second.dead_lettered) == (0, 1)
 
     [letter] = consume_all(settings, f"{topic}-dlq")
-    assert letter.value() == b'{"seq": 99, "text": ' and letter.key() == b"bad"
+    assert letter.value() == b'{"seq": 99, "text": '
+    assert letter.key() == b"bad"
     letter_headers = {k: v.decode() for k, v in letter.headers()}
-    assert letter_headers["trace"] == "t" and letter_headers[ATTEMPT] == "3"
+    assert letter_headers["trace"] == "t"
+    assert letter_headers[ATTEMPT] == "3"
     assert "malformed message" in letter_headers[DEAD_REASON]
     states = table(spark, settings, ROOT_STATE)
     assert states.where(F.col("status") == status.DEAD_LETTERED).count() == 1

