@@ -8,7 +8,7 @@ INSTALLED := $(VENV)/.installed
 
 .PHONY: run test lint format setup install jars schemas browser test-unit test-spark \
         test-airflow test-sqs test-kafka test-e2e test-browser test-cluster sqs kafka cluster demo bench bench-reconcile bench-replay \
-        bench-wordcount bench-ui bench-quality lock clean
+        bench-wordcount bench-ui bench-quality bench-kafka lock clean
 
 ## run: install what is missing, then start the embedded stack (Ctrl-C stops it)
 run: setup
@@ -99,7 +99,7 @@ test-cluster: setup
 	$(BIN)/pytest -m cluster
 
 ## bench: every benchmark, about an hour (figures go to docs/benchmarks.md)
-bench: bench-reconcile bench-replay bench-wordcount bench-ui bench-quality
+bench: bench-reconcile bench-replay bench-wordcount bench-ui bench-quality bench-kafka
 
 ## bench-reconcile: ackfold against DuckDB, Spark SQL and a Python acker at 1M, 10M, 50M events; the plot
 bench-reconcile: setup
@@ -108,6 +108,10 @@ bench-reconcile: setup
 ## bench-replay: replay throughput to a real ElasticMQ (about a minute)
 bench-replay: setup
 	$(BIN)/python bench/replay.py
+
+## bench-kafka: Kafka ingest and replay throughput against a real local broker (a few minutes)
+bench-kafka: setup
+	$(BIN)/python bench/kafka.py
 
 ## bench-wordcount: the demo app with and without tracking: the tracking overhead
 bench-wordcount: setup

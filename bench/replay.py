@@ -34,8 +34,11 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def failed_ledger(spark, ledger: Ledger, queue: str, count: int, payload: int) -> None:  # type: ignore[no-untyped-def]
-    """`count` roots of APP, registered from `queue` and failed at stage `work`."""
+def failed_ledger(  # type: ignore[no-untyped-def]
+    spark, ledger: Ledger, queue: str, count: int, payload: int, *, kafka: bool = False
+) -> None:
+    """`count` roots of APP, registered from `queue` and failed at stage `work`. SQS roots
+    carry their payload; Kafka roots (`kafka`) point at `<queue>:0:<n>`, n = 0..count-1."""
     from pyspark.sql import functions as F
 
     ledger.create(spark)
@@ -43,11 +46,14 @@ def failed_ledger(spark, ledger: Ledger, queue: str, count: int, payload: int) -
     ids = spark.range(count).select(F.xxhash64(F.lit("bench"), "id").alias("root_id"), "id")
     text = F.concat(F.lit('{"n": '), F.col("id").cast("string"), F.lit(', "pad": "'))
     body = F.concat(text, F.lit("x" * payload), F.lit('"}'))
+    position = F.concat(F.lit(f"{queue}:0:"), F.col("id").cast("string"))
+    source = F.lit("kafka" if kafka else "sqs")
     roots = ids.select(
         "root_id", F.lit(APP).alias("app"), F.lit(1).alias("attempt"),
-        F.col("root_id").alias("origin_root_id"), F.lit("sqs").alias("source"),
+        F.col("root_id").alias("origin_root_id"), source.alias("source"),
         F.lit(queue).alias("source_queue"), F.col("id").cast("string").alias("source_message_id"),
-        F.lit(None).cast("string").alias("source_position"), body.alias("payload"),
+        (position if kafka else F.lit(None).cast("string")).alias("source_position"),
+        (F.lit(None).cast("string") if kafka else body).alias("payload"),
         F.lit(t0).alias("ingested_at"),
     )  # fmt: skip
     roots.write.format("delta").mode("append").save(ledger.path(ROOTS))

@@ -486,8 +486,8 @@ class Replayer:
             groups.setdefault(key, []).append(planned)
         for (source, queue_name, app, action), members in groups.items():
             queue = self._queue(source, queue_name, app)
-            for start in range(0, len(members), 10):
-                group = members[start : start + 10]
+            for start in range(0, len(members), queue.batch_size):
+                group = members[start : start + queue.batch_size]
                 pacer.wait(len(group))
                 outbound = [p.outbound() for p in group]
                 send = queue.republish if action == REPLAY else queue.dead_letter

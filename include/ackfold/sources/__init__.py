@@ -104,6 +104,8 @@ class SourceQueue(ABC):
     # Whether a replay re-reads the message at its position (Kafka) rather than sending
     # the payload stored in `roots` (SQS).
     rereads: ClassVar[bool] = False
+    # Messages per `republish` / `dead_letter` call (and per pause of a rate-limited run).
+    batch_size: ClassVar[int] = 10
 
     def __init__(self, queue: str) -> None:
         self.queue = queue

@@ -44,6 +44,8 @@ log = logging.getLogger("ackfold.sources.kafka")
 _OURS: Final = frozenset({ORIGIN_ROOT_ID, ATTEMPT, DEAD_ROOT_ID, DEAD_REASON, DEAD_LAST_STAGE})
 
 Headers = list[tuple[str, bytes]]
+# A replay's re-read reads on through gaps of up to this many offsets rather than seek.
+_MAX_SKIP = 100
 
 
 def _gone_codes() -> frozenset[int]:
@@ -173,6 +175,8 @@ class KafkaTopic(SourceQueue):
 
     source = "kafka"
     rereads: ClassVar[bool] = True
+    # One flush per call: a few hundred records share its round trips.
+    batch_size: ClassVar[int] = 500
 
     def __init__(
         self,
@@ -244,49 +248,107 @@ class KafkaTopic(SourceQueue):
     def _send(self, target: str, messages: Sequence[Outbound]) -> list[Sent]:
         try:
             self._require({target})
-            records = {m.root_id: self._record(m) for m in messages}
+            positions = [Position.parse(m.position) for m in messages if m.position]
+            found = self.reread(positions)
         except SourceError as exc:
             return [Sent(m.root_id, error=str(exc)) for m in messages]
-        return self._produce(target, messages, records)
+        records = {m.root_id: self._record(m, found) for m in messages}
+        sendable = [m for m in messages if records[m.root_id] is not None]
+        sent = {s.root_id: s for s in self._produce(target, sendable, records)}
+        expired = f"{EXPIRED} at %s: the next replay run dead-letters it"
+        return [
+            sent.get(m.root_id) or Sent(m.root_id, error=expired % m.position) for m in messages
+        ]
 
-    def _record(self, message: Outbound) -> Record:
+    def _record(self, message: Outbound, found: Mapping[Position, Record]) -> Record | None:
         """What to produce for `message`: the record re-read at its position, else its
-        stored copy; a dead letter whose record expired goes out with no value."""
-        found = self._reread(Position.parse(message.position)) if message.position else None
-        if found is not None:
-            return found
+        stored copy; a dead letter whose record expired goes out with no value. None: the
+        record expired after the replay was planned, and only a dead letter can say so."""
+        record = found.get(Position.parse(message.position)) if message.position else None
+        if record is not None:
+            return record
         if message.body is not None:
             return Record(None, message.body.encode("utf-8"), [])
         if message.attributes.get(DEAD_REASON) == EXPIRED:
             return Record(None, None, [])
-        raise SourceError(f"{EXPIRED} at {message.position}: it can only be dead-lettered")
+        return None
 
-    def _reread(self, position: Position) -> Record | None:
-        """The record at `position`, or None if it no longer exists."""
+    def reread(self, positions: Iterable[Position]) -> dict[Position, Record]:
+        """The records at `positions`; a position whose record no longer exists is left
+        out. Reads each partition forward from its first position, seeking only across
+        gaps wider than `_MAX_SKIP`: failures tend to come in runs of nearby offsets."""
+        wanted: dict[tuple[str, int], list[int]] = {}
+        for position in positions:
+            wanted.setdefault((position.topic, position.partition), []).append(position.offset)
+        found: dict[Position, Record] = {}
+        for (topic, partition), offsets in wanted.items():
+            todo = sorted(set(offsets))
+            while todo:
+                run = [todo[0]]
+                for offset in todo[1:]:
+                    if offset - run[-1] > _MAX_SKIP:
+                        break
+                    run.append(offset)
+                todo = todo[len(run) :]
+                found.update(self._read_run(topic, partition, run))
+        return found
+
+    def _first_offset(self, topic: str, partition: int) -> int:
+        from confluent_kafka import KafkaException, TopicPartition
+
+        try:
+            low, _ = self._reader().get_watermark_offsets(
+                TopicPartition(topic, partition), timeout=_seconds(self.settings)
+            )
+        except KafkaException as exc:
+            raise _unreachable(self.settings, exc.args[0]) from None
+        return int(low)
+
+    def _read_run(self, topic: str, partition: int, offsets: list[int]) -> dict[Position, Record]:
+        """Read `offsets[0]..offsets[-1]` of one partition, keeping the records asked for."""
         from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
         consumer = self._reader()
-        consumer.assign([TopicPartition(position.topic, position.partition, position.offset)])
-        try:
-            found = consumer.consume(1, timeout=_seconds(self.settings))
-        except KafkaException as exc:
-            raise _unreachable(self.settings, exc.args[0]) from None
-        for record in found:
-            error = record.error()
-            if error is not None and error.code() != KafkaError._PARTITION_EOF:
-                if error.code() in _gone_codes():
-                    return None
-                raise SourceError(f"Kafka could not read {position}: {error.str()}")
-            # A compacted or truncated partition skips to the next offset that exists.
-            if error is None and record.offset() == position.offset:
-                return Record(record.key(), record.value(), list(record.headers() or []))
-            return None
-        if str(position) in self.expired([str(position)]):
-            return None
-        raise _unreachable(self.settings, f"no record at {position}")
+        first, last, wanted = offsets[0], offsets[-1], set(offsets)
+        consumer.assign([TopicPartition(topic, partition, first)])
+        found: dict[Position, Record] = {}
+        at = first
+        while at <= last:
+            try:
+                batch = consumer.consume(min(500, last - at + 1), timeout=_seconds(self.settings))
+            except KafkaException as exc:
+                raise _unreachable(self.settings, exc.args[0]) from None
+            if not batch:
+                # Nothing more within the timeout: the rest is gone, or Kafka is.
+                left = [str(Position(topic, partition, o)) for o in offsets if o >= at]
+                if set(left) <= self.expired(left):
+                    break
+                raise _unreachable(self.settings, f"no record at {left[0]}")
+            for record in batch:
+                error = record.error()
+                if error is not None:
+                    if error.code() == KafkaError._PARTITION_EOF:
+                        at = last + 1
+                    elif error.code() in _gone_codes():
+                        # Retention deleted the start of the run: read on from what is left.
+                        at = max(at + 1, self._first_offset(topic, partition))
+                        consumer.assign([TopicPartition(topic, partition, at)])
+                    else:
+                        raise SourceError(
+                            f"Kafka could not read {topic}:{partition}: {error.str()}"
+                        )
+                    break
+                # A compacted partition skips offsets that no longer exist.
+                at = record.offset() + 1
+                if record.offset() in wanted:
+                    position = Position(topic, partition, record.offset())
+                    found[position] = Record(
+                        record.key(), record.value(), list(record.headers() or [])
+                    )
+        return found
 
     def _produce(
-        self, target: str, messages: Sequence[Outbound], records: Mapping[int, Record]
+        self, target: str, messages: Sequence[Outbound], records: Mapping[int, Record | None]
     ) -> list[Sent]:
         from confluent_kafka import KafkaException
 
@@ -305,6 +367,7 @@ class KafkaTopic(SourceQueue):
 
         for message in messages:
             record = records[message.root_id]
+            assert record is not None
             try:
                 producer.produce(
                     target,
