@@ -14,7 +14,7 @@ INSTALLED := $(VENV)/.installed
 run: setup
 	$(BIN)/ackfold up
 
-## demo: the word-count demo on a local SQS, with seeded faults, and its delivery report
+## demo: the word-count demo on a local SQS (or Kafka: apps.wordcount.source), with seeded faults, and its delivery report
 demo: setup
 	$(BIN)/ackfold demo
 

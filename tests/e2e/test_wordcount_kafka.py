@@ -65,4 +65,6 @@ def test_on_kafka_nothing_is_lost_the_counts_are_exact_and_dead_letters_are_the_
     assert len(letters) == 5
     malformed = [r for r in letters if b"malformed message" in dict(r.headers())[DEAD_REASON]]
     assert len(malformed) == 3
+    # As they were sent (cut off mid-JSON), after the policy's 5 attempts.
     assert all(r.value().endswith(b'"text": ') for r in malformed)
+    assert {dict(r.headers())[ATTEMPT] for r in malformed} == {b"6"}
