@@ -53,16 +53,6 @@ def table(spark: SparkSession, settings: Settings, name: str) -> Any:
     return spark.read.format("delta").load(f"{settings.table_root}/{name}")
 
 
-def cycle(spark: SparkSession, app: WordCount, **request: Any) -> Any:
-    """Run the app to the end of its input, reconcile, then replay automatically."""
-    app.step()
-    reconcile(spark, app.settings, app="wordcount")
-    # A little later: the demo policy's backoff (200 ms) has passed.
-    replayer = Replayer(spark, app.settings, now=datetime.now(UTC) + timedelta(seconds=5))
-    automatic = ReplayRequest(automatic=True, app="wordcount", requested_by="test", **request)
-    return replayer.execute(replayer.plan(automatic))
-
-
 def test_records_register_as_roots_at_their_position_and_odd_headers_make_a_new_message(
     spark: SparkSession, kafka_settings: Settings, make_topic: Callable[[], str]
 ) -> None:
