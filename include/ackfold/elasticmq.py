@@ -25,7 +25,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from ackfold.config import Settings
 from ackfold.dags import PROJECT_DIR
 from ackfold.jvm import bundle_jars
-from ackfold.local_server import JvmProcess, LocalServer
+from ackfold.local_server import JvmProcess, JvmServer
 from ackfold.ports import port_free
 from ackfold.sqs_client import is_loopback, sqs_client
 
@@ -40,7 +40,7 @@ class ElasticMQError(RuntimeError):
     """The local ElasticMQ server cannot start, or died."""
 
 
-class ElasticMQ(LocalServer):
+class ElasticMQ(JvmServer):
     """One ElasticMQ process on 127.0.0.1, serving the queues of `config`."""
 
     def __init__(
@@ -61,11 +61,6 @@ class ElasticMQ(LocalServer):
     @property
     def endpoint_url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
-
-    @property
-    def pid(self) -> int | None:
-        """The JVM's process id while it runs."""
-        return self._jvm.pid
 
     def client(self) -> Any:
         """An SQS client for this server, with the settings' retries and timeouts."""
@@ -140,16 +135,8 @@ class ElasticMQ(LocalServer):
             self._jvm.failure(f"did not answer on {self.endpoint_url} within {timeout:g} s")
         )
 
-    def stop(self, grace: float = 15) -> None:
-        """Stop the server's process group: SIGTERM, then SIGKILL after `grace` s. Idempotent."""
-        self._jvm.stop(grace)
-
     def banner(self) -> str:
         return (
             f"ElasticMQ (SQS) on {self.endpoint_url} — queues: "
             f"{', '.join(self.queue_names()) or 'none'} — Ctrl-C stops it"
         )
-
-    def wait_for_exit(self) -> str:
-        code = self._jvm.wait()
-        return f"ElasticMQ exited with {code}; see {self.log_file}"

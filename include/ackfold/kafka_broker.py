@@ -26,7 +26,7 @@ from pathlib import Path
 from ackfold.config import Settings
 from ackfold.dags import PROJECT_DIR
 from ackfold.jvm import bundle_jars
-from ackfold.local_server import JvmProcess, LocalServer, java
+from ackfold.local_server import JvmProcess, JvmServer, java
 from ackfold.ports import free_port, is_loopback_host, port_free
 from ackfold.sources import SourceError
 from ackfold.sources.kafka import create_topics, existing_topics
@@ -44,7 +44,7 @@ class KafkaBrokerError(RuntimeError):
     """The local Kafka broker cannot start, or died."""
 
 
-class KafkaBroker(LocalServer):
+class KafkaBroker(JvmServer):
     """One KRaft broker on 127.0.0.1:`port`, data in `data_dir`."""
 
     def __init__(
@@ -73,10 +73,6 @@ class KafkaBroker(LocalServer):
     @property
     def bootstrap_servers(self) -> str:
         return f"127.0.0.1:{self.port}"
-
-    @property
-    def pid(self) -> int | None:
-        return self._jvm.pid
 
     def settings_here(self) -> Settings:
         """`settings` pointed at this broker."""
@@ -185,16 +181,8 @@ class KafkaBroker(LocalServer):
             self._jvm.failure(f"did not answer on {self.bootstrap_servers} within {timeout:g} s")
         )
 
-    def stop(self, grace: float = 15) -> None:
-        """Stop the broker's process group (SIGTERM: a clean shutdown). Idempotent."""
-        self._jvm.stop(grace)
-
     def banner(self) -> str:
         return (
             f"Kafka (KRaft) on {self.bootstrap_servers} — topics: "
             f"{', '.join(self.topics()) or 'none'} — data in {self.data_dir} — Ctrl-C stops it"
         )
-
-    def wait_for_exit(self) -> str:
-        code = self._jvm.wait()
-        return f"the Kafka broker exited with {code}; see {self.log_file}"

@@ -146,3 +146,22 @@ class JvmProcess:
         if self._log is not None:
             self._log.close()
             self._log = None
+
+
+class JvmServer(LocalServer):
+    """A local server that is one JVM (`self._jvm`): its pid, stop and exit are the JVM's."""
+
+    _jvm: JvmProcess
+
+    @property
+    def pid(self) -> int | None:
+        """The JVM's process id while it runs."""
+        return self._jvm.pid
+
+    def stop(self, grace: float = 15) -> None:
+        """Stop the server's process group: SIGTERM, then SIGKILL after `grace` s. Idempotent."""
+        self._jvm.stop(grace)
+
+    def wait_for_exit(self) -> str:
+        code = self._jvm.wait()
+        return f"{self._jvm.name} exited with {code}; see {self._jvm.log_file}"

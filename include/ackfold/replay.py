@@ -301,6 +301,8 @@ class Replayer:
         if request.automatic and attempt >= policy.max_attempts:
             action = DEAD_LETTER
         if position in expired and root["payload"] is None:
+            if current == status.DEAD_LETTERED:
+                return f"{EXPIRED}: nothing left to replay"
             action, reason = DEAD_LETTER, EXPIRED
         entry = logged.get((row["root_id"], action))
         planned = Planned(

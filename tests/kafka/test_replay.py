@@ -172,6 +172,13 @@ def test_an_expired_record_is_dead_lettered_and_the_quality_checks_count_it_lost
         (None, EXPIRED)
     ] * 3
 
+    # Asked by hand, a replay of those dead letters has nothing left to send.
+    again = replayer.plan(
+        ReplayRequest(app="wordcount", statuses=(status.DEAD_LETTERED,), requested_by="test")
+    )
+    assert again.sends == []
+    assert again.skipped == {f"{EXPIRED}: nothing left to replay": 3}
+
     report = run_quality(
         spark, settings, app="wordcount", now=datetime.now(UTC) + timedelta(hours=1)
     )
