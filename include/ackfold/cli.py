@@ -16,6 +16,7 @@ from typing import Any
 from ackfold import __version__
 from ackfold.config import ConfigError, Settings, load_settings
 from ackfold.jvm import BUNDLES, JarsError
+from ackfold.sources import SourceError
 from ackfold.spark import SparkMasterUnreachable
 from ackfold.status import ALL as STATUSES
 
@@ -52,12 +53,11 @@ def _sqs(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def _kafka(settings: Settings, args: argparse.Namespace) -> int:
-    from ackfold.kafka_broker import KafkaBroker, KafkaBrokerError
-    from ackfold.sources import SourceError
+    from ackfold.kafka_broker import KafkaBroker
 
     try:
         return KafkaBroker(settings).serve_forever()
-    except (KafkaBrokerError, SourceError) as exc:
+    except SourceError as exc:  # the broker cannot start (KafkaBrokerError), or answer
         print(f"ackfold: {exc}", file=sys.stderr)
         return 1
 
@@ -584,7 +584,8 @@ def run(argv: Sequence[str] | None = None) -> int:
     except (ConfigError, JarsError, UsageError) as exc:
         print(f"ackfold: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    except SparkMasterUnreachable as exc:
+    except (SparkMasterUnreachable, SourceError) as exc:
+        # A source queue that cannot be reached or refuses: say which, no traceback.
         print(f"ackfold: {exc}", file=sys.stderr)
         return 1
 

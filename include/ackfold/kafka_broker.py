@@ -40,7 +40,7 @@ JVM_OPTIONS = ("-Xms128m", "-Xmx512m", "-XX:+UseG1GC", "-Djava.awt.headless=true
 _PROBE_TIMEOUT = timedelta(seconds=1)
 
 
-class KafkaBrokerError(RuntimeError):
+class KafkaBrokerError(SourceError):
     """The local Kafka broker cannot start, or died."""
 
 

@@ -300,7 +300,11 @@ class Replayer:
         reason = _reason(row)
         if request.automatic and attempt >= policy.max_attempts:
             action = DEAD_LETTER
-        if position in expired and root["payload"] is None:
+        replay = logged.get((row["root_id"], REPLAY), {})
+        # Gone at the source: by the watermarks now, or by an earlier run's re-read (a
+        # compacted record); unless that replay was already sent.
+        gone = position in expired or replay.get("gone", False)
+        if gone and root["payload"] is None and not replay.get("sent"):
             if current == status.DEAD_LETTERED:
                 return f"{EXPIRED}: nothing left to replay"
             action, reason = DEAD_LETTER, EXPIRED
@@ -372,11 +376,14 @@ class Replayer:
             .join(chosen, "root_id")
         )
         found: dict[tuple[int, str], dict[str, Any]] = {}
-        for row in entries.select("root_id", "action", "event", "planned_at").collect():
+        rows = entries.select("root_id", "action", "event", "planned_at", "error").collect()
+        for row in rows:
             entry = found.setdefault(
-                (row["root_id"], row["action"]), {"planned_at": row["planned_at"], "sent": False}
+                (row["root_id"], row["action"]),
+                {"planned_at": row["planned_at"], "sent": False, "gone": False},
             )
             entry["sent"] = entry["sent"] or row["event"] == SENT
+            entry["gone"] = entry["gone"] or Sent(0, error=row["error"]).gone
         return found
 
     def _backoff_passed(self) -> Any:
@@ -443,11 +450,16 @@ class Replayer:
                 summary.dead_lettered += sum(1 for p in ok if p.action == DEAD_LETTER)
                 summary.resent += sum(1 for p in ok if p.state == UNSENT)
                 failed = [results[p.root_id] for p in batch if not results[p.root_id].ok]
+                gone = [sent for sent in failed if sent.gone]
                 if progress:
                     progress(start + len(batch), len(pending))
-                if failed:
+                if gone:
+                    # Each fails alone (the next plan dead-letters it); the run goes on.
+                    summary.last_error = gone[-1].error
+                    summary.not_sent += len(gone)
+                if len(gone) < len(failed):
                     summary.last_error = failed[-1].error
-                    summary.not_sent = len(pending) - start - len(ok)
+                    summary.not_sent += len(pending) - start - len(ok) - len(gone)
                     break  # the queue is down or refusing: the rest stays planned in the log
             # Statuses once per run: a crash before this leaves marked sends, which the next
             # run's plan finds (state SENT) and finishes without sending them again.
@@ -475,7 +487,8 @@ class Replayer:
                 delay *= 2
             for sent in self._send(todo, pacer):
                 results[sent.root_id] = sent
-            todo = [p for p in todo if not results[p.root_id].ok]
+            # A message the source no longer holds cannot be sent by trying again.
+            todo = [p for p in todo if not results[p.root_id].ok and not results[p.root_id].gone]
             if not todo:
                 break
         return results
@@ -595,6 +608,12 @@ class Replayer:
 
     # -- helpers ----------------------------------------------------------------------
 
+    def close(self) -> None:
+        """Release the source queues' clients."""
+        for queue in self._queues.values():
+            queue.close()
+        self._queues.clear()
+
     def now_wall(self) -> datetime:
         """Log times are wall-clock times (the run's `now` may be set for timeouts)."""
         # Timezone-aware: Spark reads a naive datetime in the driver's local time zone.
@@ -673,8 +692,11 @@ def replay(
     The ledger lock covers the plan as well: two runs planning the same root at once would
     both send it."""
     replayer = Replayer(spark, settings, now=now)
-    with ledger_lock(settings.var_dir, f"replay by {request.requested_by}", say=log.info):
-        summary = replayer.execute(replayer.plan(request), progress=progress)
+    try:
+        with ledger_lock(settings.var_dir, f"replay by {request.requested_by}", say=log.info):
+            summary = replayer.execute(replayer.plan(request), progress=progress)
+    finally:
+        replayer.close()
     if summary.not_sent:
         raise unsent_error(summary)
     return summary

@@ -158,10 +158,17 @@ def test_an_expired_record_is_dead_lettered_and_the_quality_checks_count_it_lost
     app = WordCount(spark, settings, faults=FaultSettings())
     app.step()
     reconcile(spark, settings, app="wordcount")
+    request = ReplayRequest(app="wordcount", requested_by="test")
+    replayer = Replayer(spark, settings)
+    planned = replayer.plan(request)
     delete_before(settings, topic, 0, 3)  # retention deletes partition 0's failed records
 
-    replayer = Replayer(spark, settings)
-    summary = replayer.execute(replayer.plan(ReplayRequest(app="wordcount", requested_by="test")))
+    # Planned before retention struck: each send fails alone, and says so.
+    summary = replayer.execute(planned)
+    assert (summary.sent, summary.not_sent) == (0, 3)
+    assert (summary.last_error or "").startswith(f"{EXPIRED} at {topic}:0:")
+    # The next run dead-letters them.
+    summary = replayer.execute(replayer.plan(request))
     assert (summary.sent, summary.dead_lettered) == (0, 3)
     dead = table(spark, settings, DEAD_LETTERS).collect()
     assert sorted(r["reason"] for r in dead) == [EXPIRED] * 3

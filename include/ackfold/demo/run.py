@@ -137,7 +137,10 @@ class Demo:
             replayer = Replayer(self.spark, self.settings)
             request = ReplayRequest(automatic=True, app=APP, requested_by="demo")
             self.by_status = summary["by_status"]
-            return self.by_status, replayer.execute(replayer.plan(request))
+            try:
+                return self.by_status, replayer.execute(replayer.plan(request))
+            finally:
+                replayer.close()
 
     def _assess(self, message_ids: list[str], *, check_words: bool) -> DeliveryReport:
         report = assess(

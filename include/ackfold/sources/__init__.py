@@ -91,6 +91,12 @@ class Sent:
     def ok(self) -> bool:
         return self.error is None
 
+    @property
+    def gone(self) -> bool:
+        """Failed because the source no longer holds the message: sending it again cannot
+        help, and the next replay plan dead-letters it."""
+        return self.error is not None and self.error.startswith(EXPIRED)
+
 
 def dead_letter_attributes(root_id: int, reason: str, last_stage: str | None) -> dict[str, str]:
     """The attributes that tell a reader of a dead-letter queue what died, why, and where."""
@@ -131,6 +137,10 @@ class SourceQueue(ABC):
     def replay_queue(self) -> str:
         """Where `republish` sends: the queue itself, unless the source has a retry queue."""
         return self.queue
+
+    def close(self) -> None:
+        """Release the clients this queue holds (a Kafka producer and consumer)."""
+        return None
 
     def expired(self, positions: Iterable[str]) -> set[str]:
         """The positions whose messages the source no longer holds (a source that

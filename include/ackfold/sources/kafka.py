@@ -208,6 +208,7 @@ class KafkaTopic(SourceQueue):
             self._consumer = None
         if self._producer is not None:
             self._producer.flush(_seconds(self.settings))
+            self._producer.close()
             self._producer = None
 
     # -- expiry ---------------------------------------------------------------------------
@@ -423,6 +424,9 @@ class KafkaTopic(SourceQueue):
                         "enable.auto.offset.store": False,
                         "auto.offset.reset": "error",
                         "fetch.wait.max.ms": 10,
+                        # What Spark's Kafka source reads (its default): every record, and
+                        # watermarks up to the true end of the partition.
+                        "isolation.level": "read_uncommitted",
                     },
                 )
             )
