@@ -26,13 +26,12 @@ import time
 from pathlib import Path
 
 from confluent_kafka import Producer
-from replay import APP, failed_ledger  # bench/replay.py
+from replay import failed_ledger, time_replay  # bench/replay.py
 
 from ackfold.config import load_settings
 from ackfold.kafka_broker import KafkaBroker
 from ackfold.kafka_spout import KafkaSpout
 from ackfold.ports import free_port
-from ackfold.replay import Replayer, ReplayRequest
 from ackfold.sources.kafka import KafkaTopic, Position, client_config
 from ackfold.spark import get_spark
 from ackfold.tables import ROOTS, Ledger
@@ -128,22 +127,10 @@ def main() -> None:
         # The real replay, end to end.
         ledger = Ledger(settings.table_root)
         failed_ledger(spark, ledger, TOPIC, args.replays, args.payload, kafka=True)
-        Replayer(spark, settings).plan(ReplayRequest(app="nothing", requested_by="bench"))
-        replayer = Replayer(spark, settings)
-        start = time.perf_counter()
-        plan = replayer.plan(ReplayRequest(app=APP, requested_by="bench"))
-        planned = time.perf_counter()
-        summary = replayer.execute(plan)
-        seconds = time.perf_counter() - start
-        assert summary.sent == args.replays, summary
-        results.update(
-            replay_per_s=round(args.replays / seconds),
-            replay_seconds=round(seconds, 1),
-            plan_seconds=round(planned - start, 1),
-            chunk=settings.replay.chunk,
-        )
-        say(f"replay end to end: {args.replays:,} roots in {seconds:.1f} s "
-            f"(plan {planned - start:.1f} s) = {args.replays / seconds:,.0f}/s")  # fmt: skip
+        timed = time_replay(spark, settings, args.replays)
+        results.update(replay_per_s=timed.pop("per_s"), **timed)
+        say(f"replay end to end: {args.replays:,} roots in {timed['replay_seconds']} s "
+            f"(plan {timed['plan_seconds']} s) = {results['replay_per_s']:,}/s")  # fmt: skip
     say(json.dumps(results, sort_keys=True))
     spark.stop()
     shutil.rmtree(work, ignore_errors=True)

@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-import socket
 import tempfile
 import time
 from datetime import UTC, datetime, timedelta
@@ -21,17 +20,12 @@ from pathlib import Path
 
 from ackfold.config import load_settings
 from ackfold.elasticmq import ElasticMQ
+from ackfold.ports import free_port
 from ackfold.replay import Replayer, ReplayRequest
 from ackfold.spark import get_spark
 from ackfold.tables import ROOT_STATE, ROOTS, Ledger
 
 APP = "bench"
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def failed_ledger(  # type: ignore[no-untyped-def]
@@ -73,6 +67,27 @@ def failed_ledger(  # type: ignore[no-untyped-def]
     state.write.format("delta").mode("append").save(ledger.path(ROOT_STATE))
 
 
+def time_replay(spark, settings, count: int) -> dict[str, float]:  # type: ignore[no-untyped-def]
+    """Replay APP's `count` failed roots end to end, unthrottled, after a warm-up; returns
+    its rate (`per_s`), seconds, plan seconds and chunk."""
+    # Warm the JVM's plan and MERGE paths on a throwaway replay of nothing.
+    Replayer(spark, settings).plan(ReplayRequest(app="nothing", requested_by="bench"))
+    replayer = Replayer(spark, settings)
+    start = time.perf_counter()
+    plan = replayer.plan(ReplayRequest(app=APP, requested_by="bench"))
+    planned = time.perf_counter()
+    summary = replayer.execute(plan)
+    seconds = time.perf_counter() - start
+    replayer.close()
+    assert summary.sent == count, summary
+    return {
+        "per_s": round(count / seconds),
+        "replay_seconds": round(seconds, 1),
+        "plan_seconds": round(planned - start, 1),
+        "chunk": settings.replay.chunk,
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--messages", type=int, default=10_000)
@@ -109,24 +124,10 @@ def main() -> None:
 
         ledger = Ledger(settings.table_root)
         failed_ledger(spark, ledger, "replayed", args.messages, args.payload)
-        # Warm the JVM's plan and MERGE paths on a throwaway replay of nothing.
-        Replayer(spark, settings).plan(ReplayRequest(app="nothing", requested_by="bench"))
-        replayer = Replayer(spark, settings)
-        request = ReplayRequest(app=APP, requested_by="bench")
-        start = time.perf_counter()
-        plan = replayer.plan(request)
-        planned = time.perf_counter()
-        summary = replayer.execute(plan)
-        seconds = time.perf_counter() - start
-        assert summary.sent == args.messages, summary
-        results.update(
-            replay_msgs_per_s=round(args.messages / seconds),
-            replay_seconds=round(seconds, 1),
-            plan_seconds=round(planned - start, 1),
-            chunk=settings.replay.chunk,
-        )
-        print(f"replay end to end: {args.messages:,} messages in {seconds:.1f} s "
-              f"(plan {planned - start:.1f} s) = {args.messages / seconds:,.0f} msgs/s",
+        timed = time_replay(spark, settings, args.messages)
+        results.update(replay_msgs_per_s=timed.pop("per_s"), **timed)
+        print(f"replay end to end: {args.messages:,} messages in {timed['replay_seconds']} s "
+              f"(plan {timed['plan_seconds']} s) = {results['replay_msgs_per_s']:,} msgs/s",
               flush=True)  # fmt: skip
         attributes = client.get_queue_attributes(
             QueueUrl=client.get_queue_url(QueueName="replayed")["QueueUrl"],

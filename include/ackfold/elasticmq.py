@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import time
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -42,6 +41,8 @@ class ElasticMQError(RuntimeError):
 
 class ElasticMQ(JvmServer):
     """One ElasticMQ process on 127.0.0.1, serving the queues of `config`."""
+
+    error = ElasticMQError
 
     def __init__(
         self,
@@ -104,8 +105,10 @@ class ElasticMQ(JvmServer):
             self._jvm.start(args)
         except FileNotFoundError as exc:
             raise ElasticMQError(str(exc)) from None
+        # No retries inside a probe: the loop is the retry.
+        probe = sqs_client(self._settings_here(max_retries=0))
         try:
-            self._wait_ready(timeout)
+            self._wait_ready(timeout, lambda: self._answers(probe), self.endpoint_url)
         except BaseException:
             self.stop()
             raise
@@ -114,26 +117,16 @@ class ElasticMQ(JvmServer):
         section = self.settings.sqs.model_copy(update={"endpoint_url": self.endpoint_url, **sqs})
         return self.settings.model_copy(update={"sqs": section})
 
-    def _wait_ready(self, timeout: float) -> None:
-        # No retries inside a probe: the loop is the retry.
-        probe = sqs_client(self._settings_here(max_retries=0))
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            code = self._jvm.exit_code()
-            if code is not None:
-                raise ElasticMQError(self._jvm.failure(f"exited with {code}"))
-            log = self._jvm.logged()
-            if BIND_FAILED in log:
-                raise ElasticMQError(self._jvm.failure(f"could not bind port {self.port}"))
-            if STARTED in log:
-                # Only once our JVM holds the port can the answer be its own.
-                with contextlib.suppress(BotoCoreError, ClientError):
-                    probe.list_queues()
-                    return
-            time.sleep(0.25)
-        raise ElasticMQError(
-            self._jvm.failure(f"did not answer on {self.endpoint_url} within {timeout:g} s")
-        )
+    def _answers(self, probe: Any) -> bool:
+        log = self._jvm.logged()
+        if BIND_FAILED in log:
+            raise ElasticMQError(self._jvm.failure(f"could not bind port {self.port}"))
+        if STARTED in log:
+            # Only once our JVM holds the port can the answer be its own.
+            with contextlib.suppress(BotoCoreError, ClientError):
+                probe.list_queues()
+                return True
+        return False
 
     def banner(self) -> str:
         return (

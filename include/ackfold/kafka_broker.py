@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import time
 import uuid
 from collections.abc import Iterable
 from datetime import timedelta
@@ -46,6 +45,8 @@ class KafkaBrokerError(SourceError):
 
 class KafkaBroker(JvmServer):
     """One KRaft broker on 127.0.0.1:`port`, data in `data_dir`."""
+
+    error = KafkaBrokerError
 
     def __init__(
         self,
@@ -111,8 +112,12 @@ class KafkaBroker(JvmServer):
             [*JVM_OPTIONS, f"-Dlog4j2.configurationFile={LOG_CONFIG}", "-cp", classpath,
              MAIN_CLASS, str(properties)]
         )  # fmt: skip
+        here = self.settings_here()
+        probe = here.model_copy(
+            update={"kafka": here.kafka.model_copy(update={"timeout": _PROBE_TIMEOUT})}
+        )
         try:
-            self._wait_ready(timeout)
+            self._wait_ready(timeout, lambda: self._answers(probe), self.bootstrap_servers)
             create_topics(self.settings_here(), self.initial_topics)
         except BaseException:
             self.stop()
@@ -162,24 +167,12 @@ class KafkaBroker(JvmServer):
                 + (result.stdout + result.stderr).strip()[-2000:]
             )
 
-    def _wait_ready(self, timeout: float) -> None:
-        probe = self.settings_here()
-        probe = probe.model_copy(
-            update={"kafka": probe.kafka.model_copy(update={"timeout": _PROBE_TIMEOUT})}
-        )
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            code = self._jvm.exit_code()
-            if code is not None:
-                raise KafkaBrokerError(self._jvm.failure(f"exited with {code}"))
-            try:
-                existing_topics(probe)
-                return
-            except SourceError:
-                time.sleep(0.25)
-        raise KafkaBrokerError(
-            self._jvm.failure(f"did not answer on {self.bootstrap_servers} within {timeout:g} s")
-        )
+    def _answers(self, probe: Settings) -> bool:
+        try:
+            existing_topics(probe)
+        except SourceError:
+            return False
+        return True
 
     def banner(self) -> str:
         return (

@@ -71,6 +71,7 @@ class KafkaSpout:
         self.tracker = StageTracker(app, SPOUT_STAGE, ledger=self.ledger)
         self.app = self.tracker.app
         self.registered = 0  # records registered by this process (a re-run batch counts again)
+        self._cached: DataFrame | None = None
 
     @property
     def topics(self) -> list[str]:
@@ -136,6 +137,9 @@ class KafkaSpout:
             roots = roots.withColumn("payload", F.lit(None).cast("string"))
         self.tracker.write_batch(batch_id, roots=roots, events=[out.events])
         self.registered += frame.count()
-        tuples = self.tracker.registered(out.roots, to=self.to)
-        frame.unpersist()
-        return tuples
+        # The stage reads the tuples after this returns: the batch stays cached until the
+        # next one, rather than fetched from Kafka again.
+        if self._cached is not None:
+            self._cached.unpersist()
+        self._cached = frame
+        return self.tracker.registered(out.roots, to=self.to)

@@ -10,7 +10,9 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from pathlib import Path
 from types import FrameType, TracebackType
 from typing import IO, Self
@@ -152,6 +154,20 @@ class JvmServer(LocalServer):
     """A local server that is one JVM (`self._jvm`): its pid, stop and exit are the JVM's."""
 
     _jvm: JvmProcess
+    error: type[Exception] = RuntimeError  # what start() raises
+
+    def _wait_ready(self, timeout: float, answers: Callable[[], bool], where: str) -> None:
+        """Poll `answers` until it says the server is up; raise `error` with the end of the
+        log if the JVM exits first or `timeout` s pass."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            code = self._jvm.exit_code()
+            if code is not None:
+                raise self.error(self._jvm.failure(f"exited with {code}"))
+            if answers():
+                return
+            time.sleep(0.25)
+        raise self.error(self._jvm.failure(f"did not answer on {where} within {timeout:g} s"))
 
     @property
     def pid(self) -> int | None:
