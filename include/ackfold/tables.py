@@ -210,6 +210,10 @@ TABLE_PROPERTIES = {
     # Reader version 1 for delta-rs: no deletion vectors, no column mapping.
     "delta.enableDeletionVectors": "false",
     "delta.autoOptimize.optimizeWrite": "true",
+    # Delta's default VACUUM retention, said explicitly: maintenance's first run then has no
+    # property to set (`maintenance.vacuum_retention` unchanged), and no metadata commit to
+    # fail an app's concurrent append with MetadataChangedException.
+    "delta.deletedFileRetentionDuration": "interval 168 hours",
 }
 
 
