@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ackfold.config import Settings, load_settings
+from ackfold.ledger.synth import Synthetic
+from ackfold.ledger.tables import Ledger
 from ackfold.reconcile import reconcile
-from ackfold.synth import Synthetic
-from ackfold.tables import Ledger
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -17,10 +17,10 @@ import time
 from datetime import datetime
 
 from ackfold.config import load_settings
-from ackfold.ledger_reader import parse_time
+from ackfold.ledger.reader import parse_time
+from ackfold.ledger.synth import EPOCH, Synthetic
+from ackfold.ledger.tables import Ledger
 from ackfold.spark import get_spark
-from ackfold.synth import EPOCH, Synthetic
-from ackfold.tables import Ledger
 
 
 def fraction(text: str) -> float:

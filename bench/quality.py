@@ -3,7 +3,7 @@
 
     .venv/bin/python bench/quality.py [--events 10000000] [--increment 1000000]
 
-The ledger is synthetic (`ackfold.synth`, 8 events per root), written through the real
+The ledger is synthetic (`ackfold.ledger.synth`, 8 events per root), written through the real
 tables and reconciled by the real reconciler; each quality run is the real one (every
 suite, Data Docs, `quality_results`), timed warm: a small run first warms the JVM and GX.
 Each window is checked an hour after its last root, right after its reconcile: its failed
@@ -24,10 +24,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import DEPTH, FANOUT, Workdir, reconcile_after, roots_for
 
+from ackfold.ledger.synth import Synthetic
+from ackfold.ledger.tables import Ledger
 from ackfold.quality import run_quality
 from ackfold.spark import get_spark
-from ackfold.synth import Synthetic
-from ackfold.tables import Ledger
 
 
 def add(spark, settings, synthetic: Synthetic) -> None:  # type: ignore[no-untyped-def]

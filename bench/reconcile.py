@@ -4,7 +4,7 @@
         [--increment 1000000] [--fanout 2] [--depth 2] [--fail-rate 0.01]
         [--missing-rate 0.01] [--late-rate 0.001] [--plot docs/images/bench-reconcile.png]
 
-For each size, one synthetic ledger (`ackfold.synth`, written by Spark through the real
+For each size, one synthetic ledger (`ackfold.ledger.synth`, written by Spark through the real
 tables) is folded, in this order, by:
 - DuckDB, over the table's current files as delta-rs lists them (`baselines.duckdb_fold`);
 - Spark SQL, the same query over the same files (`baselines.spark_sql_fold`);
@@ -34,9 +34,9 @@ from baselines import StormAcker, duckdb_fold, spark_sql_fold, table_files
 from common import Workdir, reconcile_after, roots_for, warm_up
 from plot import plot_reconcile
 
+from ackfold.ledger.synth import Synthetic
+from ackfold.ledger.tables import ACK_EVENTS, ROOT_STATE, Ledger
 from ackfold.spark import get_spark
-from ackfold.synth import Synthetic
-from ackfold.tables import ACK_EVENTS, ROOT_STATE, Ledger
 
 T = TypeVar("T")
 DEFAULT_PLOT = Path(__file__).resolve().parents[1] / "docs" / "images" / "bench-reconcile.png"

@@ -31,14 +31,9 @@ import pyarrow.compute as pc
 from fastapi import Request
 from fastapi.testclient import TestClient
 
-from ackfold import status
 from ackfold.config import load_settings
-from ackfold.tables import (
-    ACK_EVENTS,
-    DEAD_LETTERS,
-    ROOT_STATE,
-    ROOTS,
-)
+from ackfold.ledger import status
+from ackfold.ledger.tables import ACK_EVENTS, DEAD_LETTERS, ROOT_STATE, ROOTS
 from ackfold.ui.app import create_app
 from ackfold.ui.security import Viewer
 

@@ -11,8 +11,8 @@ import argparse
 import json
 
 from ackfold.config import load_settings
-from ackfold.ledger_reader import parse_time
-from ackfold.maintenance import maintain
+from ackfold.ledger.maintenance import maintain
+from ackfold.ledger.reader import parse_time
 from ackfold.spark import get_spark
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ import json
 import sys
 
 from ackfold.config import load_settings
-from ackfold.ledger_reader import parse_time
+from ackfold.ledger.reader import parse_time
 from ackfold.reconcile import check_app_name
 from ackfold.replay import ReplayError, ReplayRequest, replay
 from ackfold.spark import get_spark

@@ -1,7 +1,7 @@
 """Small real Delta ledgers for tests that read the ledger without a JVM.
 
 The tables are written by `deltalake.write_deltalake` with the exact schemas of
-`ackfold.tables` (parsed from its DDL, so a column added there shows up here), the same
+`ackfold.ledger.tables` (parsed from its DDL, so a column added there shows up here), the same
 table properties, and `root_state` partitioned by `first_event_date`. Events and `roots`
 rows come from the real `Tracker`; `root_state` rows from the reference `fold`, with the
 status each scenario needs. The Spark tier writes the same tables with Spark.
@@ -23,17 +23,10 @@ from typing import Any
 import pyarrow as pa
 from deltalake import write_deltalake
 
-from ackfold import ids, status
 from ackfold.fold import RootFold, fold
-from ackfold.ids import event_hash
-from ackfold.tables import (
-    ACK_EVENTS,
-    ROOT_STATE,
-    ROOTS,
-    TABLE_PROPERTIES,
-    TABLES,
-    Ledger,
-)
+from ackfold.ledger import ids, status
+from ackfold.ledger.ids import event_hash
+from ackfold.ledger.tables import ACK_EVENTS, ROOT_STATE, ROOTS, TABLE_PROPERTIES, TABLES, Ledger
 from ackfold.tracker import Tracker
 
 _TYPES: dict[str, pa.DataType] = {
@@ -50,7 +43,7 @@ _COLUMN = re.compile(r"^(\w+)\s+(\S+)(\s+NOT NULL)?$")
 
 
 def arrow_schema(table: str) -> pa.Schema:
-    """The arrow schema of ledger table `table`, from its DDL in `ackfold.tables`."""
+    """The arrow schema of ledger table `table`, from its DDL in `ackfold.ledger.tables`."""
     ddl = TABLES[table][0]
     columns = []
     for item in ddl.strip().split(","):

@@ -16,9 +16,9 @@ from typing import Any
 from ackfold import __version__
 from ackfold.config import ConfigError, Settings, load_settings
 from ackfold.jvm import BUNDLES, JarsError
+from ackfold.ledger.status import ALL as STATUSES
 from ackfold.sources import SourceError
 from ackfold.spark import SparkMasterUnreachable
-from ackfold.status import ALL as STATUSES
 
 EXIT_USAGE = 2
 
@@ -176,7 +176,7 @@ def _ledger_error(exc: Exception) -> int:
 
 
 def _roots(settings: Settings, args: argparse.Namespace) -> int:
-    from ackfold import ledger_reader as lr
+    from ackfold.ledger import reader as lr
 
     try:
         query = lr.RootQuery.parse(
@@ -211,7 +211,7 @@ def _roots(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def _show(settings: Settings, args: argparse.Namespace) -> int:
-    from ackfold import ledger_reader as lr
+    from ackfold.ledger import reader as lr
 
     try:
         root_id = lr.parse_root_id(args.root_id)
@@ -230,7 +230,7 @@ def _show(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def _reconcile(settings: Settings, args: argparse.Namespace) -> int:
-    from ackfold import ledger_reader as lr
+    from ackfold.ledger import reader as lr
     from ackfold.reconcile import check_app_name
 
     try:
@@ -265,7 +265,7 @@ def _reconcile(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def _quality(settings: Settings, args: argparse.Namespace) -> int:
-    from ackfold import ledger_reader as lr
+    from ackfold.ledger import reader as lr
     from ackfold.reconcile import check_app_name
 
     try:
@@ -293,7 +293,7 @@ def _quality(settings: Settings, args: argparse.Namespace) -> int:
 def _check_app(settings: Settings, reader: Any, app: str | None) -> None:
     """Raise `LedgerError` for an app neither configured nor seen in the ledger, and
     `NoLedger` when there is no ledger yet: both without starting a JVM."""
-    from ackfold import ledger_reader as lr
+    from ackfold.ledger import reader as lr
 
     if app and app not in settings.apps and not reader.app_has_events(app):
         known = ", ".join(sorted(settings.apps)) or "none configured"
@@ -303,7 +303,7 @@ def _check_app(settings: Settings, reader: Any, app: str | None) -> None:
 
 
 def _replay_request(args: argparse.Namespace) -> Any:
-    from ackfold import ledger_reader as lr
+    from ackfold.ledger import reader as lr
     from ackfold.reconcile import check_app_name
     from ackfold.replay import DEFAULT_STATUSES, ReplayRequest
 
@@ -339,7 +339,7 @@ def _positive_number(text: str, option: str) -> float:
 
 
 def _replay(settings: Settings, args: argparse.Namespace) -> int:
-    from ackfold import ledger_reader as lr
+    from ackfold.ledger import reader as lr
 
     request = _replay_request(args)
     if args.auto and (args.root or args.status or args.since or args.until):
@@ -354,7 +354,7 @@ def _replay(settings: Settings, args: argparse.Namespace) -> int:
         listed = ", ".join(lr.hex64(r) for r in missing)
         return _ledger_error(Exception(f"unknown root id(s), not in root_state: {listed}"))
 
-    from ackfold.ledger_lock import ledger_lock
+    from ackfold.ledger.lock import ledger_lock
     from ackfold.progress import Progress
     from ackfold.replay import Replayer, UnknownRoots, unsent_error
     from ackfold.spark import get_spark
@@ -395,7 +395,7 @@ def _replay(settings: Settings, args: argparse.Namespace) -> int:
 
 def format_plan(plan: Any) -> list[str]:
     """One line per planned send, then the skipped roots by reason."""
-    from ackfold.ledger_reader import hex64, one_line
+    from ackfold.ledger.reader import hex64, one_line
 
     verb = "would send" if plan.request.dry_run else "sending"
     lines = []

@@ -105,7 +105,7 @@ def root_state_asset(settings: Settings | None = None) -> Asset:
     local warehouse; Airflow keeps other schemes, such as `s3a://`, as they are)."""
     from airflow.sdk import Asset
 
-    from ackfold.tables import ROOT_STATE, Ledger
+    from ackfold.ledger.tables import ROOT_STATE, Ledger
 
     settings = settings or load_settings()
     path = Ledger(settings.table_root).path(ROOT_STATE)
@@ -226,8 +226,8 @@ def run_manual_replay(
     execute, and return the summary (with the first `SHOWN_SENDS` sends listed)."""
     from airflow.sdk.exceptions import AirflowFailException
 
-    from ackfold.ledger_lock import ledger_lock
-    from ackfold.ledger_reader import hex64
+    from ackfold.ledger.lock import ledger_lock
+    from ackfold.ledger.reader import hex64
     from ackfold.replay import Replayer, UnknownRoots, unsent_error
     from ackfold.replay_params import parse_replay_conf
     from ackfold.spark import get_spark
@@ -278,7 +278,7 @@ def quality_verdict(airflow_run_id: str, settings: Settings | None = None) -> di
     value."""
     from airflow.sdk.exceptions import AirflowFailException
 
-    from ackfold.ledger_reader import LedgerReader
+    from ackfold.ledger.reader import LedgerReader
     from ackfold.quality import QualityReport
     from ackfold.quality.run import quality_run_id
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from ackfold import status
+from ackfold.ledger import status
 from ackfold.tracker import FAIL, INIT, KINDS
 
 _I64_MIN = -(1 << 63)

@@ -32,8 +32,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ackfold.config import Settings
+from ackfold.ledger.tables import ACK_EVENTS, ROOTS, Ledger
 from ackfold.sources import PullSource, Received, SourceError
-from ackfold.tables import ACK_EVENTS, ROOTS, Ledger
 from ackfold.tracking import StageTracker
 
 if TYPE_CHECKING:

@@ -30,9 +30,9 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from ackfold.config import Settings
+from ackfold.ledger.tables import ACK_EVENTS, ROOTS, Ledger
 from ackfold.sources import ATTEMPT, ORIGIN_ROOT_ID
 from ackfold.sources.kafka import KafkaTopic, check_topics
-from ackfold.tables import ACK_EVENTS, ROOTS, Ledger
 from ackfold.tracking import StageTracker
 
 if TYPE_CHECKING:

@@ -23,10 +23,10 @@ from collections.abc import Callable
 from datetime import UTC, date, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from ackfold import status
 from ackfold.config import AppPolicy, Settings
-from ackfold.ledger_lock import ledger_lock
-from ackfold.tables import ACK_EVENTS, ROOT_STATE, ROOTS, UNMATCHED_EVENTS, Ledger
+from ackfold.ledger import status
+from ackfold.ledger.lock import ledger_lock
+from ackfold.ledger.tables import ACK_EVENTS, ROOT_STATE, ROOTS, UNMATCHED_EVENTS, Ledger
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -479,7 +479,7 @@ def reconcile(
 ) -> dict[str, Any]:
     """Fold the events new since the last run into root_state and return a summary.
 
-    Holds the ledger lock (`ackfold.ledger_lock`): a replay's or another reconcile's MERGE
+    Holds the ledger lock (`ackfold.ledger.lock`): a replay's or another reconcile's MERGE
     into root_state would make one of the two fail on Delta's conflict check."""
     holder = f"reconcile --app {app}" if app else "reconcile"
     with ledger_lock(settings.var_dir, holder, say=log.info):

@@ -39,12 +39,12 @@ from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, date, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Final
 
-from ackfold import ids, status
 from ackfold.config import AppPolicy, Settings
-from ackfold.ledger_lock import ledger_lock
-from ackfold.ledger_reader import hex64
+from ackfold.ledger import ids, status
+from ackfold.ledger.lock import ledger_lock
+from ackfold.ledger.reader import hex64
+from ackfold.ledger.tables import DEAD_LETTERS, REPLAY_LOG, ROOT_STATE, ROOTS, Ledger, spark_schema
 from ackfold.sources import EXPIRED, Outbound, Sent, SourceQueue, dead_letter_attributes
-from ackfold.tables import DEAD_LETTERS, REPLAY_LOG, ROOT_STATE, ROOTS, Ledger, spark_schema
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

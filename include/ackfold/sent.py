@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from ackfold.tables import SENT_MESSAGES, Ledger, spark_schema
+from ackfold.ledger.tables import SENT_MESSAGES, Ledger, spark_schema
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -34,8 +34,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from ackfold import ids
-from ackfold.tables import ACK_EVENTS_COLUMNS, ROOTS_COLUMNS
+from ackfold.ledger import ids
+from ackfold.ledger.tables import ACK_EVENTS_COLUMNS, ROOTS_COLUMNS
 
 # The v1 contract's columns, in the tables' order.
 EVENT_COLUMNS: Final = ACK_EVENTS_COLUMNS

@@ -54,7 +54,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from ackfold import tracking_ids as sql_ids
-from ackfold.tables import ACK_EVENTS, ROOTS, Ledger
+from ackfold.ledger.tables import ACK_EVENTS, ROOTS, Ledger
 from ackfold.tracker import (
     ACK,
     EVENT_COLUMNS,

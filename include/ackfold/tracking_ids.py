@@ -1,4 +1,4 @@
-"""The ids of ``ackfold.ids`` as Spark SQL columns: the same formulas, computed in the JVM.
+"""The ids of ``ackfold.ledger.ids`` as Spark SQL columns: the same formulas, computed in the JVM.
 
 Each function here returns a ``Column`` equal, row by row, to its namesake in ``ids.py``:
 ``xxhash64(concat_ws('\\x1f', ...))`` with 0 mapped to 1 for the 64-bit ids, and
@@ -8,7 +8,8 @@ is a literal value, never a column name.
 
 Example:
     >>> from pyspark.sql import functions as F
-    >>> from ackfold import ids, tracking_ids
+    >>> from ackfold import tracking_ids
+    >>> from ackfold.ledger import ids
     >>> row = spark.range(1).select(
     ...     tracking_ids.edge_id(F.lit(3), F.lit(5), F.lit(0), F.lit("")).alias("e")
     ... ).first()
@@ -23,7 +24,7 @@ from functools import reduce
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
-from ackfold import ids
+from ackfold.ledger import ids
 
 Part = Column | str | int
 
@@ -41,7 +42,7 @@ def hash64(*parts: Part) -> Column:
     """``ids.hash64`` in SQL: ``xxhash64(concat_ws('\\x1f', parts...))``, 0 mapped to 1.
 
     Example:
-        >>> from ackfold import ids
+        >>> from ackfold.ledger import ids
         >>> spark.range(1).select(hash64("root", "app", 7).alias("h")).first().h == (
         ...     ids.hash64("root", "app", 7))
         True
@@ -64,7 +65,7 @@ def root_id(app: str, source_key: Column, attempt: Column, origin_root_id: Colum
 
     Example:
         >>> from pyspark.sql import functions as F
-        >>> from ackfold import ids
+        >>> from ackfold.ledger import ids
         >>> r = spark.range(1).select(root_id(
         ...     "orders", F.lit("sqs:in:m-1"), F.lit(1), F.lit(None).cast("bigint")
         ... ).alias("r")).first().r
@@ -113,7 +114,7 @@ def tuple_id(stage: str, position: Column, anchor_ids: Column) -> Column:
 
     Example:
         >>> from pyspark.sql import functions as F
-        >>> from ackfold import ids
+        >>> from ackfold.ledger import ids
         >>> spark.range(1).select(tuple_id(
         ...     "parse", F.lit(0), F.array(F.lit(11), F.lit(12)).cast("array<bigint>")
         ... ).alias("t")).first().t == ids.tuple_id("parse", 0, [11, 12])

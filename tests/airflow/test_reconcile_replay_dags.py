@@ -14,7 +14,7 @@ import pytest
 from ackfold.config import FaultSettings, Settings, load_settings
 from ackfold.demo.feed import Feed
 from ackfold.demo.wordcount import WordCount
-from ackfold.tables import REPLAY_LOG, ROOT_STATE
+from ackfold.ledger.tables import REPLAY_LOG, ROOT_STATE
 from tests.airflow.conftest import SETTINGS
 from tests.conftest import JARS_DIR, PROJECT_DIR
 from tests.sqs.conftest import sqs_server  # noqa: F401 (a fixture)

@@ -12,7 +12,7 @@ import random
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from ackfold.tables import ACK_EVENTS, ROOTS
+from ackfold.ledger.tables import ACK_EVENTS, ROOTS
 from ackfold.tracker import Tracker
 from tests.ledger_fixtures import Clock, write_rows
 

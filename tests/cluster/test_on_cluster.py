@@ -23,7 +23,7 @@ from deltalake import DeltaTable
 from ackfold.cluster import LocalCluster
 from ackfold.demo.delivery import OUTCOME
 from ackfold.elasticmq import ElasticMQ
-from ackfold.tables import DEAD_LETTERS, ROOT_STATE, UNMATCHED_EVENTS, Ledger
+from ackfold.ledger.tables import DEAD_LETTERS, ROOT_STATE, UNMATCHED_EVENTS, Ledger
 from tests.cluster.conftest import (
     Submitted,
     completed_apps,

@@ -18,19 +18,19 @@ import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from ackfold import status
 from ackfold.config import FaultSettings, load_settings
 from ackfold.demo import faults as faults_module
 from ackfold.demo.delivery import DeliveryReport, assess
 from ackfold.demo.feed import Feed
 from ackfold.demo.run import Demo
 from ackfold.demo.wordcount import WordCount, with_demo_policy
+from ackfold.ledger import status
+from ackfold.ledger.tables import DEAD_LETTERS, REPLAY_LOG
 from ackfold.quality import run_quality
 from ackfold.reconcile import reconcile
 from ackfold.replay import Replayer, ReplayRequest
 from ackfold.sources import DEAD_REASON
 from ackfold.sqs_client import sqs_client
-from ackfold.tables import DEAD_LETTERS, REPLAY_LOG
 from tests.conftest import JARS_DIR
 from tests.sqs.topology import drain
 

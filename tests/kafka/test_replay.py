@@ -16,16 +16,16 @@ import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from ackfold import ids, status
 from ackfold.config import FaultSettings, Settings
 from ackfold.demo.wordcount import WordCount, with_demo_policy
 from ackfold.kafka_broker import KafkaBroker
+from ackfold.ledger import ids, status
+from ackfold.ledger.tables import DEAD_LETTERS, REPLAY_LOG, ROOT_STATE, ROOTS
 from ackfold.ports import free_port
 from ackfold.quality import run_quality
 from ackfold.reconcile import reconcile
 from ackfold.replay import Replayer, ReplayRequest
 from ackfold.sources import ATTEMPT, DEAD_REASON, EXPIRED, ORIGIN_ROOT_ID, SourceError
-from ackfold.tables import DEAD_LETTERS, REPLAY_LOG, ROOT_STATE, ROOTS
 from tests.kafka.conftest import consume_all, delete_before, produce, settings_for
 
 Records = list[tuple[bytes | None, bytes | None, list[tuple[str, bytes]]]]

@@ -7,7 +7,7 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from ackfold.tables import ACK_EVENTS, ACK_EVENTS_DDL, ROOT_STATE, ROOTS, ROOTS_DDL, Ledger
+from ackfold.ledger.tables import ACK_EVENTS, ACK_EVENTS_DDL, ROOT_STATE, ROOTS, ROOTS_DDL, Ledger
 
 
 def append(

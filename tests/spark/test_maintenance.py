@@ -9,10 +9,10 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 from ackfold.config import load_settings
-from ackfold.maintenance import maintain
+from ackfold.ledger.maintenance import maintain
+from ackfold.ledger.tables import ACK_EVENTS, ROOTS, SENT_MESSAGES, TABLES, Ledger
 from ackfold.reconcile import reconcile
 from ackfold.sent import record_sent
-from ackfold.tables import ACK_EVENTS, ROOTS, SENT_MESSAGES, TABLES, Ledger
 from ackfold.tracker import Tracker
 from tests.conftest import JARS_DIR
 from tests.spark.ledger_io import append, state

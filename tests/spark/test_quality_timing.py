@@ -11,13 +11,13 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from ackfold import ids
 from ackfold.config import load_settings
-from ackfold.ledger_reader import hex64
+from ackfold.ledger import ids
+from ackfold.ledger.reader import hex64
+from ackfold.ledger.tables import ACK_EVENTS, ROOTS, Ledger
 from ackfold.quality import run_quality
 from ackfold.quality.batches import AWAITING_REPLAY, IN_PROGRESS
 from ackfold.reconcile import reconcile
-from ackfold.tables import ACK_EVENTS, ROOTS, Ledger
 from ackfold.tracker import Tracker
 from tests.conftest import JARS_DIR
 from tests.spark.ledger_io import append

@@ -15,8 +15,8 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from ackfold.config import load_settings
+from ackfold.ledger.tables import ACK_EVENTS, ROOT_STATE, ROOTS, Ledger
 from ackfold.reconcile import reconcile
-from ackfold.tables import ACK_EVENTS, ROOT_STATE, ROOTS, Ledger
 from tests.conftest import JARS_DIR, PROJECT_DIR
 from tests.spark.ledger_io import state
 

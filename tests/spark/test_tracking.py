@@ -23,9 +23,10 @@ import pytest
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from ackfold import ids, status, tracking, tracking_ids
+from ackfold import tracking, tracking_ids
 from ackfold.fold import classify, fold
-from ackfold.tables import ACK_EVENTS, ROOTS, Ledger
+from ackfold.ledger import ids, status
+from ackfold.ledger.tables import ACK_EVENTS, ROOTS, Ledger
 from ackfold.tracker import Tracker, Tuple
 from ackfold.tracking import StageTracker, as_tuple
 

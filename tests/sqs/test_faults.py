@@ -18,14 +18,14 @@ from typing import Any
 import pytest
 from pyspark.sql import SparkSession
 
-from ackfold import status
 from ackfold.config import Settings, load_settings
 from ackfold.demo.feed import send_bodies
 from ackfold.elasticmq import ElasticMQ
+from ackfold.ledger import status
+from ackfold.ledger.tables import REPLAY_LOG
 from ackfold.replay import Replayer, ReplayRequest
 from ackfold.sources import ATTEMPT
 from ackfold.sqs_client import sqs_client
-from ackfold.tables import REPLAY_LOG
 from tests.conftest import JARS_DIR, PROJECT_DIR
 from tests.sqs.conftest import free_port
 from tests.sqs.topology import APP, NumbersApp, body, create_queue, drain

@@ -20,15 +20,16 @@ from typing import Any
 import pytest
 from pyspark.sql import SparkSession
 
-from ackfold import cli, ids, status
+from ackfold import cli
 from ackfold.config import Settings, load_settings
 from ackfold.demo.feed import send_bodies
-from ackfold.ledger_reader import LedgerReader, hex64
+from ackfold.ledger import ids, status
+from ackfold.ledger.reader import LedgerReader, hex64
+from ackfold.ledger.tables import ACK_EVENTS, QUALITY_RESULTS, ROOT_STATE, ROOTS, Ledger
 from ackfold.quality import QualityReport, run_quality
 from ackfold.quality.run import quality_run_id
 from ackfold.sent import record_sent
 from ackfold.sqs_client import sqs_client
-from ackfold.tables import ACK_EVENTS, QUALITY_RESULTS, ROOT_STATE, ROOTS, Ledger
 from tests.conftest import JARS_DIR
 from tests.sqs.topology import APP, NumbersApp, body, create_queue
 

@@ -14,12 +14,13 @@ from typing import Any
 import pytest
 from pyspark.sql import SparkSession
 
-from ackfold import cli, status
+from ackfold import cli
 from ackfold.config import load_settings
 from ackfold.demo.feed import send_bodies
-from ackfold.ledger_reader import hex64
+from ackfold.ledger import status
+from ackfold.ledger.reader import hex64
+from ackfold.ledger.tables import REPLAY_LOG
 from ackfold.sqs_client import sqs_client
-from ackfold.tables import REPLAY_LOG
 from tests.conftest import JARS_DIR
 from tests.sqs.topology import APP, NumbersApp, body, create_queue, drain
 from tests.unit.test_cli_read import Run

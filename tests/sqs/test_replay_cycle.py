@@ -10,13 +10,13 @@ from typing import Any
 import pytest
 from pyspark.sql import SparkSession
 
-from ackfold import status
 from ackfold.config import Settings, load_settings
 from ackfold.demo.feed import send_bodies
+from ackfold.ledger import status
+from ackfold.ledger.tables import DEAD_LETTERS, REPLAY_LOG
 from ackfold.replay import DEAD_LETTER, REPLAY, Replayer, ReplayRequest
 from ackfold.sources import ATTEMPT, DEAD_LAST_STAGE, DEAD_REASON, DEAD_ROOT_ID, ORIGIN_ROOT_ID
 from ackfold.sqs_client import sqs_client
-from ackfold.tables import DEAD_LETTERS, REPLAY_LOG
 from tests.conftest import JARS_DIR
 from tests.sqs.topology import NumbersApp, body, create_queue, drain
 

@@ -18,10 +18,10 @@ from pyspark.sql import functions as F
 
 from ackfold.config import Settings
 from ackfold.ingest import Ingester
+from ackfold.ledger.tables import ROOT_STATE, ROOTS, Ledger
 from ackfold.reconcile import reconcile
 from ackfold.replay import Replayer, ReplayRequest, ReplaySummary
 from ackfold.sources.sqs import SqsQueue
-from ackfold.tables import ROOT_STATE, ROOTS, Ledger
 from ackfold.tracking import StageTracker
 
 APP = "numbers"

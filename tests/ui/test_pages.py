@@ -8,8 +8,8 @@ from pathlib import Path
 
 from fastapi.testclient import TestClient
 
-from ackfold import status
-from ackfold.ledger_reader import iso
+from ackfold.ledger import status
+from ackfold.ledger.reader import iso
 from ackfold.ui.queries import UNHEALTHY
 from tests.ledger_fixtures import DAY2, DAY3, Sample, bulk_ledger
 from tests.ui.conftest import FakeAirflow, make_client, ui_settings

@@ -8,8 +8,8 @@ from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 
+from ackfold.ledger.tables import QUALITY_RESULTS, QUALITY_RESULTS_DDL, column_names
 from ackfold.quality import CheckResult, QualityReport
-from ackfold.tables import QUALITY_RESULTS, QUALITY_RESULTS_DDL, column_names
 from tests.ledger_fixtures import write_rows
 from tests.ui.conftest import FakeAirflow, make_client, ui_settings
 

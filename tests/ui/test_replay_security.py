@@ -12,7 +12,7 @@ from fastapi import FastAPI
 from fastapi.routing import APIRoute
 from fastapi.testclient import TestClient
 
-from ackfold import status
+from ackfold.ledger import status
 from ackfold.replay_params import parse_replay_conf
 from ackfold.ui import app as ui_app
 from ackfold.ui.redact import MASK, Redactor

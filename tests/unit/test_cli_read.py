@@ -25,8 +25,9 @@ from typing import Any
 import pytest
 
 from ackfold import cli as cli_module
-from ackfold import ledger_reader, status
-from ackfold.ledger_reader import (
+from ackfold.ledger import reader as ledger_reader
+from ackfold.ledger import status
+from ackfold.ledger.reader import (
     PAYLOAD_PREVIEW,
     LedgerReader,
     NoLedger,
@@ -42,7 +43,7 @@ from ackfold.ledger_reader import (
     parse_statuses,
     parse_time,
 )
-from ackfold.tables import ACK_EVENTS, ROOT_STATE, ROOTS, TABLES
+from ackfold.ledger.tables import ACK_EVENTS, ROOT_STATE, ROOTS, TABLES
 from tests.ledger_fixtures import (
     Sample,
     arrow_schema,

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from ackfold import fold as fold_module
-from ackfold import status
 from ackfold.fold import RootFold, classify, fold
+from ackfold.ledger import status
 
 T0 = datetime(2024, 1, 1, 12, 0, tzinfo=UTC)
 TIMEOUT = timedelta(minutes=10)

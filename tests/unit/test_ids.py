@@ -8,7 +8,7 @@ import hashlib
 import pytest
 import xxhash
 
-from ackfold import ids
+from ackfold.ledger import ids
 
 
 def _signed_xxh64(text: str) -> int:

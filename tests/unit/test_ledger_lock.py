@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from ackfold.ledger_lock import LedgerBusy, ledger_lock, lock_path
+from ackfold.ledger.lock import LedgerBusy, ledger_lock, lock_path
 
 _HOLD = """
 import sys, time
 from pathlib import Path
-from ackfold.ledger_lock import ledger_lock
+from ackfold.ledger.lock import ledger_lock
 with ledger_lock(Path(sys.argv[1]), "reconcile run 7"):
     print("held", flush=True)
     time.sleep(60)

@@ -20,8 +20,8 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ackfold import ids, status
 from ackfold.fold import RootFold, classify, fold
+from ackfold.ledger import ids, status
 from ackfold.tracker import Tracker, Tuple
 
 APP = "prop"

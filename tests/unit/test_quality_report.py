@@ -7,9 +7,9 @@ from datetime import datetime, timedelta
 import pytest
 
 from ackfold.config import ConfigError, load_settings
+from ackfold.ledger.tables import QUALITY_RESULTS_DDL, column_names
 from ackfold.quality import CheckResult, QualityReport, QualityViolation, check
 from ackfold.quality.run import RUN_ID, quality_run_id
-from ackfold.tables import QUALITY_RESULTS_DDL, column_names
 
 
 def test_thresholds_come_from_the_app_then_the_defaults() -> None:

@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 
-from ackfold import ids, tracker
+from ackfold import tracker
 from ackfold.fold import fold
+from ackfold.ledger import ids
 from ackfold.tracker import Tracker, TrackingError, Tuple
 
 T0 = datetime(2024, 1, 1, 12, 0, tzinfo=UTC)

@@ -14,9 +14,9 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ackfold import status
 from ackfold.demo.feed import Feed
-from ackfold.tables import ROOT_STATE, ROOTS, Ledger
+from ackfold.ledger import status
+from ackfold.ledger.tables import ROOT_STATE, ROOTS, Ledger
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

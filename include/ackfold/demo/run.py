@@ -21,7 +21,7 @@ from ackfold.config import FaultSettings, Settings
 from ackfold.demo.delivery import DeliveryReport, assess
 from ackfold.demo.feed import Feed
 from ackfold.demo.wordcount import APP, STAGES, WordCount, demo_topics, with_demo_policy
-from ackfold.ledger_lock import ledger_lock
+from ackfold.ledger.lock import ledger_lock
 from ackfold.progress import Progress
 from ackfold.reconcile import reconcile
 from ackfold.replay import Replayer, ReplayRequest, ReplaySummary

@@ -33,10 +33,10 @@ from ackfold.demo.faults import InjectedKill, Killer, be_slow, hit
 from ackfold.demo.feed import NOT_WORD_PATTERN
 from ackfold.ingest import Ingester
 from ackfold.kafka_spout import KafkaSpout, restart_gets_past
+from ackfold.ledger.tables import ROOTS, Ledger
 from ackfold.sources import SourceQueue
 from ackfold.sources.kafka import KafkaTopic
 from ackfold.sources.sqs import SqsQueue
-from ackfold.tables import ROOTS, Ledger
 from ackfold.tracking import StageTracker
 
 if TYPE_CHECKING:

@@ -24,12 +24,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Final
 
-from ackfold import status
 from ackfold.config import AppPolicy, Settings
-from ackfold.reconcile import policy_column
-from ackfold.replay import AUTOMATIC, REPLAY, SENT
-from ackfold.sources import EXPIRED
-from ackfold.tables import (
+from ackfold.ledger import status
+from ackfold.ledger.tables import (
     ACK_EVENTS,
     DEAD_LETTERS,
     REPLAY_LOG,
@@ -38,6 +35,9 @@ from ackfold.tables import (
     SENT_MESSAGES,
     Ledger,
 )
+from ackfold.reconcile import policy_column
+from ackfold.replay import AUTOMATIC, REPLAY, SENT
+from ackfold.sources import EXPIRED
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession

@@ -15,10 +15,10 @@ import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
-from ackfold import status
 from ackfold.config import AppPolicy
+from ackfold.ledger import status
+from ackfold.ledger.tables import ACK_EVENTS_DDL, ROOT_STATE_DDL, ROOTS_DDL, column_specs
 from ackfold.quality.batches import SETTLED_OUTCOMES, VALID_CHAIN
-from ackfold.tables import ACK_EVENTS_DDL, ROOT_STATE_DDL, ROOTS_DDL, column_specs
 
 # Before GX is imported anywhere: no usage statistics leave the machine.
 os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")

@@ -14,11 +14,11 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from ackfold.config import Settings
+from ackfold.ledger.tables import QUALITY_RESULTS, Ledger, spark_schema
 from ackfold.quality.batches import LedgerFrames, Window
 from ackfold.quality.expectations import Suite, delivery_suites, ledger_suites
 from ackfold.quality.report import CheckResult, QualityReport
 from ackfold.quality.validator import Validator
-from ackfold.tables import QUALITY_RESULTS, Ledger, spark_schema
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

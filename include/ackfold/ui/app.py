@@ -45,9 +45,9 @@ from fastapi.responses import (
 from jinja2 import Environment, PackageLoader, select_autoescape
 from starlette.datastructures import FormData
 
-from ackfold import status
 from ackfold.config import Settings
-from ackfold.ledger_reader import (
+from ackfold.ledger import status
+from ackfold.ledger.reader import (
     Journey,
     LedgerError,
     NoLedger,

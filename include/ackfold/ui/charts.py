@@ -12,8 +12,8 @@ from datetime import datetime
 
 from markupsafe import Markup, escape
 
-from ackfold import status
-from ackfold.ledger_reader import Journey, iso
+from ackfold.ledger import status
+from ackfold.ledger.reader import Journey, iso
 from ackfold.ui.queries import Bucket
 
 WIDTH = 720

@@ -20,8 +20,8 @@ from dataclasses import dataclass, field, fields, replace
 from datetime import datetime, timedelta
 from typing import Any, Final
 
-from ackfold import status
-from ackfold.ledger_reader import (
+from ackfold.ledger import status
+from ackfold.ledger.reader import (
     STATE_COLUMNS,
     LedgerReader,
     NoLedger,
@@ -37,7 +37,7 @@ from ackfold.ledger_reader import (
     parse_statuses,
     parse_time,
 )
-from ackfold.tables import DEAD_LETTERS, ROOT_STATE
+from ackfold.ledger.tables import DEAD_LETTERS, ROOT_STATE
 
 # What the roots table shows unless asked otherwise: the roots that need someone.
 UNHEALTHY: Final = (status.FAILED, status.TIMED_OUT, status.REPLAYED, status.DEAD_LETTERED)
@@ -398,7 +398,7 @@ class UiReader(LedgerReader):
 
     def quality_history(self, limit: int = 20) -> list[dict[str, Any]]:
         """The newest quality runs: id, time, checks and failures; none before the first."""
-        from ackfold.tables import QUALITY_RESULTS
+        from ackfold.ledger.tables import QUALITY_RESULTS
 
         return self._query(
             QUALITY_RESULTS,

@@ -22,7 +22,7 @@ Inputs are checked before any table is opened: `QueryError` means the user asked
 something malformed (exit 2), `LedgerError` that the ledger cannot answer (exit 1).
 
 Example:
-    >>> from ackfold.ledger_reader import RootQuery, parse_root_id
+    >>> from ackfold.ledger.reader import RootQuery, parse_root_id
     >>> RootQuery.parse(statuses=["failed,timed_out"], since="2026-11-22T10:00:00+01:00")
     ... # doctest: +NORMALIZE_WHITESPACE
     RootQuery(statuses=('failed', 'timed_out'), app=None,
@@ -41,8 +41,15 @@ from dataclasses import dataclass, fields
 from datetime import UTC, date, datetime, timedelta
 from typing import Any, Final
 
-from ackfold import status
-from ackfold.tables import ACK_EVENTS, QUALITY_RESULTS_DDL, ROOT_STATE, ROOTS, Ledger, column_specs
+from ackfold.ledger import status
+from ackfold.ledger.tables import (
+    ACK_EVENTS,
+    QUALITY_RESULTS_DDL,
+    ROOT_STATE,
+    ROOTS,
+    Ledger,
+    column_specs,
+)
 
 DEFAULT_LIMIT: Final = 50
 PAYLOAD_PREVIEW: Final = 200
@@ -95,7 +102,7 @@ def parse_time(text: str, option: str = "--since") -> datetime:
         >>> parse_time("yesterday")  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        ackfold.ledger_reader.QueryError: --since 'yesterday' is not an ISO-8601 time, e.g. ...
+        ackfold.ledger.reader.QueryError: --since 'yesterday' is not an ISO-8601 time, e.g. ...
     """
     try:
         parsed = datetime.fromisoformat(text.strip())
@@ -571,7 +578,7 @@ class LedgerReader:
     def quality_run(self, run_id: str | None = None) -> list[dict[str, Any]]:
         """The `quality_results` rows of run `run_id`, or of the latest run; none if there
         is no such run (or no quality run yet)."""
-        from ackfold.tables import QUALITY_RESULTS
+        from ackfold.ledger.tables import QUALITY_RESULTS
 
         if run_id is None:
             latest = self._query(QUALITY_RESULTS, ["run_id"], order="run_at DESC", limit=1)

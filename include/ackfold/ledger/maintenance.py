@@ -28,7 +28,7 @@ Safe with the rest of ackfold running:
 - Apps' appends do not conflict with the MERGE (Delta's WriteSerializable isolation).
 
 Example:
-    >>> from ackfold.maintenance import maintain
+    >>> from ackfold.ledger.maintenance import maintain
     >>> maintain(spark, settings)["events_deleted"]        # doctest: +SKIP
     120440
 """
@@ -40,10 +40,10 @@ import time
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final
 
-from ackfold import status
 from ackfold.config import Settings
-from ackfold.ledger_lock import ledger_lock
-from ackfold.tables import (
+from ackfold.ledger import status
+from ackfold.ledger.lock import ledger_lock
+from ackfold.ledger.tables import (
     ACK_EVENTS,
     QUALITY_RESULTS,
     REPLAY_LOG,

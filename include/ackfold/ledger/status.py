@@ -4,7 +4,7 @@
 a root that completes after it was replayed or dead-lettered is ``completed_late``.
 
 Example:
-    >>> from ackfold import status
+    >>> from ackfold.ledger import status
     >>> status.COMPLETED in status.SETTLED, status.TIMED_OUT in status.SETTLED
     (True, False)
 """

@@ -11,7 +11,7 @@ is mapped to 1, because an id of 0 would vanish from an XOR; the SQL side does t
 See ``docs/decisions/ids-and-edges.md`` for why tuples are tracked by edges.
 
 Example:
-    >>> from ackfold import ids
+    >>> from ackfold.ledger import ids
     >>> r = ids.root_id("orders", "sqs:orders-in:m-1")
     >>> r == ids.hash64("root", "orders", "sqs:orders-in:m-1")
     True

@@ -12,7 +12,7 @@ Layout, for the real access pattern:
   the partitions within `reconcile.lookback` of now, never older history (invariant 9).
 
 Example:
-    >>> from ackfold.tables import Ledger
+    >>> from ackfold.ledger.tables import Ledger
     >>> ledger = Ledger("/tmp/warehouse")
     >>> ledger.path("ack_events")
     '/tmp/warehouse/ack_events'

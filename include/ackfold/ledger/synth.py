@@ -8,7 +8,7 @@ fraction lose one ack (they time out), and a fraction of events are late: stampe
 appended after the others.
 
 Example:
-    >>> from ackfold.synth import Synthetic
+    >>> from ackfold.ledger.synth import Synthetic
     >>> Synthetic(roots=1000, fanout=2, depth=2).events_per_root
     8
 """
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
-from ackfold.tables import ACK_EVENTS, ROOTS, Ledger
+from ackfold.ledger.tables import ACK_EVENTS, ROOTS, Ledger
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

@@ -1,0 +1,8 @@
+"""The ledger: the Delta tables every part of ackfold reads and writes, and their rules.
+
+- `tables`: names, explicit schemas, layout, idempotent creation (`Ledger`);
+- `ids`: derived ids of roots, tuples, edges and events; `status`: a root's statuses;
+- `reader`: the ledger read without a JVM (delta-rs), for the CLI and the UI;
+- `lock`: one writer of `root_state` at a time; `maintenance`: retention, OPTIMIZE, VACUUM;
+- `synth`: synthetic ledgers, for benchmarks and scale tests.
+"""
