@@ -27,7 +27,7 @@ from ackfold.fold import RootFold, fold
 from ackfold.ledger import ids, status
 from ackfold.ledger.ids import event_hash
 from ackfold.ledger.tables import ACK_EVENTS, ROOT_STATE, ROOTS, TABLE_PROPERTIES, TABLES, Ledger
-from ackfold.tracker import Tracker
+from ackfold.track.tracker import Tracker
 
 _TYPES: dict[str, pa.DataType] = {
     "STRING": pa.string(),

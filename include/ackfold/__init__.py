@@ -9,7 +9,7 @@ Example:
     ['init', 'ack']
 """
 
-from ackfold.tracker import Tracker, TrackingError, Tuple
+from ackfold.track.tracker import Tracker, TrackingError, Tuple
 
 __version__ = "0.1.0"
 __all__ = ["Tracker", "TrackingError", "Tuple", "__version__"]

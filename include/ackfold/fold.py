@@ -8,7 +8,7 @@ module as the spec.
 Example:
     >>> from datetime import datetime, timedelta, timezone
     >>> from ackfold.fold import classify, fold
-    >>> from ackfold.tracker import Tracker
+    >>> from ackfold.track.tracker import Tracker
     >>> t0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
     >>> tracker = Tracker("orders", clock=lambda: t0)
     >>> order = tracker.spout("m-1")
@@ -29,7 +29,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from ackfold.ledger import status
-from ackfold.tracker import FAIL, INIT, KINDS
+from ackfold.track.tracker import FAIL, INIT, KINDS
 
 _I64_MIN = -(1 << 63)
 _I64_MAX = (1 << 63) - 1

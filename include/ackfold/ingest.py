@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING
 from ackfold.config import Settings
 from ackfold.ledger.tables import ACK_EVENTS, ROOTS, Ledger
 from ackfold.sources import PullSource, Received, SourceError
-from ackfold.tracking import StageTracker
+from ackfold.track.stage import StageTracker
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

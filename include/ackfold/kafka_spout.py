@@ -33,7 +33,7 @@ from ackfold.config import Settings
 from ackfold.ledger.tables import ACK_EVENTS, ROOTS, Ledger
 from ackfold.sources import ATTEMPT, ORIGIN_ROOT_ID
 from ackfold.sources.kafka import KafkaTopic, check_topics
-from ackfold.tracking import StageTracker
+from ackfold.track.stage import StageTracker
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession

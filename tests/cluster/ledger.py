@@ -13,7 +13,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from ackfold.ledger.tables import ACK_EVENTS, ROOTS
-from ackfold.tracker import Tracker
+from ackfold.track.tracker import Tracker
 from tests.ledger_fixtures import Clock, write_rows
 
 DAY1 = datetime(2026, 11, 20, 9, 0, tzinfo=UTC)

@@ -13,7 +13,7 @@ from pyspark.sql import SparkSession
 
 from ackfold.config import load_settings
 from ackfold.ledger.tables import Ledger
-from ackfold.tracker import Tracker
+from ackfold.track.tracker import Tracker
 from tests.conftest import JARS_DIR, PROJECT_DIR
 from tests.spark.ledger_io import append
 

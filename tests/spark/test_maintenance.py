@@ -13,7 +13,7 @@ from ackfold.ledger.maintenance import maintain
 from ackfold.ledger.tables import ACK_EVENTS, ROOTS, SENT_MESSAGES, TABLES, Ledger
 from ackfold.reconcile import reconcile
 from ackfold.sent import record_sent
-from ackfold.tracker import Tracker
+from ackfold.track.tracker import Tracker
 from tests.conftest import JARS_DIR
 from tests.spark.ledger_io import append, state
 

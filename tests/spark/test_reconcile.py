@@ -16,7 +16,7 @@ from ackfold.fold import classify, fold
 from ackfold.ledger import status
 from ackfold.ledger.tables import ROOT_STATE, UNMATCHED_EVENTS, Ledger
 from ackfold.reconcile import reconcile
-from ackfold.tracker import Tracker
+from ackfold.track.tracker import Tracker
 from tests.conftest import JARS_DIR
 from tests.spark.ledger_io import append, state
 

@@ -23,12 +23,12 @@ import pytest
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from ackfold import tracking, tracking_ids
 from ackfold.fold import classify, fold
 from ackfold.ledger import ids, status
 from ackfold.ledger.tables import ACK_EVENTS, ROOTS, Ledger
-from ackfold.tracker import Tracker, Tuple
-from ackfold.tracking import StageTracker, as_tuple
+from ackfold.track import sql_ids, stage
+from ackfold.track.stage import StageTracker, as_tuple
+from ackfold.track.tracker import Tracker, Tuple
 
 APP = "wordcount"
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
@@ -222,33 +222,33 @@ def test_spark_ids_equal_the_python_ids(spark: SparkSession) -> None:
     null = F.lit(None).cast("bigint")
     anchors = F.array(lit(-5), lit(11), lit(12)).cast("array<bigint>")
     cases = {
-        "root": (tracking_ids.root_id("orders", lit("sqs:orders-in:m-1"), lit(1), null), r1),
+        "root": (sql_ids.root_id("orders", lit("sqs:orders-in:m-1"), lit(1), null), r1),
         "root_attempt_1_with_origin": (
-            tracking_ids.root_id("orders", lit("sqs:orders-in:m-1"), lit(1), lit(r1)),
+            sql_ids.root_id("orders", lit("sqs:orders-in:m-1"), lit(1), lit(r1)),
             r1,
         ),
         "root_attempt_3": (
-            tracking_ids.root_id("orders", lit("ignored"), lit(3), lit(r1)),
+            sql_ids.root_id("orders", lit("ignored"), lit(3), lit(r1)),
             ids.root_id("orders", "sqs:orders-in:m-1", attempt=3, origin_root_id=r1),
         ),
-        "spout": (tracking_ids.spout_tuple_id(lit(r1)), ids.spout_tuple_id(r1)),
+        "spout": (sql_ids.spout_tuple_id(lit(r1)), ids.spout_tuple_id(r1)),
         "tuple": (
-            tracking_ids.tuple_id("parse", lit(2), anchors),
+            sql_ids.tuple_id("parse", lit(2), anchors),
             ids.tuple_id("parse", 2, [-5, 11, 12]),
         ),
         "edge": (
-            tracking_ids.edge_id(lit(-77), lit(r1), lit(1), lit("")),
+            sql_ids.edge_id(lit(-77), lit(r1), lit(1), lit("")),
             ids.edge_id(-77, r1, 1, ""),
         ),
         "edge_named": (
-            tracking_ids.edge_id(lit(3), lit(5), lit(0), lit("count")),
+            sql_ids.edge_id(lit(3), lit(5), lit(0), lit("count")),
             ids.edge_id(3, 5, 0, "count"),
         ),
         "event": (
-            tracking_ids.event_id("orders", lit(r1), "ack", "parse", lit(-9)),
+            sql_ids.event_id("orders", lit(r1), "ack", "parse", lit(-9)),
             ids.event_id("orders", r1, "ack", "parse", -9),
         ),
-        "hash_unicode": (tracking_ids.hash64("wörd", 0, -1), ids.hash64("wörd", 0, -1)),
+        "hash_unicode": (sql_ids.hash64("wörd", 0, -1), ids.hash64("wörd", 0, -1)),
     }
     row = spark.range(1).select(*[col.alias(name) for name, (col, _) in cases.items()]).first()
     assert row is not None
@@ -459,6 +459,6 @@ def test_delta_rs_appends_v1_rows_that_spark_reads(spark: SparkSession, tmp_path
 
 
 def test_docstring_examples_run(spark: SparkSession) -> None:
-    for module in (tracking, tracking_ids):
+    for module in (stage, sql_ids):
         result = doctest.testmod(module, extraglobs={"spark": spark}, optionflags=doctest.ELLIPSIS)
         assert result.failed == 0, module.__name__

@@ -22,7 +22,7 @@ from ackfold.ledger.tables import ROOT_STATE, ROOTS, Ledger
 from ackfold.reconcile import reconcile
 from ackfold.replay import Replayer, ReplayRequest, ReplaySummary
 from ackfold.sources.sqs import SqsQueue
-from ackfold.tracking import StageTracker
+from ackfold.track.stage import StageTracker
 
 APP = "numbers"
 STAGE = "parse"

@@ -13,7 +13,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ackfold.fold import classify, fold
-from ackfold.tracker import Tracker
+from ackfold.track.tracker import Tracker
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 from baselines import StormAcker, duckdb_fold

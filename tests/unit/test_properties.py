@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from ackfold.fold import RootFold, classify, fold
 from ackfold.ledger import ids, status
-from ackfold.tracker import Tracker, Tuple
+from ackfold.track.tracker import Tracker, Tuple
 
 APP = "prop"
 T0 = datetime(2024, 1, 1, tzinfo=UTC)

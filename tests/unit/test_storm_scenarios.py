@@ -13,7 +13,7 @@ from typing import Any
 
 from ackfold.fold import RootFold, classify, fold
 from ackfold.ledger import status
-from ackfold.tracker import Tracker, Tuple
+from ackfold.track.tracker import Tracker, Tuple
 
 T0 = datetime(2024, 1, 1, 12, 0, tzinfo=UTC)
 TIMEOUT = timedelta(seconds=10)

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from ackfold import tracker
 from ackfold.fold import fold
 from ackfold.ledger import ids
-from ackfold.tracker import Tracker, TrackingError, Tuple
+from ackfold.track import tracker
+from ackfold.track.tracker import Tracker, TrackingError, Tuple
 
 T0 = datetime(2024, 1, 1, 12, 0, tzinfo=UTC)
 

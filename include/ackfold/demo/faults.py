@@ -22,8 +22,8 @@ import time
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
-from ackfold import tracking_ids
 from ackfold.config import FaultSettings
+from ackfold.track import sql_ids
 
 _SCALE = 1_000_000
 
@@ -37,7 +37,7 @@ def hit(faults: FaultSettings, kind: str, stage: str, *key: Column) -> Column:
     fraction = {"drop": faults.drop, "fail": faults.fail}[kind].get(stage, 0.0)
     if fraction <= 0:
         return F.lit(False)
-    draw = tracking_ids.hash64("fault", faults.seed, kind, stage, *key)
+    draw = sql_ids.hash64("fault", faults.seed, kind, stage, *key)
     return F.pmod(draw, F.lit(_SCALE)) < F.lit(round(fraction * _SCALE))
 
 

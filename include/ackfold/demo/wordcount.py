@@ -37,7 +37,7 @@ from ackfold.ledger.tables import ROOTS, Ledger
 from ackfold.sources import SourceQueue
 from ackfold.sources.kafka import KafkaTopic
 from ackfold.sources.sqs import SqsQueue
-from ackfold.tracking import StageTracker
+from ackfold.track.stage import StageTracker
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

@@ -22,7 +22,7 @@ derived, never drawn). See ``docs/decisions/spark-tracking-api.md``.
 Example (``split``: lines -> words, as a streaming query's ``foreachBatch``; the test
 ``tests/spark/test_tracking.py`` runs this shape end to end):
     >>> from pyspark.sql import functions as F
-    >>> from ackfold.tracking import StageTracker
+    >>> from ackfold.track.stage import StageTracker
     >>> warehouse = "/tmp/ackfold-example"
     >>> spout = StageTracker("wordcount", "spout", ledger=warehouse)
     >>> split = StageTracker("wordcount", "split", ledger=warehouse)
@@ -53,9 +53,9 @@ from typing import Final
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from ackfold import tracking_ids as sql_ids
 from ackfold.ledger.tables import ACK_EVENTS, ROOTS, Ledger
-from ackfold.tracker import (
+from ackfold.track import sql_ids
+from ackfold.track.tracker import (
     ACK,
     EVENT_COLUMNS,
     FAIL,
@@ -95,7 +95,7 @@ def as_tuple(value: object) -> Tuple:
     """The ``tracker.Tuple`` of one collected ``_ackfold`` struct (a ``Row``).
 
     Example:
-        >>> from ackfold.tracker import Tracker
+        >>> from ackfold.track.tracker import Tracker
         >>> rows = StageTracker("orders", "spout").spout(
         ...     spark.createDataFrame([("m-1",)], "id string"), message_id="id", source="sqs"
         ... ).tuples.collect()

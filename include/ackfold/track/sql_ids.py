@@ -8,10 +8,10 @@ is a literal value, never a column name.
 
 Example:
     >>> from pyspark.sql import functions as F
-    >>> from ackfold import tracking_ids
+    >>> from ackfold.track import sql_ids
     >>> from ackfold.ledger import ids
     >>> row = spark.range(1).select(
-    ...     tracking_ids.edge_id(F.lit(3), F.lit(5), F.lit(0), F.lit("")).alias("e")
+    ...     sql_ids.edge_id(F.lit(3), F.lit(5), F.lit(0), F.lit("")).alias("e")
     ... ).first()
     >>> row.e == ids.edge_id(3, 5, 0, "")
     True

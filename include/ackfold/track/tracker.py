@@ -11,7 +11,7 @@ row as that anchor's ack, so a tree never looks complete before it is.
 
 Example:
     >>> from datetime import datetime, timezone
-    >>> from ackfold.tracker import Tracker
+    >>> from ackfold.track.tracker import Tracker
     >>> tracker = Tracker("orders", clock=lambda: datetime(2024, 1, 1, tzinfo=timezone.utc))
     >>> order = tracker.spout("m-1", source="sqs", source_queue="orders-in", payload="{}")
     >>> line = tracker.emit([order], stage="split")
@@ -307,7 +307,7 @@ class Tracker:
             >>> tracker.ack(t, stage="parse")  # doctest: +ELLIPSIS
             Traceback (most recent call last):
             ...
-            ackfold.tracker.TrackingError: stage 'parse' cannot ack ...: already acked by 'parse'
+            ackfold.track.tracker.TrackingError: stage 'parse' cannot ack ...: already acked by ...
         """
         check_name("stage", stage)
         delivery = self._open_delivery(t, stage, "ack")
