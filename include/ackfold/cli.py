@@ -17,7 +17,7 @@ from ackfold import __version__
 from ackfold.config import ConfigError, Settings, load_settings
 from ackfold.jvm import BUNDLES, JarsError
 from ackfold.ledger.status import ALL as STATUSES
-from ackfold.sources import SourceError
+from ackfold.sources.base import SourceError
 from ackfold.spark import SparkMasterUnreachable
 
 EXIT_USAGE = 2

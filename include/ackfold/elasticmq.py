@@ -26,7 +26,7 @@ from ackfold.dags import PROJECT_DIR
 from ackfold.jvm import bundle_jars
 from ackfold.local_server import JvmProcess, JvmServer
 from ackfold.ports import port_free
-from ackfold.sqs_client import is_loopback, sqs_client
+from ackfold.sources.sqs_client import is_loopback, sqs_client
 
 MAIN_CLASS = "org.elasticmq.server.Main"
 DEFAULT_PORT = 9324

@@ -27,7 +27,7 @@ from ackfold.dags import PROJECT_DIR
 from ackfold.jvm import bundle_jars
 from ackfold.local_server import JvmProcess, JvmServer, java
 from ackfold.ports import free_port, is_loopback_host, port_free
-from ackfold.sources import SourceError
+from ackfold.sources.base import SourceError
 from ackfold.sources.kafka import create_topics, existing_topics
 
 MAIN_CLASS = "kafka.Kafka"

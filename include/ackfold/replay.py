@@ -44,7 +44,7 @@ from ackfold.ledger import ids, status
 from ackfold.ledger.lock import ledger_lock
 from ackfold.ledger.reader import hex64
 from ackfold.ledger.tables import DEAD_LETTERS, REPLAY_LOG, ROOT_STATE, ROOTS, Ledger, spark_schema
-from ackfold.sources import EXPIRED, Outbound, Sent, SourceQueue, dead_letter_attributes
+from ackfold.sources.base import EXPIRED, Outbound, Sent, SourceQueue, dead_letter_attributes
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

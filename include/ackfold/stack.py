@@ -208,7 +208,7 @@ def _say(message: str) -> None:
 def start_sqs(settings: Settings, log: Callable[[str], None]) -> ElasticMQ | None:
     """Start ElasticMQ for a loopback `sqs.endpoint_url`; None if SQS is elsewhere, or if
     a server already answers there (`make sqs` in another terminal)."""
-    from ackfold.sqs_client import is_loopback, sqs_client
+    from ackfold.sources.sqs_client import is_loopback, sqs_client
 
     if not is_loopback(settings.sqs.endpoint_url):
         log(f"SQS: using {settings.sqs.endpoint_url or 'AWS'} (not started here)")
@@ -230,7 +230,7 @@ def start_kafka(settings: Settings, log: Callable[[str], None]) -> KafkaBroker |
     """Start the local Kafka broker for loopback `kafka.bootstrap_servers`; None if Kafka
     is elsewhere, or if a broker already answers there (`make kafka` in another terminal)."""
     from ackfold.kafka_broker import KafkaBroker, KafkaBrokerError
-    from ackfold.sources import SourceError
+    from ackfold.sources.base import SourceError
     from ackfold.sources.kafka import existing_topics
 
     servers = settings.kafka.bootstrap_servers

@@ -69,7 +69,7 @@ def _by_status(settings: Settings) -> dict[int, str]:
 
 
 def _queued(settings: Settings, url: str) -> int:
-    from ackfold.sqs_client import sqs_client
+    from ackfold.sources.sqs_client import sqs_client
 
     attributes = sqs_client(settings).get_queue_attributes(
         QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages"]

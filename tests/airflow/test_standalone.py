@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from ackfold.config import load_settings
-from ackfold.sqs_client import sqs_client
+from ackfold.sources.sqs_client import sqs_client
 from tests.conftest import JARS_DIR
 from tests.embedded_stack import DEMO_MESSAGES, Stack
 

@@ -29,8 +29,8 @@ from ackfold.ledger.tables import DEAD_LETTERS, REPLAY_LOG
 from ackfold.quality import run_quality
 from ackfold.reconcile import reconcile
 from ackfold.replay import Replayer, ReplayRequest
-from ackfold.sources import DEAD_REASON
-from ackfold.sqs_client import sqs_client
+from ackfold.sources.base import DEAD_REASON
+from ackfold.sources.sqs_client import sqs_client
 from tests.conftest import JARS_DIR
 from tests.sqs.topology import drain
 

@@ -14,7 +14,7 @@ from ackfold.config import load_settings
 from ackfold.demo.run import Demo
 from ackfold.kafka_broker import KafkaBroker
 from ackfold.ledger.tables import DEAD_LETTERS, ROOTS
-from ackfold.sources import ATTEMPT, DEAD_REASON, ORIGIN_ROOT_ID
+from ackfold.sources.base import ATTEMPT, DEAD_REASON, ORIGIN_ROOT_ID
 from ackfold.sources.kafka import KafkaTopic
 from tests.conftest import JARS_DIR
 from tests.e2e.test_wordcount_demo import FAULTS, MESSAGES

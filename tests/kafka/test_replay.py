@@ -25,7 +25,7 @@ from ackfold.ports import free_port
 from ackfold.quality import run_quality
 from ackfold.reconcile import reconcile
 from ackfold.replay import Replayer, ReplayRequest
-from ackfold.sources import ATTEMPT, DEAD_REASON, EXPIRED, ORIGIN_ROOT_ID, SourceError
+from ackfold.sources.base import ATTEMPT, DEAD_REASON, EXPIRED, ORIGIN_ROOT_ID, SourceError
 from tests.kafka.conftest import consume_all, delete_before, produce, settings_for
 
 Records = list[tuple[bytes | None, bytes | None, list[tuple[str, bytes]]]]

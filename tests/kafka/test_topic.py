@@ -11,7 +11,7 @@ import pytest
 
 from ackfold.config import Settings
 from ackfold.kafka_broker import KafkaBroker, KafkaBrokerError
-from ackfold.sources import (
+from ackfold.sources.base import (
     ATTEMPT,
     DEAD_REASON,
     DEAD_ROOT_ID,

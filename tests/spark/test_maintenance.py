@@ -12,7 +12,7 @@ from ackfold.config import load_settings
 from ackfold.ledger.maintenance import maintain
 from ackfold.ledger.tables import ACK_EVENTS, ROOTS, SENT_MESSAGES, TABLES, Ledger
 from ackfold.reconcile import reconcile
-from ackfold.sent import record_sent
+from ackfold.sources.sent import record_sent
 from ackfold.track.tracker import Tracker
 from tests.conftest import JARS_DIR
 from tests.spark.ledger_io import append, state

@@ -12,7 +12,7 @@ import pytest
 from ackfold.config import Settings, load_settings
 from ackfold.elasticmq import ElasticMQ
 from ackfold.ports import free_port
-from ackfold.sqs_client import sqs_client
+from ackfold.sources.sqs_client import sqs_client
 from tests.conftest import JARS_DIR
 
 

@@ -24,8 +24,8 @@ from ackfold.elasticmq import ElasticMQ
 from ackfold.ledger import status
 from ackfold.ledger.tables import REPLAY_LOG
 from ackfold.replay import Replayer, ReplayRequest
-from ackfold.sources import ATTEMPT
-from ackfold.sqs_client import sqs_client
+from ackfold.sources.base import ATTEMPT
+from ackfold.sources.sqs_client import sqs_client
 from tests.conftest import JARS_DIR, PROJECT_DIR
 from tests.sqs.conftest import free_port
 from tests.sqs.topology import APP, NumbersApp, body, create_queue, drain

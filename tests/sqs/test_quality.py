@@ -28,8 +28,8 @@ from ackfold.ledger.reader import LedgerReader, hex64
 from ackfold.ledger.tables import ACK_EVENTS, QUALITY_RESULTS, ROOT_STATE, ROOTS, Ledger
 from ackfold.quality import QualityReport, run_quality
 from ackfold.quality.run import quality_run_id
-from ackfold.sent import record_sent
-from ackfold.sqs_client import sqs_client
+from ackfold.sources.sent import record_sent
+from ackfold.sources.sqs_client import sqs_client
 from tests.conftest import JARS_DIR
 from tests.sqs.topology import APP, NumbersApp, body, create_queue
 

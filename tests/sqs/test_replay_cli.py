@@ -20,7 +20,7 @@ from ackfold.demo.feed import send_bodies
 from ackfold.ledger import status
 from ackfold.ledger.reader import hex64
 from ackfold.ledger.tables import REPLAY_LOG
-from ackfold.sqs_client import sqs_client
+from ackfold.sources.sqs_client import sqs_client
 from tests.conftest import JARS_DIR
 from tests.sqs.topology import APP, NumbersApp, body, create_queue, drain
 from tests.unit.test_cli_read import Run

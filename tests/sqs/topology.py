@@ -17,10 +17,10 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from ackfold.config import Settings
-from ackfold.ingest import Ingester
 from ackfold.ledger.tables import ROOT_STATE, ROOTS, Ledger
 from ackfold.reconcile import reconcile
 from ackfold.replay import Replayer, ReplayRequest, ReplaySummary
+from ackfold.sources.ingest import Ingester
 from ackfold.sources.sqs import SqsQueue
 from ackfold.track.stage import StageTracker
 

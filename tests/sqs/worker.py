@@ -14,8 +14,8 @@ import sys
 from datetime import UTC, datetime, timedelta
 
 from ackfold.config import load_settings
-from ackfold.ingest import Ingester
 from ackfold.replay import Replayer, ReplayRequest
+from ackfold.sources.ingest import Ingester
 from ackfold.sources.sqs import SqsQueue
 from ackfold.spark import get_spark
 from tests.sqs.topology import APP, STAGE

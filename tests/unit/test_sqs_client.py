@@ -6,7 +6,7 @@ import botocore
 import pytest
 
 from ackfold.config import ConfigError, load_settings
-from ackfold.sqs_client import is_loopback, sqs_client
+from ackfold.sources.sqs_client import is_loopback, sqs_client
 
 pytestmark = pytest.mark.usefixtures("clean_env")
 

@@ -25,8 +25,8 @@ from ackfold.ledger.lock import ledger_lock
 from ackfold.progress import Progress
 from ackfold.reconcile import reconcile
 from ackfold.replay import Replayer, ReplayRequest, ReplaySummary
-from ackfold.sent import record_sent
 from ackfold.sources.kafka import KafkaTopic, create_topics
+from ackfold.sources.sent import record_sent
 from ackfold.sources.sqs import SqsQueue
 
 if TYPE_CHECKING:

@@ -4,9 +4,9 @@
     Kafka ─────────split query (spout + split)──▶ words (Delta) ──count query──▶ counted
 
 - The source is `apps.wordcount.source`: `sqs` (the default) or `kafka`.
-- On SQS the spout is the ingester (`ackfold.ingest`): messages become roots in Delta,
+- On SQS the spout is the ingester (`ackfold.sources.ingest`): messages become roots in Delta,
   and `split` reads the registered roots. On Kafka, `split` reads the topic with Spark's
-  Kafka source and registers each micro-batch's records first (`ackfold.kafka_spout`).
+  Kafka source and registers each micro-batch's records first (`ackfold.sources.kafka_spout`).
 - `split` emits one tuple per word anchored to its sentence, and writes them to the
   `words` Delta table with `_ackfold`.
 - `count` is another streaming query: it reads `words` as a Delta stream, so lineage is
@@ -31,11 +31,11 @@ from typing import TYPE_CHECKING, Any, Final
 from ackfold.config import DEMO_APP_POLICY, FaultSettings, Settings, with_app_defaults
 from ackfold.demo.faults import InjectedKill, Killer, be_slow, hit
 from ackfold.demo.feed import NOT_WORD_PATTERN
-from ackfold.ingest import Ingester
-from ackfold.kafka_spout import KafkaSpout, restart_gets_past
 from ackfold.ledger.tables import ROOTS, Ledger
-from ackfold.sources import SourceQueue
+from ackfold.sources.base import SourceQueue
+from ackfold.sources.ingest import Ingester
 from ackfold.sources.kafka import KafkaTopic
+from ackfold.sources.kafka_spout import KafkaSpout, restart_gets_past
 from ackfold.sources.sqs import SqsQueue
 from ackfold.track.stage import StageTracker
 

@@ -37,7 +37,7 @@ from ackfold.ledger.tables import (
 )
 from ackfold.reconcile import policy_column
 from ackfold.replay import AUTOMATIC, REPLAY, SENT
-from ackfold.sources import EXPIRED
+from ackfold.sources.base import EXPIRED
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession

@@ -8,7 +8,7 @@ app's retry topic. A root out of attempts goes to the dead-letter topic the same
 record that retention has already deleted cannot be replayed: `expired` finds those
 before a replay plans them, and the replay dead-letters them with `EXPIRED`.
 
-Reading the stream is Spark's own Kafka source (`ackfold.kafka_spout`); its checkpoint is
+Reading the stream is Spark's own Kafka source (`ackfold.sources.kafka_spout`); its checkpoint is
 the acknowledgement, so ackfold never commits consumer offsets.
 
 Example:
@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Final
 
 from ackfold.config import Settings
-from ackfold.sources import (
+from ackfold.sources.base import (
     ATTEMPT,
     DEAD_LAST_STAGE,
     DEAD_REASON,

@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ackfold.config import Settings
-from ackfold.sources import (
+from ackfold.sources.base import (
     ATTEMPT,
     ORIGIN_ROOT_ID,
     Outbound,
@@ -52,7 +52,7 @@ class SqsQueue(PullSource):
     ) -> None:
         super().__init__(queue)
         if client is None:
-            from ackfold.sqs_client import sqs_client
+            from ackfold.sources.sqs_client import sqs_client
 
             client = sqs_client(settings)
         self.client = client

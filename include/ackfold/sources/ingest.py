@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 
 from ackfold.config import Settings
 from ackfold.ledger.tables import ACK_EVENTS, ROOTS, Ledger
-from ackfold.sources import PullSource, Received, SourceError
+from ackfold.sources.base import PullSource, Received, SourceError
 from ackfold.track.stage import StageTracker
 
 if TYPE_CHECKING:
