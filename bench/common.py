@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from ackfold.config import Settings, load_settings
 from ackfold.ledger.synth import Synthetic
 from ackfold.ledger.tables import Ledger
-from ackfold.reconcile import reconcile
+from ackfold.reconcile.reconciler import reconcile
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -16,7 +16,7 @@ from ackfold.config import load_settings
 from ackfold.ledger.reader import parse_time
 from ackfold.quality import run_quality
 from ackfold.quality.run import quality_run_id
-from ackfold.reconcile import check_app_name
+from ackfold.reconcile.reconciler import check_app_name
 from ackfold.spark import get_spark
 
 if __name__ == "__main__":

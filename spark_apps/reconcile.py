@@ -11,7 +11,7 @@ import json
 
 from ackfold.config import load_settings
 from ackfold.ledger.reader import parse_time
-from ackfold.reconcile import check_app_name, reconcile
+from ackfold.reconcile.reconciler import check_app_name, reconcile
 from ackfold.spark import get_spark
 
 if __name__ == "__main__":

@@ -23,10 +23,10 @@ from typing import Any
 import pyarrow as pa
 from deltalake import write_deltalake
 
-from ackfold.fold import RootFold, fold
 from ackfold.ledger import ids, status
 from ackfold.ledger.ids import event_hash
 from ackfold.ledger.tables import ACK_EVENTS, ROOT_STATE, ROOTS, TABLE_PROPERTIES, TABLES, Ledger
+from ackfold.reconcile.fold import RootFold, fold
 from ackfold.track.tracker import Tracker
 
 _TYPES: dict[str, pa.DataType] = {

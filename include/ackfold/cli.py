@@ -231,7 +231,7 @@ def _show(settings: Settings, args: argparse.Namespace) -> int:
 
 def _reconcile(settings: Settings, args: argparse.Namespace) -> int:
     from ackfold.ledger import reader as lr
-    from ackfold.reconcile import check_app_name
+    from ackfold.reconcile.reconciler import check_app_name
 
     try:
         now = lr.parse_time(args.now, "--now") if args.now else None
@@ -246,7 +246,7 @@ def _reconcile(settings: Settings, args: argparse.Namespace) -> int:
     except lr.LedgerError as exc:
         return _ledger_error(exc)
 
-    from ackfold.reconcile import reconcile
+    from ackfold.reconcile.reconciler import reconcile
     from ackfold.spark import get_spark
 
     spark = get_spark(settings, app_name="ackfold-reconcile")
@@ -266,7 +266,7 @@ def _reconcile(settings: Settings, args: argparse.Namespace) -> int:
 
 def _quality(settings: Settings, args: argparse.Namespace) -> int:
     from ackfold.ledger import reader as lr
-    from ackfold.reconcile import check_app_name
+    from ackfold.reconcile.reconciler import check_app_name
 
     try:
         now = lr.parse_time(args.now, "--now") if args.now else None
@@ -304,7 +304,7 @@ def _check_app(settings: Settings, reader: Any, app: str | None) -> None:
 
 def _replay_request(args: argparse.Namespace) -> Any:
     from ackfold.ledger import reader as lr
-    from ackfold.reconcile import check_app_name
+    from ackfold.reconcile.reconciler import check_app_name
     from ackfold.replay import DEFAULT_STATUSES, ReplayRequest
 
     try:

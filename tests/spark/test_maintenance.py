@@ -11,7 +11,7 @@ from pyspark.sql import SparkSession
 from ackfold.config import load_settings
 from ackfold.ledger.maintenance import maintain
 from ackfold.ledger.tables import ACK_EVENTS, ROOTS, SENT_MESSAGES, TABLES, Ledger
-from ackfold.reconcile import reconcile
+from ackfold.reconcile.reconciler import reconcile
 from ackfold.sources.sent import record_sent
 from ackfold.track.tracker import Tracker
 from tests.conftest import JARS_DIR

@@ -17,7 +17,7 @@ from ackfold.ledger.reader import hex64
 from ackfold.ledger.tables import ACK_EVENTS, ROOTS, Ledger
 from ackfold.quality import run_quality
 from ackfold.quality.batches import AWAITING_REPLAY, IN_PROGRESS
-from ackfold.reconcile import reconcile
+from ackfold.reconcile.reconciler import reconcile
 from ackfold.track.tracker import Tracker
 from tests.conftest import JARS_DIR
 from tests.spark.ledger_io import append

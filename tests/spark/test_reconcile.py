@@ -12,10 +12,10 @@ import pytest
 from pyspark.sql import SparkSession
 
 from ackfold.config import Settings, load_settings
-from ackfold.fold import classify, fold
 from ackfold.ledger import status
 from ackfold.ledger.tables import ROOT_STATE, UNMATCHED_EVENTS, Ledger
-from ackfold.reconcile import reconcile
+from ackfold.reconcile.fold import classify, fold
+from ackfold.reconcile.reconciler import reconcile
 from ackfold.track.tracker import Tracker
 from tests.conftest import JARS_DIR
 from tests.spark.ledger_io import append, state

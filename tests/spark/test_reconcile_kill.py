@@ -16,7 +16,7 @@ from pyspark.sql import functions as F
 
 from ackfold.config import load_settings
 from ackfold.ledger.tables import ACK_EVENTS, ROOT_STATE, ROOTS, Ledger
-from ackfold.reconcile import reconcile
+from ackfold.reconcile.reconciler import reconcile
 from tests.conftest import JARS_DIR, PROJECT_DIR
 from tests.spark.ledger_io import state
 

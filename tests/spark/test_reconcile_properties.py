@@ -17,9 +17,9 @@ from hypothesis import strategies as st
 from pyspark.sql import SparkSession
 
 from ackfold.config import load_settings
-from ackfold.fold import classify, fold
 from ackfold.ledger.tables import Ledger
-from ackfold.reconcile import reconcile
+from ackfold.reconcile.fold import classify, fold
+from ackfold.reconcile.reconciler import reconcile
 from tests.conftest import JARS_DIR
 from tests.spark.ledger_io import append, state
 from tests.unit.test_properties import T0, execute, programs

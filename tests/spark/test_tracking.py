@@ -23,9 +23,9 @@ import pytest
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from ackfold.fold import classify, fold
 from ackfold.ledger import ids, status
 from ackfold.ledger.tables import ACK_EVENTS, ROOTS, Ledger
+from ackfold.reconcile.fold import classify, fold
 from ackfold.track import sql_ids, stage
 from ackfold.track.stage import StageTracker, as_tuple
 from ackfold.track.tracker import Tracker, Tuple

@@ -12,7 +12,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ackfold.fold import classify, fold
+from ackfold.reconcile.fold import classify, fold
 from ackfold.track.tracker import Tracker
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))

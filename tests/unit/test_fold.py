@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from ackfold import fold as fold_module
-from ackfold.fold import RootFold, classify, fold
 from ackfold.ledger import status
+from ackfold.reconcile import fold as fold_module
+from ackfold.reconcile.fold import RootFold, classify, fold
 
 T0 = datetime(2024, 1, 1, 12, 0, tzinfo=UTC)
 TIMEOUT = timedelta(minutes=10)

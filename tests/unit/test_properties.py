@@ -20,8 +20,8 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ackfold.fold import RootFold, classify, fold
 from ackfold.ledger import ids, status
+from ackfold.reconcile.fold import RootFold, classify, fold
 from ackfold.track.tracker import Tracker, Tuple
 
 APP = "prop"

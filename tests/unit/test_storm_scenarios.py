@@ -11,8 +11,8 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from ackfold.fold import RootFold, classify, fold
 from ackfold.ledger import status
+from ackfold.reconcile.fold import RootFold, classify, fold
 from ackfold.track.tracker import Tracker, Tuple
 
 T0 = datetime(2024, 1, 1, 12, 0, tzinfo=UTC)

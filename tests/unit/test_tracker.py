@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from ackfold.fold import fold
 from ackfold.ledger import ids
+from ackfold.reconcile.fold import fold
 from ackfold.track import tracker
 from ackfold.track.tracker import Tracker, TrackingError, Tuple
 

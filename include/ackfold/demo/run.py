@@ -23,7 +23,7 @@ from ackfold.demo.feed import Feed
 from ackfold.demo.wordcount import APP, STAGES, WordCount, demo_topics, with_demo_policy
 from ackfold.ledger.lock import ledger_lock
 from ackfold.progress import Progress
-from ackfold.reconcile import reconcile
+from ackfold.reconcile.reconciler import reconcile
 from ackfold.replay import Replayer, ReplayRequest, ReplaySummary
 from ackfold.sources.kafka import KafkaTopic, create_topics
 from ackfold.sources.sent import record_sent

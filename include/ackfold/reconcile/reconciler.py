@@ -5,11 +5,11 @@ with `availableNow` and a checkpoint), drops duplicate events, XOR-folds them pe
 into `root_state` with one MERGE per micro-batch, and finally re-classifies the roots
 still in flight, so that timeouts fire even when no event arrives.
 
-`fold_events` and `classify` are the algorithm; they match `ackfold.fold` (the plain
+`fold_events` and `classify` are the algorithm; they match `ackfold.reconcile.fold` (the plain
 Python reference) row for row. The rest is plumbing around them.
 
 Example:
-    >>> from ackfold.reconcile import reconcile
+    >>> from ackfold.reconcile.reconciler import reconcile
     >>> summary = reconcile(spark, settings)          # doctest: +SKIP
     >>> summary["by_status"]                          # doctest: +SKIP
     {'completed': 1998, 'failed': 2}
@@ -63,7 +63,7 @@ def fold_events(events: DataFrame) -> DataFrame:
         ).alias("events"),
         F.max(kind == "init").alias("init_seen"),
         F.min("event_time").alias("first_event_at"),
-        # Latest and earliest-fail events, ties broken by event_id as in ackfold.fold.
+        # Latest and earliest-fail events, ties broken by event_id as in ackfold.reconcile.fold.
         F.max(F.struct("event_time", "event_id", "stage")).alias("last"),
         F.min(F.when(kind == "fail", F.struct("event_time", "event_id", "stage", "reason"))).alias(
             "fail"
@@ -96,7 +96,7 @@ def classify(
     timeout: Column,
     idle_timeout: Column,
 ) -> Column:
-    """The status of a folded root, as `ackfold.fold.classify` decides it."""
+    """The status of a folded root, as `ackfold.reconcile.fold.classify` decides it."""
     from pyspark.sql import functions as F
 
     superseded = prior.isin(status.REPLAYED, status.DEAD_LETTERED)

@@ -7,7 +7,7 @@ module as the spec.
 
 Example:
     >>> from datetime import datetime, timedelta, timezone
-    >>> from ackfold.fold import classify, fold
+    >>> from ackfold.reconcile.fold import classify, fold
     >>> from ackfold.track.tracker import Tracker
     >>> t0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
     >>> tracker = Tracker("orders", clock=lambda: t0)
