@@ -22,7 +22,7 @@ from ackfold.config import load_settings
 from ackfold.elasticmq import ElasticMQ
 from ackfold.ledger.tables import ROOT_STATE, ROOTS, Ledger
 from ackfold.ports import free_port
-from ackfold.replay import Replayer, ReplayRequest
+from ackfold.replay.replayer import Replayer, ReplayRequest
 from ackfold.spark import get_spark
 
 APP = "bench"

@@ -13,7 +13,7 @@ from ackfold.dags import (
     run_manual_replay,
     validate_manual_conf,
 )
-from ackfold.replay_params import MANUAL_REPLAY_DAG_ID
+from ackfold.replay.params import MANUAL_REPLAY_DAG_ID
 
 settings = load_settings()
 
@@ -28,7 +28,7 @@ logs and returns what it would send, and sends nothing; untick it to send.
 - **Trigger** it with *Trigger* and fill in the form (root ids, or filters: app,
   statuses, status-change time range, limit; the send rate), from the Reliability UI's
   replay button, or over the REST API with the same keys in `conf`
-  (`ackfold.replay_params.CONF_KEYS`). A request with no root id, app or time range
+  (`ackfold.replay.params.CONF_KEYS`). A request with no root id, app or time range
   needs a limit to send. `dead_lettered` roots can be brought back this way.
 - **validate** checks the conf again (REST calls skip the form) and fails at once, naming
   each bad field and its fix. **replay** plans, logs each send (root, status, target;

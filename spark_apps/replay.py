@@ -14,7 +14,7 @@ import sys
 from ackfold.config import load_settings
 from ackfold.ledger.reader import parse_time
 from ackfold.reconcile.reconciler import check_app_name
-from ackfold.replay import ReplayError, ReplayRequest, replay
+from ackfold.replay.replayer import ReplayError, ReplayRequest, replay
 from ackfold.spark import get_spark
 
 if __name__ == "__main__":

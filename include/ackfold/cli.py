@@ -252,7 +252,7 @@ def _reconcile(settings: Settings, args: argparse.Namespace) -> int:
     spark = get_spark(settings, app_name="ackfold-reconcile")
     summary = reconcile(spark, settings, now=now, app=args.app)
     if args.replay:
-        from ackfold.replay import ReplayError, ReplayRequest, replay
+        from ackfold.replay.replayer import ReplayError, ReplayRequest, replay
 
         request = ReplayRequest(automatic=True, app=args.app, requested_by="auto")
         try:
@@ -305,7 +305,7 @@ def _check_app(settings: Settings, reader: Any, app: str | None) -> None:
 def _replay_request(args: argparse.Namespace) -> Any:
     from ackfold.ledger import reader as lr
     from ackfold.reconcile.reconciler import check_app_name
-    from ackfold.replay import DEFAULT_STATUSES, ReplayRequest
+    from ackfold.replay.replayer import DEFAULT_STATUSES, ReplayRequest
 
     try:
         root_ids = tuple(lr.parse_root_id(text) for text in args.root or ())
@@ -356,7 +356,7 @@ def _replay(settings: Settings, args: argparse.Namespace) -> int:
 
     from ackfold.ledger.lock import ledger_lock
     from ackfold.progress import Progress
-    from ackfold.replay import Replayer, UnknownRoots, unsent_error
+    from ackfold.replay.replayer import Replayer, UnknownRoots, unsent_error
     from ackfold.spark import get_spark
 
     replayer = Replayer(get_spark(settings, app_name="ackfold-replay"), settings)

@@ -114,12 +114,12 @@ def root_state_asset(settings: Settings | None = None) -> Asset:
 
 
 def manual_replay_params(settings: Settings | None = None) -> dict[str, Param]:
-    """The form of `ackfold_manual_replay`: one Param per `replay_params.CONF_KEYS`, with
+    """The form of `ackfold_manual_replay`: one Param per `ackfold.replay.params.CONF_KEYS`, with
     the defaults `parse_replay_conf` applies to a missing key."""
     from airflow.sdk import Param
 
-    from ackfold.replay import DEFAULT_STATUSES, REPLAYABLE
-    from ackfold.replay_params import MAX_LIMIT, MAX_ROOT_IDS
+    from ackfold.replay.params import MAX_LIMIT, MAX_ROOT_IDS
+    from ackfold.replay.replayer import DEFAULT_STATUSES, REPLAYABLE
 
     settings = settings or load_settings()
     which, how = "Which roots", "How to send"
@@ -209,7 +209,7 @@ def validate_manual_conf(
     runs). A bad conf fails the task at once, without retries: it will not get better."""
     from airflow.sdk.exceptions import AirflowFailException
 
-    from ackfold.replay_params import ReplayParamsError, conf_from_request, parse_replay_conf
+    from ackfold.replay.params import ReplayParamsError, conf_from_request, parse_replay_conf
 
     settings = settings or load_settings()
     try:
@@ -228,8 +228,8 @@ def run_manual_replay(
 
     from ackfold.ledger.lock import ledger_lock
     from ackfold.ledger.reader import hex64
-    from ackfold.replay import Replayer, UnknownRoots, unsent_error
-    from ackfold.replay_params import parse_replay_conf
+    from ackfold.replay.params import parse_replay_conf
+    from ackfold.replay.replayer import Replayer, UnknownRoots, unsent_error
     from ackfold.spark import get_spark
 
     settings = settings or load_settings()

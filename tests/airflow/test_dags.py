@@ -138,7 +138,7 @@ def test_manual_replay_form_defaults_to_a_dry_run_and_matches_the_library(
 ) -> None:
     from airflow.sdk.exceptions import ParamValidationError
 
-    from ackfold.replay_params import CONF_KEYS, parse_replay_conf
+    from ackfold.replay.params import CONF_KEYS, parse_replay_conf
 
     params = dagbag.dags["ackfold_manual_replay"].params
     assert tuple(params) == CONF_KEYS

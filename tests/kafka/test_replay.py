@@ -24,7 +24,7 @@ from ackfold.ledger.tables import DEAD_LETTERS, REPLAY_LOG, ROOT_STATE, ROOTS
 from ackfold.ports import free_port
 from ackfold.quality import run_quality
 from ackfold.reconcile.reconciler import reconcile
-from ackfold.replay import Replayer, ReplayRequest
+from ackfold.replay.replayer import Replayer, ReplayRequest
 from ackfold.sources.base import ATTEMPT, DEAD_REASON, EXPIRED, ORIGIN_ROOT_ID, SourceError
 from tests.kafka.conftest import consume_all, delete_before, produce, settings_for
 

@@ -14,7 +14,7 @@ from ackfold.config import Settings, load_settings
 from ackfold.demo.feed import send_bodies
 from ackfold.ledger import status
 from ackfold.ledger.tables import DEAD_LETTERS, REPLAY_LOG
-from ackfold.replay import DEAD_LETTER, REPLAY, Replayer, ReplayRequest
+from ackfold.replay.replayer import DEAD_LETTER, REPLAY, Replayer, ReplayRequest
 from ackfold.sources.base import ATTEMPT, DEAD_LAST_STAGE, DEAD_REASON, DEAD_ROOT_ID, ORIGIN_ROOT_ID
 from ackfold.sources.sqs_client import sqs_client
 from tests.conftest import JARS_DIR

@@ -13,7 +13,7 @@ from fastapi.routing import APIRoute
 from fastapi.testclient import TestClient
 
 from ackfold.ledger import status
-from ackfold.replay_params import parse_replay_conf
+from ackfold.replay.params import parse_replay_conf
 from ackfold.ui import app as ui_app
 from ackfold.ui.redact import MASK, Redactor
 from tests.ledger_fixtures import Sample, bulk_ledger

@@ -11,7 +11,7 @@ import pytest
 from ackfold import cli as cli_module
 from ackfold import spark as spark_module
 from ackfold.ledger.reader import hex64
-from ackfold.replay import ReplayRequest
+from ackfold.replay.replayer import ReplayRequest
 from tests.ledger_fixtures import Sample, sample_ledger
 from tests.unit.test_cli_read import Run
 

@@ -9,15 +9,15 @@ from typing import Any
 
 import pytest
 
-from ackfold import replay_params
-from ackfold.replay import DEFAULT_STATUSES, ReplayRequest
-from ackfold.replay_params import (
+from ackfold.replay import params
+from ackfold.replay.params import (
     CONF_KEYS,
     MAX_ROOT_IDS,
     ReplayParamsError,
     conf_from_request,
     parse_replay_conf,
 )
+from ackfold.replay.replayer import DEFAULT_STATUSES, ReplayRequest
 
 APPS = ["wordcount", "orders"]
 
@@ -167,4 +167,4 @@ def test_an_automatic_request_has_no_manual_conf() -> None:
 
 
 def test_docstring_examples_run() -> None:
-    assert doctest.testmod(replay_params, optionflags=doctest.ELLIPSIS).failed == 0
+    assert doctest.testmod(params, optionflags=doctest.ELLIPSIS).failed == 0

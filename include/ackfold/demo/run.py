@@ -24,7 +24,7 @@ from ackfold.demo.wordcount import APP, STAGES, WordCount, demo_topics, with_dem
 from ackfold.ledger.lock import ledger_lock
 from ackfold.progress import Progress
 from ackfold.reconcile.reconciler import reconcile
-from ackfold.replay import Replayer, ReplayRequest, ReplaySummary
+from ackfold.replay.replayer import Replayer, ReplayRequest, ReplaySummary
 from ackfold.sources.kafka import KafkaTopic, create_topics
 from ackfold.sources.sent import record_sent
 from ackfold.sources.sqs import SqsQueue

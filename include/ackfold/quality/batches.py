@@ -36,7 +36,7 @@ from ackfold.ledger.tables import (
     Ledger,
 )
 from ackfold.reconcile.reconciler import policy_column
-from ackfold.replay import AUTOMATIC, REPLAY, SENT
+from ackfold.replay.replayer import AUTOMATIC, REPLAY, SENT
 from ackfold.sources.base import EXPIRED
 
 if TYPE_CHECKING:

@@ -58,13 +58,13 @@ from ackfold.ledger.reader import (
     parse_root_id,
 )
 from ackfold.quality.report import QualityReport
-from ackfold.replay import REPLAYABLE
-from ackfold.replay_params import (
+from ackfold.replay.params import (
     MANUAL_REPLAY_DAG_ID,
     ReplayParamsError,
     conf_from_request,
     parse_replay_conf,
 )
+from ackfold.replay.replayer import REPLAYABLE
 from ackfold.ui import charts
 from ackfold.ui.queries import (
     SORTABLE,

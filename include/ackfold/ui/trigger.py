@@ -14,7 +14,7 @@ from urllib.parse import quote
 
 import httpx
 
-from ackfold.replay_params import MANUAL_REPLAY_DAG_ID
+from ackfold.replay.params import MANUAL_REPLAY_DAG_ID
 
 TIMEOUT_SECONDS = 30.0
 

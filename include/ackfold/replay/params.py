@@ -32,7 +32,7 @@ Example:
     >>> parse_replay_conf({"limit": 0, "sttuses": []}, apps=[])  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    ackfold.replay_params.ReplayParamsError: invalid manual replay request (sttuses, limit):
+    ackfold.replay.params.ReplayParamsError: invalid manual replay request (sttuses, limit):
       sttuses: not a manual replay setting (did you mean statuses?)...
       limit: must be a whole number of roots from 1 to 10,000,000, or null; got 0
 """
@@ -46,7 +46,7 @@ from datetime import datetime
 from typing import Any, Final
 
 from ackfold.ledger.reader import QueryError, parse_root_id, parse_time
-from ackfold.replay import DEFAULT_STATUSES, REPLAYABLE, ReplayRequest
+from ackfold.replay.replayer import DEFAULT_STATUSES, REPLAYABLE, ReplayRequest
 
 MANUAL_REPLAY_DAG_ID: Final = "ackfold_manual_replay"
 CONF_KEYS: Final = ("root_ids", "app", "statuses", "since", "until", "limit", "rate", "dry_run")
