@@ -48,10 +48,10 @@ $(INSTALLED): requirements.txt requirements-dev.txt pyproject.toml
 	@touch $@
 
 # The Compose Specification's JSON schema that tests/deploy validates docker-compose.yml
-# against: from npm, pinned by version and sha256 (include/ackfold/compose_schema.py).
+# against: from npm, pinned by version and sha256 (include/ackfold/local/compose_schema.py).
 schemas: install
 	@scripts/system-deps.sh --npm
-	@$(BIN)/python -m ackfold.compose_schema var/schemas
+	@$(BIN)/python -m ackfold.local.compose_schema var/schemas
 
 # Debian's Chromium, for the browser tier (tests/browser).
 browser:

@@ -29,9 +29,9 @@ from confluent_kafka import Producer
 from replay import failed_ledger, time_replay  # bench/replay.py
 
 from ackfold.config import load_settings
-from ackfold.kafka_broker import KafkaBroker
 from ackfold.ledger.tables import ROOTS, Ledger
-from ackfold.ports import free_port
+from ackfold.local.kafka_broker import KafkaBroker
+from ackfold.local.ports import free_port
 from ackfold.sources.kafka import KafkaTopic, Position, client_config
 from ackfold.sources.kafka_spout import KafkaSpout
 from ackfold.spark import get_spark

@@ -19,9 +19,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from ackfold.config import load_settings
-from ackfold.elasticmq import ElasticMQ
 from ackfold.ledger.tables import ROOT_STATE, ROOTS, Ledger
-from ackfold.ports import free_port
+from ackfold.local.elasticmq import ElasticMQ
+from ackfold.local.ports import free_port
 from ackfold.replay.replayer import Replayer, ReplayRequest
 from ackfold.spark import get_spark
 

@@ -29,7 +29,7 @@ from pyspark.sql import functions as F
 from ackfold.config import FaultSettings, Settings, load_settings
 from ackfold.demo.feed import NOT_WORD_PATTERN, Feed
 from ackfold.demo.wordcount import WordCount, with_demo_policy
-from ackfold.elasticmq import ElasticMQ
+from ackfold.local.elasticmq import ElasticMQ
 from ackfold.sources.sqs import SqsQueue
 from ackfold.spark import get_spark
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ackfold.stack import wait_healthy
+from ackfold.local.stack import wait_healthy
 from tests.conftest import JARS_DIR, PROJECT_DIR
 
 DEMO_MESSAGES = 100

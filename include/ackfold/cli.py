@@ -15,8 +15,8 @@ from typing import Any
 
 from ackfold import __version__
 from ackfold.config import ConfigError, Settings, load_settings
-from ackfold.jvm import BUNDLES, JarsError
 from ackfold.ledger.status import ALL as STATUSES
+from ackfold.local.jvm import BUNDLES, JarsError
 from ackfold.sources.base import SourceError
 from ackfold.spark import SparkMasterUnreachable
 
@@ -28,7 +28,7 @@ class UsageError(Exception):
 
 
 def _setup(settings: Settings, args: argparse.Namespace) -> int:
-    from ackfold.jvm import setup
+    from ackfold.local.jvm import setup
 
     assert settings.jars_dir is not None
     setup(settings.jars_dir, args.bundle or None)
@@ -37,13 +37,13 @@ def _setup(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def _up(settings: Settings, args: argparse.Namespace) -> int:
-    from ackfold.stack import run_stack
+    from ackfold.local.stack import run_stack
 
     return run_stack(settings, demo=not args.no_demo)
 
 
 def _sqs(settings: Settings, args: argparse.Namespace) -> int:
-    from ackfold.elasticmq import ElasticMQ, ElasticMQError
+    from ackfold.local.elasticmq import ElasticMQ, ElasticMQError
 
     try:
         return ElasticMQ(settings).serve_forever()
@@ -53,7 +53,7 @@ def _sqs(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def _kafka(settings: Settings, args: argparse.Namespace) -> int:
-    from ackfold.kafka_broker import KafkaBroker
+    from ackfold.local.kafka_broker import KafkaBroker
 
     try:
         return KafkaBroker(settings).serve_forever()
@@ -63,7 +63,7 @@ def _kafka(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def _cluster(settings: Settings, args: argparse.Namespace) -> int:
-    from ackfold.cluster import ClusterError, LocalCluster
+    from ackfold.local.cluster import ClusterError, LocalCluster
 
     workers, cores = _whole(args.workers, "--workers"), _whole(args.cores, "--cores")
     port, webui_port = _whole(args.port, "--port"), _whole(args.webui_port, "--webui-port")
@@ -104,8 +104,8 @@ def _demo(settings: Settings, args: argparse.Namespace) -> int:
     import threading
 
     from ackfold.demo.run import Demo
+    from ackfold.local.stack import start_sources, stop_all
     from ackfold.spark import get_spark
-    from ackfold.stack import start_sources, stop_all
 
     # SQS or Kafka on loopback, unless remote or already running.
     sources = start_sources(settings, _emit)

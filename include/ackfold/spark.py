@@ -15,8 +15,8 @@ import sys
 from typing import TYPE_CHECKING
 
 from ackfold.config import Settings, load_settings
-from ackfold.jvm import BUNDLES, bundle_jars
-from ackfold.ports import is_loopback_host
+from ackfold.local.jvm import BUNDLES, bundle_jars
+from ackfold.local.ports import is_loopback_host
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

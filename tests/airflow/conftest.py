@@ -12,7 +12,7 @@ import pytest
 
 from ackfold.config import load_settings
 from ackfold.dags import spark_connection_json
-from ackfold.stack import airflow_environment
+from ackfold.local.stack import airflow_environment
 from tests.conftest import JARS_DIR
 
 # Airflow reads its configuration when first imported: set it before any test imports it.

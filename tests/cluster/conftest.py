@@ -19,9 +19,9 @@ from typing import Any
 import pytest
 import yaml
 
-from ackfold.cluster import LocalCluster
 from ackfold.config import Settings, load_settings
 from ackfold.dags import spark_connection, spark_submit_kwargs
+from ackfold.local.cluster import LocalCluster
 from tests.conftest import JARS_DIR
 
 VENV_BIN = Path(sys.executable).parent

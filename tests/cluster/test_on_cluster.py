@@ -20,10 +20,10 @@ from typing import Any
 import pytest
 from deltalake import DeltaTable
 
-from ackfold.cluster import LocalCluster
 from ackfold.demo.delivery import OUTCOME
-from ackfold.elasticmq import ElasticMQ
 from ackfold.ledger.tables import DEAD_LETTERS, ROOT_STATE, UNMATCHED_EVENTS, Ledger
+from ackfold.local.cluster import LocalCluster
+from ackfold.local.elasticmq import ElasticMQ
 from tests.cluster.conftest import (
     Submitted,
     completed_apps,

@@ -12,8 +12,8 @@ from pyspark.sql import SparkSession
 
 from ackfold.config import load_settings
 from ackfold.demo.run import Demo
-from ackfold.kafka_broker import KafkaBroker
 from ackfold.ledger.tables import DEAD_LETTERS, ROOTS
+from ackfold.local.kafka_broker import KafkaBroker
 from ackfold.sources.base import ATTEMPT, DEAD_REASON, ORIGIN_ROOT_ID
 from ackfold.sources.kafka import KafkaTopic
 from tests.conftest import JARS_DIR

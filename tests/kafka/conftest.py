@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from ackfold.config import Settings, load_settings
-from ackfold.kafka_broker import KafkaBroker
-from ackfold.ports import free_port
+from ackfold.local.kafka_broker import KafkaBroker
+from ackfold.local.ports import free_port
 from ackfold.sources.kafka import client_config, create_topics
 from tests.conftest import JARS_DIR
 

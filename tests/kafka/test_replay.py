@@ -18,10 +18,10 @@ from pyspark.sql import functions as F
 
 from ackfold.config import FaultSettings, Settings
 from ackfold.demo.wordcount import WordCount, with_demo_policy
-from ackfold.kafka_broker import KafkaBroker
 from ackfold.ledger import ids, status
 from ackfold.ledger.tables import DEAD_LETTERS, REPLAY_LOG, ROOT_STATE, ROOTS
-from ackfold.ports import free_port
+from ackfold.local.kafka_broker import KafkaBroker
+from ackfold.local.ports import free_port
 from ackfold.quality import run_quality
 from ackfold.reconcile.reconciler import reconcile
 from ackfold.replay.replayer import Replayer, ReplayRequest

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from ackfold.config import Settings
-from ackfold.kafka_broker import KafkaBroker, KafkaBrokerError
+from ackfold.local.kafka_broker import KafkaBroker, KafkaBrokerError
 from ackfold.sources.base import (
     ATTEMPT,
     DEAD_REASON,
@@ -137,7 +137,7 @@ def test_positions_that_are_not_topic_partition_offset_are_refused() -> None:
 
 
 def test_a_broker_that_is_down_is_a_clear_error(tmp_path: Path) -> None:
-    from ackfold.ports import free_port
+    from ackfold.local.ports import free_port
 
     settings = settings_for(tmp_path, free_port(), kafka={"timeout": "1s"})
     with pytest.raises(SourceError, match=r"did not answer within 1 s .*is the broker up\?"):

@@ -10,8 +10,8 @@ from typing import Any, NamedTuple
 import pytest
 
 from ackfold.config import Settings, load_settings
-from ackfold.elasticmq import ElasticMQ
-from ackfold.ports import free_port
+from ackfold.local.elasticmq import ElasticMQ
+from ackfold.local.ports import free_port
 from ackfold.sources.sqs_client import sqs_client
 from tests.conftest import JARS_DIR
 

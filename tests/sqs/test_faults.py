@@ -20,9 +20,9 @@ from pyspark.sql import SparkSession
 
 from ackfold.config import Settings, load_settings
 from ackfold.demo.feed import send_bodies
-from ackfold.elasticmq import ElasticMQ
 from ackfold.ledger import status
 from ackfold.ledger.tables import REPLAY_LOG
+from ackfold.local.elasticmq import ElasticMQ
 from ackfold.replay.replayer import Replayer, ReplayRequest
 from ackfold.sources.base import ATTEMPT
 from ackfold.sources.sqs_client import sqs_client

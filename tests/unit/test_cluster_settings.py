@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from ackfold import cli, ports
-from ackfold.cluster import ClusterError, LocalCluster
+from ackfold import cli
 from ackfold.config import Settings
+from ackfold.local import ports
+from ackfold.local.cluster import ClusterError, LocalCluster
 from ackfold.spark import (
     SparkMasterUnreachable,
     check_master,
@@ -183,7 +184,7 @@ def test_make_run_points_spark_default_at_spark_master(
     import json
     import subprocess
 
-    from ackfold import stack
+    from ackfold.local import stack
 
     made: list[str] = []
 

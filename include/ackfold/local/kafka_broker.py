@@ -24,9 +24,9 @@ from pathlib import Path
 
 from ackfold.config import Settings
 from ackfold.dags import PROJECT_DIR
-from ackfold.jvm import bundle_jars
-from ackfold.local_server import JvmProcess, JvmServer, java
-from ackfold.ports import free_port, is_loopback_host, port_free
+from ackfold.local.jvm import bundle_jars
+from ackfold.local.ports import free_port, is_loopback_host, port_free
+from ackfold.local.server import JvmProcess, JvmServer, java
 from ackfold.sources.base import SourceError
 from ackfold.sources.kafka import create_topics, existing_topics
 

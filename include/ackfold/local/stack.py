@@ -24,13 +24,13 @@ from typing import IO, TYPE_CHECKING
 
 from ackfold.config import Settings
 from ackfold.dags import PROJECT_DIR, SPARK_CONN_ID, spark_connection_json
-from ackfold.elasticmq import ElasticMQ, ElasticMQError
-from ackfold.local_server import LocalServer
-from ackfold.ports import is_loopback_host
+from ackfold.local.elasticmq import ElasticMQ, ElasticMQError
+from ackfold.local.ports import is_loopback_host
+from ackfold.local.server import LocalServer
 from ackfold.spark import on_loopback
 
 if TYPE_CHECKING:
-    from ackfold.kafka_broker import KafkaBroker
+    from ackfold.local.kafka_broker import KafkaBroker
 
 MARKER = "ACKFOLD_STACK_ID"
 
@@ -229,7 +229,7 @@ def start_sqs(settings: Settings, log: Callable[[str], None]) -> ElasticMQ | Non
 def start_kafka(settings: Settings, log: Callable[[str], None]) -> KafkaBroker | None:
     """Start the local Kafka broker for loopback `kafka.bootstrap_servers`; None if Kafka
     is elsewhere, or if a broker already answers there (`make kafka` in another terminal)."""
-    from ackfold.kafka_broker import KafkaBroker, KafkaBrokerError
+    from ackfold.local.kafka_broker import KafkaBroker, KafkaBrokerError
     from ackfold.sources.base import SourceError
     from ackfold.sources.kafka import existing_topics
 

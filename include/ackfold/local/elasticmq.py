@@ -23,9 +23,9 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from ackfold.config import Settings
 from ackfold.dags import PROJECT_DIR
-from ackfold.jvm import bundle_jars
-from ackfold.local_server import JvmProcess, JvmServer
-from ackfold.ports import port_free
+from ackfold.local.jvm import bundle_jars
+from ackfold.local.ports import port_free
+from ackfold.local.server import JvmProcess, JvmServer
 from ackfold.sources.sqs_client import is_loopback, sqs_client
 
 MAIN_CLASS = "org.elasticmq.server.Main"
