@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from pyspark.sql import SparkSession
 
-from ackfold import cli
+from ackfold.cli import main as cli
 from ackfold.config import Settings, load_settings
 from ackfold.demo.feed import send_bodies
 from ackfold.ledger import ids, status

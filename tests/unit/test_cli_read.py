@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from ackfold import cli as cli_module
+from ackfold.cli import main as cli_module
 from ackfold.ledger import reader as ledger_reader
 from ackfold.ledger import status
 from ackfold.ledger.reader import (

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from ackfold import cli as cli_module
 from ackfold import spark as spark_module
+from ackfold.cli import main as cli_module
 from ackfold.ledger.reader import hex64
 from ackfold.replay.replayer import ReplayRequest
 from tests.ledger_fixtures import Sample, sample_ledger

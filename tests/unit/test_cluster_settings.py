@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from ackfold import cli
+from ackfold.cli import main as cli
 from ackfold.config import Settings
 from ackfold.local import ports
 from ackfold.local.cluster import ClusterError, LocalCluster

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from ackfold import cli as cli_module
 from ackfold import spark as spark_module
+from ackfold.cli import main as cli_module
 from ackfold.config import FaultSettings
 from ackfold.demo import feed as feed_module
 from ackfold.demo.feed import Feed, sentences, tokens

@@ -17,12 +17,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ackfold.cli.progress import Progress
 from ackfold.config import FaultSettings, Settings
 from ackfold.demo.delivery import DeliveryReport, assess
 from ackfold.demo.feed import Feed
 from ackfold.demo.wordcount import APP, STAGES, WordCount, demo_topics, with_demo_policy
 from ackfold.ledger.lock import ledger_lock
-from ackfold.progress import Progress
 from ackfold.reconcile.reconciler import reconcile
 from ackfold.replay.replayer import Replayer, ReplayRequest, ReplaySummary
 from ackfold.sources.kafka import KafkaTopic, create_topics

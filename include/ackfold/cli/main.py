@@ -354,8 +354,8 @@ def _replay(settings: Settings, args: argparse.Namespace) -> int:
         listed = ", ".join(lr.hex64(r) for r in missing)
         return _ledger_error(Exception(f"unknown root id(s), not in root_state: {listed}"))
 
+    from ackfold.cli.progress import Progress
     from ackfold.ledger.lock import ledger_lock
-    from ackfold.progress import Progress
     from ackfold.replay.replayer import Replayer, UnknownRoots, unsent_error
     from ackfold.spark import get_spark
 

@@ -1,0 +1,1 @@
+"""The `ackfold` command line (`main`), and the progress lines of long commands (`progress`)."""
