@@ -17,7 +17,7 @@ import time
 from datetime import datetime
 
 from ackfold.config import load_settings
-from ackfold.ledger.reader import parse_time
+from ackfold.ledger.parse import parse_time
 from ackfold.ledger.synth import EPOCH, Synthetic
 from ackfold.ledger.tables import Ledger
 from ackfold.spark import get_spark

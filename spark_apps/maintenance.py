@@ -12,7 +12,7 @@ import json
 
 from ackfold.config import load_settings
 from ackfold.ledger.maintenance import maintain
-from ackfold.ledger.reader import parse_time
+from ackfold.ledger.parse import parse_time
 from ackfold.spark import get_spark
 
 if __name__ == "__main__":

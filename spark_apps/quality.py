@@ -13,7 +13,7 @@ import json
 import sys
 
 from ackfold.config import load_settings
-from ackfold.ledger.reader import parse_time
+from ackfold.ledger.parse import parse_time
 from ackfold.quality import run_quality
 from ackfold.quality.run import quality_run_id
 from ackfold.reconcile.reconciler import check_app_name

@@ -10,7 +10,7 @@ import argparse
 import json
 
 from ackfold.config import load_settings
-from ackfold.ledger.reader import parse_time
+from ackfold.ledger.parse import parse_time
 from ackfold.reconcile.reconciler import check_app_name, reconcile
 from ackfold.spark import get_spark
 

@@ -12,7 +12,7 @@ import json
 import sys
 
 from ackfold.config import load_settings
-from ackfold.ledger.reader import parse_time
+from ackfold.ledger.parse import parse_time
 from ackfold.reconcile.reconciler import check_app_name
 from ackfold.replay.replayer import ReplayError, ReplayRequest, replay
 from ackfold.spark import get_spark

@@ -227,7 +227,7 @@ def run_manual_replay(
     from airflow.sdk.exceptions import AirflowFailException
 
     from ackfold.ledger.lock import ledger_lock
-    from ackfold.ledger.reader import hex64
+    from ackfold.ledger.values import hex64
     from ackfold.replay.params import parse_replay_conf
     from ackfold.replay.replayer import Replayer, UnknownRoots, unsent_error
     from ackfold.spark import get_spark

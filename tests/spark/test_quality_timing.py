@@ -13,8 +13,8 @@ from pyspark.sql import SparkSession
 
 from ackfold.config import load_settings
 from ackfold.ledger import ids
-from ackfold.ledger.reader import hex64
 from ackfold.ledger.tables import ACK_EVENTS, ROOTS, Ledger
+from ackfold.ledger.values import hex64
 from ackfold.quality import run_quality
 from ackfold.quality.batches import AWAITING_REPLAY, IN_PROGRESS
 from ackfold.reconcile.reconciler import reconcile

@@ -24,8 +24,9 @@ from ackfold.cli import main as cli
 from ackfold.config import Settings, load_settings
 from ackfold.demo.feed import send_bodies
 from ackfold.ledger import ids, status
-from ackfold.ledger.reader import LedgerReader, hex64
+from ackfold.ledger.reader import LedgerReader
 from ackfold.ledger.tables import ACK_EVENTS, QUALITY_RESULTS, ROOT_STATE, ROOTS, Ledger
+from ackfold.ledger.values import hex64
 from ackfold.quality import QualityReport, run_quality
 from ackfold.quality.run import quality_run_id
 from ackfold.sources.sent import record_sent

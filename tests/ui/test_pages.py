@@ -9,7 +9,7 @@ from pathlib import Path
 from fastapi.testclient import TestClient
 
 from ackfold.ledger import status
-from ackfold.ledger.reader import iso
+from ackfold.ledger.values import iso
 from ackfold.ui.queries import UNHEALTHY
 from tests.ledger_fixtures import DAY2, DAY3, Sample, bulk_ledger
 from tests.ui.conftest import FakeAirflow, make_client, ui_settings

@@ -25,25 +25,20 @@ from typing import Any
 import pytest
 
 from ackfold.cli import main as cli_module
-from ackfold.ledger import reader as ledger_reader
-from ackfold.ledger import status
-from ackfold.ledger.reader import (
-    PAYLOAD_PREVIEW,
-    LedgerReader,
-    NoLedger,
+from ackfold.ledger import parse, status, values
+from ackfold.ledger.parse import (
+    DEFAULT_LIMIT,
     QueryError,
-    RootNotFound,
     RootQuery,
-    UnknownApp,
-    hex64,
-    iso,
-    one_line,
     parse_limit,
     parse_root_id,
     parse_statuses,
     parse_time,
 )
+from ackfold.ledger.reader import PAYLOAD_PREVIEW, LedgerReader, RootNotFound, UnknownApp
+from ackfold.ledger.sql import NoLedger, Scan
 from ackfold.ledger.tables import ACK_EVENTS, ROOT_STATE, ROOTS, TABLES
+from ackfold.ledger.values import hex64, iso, one_line
 from tests.ledger_fixtures import (
     Sample,
     arrow_schema,
@@ -527,7 +522,7 @@ def test_help_names_the_statuses_and_the_default_limit(
         cli_module.build_parser().parse_args(["roots", "--help"])
     text = " ".join(capsys.readouterr().out.split())
     assert ", ".join(status.ALL) in text
-    assert f"(default {ledger_reader.DEFAULT_LIMIT})" in text
+    assert f"(default {DEFAULT_LIMIT})" in text
 
 
 def test_every_command_leaves_with_its_own_exit_code(cli: dict[str, Run], ledgers: Ledgers) -> None:
@@ -537,7 +532,7 @@ def test_every_command_leaves_with_its_own_exit_code(cli: dict[str, Run], ledger
     assert {name: run.code for name, run in cli.items()} == expected
 
 
-# --- ledger_reader, directly --------------------------------------------------------------
+# --- the ledger reader, directly ----------------------------------------------------------
 
 
 @pytest.fixture(scope="module")
@@ -703,15 +698,15 @@ def bulk(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, list[list[int]]
     return str(warehouse), days
 
 
-def _files_opened(reader: LedgerReader, sql_of: ledger_reader.Scan) -> int:
+def _files_opened(reader: LedgerReader, sql_of: Scan) -> int:
     plan = reader.explain(sql_of)
     counts = [int(n) for n in re.findall(r"files_opened=(\d+)", plan)]
     assert counts, plan
     return sum(counts)
 
 
-def _full_scan(table: str) -> ledger_reader.Scan:
-    return ledger_reader.Scan(table, f"SELECT root_id FROM {table}", 0)
+def _full_scan(table: str) -> Scan:
+    return Scan(table, f"SELECT root_id FROM {table}", 0)
 
 
 def test_list_roots_matches_a_full_sort_and_reads_only_the_newest_files(
@@ -792,9 +787,10 @@ def test_fixture_tables_have_the_schemas_of_tables_py(ledgers: Ledgers) -> None:
 
 
 def test_doctests() -> None:
-    result = doctest.testmod(ledger_reader)
-    assert result.attempted > 0
-    assert result.failed == 0
+    for module in (parse, values):
+        result = doctest.testmod(module)
+        assert result.attempted > 0, module.__name__
+        assert result.failed == 0, module.__name__
 
 
 # --- helpers --------------------------------------------------------------------------------
@@ -832,10 +828,10 @@ def _state_row(root: int, at: datetime, *, first_event_date: date) -> dict[str, 
 
 
 def test_a_table_looked_up_as_optional_is_still_required_later(tmp_path: Path) -> None:
-    reader = ledger_reader.LedgerReader(str(tmp_path / "no-warehouse"))
-    assert reader._table(ROOTS, required=False) is None
-    with pytest.raises(ledger_reader.NoLedger, match="no table roots"):
-        reader._table(ROOTS, required=True)
+    reader = LedgerReader(str(tmp_path / "no-warehouse"))
+    assert reader.table(ROOTS, required=False) is None
+    with pytest.raises(NoLedger, match="no table roots"):
+        reader.table(ROOTS, required=True)
 
 
 def test_roots_and_show_mask_what_the_ui_masks(

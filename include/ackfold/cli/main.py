@@ -176,17 +176,20 @@ def _ledger_error(exc: Exception) -> int:
 
 
 def _roots(settings: Settings, args: argparse.Namespace) -> int:
-    from ackfold.ledger import reader as lr
+    from ackfold.cli.read import format_roots, format_roots_json
+    from ackfold.ledger.parse import QueryError, RootQuery
+    from ackfold.ledger.reader import LedgerReader
+    from ackfold.ledger.sql import LedgerError
 
     try:
-        query = lr.RootQuery.parse(
+        query = RootQuery.parse(
             statuses=args.status, app=args.app, since=args.since, limit=args.limit
         )
-    except lr.QueryError as exc:
+    except QueryError as exc:
         raise UsageError(str(exc)) from None
     try:
-        page = lr.LedgerReader(settings.table_root).list_roots(query)
-    except lr.LedgerError as exc:
+        page = LedgerReader(settings.table_root).list_roots(query)
+    except LedgerError as exc:
         return _ledger_error(exc)
     from dataclasses import replace
 
@@ -196,9 +199,9 @@ def _roots(settings: Settings, args: argparse.Namespace) -> int:
     redactor = redactor_for(settings.ui)
     page = replace(page, roots=[masked_state(redactor, root) for root in page.roots])
     if args.json:
-        _emit(lr.format_roots_json(page))
+        _emit(format_roots_json(page))
     elif page.roots:
-        _emit(lr.format_roots(page))
+        _emit(format_roots(page))
     else:
         print("ackfold: no roots match", file=sys.stderr)
     if page.more:
@@ -211,39 +214,44 @@ def _roots(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def _show(settings: Settings, args: argparse.Namespace) -> int:
-    from ackfold.ledger import reader as lr
+    from ackfold.cli.read import format_journey, format_journey_json
+    from ackfold.ledger.parse import QueryError, parse_root_id
+    from ackfold.ledger.reader import LedgerReader
+    from ackfold.ledger.sql import LedgerError
 
     try:
-        root_id = lr.parse_root_id(args.root_id)
-    except lr.QueryError as exc:
+        root_id = parse_root_id(args.root_id)
+    except QueryError as exc:
         raise UsageError(str(exc)) from None
     try:
-        journey = lr.LedgerReader(settings.table_root).show_root(root_id)
-    except lr.LedgerError as exc:
+        journey = LedgerReader(settings.table_root).show_root(root_id)
+    except LedgerError as exc:
         return _ledger_error(exc)
     from ackfold.ui.redact import masked_journey, redactor_for
 
     # The payload preview and the reasons, masked as in the UI (`ui.redact_*`).
     journey = masked_journey(redactor_for(settings.ui), journey, payload=True)
-    _emit(lr.format_journey_json(journey) if args.json else lr.format_journey(journey))
+    _emit(format_journey_json(journey) if args.json else format_journey(journey))
     return 0
 
 
 def _reconcile(settings: Settings, args: argparse.Namespace) -> int:
-    from ackfold.ledger import reader as lr
+    from ackfold.ledger.parse import QueryError, parse_time
+    from ackfold.ledger.reader import LedgerReader
+    from ackfold.ledger.sql import LedgerError
     from ackfold.reconcile.reconciler import check_app_name
 
     try:
-        now = lr.parse_time(args.now, "--now") if args.now else None
+        now = parse_time(args.now, "--now") if args.now else None
         if args.app:
             check_app_name(args.app)
-    except (lr.QueryError, ValueError) as exc:
+    except (QueryError, ValueError) as exc:
         raise UsageError(str(exc)) from None
     # Check what can be checked without a JVM first: an empty ledger, an unknown app.
-    reader = lr.LedgerReader(settings.table_root)
+    reader = LedgerReader(settings.table_root)
     try:
         _check_app(settings, reader, args.app)
-    except lr.LedgerError as exc:
+    except LedgerError as exc:
         return _ledger_error(exc)
 
     from ackfold.reconcile.reconciler import reconcile
@@ -265,18 +273,20 @@ def _reconcile(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def _quality(settings: Settings, args: argparse.Namespace) -> int:
-    from ackfold.ledger import reader as lr
+    from ackfold.ledger.parse import QueryError, parse_time
+    from ackfold.ledger.reader import LedgerReader
+    from ackfold.ledger.sql import LedgerError
     from ackfold.reconcile.reconciler import check_app_name
 
     try:
-        now = lr.parse_time(args.now, "--now") if args.now else None
+        now = parse_time(args.now, "--now") if args.now else None
         if args.app:
             check_app_name(args.app)
-    except (lr.QueryError, ValueError) as exc:
+    except (QueryError, ValueError) as exc:
         raise UsageError(str(exc)) from None
     try:
-        _check_app(settings, lr.LedgerReader(settings.table_root), args.app)
-    except lr.LedgerError as exc:
+        _check_app(settings, LedgerReader(settings.table_root), args.app)
+    except LedgerError as exc:
         return _ledger_error(exc)
 
     from ackfold.quality import run_quality
@@ -293,23 +303,29 @@ def _quality(settings: Settings, args: argparse.Namespace) -> int:
 def _check_app(settings: Settings, reader: Any, app: str | None) -> None:
     """Raise `LedgerError` for an app neither configured nor seen in the ledger, and
     `NoLedger` when there is no ledger yet: both without starting a JVM."""
-    from ackfold.ledger import reader as lr
+    from ackfold.ledger.sql import LedgerError
 
     if app and app not in settings.apps and not reader.app_has_events(app):
         known = ", ".join(sorted(settings.apps)) or "none configured"
-        raise lr.LedgerError(f"unknown app {app!r}: no event of it in the ledger (apps: {known})")
+        raise LedgerError(f"unknown app {app!r}: no event of it in the ledger (apps: {known})")
     if not app:
         reader.app_has_events("")  # raises NoLedger when ack_events does not exist yet
 
 
 def _replay_request(args: argparse.Namespace) -> Any:
-    from ackfold.ledger import reader as lr
+    from ackfold.ledger.parse import (
+        QueryError,
+        parse_limit,
+        parse_root_id,
+        parse_statuses,
+        parse_time,
+    )
     from ackfold.reconcile.reconciler import check_app_name
     from ackfold.replay.replayer import DEFAULT_STATUSES, ReplayRequest
 
     try:
-        root_ids = tuple(lr.parse_root_id(text) for text in args.root or ())
-        statuses = lr.parse_statuses(args.status) if args.status else DEFAULT_STATUSES
+        root_ids = tuple(parse_root_id(text) for text in args.root or ())
+        statuses = parse_statuses(args.status) if args.status else DEFAULT_STATUSES
         if args.app:
             check_app_name(args.app)
         rate = _positive_number(args.rate, "--rate") if args.rate is not None else None
@@ -317,14 +333,14 @@ def _replay_request(args: argparse.Namespace) -> Any:
             root_ids=root_ids,
             app=args.app,
             statuses=statuses,
-            since=lr.parse_time(args.since, "--since") if args.since else None,
-            until=lr.parse_time(args.until, "--until") if args.until else None,
-            limit=lr.parse_limit(args.limit) if args.limit is not None else None,
+            since=parse_time(args.since, "--since") if args.since else None,
+            until=parse_time(args.until, "--until") if args.until else None,
+            limit=parse_limit(args.limit) if args.limit is not None else None,
             rate=rate,
             dry_run=args.dry_run,
             automatic=args.auto,
         )
-    except (lr.QueryError, ValueError) as exc:
+    except (QueryError, ValueError) as exc:
         raise UsageError(str(exc)) from None
 
 
@@ -339,19 +355,21 @@ def _positive_number(text: str, option: str) -> float:
 
 
 def _replay(settings: Settings, args: argparse.Namespace) -> int:
-    from ackfold.ledger import reader as lr
+    from ackfold.ledger.reader import LedgerReader
+    from ackfold.ledger.sql import LedgerError
+    from ackfold.ledger.values import hex64
 
     request = _replay_request(args)
     if args.auto and (args.root or args.status or args.since or args.until):
         raise UsageError("--auto follows each app's policy: it takes only --app, --limit, --rate")
-    reader = lr.LedgerReader(settings.table_root)
+    reader = LedgerReader(settings.table_root)
     try:
         _check_app(settings, reader, request.app)
         missing = reader.missing_roots(request.root_ids)
-    except lr.LedgerError as exc:
+    except LedgerError as exc:
         return _ledger_error(exc)
     if missing:
-        listed = ", ".join(lr.hex64(r) for r in missing)
+        listed = ", ".join(hex64(r) for r in missing)
         return _ledger_error(Exception(f"unknown root id(s), not in root_state: {listed}"))
 
     from ackfold.cli.progress import Progress
@@ -395,7 +413,7 @@ def _replay(settings: Settings, args: argparse.Namespace) -> int:
 
 def format_plan(plan: Any) -> list[str]:
     """One line per planned send, then the skipped roots by reason."""
-    from ackfold.ledger.reader import hex64, one_line
+    from ackfold.ledger.values import hex64, one_line
 
     verb = "would send" if plan.request.dry_run else "sending"
     lines = []

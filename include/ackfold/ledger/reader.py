@@ -1,11 +1,9 @@
-"""Read the ledger without a JVM: what `ackfold roots` and `ackfold show` print.
+"""Read the ledger without a JVM: what `ackfold roots` and `ackfold show` print, and what
+the Reliability UI builds on (`ackfold.ui.queries`).
 
-Queries run in delta-rs (`deltalake.QueryBuilder`, DataFusion SQL), so the CLI and the UI
-answer in a fraction of a second without Spark, pyarrow or pandas. Each query names its
-columns (never `seen_event_hashes`; of `payload` only a capped preview, cut inside the scan)
-and filters that delta-rs pushes down: `first_event_date` prunes partitions, the files'
-min/max statistics in the Delta log prune files, parquet statistics prune row groups, and
-the filter columns are decoded before the others.
+Each query (`ackfold.ledger.sql`) names its columns (never `seen_event_hashes`; of
+`payload` only a capped preview, cut inside the scan) and filters that delta-rs pushes
+down:
 
 - `roots` (list): newest `last_event_at` first. A lower bound on `last_event_at`, taken
   from the files' statistics and lowered until enough roots match, keeps a listing on the
@@ -18,66 +16,38 @@ the filter columns are decoded before the others.
   `roots` and `ack_events` by `root_id` (ids are hashes); before, they read the `root_id`
   column of every file in range and nothing else.
 
-Inputs are checked before any table is opened: `QueryError` means the user asked
-something malformed (exit 2), `LedgerError` that the ledger cannot answer (exit 1).
-
-Example:
-    >>> from ackfold.ledger.reader import RootQuery, parse_root_id
-    >>> RootQuery.parse(statuses=["failed,timed_out"], since="2026-11-22T10:00:00+01:00")
-    ... # doctest: +NORMALIZE_WHITESPACE
-    RootQuery(statuses=('failed', 'timed_out'), app=None,
-              since=datetime.datetime(2026, 11, 22, 9, 0, tzinfo=datetime.timezone.utc), limit=50)
-    >>> parse_root_id("0xffffffffffffffff")
-    -1
+Inputs are checked before any table is opened (`ackfold.ledger.parse`): `QueryError`
+means the user asked something malformed (exit 2), `LedgerError` that the ledger cannot
+answer (exit 1).
 """
 
 from __future__ import annotations
 
-import json
-import re
-from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass, fields
-from datetime import UTC, date, datetime, timedelta
+from collections.abc import Sequence
+from datetime import date, datetime, timedelta
 from typing import Any, Final
 
-from ackfold.ledger import status
-from ackfold.ledger.tables import (
-    ACK_EVENTS,
-    QUALITY_RESULTS_DDL,
-    ROOT_STATE,
-    ROOTS,
-    Ledger,
-    column_specs,
+from ackfold.ledger.parse import RootQuery
+from ackfold.ledger.rows import (
+    STATE_COLUMNS,
+    Attempt,
+    Event,
+    Journey,
+    RootPage,
+    RootState,
+    Source,
+    state_from_row,
 )
+from ackfold.ledger.sql import LedgerError, NoLedger, SqlReader, sql_date, sql_str, sql_ts
+from ackfold.ledger.tables import ACK_EVENTS, QUALITY_RESULTS_DDL, ROOT_STATE, ROOTS, column_specs
+from ackfold.ledger.values import one_line, utc
 
-DEFAULT_LIMIT: Final = 50
 PAYLOAD_PREVIEW: Final = 200
 # Events of a root are written after its spout registered it: only clock skew between
 # the writers can put one before `ingested_at`. Events earlier than this are not looked at.
 CLOCK_SKEW: Final = timedelta(days=1)
 # Each retry of the top-N threshold covers this many times more rows than the last.
 _WIDEN: Final = 8
-
-_MASK64: Final = (1 << 64) - 1
-_I64_MIN: Final = -(1 << 63)
-_I64_MAX: Final = (1 << 63) - 1
-_TIME_EXAMPLE: Final = "2026-11-22T10:00:00Z"
-_DECIMAL = re.compile(r"^[+-]?\d+$")
-_HEX = re.compile(r"^0[xX][0-9a-fA-F]{1,16}$")
-_BIDI = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
-
-
-class QueryError(ValueError):
-    """A malformed request (bad status, time, limit or root id): the CLI exits with 2."""
-
-
-class LedgerError(Exception):
-    """The ledger cannot answer: missing tables, an unknown root or app. Exit code 1."""
-
-
-class NoLedger(LedgerError):
-    """The ledger's tables do not exist yet, or hold no roots."""
 
 
 class RootNotFound(LedgerError):
@@ -88,374 +58,11 @@ class UnknownApp(LedgerError):
     """No root of the requested app in `root_state`."""
 
 
-# --- input ----------------------------------------------------------------------------
-
-
-def parse_time(text: str, option: str = "--since") -> datetime:
-    """An ISO-8601 time as an aware UTC datetime: `Z` and offsets are honoured, naive is UTC.
-
-    Example:
-        >>> parse_time("2026-11-22T10:00:00Z")
-        datetime.datetime(2026, 11, 22, 10, 0, tzinfo=datetime.timezone.utc)
-        >>> parse_time("2026-11-22 11:30+01:30").isoformat()
-        '2026-11-22T10:00:00+00:00'
-        >>> parse_time("yesterday")  # doctest: +ELLIPSIS
-        Traceback (most recent call last):
-        ...
-        ackfold.ledger.reader.QueryError: --since 'yesterday' is not an ISO-8601 time, e.g. ...
+class LedgerReader(SqlReader):
+    """The ledger's read models under `warehouse` (`Settings.table_root`): roots listed
+    newest first, one root's journey, the apps, a quality run. `scans` records every query,
+    and `explain(scan)` shows what it read.
     """
-    try:
-        parsed = datetime.fromisoformat(text.strip())
-    except ValueError:
-        raise QueryError(
-            f"{option} '{text}' is not an ISO-8601 time, e.g. {_TIME_EXAMPLE}"
-        ) from None
-    if parsed.tzinfo is None or parsed.utcoffset() is None:
-        return parsed.replace(tzinfo=UTC)
-    return parsed.astimezone(UTC)
-
-
-def parse_statuses(values: Iterable[str]) -> tuple[str, ...]:
-    """Statuses from repeated and comma-separated `--status` values, checked against
-    `status.ALL`, in the order given and without repeats.
-
-    Example:
-        >>> parse_statuses(["failed, timed_out", "failed"])
-        ('failed', 'timed_out')
-    """
-    valid = ", ".join(status.ALL)
-    chosen: list[str] = []
-    for value in values:
-        for part in value.split(","):
-            name = part.strip().lower()
-            if not name:
-                continue
-            if name not in status.ALL:
-                raise QueryError(f"unknown status '{part.strip()}': valid statuses are {valid}")
-            if name not in chosen:
-                chosen.append(name)
-    if not chosen:
-        raise QueryError(f"--status needs at least one status: valid statuses are {valid}")
-    return tuple(chosen)
-
-
-def parse_limit(text: str | int) -> int:
-    """A positive number of roots.
-
-    Example:
-        >>> parse_limit("20")
-        20
-    """
-    try:
-        limit = int(str(text).strip())
-    except ValueError:
-        raise QueryError(f"--limit '{text}' is not a whole number") from None
-    if limit <= 0:
-        raise QueryError(f"--limit must be a positive number of roots, got {limit}")
-    return limit
-
-
-def parse_root_id(text: str) -> int:
-    """A root id as `root_state` stores it (signed 64-bit), from its decimal form or from
-    the `0x%016x` form that ackfold's messages print.
-
-    Example:
-        >>> parse_root_id("-42"), parse_root_id("0x000000000000002a")
-        (-42, 42)
-    """
-    value = text.strip()
-    if _DECIMAL.match(value):
-        number = int(value)
-        if not _I64_MIN <= number <= _I64_MAX:
-            raise QueryError(f"root id {value} is out of range: root ids are signed 64-bit")
-        return number
-    if _HEX.match(value):
-        unsigned = int(value, 16)
-        return unsigned - (1 << 64) if unsigned > _I64_MAX else unsigned
-    raise QueryError(
-        f"root id '{text}' is not a number: give the decimal id that `ackfold roots` "
-        "lists (or its 0x hex form)"
-    )
-
-
-@dataclass(frozen=True)
-class RootQuery:
-    """What `ackfold roots` asks for. Build it with `RootQuery.parse` from user input."""
-
-    statuses: tuple[str, ...] = ()
-    app: str | None = None
-    since: datetime | None = None
-    limit: int = DEFAULT_LIMIT
-
-    @classmethod
-    def parse(
-        cls,
-        *,
-        statuses: Sequence[str] | None = None,
-        app: str | None = None,
-        since: str | None = None,
-        limit: str | int | None = None,
-    ) -> RootQuery:
-        """Check the user's values; raise `QueryError` with the fix for the first bad one."""
-        if app is not None and not app.strip():
-            raise QueryError("--app needs an app name")
-        return cls(
-            statuses=parse_statuses(statuses) if statuses else (),
-            app=app.strip() if app is not None else None,
-            since=parse_time(since) if since is not None else None,
-            limit=parse_limit(limit) if limit is not None else DEFAULT_LIMIT,
-        )
-
-
-# --- results --------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class RootState:
-    """A `root_state` row, without the reconciler's bookkeeping columns."""
-
-    root_id: int
-    app: str
-    status: str
-    xor_acc: int
-    event_count: int
-    first_event_at: datetime
-    last_event_at: datetime
-    status_changed_at: datetime
-    attempt: int | None
-    origin_root_id: int | None
-    last_stage: str
-    fail_reason: str | None
-    fail_stage: str | None
-    fail_at: datetime | None
-    init_seen: bool
-    first_event_date: date
-
-    def to_json(self) -> dict[str, Any]:
-        """JSON-ready: times as ISO-8601 UTC, `xor_acc` as 0x hex, ids as integers."""
-        out = {f.name: _jsonable(getattr(self, f.name)) for f in fields(self)}
-        out["xor_acc"] = hex64(self.xor_acc)
-        return out
-
-
-STATE_COLUMNS: Final = tuple(f.name for f in fields(RootState))
-
-
-@dataclass(frozen=True)
-class RootPage:
-    """One page of `ackfold roots`: `more` says that more roots matched than `limit`."""
-
-    roots: list[RootState]
-    more: bool
-    query: RootQuery
-
-
-@dataclass(frozen=True)
-class Event:
-    """One `ack_events` row of a root. `duplicate` marks a repeated `event_id`: the fold
-    counts it once."""
-
-    event_id: str
-    kind: str
-    stage: str
-    event_time: datetime
-    ack_val: int
-    reason: str | None
-    duplicate: bool = False
-
-    def to_json(self) -> dict[str, Any]:
-        out = {f.name: _jsonable(getattr(self, f.name)) for f in fields(self)}
-        out["ack_val"] = hex64(self.ack_val)
-        return out
-
-
-@dataclass(frozen=True)
-class Source:
-    """Where a root came from (its `roots` row). The payload is only ever a capped preview."""
-
-    source: str
-    source_queue: str | None
-    source_message_id: str | None
-    source_position: str | None
-    ingested_at: datetime
-    payload_preview: str | None
-    payload_chars: int
-    payload_truncated: bool
-
-    def to_json(self) -> dict[str, Any]:
-        return {f.name: _jsonable(getattr(self, f.name)) for f in fields(self)}
-
-
-@dataclass(frozen=True)
-class Attempt:
-    """One root of a replay chain. `status` is None while the root is not reconciled."""
-
-    root_id: int
-    attempt: int
-    ingested_at: datetime | None
-    status: str | None
-
-    def to_json(self) -> dict[str, Any]:
-        return {f.name: _jsonable(getattr(self, f.name)) for f in fields(self)}
-
-
-@dataclass(frozen=True)
-class Journey:
-    """Everything `ackfold show` prints about one root."""
-
-    state: RootState
-    source: Source | None
-    events: list[Event]
-    origin_root_id: int
-    attempts: list[Attempt]
-
-    @property
-    def stages(self) -> list[tuple[str, list[Event]]]:
-        """Events grouped by stage; stages in the order of their first event, events in
-        time order."""
-        groups: dict[str, list[Event]] = {}
-        for event in self.events:
-            groups.setdefault(event.stage, []).append(event)
-        return list(groups.items())
-
-    @property
-    def unreconciled(self) -> int:
-        """Distinct events in `ack_events` beyond those the last reconcile folded."""
-        distinct = sum(1 for event in self.events if not event.duplicate)
-        return max(0, distinct - self.state.event_count)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "root_id": self.state.root_id,
-            "root_id_hex": hex64(self.state.root_id),
-            "state": self.state.to_json(),
-            "source": self.source.to_json() if self.source else None,
-            "stages": [
-                {"stage": stage, "events": [event.to_json() for event in events]}
-                for stage, events in self.stages
-            ],
-            "unreconciled_events": self.unreconciled,
-            "origin_root_id": self.origin_root_id,
-            "attempts": [attempt.to_json() for attempt in self.attempts],
-        }
-
-
-@dataclass(frozen=True)
-class Scan:
-    """One query this reader ran, for tests and for judging cost (see `explain`)."""
-
-    table: str
-    sql: str
-    rows: int
-
-
-class LedgerReader:
-    """Read-only access to the ledger under `warehouse` (`Settings.table_root`).
-
-    Queries run in delta-rs' DataFusion (`deltalake.QueryBuilder`): partition values and
-    file statistics from the Delta log prune files, parquet statistics prune row groups,
-    and the filter is evaluated before the other columns are decoded. `scans` records
-    every query, and `explain(scan)` shows what it read.
-    """
-
-    def __init__(self, warehouse: str) -> None:
-        self.ledger = Ledger(warehouse)
-        self.warehouse = warehouse.rstrip("/")
-        self.scans: list[Scan] = []
-        self._tables: dict[str, Any] = {}
-        self._builder: Any = None
-
-    # tables and queries
-
-    def _table(self, name: str, *, required: bool) -> Any:
-        """The DeltaTable `name`, registered for SQL; None when it does not exist and is
-        not `required`."""
-        if self._tables.get(name) is not None or (name in self._tables and not required):
-            return self._tables[name]
-        from deltalake import DeltaTable, QueryBuilder
-        from deltalake.exceptions import DeltaError, TableNotFoundError
-
-        path = self.ledger.path(name)
-        try:
-            table: Any = DeltaTable(path)
-        except TableNotFoundError:
-            if required:
-                raise NoLedger(
-                    f"no ledger at {self.warehouse} (no table {name}): run `ackfold reconcile` "
-                    "after an app has written events"
-                ) from None
-            table = None
-        except (DeltaError, OSError) as exc:
-            raise LedgerError(f"cannot read {path}: {_first_line(exc)}") from None
-        if table is not None:
-            if self._builder is None:
-                # Evaluate filters inside the parquet scan, before decoding other columns.
-                self._builder = QueryBuilder(
-                    {
-                        "datafusion.execution.parquet.pushdown_filters": "true",
-                        "datafusion.execution.parquet.reorder_filters": "true",
-                    }
-                )
-            with self._reading(name):
-                self._builder.register(name, table)
-        self._tables[name] = table
-        return table
-
-    @contextmanager
-    def _reading(self, name: str) -> Iterator[None]:
-        """Turn the errors of a damaged or unreadable table into one `LedgerError` line."""
-        from deltalake.exceptions import DeltaError
-
-        try:
-            yield
-        except (DeltaError, OSError) as exc:
-            raise LedgerError(f"cannot read {self.ledger.path(name)}: {_first_line(exc)}") from None
-
-    def _query(
-        self,
-        name: str,
-        columns: Sequence[str],
-        where: Sequence[str] = (),
-        *,
-        group: str | None = None,
-        order: str | None = None,
-        limit: int | None = None,
-        offset: int = 0,
-        required: bool = False,
-    ) -> list[dict[str, Any]]:
-        """Rows of `SELECT columns FROM name WHERE where... GROUP BY group ORDER BY order
-        LIMIT limit OFFSET offset`; no rows when the table does not exist and is not
-        `required`."""
-        if self._table(name, required=required) is None:
-            return []
-        # Names are this module's constants; every value is quoted by _sql_str, _sql_ts,
-        # _sql_date or int(): user input never reaches the SQL unquoted.
-        sql = f"SELECT {', '.join(columns)} FROM {name}"  # noqa: S608
-        if where:
-            sql += " WHERE " + " AND ".join(f"({condition})" for condition in where)
-        if group:
-            sql += f" GROUP BY {group}"
-        if order:
-            sql += f" ORDER BY {order}"
-        if limit is not None:
-            sql += f" LIMIT {int(limit)}"
-        if offset:
-            sql += f" OFFSET {int(offset)}"
-        with self._reading(name):
-            result = self._builder.execute(sql).read_all()
-        names = list(result.column_names)
-        values = [result.column(i).to_pylist() for i in range(len(names))]
-        rows = [dict(zip(names, row, strict=True)) for row in zip(*values, strict=True)]
-        self.scans.append(Scan(name, sql, len(rows)))
-        return rows
-
-    def explain(self, scan: Scan) -> str:
-        """DataFusion's `EXPLAIN ANALYZE` of a query this reader ran: files and row groups
-        it opened, pruned and scanned."""
-        self._table(scan.table, required=True)
-        with self._reading(scan.table):
-            result = self._builder.execute(f"EXPLAIN ANALYZE {scan.sql}").read_all()
-        return "\n".join(str(line) for line in result.column(1).to_pylist())
 
     # roots
 
@@ -468,19 +75,19 @@ class LedgerReader:
         want = query.limit + 1  # one more tells whether there are more
         where = []
         if query.statuses:
-            where.append(f"status IN ({', '.join(_sql_str(s) for s in query.statuses)})")
+            where.append(f"status IN ({', '.join(sql_str(s) for s in query.statuses)})")
         if query.app is not None:
-            where.append(f"app = {_sql_str(query.app)}")
+            where.append(f"app = {sql_str(query.app)}")
         if query.since is not None:
-            where.append(f"last_event_at >= {_sql_ts(query.since)}")
-        rows = self._newest(STATE_COLUMNS, where, want, since=query.since)
+            where.append(f"last_event_at >= {sql_ts(query.since)}")
+        rows = self.newest(STATE_COLUMNS, where, want, since=query.since)
         if not rows:
             self._explain_empty(query)
         return RootPage(
-            [_state(row) for row in rows[: query.limit]], len(rows) > query.limit, query
+            [state_from_row(row) for row in rows[: query.limit]], len(rows) > query.limit, query
         )
 
-    def _newest(
+    def newest(
         self,
         columns: Sequence[str],
         where: Sequence[str],
@@ -496,8 +103,8 @@ class LedgerReader:
         for bound in self._bounds(offset + want):
             if bound is not None and since is not None and bound <= since:
                 bound = None  # the caller's bound already cuts deeper than this one
-            extra = [f"last_event_at >= {_sql_ts(bound)}"] if bound is not None else []
-            rows = self._query(
+            extra = [f"last_event_at >= {sql_ts(bound)}"] if bound is not None else []
+            rows = self.query(
                 ROOT_STATE,
                 columns,
                 [*where, *extra],
@@ -518,8 +125,8 @@ class LedgerReader:
         next one `_WIDEN` times more. Any bound gives exact results when `want` roots match
         it: every root it leaves out is older than all of them.
         """
-        table = self._table(ROOT_STATE, required=True)
-        with self._reading(ROOT_STATE):
+        table = self.table(ROOT_STATE, required=True)
+        with self.reading(ROOT_STATE):
             actions = table.get_add_actions(flatten=True)
         column = "min.last_event_at"
         if column not in actions.column_names:
@@ -534,27 +141,27 @@ class LedgerReader:
         for low, count in files[:-1]:
             covered += count
             if covered >= target:
-                bounds.append(_utc(low))
+                bounds.append(utc(low))
                 target *= _WIDEN
         bounds.append(None)
         return bounds
 
     def _explain_empty(self, query: RootQuery) -> None:
         """Nothing matched: say why if the ledger is empty or the app unknown."""
-        if not self._query(ROOT_STATE, ["root_id"], limit=1, required=True):
+        if not self.query(ROOT_STATE, ["root_id"], limit=1, required=True):
             raise NoLedger(
                 f"no ledger at {self.warehouse}: {self.ledger.path(ROOT_STATE)} holds no roots "
                 "yet; run `ackfold reconcile` after an app has written events"
             )
-        if query.app is not None and not self._query(
-            ROOT_STATE, ["app"], [f"app = {_sql_str(query.app)}"], limit=1
+        if query.app is not None and not self.query(
+            ROOT_STATE, ["app"], [f"app = {sql_str(query.app)}"], limit=1
         ):
             known = ", ".join(one_line(app, 40) for app in self.known_apps())
             raise UnknownApp(f"no root of app {one_line(query.app, 40)}; known apps: {known}")
 
     def app_has_events(self, app: str) -> bool:
         """Whether `ack_events` holds any event of `app` (NoLedger when it does not exist)."""
-        rows = self._query(ACK_EVENTS, ["app"], [f"app = {_sql_str(app)}"], limit=1, required=True)
+        rows = self.query(ACK_EVENTS, ["app"], [f"app = {sql_str(app)}"], limit=1, required=True)
         return bool(rows)
 
     def missing_roots(self, root_ids: Sequence[int]) -> list[int]:
@@ -564,13 +171,13 @@ class LedgerReader:
             return []
         where = [f"root_id IN ({', '.join(str(r) for r in wanted)})"]
         found = {
-            row["root_id"] for row in self._query(ROOT_STATE, ["root_id"], where, required=True)
+            row["root_id"] for row in self.query(ROOT_STATE, ["root_id"], where, required=True)
         }
         return [r for r in wanted if r not in found]
 
     def known_apps(self) -> list[str]:
         """The apps that have roots in `root_state` (reads the `app` column only)."""
-        rows = self._query(ROOT_STATE, ["DISTINCT app"], order="app", required=True)
+        rows = self.query(ROOT_STATE, ["DISTINCT app"], order="app", required=True)
         return [str(row["app"]) for row in rows]
 
     # one root
@@ -581,15 +188,15 @@ class LedgerReader:
         from ackfold.ledger.tables import QUALITY_RESULTS
 
         if run_id is None:
-            latest = self._query(QUALITY_RESULTS, ["run_id"], order="run_at DESC", limit=1)
+            latest = self.query(QUALITY_RESULTS, ["run_id"], order="run_at DESC", limit=1)
             if not latest:
                 return []
             run_id = latest[0]["run_id"]
         columns = [name for name, _, _ in column_specs(QUALITY_RESULTS_DDL)]
-        return self._query(
+        return self.query(
             QUALITY_RESULTS,
             columns,
-            [f"run_id = {_sql_str(str(run_id))}"],
+            [f"run_id = {sql_str(str(run_id))}"],
             order="suite, check_name",
         )
 
@@ -600,12 +207,12 @@ class LedgerReader:
         Raises `NoLedger` when `root_state` is missing, `RootNotFound` when it has no row
         for `root_id`.
         """
-        self._table(ROOT_STATE, required=True)
-        registered = self._query(
+        self.table(ROOT_STATE, required=True)
+        registered = self.query(
             ROOTS, _root_columns(preview_chars), [f"root_id = {int(root_id)}"], limit=1
         )
         root = registered[0] if registered else None
-        ingested = _utc(root["ingested_at"]) if root else None
+        ingested = utc(root["ingested_at"]) if root else None
         events = self._events(root_id, ingested)
         span: tuple[date, date] | None = None
         if events:
@@ -624,8 +231,8 @@ class LedgerReader:
     def _events(self, root_id: int, ingested: datetime | None) -> list[Event]:
         where = [f"root_id = {int(root_id)}"]
         if ingested is not None:
-            where.append(f"event_time >= {_sql_ts(ingested - CLOCK_SKEW)}")
-        rows = self._query(ACK_EVENTS, _EVENT_COLUMNS, where, order="event_time, event_id")
+            where.append(f"event_time >= {sql_ts(ingested - CLOCK_SKEW)}")
+        rows = self.query(ACK_EVENTS, _EVENT_COLUMNS, where, order="event_time, event_id")
         seen: set[str] = set()
         events = []
         for row in rows:
@@ -634,7 +241,7 @@ class LedgerReader:
                     event_id=row["event_id"],
                     kind=row["kind"],
                     stage=row["stage"],
-                    event_time=_utc(row["event_time"]),
+                    event_time=utc(row["event_time"]),
                     ack_val=row["ack_val"],
                     reason=row["reason"],
                     duplicate=row["event_id"] in seen,
@@ -656,9 +263,9 @@ class LedgerReader:
             where = [f"root_id IN ({', '.join(str(int(i)) for i in missing)})"]
             if partitions is not None:
                 low, high = partitions
-                where.append(f"first_event_date BETWEEN {_sql_date(low)} AND {_sql_date(high)}")
-            for row in self._query(ROOT_STATE, STATE_COLUMNS, where, required=True):
-                found[row["root_id"]] = _state(row)
+                where.append(f"first_event_date BETWEEN {sql_date(low)} AND {sql_date(high)}")
+            for row in self.query(ROOT_STATE, STATE_COLUMNS, where, required=True):
+                found[row["root_id"]] = state_from_row(row)
             missing = [root_id for root_id in missing if root_id not in found]
         return found
 
@@ -668,20 +275,20 @@ class LedgerReader:
         """The roots registered with `origin` as their first attempt, each with its status."""
         columns = ["root_id", "attempt", "ingested_at"]
         if origin_ingested is None:
-            first = self._query(ROOTS, columns, [f"root_id = {int(origin)}"], limit=1)
-            origin_ingested = _utc(first[0]["ingested_at"]) if first else None
+            first = self.query(ROOTS, columns, [f"root_id = {int(origin)}"], limit=1)
+            origin_ingested = utc(first[0]["ingested_at"]) if first else None
         where = [f"origin_root_id = {int(origin)}"]
         if origin_ingested is not None:
             # Replays are registered after the first attempt: older files are skipped.
-            where.append(f"ingested_at >= {_sql_ts(origin_ingested - CLOCK_SKEW)}")
-        chain = {row["root_id"]: row for row in self._query(ROOTS, columns, where)}
+            where.append(f"ingested_at >= {sql_ts(origin_ingested - CLOCK_SKEW)}")
+        chain = {row["root_id"]: row for row in self.query(ROOTS, columns, where)}
         chain.setdefault(
             root_id, {"root_id": root_id, "attempt": state.attempt or 1, "ingested_at": None}
         )
         statuses = {root_id: state.status}
         others = [other for other in chain if other != root_id]
         if others:
-            times = [_utc(chain[o]["ingested_at"]) for o in others if chain[o]["ingested_at"]]
+            times = [utc(chain[o]["ingested_at"]) for o in others if chain[o]["ingested_at"]]
             span = None
             if len(times) == len(others):
                 span = ((min(times) - CLOCK_SKEW).date(), (max(times) + CLOCK_SKEW).date())
@@ -691,7 +298,7 @@ class LedgerReader:
             Attempt(
                 root_id=row["root_id"],
                 attempt=row["attempt"],
-                ingested_at=_utc(row["ingested_at"]) if row["ingested_at"] else None,
+                ingested_at=utc(row["ingested_at"]) if row["ingested_at"] else None,
                 status=statuses.get(row["root_id"]),
             )
             for row in chain.values()
@@ -734,236 +341,8 @@ def _source(root: dict[str, Any], preview_chars: int) -> Source:
         source_queue=root["source_queue"],
         source_message_id=root["source_message_id"],
         source_position=root["source_position"],
-        ingested_at=_utc(root["ingested_at"]),
+        ingested_at=utc(root["ingested_at"]),
         payload_preview=root["payload_preview"],
         payload_chars=chars or 0,
         payload_truncated=chars is not None and chars > preview_chars,
     )
-
-
-# --- output ---------------------------------------------------------------------------
-
-
-def hex64(value: int) -> str:
-    """A 64-bit value as ackfold prints it: 0x and 16 hex digits, two's complement.
-
-    Example:
-        >>> hex64(-1), hex64(255)
-        ('0xffffffffffffffff', '0x00000000000000ff')
-    """
-    return f"0x{value & _MASK64:016x}"
-
-
-def iso(moment: datetime | None, *, precise: bool = False) -> str:
-    """UTC ISO-8601 with a Z: milliseconds for people, microseconds with `precise`.
-
-    Example:
-        >>> from datetime import datetime, timezone
-        >>> iso(datetime(2026, 11, 22, 10, 0, 0, 123456, tzinfo=timezone.utc))
-        '2026-11-22T10:00:00.123Z'
-    """
-    if moment is None:
-        return "-"
-    text = moment.astimezone(UTC).isoformat(timespec="microseconds" if precise else "milliseconds")
-    return text.replace("+00:00", "Z")
-
-
-def one_line(text: str | None, width: int | None = None) -> str:
-    """`text` safe for one terminal line: control characters escaped, capped at `width`.
-
-    Example:
-        >>> print(one_line("bad\\nrecord\\x1b[31m"))
-        bad\\nrecord\\u001b[31m
-        >>> one_line("x" * 10, width=8)
-        'xxxxx...'
-    """
-    if text is None:
-        return "-"
-    out = []
-    for char in text:
-        if char == "\n":
-            out.append("\\n")
-        elif char == "\t":
-            out.append("\\t")
-        elif ord(char) < 0x20 or 0x7F <= ord(char) < 0xA0 or char in _BIDI:
-            out.append(f"\\u{ord(char):04x}")
-        else:
-            out.append(char)
-    line = "".join(out)
-    if width is not None and len(line) > width:
-        line = line[: max(0, width - 3)] + "..."
-    return line
-
-
-_ROOTS_HEADER: Final = (
-    "ROOT_ID",
-    "APP",
-    "STATUS",
-    "ATTEMPT",
-    "LAST_STAGE",
-    "EVENTS",
-    "LAST_EVENT_AT",
-    "FAIL_REASON",
-)
-
-
-def format_roots(page: RootPage) -> str:
-    """`ackfold roots`: an aligned table, newest first (no trailing newline)."""
-    rows = [_ROOTS_HEADER] + [
-        (
-            str(r.root_id),
-            one_line(r.app, 24),
-            one_line(r.status, 16),
-            str(r.attempt) if r.attempt is not None else "-",
-            one_line(r.last_stage, 20),
-            str(r.event_count),
-            iso(r.last_event_at),
-            one_line(r.fail_reason, 48) if r.fail_reason else "",
-        )
-        for r in page.roots
-    ]
-    widths = [max(len(row[i]) for row in rows) for i in range(len(_ROOTS_HEADER))]
-    # Right-align the numbers, left-align the rest; no padding after the last column.
-    right = {0, 3, 5}
-    lines = []
-    for row in rows:
-        cells = [
-            cell.rjust(widths[i]) if i in right else cell.ljust(widths[i])
-            for i, cell in enumerate(row)
-        ]
-        lines.append("  ".join(cells).rstrip())
-    return "\n".join(lines)
-
-
-def format_roots_json(page: RootPage) -> str:
-    """`ackfold roots --json`: a JSON array, one root per line."""
-    if not page.roots:
-        return "[]"
-    items = ",\n".join(json.dumps(r.to_json(), sort_keys=True) for r in page.roots)
-    return f"[\n{items}\n]"
-
-
-def format_journey(journey: Journey) -> str:
-    """`ackfold show`: the root's state, its source, its events by stage, its attempts."""
-    s = journey.state
-    lines = [f"root {s.root_id} ({hex64(s.root_id)})"]
-
-    def put(label: str, value: str) -> None:
-        lines.append(f"  {label:<13} {value}")
-
-    put("app", one_line(s.app))
-    put("status", f"{one_line(s.status)} (since {iso(s.status_changed_at)})")
-    if not s.init_seen:
-        tree = "init not seen"
-    elif s.xor_acc == 0:
-        tree = "init seen, tree complete"
-    else:
-        tree = "init seen, tree incomplete"
-    put("xor_acc", f"{hex64(s.xor_acc)} ({tree})")
-    attempt = str(s.attempt) if s.attempt is not None else "-"
-    put("attempt", f"{attempt} of origin {journey.origin_root_id}")
-    put("events", f"{s.event_count} folded, {iso(s.first_event_at)} .. {iso(s.last_event_at)}")
-    if journey.unreconciled:
-        put("", f"{journey.unreconciled} more in ack_events, not reconciled yet")
-    put("last stage", one_line(s.last_stage))
-    if s.fail_reason is not None or s.fail_stage is not None:
-        where = f" (stage {one_line(s.fail_stage)} at {iso(s.fail_at)})" if s.fail_stage else ""
-        put("fail reason", one_line(s.fail_reason, PAYLOAD_PREVIEW) + where)
-    else:
-        put("fail reason", "-")
-    src = journey.source
-    if src is None:
-        put("source", "- (no row in roots)")
-    else:
-        parts = [one_line(src.source)]
-        if src.source_queue:
-            parts.append(f"queue {one_line(src.source_queue)}")
-        if src.source_message_id:
-            parts.append(f"message {one_line(src.source_message_id)}")
-        if src.source_position:
-            parts.append(f"position {one_line(src.source_position)}")
-        put("source", " ".join(parts))
-        put("ingested at", iso(src.ingested_at))
-        if src.payload_preview is None:
-            put("payload", "-")
-        elif src.payload_truncated:
-            put(
-                "payload",
-                f"{one_line(src.payload_preview)}... "
-                f"(truncated: first {PAYLOAD_PREVIEW} of {src.payload_chars} chars)",
-            )
-        else:
-            put("payload", one_line(src.payload_preview))
-
-    lines.append("")
-    lines.append(f"events by stage ({len(journey.events)} in ack_events)")
-    if not journey.events:
-        lines.append("  (none)")
-    for stage, events in journey.stages:
-        lines.append(f"  {one_line(stage)}")
-        for e in events:
-            line = f"    {iso(e.event_time)}  {e.kind:<4}  {hex64(e.ack_val)}"
-            if e.reason is not None:
-                line += f"  reason: {one_line(e.reason, PAYLOAD_PREVIEW)}"
-            if e.duplicate:
-                line += "  (duplicate, not folded)"
-            lines.append(line)
-
-    lines.append("")
-    lines.append(f"attempts (origin {journey.origin_root_id})")
-    width = max(len(str(a.root_id)) for a in journey.attempts)
-    for a in journey.attempts:
-        mark = "*" if a.root_id == s.root_id else " "
-        shown = a.status if a.status is not None else "(not reconciled)"
-        lines.append(
-            f"  {mark} #{a.attempt:<3} {a.root_id:>{width}}  {shown:<16}"
-            f"  ingested {iso(a.ingested_at)}"
-        )
-    return "\n".join(lines)
-
-
-def format_journey_json(journey: Journey) -> str:
-    return json.dumps(journey.to_json(), indent=2, sort_keys=True)
-
-
-# --- helpers --------------------------------------------------------------------------
-
-
-def _sql_str(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
-
-
-def _sql_ts(moment: datetime) -> str:
-    return f"TIMESTAMP '{iso(moment, precise=True)}'"
-
-
-def _sql_date(day: date) -> str:
-    return f"DATE '{day.isoformat()}'"
-
-
-def _utc(moment: datetime) -> datetime:
-    """Delta timestamps are UTC instants; a naive one (timestamp_ntz) is read as UTC."""
-    if moment.tzinfo is None:
-        return moment.replace(tzinfo=UTC)
-    return moment.astimezone(UTC)
-
-
-def _state(row: dict[str, Any]) -> RootState:
-    values = {name: row[name] for name in STATE_COLUMNS}
-    for name in ("first_event_at", "last_event_at", "status_changed_at", "fail_at"):
-        if values[name] is not None:
-            values[name] = _utc(values[name])
-    return RootState(**values)
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, datetime):
-        return iso(value, precise=True)
-    if isinstance(value, date):
-        return value.isoformat()
-    return value
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
-from ackfold.ledger.reader import hex64
+from ackfold.ledger.values import hex64
 from ackfold.quality.expectations import Suite
 from ackfold.quality.report import CheckResult
 

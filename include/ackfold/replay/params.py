@@ -45,7 +45,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Final
 
-from ackfold.ledger.reader import QueryError, parse_root_id, parse_time
+from ackfold.ledger.parse import QueryError, parse_root_id, parse_time
 from ackfold.replay.replayer import DEFAULT_STATUSES, REPLAYABLE, ReplayRequest
 
 MANUAL_REPLAY_DAG_ID: Final = "ackfold_manual_replay"

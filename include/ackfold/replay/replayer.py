@@ -42,8 +42,8 @@ from typing import TYPE_CHECKING, Any, Final
 from ackfold.config import AppPolicy, Settings
 from ackfold.ledger import ids, status
 from ackfold.ledger.lock import ledger_lock
-from ackfold.ledger.reader import hex64
 from ackfold.ledger.tables import DEAD_LETTERS, REPLAY_LOG, ROOT_STATE, ROOTS, Ledger, spark_schema
+from ackfold.ledger.values import hex64
 from ackfold.sources.base import EXPIRED, Outbound, Sent, SourceQueue, dead_letter_attributes
 
 if TYPE_CHECKING:

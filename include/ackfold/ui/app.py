@@ -47,16 +47,11 @@ from starlette.datastructures import FormData
 
 from ackfold.config import Settings
 from ackfold.ledger import status
-from ackfold.ledger.reader import (
-    Journey,
-    LedgerError,
-    NoLedger,
-    QueryError,
-    RootNotFound,
-    hex64,
-    iso,
-    parse_root_id,
-)
+from ackfold.ledger.parse import QueryError, parse_root_id
+from ackfold.ledger.reader import RootNotFound
+from ackfold.ledger.rows import Journey
+from ackfold.ledger.sql import LedgerError, NoLedger
+from ackfold.ledger.values import hex64, iso
 from ackfold.quality.report import QualityReport
 from ackfold.replay.params import (
     MANUAL_REPLAY_DAG_ID,

@@ -13,7 +13,8 @@ from datetime import datetime
 from markupsafe import Markup, escape
 
 from ackfold.ledger import status
-from ackfold.ledger.reader import Journey, iso
+from ackfold.ledger.rows import Journey
+from ackfold.ledger.values import iso
 from ackfold.ui.queries import Bucket
 
 WIDTH = 720

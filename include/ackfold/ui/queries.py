@@ -3,10 +3,10 @@
 Every query runs in delta-rs through `LedgerReader` (no JVM), names its columns and
 builds its SQL only from this module's constants and from values parsed here into typed
 values (statuses and sort columns from whitelists, times, integers), quoted by the
-reader's helpers: user text never reaches the SQL raw.
+ledger's SQL helpers: user text never reaches the SQL raw.
 
 Costs on a large ledger (`bench/ui.py` measures them):
-- the roots table, newest first, reads only the newest files (`LedgerReader._newest`);
+- the roots table, newest first, reads only the newest files (`LedgerReader.newest`);
   other sort orders scan the filter and sort columns of the whole table;
 - its total is a `count(*)` over the filter columns;
 - the overview is two aggregations over `app`, `status` and the two event times,
@@ -21,23 +21,12 @@ from datetime import datetime, timedelta
 from typing import Any, Final
 
 from ackfold.ledger import status
-from ackfold.ledger.reader import (
-    STATE_COLUMNS,
-    LedgerReader,
-    NoLedger,
-    QueryError,
-    RootState,
-    _jsonable,
-    _sql_date,
-    _sql_str,
-    _sql_ts,
-    _state,
-    _utc,
-    parse_root_id,
-    parse_statuses,
-    parse_time,
-)
+from ackfold.ledger.parse import QueryError, parse_root_id, parse_statuses, parse_time
+from ackfold.ledger.reader import LedgerReader
+from ackfold.ledger.rows import STATE_COLUMNS, RootState, state_from_row
+from ackfold.ledger.sql import NoLedger, sql_date, sql_str, sql_ts
 from ackfold.ledger.tables import DEAD_LETTERS, ROOT_STATE
+from ackfold.ledger.values import jsonable, utc
 
 # What the roots table shows unless asked otherwise: the roots that need someone.
 UNHEALTHY: Final = (status.FAILED, status.TIMED_OUT, status.REPLAYED, status.DEAD_LETTERED)
@@ -188,28 +177,28 @@ class RootFilter:
             ("stage", f.stage),
         ):
             if value is not None:
-                pairs.append((name, str(_jsonable(value))))
+                pairs.append((name, str(jsonable(value))))
         pairs += [("sort", f.sort), ("order", f.order), ("limit", str(f.limit))]
         if f.offset:
             pairs.append(("offset", str(f.offset)))
         return pairs
 
     def where(self) -> list[str]:
-        where = [f"status IN ({', '.join(_sql_str(s) for s in self.statuses)})"]
+        where = [f"status IN ({', '.join(sql_str(s) for s in self.statuses)})"]
         if self.app is not None:
-            where.append(f"app = {_sql_str(self.app)}")
+            where.append(f"app = {sql_str(self.app)}")
         if self.since is not None:
-            where.append(f"last_event_at >= {_sql_ts(self.since)}")
+            where.append(f"last_event_at >= {sql_ts(self.since)}")
         if self.until is not None:
-            where.append(f"last_event_at < {_sql_ts(self.until)}")
+            where.append(f"last_event_at < {sql_ts(self.until)}")
             # A root's first event is no later than its last: prunes newer partitions.
-            where.append(f"first_event_date <= {_sql_date(self.until.date())}")
+            where.append(f"first_event_date <= {sql_date(self.until.date())}")
         if self.stage is not None:
-            where.append(f"last_stage = {_sql_str(self.stage)}")
+            where.append(f"last_stage = {sql_str(self.stage)}")
         return where
 
     def to_json(self) -> dict[str, Any]:
-        return {f.name: _jsonable(getattr(self, f.name)) for f in fields(self)}
+        return {f.name: jsonable(getattr(self, f.name)) for f in fields(self)}
 
 
 @dataclass(frozen=True)
@@ -239,7 +228,7 @@ class DeadLetterFilter:
     def query(self, **changes: Any) -> list[tuple[str, str]]:
         f = replace(self, **changes)
         pairs = [
-            (name, str(_jsonable(value)))
+            (name, str(jsonable(value)))
             for name, value in (("app", f.app), ("since", f.since), ("until", f.until))
             if value is not None
         ]
@@ -251,17 +240,17 @@ class DeadLetterFilter:
     def where(self) -> list[str]:
         where = []
         if self.app is not None:
-            where.append(f"app = {_sql_str(self.app)}")
+            where.append(f"app = {sql_str(self.app)}")
         if self.since is not None:
-            where.append(f"dead_lettered_at >= {_sql_ts(self.since)}")
+            where.append(f"dead_lettered_at >= {sql_ts(self.since)}")
         if self.until is not None:
-            where.append(f"dead_lettered_at < {_sql_ts(self.until)}")
+            where.append(f"dead_lettered_at < {sql_ts(self.until)}")
         if self.redriven != "any":
             where.append(f"redriven_at IS {'NOT ' if self.redriven == 'yes' else ''}NULL")
         return where
 
     def to_json(self) -> dict[str, Any]:
-        return {f.name: _jsonable(getattr(self, f.name)) for f in fields(self)}
+        return {f.name: jsonable(getattr(self, f.name)) for f in fields(self)}
 
 
 # --- results --------------------------------------------------------------------------
@@ -307,7 +296,7 @@ class DeadLetter:
     redrive_root_id: int | None
 
     def to_json(self) -> dict[str, Any]:
-        return {f.name: _jsonable(getattr(self, f.name)) for f in fields(self)}
+        return {f.name: jsonable(getattr(self, f.name)) for f in fields(self)}
 
 
 DEAD_LETTER_COLUMNS: Final = tuple(f.name for f in fields(DeadLetter))
@@ -338,7 +327,7 @@ class Bucket:
     p99_seconds: float | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {f.name: _jsonable(getattr(self, f.name)) for f in fields(self)}
+        return {f.name: jsonable(getattr(self, f.name)) for f in fields(self)}
 
 
 @dataclass(frozen=True)
@@ -361,9 +350,7 @@ class Overview:
     buckets: list[Bucket] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
-        out = {
-            f.name: _jsonable(getattr(self, f.name)) for f in fields(self) if f.name != "buckets"
-        }
+        out = {f.name: jsonable(getattr(self, f.name)) for f in fields(self) if f.name != "buckets"}
         out["buckets"] = [bucket.to_json() for bucket in self.buckets]
         return out
 
@@ -400,7 +387,7 @@ class UiReader(LedgerReader):
         """The newest quality runs: id, time, checks and failures; none before the first."""
         from ackfold.ledger.tables import QUALITY_RESULTS
 
-        return self._query(
+        return self.query(
             QUALITY_RESULTS,
             [
                 "run_id",
@@ -417,10 +404,10 @@ class UiReader(LedgerReader):
         """A page of `root_state` rows matching `f` (NoLedger when there is no ledger)."""
         total = self.count_roots(f)
         if f.sort == "last_event_at" and f.order == "desc":
-            rows = self._newest(STATE_COLUMNS, f.where(), f.limit, since=f.since, offset=f.offset)
+            rows = self.newest(STATE_COLUMNS, f.where(), f.limit, since=f.since, offset=f.offset)
         else:
             # Ties broken by root_id keep pages stable.
-            rows = self._query(
+            rows = self.query(
                 ROOT_STATE,
                 STATE_COLUMNS,
                 f.where(),
@@ -429,15 +416,15 @@ class UiReader(LedgerReader):
                 offset=f.offset,
                 required=True,
             )
-        return RootsPage([_state(row) for row in rows], total, f)
+        return RootsPage([state_from_row(row) for row in rows], total, f)
 
     def count_roots(self, f: RootFilter) -> int:
-        rows = self._query(ROOT_STATE, ["count(*) AS n"], f.where(), required=True)
+        rows = self.query(ROOT_STATE, ["count(*) AS n"], f.where(), required=True)
         return int(rows[0]["n"])
 
     def count_by_status(self, f: RootFilter) -> dict[str, int]:
         """How many roots match `f`, by status (statuses with none left out)."""
-        rows = self._query(
+        rows = self.query(
             ROOT_STATE, ["status", "count(*) AS n"], f.where(), group="status", required=True
         )
         return {str(row["status"]): int(row["n"]) for row in rows}
@@ -446,7 +433,7 @@ class UiReader(LedgerReader):
         """The ids of the first `cap` roots matching `f`, newest first (a replay of the
         filter narrows `f.statuses` to the replayable ones first, so that the cap counts
         only those)."""
-        rows = self._newest(["root_id"], f.where(), cap, since=f.since)
+        rows = self.newest(["root_id"], f.where(), cap, since=f.since)
         return [int(row["root_id"]) for row in rows]
 
     def statuses_of(self, root_ids: Sequence[int]) -> dict[int, str]:
@@ -454,7 +441,7 @@ class UiReader(LedgerReader):
         if not root_ids:
             return {}
         where = [f"root_id IN ({', '.join(str(int(r)) for r in root_ids)})"]
-        rows = self._query(ROOT_STATE, ["root_id", "status"], where, required=True)
+        rows = self.query(ROOT_STATE, ["root_id", "status"], where, required=True)
         return {int(row["root_id"]): str(row["status"]) for row in rows}
 
     def overview(
@@ -464,38 +451,38 @@ class UiReader(LedgerReader):
         [since, until)."""
         where = []
         if app is not None:
-            where.append(f"app = {_sql_str(app)}")
+            where.append(f"app = {sql_str(app)}")
         if since is not None:
-            where.append(f"first_event_at >= {_sql_ts(since)}")
-            where.append(f"first_event_date >= {_sql_date(since.date())}")
+            where.append(f"first_event_at >= {sql_ts(since)}")
+            where.append(f"first_event_date >= {sql_date(since.date())}")
         if until is not None:
-            where.append(f"first_event_at < {_sql_ts(until)}")
-            where.append(f"first_event_date <= {_sql_date(until.date())}")
+            where.append(f"first_event_at < {sql_ts(until)}")
+            where.append(f"first_event_date <= {sql_date(until.date())}")
         low, high = self._first_event_span()
         start, end = since or low, until or high
         width = bucket_width(end - start if start and end and end > start else timedelta(0))
         bucket = f"date_bin(INTERVAL '{width} seconds', first_event_at, {_EPOCH})"
         by_bucket: dict[datetime, dict[str, int]] = {}
-        for row in self._query(
+        for row in self.query(
             ROOT_STATE,
             [f"{bucket} AS bucket", "status", "count(*) AS n"],
             where,
             group="bucket, status",
             required=True,
         ):
-            by_bucket.setdefault(_utc(row["bucket"]), {})[row["status"]] = int(row["n"])
-        completed = [*where, f"status = {_sql_str(status.COMPLETED)}"]
+            by_bucket.setdefault(utc(row["bucket"]), {})[row["status"]] = int(row["n"])
+        completed = [*where, f"status = {sql_str(status.COMPLETED)}"]
         latency = [
             f"approx_percentile_cont({_LATENCY}, 0.5) AS p50",
             f"approx_percentile_cont({_LATENCY}, 0.99) AS p99",
         ]
         per_bucket = {
-            _utc(row["bucket"]): row
-            for row in self._query(
+            utc(row["bucket"]): row
+            for row in self.query(
                 ROOT_STATE, [f"{bucket} AS bucket", *latency], completed, group="bucket"
             )
         }
-        overall = self._query(ROOT_STATE, latency, completed)
+        overall = self.query(ROOT_STATE, latency, completed)
         counts = dict.fromkeys(status.ALL, 0)
         for bucket_counts in by_bucket.values():
             for name, n in bucket_counts.items():
@@ -524,8 +511,8 @@ class UiReader(LedgerReader):
     def _first_event_span(self) -> tuple[datetime | None, datetime | None]:
         """The earliest and latest `first_event_at` from the files' statistics in the Delta
         log (no data read); None where a file has none."""
-        table = self._table(ROOT_STATE, required=True)
-        with self._reading(ROOT_STATE):
+        table = self.table(ROOT_STATE, required=True)
+        with self.reading(ROOT_STATE):
             actions = table.get_add_actions(flatten=True)
         names = actions.column_names
         if "min.first_event_at" not in names or "max.first_event_at" not in names:
@@ -534,11 +521,11 @@ class UiReader(LedgerReader):
         highs = actions.column("max.first_event_at").to_pylist()
         if not lows or None in lows or None in highs:
             return None, None
-        return _utc(min(lows)), _utc(max(highs))
+        return utc(min(lows)), utc(max(highs))
 
     def dead_letters(self, f: DeadLetterFilter) -> DeadLettersPage:
         """A page of `dead_letters`, newest first (empty while the table does not exist)."""
-        rows = self._query(
+        rows = self.query(
             DEAD_LETTERS,
             DEAD_LETTER_COLUMNS,
             f.where(),
@@ -550,7 +537,7 @@ class UiReader(LedgerReader):
         for row in rows[: f.limit]:
             for name in ("dead_lettered_at", "redriven_at"):
                 if row[name] is not None:
-                    row[name] = _utc(row[name])
+                    row[name] = utc(row[name])
             letters.append(DeadLetter(**row))
         return DeadLettersPage(letters, len(rows) > f.limit, f)
 

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Final
 
 if TYPE_CHECKING:
     from ackfold.config import UiSettings
-    from ackfold.ledger.reader import Journey, RootState
+    from ackfold.ledger.rows import Journey, RootState
 
 MASK: Final = "***"
 MARGIN: Final = 1024

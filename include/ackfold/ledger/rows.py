@@ -1,0 +1,153 @@
+"""The ledger's rows as the CLI and the UI read them: a root's state, its events, where it
+came from and its attempts (together, its `Journey`), and a page of roots.
+
+Each has `to_json()`: times as ISO-8601 UTC, 64-bit values as 0x hex, ids as integers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from datetime import date, datetime
+from typing import Any, Final
+
+from ackfold.ledger.parse import RootQuery
+from ackfold.ledger.values import hex64, jsonable, utc
+
+
+@dataclass(frozen=True)
+class RootState:
+    """A `root_state` row, without the reconciler's bookkeeping columns."""
+
+    root_id: int
+    app: str
+    status: str
+    xor_acc: int
+    event_count: int
+    first_event_at: datetime
+    last_event_at: datetime
+    status_changed_at: datetime
+    attempt: int | None
+    origin_root_id: int | None
+    last_stage: str
+    fail_reason: str | None
+    fail_stage: str | None
+    fail_at: datetime | None
+    init_seen: bool
+    first_event_date: date
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON-ready: times as ISO-8601 UTC, `xor_acc` as 0x hex, ids as integers."""
+        out = {f.name: jsonable(getattr(self, f.name)) for f in fields(self)}
+        out["xor_acc"] = hex64(self.xor_acc)
+        return out
+
+
+STATE_COLUMNS: Final = tuple(f.name for f in fields(RootState))
+
+
+@dataclass(frozen=True)
+class RootPage:
+    """One page of `ackfold roots`: `more` says that more roots matched than `limit`."""
+
+    roots: list[RootState]
+    more: bool
+    query: RootQuery
+
+
+@dataclass(frozen=True)
+class Event:
+    """One `ack_events` row of a root. `duplicate` marks a repeated `event_id`: the fold
+    counts it once."""
+
+    event_id: str
+    kind: str
+    stage: str
+    event_time: datetime
+    ack_val: int
+    reason: str | None
+    duplicate: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        out = {f.name: jsonable(getattr(self, f.name)) for f in fields(self)}
+        out["ack_val"] = hex64(self.ack_val)
+        return out
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where a root came from (its `roots` row). The payload is only ever a capped preview."""
+
+    source: str
+    source_queue: str | None
+    source_message_id: str | None
+    source_position: str | None
+    ingested_at: datetime
+    payload_preview: str | None
+    payload_chars: int
+    payload_truncated: bool
+
+    def to_json(self) -> dict[str, Any]:
+        return {f.name: jsonable(getattr(self, f.name)) for f in fields(self)}
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One root of a replay chain. `status` is None while the root is not reconciled."""
+
+    root_id: int
+    attempt: int
+    ingested_at: datetime | None
+    status: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {f.name: jsonable(getattr(self, f.name)) for f in fields(self)}
+
+
+@dataclass(frozen=True)
+class Journey:
+    """Everything `ackfold show` prints about one root."""
+
+    state: RootState
+    source: Source | None
+    events: list[Event]
+    origin_root_id: int
+    attempts: list[Attempt]
+
+    @property
+    def stages(self) -> list[tuple[str, list[Event]]]:
+        """Events grouped by stage; stages in the order of their first event, events in
+        time order."""
+        groups: dict[str, list[Event]] = {}
+        for event in self.events:
+            groups.setdefault(event.stage, []).append(event)
+        return list(groups.items())
+
+    @property
+    def unreconciled(self) -> int:
+        """Distinct events in `ack_events` beyond those the last reconcile folded."""
+        distinct = sum(1 for event in self.events if not event.duplicate)
+        return max(0, distinct - self.state.event_count)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "root_id": self.state.root_id,
+            "root_id_hex": hex64(self.state.root_id),
+            "state": self.state.to_json(),
+            "source": self.source.to_json() if self.source else None,
+            "stages": [
+                {"stage": stage, "events": [event.to_json() for event in events]}
+                for stage, events in self.stages
+            ],
+            "unreconciled_events": self.unreconciled,
+            "origin_root_id": self.origin_root_id,
+            "attempts": [attempt.to_json() for attempt in self.attempts],
+        }
+
+
+def state_from_row(row: dict[str, Any]) -> RootState:
+    """A `root_state` row as delta-rs returns it (a dict), as a `RootState` in UTC."""
+    values = {name: row[name] for name in STATE_COLUMNS}
+    for name in ("first_event_at", "last_event_at", "status_changed_at", "fail_at"):
+        if values[name] is not None:
+            values[name] = utc(values[name])
+    return RootState(**values)
