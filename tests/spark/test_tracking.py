@@ -26,8 +26,9 @@ from pyspark.sql import functions as F
 from ackfold.ledger import ids, status
 from ackfold.ledger.tables import ACK_EVENTS, ROOTS, Ledger
 from ackfold.reconcile.fold import classify, fold
-from ackfold.track import sql_ids, stage
-from ackfold.track.stage import StageTracker, as_tuple
+from ackfold.track import columns, sql_ids, stage
+from ackfold.track.columns import as_tuple
+from ackfold.track.stage import StageTracker
 from ackfold.track.tracker import Tracker, Tuple
 
 APP = "wordcount"
@@ -459,6 +460,6 @@ def test_delta_rs_appends_v1_rows_that_spark_reads(spark: SparkSession, tmp_path
 
 
 def test_docstring_examples_run(spark: SparkSession) -> None:
-    for module in (stage, sql_ids):
+    for module in (stage, columns, sql_ids):
         result = doctest.testmod(module, extraglobs={"spark": spark}, optionflags=doctest.ELLIPSIS)
         assert result.failed == 0, module.__name__

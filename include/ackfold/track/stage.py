@@ -1,10 +1,9 @@
 """The Spark tracking API for streaming apps: the ``Tracker``'s verbs over whole DataFrames.
 
 A tracked DataFrame carries each record's identity in one struct column, ``_ackfold``
-(``TUPLE_DDL``): what ``tracker.Tuple`` carries (id, roots, the roots of each anchor,
-consumers) plus the ids of its anchors, so a stage can compute the acks of its inputs from
-its outputs. The column survives a Delta table, so a job that reads another job's output
-keeps tracking the same trees.
+(``ackfold.track.columns``): what ``tracker.Tuple`` carries plus the ids of its anchors,
+so a stage can compute the acks of its inputs from its outputs. The column survives a
+Delta table, so a job that reads another job's output keeps tracking the same trees.
 
 A stage, inside ``foreachBatch``, reads like Storm's collector:
 
@@ -17,7 +16,8 @@ A stage, inside ``foreachBatch``, reads like Storm's collector:
   one commit, each with ``txnAppId``/``txnVersion`` so a re-run batch writes nothing.
 
 The events are the ones ``Tracker`` writes for the same topology, row for row (ids are
-derived, never drawn). See ``docs/decisions/spark-tracking-api.md``.
+derived, never drawn): ``ackfold.track.events`` computes them, ``ackfold.track.write``
+appends a batch. See ``docs/decisions/spark-tracking-api.md``.
 
 Example (``split``: lines -> words, as a streaming query's ``foreachBatch``; the test
 ``tests/spark/test_tracking.py`` runs this shape end to end):
@@ -47,38 +47,25 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from functools import reduce
-from typing import Final
 
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from ackfold.ledger.tables import ACK_EVENTS, ROOTS, Ledger
+from ackfold.ledger.tables import Ledger
 from ackfold.track import sql_ids
-from ackfold.track.tracker import (
-    ACK,
-    EVENT_COLUMNS,
-    FAIL,
-    INIT,
-    ROOT_COLUMNS,
-    UNNAMED,
-    Tuple,
-    check_name,
-    consumers_of,
+from ackfold.track.columns import (
+    TUPLE_COLUMN,
+    ColumnOrName,
+    child_tuple,
+    first_tuple,
+    literal,
+    zero,
 )
-
-TUPLE_COLUMN: Final = "_ackfold"
-# `tracker.Tuple` as a struct, plus `anchors` (the ids of the tuples it was emitted from,
-# empty for a spout tuple): the acks of a stage's inputs are computed from its children.
-TUPLE_DDL: Final = (
-    "id BIGINT, roots ARRAY<BIGINT>, anchor_roots ARRAY<ARRAY<BIGINT>>, "
-    "consumers ARRAY<STRING>, anchors ARRAY<BIGINT>, stage STRING"
-)
+from ackfold.track.events import ack_rows, event_rows, fail_rows
+from ackfold.track.tracker import INIT, check_name, consumers_of
+from ackfold.track.write import append_batch
 
 _HIDDEN = "__ackfold_"
-_CREATED_LEDGERS: set[str] = set()
-
-ColumnOrName = Column | str
 
 
 @dataclass(frozen=True)
@@ -89,29 +76,6 @@ class Spout:
     tuples: DataFrame
     roots: DataFrame
     events: DataFrame
-
-
-def as_tuple(value: object) -> Tuple:
-    """The ``tracker.Tuple`` of one collected ``_ackfold`` struct (a ``Row``).
-
-    Example:
-        >>> from ackfold.track.tracker import Tracker
-        >>> rows = StageTracker("orders", "spout").spout(
-        ...     spark.createDataFrame([("m-1",)], "id string"), message_id="id", source="sqs"
-        ... ).tuples.collect()
-        >>> as_tuple(rows[0]["_ackfold"]) == Tracker("orders").spout("m-1", source="sqs")
-        True
-    """
-    row = value.asDict() if hasattr(value, "asDict") else value
-    if not isinstance(row, Mapping):
-        raise TypeError(f"expected an {TUPLE_COLUMN} struct (a Row), got {type(value).__name__}")
-    return Tuple(
-        id=row["id"],
-        roots=tuple(row["roots"]),
-        anchor_roots=tuple(frozenset(roots) for roots in row["anchor_roots"]),
-        consumers=tuple(row["consumers"]),
-        stage=row["stage"],
-    )
 
 
 class StageTracker:
@@ -187,7 +151,7 @@ class StageTracker:
             raise ValueError(f"attempt {attempt} needs the origin_root_id column of attempt 1")
         consumers = consumers_of(to)
         h = _hidden
-        src, queue = _literal(source), _literal(source_queue)
+        src, queue = literal(source), literal(source_queue)
         message = _column(message_id).cast("string")
         tries = (F.lit(attempt) if isinstance(attempt, int) else _column(attempt)).cast("int")
         origin = (F.lit(None) if origin_root_id is None else _column(origin_root_id)).cast("bigint")
@@ -201,7 +165,7 @@ class StageTracker:
         )
         root = F.col(h("root"))
         first = sql_ids.spout_tuple_id(root)
-        tuples = base.withColumn(TUPLE_COLUMN, self._first_tuple(root, consumers)).drop(
+        tuples = base.withColumn(TUPLE_COLUMN, first_tuple(self.stage, root, consumers)).drop(
             h("root"), h("attempt"), h("origin")
         )
         tries_col = F.col(h("attempt"))
@@ -221,7 +185,7 @@ class StageTracker:
         init_val = sql_ids.xor_of(
             *[sql_ids.edge_id(first, root, F.lit(0), F.lit(c)) for c in consumers]
         )
-        events = self._events(base, INIT, root, first, init_val)
+        events = event_rows(self.app, self.stage, base, INIT, root, first, init_val)
         return Spout(tuples=tuples, roots=roots, events=events)
 
     def registered(self, roots: DataFrame, *, to: Sequence[str] | None = None) -> DataFrame:
@@ -246,16 +210,8 @@ class StageTracker:
                 f"{self!r}.registered needs rows of the roots table (a root_id column); "
                 f"got columns {roots.columns}"
             )
-        return roots.withColumn(TUPLE_COLUMN, self._first_tuple(F.col("root_id"), consumers_of(to)))
-
-    def _first_tuple(self, root: Column, consumers: Sequence[str]) -> Column:
-        return _tuple_struct(
-            tuple_id=sql_ids.spout_tuple_id(root),
-            roots=F.array(root),
-            anchor_roots=F.array(F.array(root)),
-            consumers=_array_of(consumers),
-            anchors=F.array(),
-            stage=self.stage,
+        return roots.withColumn(
+            TUPLE_COLUMN, first_tuple(self.stage, F.col("root_id"), consumers_of(to))
         )
 
     # -- children -------------------------------------------------------------------------
@@ -296,7 +252,9 @@ class StageTracker:
                     f"{self!r}.emit: anchor column {anchor!r} is not in the DataFrame "
                     f"(columns: {df.columns}); anchors name _ackfold struct columns"
                 )
-        child = self._child(F.array(*[_column(a) for a in anchors]), _position(position), to)
+        child = child_tuple(
+            self.stage, F.array(*[_column(a) for a in anchors]), _position(position), to
+        )
         named = {a for a in anchors if isinstance(a, str) and a != TUPLE_COLUMN}
         return df.withColumn(TUPLE_COLUMN, child).drop(*named)
 
@@ -326,7 +284,7 @@ class StageTracker:
         _require_tracked(df, self, "explode")
         pos = _hidden("position")
         exploded = df.select("*", F.posexplode(_column(items)).alias(pos, name))
-        child = self._child(F.array(F.col(TUPLE_COLUMN)), F.col(pos), to)
+        child = child_tuple(self.stage, F.array(F.col(TUPLE_COLUMN)), F.col(pos), to)
         return exploded.withColumn(TUPLE_COLUMN, child).drop(pos)
 
     def aggregate(
@@ -358,7 +316,7 @@ class StageTracker:
         grouped = df.groupBy(*keys).agg(
             *aggs, F.array_sort(F.collect_list(TUPLE_COLUMN), _by_id).alias(anchors)
         )
-        child = self._child(F.col(anchors), _zero(), to)
+        child = child_tuple(self.stage, F.col(anchors), zero(), to)
         return grouped.withColumn(TUPLE_COLUMN, child).drop(anchors)
 
     # -- acks and fails -------------------------------------------------------------------
@@ -388,41 +346,7 @@ class StageTracker:
         _require_tracked(inputs, self, "ack")
         if children is not None:
             _require_tracked(children, self, "ack")
-        t = F.col("t")
-        own = (
-            inputs.select(F.col(TUPLE_COLUMN).alias("t"))
-            .select(
-                t["id"].alias("tuple_id"),
-                F.explode(t["roots"]).alias("root_id"),
-                t["anchor_roots"].alias("anchor_roots"),
-                self._consumer_key(t).alias("consumer"),
-            )
-            .select(
-                "tuple_id",
-                "root_id",
-                _own_value(
-                    F.col("tuple_id"), F.col("root_id"), F.col("anchor_roots"), F.col("consumer")
-                ).alias("own"),
-                F.lit(None).cast("bigint").alias("edge"),
-            )
-        )
-        if children is None:
-            # No children: each row is its input's whole ack. Copies of one input give the
-            # same event id, which write_batch keeps once: no aggregation (no shuffle).
-            return self._events(own, ACK, F.col("root_id"), F.col("tuple_id"), F.col("own"))
-        combined = own.unionByName(self._child_edges(children))
-        acks = (
-            combined.groupBy("tuple_id", "root_id")
-            .agg(
-                # Copies of one input (or one child) in the batch are one delivery: the
-                # first own value and the set of edges, never an XOR over the copies.
-                F.first("own", ignorenulls=True).alias("own"),
-                F.collect_set("edge").alias("edges"),
-            )
-            .where(F.col("own").isNotNull())  # children of inputs not acked here stay pending
-        )
-        ack_val = F.col("own").bitwiseXOR(sql_ids.xor_all(F.col("edges")))
-        return self._events(acks, ACK, F.col("root_id"), F.col("tuple_id"), ack_val)
+        return ack_rows(self.app, self.stage, inputs, children)
 
     def fail(self, inputs: DataFrame, reason: str | Column) -> DataFrame:
         """The ``fail`` events of this stage's ``inputs``: every root of each fails.
@@ -441,25 +365,7 @@ class StageTracker:
         if isinstance(reason, str) and not reason.strip():
             raise ValueError(f"fail needs a non-empty reason, got {reason!r}")
         _require_tracked(inputs, self, "fail")
-        why = _literal(reason)
-        t = F.col("t")
-        failed = (
-            inputs.select(F.col(TUPLE_COLUMN).alias("t"), why.alias("reason"))
-            .where(self._consumer_key(t).isNotNull())  # checks that this stage consumes it
-            .select(
-                t["id"].alias("tuple_id"),
-                F.explode(t["roots"]).alias("root_id"),
-                F.when(
-                    F.col("reason").isNull() | (F.trim(F.col("reason")) == ""),
-                    F.raise_error(F.lit(f"stage {self.stage!r}: fail needs a non-empty reason")),
-                )
-                .otherwise(F.col("reason"))
-                .alias("reason"),
-            )
-        )
-        return self._events(
-            failed, FAIL, F.col("root_id"), F.col("tuple_id"), _zero(), F.col("reason")
-        )
+        return fail_rows(self.app, self.stage, inputs, reason)
 
     # -- writing --------------------------------------------------------------------------
 
@@ -507,133 +413,15 @@ class StageTracker:
             raise ValueError(
                 f"{self!r} has no ledger: pass ledger=<warehouse root> to StageTracker to write"
             )
-        frames = [*(outputs or {}).values(), *([roots] if roots is not None else []), *events]
-        if not frames:
-            return
-        spark = frames[0].sparkSession
-        writer = self._writer(spark, batch_id) if batch_id is not None else None
-        self._create_ledger(spark)
-        for path, frame in (outputs or {}).items():
-            _append(frame, path, writer, batch_id)
-        if roots is not None:
-            _append(roots.select(*ROOT_COLUMNS), self.ledger.path(ROOTS), writer, batch_id)
-        if events:
-            union = reduce(DataFrame.unionByName, [e.select(*EVENT_COLUMNS) for e in events])
-            # Two verbs can say the same thing (an input passed twice): one row per event.
-            deduped = union.dropDuplicates(["event_id"])
-            _append(deduped, self.ledger.path(ACK_EVENTS), writer, batch_id)
-
-    # -- internals ------------------------------------------------------------------------
-
-    def _writer(self, spark: SparkSession, batch_id: int) -> str:
-        """The ``txnAppId`` of this batch's writes (see the class docstring)."""
-        context = spark.sparkContext
-        # Set by Spark on the thread running a micro-batch, which calls foreachBatch.
-        running = context.getLocalProperty("streaming.sql.batchId")
-        if running is not None and running != str(batch_id):
-            raise ValueError(
-                f"write_batch got batch_id {batch_id} inside micro-batch {running}: pass the "
-                "batch id that foreachBatch gave your function"
-            )
-        if self.writer_id is not None:
-            return self.writer_id
-        query = context.getLocalProperty("sql.streaming.queryId")
-        base = f"ackfold/{self.app}/{self.stage}"
-        return f"{base}/{query}" if query else base
-
-    def _create_ledger(self, spark: SparkSession) -> None:
-        # CREATE TABLE IF NOT EXISTS costs a catalog round trip: once per process and ledger.
-        if self.ledger is not None and self.ledger.root not in _CREATED_LEDGERS:
-            self.ledger.create(spark, (ACK_EVENTS, ROOTS))
-            _CREATED_LEDGERS.add(self.ledger.root)
-
-    def _child(self, anchors: Column, position: Column, to: Sequence[str] | None) -> Column:
-        # `anchors` is an array of _ackfold structs, in anchor order.
-        anchor_ids = F.transform(anchors, lambda a: a["id"])
-        anchor_roots = F.transform(anchors, lambda a: a["roots"])
-        return _tuple_struct(
-            tuple_id=sql_ids.tuple_id(self.stage, position, anchor_ids),
-            roots=F.array_distinct(F.flatten(anchor_roots)),
-            anchor_roots=anchor_roots,
-            consumers=_array_of(consumers_of(to)),
-            anchors=anchor_ids,
+        append_batch(
+            self.ledger,
+            batch_id,
+            app=self.app,
             stage=self.stage,
-        )
-
-    def _consumer_key(self, t: Column) -> Column:
-        """The consumer whose edges this stage acks, as ``Tuple.consumer_key``."""
-        consumers = t["consumers"]
-        return (
-            F.when(consumers == F.array(F.lit(UNNAMED)), F.lit(UNNAMED))
-            .when(F.array_contains(consumers, self.stage), F.lit(self.stage))
-            .otherwise(
-                F.raise_error(
-                    F.concat(
-                        F.lit(f"stage {self.stage!r} is not a consumer of tuple "),
-                        t["id"].cast("string"),
-                        F.lit(" (it was emitted to "),
-                        F.array_join(consumers, ", "),
-                        F.lit(")"),
-                    )
-                )
-            )
-        )
-
-    def _child_edges(self, children: DataFrame) -> DataFrame:
-        """Rows (anchor tuple id, root, edge): each child's edges, by the anchor they hang on."""
-        c = F.col("c")
-        return (
-            children.select(F.col(TUPLE_COLUMN).alias("c"))
-            .where(
-                F.when(c["stage"] == self.stage, F.lit(True)).otherwise(
-                    F.raise_error(
-                        F.concat(
-                            F.lit(f"stage {self.stage!r} cannot ack with children emitted by "),
-                            F.coalesce(c["stage"], F.lit("null")),
-                        )
-                    )
-                )
-            )
-            .select(c, F.posexplode(c["anchors"]).alias("k", "tuple_id"))
-            .select(
-                "tuple_id",
-                "k",
-                "c",
-                F.explode(F.col("c.anchor_roots")[F.col("k")]).alias("root_id"),
-            )
-            .select(
-                "tuple_id",
-                "root_id",
-                F.lit(None).cast("bigint").alias("own"),
-                F.explode(
-                    F.transform(
-                        F.col("c.consumers"),
-                        lambda consumer: sql_ids.edge_id(
-                            F.col("c.id"), F.col("root_id"), F.col("k"), consumer
-                        ),
-                    )
-                ).alias("edge"),
-            )
-        )
-
-    def _events(
-        self,
-        frame: DataFrame,
-        kind: str,
-        root: Column,
-        tuple_id: Column,
-        ack_val: Column,
-        reason: Column | None = None,
-    ) -> DataFrame:
-        return frame.select(
-            sql_ids.event_id(self.app, root, kind, self.stage, tuple_id).alias("event_id"),
-            F.lit(self.app).alias("app"),
-            root.alias("root_id"),
-            F.lit(kind).alias("kind"),
-            ack_val.cast("bigint").alias("ack_val"),
-            F.lit(self.stage).alias("stage"),
-            F.current_timestamp().alias("event_time"),
-            (reason if reason is not None else F.lit(None)).cast("string").alias("reason"),
+            writer_id=self.writer_id,
+            outputs=outputs,
+            roots=roots,
+            events=events,
         )
 
 
@@ -646,54 +434,8 @@ def _require_tracked(df: DataFrame, tracker: StageTracker, verb: str) -> None:
         )
 
 
-def _append(frame: DataFrame, path: str, writer: str | None, batch_id: int | None) -> None:
-    # Delta skips the append if this writer already committed this batch id to the table.
-    write = frame.write.format("delta").mode("append")
-    if writer is not None:
-        write = write.option("txnAppId", writer).option("txnVersion", str(batch_id))
-    write.save(path)
-
-
-def _own_value(tuple_id: Column, root: Column, anchor_roots: Column, consumer: Column) -> Column:
-    """``Tuple.value``: the XOR of the tuple's edges in ``root``'s tree, one per anchor."""
-    edges = F.transform(
-        anchor_roots,
-        lambda roots_k, k: F.when(
-            F.array_contains(roots_k, root), sql_ids.edge_id(tuple_id, root, k, consumer)
-        ).otherwise(_zero()),
-    )
-    return sql_ids.xor_all(edges)
-
-
-def _tuple_struct(
-    *,
-    tuple_id: Column,
-    roots: Column,
-    anchor_roots: Column,
-    consumers: Column,
-    anchors: Column,
-    stage: str,
-) -> Column:
-    return F.struct(
-        tuple_id.alias("id"),
-        roots.cast("array<bigint>").alias("roots"),
-        anchor_roots.cast("array<array<bigint>>").alias("anchor_roots"),
-        consumers.cast("array<string>").alias("consumers"),
-        anchors.cast("array<bigint>").alias("anchors"),
-        F.lit(stage).alias("stage"),
-    )
-
-
-def _zero() -> Column:
-    return F.lit(0).cast("bigint")
-
-
 def _by_id(left: Column, right: Column) -> Column:
     return F.when(left["id"] < right["id"], -1).when(left["id"] > right["id"], 1).otherwise(0)
-
-
-def _array_of(names: Sequence[str]) -> Column:
-    return F.array(*[F.lit(name) for name in names])
 
 
 def _position(position: Column | int) -> Column:
@@ -706,10 +448,6 @@ def _position(position: Column | int) -> Column:
 
 def _column(value: ColumnOrName) -> Column:
     return value if isinstance(value, Column) else F.col(value)
-
-
-def _literal(value: str | Column) -> Column:
-    return value if isinstance(value, Column) else F.lit(value)
 
 
 def _optional(value: ColumnOrName | None) -> Column:

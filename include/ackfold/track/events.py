@@ -1,0 +1,175 @@
+"""The ``ack_events`` rows a stage writes, and the edge arithmetic of their ack vals.
+
+An ack row XORs the input's own edges (for this stage as consumer) with the edges of the
+children emitted from it, in one row (invariant 2); a fail row carries the reason. Event
+ids are derived from what the event says, so a row written twice is one event to the
+fold. ``StageTracker`` (``ackfold.track.stage``) calls these; ``Tracker.ack`` and
+``Tracker.fail`` are the same rules in plain Python.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from ackfold.track import sql_ids
+from ackfold.track.columns import TUPLE_COLUMN, literal, zero
+from ackfold.track.tracker import ACK, FAIL, UNNAMED
+
+
+def ack_rows(app: str, stage: str, inputs: DataFrame, children: DataFrame | None) -> DataFrame:
+    """The ``ack`` events of ``stage``'s ``inputs`` (``StageTracker.ack``): each input's own
+    edges XOR the edges of its children in ``children`` (invariant 2), per input and
+    root."""
+    t = F.col("t")
+    own = (
+        inputs.select(F.col(TUPLE_COLUMN).alias("t"))
+        .select(
+            t["id"].alias("tuple_id"),
+            F.explode(t["roots"]).alias("root_id"),
+            t["anchor_roots"].alias("anchor_roots"),
+            _consumer_key(stage, t).alias("consumer"),
+        )
+        .select(
+            "tuple_id",
+            "root_id",
+            _own_value(
+                F.col("tuple_id"), F.col("root_id"), F.col("anchor_roots"), F.col("consumer")
+            ).alias("own"),
+            F.lit(None).cast("bigint").alias("edge"),
+        )
+    )
+    if children is None:
+        # No children: each row is its input's whole ack. Copies of one input give the
+        # same event id, which write_batch keeps once: no aggregation (no shuffle).
+        return event_rows(app, stage, own, ACK, F.col("root_id"), F.col("tuple_id"), F.col("own"))
+    combined = own.unionByName(_child_edges(stage, children))
+    acks = (
+        combined.groupBy("tuple_id", "root_id")
+        .agg(
+            # Copies of one input (or one child) in the batch are one delivery: the
+            # first own value and the set of edges, never an XOR over the copies.
+            F.first("own", ignorenulls=True).alias("own"),
+            F.collect_set("edge").alias("edges"),
+        )
+        .where(F.col("own").isNotNull())  # children of inputs not acked here stay pending
+    )
+    ack_val = F.col("own").bitwiseXOR(sql_ids.xor_all(F.col("edges")))
+    return event_rows(app, stage, acks, ACK, F.col("root_id"), F.col("tuple_id"), ack_val)
+
+
+def fail_rows(app: str, stage: str, inputs: DataFrame, reason: str | Column) -> DataFrame:
+    """The ``fail`` events of ``stage``'s ``inputs`` (``StageTracker.fail``): every root of
+    each fails, with ``reason``."""
+    why = literal(reason)
+    t = F.col("t")
+    failed = (
+        inputs.select(F.col(TUPLE_COLUMN).alias("t"), why.alias("reason"))
+        .where(_consumer_key(stage, t).isNotNull())  # checks that this stage consumes it
+        .select(
+            t["id"].alias("tuple_id"),
+            F.explode(t["roots"]).alias("root_id"),
+            F.when(
+                F.col("reason").isNull() | (F.trim(F.col("reason")) == ""),
+                F.raise_error(F.lit(f"stage {stage!r}: fail needs a non-empty reason")),
+            )
+            .otherwise(F.col("reason"))
+            .alias("reason"),
+        )
+    )
+    return event_rows(
+        app, stage, failed, FAIL, F.col("root_id"), F.col("tuple_id"), zero(), F.col("reason")
+    )
+
+
+def event_rows(
+    app: str,
+    stage: str,
+    frame: DataFrame,
+    kind: str,
+    root: Column,
+    tuple_id: Column,
+    ack_val: Column,
+    reason: Column | None = None,
+) -> DataFrame:
+    """One ``ack_events`` row of ``kind`` per row of ``frame``, written by ``stage`` of ``app``;
+    its event id is derived from what it says (invariant 4)."""
+    return frame.select(
+        sql_ids.event_id(app, root, kind, stage, tuple_id).alias("event_id"),
+        F.lit(app).alias("app"),
+        root.alias("root_id"),
+        F.lit(kind).alias("kind"),
+        ack_val.cast("bigint").alias("ack_val"),
+        F.lit(stage).alias("stage"),
+        F.current_timestamp().alias("event_time"),
+        (reason if reason is not None else F.lit(None)).cast("string").alias("reason"),
+    )
+
+
+def _consumer_key(stage: str, t: Column) -> Column:
+    """The consumer whose edges ``stage`` acks, as ``Tuple.consumer_key``."""
+    consumers = t["consumers"]
+    return (
+        F.when(consumers == F.array(F.lit(UNNAMED)), F.lit(UNNAMED))
+        .when(F.array_contains(consumers, stage), F.lit(stage))
+        .otherwise(
+            F.raise_error(
+                F.concat(
+                    F.lit(f"stage {stage!r} is not a consumer of tuple "),
+                    t["id"].cast("string"),
+                    F.lit(" (it was emitted to "),
+                    F.array_join(consumers, ", "),
+                    F.lit(")"),
+                )
+            )
+        )
+    )
+
+
+def _child_edges(stage: str, children: DataFrame) -> DataFrame:
+    """Rows (anchor tuple id, root, edge): each child's edges, by the anchor they hang on."""
+    c = F.col("c")
+    return (
+        children.select(F.col(TUPLE_COLUMN).alias("c"))
+        .where(
+            F.when(c["stage"] == stage, F.lit(True)).otherwise(
+                F.raise_error(
+                    F.concat(
+                        F.lit(f"stage {stage!r} cannot ack with children emitted by "),
+                        F.coalesce(c["stage"], F.lit("null")),
+                    )
+                )
+            )
+        )
+        .select(c, F.posexplode(c["anchors"]).alias("k", "tuple_id"))
+        .select(
+            "tuple_id",
+            "k",
+            "c",
+            F.explode(F.col("c.anchor_roots")[F.col("k")]).alias("root_id"),
+        )
+        .select(
+            "tuple_id",
+            "root_id",
+            F.lit(None).cast("bigint").alias("own"),
+            F.explode(
+                F.transform(
+                    F.col("c.consumers"),
+                    lambda consumer: sql_ids.edge_id(
+                        F.col("c.id"), F.col("root_id"), F.col("k"), consumer
+                    ),
+                )
+            ).alias("edge"),
+        )
+    )
+
+
+def _own_value(tuple_id: Column, root: Column, anchor_roots: Column, consumer: Column) -> Column:
+    """``Tuple.value``: the XOR of the tuple's edges in ``root``'s tree, one per anchor."""
+    edges = F.transform(
+        anchor_roots,
+        lambda roots_k, k: F.when(
+            F.array_contains(roots_k, root), sql_ids.edge_id(tuple_id, root, k, consumer)
+        ).otherwise(zero()),
+    )
+    return sql_ids.xor_all(edges)
