@@ -35,7 +35,7 @@ from ackfold.ledger.tables import (
     SENT_MESSAGES,
     Ledger,
 )
-from ackfold.reconcile.reconciler import policy_column
+from ackfold.reconcile.spark_fold import policy_column
 from ackfold.replay.replayer import AUTOMATIC, REPLAY, SENT
 from ackfold.sources.base import EXPIRED
 

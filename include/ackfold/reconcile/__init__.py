@@ -2,5 +2,8 @@
 
 - `fold`: the fold and the classification in plain Python, the reference the Spark
   reconciler is tested against;
-- `reconciler`: `Reconciler` and `reconcile()`, the incremental fold into `root_state`.
+- `spark_fold`: the same fold and classification as Spark expressions, and the next
+  `root_state` rows of a batch;
+- `reconciler`: `Reconciler` and `reconcile()`, the incremental run around them: new
+  events, MERGE into `root_state`, the timeout sweep.
 """

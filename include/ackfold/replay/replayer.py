@@ -391,7 +391,7 @@ class Replayer:
         root out of attempts does not wait: there is nothing to space out, it is dead."""
         from pyspark.sql import functions as F
 
-        from ackfold.reconcile.reconciler import policy_column
+        from ackfold.reconcile.spark_fold import policy_column
 
         def per_app(value: Callable[[AppPolicy], float]) -> Any:
             return policy_column(self.settings, F.col("app"), lambda p: F.lit(value(p)))
