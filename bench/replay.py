@@ -22,7 +22,8 @@ from ackfold.config import load_settings
 from ackfold.ledger.tables import ROOT_STATE, ROOTS, Ledger
 from ackfold.local.elasticmq import ElasticMQ
 from ackfold.local.ports import free_port
-from ackfold.replay.replayer import Replayer, ReplayRequest
+from ackfold.replay.replayer import Replayer
+from ackfold.replay.request import ReplayRequest
 from ackfold.spark import get_spark
 
 APP = "bench"

@@ -14,7 +14,8 @@ import sys
 from ackfold.config import load_settings
 from ackfold.ledger.parse import parse_time
 from ackfold.reconcile.reconciler import check_app_name
-from ackfold.replay.replayer import ReplayError, ReplayRequest, replay
+from ackfold.replay.replayer import ReplayError, replay
+from ackfold.replay.request import ReplayRequest
 from ackfold.spark import get_spark
 
 if __name__ == "__main__":

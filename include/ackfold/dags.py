@@ -119,7 +119,7 @@ def manual_replay_params(settings: Settings | None = None) -> dict[str, Param]:
     from airflow.sdk import Param
 
     from ackfold.replay.params import MAX_LIMIT, MAX_ROOT_IDS
-    from ackfold.replay.replayer import DEFAULT_STATUSES, REPLAYABLE
+    from ackfold.replay.request import DEFAULT_STATUSES, REPLAYABLE
 
     settings = settings or load_settings()
     which, how = "Which roots", "How to send"
@@ -229,7 +229,8 @@ def run_manual_replay(
     from ackfold.ledger.lock import ledger_lock
     from ackfold.ledger.values import hex64
     from ackfold.replay.params import parse_replay_conf
-    from ackfold.replay.replayer import Replayer, UnknownRoots, unsent_error
+    from ackfold.replay.planner import UnknownRoots
+    from ackfold.replay.replayer import Replayer, unsent_error
     from ackfold.spark import get_spark
 
     settings = settings or load_settings()

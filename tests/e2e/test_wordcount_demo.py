@@ -28,7 +28,8 @@ from ackfold.ledger import status
 from ackfold.ledger.tables import DEAD_LETTERS, REPLAY_LOG
 from ackfold.quality import run_quality
 from ackfold.reconcile.reconciler import reconcile
-from ackfold.replay.replayer import Replayer, ReplayRequest
+from ackfold.replay.replayer import Replayer
+from ackfold.replay.request import ReplayRequest
 from ackfold.sources.base import DEAD_REASON
 from ackfold.sources.sqs_client import sqs_client
 from tests.conftest import JARS_DIR

@@ -24,7 +24,8 @@ from ackfold.local.kafka_broker import KafkaBroker
 from ackfold.local.ports import free_port
 from ackfold.quality import run_quality
 from ackfold.reconcile.reconciler import reconcile
-from ackfold.replay.replayer import Replayer, ReplayRequest
+from ackfold.replay.replayer import Replayer
+from ackfold.replay.request import ReplayRequest
 from ackfold.sources.base import ATTEMPT, DEAD_REASON, EXPIRED, ORIGIN_ROOT_ID, SourceError
 from tests.kafka.conftest import consume_all, delete_before, produce, settings_for
 

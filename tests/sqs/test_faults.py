@@ -23,7 +23,8 @@ from ackfold.demo.feed import send_bodies
 from ackfold.ledger import status
 from ackfold.ledger.tables import REPLAY_LOG
 from ackfold.local.elasticmq import ElasticMQ
-from ackfold.replay.replayer import Replayer, ReplayRequest
+from ackfold.replay.replayer import Replayer
+from ackfold.replay.request import ReplayRequest
 from ackfold.sources.base import ATTEMPT
 from ackfold.sources.sqs_client import sqs_client
 from tests.conftest import JARS_DIR, PROJECT_DIR

@@ -14,7 +14,9 @@ from ackfold.config import Settings, load_settings
 from ackfold.demo.feed import send_bodies
 from ackfold.ledger import status
 from ackfold.ledger.tables import DEAD_LETTERS, REPLAY_LOG
-from ackfold.replay.replayer import DEAD_LETTER, REPLAY, Replayer, ReplayRequest
+from ackfold.replay.planner import DEAD_LETTER, REPLAY
+from ackfold.replay.replayer import Replayer
+from ackfold.replay.request import ReplayRequest
 from ackfold.sources.base import ATTEMPT, DEAD_LAST_STAGE, DEAD_REASON, DEAD_ROOT_ID, ORIGIN_ROOT_ID
 from ackfold.sources.sqs_client import sqs_client
 from tests.conftest import JARS_DIR

@@ -19,7 +19,8 @@ from pyspark.sql import functions as F
 from ackfold.config import Settings
 from ackfold.ledger.tables import ROOT_STATE, ROOTS, Ledger
 from ackfold.reconcile.reconciler import reconcile
-from ackfold.replay.replayer import Replayer, ReplayRequest, ReplaySummary
+from ackfold.replay.replayer import Replayer, ReplaySummary
+from ackfold.replay.request import ReplayRequest
 from ackfold.sources.ingest import Ingester
 from ackfold.sources.sqs import SqsQueue
 from ackfold.track.stage import StageTracker

@@ -17,7 +17,7 @@ from ackfold.replay.params import (
     conf_from_request,
     parse_replay_conf,
 )
-from ackfold.replay.replayer import DEFAULT_STATUSES, ReplayRequest
+from ackfold.replay.request import DEFAULT_STATUSES, ReplayRequest
 
 APPS = ["wordcount", "orders"]
 

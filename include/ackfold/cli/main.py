@@ -260,7 +260,8 @@ def _reconcile(settings: Settings, args: argparse.Namespace) -> int:
     spark = get_spark(settings, app_name="ackfold-reconcile")
     summary = reconcile(spark, settings, now=now, app=args.app)
     if args.replay:
-        from ackfold.replay.replayer import ReplayError, ReplayRequest, replay
+        from ackfold.replay.replayer import ReplayError, replay
+        from ackfold.replay.request import ReplayRequest
 
         request = ReplayRequest(automatic=True, app=args.app, requested_by="auto")
         try:
@@ -321,7 +322,7 @@ def _replay_request(args: argparse.Namespace) -> Any:
         parse_time,
     )
     from ackfold.reconcile.reconciler import check_app_name
-    from ackfold.replay.replayer import DEFAULT_STATUSES, ReplayRequest
+    from ackfold.replay.request import DEFAULT_STATUSES, ReplayRequest
 
     try:
         root_ids = tuple(parse_root_id(text) for text in args.root or ())
@@ -374,7 +375,8 @@ def _replay(settings: Settings, args: argparse.Namespace) -> int:
 
     from ackfold.cli.progress import Progress
     from ackfold.ledger.lock import ledger_lock
-    from ackfold.replay.replayer import Replayer, UnknownRoots, unsent_error
+    from ackfold.replay.planner import UnknownRoots
+    from ackfold.replay.replayer import Replayer, unsent_error
     from ackfold.spark import get_spark
 
     replayer = Replayer(get_spark(settings, app_name="ackfold-replay"), settings)

@@ -24,7 +24,8 @@ from ackfold.demo.feed import Feed
 from ackfold.demo.wordcount import APP, STAGES, WordCount, demo_topics, with_demo_policy
 from ackfold.ledger.lock import ledger_lock
 from ackfold.reconcile.reconciler import reconcile
-from ackfold.replay.replayer import Replayer, ReplayRequest, ReplaySummary
+from ackfold.replay.replayer import Replayer, ReplaySummary
+from ackfold.replay.request import ReplayRequest
 from ackfold.sources.kafka import KafkaTopic, create_topics
 from ackfold.sources.sent import record_sent
 from ackfold.sources.sqs import SqsQueue

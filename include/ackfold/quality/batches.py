@@ -36,7 +36,8 @@ from ackfold.ledger.tables import (
     Ledger,
 )
 from ackfold.reconcile.spark_fold import policy_column
-from ackfold.replay.replayer import AUTOMATIC, REPLAY, SENT
+from ackfold.replay.bookkeeping import AUTOMATIC
+from ackfold.replay.planner import REPLAY, SENT
 from ackfold.sources.base import EXPIRED
 
 if TYPE_CHECKING:

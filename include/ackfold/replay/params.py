@@ -46,7 +46,7 @@ from datetime import datetime
 from typing import Any, Final
 
 from ackfold.ledger.parse import QueryError, parse_root_id, parse_time
-from ackfold.replay.replayer import DEFAULT_STATUSES, REPLAYABLE, ReplayRequest
+from ackfold.replay.request import DEFAULT_STATUSES, REPLAYABLE, ReplayRequest
 
 MANUAL_REPLAY_DAG_ID: Final = "ackfold_manual_replay"
 CONF_KEYS: Final = ("root_ids", "app", "statuses", "since", "until", "limit", "rate", "dry_run")

@@ -59,7 +59,7 @@ from ackfold.replay.params import (
     conf_from_request,
     parse_replay_conf,
 )
-from ackfold.replay.replayer import REPLAYABLE
+from ackfold.replay.request import REPLAYABLE
 from ackfold.ui import charts
 from ackfold.ui.queries import (
     SORTABLE,

@@ -1,0 +1,138 @@
+"""What a replay run records in the ledger, and when: the `replay_log` rows of each send
+(`planned` before it is tried, then `sent` or `failed`), then, once per run, the new
+statuses in `root_state` and the dead letters and redrives in `dead_letters`.
+
+A re-run plans from these rows: it sends exactly what was not yet marked sent
+(invariant 4), and finishes the statuses of what was.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Final
+
+from ackfold.ledger import status
+from ackfold.ledger.tables import DEAD_LETTERS, REPLAY_LOG, ROOT_STATE, Ledger, spark_schema
+from ackfold.replay.planner import DEAD_LETTER, REPLAY, SENT, Plan, Planned
+from ackfold.replay.request import REPLAYABLE
+from ackfold.sources.base import Sent
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+# The events of the replay log, one row each: a send is `planned` before it is tried, and
+# `sent` (`SENT`, with the new message id) or `failed` (with the error) after.
+PLANNED: Final = "planned"
+# `requested_by` of every automatic replay in `replay_log`.
+AUTOMATIC: Final = "auto"
+FAILED_SEND: Final = "failed"
+
+
+def now_wall() -> datetime:
+    """Log times are wall-clock times (a run's `now` may be set for timeouts)."""
+    # Timezone-aware: Spark reads a naive datetime in the driver's local time zone.
+    return datetime.now(UTC)
+
+
+class Bookkeeper:
+    """Writes a replay run's rows to the ledger under `ledger`."""
+
+    def __init__(self, spark: SparkSession, ledger: Ledger) -> None:
+        self.spark = spark
+        self.ledger = ledger
+
+    def append_log(
+        self,
+        plan: Plan,
+        rows: Sequence[Planned],
+        event: str,
+        *,
+        dry_run: bool = False,
+        results: dict[int, Sent] | None = None,
+    ) -> datetime:
+        """Append one `event` row per send (a blind append: it never conflicts with a
+        concurrent run). Returns the rows' time, which is `planned_at` for new plans."""
+        now = now_wall()
+        if not rows:
+            return now
+        request = plan.request
+        who = AUTOMATIC if request.automatic else request.requested_by
+        records = []
+        for p in rows:
+            sent = results.get(p.root_id) if results else None
+            records.append(
+                (plan.replay_id, event, who, request.describe(), p.root_id, p.app, p.action,
+                 p.prior_status, p.attempt, p.origin_root_id, p.new_root_id, p.source,
+                 p.target, p.reason, p.last_stage, p.first_event_date, dry_run,
+                 p.planned_at or now, now if event == SENT else None,
+                 sent.message_id if sent else None, sent.error if sent else None)
+            )  # fmt: skip
+        frame = self.spark.createDataFrame(records, spark_schema(REPLAY_LOG))
+        frame.write.format("delta").mode("append").save(self.ledger.path(REPLAY_LOG))
+        return now
+
+    def mark(self, plan: Plan, batch: Sequence[Planned], results: dict[int, Sent]) -> None:
+        """After a chunk: a `sent` row for each delivered message, a `failed` row (with
+        the error) for each that is still unsent."""
+        self.append_log(plan, [p for p in batch if results[p.root_id].ok], SENT, results=results)
+        failed = [p for p in batch if not results[p.root_id].ok]
+        self.append_log(plan, failed, FAILED_SEND, results=results)
+
+    def settle(self, done: Sequence[Planned], results: dict[int, Sent]) -> None:
+        """After a send: root_state to replayed/dead_lettered; dead letters recorded."""
+        if not done:
+            return
+        from delta.tables import DeltaTable
+        from pyspark.sql import functions as F
+
+        now = now_wall()
+        updates = self.spark.createDataFrame(
+            [
+                (p.root_id, status.REPLAYED if p.action == REPLAY else status.DEAD_LETTERED)
+                for p in done
+            ],
+            "root_id BIGINT, status STRING",
+        ).alias("s")
+        dates = sorted({p.first_event_date for p in done})
+        state = DeltaTable.forPath(self.spark, self.ledger.path(ROOT_STATE)).alias("t")
+        (
+            state.merge(
+                updates,
+                F.col("t.first_event_date").isin(*dates)
+                & (F.col("t.root_id") == F.col("s.root_id")),
+            )
+            .whenMatchedUpdate(
+                condition=F.col("t.status").isin(*REPLAYABLE),
+                set={"status": F.col("s.status"), "status_changed_at": F.lit(now)},
+            )
+            .execute()
+        )
+        letters = [
+            (p.root_id, p.app, p.origin_root_id, p.attempt - 1, p.source, p.source_queue,
+             p.target, p.reason or p.prior_status, p.last_stage,
+             results[p.root_id].message_id if p.root_id in results else None,
+             now, None, None, p.action == REPLAY, p.new_root_id)
+            for p in done
+            if p.action == DEAD_LETTER or p.prior_status == status.DEAD_LETTERED
+        ]  # fmt: skip
+        if not letters:
+            return
+        source = self.spark.createDataFrame(
+            letters,
+            spark_schema(DEAD_LETTERS) + ", redrive BOOLEAN, new_root_id BIGINT",
+        ).alias("s")
+        table = DeltaTable.forPath(self.spark, self.ledger.path(DEAD_LETTERS)).alias("t")
+        columns = [c for c in source.columns if c not in ("redrive", "new_root_id")]
+        (
+            table.merge(source, F.col("t.root_id") == F.col("s.root_id"))
+            .whenMatchedUpdate(
+                condition=F.col("s.redrive") & F.col("t.redriven_at").isNull(),
+                set={"redriven_at": F.lit(now), "redrive_root_id": F.col("s.new_root_id")},
+            )
+            .whenNotMatchedInsert(
+                condition=~F.col("s.redrive"),
+                values={c: F.col(f"s.{c}") for c in columns},
+            )
+            .execute()
+        )
