@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from ackfold.config import FaultSettings, Settings, load_settings
+from ackfold.config import Settings, load_settings
+from ackfold.config.settings import FaultSettings
 from ackfold.demo.feed import Feed
 from ackfold.demo.wordcount import WordCount
 from ackfold.ledger.tables import REPLAY_LOG, ROOT_STATE

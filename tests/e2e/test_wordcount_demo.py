@@ -18,7 +18,8 @@ import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from ackfold.config import FaultSettings, load_settings
+from ackfold.config import load_settings
+from ackfold.config.settings import FaultSettings
 from ackfold.demo import faults as faults_module
 from ackfold.demo.delivery import DeliveryReport, assess
 from ackfold.demo.feed import Feed

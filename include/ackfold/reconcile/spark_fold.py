@@ -13,7 +13,8 @@ from collections.abc import Callable
 from datetime import date, datetime, timedelta
 from typing import TYPE_CHECKING
 
-from ackfold.config import AppPolicy, Settings
+from ackfold.config import Settings
+from ackfold.config.settings import AppPolicy
 from ackfold.ledger import status
 
 if TYPE_CHECKING:
