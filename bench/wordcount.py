@@ -27,7 +27,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from ackfold.config import Settings, load_settings
-from ackfold.config.settings import FaultSettings
+from ackfold.config.demo import FaultSettings
 from ackfold.demo.feed import NOT_WORD_PATTERN, Feed
 from ackfold.demo.wordcount import WordCount, with_demo_policy
 from ackfold.local.elasticmq import ElasticMQ

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from ackfold.config import Settings, load_settings
-from ackfold.config.settings import FaultSettings
+from ackfold.config.demo import FaultSettings
 from ackfold.demo.feed import Feed
 from ackfold.demo.wordcount import WordCount
 from ackfold.ledger.tables import REPLAY_LOG, ROOT_STATE

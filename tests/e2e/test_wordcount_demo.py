@@ -19,7 +19,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from ackfold.config import load_settings
-from ackfold.config.settings import FaultSettings
+from ackfold.config.demo import FaultSettings
 from ackfold.demo import faults as faults_module
 from ackfold.demo.delivery import DeliveryReport, assess
 from ackfold.demo.feed import Feed

@@ -41,7 +41,7 @@ def test_yaml_file_sets_per_app_policy_on_top_of_defaults(tmp_path: Path) -> Non
 
 
 def test_the_demo_app_policy_is_part_of_the_defaults() -> None:
-    from ackfold.config.settings import DEMO_APP_POLICY
+    from ackfold.config.demo import DEMO_APP_POLICY
 
     settings = load_settings()
     assert list(settings.apps) == ["wordcount"]

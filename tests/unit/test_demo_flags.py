@@ -10,7 +10,7 @@ import pytest
 
 from ackfold import spark as spark_module
 from ackfold.cli import main as cli_module
-from ackfold.config.settings import FaultSettings
+from ackfold.config.demo import FaultSettings
 from ackfold.demo import feed as feed_module
 from ackfold.demo.feed import Feed, sentences, tokens
 from ackfold.demo.run import faults_from_flags

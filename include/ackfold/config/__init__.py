@@ -4,6 +4,12 @@ Settings come, highest priority first, from keyword arguments, environment varia
 (`ACKFOLD_*`, nested with `__`: `ACKFOLD_SPARK__MASTER=spark://host:7077`), a YAML file
 (`ACKFOLD_CONFIG`, or `ackfold.yaml` in the working directory), and the defaults below.
 
+- `settings`: `Settings` and `load_settings` (re-exported here), `ConfigError`;
+- `sections`: the settings of each part (Spark, SQS, Kafka, Airflow, reconcile, ...);
+- `policy`: per-app policies (`AppPolicy`, `AppOverrides`) and quality thresholds;
+- `demo`: the demo's faults and size, and the word-count app's policy;
+- `values`: durations, schedules, and `Section`, the base of every section.
+
 Example:
     >>> from ackfold.config import load_settings
     >>> settings = load_settings(spark={"master": "local[2]"})

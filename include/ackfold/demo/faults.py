@@ -7,7 +7,7 @@ again: a message dropped on its first attempt usually goes through on its replay
 The settings are `config.FaultSettings`.
 
 Example:
-    >>> from ackfold.config.settings import FaultSettings
+    >>> from ackfold.config.demo import FaultSettings
     >>> hits = spark.range(1000).select(
     ...     hit(FaultSettings(drop={"split": 0.1}), "drop", "split", F.col("id")).alias("hit")
     ... ).where("hit").count()
@@ -22,7 +22,7 @@ import time
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
-from ackfold.config.settings import FaultSettings
+from ackfold.config.demo import FaultSettings
 from ackfold.track import sql_ids
 
 _SCALE = 1_000_000

@@ -5,7 +5,8 @@ the feed, which the seeded faults hash (SQS message ids differ from run to run).
 message is cut off mid-JSON, so no attempt can ever parse it.
 
 Example:
-    >>> from ackfold.config.settings import FaultSettings, Settings
+    >>> from ackfold.config import Settings
+    >>> from ackfold.config.demo import FaultSettings
     >>> feed = Feed.build(5, FaultSettings(seed=1, poison=1, stuck=1))
     >>> len(feed.messages), len(feed.poison), len(feed.dead_letters)
     (5, 1, 2)
@@ -25,7 +26,7 @@ from importlib import resources
 from typing import Any
 
 from ackfold.config import Settings
-from ackfold.config.settings import FaultSettings
+from ackfold.config.demo import FaultSettings
 
 # Spark splits the same way: lower case, then runs of letters and apostrophes.
 WORD_PATTERN = "[a-z']+"

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from ackfold.config.settings import FaultSettings
+from ackfold.config.demo import FaultSettings
 
 
 def add_demo_flags(parser: argparse.ArgumentParser) -> None:

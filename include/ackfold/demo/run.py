@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from ackfold.cli.progress import Progress
 from ackfold.config import Settings
-from ackfold.config.settings import FaultSettings
+from ackfold.config.demo import FaultSettings
 from ackfold.demo.delivery import DeliveryReport, assess
 from ackfold.demo.feed import Feed
 from ackfold.demo.wordcount import APP, STAGES, WordCount, demo_topics, with_demo_policy

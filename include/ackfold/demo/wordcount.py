@@ -29,7 +29,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Final
 
 from ackfold.config import Settings
-from ackfold.config.settings import DEMO_APP_POLICY, FaultSettings, with_app_defaults
+from ackfold.config.demo import DEMO_APP_POLICY, FaultSettings, with_app_defaults
 from ackfold.demo.faults import InjectedKill, Killer, be_slow, hit
 from ackfold.demo.feed import NOT_WORD_PATTERN
 from ackfold.ledger.tables import ROOTS, Ledger

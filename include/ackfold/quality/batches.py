@@ -25,7 +25,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Final
 
 from ackfold.config import Settings
-from ackfold.config.settings import AppPolicy
+from ackfold.config.policy import AppPolicy
 from ackfold.ledger import status
 from ackfold.ledger.tables import (
     ACK_EVENTS,

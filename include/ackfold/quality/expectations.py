@@ -15,7 +15,7 @@ import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
-from ackfold.config.settings import AppPolicy
+from ackfold.config.policy import AppPolicy
 from ackfold.ledger import status
 from ackfold.ledger.tables import ACK_EVENTS_DDL, ROOT_STATE_DDL, ROOTS_DDL, column_specs
 from ackfold.quality.batches import SETTLED_OUTCOMES, VALID_CHAIN

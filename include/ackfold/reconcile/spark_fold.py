@@ -14,7 +14,7 @@ from datetime import date, datetime, timedelta
 from typing import TYPE_CHECKING
 
 from ackfold.config import Settings
-from ackfold.config.settings import AppPolicy
+from ackfold.config.policy import AppPolicy
 from ackfold.ledger import status
 
 if TYPE_CHECKING:

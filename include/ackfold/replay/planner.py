@@ -16,7 +16,7 @@ from datetime import date, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Final
 
 from ackfold.config import Settings
-from ackfold.config.settings import AppPolicy
+from ackfold.config.policy import AppPolicy
 from ackfold.ledger import ids, status
 from ackfold.ledger.tables import REPLAY_LOG, ROOT_STATE, ROOTS, Ledger
 from ackfold.ledger.values import hex64

@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Final
 
 if TYPE_CHECKING:
-    from ackfold.config.settings import UiSettings
+    from ackfold.config.sections import UiSettings
     from ackfold.ledger.rows import Journey, RootState
 
 MASK: Final = "***"

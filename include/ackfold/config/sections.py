@@ -1,0 +1,224 @@
+"""The settings of each part of ackfold: Spark, SQS, Kafka, Airflow, reconcile, replay, the
+UI, the quality checks and maintenance (`Settings.spark`, `Settings.sqs`, ...)."""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+from pathlib import Path
+
+from pydantic import Field, ValidationInfo, field_validator
+
+from ackfold.config.values import Duration, Schedule, Section
+
+_MASTER = re.compile(r"^(local(\[(\*|\d+)(,\d+)?\])?|yarn|spark://[^\s]+|k8s://[^\s]+)$")
+
+
+class SparkSettings(Section):
+    """Where and how Spark runs. One setting, `master`, switches local and cluster."""
+
+    master: str = "local[*]"
+    # The Python of PySpark's workers on the executors (`spark.pyspark.python`); unset,
+    # this interpreter on local and spark:// masters (`ackfold.spark.worker_python`).
+    python: str | None = Field(None, min_length=1)
+    driver_memory: str = Field("2g", pattern=r"^\d+[kmgt]?$")
+    shuffle_partitions: int = Field(4, ge=1)
+    ui: bool = False
+    conf: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("master")
+    @classmethod
+    def _known_master(cls, value: str) -> str:
+        if not _MASTER.match(value):
+            raise ValueError(
+                f"{value!r} is not a Spark master: use local[*], local[N], spark://HOST:PORT, "
+                "yarn or k8s://URL"
+            )
+        return value
+
+
+def _seconds(value: timedelta) -> str:
+    return f"{value.total_seconds():g}s"
+
+
+_SQS_LIMITS = {"wait_time": (20, "20s"), "visibility_timeout": (12 * 3600, "12h")}
+
+
+class SqsSettings(Section):
+    """The SQS endpoint and how ackfold talks to it.
+
+    Credentials come from boto3's standard chain, never from here.
+
+    - `endpoint_url`: the SQS endpoint; the local ElasticMQ by default, None for AWS.
+    - `region`: the AWS region of the queues.
+    - `max_retries`: retries of a failed request after its first attempt (botocore's
+      standard retry mode, with backoff).
+    - `wait_time`: how long one receive waits for messages (SQS long poll, at most 20 s).
+    - `visibility_timeout`: how long a received message stays hidden from other consumers
+      before SQS delivers it again (1 s to 12 h); it must exceed `wait_time`.
+    - `max_messages_per_batch`: the most messages one micro-batch takes from a queue.
+    """
+
+    endpoint_url: str | None = "http://127.0.0.1:9324"
+    region: str = "us-east-1"
+    max_retries: int = Field(5, ge=1, le=20)
+    wait_time: Duration = timedelta(seconds=5)
+    visibility_timeout: Duration = timedelta(seconds=120)
+    max_messages_per_batch: int = Field(1000, ge=10, le=100_000)
+
+    @field_validator("endpoint_url")
+    @classmethod
+    def _url(cls, value: str | None) -> str | None:
+        if value is not None and not re.match(r"^https?://[^\s/]+", value):
+            raise ValueError(f"{value!r} is not an http(s) URL")
+        return value
+
+    @field_validator("wait_time", "visibility_timeout")
+    @classmethod
+    def _sqs_limits(cls, value: timedelta, info: ValidationInfo) -> timedelta:
+        # SQS takes whole seconds within these limits: say so rather than round silently.
+        high, label = _SQS_LIMITS[str(info.field_name)]
+        seconds = value.total_seconds()
+        if seconds != int(seconds) or not 1 <= seconds <= high:
+            raise ValueError(
+                f"must be a whole number of seconds from 1s to {label} (the SQS limit), "
+                f"not {_seconds(value)}"
+            )
+        wait = info.data.get("wait_time")
+        # A micro-batch may poll for wait_time after its first message arrived: a shorter
+        # visibility timeout lets SQS redeliver messages the batch still holds.
+        if info.field_name == "visibility_timeout" and wait is not None and value <= wait:
+            raise ValueError(f"{_seconds(value)} must exceed sqs.wait_time ({_seconds(wait)})")
+        return value
+
+
+class KafkaSettings(Section):
+    """Kafka as a source queue (apps with `source: kafka`).
+
+    - `timeout`: how long a request to the brokers may take before ackfold says they are
+      unreachable (a replay's re-read, a produce, a metadata lookup).
+    - `store_payload`: also keep each record's value in `roots.payload`. A replay still
+      re-reads the record; the copy is sent only once retention has deleted it.
+    - `max_offsets_per_trigger`: records a tracked app's micro-batch takes at most.
+    - `partitions`: of the topics that `ackfold kafka` and the demo create.
+    """
+
+    bootstrap_servers: str = "127.0.0.1:9092"
+    timeout: Duration = timedelta(seconds=10)
+    store_payload: bool = False
+    max_offsets_per_trigger: int = Field(10_000, ge=1)
+    partitions: int = Field(2, ge=1, le=1000)
+
+    @field_validator("bootstrap_servers")
+    @classmethod
+    def _host_ports(cls, value: str) -> str:
+        for server in value.split(","):
+            if not re.match(r"^[\w.\-\[\]:]+:\d{1,5}$", server.strip()):
+                raise ValueError(f"{server!r} is not HOST:PORT (comma-separate several brokers)")
+        return value
+
+
+class AirflowSettings(Section):
+    """The embedded Airflow, and when ackfold's DAGs run.
+
+    - `reconcile_schedule`: `ackfold_reconcile` (each successful run triggers
+      `ackfold_replay` and `ackfold_quality`); a cron or a preset such as `@hourly`.
+    - `maintenance_schedule`: `ackfold_maintenance` (OPTIMIZE, retention, VACUUM).
+    """
+
+    port: int = Field(8080, ge=1, le=65535)
+    admin_user: str = Field("admin", min_length=1)
+    reconcile_schedule: Schedule = "*/5 * * * *"
+    maintenance_schedule: Schedule = "@daily"
+
+
+class ReconcileSettings(Section):
+    """How far back a reconcile looks for the state of roots that get new events.
+
+    Roots first seen longer ago than `lookback` are settled for all practical purposes;
+    an event for one of them waits in `unmatched_events` instead of costing a scan of the
+    whole history. Keep it well above every app's timeout.
+    """
+
+    lookback: Duration = timedelta(days=2)
+    max_bytes_per_batch: str = Field("512m", pattern=r"^\d+[kmg]?$")
+
+
+class ReplaySettings(Section):
+    """How replays run. Each app's rate, backoff and attempts are in its policy."""
+
+    # `ackfold replay` asks for --yes before sending more than this many messages.
+    confirm_above: int = Field(100, ge=0)
+    # An automatic replay sends at most this many; the next run sends the rest.
+    max_per_run: int = Field(10_000, ge=1)
+    # Messages sent between two marks in the replay log: a crash resends at most these.
+    chunk: int = Field(1000, ge=10, le=100_000)
+    # Rounds of sending a message the queue refused or could not be reached for.
+    send_attempts: int = Field(3, ge=1, le=20)
+    send_backoff: Duration = timedelta(seconds=1)
+
+
+class UiSettings(Section):
+    """The Reliability UI (the Airflow plugin `plugins/ackfold_ui.py`).
+
+    - `payload_preview_chars`: the most payload characters a root page shows (0: none).
+    - `redact_keys`: JSON keys (any depth, case-insensitive) whose values are masked.
+    - `redact_patterns`: regular expressions whose matches are masked anywhere in a payload
+      preview, a fail reason or an event's reason.
+    - `page_size`: roots per page of the tables, unless the user picks another size.
+    - `replay_max_roots`: the most roots one replay from the UI sends, by id (the manual
+      replay DAG takes at most 1000 ids).
+    """
+
+    payload_preview_chars: int = Field(500, ge=0, le=100_000)
+    redact_keys: tuple[str, ...] = ("password", "secret", "token", "api_key", "authorization")
+    redact_patterns: tuple[str, ...] = ()
+    page_size: int = Field(50, ge=1, le=500)
+    replay_max_roots: int = Field(1000, ge=1, le=1000)
+
+    @field_validator("redact_patterns")
+    @classmethod
+    def _regexes(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for pattern in value:
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise ValueError(f"{pattern!r} is not a regular expression: {exc}") from None
+        return value
+
+
+class QualitySettings(Section):
+    """`ackfold quality` and `ackfold_quality`. Each app's thresholds are in its policy
+    (`defaults.quality`, `apps.<app>.quality`).
+
+    - `window`: the checks look at roots registered, and events written, this long before
+      the run (their cost follows the window, not the ledger's history); by default
+      `reconcile.lookback`, which outlasts every app's timeout.
+    - `docs_dir`: where Data Docs are built (default `<var_dir>/quality/data_docs`); the
+      Reliability UI serves them, behind the Airflow login.
+    """
+
+    window: Duration | None = None
+    docs_dir: Path | None = None
+
+
+class MaintenanceSettings(Section):
+    """What `ackfold_maintenance` keeps.
+
+    - `retention`: the `ack_events` of a root that completed (or completed late) and has
+      had no event for this long are deleted; its `roots` and `root_state` rows stay.
+      Roots in any other status keep every event. It must exceed `reconcile.lookback`,
+      so that no event a reconcile may still read is deleted.
+    - `vacuum_retention`: VACUUM removes files unreferenced for this long. Delta refuses
+      less than its 7-day default (a running stream or a reader may still need them).
+    """
+
+    retention: Duration = timedelta(days=30)
+    vacuum_retention: Duration = timedelta(days=7)
+
+    @field_validator("vacuum_retention")
+    @classmethod
+    def _delta_minimum(cls, value: timedelta) -> timedelta:
+        if value < timedelta(days=7):
+            raise ValueError(f"must be at least 7d (Delta's safety minimum), not {_seconds(value)}")
+        return value

@@ -1,0 +1,58 @@
+"""The value types of ackfold's settings: durations, cron schedules, and `Section`, the
+base of every settings section (unknown keys are errors, values are frozen)."""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+from typing import Annotated, Any
+
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$")
+_UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, None: 1}
+
+
+def _parse_duration(value: Any) -> Any:
+    # Users write "90s", "5m", "1h"; a bare number means seconds.
+    if isinstance(value, str):
+        match = _DURATION.match(value)
+        if match is None:
+            raise ValueError(
+                f"{value!r} is not a duration: use a number of seconds or 90s, 5m, 1h, 2d"
+            )
+        return timedelta(seconds=float(match.group(1)) * _UNITS[match.group(2)])
+    return value
+
+
+def _positive(value: timedelta) -> timedelta:
+    if value <= timedelta(0):
+        raise ValueError("must be positive")
+    return value
+
+
+Duration = Annotated[timedelta, BeforeValidator(_parse_duration), AfterValidator(_positive)]
+
+_PRESETS = ("@hourly", "@daily", "@weekly", "@monthly", "@quarterly", "@yearly")
+_CRON_FIELD = re.compile(r"^[0-9A-Za-z*/,\-?LW#]+$")
+
+
+def _schedule(value: str) -> str:
+    # Airflow parses the cron itself; this catches the typos that would otherwise surface
+    # as a DAG import error in the UI rather than at start-up.
+    fields = value.split()
+    if value in _PRESETS or (len(fields) == 5 and all(_CRON_FIELD.match(f) for f in fields)):
+        return value
+    raise ValueError(
+        f"{value!r} is not a schedule: use a 5-field cron such as '*/5 * * * *' or one of "
+        + ", ".join(_PRESETS)
+    )
+
+
+Schedule = Annotated[str, AfterValidator(_schedule)]
+
+
+class Section(BaseModel):
+    """A settings section: unknown keys are errors, and values cannot change."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
