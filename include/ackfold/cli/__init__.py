@@ -1,1 +1,3 @@
-"""The `ackfold` command line (`main`), and the progress lines of long commands (`progress`)."""
+"""The `ackfold` command line: `main` (the parser and the entry point), one module per
+command group (`local`, `replay`, `demo`, `jobs`, `read`), what they share (`common`), and
+the progress lines of long commands (`progress`)."""

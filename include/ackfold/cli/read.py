@@ -1,13 +1,103 @@
-"""What `ackfold roots` and `ackfold show` print: aligned tables, the journey, and JSON."""
+"""`ackfold roots` and `ackfold show`: the ledger read without a JVM, masked as in the UI,
+printed as aligned tables or JSON."""
 
 from __future__ import annotations
 
+import argparse
 import json
+import sys
 from typing import Final
 
+from ackfold.cli.common import AddCommand, UsageError, emit, ledger_error
+from ackfold.config import Settings
 from ackfold.ledger.reader import PAYLOAD_PREVIEW
 from ackfold.ledger.rows import Journey, RootPage
+from ackfold.ledger.status import ALL as STATUSES
 from ackfold.ledger.values import hex64, iso, one_line
+
+
+def add_commands(command: AddCommand) -> None:
+    """Register `ackfold roots` and `ackfold show`, with their arguments."""
+    roots = command("roots", _roots, "list roots from root_state, newest last event first")
+    roots.add_argument(
+        "--status",
+        action="append",
+        metavar="S[,S...]",
+        help="only these statuses (comma-separated or repeated): " + ", ".join(STATUSES),
+    )
+    roots.add_argument("--app", metavar="APP", help="only the roots of this app")
+    roots.add_argument(
+        "--since",
+        metavar="TIME",
+        help="only roots whose last event is at or after TIME (ISO-8601, e.g. "
+        "2026-11-22T10:00:00Z; a time without offset is UTC)",
+    )
+    roots.add_argument("--limit", metavar="N", help="at most N roots (default 50)")
+    roots.add_argument("--json", action="store_true", help="print a JSON array")
+    show = command("show", _show, "show one root: its state, events by stage, attempts")
+    show.add_argument(
+        "root_id", metavar="ROOT_ID", help="the root id (as `ackfold roots` lists it)"
+    )
+    show.add_argument("--json", action="store_true", help="print JSON")
+
+
+def _roots(settings: Settings, args: argparse.Namespace) -> int:
+    from ackfold.ledger.parse import QueryError, RootQuery
+    from ackfold.ledger.reader import LedgerReader
+    from ackfold.ledger.sql import LedgerError
+
+    try:
+        query = RootQuery.parse(
+            statuses=args.status, app=args.app, since=args.since, limit=args.limit
+        )
+    except QueryError as exc:
+        raise UsageError(str(exc)) from None
+    try:
+        page = LedgerReader(settings.table_root).list_roots(query)
+    except LedgerError as exc:
+        return ledger_error(exc)
+    from dataclasses import replace
+
+    from ackfold.ui.redact import masked_state, redactor_for
+
+    # Fail reasons can quote records: masked as in the UI (`ui.redact_*`).
+    redactor = redactor_for(settings.ui)
+    page = replace(page, roots=[masked_state(redactor, root) for root in page.roots])
+    if args.json:
+        emit(format_roots_json(page))
+    elif page.roots:
+        emit(format_roots(page))
+    else:
+        print("ackfold: no roots match", file=sys.stderr)
+    if page.more:
+        print(
+            f"ackfold: showing the newest {query.limit}; more roots match "
+            "(raise --limit, or narrow with --status, --app, --since)",
+            file=sys.stderr,
+        )
+    return 0
+
+
+def _show(settings: Settings, args: argparse.Namespace) -> int:
+    from ackfold.ledger.parse import QueryError, parse_root_id
+    from ackfold.ledger.reader import LedgerReader
+    from ackfold.ledger.sql import LedgerError
+
+    try:
+        root_id = parse_root_id(args.root_id)
+    except QueryError as exc:
+        raise UsageError(str(exc)) from None
+    try:
+        journey = LedgerReader(settings.table_root).show_root(root_id)
+    except LedgerError as exc:
+        return ledger_error(exc)
+    from ackfold.ui.redact import masked_journey, redactor_for
+
+    # The payload preview and the reasons, masked as in the UI (`ui.redact_*`).
+    journey = masked_journey(redactor_for(settings.ui), journey, payload=True)
+    emit(format_journey_json(journey) if args.json else format_journey(journey))
+    return 0
+
 
 _ROOTS_HEADER: Final = (
     "ROOT_ID",

@@ -1,0 +1,117 @@
+"""`ackfold smoke`, `reconcile` and `quality`: the Spark jobs, each run once in a local (or
+the configured) Spark session. What can be checked without a JVM is checked first."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from ackfold.cli.common import AddCommand, UsageError, check_app, emit, ledger_error
+from ackfold.config import Settings
+
+
+def add_commands(command: AddCommand) -> None:
+    """Register `ackfold smoke`, `reconcile`, `quality`, with their arguments."""
+    command("smoke", _smoke, "run the Delta round trip in local Spark")
+    reconcile = command(
+        "reconcile", _reconcile, "fold new ledger events into root_state; print roots by status"
+    )
+    reconcile.add_argument("--app", metavar="APP", help="only this app's events")
+    reconcile.add_argument(
+        "--replay",
+        action="store_true",
+        help="then run the automatic replay (as `ackfold replay --auto`)",
+    )
+    reconcile.add_argument(
+        "--now",
+        metavar="ISO-TIME",
+        help="classify timeouts as of this time instead of the clock (replays, tests)",
+    )
+    quality = command(
+        "quality",
+        _quality,
+        "check the delivery guarantees and the ledger with Great Expectations; exit 1 if "
+        "any is violated",
+    )
+    quality.add_argument("--app", metavar="APP", help="only this app's roots and events")
+    quality.add_argument(
+        "--now", metavar="ISO-TIME", help="check as of this time instead of the clock"
+    )
+    quality.add_argument("--all", action="store_true", help="list every check, not only failures")
+    quality.add_argument("--json", action="store_true", help="print the report as JSON")
+
+
+def _smoke(settings: Settings, args: argparse.Namespace) -> int:
+    from ackfold.smoke import check, run_smoke
+    from ackfold.spark import get_spark
+
+    report = run_smoke(get_spark(settings, "ackfold-smoke"), f"{settings.table_root}/smoke")
+    print(json.dumps(report, sort_keys=True))
+    return 0 if check(report) else 1
+
+
+def _reconcile(settings: Settings, args: argparse.Namespace) -> int:
+    from ackfold.ledger.parse import QueryError, parse_time
+    from ackfold.ledger.reader import LedgerReader
+    from ackfold.ledger.sql import LedgerError
+    from ackfold.reconcile.reconciler import check_app_name
+
+    try:
+        now = parse_time(args.now, "--now") if args.now else None
+        if args.app:
+            check_app_name(args.app)
+    except (QueryError, ValueError) as exc:
+        raise UsageError(str(exc)) from None
+    # Check what can be checked without a JVM first: an empty ledger, an unknown app.
+    reader = LedgerReader(settings.table_root)
+    try:
+        check_app(settings, reader, args.app)
+    except LedgerError as exc:
+        return ledger_error(exc)
+
+    from ackfold.reconcile.reconciler import reconcile
+    from ackfold.spark import get_spark
+
+    spark = get_spark(settings, app_name="ackfold-reconcile")
+    summary = reconcile(spark, settings, now=now, app=args.app)
+    if args.replay:
+        from ackfold.replay.replayer import ReplayError, replay
+        from ackfold.replay.request import ReplayRequest
+
+        request = ReplayRequest(automatic=True, app=args.app, requested_by="auto")
+        try:
+            summary["replay"] = replay(spark, settings, request, now=now).as_dict()
+        except ReplayError as exc:
+            emit(json.dumps(summary, indent=2))
+            return ledger_error(exc)
+    emit(json.dumps(summary, indent=2))
+    return 0
+
+
+def _quality(settings: Settings, args: argparse.Namespace) -> int:
+    from ackfold.ledger.parse import QueryError, parse_time
+    from ackfold.ledger.reader import LedgerReader
+    from ackfold.ledger.sql import LedgerError
+    from ackfold.reconcile.reconciler import check_app_name
+
+    try:
+        now = parse_time(args.now, "--now") if args.now else None
+        if args.app:
+            check_app_name(args.app)
+    except (QueryError, ValueError) as exc:
+        raise UsageError(str(exc)) from None
+    try:
+        check_app(settings, LedgerReader(settings.table_root), args.app)
+    except LedgerError as exc:
+        return ledger_error(exc)
+
+    from ackfold.quality import run_quality
+    from ackfold.spark import get_spark
+
+    spark = get_spark(settings, app_name="ackfold-quality")
+    report = run_quality(
+        spark, settings, app=args.app, now=now, say=lambda text: print(text, file=sys.stderr)
+    )
+    emit(json.dumps(report.as_dict(), indent=2) if args.json else report.format(verbose=args.all))
+    return 0 if report.passed else 1

@@ -1,0 +1,186 @@
+"""`ackfold replay`: send failed, timed-out or dead-lettered roots back to their source
+queues, after showing the plan (and asking, above `replay.confirm_above` messages)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from ackfold.cli.common import AddCommand, UsageError, check_app, emit, ledger_error
+from ackfold.config import Settings
+
+
+def add_commands(command: AddCommand) -> None:
+    """Register `ackfold replay`, with their arguments."""
+    replay = command(
+        "replay",
+        _replay,
+        "send failed, timed-out or dead-lettered roots back to their source queues",
+    )
+    replay.add_argument(
+        "--root", nargs="+", action="extend", metavar="ID", help="only these root ids"
+    )
+    replay.add_argument("--app", metavar="APP", help="only the roots of this app")
+    replay.add_argument(
+        "--status",
+        action="append",
+        metavar="S[,S...]",
+        help="which roots (default failed,timed_out): failed, timed_out, dead_lettered",
+    )
+    replay.add_argument(
+        "--since", metavar="TIME", help="only roots whose status changed at or after TIME"
+    )
+    replay.add_argument(
+        "--until", metavar="TIME", help="only roots whose status changed before TIME"
+    )
+    replay.add_argument("--limit", metavar="N", help="at most N roots, oldest first")
+    replay.add_argument(
+        "--rate", metavar="MSGS_PER_S", help="send at most this many messages per second"
+    )
+    replay.add_argument(
+        "--dry-run", action="store_true", help="report what would be sent; send nothing"
+    )
+    replay.add_argument(
+        "--yes", action="store_true", help="do not ask above replay.confirm_above messages"
+    )
+    replay.add_argument(
+        "--auto",
+        action="store_true",
+        help="the automatic replay: each app's policy (attempts, backoff) decides, and roots "
+        "out of attempts are dead-lettered",
+    )
+    replay.add_argument("--json", action="store_true", help="print the summary as JSON")
+
+
+def _replay(settings: Settings, args: argparse.Namespace) -> int:
+    from ackfold.ledger.reader import LedgerReader
+    from ackfold.ledger.sql import LedgerError
+    from ackfold.ledger.values import hex64
+
+    request = _replay_request(args)
+    if args.auto and (args.root or args.status or args.since or args.until):
+        raise UsageError("--auto follows each app's policy: it takes only --app, --limit, --rate")
+    reader = LedgerReader(settings.table_root)
+    try:
+        check_app(settings, reader, request.app)
+        missing = reader.missing_roots(request.root_ids)
+    except LedgerError as exc:
+        return ledger_error(exc)
+    if missing:
+        listed = ", ".join(hex64(r) for r in missing)
+        return ledger_error(Exception(f"unknown root id(s), not in root_state: {listed}"))
+
+    from ackfold.cli.progress import Progress
+    from ackfold.ledger.lock import ledger_lock
+    from ackfold.replay.planner import UnknownRoots
+    from ackfold.replay.replayer import Replayer, unsent_error
+    from ackfold.spark import get_spark
+
+    replayer = Replayer(get_spark(settings, app_name="ackfold-replay"), settings)
+    # From the plan to the last send: another replay planning the same roots would send
+    # them too (reconciles and replays wait, and say for whom).
+    holder = f"ackfold replay ({request.requested_by})"
+    with ledger_lock(settings.var_dir, holder, say=lambda text: print(text, file=sys.stderr)):
+        try:
+            plan = replayer.plan(request)
+        except UnknownRoots as exc:
+            return ledger_error(exc)
+        if not plan.selected:
+            return ledger_error(
+                Exception(f"no roots match {request.describe()}: nothing to replay")
+            )
+        for line in format_plan(plan):
+            print(line, file=sys.stderr)
+        count = len(plan.to_send)
+        if not request.dry_run and count > settings.replay.confirm_above and not args.yes:
+            question = (
+                f"send {count} messages (replay.confirm_above is {settings.replay.confirm_above})?"
+            )
+            if not (
+                sys.stdin.isatty() and input(f"{question} [y/N] ").strip().lower() in ("y", "yes")
+            ):
+                raise UsageError(f"{question} Not without --yes (or try --dry-run first).")
+        progress = Progress("replay", count, unit="sent")
+        summary = replayer.execute(plan, progress=progress.update)
+    if count and not request.dry_run:
+        progress.close()
+    emit(json.dumps(summary.as_dict(), indent=2) if args.json else format_summary(summary))
+    if summary.not_sent:
+        return ledger_error(unsent_error(summary))
+    return 0 if (plan.to_send or plan.sends) else 1
+
+
+def _replay_request(args: argparse.Namespace) -> Any:
+    from ackfold.ledger.parse import (
+        QueryError,
+        parse_limit,
+        parse_root_id,
+        parse_statuses,
+        parse_time,
+    )
+    from ackfold.reconcile.reconciler import check_app_name
+    from ackfold.replay.request import DEFAULT_STATUSES, ReplayRequest
+
+    try:
+        root_ids = tuple(parse_root_id(text) for text in args.root or ())
+        statuses = parse_statuses(args.status) if args.status else DEFAULT_STATUSES
+        if args.app:
+            check_app_name(args.app)
+        rate = _positive_number(args.rate, "--rate") if args.rate is not None else None
+        return ReplayRequest(
+            root_ids=root_ids,
+            app=args.app,
+            statuses=statuses,
+            since=parse_time(args.since, "--since") if args.since else None,
+            until=parse_time(args.until, "--until") if args.until else None,
+            limit=parse_limit(args.limit) if args.limit is not None else None,
+            rate=rate,
+            dry_run=args.dry_run,
+            automatic=args.auto,
+        )
+    except (QueryError, ValueError) as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _positive_number(text: str, option: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise UsageError(f"{option} must be a number, got {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise UsageError(f"{option} must be a positive number, got {text!r}")
+    return value
+
+
+def format_plan(plan: Any) -> list[str]:
+    """One line per planned send, then the skipped roots by reason."""
+    from ackfold.ledger.values import hex64, one_line
+
+    verb = "would send" if plan.request.dry_run else "sending"
+    lines = []
+    for p in plan.sends:
+        what = "dead letter" if p.action == "dead_letter" else f"attempt {p.attempt}"
+        note = {"unsent": " (planned before, never marked sent)", "sent": " (already sent)"}
+        lines.append(
+            f"{verb} {hex64(p.root_id)} {p.app} {p.prior_status} -> {what} to {p.target}"
+            f"{note.get(p.state, '')}: {one_line(p.reason, 80)}"
+        )
+    for reason, n in sorted(plan.skipped.items()):
+        lines.append(f"skipping {n} root(s): {reason}")
+    return lines
+
+
+def format_summary(summary: Any) -> str:
+    head = "dry run, nothing sent" if summary.dry_run else f"replay {summary.replay_id}"
+    parts = [
+        f"selected {summary.selected}",
+        f"sent {summary.sent}",
+        f"dead-lettered {summary.dead_lettered}",
+        f"resent {summary.resent} (possible duplicates)",
+        f"already sent {summary.already_sent}",
+        f"not sent {summary.not_sent}",
+        f"skipped {sum(summary.skipped.values())}",
+    ]
+    return f"{head}: " + ", ".join(parts)
