@@ -10,7 +10,7 @@ from fastapi.testclient import TestClient
 
 from ackfold.ledger import status
 from ackfold.ledger.values import iso
-from ackfold.ui.queries import UNHEALTHY
+from ackfold.ui.filters import UNHEALTHY
 from tests.ledger_fixtures import DAY2, DAY3, Sample, bulk_ledger
 from tests.ui.conftest import FakeAirflow, make_client, ui_settings
 from tests.ui.odd_ledger import odd_ledger

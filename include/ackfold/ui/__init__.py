@@ -1,10 +1,13 @@
 """The Reliability UI: pages over the ledger for Airflow 3, and the replay button.
 
+- `filters`: a request's values, parsed into typed filters (every error names its field);
 - `queries`: read models over delta-rs (overview, roots table, dead letters).
 - `redact`: the capped, masked payload preview.
 - `charts`: server-side SVG.
 - `security`: the viewer and CSRF protection; `airflow_auth`: Airflow's login for it.
-- `trigger`: the manual replay DAG run, through Airflow's REST API as the user.
-- `app`: the FastAPI app (`create_app`); `lazy`: `LazyApp`, which builds it on the first
-  request, so that `plugins/ackfold_ui.py` (imported by every Airflow task) stays cheap.
+- `selection`: the roots a replay request names; `trigger`: the manual replay DAG run,
+  through Airflow's REST API as the user.
+- `app`: the FastAPI app (`create_app`), its pages sharing `site` (templates, links, the
+  error page); `lazy`: `LazyApp`, which builds it on the first request, so that
+  `plugins/ackfold_ui.py` (imported by every Airflow task) stays cheap.
 """

@@ -27,11 +27,10 @@ Routes (under the mount prefix):
 # `ViewerDep` is local to `create_app`.
 import json
 import logging
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, replace
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import asdict, replace
 from importlib.resources import files
 from typing import Annotated, Any
-from urllib.parse import urlencode, urlsplit
 
 from fastapi import Depends, FastAPI, HTTPException, Request
 from fastapi.concurrency import run_in_threadpool
@@ -42,16 +41,14 @@ from fastapi.responses import (
     RedirectResponse,
     Response,
 )
-from jinja2 import Environment, PackageLoader, select_autoescape
 from starlette.datastructures import FormData
 
 from ackfold.config import Settings
-from ackfold.ledger import status
 from ackfold.ledger.parse import QueryError, parse_root_id
 from ackfold.ledger.reader import RootNotFound
 from ackfold.ledger.rows import Journey
 from ackfold.ledger.sql import LedgerError, NoLedger
-from ackfold.ledger.values import hex64, iso
+from ackfold.ledger.values import iso
 from ackfold.quality.report import QualityReport
 from ackfold.replay.params import (
     MANUAL_REPLAY_DAG_ID,
@@ -61,15 +58,8 @@ from ackfold.replay.params import (
 )
 from ackfold.replay.request import REPLAYABLE
 from ackfold.ui import charts
-from ackfold.ui.queries import (
-    SORTABLE,
-    DeadLetter,
-    DeadLetterFilter,
-    FieldError,
-    Params,
-    RootFilter,
-    UiReader,
-)
+from ackfold.ui.filters import DeadLetterFilter, FieldError, Params, RootFilter
+from ackfold.ui.queries import DeadLetter, UiReader
 from ackfold.ui.redact import (
     Preview,
     masked_journey,
@@ -78,45 +68,14 @@ from ackfold.ui.redact import (
     redactor_for,
 )
 from ackfold.ui.security import CSRF_FIELD, CSRF_HEADER, CsrfGuard, Viewer
+from ackfold.ui.selection import Selection, json_params, select_roots
+from ackfold.ui.site import Site, login_path
 from ackfold.ui.trigger import TriggerError, trigger_manual_replay
 
 log = logging.getLogger(__name__)
 
 ViewerDependency = Callable[..., Awaitable[Viewer]]
 _STATIC = {"ackfold.css": "text/css", "ackfold.js": "text/javascript"}
-_NAV = (
-    ("overview", "Overview"),
-    ("roots", "Failed roots"),
-    ("dead-letters", "Dead letters"),
-    ("quality", "Quality"),
-)
-
-
-def login_path(next_url: str) -> str:
-    """Airflow's SimpleAuthManager login page, coming back to `next_url` after."""
-    return "/auth/login?" + urlencode({"next": next_url})
-
-
-@dataclass(frozen=True)
-class Selection:
-    """The roots a replay would send: `matched` by the request, `replayable` of them
-    failed, timed out or dead-lettered, `root_ids` the first `ui.replay_max_roots` of
-    those (of the `considered` the cap took), `skipped` the others by status."""
-
-    root_ids: list[int]
-    matched: int
-    considered: int
-    skipped: dict[str, int]
-    replayable: int
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "root_ids": [str(r) for r in self.root_ids],
-            "matched": self.matched,
-            "replayable": self.replayable,
-            "considered": self.considered,
-            "skipped": self.skipped,
-        }
 
 
 def create_app(
@@ -139,95 +98,44 @@ def create_app(
     assert docs_dir is not None  # Settings resolves it
     apps = tuple(settings.apps)
     guard = CsrfGuard(csrf_secret, allowed_origins)
-    own_hosts = {urlsplit(origin).netloc.lower() for origin in allowed_origins}
+    site = Site(guard, airflow_url=airflow_url, allowed_origins=allowed_origins)
     redactor = redactor_for(ui)
-    env = Environment(
-        loader=PackageLoader("ackfold.ui", "templates"),
-        autoescape=select_autoescape(default=True, default_for_string=True),
-    )
-    env.globals.update(iso=iso, hex64=hex64, STATUSES=status.ALL, SORTABLE=SORTABLE)
-    env.filters["urlencode_pairs"] = urlencode
     app = FastAPI(title="ackfold reliability", docs_url=None, redoc_url=None, openapi_url=None)
     ViewerDep = Annotated[Viewer, Depends(viewer)]
 
     def reader() -> UiReader:
         return UiReader(warehouse)  # one per request: a fresh snapshot of the tables
 
-    def base(request: Request) -> str:
-        return str(request.scope.get("root_path", "")).rstrip("/")
-
-    def is_api(request: Request) -> bool:
-        return request.url.path.removeprefix(base(request)).startswith("/api/")
-
-    def airflow_base(request: Request) -> str:
-        return (airflow_url or f"{request.url.scheme}://{request.url.netloc}").rstrip("/")
-
-    def back_link(request: Request) -> str:
-        """The page a form was posted from (its Referer) if that is one of this app's own
-        pages on this server, as a path; else the roots page."""
-        fallback = f"{base(request)}/roots"
-        try:
-            parts = urlsplit(request.headers.get("referer", ""))
-        except ValueError:
-            return fallback
-        host = request.headers.get("host", "").lower()
-        if parts.scheme not in ("", "http", "https") or (
-            parts.netloc and parts.netloc.lower() not in {host, *own_hosts}
-        ):
-            return fallback
-        path = parts.path
-        if not path.startswith(f"{base(request)}/") or path.startswith("//") or "\\" in path:
-            return fallback
-        return path + (f"?{parts.query}" if parts.query else "")
-
-    def page(
-        request: Request, template: str, who: Viewer | None, status_code: int = 200, **context: Any
-    ) -> HTMLResponse:
-        html = env.get_template(template).render(
-            base=base(request),
-            viewer=who,
-            csrf=guard.token(who) if who else "",
-            nav=_NAV,
-            airflow=airflow_base(request),
-            **context,
-        )
-        return HTMLResponse(html, status_code=status_code)
-
-    def failure(request: Request, code: int, message: str, **extra: Any) -> Response:
-        if is_api(request):
-            return JSONResponse({"detail": message, **extra}, status_code=code)
-        return page(request, "error.html", None, code, code=code, message=message, **extra)
-
     @app.exception_handler(HTTPException)
     async def http_error(request: Request, exc: HTTPException) -> Response:
-        if exc.status_code == 401 and not is_api(request):
+        if exc.status_code == 401 and not site.is_api(request):
             # A page, or a form posted with an expired login: log in, then come back to
             # the page (for a POST, the page the form was on: a POST cannot be replayed).
             back = str(request.url)
             if request.method != "GET":
-                back = f"{request.url.scheme}://{request.url.netloc}{back_link(request)}"
+                back = f"{request.url.scheme}://{request.url.netloc}{site.back_link(request)}"
             return RedirectResponse(login_url(back), status_code=303)
-        return failure(request, exc.status_code, str(exc.detail))
+        return site.failure(request, exc.status_code, str(exc.detail))
 
     @app.exception_handler(QueryError)
     async def bad_request(request: Request, exc: QueryError) -> Response:
         name = exc.field if isinstance(exc, FieldError) else None
-        return failure(request, 400, str(exc), field=name)
+        return site.failure(request, 400, str(exc), field=name)
 
     @app.exception_handler(ReplayParamsError)
     async def bad_replay(request: Request, exc: ReplayParamsError) -> Response:
-        return failure(request, 400, str(exc), problems=exc.problems)
+        return site.failure(request, 400, str(exc), problems=exc.problems)
 
     @app.exception_handler(LedgerError)
     async def ledger_error(request: Request, exc: LedgerError) -> Response:
         if isinstance(exc, RootNotFound):
-            return failure(request, 404, str(exc))
+            return site.failure(request, 404, str(exc))
         if isinstance(exc, NoLedger):
-            if is_api(request):
+            if site.is_api(request):
                 return JSONResponse({"detail": str(exc), "no_ledger": True}, status_code=404)
-            return page(request, "empty.html", None, message=str(exc))
+            return site.page(request, "empty.html", None, message=str(exc))
         log.warning("ledger unreadable: %s", exc)
-        return failure(request, 503, str(exc))
+        return site.failure(request, 503, str(exc))
 
     def query(request: Request) -> Params:
         return Params({k: request.query_params.getlist(k) for k in request.query_params})
@@ -236,7 +144,7 @@ def create_app(
 
     @app.get("/", include_in_schema=False)
     def home(request: Request, who: ViewerDep) -> RedirectResponse:
-        return RedirectResponse(f"{base(request)}/overview", status_code=303)
+        return RedirectResponse(f"{site.base(request)}/overview", status_code=303)
 
     def overview_data(params: Params) -> dict[str, Any]:
         since, until = params.time("since"), params.time("until")
@@ -250,7 +158,7 @@ def create_app(
         params = query(request)
         data = overview_data(params)
         view = data["overview"]
-        return page(
+        return site.page(
             request,
             "overview.html",
             who,
@@ -275,7 +183,7 @@ def create_app(
         r = reader()
         result = r.roots_page(f)
         result = replace(result, roots=[masked_state(redactor, root) for root in result.roots])
-        return page(request, "roots.html", who, active="roots", apps=r.apps(), p=result, f=f)
+        return site.page(request, "roots.html", who, active="roots", apps=r.apps(), p=result, f=f)
 
     @app.get("/api/roots")
     def roots_json(request: Request, who: ViewerDep) -> dict[str, Any]:
@@ -305,7 +213,7 @@ def create_app(
     @app.get("/roots/{root_id}", response_class=HTMLResponse)
     def root_page(request: Request, root_id: str, who: ViewerDep) -> HTMLResponse:
         found, preview = journey(root_id)
-        return page(
+        return site.page(
             request,
             "root.html",
             who,
@@ -341,7 +249,7 @@ def create_app(
         f = DeadLetterFilter.parse(query(request), page_size=ui.page_size)
         r = reader()
         letters = r.dead_letters(f)
-        return page(
+        return site.page(
             request,
             "dead_letters.html",
             who,
@@ -369,7 +277,7 @@ def create_app(
     def quality_page(request: Request, who: ViewerDep) -> HTMLResponse:
         data = quality_data()
         docs = (docs_dir / "index.html").is_file()
-        return page(request, "quality.html", who, active="quality", docs=docs, **data)
+        return site.page(request, "quality.html", who, active="quality", docs=docs, **data)
 
     @app.get("/api/quality")
     def quality_json(who: ViewerDep) -> dict[str, Any]:
@@ -415,37 +323,8 @@ def create_app(
     # --- replay -----------------------------------------------------------------------
 
     def select(params: Params) -> Selection:
-        """The roots a replay request names: ticked ids, or the current filter's newest
-        replayable ones (the cap counts only those: the filter's other statuses are
-        counted as skipped, never fetched)."""
-        r = reader()
-        cap = ui.replay_max_roots
-        skipped: dict[str, int] = {}
-        if params.choice("scope", ("selected", "filter"), "selected") == "filter":
-            f = RootFilter.parse(params, page_size=ui.page_size)
-            counts = r.count_by_status(f)
-            matched = sum(counts.values())
-            for name, n in counts.items():
-                if name not in REPLAYABLE:
-                    skipped[name] = n
-            wanted = tuple(s for s in f.statuses if s in REPLAYABLE)
-            ids = r.matching_ids(replace(f, statuses=wanted), cap) if wanted else []
-        else:
-            ids = params.root_ids("root_id")
-            if not ids:
-                raise FieldError("root_id", "select at least one root")
-            if len(ids) > cap:
-                raise FieldError("root_id", f"{len(ids)} roots: at most {cap} at once")
-            matched = len(ids)
-        # Checked again by id: a root may have moved on since it was counted.
-        statuses = r.statuses_of(ids)
-        chosen = [i for i in ids if statuses.get(i) in REPLAYABLE]
-        for i in ids:
-            if i not in chosen:
-                name = statuses.get(i, "unknown root")
-                skipped[name] = skipped.get(name, 0) + 1
-        replayable = matched - sum(skipped.values())
-        return Selection(chosen, matched, len(ids), skipped, max(replayable, len(chosen)))
+        """The roots a replay request names (in a worker thread: it reads the ledger)."""
+        return select_roots(reader(), params, ui)
 
     async def form(request: Request, who: Viewer) -> Params:
         data: FormData = await request.form()
@@ -464,7 +343,10 @@ def create_app(
             raise HTTPException(401, "no Airflow token to trigger the replay with: log in again")
         try:
             run = await trigger_manual_replay(
-                airflow_base(request), who.token, conf_from_request(checked), transport=transport
+                site.airflow_base(request),
+                who.token,
+                conf_from_request(checked),
+                transport=transport,
             )
         except TriggerError as exc:
             raise HTTPException(exc.status if exc.status >= 400 else 502, str(exc)) from None
@@ -482,8 +364,8 @@ def create_app(
     async def replay_confirm_page(request: Request, who: ViewerDep) -> HTMLResponse:
         params = await form(request, who)
         chosen = await run_in_threadpool(select, params)
-        back = back_link(request)
-        return page(request, "confirm.html", who, active="roots", sel=chosen, back=back)
+        back = site.back_link(request)
+        return site.page(request, "confirm.html", who, active="roots", sel=chosen, back=back)
 
     @app.post("/replay/confirm", response_class=HTMLResponse)
     async def replay_trigger_page(request: Request, who: ViewerDep) -> HTMLResponse:
@@ -492,7 +374,7 @@ def create_app(
         if not chosen.root_ids:
             raise FieldError("root_id", "none of the selected roots can be replayed")
         run = await trigger(request, who, chosen.root_ids, params.given("dry_run"))
-        return page(
+        return site.page(
             request,
             "triggered.html",
             who,
@@ -516,7 +398,7 @@ def create_app(
         dry_run = body.get("dry_run", True)
         if not isinstance(dry_run, bool):
             raise FieldError("dry_run", "must be true or false")
-        chosen = await run_in_threadpool(select, _json_params(body))
+        chosen = await run_in_threadpool(select, json_params(body))
         if not chosen.root_ids:
             raise FieldError("root_ids", "none of the selected roots can be replayed")
         run = await trigger(request, who, chosen.root_ids, dry_run)
@@ -533,19 +415,3 @@ def create_app(
 
 def _text(value: Any) -> str:
     return value if isinstance(value, str) else ""
-
-
-def _json_params(body: Mapping[str, Any]) -> Params:
-    """A JSON replay body as the form's fields: ids as `root_id`, or the filter's fields."""
-    if "filter" in body:
-        raw = body["filter"]
-        if not isinstance(raw, dict):
-            raise FieldError("filter", "must be an object of the roots table's query fields")
-        values = {k: v if isinstance(v, list) else [v] for k, v in raw.items()}
-        return Params(
-            {"scope": ["filter"], **{k: [str(v) for v in vs] for k, vs in values.items()}}
-        )
-    ids = body.get("root_ids")
-    if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
-        raise FieldError("root_ids", "must be a list of root ids as strings")
-    return Params({"scope": ["selected"], "root_id": ids})

@@ -1,0 +1,236 @@
+"""What a request asks of the Reliability UI's tables: query and form values, parsed field
+by field into typed filters of `root_state` and `dead_letters`.
+
+Every value is parsed here into a typed value (statuses and sort columns from whitelists,
+times, integers) and quoted by the ledger's SQL helpers (`ackfold.ledger.sql`): user text
+never reaches the SQL raw. Every error is a `FieldError` naming its field (the UI answers
+400).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, fields, replace
+from datetime import datetime
+from typing import Any, Final
+
+from ackfold.ledger import status
+from ackfold.ledger.parse import QueryError, parse_root_id, parse_statuses, parse_time
+from ackfold.ledger.sql import sql_date, sql_str, sql_ts
+from ackfold.ledger.values import jsonable
+
+# What the roots table shows unless asked otherwise: the roots that need someone.
+UNHEALTHY: Final = (status.FAILED, status.TIMED_OUT, status.REPLAYED, status.DEAD_LETTERED)
+SORTABLE: Final = (
+    "last_event_at",
+    "first_event_at",
+    "status_changed_at",
+    "root_id",
+    "app",
+    "status",
+    "last_stage",
+    "attempt",
+    "event_count",
+)
+MAX_PAGE_SIZE: Final = 500
+MAX_OFFSET: Final = 1_000_000
+_MAX_TEXT: Final = 200
+
+
+class FieldError(QueryError):
+    """A bad value in one field of a request: the UI answers 400 and names the field."""
+
+    def __init__(self, name: str, message: str) -> None:
+        super().__init__(f"{name}: {message}")
+        self.field = name
+
+
+# --- input ----------------------------------------------------------------------------
+
+
+class Params:
+    """A request's query or form values (every value of each name), parsed field by field
+    into typed values; every error names its field. Empty values mean "not given"."""
+
+    def __init__(self, values: Mapping[str, Sequence[str]]) -> None:
+        self._values = {k: [v.strip() for v in vs if v.strip()] for k, vs in values.items()}
+
+    def all(self, name: str) -> list[str]:
+        return self._values.get(name, [])
+
+    def given(self, name: str) -> bool:
+        return name in self._values
+
+    def text(self, name: str) -> str | None:
+        values = self.all(name)
+        if not values:
+            return None
+        if len(values[0]) > _MAX_TEXT:
+            raise FieldError(name, f"longer than {_MAX_TEXT} characters")
+        return values[0]
+
+    def time(self, name: str) -> datetime | None:
+        text = self.text(name)
+        if text is None:
+            return None
+        try:
+            return parse_time(text, name)
+        except QueryError as exc:
+            raise FieldError(name, str(exc)) from None
+
+    def integer(self, name: str, default: int, low: int, high: int) -> int:
+        text = self.text(name)
+        if text is None:
+            return default
+        try:
+            value = int(text)
+        except ValueError:
+            raise FieldError(name, f"'{text}' is not a whole number") from None
+        if not low <= value <= high:
+            raise FieldError(name, f"must be from {low} to {high}, got {value}")
+        return value
+
+    def choice(self, name: str, choices: Sequence[str], default: str) -> str:
+        text = self.text(name)
+        if text is None:
+            return default
+        if text not in choices:
+            raise FieldError(name, f"'{text}' is not one of {', '.join(choices)}")
+        return text
+
+    def statuses(self, name: str, default: tuple[str, ...]) -> tuple[str, ...]:
+        if not self.all(name):
+            return default
+        try:
+            return parse_statuses(self.all(name))
+        except QueryError as exc:
+            raise FieldError(name, str(exc)) from None
+
+    def root_ids(self, name: str) -> list[int]:
+        try:
+            return list(dict.fromkeys(parse_root_id(v) for v in self.all(name)))
+        except QueryError as exc:
+            raise FieldError(name, str(exc)) from None
+
+
+def _check_range(since: datetime | None, until: datetime | None) -> None:
+    if since is not None and until is not None and since >= until:
+        raise FieldError("until", "must be later than since")
+
+
+@dataclass(frozen=True)
+class RootFilter:
+    """What the roots table shows: filters on `root_state`, a whitelisted sort, a page.
+    `since` and `until` bound `last_event_at` (until exclusive); `stage` is `last_stage`."""
+
+    app: str | None = None
+    statuses: tuple[str, ...] = UNHEALTHY
+    since: datetime | None = None
+    until: datetime | None = None
+    stage: str | None = None
+    sort: str = "last_event_at"
+    order: str = "desc"
+    limit: int = 50
+    offset: int = 0
+
+    @classmethod
+    def parse(cls, params: Params, *, page_size: int = 50) -> RootFilter:
+        since, until = params.time("since"), params.time("until")
+        _check_range(since, until)
+        return cls(
+            app=params.text("app"),
+            statuses=params.statuses("status", UNHEALTHY),
+            since=since,
+            until=until,
+            stage=params.text("stage"),
+            sort=params.choice("sort", SORTABLE, "last_event_at"),
+            order=params.choice("order", ("asc", "desc"), "desc"),
+            limit=params.integer("limit", page_size, 1, MAX_PAGE_SIZE),
+            offset=params.integer("offset", 0, 0, MAX_OFFSET),
+        )
+
+    def query(self, **changes: Any) -> list[tuple[str, str]]:
+        """This filter as query-string pairs (for links: pages, sort headers)."""
+        f = replace(self, **changes)
+        pairs = [("status", s) for s in f.statuses]
+        for name, value in (
+            ("app", f.app),
+            ("since", f.since),
+            ("until", f.until),
+            ("stage", f.stage),
+        ):
+            if value is not None:
+                pairs.append((name, str(jsonable(value))))
+        pairs += [("sort", f.sort), ("order", f.order), ("limit", str(f.limit))]
+        if f.offset:
+            pairs.append(("offset", str(f.offset)))
+        return pairs
+
+    def where(self) -> list[str]:
+        where = [f"status IN ({', '.join(sql_str(s) for s in self.statuses)})"]
+        if self.app is not None:
+            where.append(f"app = {sql_str(self.app)}")
+        if self.since is not None:
+            where.append(f"last_event_at >= {sql_ts(self.since)}")
+        if self.until is not None:
+            where.append(f"last_event_at < {sql_ts(self.until)}")
+            # A root's first event is no later than its last: prunes newer partitions.
+            where.append(f"first_event_date <= {sql_date(self.until.date())}")
+        if self.stage is not None:
+            where.append(f"last_stage = {sql_str(self.stage)}")
+        return where
+
+    def to_json(self) -> dict[str, Any]:
+        return {f.name: jsonable(getattr(self, f.name)) for f in fields(self)}
+
+
+@dataclass(frozen=True)
+class DeadLetterFilter:
+    """What the dead letters view shows; `since`/`until` bound `dead_lettered_at`."""
+
+    app: str | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+    redriven: str = "any"  # any, yes, no
+    limit: int = 50
+    offset: int = 0
+
+    @classmethod
+    def parse(cls, params: Params, *, page_size: int = 50) -> DeadLetterFilter:
+        since, until = params.time("since"), params.time("until")
+        _check_range(since, until)
+        return cls(
+            app=params.text("app"),
+            since=since,
+            until=until,
+            redriven=params.choice("redriven", ("any", "yes", "no"), "any"),
+            limit=params.integer("limit", page_size, 1, MAX_PAGE_SIZE),
+            offset=params.integer("offset", 0, 0, MAX_OFFSET),
+        )
+
+    def query(self, **changes: Any) -> list[tuple[str, str]]:
+        f = replace(self, **changes)
+        pairs = [
+            (name, str(jsonable(value)))
+            for name, value in (("app", f.app), ("since", f.since), ("until", f.until))
+            if value is not None
+        ]
+        pairs += [("redriven", f.redriven), ("limit", str(f.limit))]
+        if f.offset:
+            pairs.append(("offset", str(f.offset)))
+        return pairs
+
+    def where(self) -> list[str]:
+        where = []
+        if self.app is not None:
+            where.append(f"app = {sql_str(self.app)}")
+        if self.since is not None:
+            where.append(f"dead_lettered_at >= {sql_ts(self.since)}")
+        if self.until is not None:
+            where.append(f"dead_lettered_at < {sql_ts(self.until)}")
+        if self.redriven != "any":
+            where.append(f"redriven_at IS {'NOT ' if self.redriven == 'yes' else ''}NULL")
+        return where
+
+    def to_json(self) -> dict[str, Any]:
+        return {f.name: jsonable(getattr(self, f.name)) for f in fields(self)}

@@ -1,0 +1,104 @@
+"""What every page of the Reliability UI shares: the templates and their globals, the
+mount prefix, Airflow's base URL, the way back after a form, and the error page (HTML for
+pages, JSON under `/api/`)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+from urllib.parse import urlencode, urlsplit
+
+from fastapi import Request
+from fastapi.responses import HTMLResponse, JSONResponse, Response
+from jinja2 import Environment, PackageLoader, select_autoescape
+
+from ackfold.ledger import status
+from ackfold.ledger.values import hex64, iso
+from ackfold.ui.filters import SORTABLE
+from ackfold.ui.security import CsrfGuard, Viewer
+
+_NAV = (
+    ("overview", "Overview"),
+    ("roots", "Failed roots"),
+    ("dead-letters", "Dead letters"),
+    ("quality", "Quality"),
+)
+
+
+def login_path(next_url: str) -> str:
+    """Airflow's SimpleAuthManager login page, coming back to `next_url` after."""
+    return "/auth/login?" + urlencode({"next": next_url})
+
+
+class Site:
+    """The pages' common parts. `airflow_url` is Airflow's base URL for the REST call and
+    the run link (default: the scheme and host the request came to); `allowed_origins`
+    are this app's own origins besides the request's host (for the way back)."""
+
+    def __init__(
+        self, guard: CsrfGuard, *, airflow_url: str | None, allowed_origins: Sequence[str]
+    ) -> None:
+        self.guard = guard
+        self.airflow_url = airflow_url
+        self.own_hosts = {urlsplit(origin).netloc.lower() for origin in allowed_origins}
+        self.env = env = Environment(
+            loader=PackageLoader("ackfold.ui", "templates"),
+            autoescape=select_autoescape(default=True, default_for_string=True),
+        )
+        env.globals.update(iso=iso, hex64=hex64, STATUSES=status.ALL, SORTABLE=SORTABLE)
+        env.filters["urlencode_pairs"] = urlencode
+
+    def base(self, request: Request) -> str:
+        """The mount prefix of this app (`/ackfold` in Airflow), without a trailing slash."""
+        return str(request.scope.get("root_path", "")).rstrip("/")
+
+    def is_api(self, request: Request) -> bool:
+        """Whether `request` is to the JSON API (`/api/...`), which answers errors in JSON."""
+        return request.url.path.removeprefix(self.base(request)).startswith("/api/")
+
+    def airflow_base(self, request: Request) -> str:
+        """Airflow's base URL: `airflow_url`, else the scheme and host of `request`."""
+        return (self.airflow_url or f"{request.url.scheme}://{request.url.netloc}").rstrip("/")
+
+    def back_link(self, request: Request) -> str:
+        """The page a form was posted from (its Referer) if that is one of this app's own
+        pages on this server, as a path; else the roots page."""
+        fallback = f"{self.base(request)}/roots"
+        try:
+            parts = urlsplit(request.headers.get("referer", ""))
+        except ValueError:
+            return fallback
+        host = request.headers.get("host", "").lower()
+        if parts.scheme not in ("", "http", "https") or (
+            parts.netloc and parts.netloc.lower() not in {host, *self.own_hosts}
+        ):
+            return fallback
+        path = parts.path
+        if not path.startswith(f"{self.base(request)}/") or path.startswith("//") or "\\" in path:
+            return fallback
+        return path + (f"?{parts.query}" if parts.query else "")
+
+    def page(
+        self,
+        request: Request,
+        template: str,
+        who: Viewer | None,
+        status_code: int = 200,
+        **context: Any,
+    ) -> HTMLResponse:
+        """`template` rendered with what every page shows (nav, viewer, CSRF token)."""
+        html = self.env.get_template(template).render(
+            base=self.base(request),
+            viewer=who,
+            csrf=self.guard.token(who) if who else "",
+            nav=_NAV,
+            airflow=self.airflow_base(request),
+            **context,
+        )
+        return HTMLResponse(html, status_code=status_code)
+
+    def failure(self, request: Request, code: int, message: str, **extra: Any) -> Response:
+        """An error: the error page, or `{"detail": message}` under `/api/`."""
+        if self.is_api(request):
+            return JSONResponse({"detail": message, **extra}, status_code=code)
+        return self.page(request, "error.html", None, code, code=code, message=message, **extra)
