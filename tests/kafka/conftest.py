@@ -13,7 +13,7 @@ import pytest
 from ackfold.config import Settings, load_settings
 from ackfold.local.kafka_broker import KafkaBroker
 from ackfold.local.ports import free_port
-from ackfold.sources.kafka import client_config, create_topics
+from ackfold.sources.kafka_client import client_config, create_topics
 from tests.conftest import JARS_DIR
 
 

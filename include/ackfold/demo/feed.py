@@ -113,7 +113,7 @@ def publish_bodies(
     returns their positions' `partition:offset`, in order: the ids roots register."""
     from confluent_kafka import Producer
 
-    from ackfold.sources.kafka import client_config
+    from ackfold.sources.kafka_client import client_config
 
     bodies = list(bodies)
     producer = Producer(client_config(settings, **{"enable.idempotence": True, "acks": "all"}))

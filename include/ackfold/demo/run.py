@@ -27,7 +27,8 @@ from ackfold.ledger.lock import ledger_lock
 from ackfold.reconcile.reconciler import reconcile
 from ackfold.replay.replayer import Replayer, ReplaySummary
 from ackfold.replay.request import ReplayRequest
-from ackfold.sources.kafka import KafkaTopic, create_topics
+from ackfold.sources.kafka import KafkaTopic
+from ackfold.sources.kafka_client import create_topics
 from ackfold.sources.sent import record_sent
 from ackfold.sources.sqs import SqsQueue
 

@@ -28,7 +28,7 @@ from ackfold.local.jvm import bundle_jars
 from ackfold.local.ports import free_port, is_loopback_host, port_free
 from ackfold.local.server import JvmProcess, JvmServer, java
 from ackfold.sources.base import SourceError
-from ackfold.sources.kafka import create_topics, existing_topics
+from ackfold.sources.kafka_client import create_topics, existing_topics
 
 MAIN_CLASS = "kafka.Kafka"
 STORAGE_TOOL = "kafka.tools.StorageTool"

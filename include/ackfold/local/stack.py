@@ -231,7 +231,7 @@ def start_kafka(settings: Settings, log: Callable[[str], None]) -> KafkaBroker |
     is elsewhere, or if a broker already answers there (`make kafka` in another terminal)."""
     from ackfold.local.kafka_broker import KafkaBroker, KafkaBrokerError
     from ackfold.sources.base import SourceError
-    from ackfold.sources.kafka import existing_topics
+    from ackfold.sources.kafka_client import existing_topics
 
     servers = settings.kafka.bootstrap_servers
     if not is_loopback_host(servers.split(",")[0].rpartition(":")[0]):

@@ -15,6 +15,7 @@ Modules:
 
 - `base`: `SourceQueue` and `PullSource`, the messages in and out, `SourceError`;
 - `sqs`, `sqs_client`: SQS through boto3; `ingest`: the SQS spout, receive-register-delete;
-- `kafka`: Kafka through confluent-kafka; `kafka_spout`: the spout stage of a Kafka app;
+- `kafka`: Kafka through confluent-kafka (re-read, republish); `kafka_client`: its clients
+  and the admin calls (topics); `kafka_spout`: the spout stage of a Kafka app;
 - `sent`: what a producer sent, for the quality checks to hold the ledger to.
 """

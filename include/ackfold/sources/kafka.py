@@ -37,6 +37,12 @@ from ackfold.sources.base import (
     SourceError,
     SourceQueue,
 )
+from ackfold.sources.kafka_client import (
+    client_config,
+    existing_topics,
+    timeout_seconds,
+    unreachable,
+)
 
 log = logging.getLogger("ackfold.sources.kafka")
 
@@ -95,80 +101,6 @@ class Record:
     headers: Headers
 
 
-def client_config(settings: Settings, **extra: Any) -> dict[str, Any]:
-    """confluent-kafka settings for `settings.kafka`; librdkafka logs to Python logging."""
-    timeout_ms = int(settings.kafka.timeout.total_seconds() * 1000)
-    return {
-        "bootstrap.servers": settings.kafka.bootstrap_servers,
-        "client.id": "ackfold",
-        "socket.timeout.ms": timeout_ms,
-        "logger": logging.getLogger("ackfold.kafka.client"),
-        **extra,
-    }
-
-
-def _seconds(settings: Settings) -> float:
-    return settings.kafka.timeout.total_seconds()
-
-
-def _unreachable(settings: Settings, error: object) -> SourceError:
-    return SourceError(
-        f"Kafka at {settings.kafka.bootstrap_servers} did not answer within "
-        f"{_seconds(settings):g} s ({error}): is the broker up? (kafka.bootstrap_servers)"
-    )
-
-
-def existing_topics(settings: Settings, admin: Any = None) -> set[str]:
-    """The topics the brokers have; `SourceError` if they do not answer."""
-    from confluent_kafka import KafkaException
-    from confluent_kafka.admin import AdminClient
-
-    admin = admin or AdminClient(client_config(settings))
-    try:
-        metadata = admin.list_topics(timeout=_seconds(settings))
-    except KafkaException as exc:
-        raise _unreachable(settings, exc.args[0]) from None
-    return set(metadata.topics)
-
-
-def check_topics(settings: Settings, topics: Mapping[str, str]) -> None:
-    """Raise `SourceError` naming every topic (and the setting that names it) that the
-    brokers do not have: Spark would wait on a missing topic without a word.
-
-    `topics` maps each topic to the setting it comes from."""
-    have = existing_topics(settings)
-    missing = [f"{topic} ({setting})" for topic, setting in topics.items() if topic not in have]
-    if missing:
-        raise SourceError(
-            f"Kafka topic(s) {', '.join(missing)} do not exist at "
-            f"{settings.kafka.bootstrap_servers}: create them (kafka-topics.sh --create), "
-            "or correct the setting"
-        )
-
-
-def create_topics(settings: Settings, topics: Iterable[str]) -> list[str]:
-    """Create the topics that do not exist yet (`kafka.partitions` each, replication 1:
-    for the local broker and the demo). Returns the ones created."""
-    from confluent_kafka.admin import AdminClient
-    from confluent_kafka.cimpl import NewTopic
-
-    admin = AdminClient(client_config(settings))
-    new = sorted(set(topics) - existing_topics(settings, admin))
-    if not new:
-        return []
-    futures = admin.create_topics(
-        [NewTopic(name, settings.kafka.partitions, 1) for name in new],
-        request_timeout=_seconds(settings),
-    )
-    for name, future in futures.items():
-        try:
-            future.result()
-        except Exception as exc:  # a KafkaException, or a timeout
-            if "TOPIC_ALREADY_EXISTS" not in str(exc):
-                raise SourceError(f"could not create Kafka topic {name}: {exc}") from None
-    return new
-
-
 class KafkaTopic(SourceQueue):
     """One source topic, by name: where its replays go (`retry_topic`, else the topic
     itself) and its dead-letter topic (`dead_letter_queue`, by default `<topic>-dlq`)."""
@@ -207,7 +139,7 @@ class KafkaTopic(SourceQueue):
             self._consumer.close()
             self._consumer = None
         if self._producer is not None:
-            self._producer.flush(_seconds(self.settings))
+            self._producer.flush(timeout_seconds(self.settings))
             self._producer.close()
             self._producer = None
 
@@ -229,10 +161,10 @@ class KafkaTopic(SourceQueue):
             if key not in bounds:
                 try:
                     bounds[key] = consumer.get_watermark_offsets(
-                        TopicPartition(*key), timeout=_seconds(self.settings)
+                        TopicPartition(*key), timeout=timeout_seconds(self.settings)
                     )
                 except KafkaException as exc:
-                    raise _unreachable(self.settings, exc.args[0]) from None
+                    raise unreachable(self.settings, exc.args[0]) from None
             low, high = bounds[key]
             if not low <= position.offset < high:
                 gone.add(str(position))
@@ -299,10 +231,10 @@ class KafkaTopic(SourceQueue):
 
         try:
             low, _ = self._reader().get_watermark_offsets(
-                TopicPartition(topic, partition), timeout=_seconds(self.settings)
+                TopicPartition(topic, partition), timeout=timeout_seconds(self.settings)
             )
         except KafkaException as exc:
-            raise _unreachable(self.settings, exc.args[0]) from None
+            raise unreachable(self.settings, exc.args[0]) from None
         return int(low)
 
     def _read_run(self, topic: str, partition: int, offsets: list[int]) -> dict[Position, Record]:
@@ -316,15 +248,17 @@ class KafkaTopic(SourceQueue):
         at = first
         while at <= last:
             try:
-                batch = consumer.consume(min(500, last - at + 1), timeout=_seconds(self.settings))
+                batch = consumer.consume(
+                    min(500, last - at + 1), timeout=timeout_seconds(self.settings)
+                )
             except KafkaException as exc:
-                raise _unreachable(self.settings, exc.args[0]) from None
+                raise unreachable(self.settings, exc.args[0]) from None
             if not batch:
                 # Nothing more within the timeout: the rest is gone, or Kafka is.
                 left = [str(Position(topic, partition, o)) for o in offsets if o >= at]
                 if set(left) <= self.expired(left):
                     break
-                raise _unreachable(self.settings, f"no record at {left[0]}")
+                raise unreachable(self.settings, f"no record at {left[0]}")
             for record in batch:
                 error = record.error()
                 if error is not None:
@@ -380,7 +314,7 @@ class KafkaTopic(SourceQueue):
             except (BufferError, KafkaException) as exc:
                 results[message.root_id] = Sent(message.root_id, error=f"{target}: {exc}")
             producer.poll(0)
-        producer.flush(_seconds(self.settings) * 2)
+        producer.flush(timeout_seconds(self.settings) * 2)
         return [
             results.get(m.root_id)
             or Sent(m.root_id, error=self._produce_error(target, "no delivery report"))
@@ -391,7 +325,7 @@ class KafkaTopic(SourceQueue):
         text = error.str() if hasattr(error, "str") else str(error)
         return (
             f"Kafka at {self.settings.kafka.bootstrap_servers} did not take the record for "
-            f"{target} within {_seconds(self.settings):g} s ({text}): is the broker up?"
+            f"{target} within {timeout_seconds(self.settings):g} s ({text}): is the broker up?"
         )
 
     # -- plumbing -------------------------------------------------------------------------
@@ -436,7 +370,7 @@ class KafkaTopic(SourceQueue):
         from confluent_kafka import Producer
 
         if self._producer is None:
-            timeout_ms = int(_seconds(self.settings) * 1000)
+            timeout_ms = int(timeout_seconds(self.settings) * 1000)
             self._producer = Producer(
                 client_config(
                     self.settings,

@@ -32,7 +32,8 @@ from typing import TYPE_CHECKING
 from ackfold.config import Settings
 from ackfold.ledger.tables import ACK_EVENTS, ROOTS, Ledger
 from ackfold.sources.base import ATTEMPT, ORIGIN_ROOT_ID
-from ackfold.sources.kafka import KafkaTopic, check_topics
+from ackfold.sources.kafka import KafkaTopic
+from ackfold.sources.kafka_client import check_topics
 from ackfold.track.stage import StageTracker
 
 if TYPE_CHECKING:

@@ -1,0 +1,95 @@
+"""The one way ackfold builds Kafka clients (confluent-kafka, settings from `kafka.*`), and
+the admin calls it makes: which topics exist, checking them, creating them.
+
+A broker that does not answer within `kafka.timeout` is a `SourceError` that says so and
+names the setting.
+
+Example:
+    >>> create_topics(settings, ["wordcount-sentences"])             # doctest: +SKIP
+    ['wordcount-sentences']
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from ackfold.config import Settings
+from ackfold.sources.base import SourceError
+
+
+def client_config(settings: Settings, **extra: Any) -> dict[str, Any]:
+    """confluent-kafka settings for `settings.kafka`; librdkafka logs to Python logging."""
+    timeout_ms = int(settings.kafka.timeout.total_seconds() * 1000)
+    return {
+        "bootstrap.servers": settings.kafka.bootstrap_servers,
+        "client.id": "ackfold",
+        "socket.timeout.ms": timeout_ms,
+        "logger": logging.getLogger("ackfold.kafka.client"),
+        **extra,
+    }
+
+
+def timeout_seconds(settings: Settings) -> float:
+    """`kafka.timeout` in seconds: how long a request to the brokers may take."""
+    return settings.kafka.timeout.total_seconds()
+
+
+def unreachable(settings: Settings, error: object) -> SourceError:
+    """The error of brokers that did not answer (`error`: what the client said)."""
+    return SourceError(
+        f"Kafka at {settings.kafka.bootstrap_servers} did not answer within "
+        f"{timeout_seconds(settings):g} s ({error}): is the broker up? (kafka.bootstrap_servers)"
+    )
+
+
+def existing_topics(settings: Settings, admin: Any = None) -> set[str]:
+    """The topics the brokers have; `SourceError` if they do not answer."""
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AdminClient
+
+    admin = admin or AdminClient(client_config(settings))
+    try:
+        metadata = admin.list_topics(timeout=timeout_seconds(settings))
+    except KafkaException as exc:
+        raise unreachable(settings, exc.args[0]) from None
+    return set(metadata.topics)
+
+
+def check_topics(settings: Settings, topics: Mapping[str, str]) -> None:
+    """Raise `SourceError` naming every topic (and the setting that names it) that the
+    brokers do not have: Spark would wait on a missing topic without a word.
+
+    `topics` maps each topic to the setting it comes from."""
+    have = existing_topics(settings)
+    missing = [f"{topic} ({setting})" for topic, setting in topics.items() if topic not in have]
+    if missing:
+        raise SourceError(
+            f"Kafka topic(s) {', '.join(missing)} do not exist at "
+            f"{settings.kafka.bootstrap_servers}: create them (kafka-topics.sh --create), "
+            "or correct the setting"
+        )
+
+
+def create_topics(settings: Settings, topics: Iterable[str]) -> list[str]:
+    """Create the topics that do not exist yet (`kafka.partitions` each, replication 1:
+    for the local broker and the demo). Returns the ones created."""
+    from confluent_kafka.admin import AdminClient
+    from confluent_kafka.cimpl import NewTopic
+
+    admin = AdminClient(client_config(settings))
+    new = sorted(set(topics) - existing_topics(settings, admin))
+    if not new:
+        return []
+    futures = admin.create_topics(
+        [NewTopic(name, settings.kafka.partitions, 1) for name in new],
+        request_timeout=timeout_seconds(settings),
+    )
+    for name, future in futures.items():
+        try:
+            future.result()
+        except Exception as exc:  # a KafkaException, or a timeout
+            if "TOPIC_ALREADY_EXISTS" not in str(exc):
+                raise SourceError(f"could not create Kafka topic {name}: {exc}") from None
+    return new
