@@ -1,5 +1,27 @@
 """ackfold: Storm's guaranteed message processing for Spark streaming pipelines.
 
+The public API, importable from here:
+
+- `Tracker`, with `Tuple` and `TrackingError`: Storm's OutputCollector in plain Python,
+  writing ledger rows (no Spark needed);
+- `StageTracker`: the same verbs over DataFrames, for Structured Streaming apps;
+- `Reconciler`: one reconcile run, the XOR fold of the new events into `root_state`;
+- `Replayer` and `ReplayRequest`: plan, then execute, one replay run;
+- `Settings`, `load_settings` and `ConfigError`: every setting, loaded and checked.
+
+The one-call entry points, which also take the ledger lock, are
+`ackfold.reconcile.reconcile(spark, settings)` and
+`ackfold.replay.replay(spark, settings, request)`.
+
+`import ackfold` stays light: it imports the plain `Tracker` only, and every other name
+on first use, so the CLI's read paths and the UI run without Spark (and a tracked app
+pays for pyspark only where it uses `StageTracker`).
+
+The packages follow a message: `sources` (where it comes from) -> `track` (an app
+registers, anchors, acks) -> `ledger` (the Delta tables) -> `reconcile` (the fold) ->
+`replay` (back to its source) -> `quality` (the guarantees, checked). `ui` and `cli` read
+the ledger; `config`, `local` (the servers on this machine) and `demo` serve them all.
+
 Example:
     >>> from ackfold import Tracker
     >>> tracker = Tracker("wordcount")
@@ -9,7 +31,55 @@ Example:
     ['init', 'ack']
 """
 
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
 from ackfold.track.tracker import Tracker, TrackingError, Tuple
 
+if TYPE_CHECKING:
+    from ackfold.config import ConfigError, Settings, load_settings
+    from ackfold.reconcile.reconciler import Reconciler
+    from ackfold.replay.replayer import Replayer
+    from ackfold.replay.request import ReplayRequest
+    from ackfold.track.stage import StageTracker
+
 __version__ = "0.1.0"
-__all__ = ["Tracker", "TrackingError", "Tuple", "__version__"]
+__all__ = [
+    "ConfigError",
+    "Reconciler",
+    "ReplayRequest",
+    "Replayer",
+    "Settings",
+    "StageTracker",
+    "Tracker",
+    "TrackingError",
+    "Tuple",
+    "__version__",
+    "load_settings",
+]
+
+# The names imported on first use (PEP 562), and the module that defines each.
+_LAZY = {
+    "StageTracker": "ackfold.track.stage",
+    "Reconciler": "ackfold.reconcile.reconciler",
+    "Replayer": "ackfold.replay.replayer",
+    "ReplayRequest": "ackfold.replay.request",
+    "Settings": "ackfold.config",
+    "load_settings": "ackfold.config",
+    "ConfigError": "ackfold.config",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'ackfold' has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value  # once: later lookups do not come here
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})

@@ -7,4 +7,14 @@ roots out of attempts go to `dead_letters` and their dead-letter queue.
 - `replayer`: `Replayer` (plan, then execute: send at a rate, retry) and `replay()`,
   one run end to end;
 - `queues`: where each root goes back to; `bookkeeping`: what a run records in the ledger.
+
+Example:
+    >>> from ackfold.replay import ReplayRequest, replay
+    >>> replay(spark, settings, ReplayRequest(app="wordcount")).sent   # doctest: +SKIP
+    12
 """
+
+from ackfold.replay.replayer import Replayer, replay
+from ackfold.replay.request import ReplayRequest
+
+__all__ = ["ReplayRequest", "Replayer", "replay"]
