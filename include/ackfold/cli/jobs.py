@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from datetime import datetime
 
 from ackfold.cli.common import AddCommand, UsageError, check_app, emit, ledger_error
 from ackfold.config import Settings
@@ -52,21 +53,10 @@ def _smoke(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def _reconcile(settings: Settings, args: argparse.Namespace) -> int:
-    from ackfold.ledger.parse import QueryError, parse_time
-    from ackfold.ledger.reader import LedgerReader
     from ackfold.ledger.sql import LedgerError
-    from ackfold.reconcile.reconciler import check_app_name
 
     try:
-        now = parse_time(args.now, "--now") if args.now else None
-        if args.app:
-            check_app_name(args.app)
-    except (QueryError, ValueError) as exc:
-        raise UsageError(str(exc)) from None
-    # Check what can be checked without a JVM first: an empty ledger, an unknown app.
-    reader = LedgerReader(settings.table_root)
-    try:
-        check_app(settings, reader, args.app)
+        now = _checked_now(settings, args)
     except LedgerError as exc:
         return ledger_error(exc)
 
@@ -90,19 +80,10 @@ def _reconcile(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def _quality(settings: Settings, args: argparse.Namespace) -> int:
-    from ackfold.ledger.parse import QueryError, parse_time
-    from ackfold.ledger.reader import LedgerReader
     from ackfold.ledger.sql import LedgerError
-    from ackfold.reconcile.reconciler import check_app_name
 
     try:
-        now = parse_time(args.now, "--now") if args.now else None
-        if args.app:
-            check_app_name(args.app)
-    except (QueryError, ValueError) as exc:
-        raise UsageError(str(exc)) from None
-    try:
-        check_app(settings, LedgerReader(settings.table_root), args.app)
+        now = _checked_now(settings, args)
     except LedgerError as exc:
         return ledger_error(exc)
 
@@ -115,3 +96,22 @@ def _quality(settings: Settings, args: argparse.Namespace) -> int:
     )
     emit(json.dumps(report.as_dict(), indent=2) if args.json else report.format(verbose=args.all))
     return 0 if report.passed else 1
+
+
+def _checked_now(settings: Settings, args: argparse.Namespace) -> datetime | None:
+    """`--now` of `reconcile` and `quality`, checked with `--app` before a JVM starts: a
+    malformed value raises `UsageError`; an app neither configured nor in the ledger, or
+    no ledger yet, `LedgerError`."""
+    from ackfold.ledger.parse import QueryError, parse_time
+    from ackfold.ledger.reader import LedgerReader
+    from ackfold.reconcile.reconciler import check_app_name
+
+    try:
+        now = parse_time(args.now, "--now") if args.now else None
+        if args.app:
+            check_app_name(args.app)
+    except (QueryError, ValueError) as exc:
+        raise UsageError(str(exc)) from None
+    # Check what can be checked without a JVM first: an empty ledger, an unknown app.
+    check_app(settings, LedgerReader(settings.table_root), args.app)
+    return now
