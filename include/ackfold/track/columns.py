@@ -81,10 +81,12 @@ def child_tuple(stage: str, anchors: Column, position: Column, to: Sequence[str]
 
 
 def zero() -> Column:
+    """A bigint 0: a fail's ack val, an edge outside a root's tree, an aggregate's position."""
     return F.lit(0).cast("bigint")
 
 
 def literal(value: str | Column) -> Column:
+    """`value` as a column: a string is a literal, a column stays as it is."""
     return value if isinstance(value, Column) else F.lit(value)
 
 
