@@ -5,9 +5,12 @@ VENV := .venv
 BIN := $(VENV)/bin
 UV_VERSION := 0.13.8
 INSTALLED := $(VENV)/.installed
+# make test's xdist workers: the groups of tests that share a server or a JVM
+# (tests/conftest.py GROUPS), each on one worker, mostly waiting on their servers.
+TEST_WORKERS ?= 6
 
 .PHONY: run test lint format setup install jars schemas browser test-unit test-spark \
-        test-airflow test-sqs test-kafka test-e2e test-browser test-cluster sqs kafka cluster demo bench bench-reconcile bench-replay \
+        test-airflow test-sqs test-kafka test-e2e test-browser test-cluster test-bench test-docs sqs kafka cluster demo bench bench-reconcile bench-replay \
         bench-wordcount bench-ui bench-quality bench-kafka lock clean
 
 ## run: install what is missing, then start the embedded stack (Ctrl-C stops it)
@@ -30,9 +33,9 @@ kafka: setup
 cluster: setup
 	$(BIN)/ackfold cluster
 
-## test: install what is missing, lint, then run every test tier
+## test: install what is missing, lint, then run every test tier, side by side (TEST_WORKERS)
 test: setup schemas browser lint
-	$(BIN)/pytest
+	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadgroup
 
 ## setup: Python packages in .venv, JVM jars in var/jars (both idempotent)
 setup: install jars

@@ -1,8 +1,14 @@
-"""Shared fixtures. Tests in tests/spark, tests/airflow, tests/sqs, tests/kafka, tests/e2e,
-tests/browser and tests/cluster get that tier's marker."""
+"""Shared fixtures and the run's plumbing (`tests/suite.py`). Tests in tests/<tier>/ get
+that tier's marker; the tiers that need a JVM also get an xdist group (`GROUPS`)."""
 
 from __future__ import annotations
 
+import os
+import sys
+import tempfile
+import time
+import uuid
+from collections import defaultdict
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -10,19 +16,56 @@ from typing import Any
 import pytest
 
 from ackfold.config import Settings, load_settings
+from tests import suite
 
 PROJECT_DIR = Path(__file__).resolve().parents[1]
 JARS_DIR = PROJECT_DIR / "var" / "jars"
-TIERS = ("spark", "airflow", "sqs", "kafka", "e2e", "browser", "cluster")
+TIERS = ("spark", "airflow", "sqs", "kafka", "e2e", "browser", "cluster", "bench", "docs")
+# The xdist group of each tier that starts servers or a JVM: a group runs on one worker, in
+# order, and shares that worker's Spark session. Tests on the `make run` stack form the group
+# "stack", whatever their tier. The fast tiers (unit, ui, deploy) are spread over the workers
+# a module at a time, so that a module's fixtures are built once.
+GROUPS = {
+    "spark": "spark",
+    "kafka": "spark",
+    "sqs": "sqs",
+    "e2e": "e2e",
+    "airflow": "airflow",
+    "cluster": "cluster",
+    "bench": "bench",
+    "docs": "docs",
+}
+STACK_GROUP = "stack"
 
 
+def _is_controller(config: pytest.Config) -> bool:
+    return not hasattr(config, "workerinput")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # The controller marks the run before its workers start: they, and every process they
+    # start, inherit the marker and the run's directory.
+    if _is_controller(config) and suite.RUN_MARKER not in os.environ:
+        os.environ[suite.RUN_MARKER] = uuid.uuid4().hex
+        os.environ[suite.RUN_DIR] = tempfile.mkdtemp(prefix="ackfold-test-run-")
+    config.pluginmanager.register(TierTimes(), "ackfold-tier-times")
+
+
+def _tier(item: pytest.Item) -> str:
+    return Path(str(item.fspath)).relative_to(PROJECT_DIR / "tests").parts[0]
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups off the items
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
-        tier = Path(str(item.fspath)).relative_to(PROJECT_DIR / "tests").parts[0]
+        tier = _tier(item)
         if tier in TIERS:
             item.add_marker(getattr(pytest.mark, tier))
+        on_stack = "stack" in getattr(item, "fixturenames", ())
+        group = STACK_GROUP if on_stack else GROUPS.get(tier, item.nodeid.split("::")[0])
+        item.add_marker(pytest.mark.xdist_group(group))
     # The tests on the shared `make run` stack run one after the other, the one that
-    # Ctrl-C's it last: the stack must not keep two cores busy under the other tiers.
+    # Ctrl-C's it last.
     on_stack = [item for item in items if "stack" in getattr(item, "fixturenames", ())]
     if on_stack:
         first = items.index(on_stack[0])
@@ -31,9 +74,48 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         items[:] = rest[:first] + on_stack + rest[first:]
 
 
+class TierTimes:
+    """The time of each tier, printed at the end of the run (`.ci/run` shows it), so that
+    growth is seen when it happens: the sum of its tests' setup, call and teardown, and the
+    span of wall time from its first test's start to its last test's end."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = defaultdict(float)
+        self.tests: dict[str, int] = defaultdict(int)
+        self.span: dict[str, list[float]] = {}
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        parts = report.nodeid.split("/")
+        tier = parts[1] if len(parts) > 2 and parts[0] == "tests" else "other"
+        self.seconds[tier] += report.duration
+        if report.when == "call" or (report.when == "setup" and report.outcome != "passed"):
+            self.tests[tier] += 1
+        start, stop = getattr(report, "start", 0.0), getattr(report, "stop", 0.0)
+        if start and stop:
+            first, last = self.span.setdefault(tier, [start, stop])
+            self.span[tier] = [min(first, start), max(last, stop)]
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if not self.seconds:
+            return
+        terminalreporter.section("time by tier")
+        terminalreporter.write_line(f"{'tier':10} {'tests':>6} {'test time':>10} {'wall span':>10}")
+        for tier in sorted(self.seconds, key=lambda t: -self.seconds[t]):
+            first, last = self.span.get(tier, [0.0, 0.0])
+            terminalreporter.write_line(
+                f"{tier:10} {self.tests[tier]:6d} {_clock(self.seconds[tier]):>10} "
+                f"{_clock(last - first):>10}"
+            )
+
+
+def _clock(seconds: float) -> str:
+    minutes, rest = divmod(round(seconds), 60)
+    return f"{minutes}:{rest:02d}"
+
+
 @pytest.fixture(scope="session")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    """`make run` as a user starts it, shared by the Airflow and browser tiers."""
+    """`make run` as a user starts it, shared by the Airflow, browser and docs tiers."""
     from tests.embedded_stack import embedded_stack
 
     with embedded_stack(tmp_path_factory.mktemp("stack-var")) as running:
@@ -43,8 +125,6 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
 @pytest.fixture
 def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """No ACKFOLD_* variable and no ackfold.yaml leaks into a test from the caller."""
-    import os
-
     for name in list(os.environ):
         if name.startswith("ACKFOLD_"):
             monkeypatch.delenv(name)
@@ -72,12 +152,24 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 @pytest.hookimpl(trylast=True)
 def pytest_unconfigure(config: pytest.Config) -> None:
-    """Leave without interpreter teardown once delta-rs is loaded: it can abort there
-    (exit 134, delta-rs#2184), which CI would read as a failed run after green tests."""
-    import os
-    import sys
-
-    if "deltalake" in sys.modules and _exit_status:
+    """The controller stops the run's shared servers, then fails the run if any process a
+    test started is still alive (and kills it). Every process leaves without interpreter
+    teardown once delta-rs is loaded: it can abort there (exit 134, delta-rs#2184), which CI
+    would read as a failed run after green tests."""
+    ended = _exit_status[-1] if _exit_status else None
+    status = ended
+    if _is_controller(config) and suite.RUN_MARKER in os.environ:
+        suite.stop_shared_servers()
+        left = suite.leftovers(os.environ[suite.RUN_MARKER])
+        if left:
+            print("\nprocesses the tests left running (killed now):", file=sys.stderr)
+            for pid, argv in sorted(left.items()):
+                print(f"  {pid}: {argv}", file=sys.stderr)
+            suite.kill(left)
+            status = status or 1
+        elif status is not None:
+            print(f"no process left running ({time.strftime('%H:%M:%S')})")
+    if status is not None and ("deltalake" in sys.modules or status != ended):
         sys.stdout.flush()
         sys.stderr.flush()
-        os._exit(_exit_status[-1])
+        os._exit(status)

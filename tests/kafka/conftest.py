@@ -1,10 +1,10 @@
-"""The kafka tier runs against one real Kafka broker (KRaft), started from the jar cache on
-a free port; tests that stop a broker start one of their own."""
+"""The kafka tier runs against the run's real Kafka broker (KRaft), started from the jar cache
+on a free port; tests that stop a broker start one of their own."""
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +15,7 @@ from ackfold.local.kafka_broker import KafkaBroker
 from ackfold.local.ports import free_port
 from ackfold.sources.kafka_client import client_config, create_topics
 from tests.conftest import JARS_DIR
+from tests.suite import shared_server
 
 
 def settings_for(var: Path, port: int, **overrides: Any) -> Settings:
@@ -27,14 +28,22 @@ def settings_for(var: Path, port: int, **overrides: Any) -> Settings:
 
 
 @pytest.fixture(scope="session")
-def kafka_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaBroker]:
-    """One broker for the tier, with no topics: each test makes its own."""
-    var = tmp_path_factory.mktemp("kafka-var")
-    port = free_port()
-    broker = KafkaBroker(settings_for(var, port), port=port, topics=[])
-    broker.start()
-    yield broker
-    broker.stop()
+def kafka_broker(tmp_path_factory: pytest.TempPathFactory) -> KafkaBroker:
+    """One broker for the whole run, with no topics (each test makes its own), shared by
+    every worker (`tests.suite.shared_server`)."""
+
+    def start() -> dict[str, Any]:
+        port = free_port()
+        broker = KafkaBroker(
+            settings_for(tmp_path_factory.mktemp("kafka-var"), port), port=port, topics=[]
+        )
+        broker.start()
+        return {"port": port, "pgid": broker.pid}
+
+    port = shared_server("kafka", start)["port"]
+    return KafkaBroker(
+        settings_for(tmp_path_factory.mktemp("kafka-var"), port), port=port, topics=[]
+    )
 
 
 @pytest.fixture

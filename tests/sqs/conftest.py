@@ -1,4 +1,4 @@
-"""The sqs tier runs against one real ElasticMQ, started from the jar cache on a free port."""
+"""The sqs tier runs against the run's real ElasticMQ, started from the jar cache on a free port."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from ackfold.local.elasticmq import ElasticMQ
 from ackfold.local.ports import free_port
 from ackfold.sources.sqs_client import sqs_client
 from tests.conftest import JARS_DIR
+from tests.suite import shared_server
 
 
 def settings_for(var: Any, port: int) -> Settings:
@@ -23,13 +24,18 @@ def settings_for(var: Any, port: int) -> Settings:
 
 
 @pytest.fixture(scope="session")
-def sqs_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ElasticMQ]:
-    """One ElasticMQ for the tier, with the bundled config (the demo queues)."""
-    port = free_port()
-    server = ElasticMQ(settings_for(tmp_path_factory.mktemp("sqs-var"), port), port=port)
-    server.start()
-    yield server
-    server.stop()
+def sqs_server(tmp_path_factory: pytest.TempPathFactory) -> ElasticMQ:
+    """One ElasticMQ for the whole run, with the bundled config (the demo queues), shared by
+    every worker (`tests.suite.shared_server`); tests make queues of their own."""
+
+    def start() -> dict[str, Any]:
+        port = free_port()
+        server = ElasticMQ(settings_for(tmp_path_factory.mktemp("sqs-var"), port), port=port)
+        server.start()
+        return {"port": port, "pgid": server.pid}
+
+    port = shared_server("elasticmq", start)["port"]
+    return ElasticMQ(settings_for(tmp_path_factory.mktemp("sqs-var"), port), port=port)
 
 
 @pytest.fixture

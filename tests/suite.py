@@ -1,0 +1,135 @@
+"""What one test run shares across its xdist workers, and how it checks it left nothing behind.
+
+- **Groups.** `make test` runs the tiers side by side (`pytest -n ... --dist loadgroup`).
+  Each tier that needs a JVM joins a group, and a group runs on one worker, in order: the
+  Spark session a group shares starts once for it, and the groups that compete for the two
+  cores are few. The fast tiers are spread over whichever worker is free.
+- **Shared servers.** A server that several groups use (ElasticMQ, the Kafka broker) is
+  started once per run by the first worker that asks for it, in a process group of its own,
+  and recorded in the run's directory; every other worker attaches to it. The controller
+  stops them all at the end (`stop_shared_servers`).
+- **Clean exits.** Every process a test starts inherits `RUN_MARKER` in its environment
+  (the embedded stack and spark-submit strip `ACKFOLD_*` and `AIRFLOW*`, so the marker is
+  named otherwise). At the end the controller lists the marked processes still alive:
+  a Chromium, a JVM, an Airflow or a broker left running fails the run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+RUN_MARKER = "PYTEST_ACKFOLD_RUN"
+RUN_DIR = "PYTEST_ACKFOLD_RUN_DIR"
+
+
+def run_dir() -> Path:
+    """This run's directory, shared by the controller and its workers."""
+    return Path(os.environ[RUN_DIR])
+
+
+def _servers_dir() -> Path:
+    path = run_dir() / "servers"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def shared_server(name: str, start: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """The record of server `name` for this run: `start()` runs in the first worker that
+    asks (under a lock) and returns what the others need to attach, with `pgid`, the process
+    group the controller stops at the end."""
+    from filelock import FileLock
+
+    record = _servers_dir() / f"{name}.json"
+    with FileLock(str(record.with_suffix(".lock"))):
+        if not record.exists():
+            info = start()
+            assert isinstance(info.get("pgid"), int), f"{name}: start() must return its pgid"
+            record.write_text(json.dumps(info))
+        loaded: dict[str, Any] = json.loads(record.read_text())
+        return loaded
+
+
+def stop_shared_servers(grace: float = 15) -> list[str]:
+    """Stop every server this run started (SIGTERM to its group, SIGKILL after `grace` s);
+    the names of those stopped."""
+    if RUN_DIR not in os.environ or not _servers_dir().exists():
+        return []
+    stopped = []
+    for record in sorted(_servers_dir().glob("*.json")):
+        pgid = int(json.loads(record.read_text())["pgid"])
+        _signal_group(pgid, signal.SIGTERM)
+        deadline = time.monotonic() + grace
+        while time.monotonic() < deadline and _group_alive(pgid):
+            time.sleep(0.2)
+        _signal_group(pgid, signal.SIGKILL)
+        stopped.append(record.stem)
+    return stopped
+
+
+def _signal_group(pgid: int, sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def marked_processes(token: str, *, exclude: set[int]) -> dict[int, str]:
+    """Live processes (pid -> command line) that carry `RUN_MARKER=token`, but `exclude`."""
+    needle = f"{RUN_MARKER}={token}".encode()
+    found = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) in exclude:
+            continue
+        try:
+            if needle not in (entry / "environ").read_bytes().split(b"\0"):
+                continue
+            status = (entry / "status").read_text()
+            if "\nState:\tZ" in status:  # a zombie has exited; its parent has not reaped it
+                continue
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        found[int(entry.name)] = b" ".join(argv).decode(errors="replace")[:200]
+    return found
+
+
+def ancestors() -> Iterator[int]:
+    """This process and its parents (make, the shell that ran it): marked, and rightly alive."""
+    pid = os.getpid()
+    while pid > 1:
+        yield pid
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            return
+        pid = int(stat.rsplit(")", 1)[1].split()[1])
+
+
+def leftovers(token: str, wait: float = 30) -> dict[int, str]:
+    """The marked processes still alive after up to `wait` s (a teardown may be finishing)."""
+    exclude = set(ancestors())
+    deadline = time.monotonic() + wait
+    found = marked_processes(token, exclude=exclude)
+    while found and time.monotonic() < deadline:
+        time.sleep(0.5)
+        found = marked_processes(token, exclude=exclude)
+    return found
+
+
+def kill(pids: dict[int, str]) -> None:
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
