@@ -101,6 +101,14 @@ test-browser: setup browser
 test-cluster: setup
 	$(BIN)/pytest -m cluster
 
+## test-bench: every bench/ script at a tiny size (a benchmark that breaks fails the suite)
+test-bench: setup
+	$(BIN)/pytest -m bench
+
+## test-docs: every code block of the README and docs/ (the stack's run against `make run`)
+test-docs: setup browser
+	$(BIN)/pytest -m docs
+
 ## bench: every benchmark, about an hour (figures go to docs/benchmarks.md)
 bench: bench-reconcile bench-replay bench-wordcount bench-ui bench-quality bench-kafka
 

@@ -77,8 +77,14 @@ def spark_sql_fold(
 ) -> dict[str, int]:
     """The same fold with Spark SQL over the same files; roots by status."""
     spark.read.parquet(*files).createOrReplaceTempView("bench_events")
-    sql = FOLD_SQL.format(source="bench_events", deadline=":deadline")
-    spark.sql(sql, args={"deadline": deadline}).write.mode("overwrite").parquet(str(out))
+    # The deadline is data, not SQL text. Not a query parameter either: in a session with
+    # Delta's extension, Spark 4.1 leaves `:name` and `?` markers unbound
+    # (UNBOUND_SQL_PARAMETER), so it comes from a one-row view.
+    spark.createDataFrame([(deadline,)], "deadline timestamp").createOrReplaceTempView(
+        "bench_deadline"
+    )
+    sql = FOLD_SQL.format(source="bench_events", deadline="(SELECT deadline FROM bench_deadline)")
+    spark.sql(sql).write.mode("overwrite").parquet(str(out))
     rows = spark.read.parquet(str(out)).groupBy("status").count().collect()
     return {row["status"]: int(row["count"]) for row in rows}
 

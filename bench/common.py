@@ -48,10 +48,16 @@ def reconcile_after(
     return reconcile(spark, settings, now=synthetic.end + timedelta(hours=1))
 
 
-def warm_up(spark: SparkSession, work: Workdir) -> None:
-    """A small ledger written and reconciled: JIT and Delta's code paths get hot."""
+WARM_UP_ROOTS = 20_000
+
+
+def warm_up(spark: SparkSession, work: Workdir, roots: int = WARM_UP_ROOTS) -> None:
+    """A small ledger written and reconciled: JIT and Delta's code paths get hot. With no
+    roots, nothing: the suite's tiny runs check that a script works, not its figures."""
+    if roots == 0:
+        return
     settings = work.settings("warmup")
-    synthetic = Synthetic(roots=20_000, fanout=FANOUT, depth=DEPTH)
+    synthetic = Synthetic(roots=roots, fanout=FANOUT, depth=DEPTH)
     synthetic.write(spark, Ledger(settings.table_root))
     reconcile_after(spark, settings, synthetic)
     work.remove("warmup")

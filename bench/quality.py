@@ -22,7 +22,7 @@ from datetime import timedelta
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import DEPTH, FANOUT, Workdir, reconcile_after, roots_for
+from common import DEPTH, FANOUT, WARM_UP_ROOTS, Workdir, reconcile_after, roots_for
 
 from ackfold.ledger.synth import Synthetic
 from ackfold.ledger.tables import Ledger
@@ -46,15 +46,19 @@ def main() -> None:
     parser.add_argument("--events", type=int, default=10_000_000, help="events in the window")
     parser.add_argument("--increment", type=int, default=1_000_000, help="a later window's events")
     parser.add_argument("--workdir", default=None, help="where ledgers go (default: a temp dir)")
+    parser.add_argument(
+        "--warm-up", type=int, default=WARM_UP_ROOTS, help="roots of the warm-up run (0: none)"
+    )
     args = parser.parse_args()
     work = Workdir(args.workdir, "ackfold-bench-")
     results: dict[str, object] = {}
 
     warm = work.settings("warmup")
     spark = get_spark(warm, app_name="ackfold-bench-quality")
-    warm_synth = Synthetic(roots=20_000, fanout=FANOUT, depth=DEPTH)
-    add(spark, warm, warm_synth)
-    timed_quality(spark, warm, warm_synth)
+    if args.warm_up:
+        warm_synth = Synthetic(roots=args.warm_up, fanout=FANOUT, depth=DEPTH)
+        add(spark, warm, warm_synth)
+        timed_quality(spark, warm, warm_synth)
 
     settings = work.settings("ledger")
     big = Synthetic(roots=roots_for(args.events), fanout=FANOUT, depth=DEPTH)

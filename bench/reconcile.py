@@ -31,7 +31,7 @@ from typing import Any, TypeVar
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from baselines import StormAcker, duckdb_fold, spark_sql_fold, table_files
-from common import Workdir, reconcile_after, roots_for, warm_up
+from common import WARM_UP_ROOTS, Workdir, reconcile_after, roots_for, warm_up
 from plot import plot_reconcile
 
 from ackfold.ledger.synth import Synthetic
@@ -70,6 +70,9 @@ def main() -> None:
     parser.add_argument("--no-acker", action="store_true", help="skip the Python acker")
     parser.add_argument("--plot", type=Path, default=DEFAULT_PLOT, help="the PNG to draw")
     parser.add_argument("--workdir", default=None, help="where ledgers go (default: a temp dir)")
+    parser.add_argument(
+        "--warm-up", type=int, default=WARM_UP_ROOTS, help="roots of the warm-up run (0: none)"
+    )
     args = parser.parse_args()
     sizes = sorted(int(s) for s in args.sizes.split(","))
     work = Workdir(args.workdir, "ackfold-bench-")
@@ -82,7 +85,7 @@ def main() -> None:
         )  # fmt: skip
 
     spark = get_spark(work.settings("spark"), app_name="ackfold-bench")
-    warm_up(spark, work)
+    warm_up(spark, work, args.warm_up)
     results: dict[str, Any] = {"sizes": {}, "increment": {}, "shape": vars(args) | {"plot": None}}
 
     def increment_over(settings: Any, history: Synthetic | None) -> None:

@@ -123,6 +123,9 @@ def main() -> None:
     parser.add_argument(
         "--batch", type=int, default=1000, help="sqs.max_messages_per_batch, for both apps"
     )
+    parser.add_argument(
+        "--warm-up", type=int, default=50, help="messages of each app's warm-up run (0: none)"
+    )
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="ackfold-bench-wordcount-"))
     port = free_port()
@@ -148,9 +151,10 @@ def main() -> None:
         tracked = WordCount(spark, settings)
         plain = Untracked(spark, settings, queues["plain"])
         # Warm up both paths (JIT, Delta's code paths) on a small run each.
-        warm = Feed.build(50, FaultSettings())
-        timed("warm-up", warm, client, urls["tracked"], tracked.step)
-        timed("warm-up", warm, client, urls["plain"], plain.step)
+        warm = Feed.build(args.warm_up, FaultSettings())
+        if args.warm_up:
+            timed("warm-up", warm, client, urls["tracked"], tracked.step)
+            timed("warm-up", warm, client, urls["plain"], plain.step)
         for _ in range(args.rounds):
             tracked_rates.append(timed("tracked", feed, client, urls["tracked"], tracked.step))
             plain_rates.append(timed("untracked", feed, client, urls["plain"], plain.step))

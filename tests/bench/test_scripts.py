@@ -1,0 +1,139 @@
+"""Every benchmark script, run as a user runs it, at a tiny size: a benchmark that crashes
+fails the suite. Each checks its own output (the engines must agree, the word counts must
+be exact, ...) and ends with a JSON summary, which is checked here for its figures. The
+figures themselves are not tested: they are measured by hand and recorded in
+docs/benchmarks.md."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import JARS_DIR, PROJECT_DIR
+
+BENCH = PROJECT_DIR / "bench"
+SCRIPTS = sorted(p.name for p in BENCH.glob("*.py") if p.read_text().find("def main(") >= 0)
+
+
+def run_script(name: str, args: list[str], work: Path) -> str:
+    """Run bench/<name> with `args` as a user would; what it printed."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ACKFOLD_")}
+    env.update(ACKFOLD_VAR_DIR=str(work / "var"), ACKFOLD_JARS_DIR=str(JARS_DIR),
+               SPARK_LOCAL_IP="127.0.0.1", GX_ANALYTICS_ENABLED="false")  # fmt: skip
+    result = subprocess.run(
+        [sys.executable, str(BENCH / name), *args], cwd=work, env=env,
+        capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+    assert result.returncode == 0, (
+        f"bench/{name} exited {result.returncode}:\n"
+        f"{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
+    )
+    return result.stdout
+
+
+def summary_of(out: str) -> dict[str, Any]:
+    """The last JSON object the script printed (one line, or an indented block)."""
+    lines = out.splitlines()
+    decoder = json.JSONDecoder()
+    for start in range(len(lines) - 1, -1, -1):
+        if lines[start].startswith("{"):
+            try:
+                summary, _ = decoder.raw_decode("\n".join(lines[start:]))
+            except ValueError:
+                continue
+            assert isinstance(summary, dict)
+            return summary
+    raise AssertionError(f"no JSON summary at the end of:\n{out[-3000:]}")
+
+
+# The tiny size of each script, and what its summary must hold.
+TINY: dict[str, list[str]] = {
+    "generate.py": ["--roots", "200", "--warehouse", "{work}/warehouse"],
+    "kafka.py": ["--records", "300", "--replays", "100"],
+    "quality.py": ["--events", "2000", "--increment", "1000", "--warm-up", "0",
+                   "--workdir", "{work}"],
+    "reconcile.py": ["--sizes", "2000", "--increment", "1000", "--warm-up", "0",
+                     "--workdir", "{work}", "--plot", "{work}/plot.png"],
+    "replay.py": ["--messages", "100"],
+    "ui.py": ["--roots", "2000", "--days", "2", "--runs", "1", "--workdir", "{work}"],
+    "wordcount.py": ["--messages", "60", "--rounds", "1", "--batch", "30", "--warm-up", "0"],
+}  # fmt: skip
+
+
+def test_every_script_has_a_tiny_run() -> None:
+    assert sorted(TINY) == SCRIPTS, "a new bench/ script needs its tiny run here"
+
+
+@pytest.mark.parametrize("name", sorted(TINY))
+def test_the_script_runs_at_a_tiny_size(name: str, tmp_path: Path) -> None:
+    args = [arg.format(work=tmp_path) for arg in TINY[name]]
+    CHECKS[name](run_script(name, args, tmp_path), tmp_path)
+
+
+def _generate(out: str, work: Path) -> None:
+    match = re.search(r"wrote 200 roots and ([\d,]+) events", out)
+    assert match, out
+    assert int(match.group(1).replace(",", "")) > 200
+    assert (work / "warehouse" / "ack_events" / "_delta_log").is_dir()
+
+
+def _kafka(out: str, work: Path) -> None:
+    summary = summary_of(out)  # the script checks every record registered and re-read
+    assert (summary["records"], summary["replays"]) == (300, 100)
+    rates = [summary[key] for key in ("produce_per_s", "ingest_per_s", "replay_per_s")]
+    assert all(rate > 0 for rate in rates), summary
+
+
+def _quality(out: str, work: Path) -> None:
+    summary = summary_of(out)
+    assert summary["window_all"]["checks"] > 0
+    assert "0 failed" in out
+
+
+def _reconcile(out: str, work: Path) -> None:
+    # The script stops if the engines disagree on the roots by status.
+    row = summary_of(out)["sizes"]["2000"]
+    assert sum(row["by_status"].values()) == row["roots"]
+    assert set(row["ratio_to_duckdb"]) == {"duckdb", "spark_sql", "storm_acker", "ackfold"}
+    assert (work / "plot.png").stat().st_size > 0
+
+
+def _replay(out: str, work: Path) -> None:
+    summary = summary_of(out)  # the script checks every message sent and in the queue
+    assert summary["messages"] == 100
+    assert summary["replay_msgs_per_s"] > 0
+    assert summary["boto3_send_batch_msgs_per_s"] > 0
+
+
+def _ui(out: str, work: Path) -> None:
+    summary = summary_of(out)  # the script checks every page answers 200, every command 0
+    assert summary["roots"] == 2000
+    timed = summary["median_ms"]
+    assert any(k.startswith("roots:") for k in timed)
+    assert any(k.startswith("cli:") for k in timed)
+
+
+def _wordcount(out: str, work: Path) -> None:
+    summary = summary_of(out)  # the script checks the tracked app's word counts
+    assert summary["messages"] == 60
+    assert summary["tracked_msgs_per_s"] > 0
+    assert summary["untracked_msgs_per_s"] > 0
+
+
+CHECKS: dict[str, Callable[[str, Path], None]] = {
+    "generate.py": _generate,
+    "kafka.py": _kafka,
+    "quality.py": _quality,
+    "reconcile.py": _reconcile,
+    "replay.py": _replay,
+    "ui.py": _ui,
+    "wordcount.py": _wordcount,
+}
