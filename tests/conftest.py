@@ -74,6 +74,16 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         items[:] = rest[:first] + on_stack + rest[first:]
 
 
+def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
+    """Fail loudly if xdist ignored the groups (it did, silently, under pytest 9.2:
+    pytest-xdist#1386): every group's servers would then start on several workers."""
+    if node.config.getvalue("dist") == "loadgroup":
+        ungrouped = [nodeid for nodeid in ids if "@" not in nodeid.rsplit("]", 1)[-1]]
+        if ungrouped:
+            pytest.exit(f"xdist ignored the test groups (e.g. {ungrouped[0]}): check the pins of "
+                        "pytest and pytest-xdist in requirements-dev.in", returncode=3)  # fmt: skip
+
+
 class TierTimes:
     """The time of each tier, printed at the end of the run (`.ci/run` shows it), so that
     growth is seen when it happens: the sum of its tests' setup, call and teardown, and the
