@@ -7,7 +7,7 @@ UV_VERSION := 0.13.8
 INSTALLED := $(VENV)/.installed
 # make test's xdist workers: the groups of tests that share a server or a JVM
 # (tests/conftest.py GROUPS), each on one worker, mostly waiting on their servers.
-TEST_WORKERS ?= 6
+TEST_WORKERS ?= 4
 
 .PHONY: run test lint format setup install jars schemas browser test-unit test-spark \
         test-airflow test-sqs test-kafka test-e2e test-browser test-cluster test-bench test-docs sqs kafka cluster demo bench bench-reconcile bench-replay \
