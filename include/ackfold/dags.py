@@ -118,7 +118,8 @@ def manual_replay_params(settings: Settings | None = None) -> dict[str, Param]:
     the defaults `parse_replay_conf` applies to a missing key."""
     from airflow.sdk import Param
 
-    from ackfold.replay.params import MAX_LIMIT, MAX_ROOT_IDS
+    from ackfold.ledger.parse import EARLIEST, LATEST, MAX_LIMIT, MAX_RATE, MIN_RATE
+    from ackfold.replay.params import MAX_ROOT_IDS
     from ackfold.replay.request import DEFAULT_STATUSES, REPLAYABLE
 
     settings = settings or load_settings()
@@ -157,7 +158,8 @@ def manual_replay_params(settings: Settings | None = None) -> dict[str, Param]:
             type=["null", "string"],
             format="date-time",
             title="Status changed since",
-            description="ISO-8601, e.g. 2026-11-22T10:00:00Z (empty: no lower bound).",
+            description=f"ISO-8601, e.g. 2026-11-22T10:00:00Z, from {EARLIEST.year} up to "
+            f"{LATEST.year} (empty: no lower bound).",
             section=which,
         ),
         "until": Param(
@@ -165,7 +167,8 @@ def manual_replay_params(settings: Settings | None = None) -> dict[str, Param]:
             type=["null", "string"],
             format="date-time",
             title="Status changed before",
-            description="ISO-8601 (empty: no upper bound).",
+            description=f"ISO-8601, from {EARLIEST.year} up to {LATEST.year} (empty: no upper "
+            "bound).",
             section=which,
         ),
         "limit": Param(
@@ -174,16 +177,17 @@ def manual_replay_params(settings: Settings | None = None) -> dict[str, Param]:
             minimum=1,
             maximum=MAX_LIMIT,
             title="Limit",
-            description="At most this many roots, oldest status change first. Required to "
-            "send when no root id, app or time range narrows the request.",
+            description=f"At most this many roots (1 to {MAX_LIMIT:,}), oldest status change "
+            "first. Required to send when no root id, app or time range narrows the request.",
             section=which,
         ),
         "rate": Param(
             None,
             type=["null", "number"],
-            exclusiveMinimum=0,
+            minimum=MIN_RATE,
+            maximum=MAX_RATE,
             title="Rate (messages/s)",
-            description="Empty: the app's `replay_rate`.",
+            description=f"From {MIN_RATE:g} to {MAX_RATE:,.0f}. Empty: the app's `replay_rate`.",
             section=how,
         ),
         "dry_run": Param(

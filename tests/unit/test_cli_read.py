@@ -31,6 +31,7 @@ from ackfold.ledger.parse import (
     QueryError,
     RootQuery,
     parse_limit,
+    parse_rate,
     parse_root_id,
     parse_statuses,
     parse_time,
@@ -314,15 +315,31 @@ def test_roots_rejects_a_malformed_since(cli: dict[str, Run]) -> None:
     )
 
 
-def test_roots_rejects_a_limit_below_one(
+def test_roots_rejects_a_limit_out_of_range(
     cli: dict[str, Run], run_here: Callable[..., Run], sample: Sample
 ) -> None:
     line = _one_error(cli["negative_limit"], 2)
-    assert line == "ackfold: --limit must be a positive number of roots, got -3"
+    assert line == "ackfold: --limit must be from 1 to 10,000,000 roots, got -3"
     line = _one_error(run_here(sample.warehouse, "roots", "--limit", "0"), 2)
-    assert line == "ackfold: --limit must be a positive number of roots, got 0"
+    assert line == "ackfold: --limit must be from 1 to 10,000,000 roots, got 0"
     line = _one_error(run_here(sample.warehouse, "roots", "--limit", "lots"), 2)
     assert line == "ackfold: --limit 'lots' is not a whole number"
+    # Past a 64-bit integer: the input is blamed, not the ledger ("Optimizer rule failed").
+    line = _one_error(run_here(sample.warehouse, "roots", "--limit", str(1 << 63)), 2)
+    assert line == "ackfold: --limit must be from 1 to 10,000,000 roots, got 9223372036854775808"
+
+
+@pytest.mark.parametrize(
+    "since", ["0001-01-01T00:00:00+01:00", "9999-12-31T23:59:59-01:00", "0001-01-01", "9999-12-31"]
+)
+def test_roots_blames_a_time_at_the_calendars_edge_not_the_ledger(
+    run_here: Callable[..., Run], sample: Sample, since: str
+) -> None:
+    line = _one_error(run_here(sample.warehouse, "roots", "--since", since), 2)
+    assert line == (
+        f"ackfold: --since '{since}' is out of range: give a time from 1970-01-01 up to "
+        "2200-01-01 (UTC)"
+    )
 
 
 def test_roots_of_an_unknown_app_lists_the_known_apps(cli: dict[str, Run]) -> None:
@@ -565,10 +582,38 @@ def test_parse_statuses_checks_against_status_all() -> None:
         parse_statuses([" , "])
 
 
+def test_parse_time_is_bounded_to_1970_up_to_2200_utc() -> None:
+    assert parse_time("1970-01-01T00:00:00Z") == parse.EARLIEST
+    assert parse_time("1969-12-31T23:30:00-01:00") == datetime(1970, 1, 1, 0, 30, tzinfo=UTC)
+    assert parse_time("2200-01-01T00:30:00+01:00") == datetime(2199, 12, 31, 23, 30, tzinfo=UTC)
+    for edge in ("1969-12-31T23:59:59Z", "2200-01-01", "2200-01-01T01:30:00+01:00",
+                 "0001-01-01T00:00:00+01:00", "9999-12-31T23:59:59.999999-14:00"):  # fmt: skip
+        with pytest.raises(QueryError, match=r"out of range: give a time from 1970-01-01 up to"):
+            parse_time(edge, "since")
+
+
+def test_parse_rate_is_one_range_for_every_entry_point() -> None:
+    assert parse.MIN_RATE == 0.1
+    assert parse.MAX_RATE == 100_000
+    assert parse_rate("0.1") == 0.1
+    assert parse_rate(100_000) == 100_000.0
+    for bad in ("1e-320", "0", "-5", "0.09", "100001", "inf", "nan", 10**400, float("nan")):
+        with pytest.raises(
+            QueryError, match=r"--rate must be from 0\.1 to 100,000 messages per second, got"
+        ):
+            parse_rate(bad)
+    with pytest.raises(QueryError, match="--rate 'fast' is not a number"):
+        parse_rate("fast")
+    with pytest.raises(QueryError) as huge:
+        parse_rate(10**400)
+    assert len(str(huge.value)) < 120, "an error quotes the value, cut"
+
+
 def test_parse_limit_and_root_id() -> None:
     assert parse_limit("7") == 7
-    for bad in ("0", "-1"):
-        with pytest.raises(QueryError, match="positive"):
+    assert parse_limit(parse.MAX_LIMIT) == 10_000_000
+    for bad in ("0", "-1", "10000001", "3000000000"):
+        with pytest.raises(QueryError, match="must be from 1 to 10,000,000 roots"):
             parse_limit(bad)
     with pytest.raises(QueryError, match="not a whole number"):
         parse_limit("ten")
@@ -854,6 +899,10 @@ def test_quality_refuses_bad_input_and_a_missing_ledger_without_a_jvm(
 ) -> None:
     line = _one_error(run_here(sample.warehouse, "quality", "--now", "yesterday"), 2)
     assert line.startswith("ackfold: --now 'yesterday' is not an ISO-8601 time")
+    for command in ("quality", "reconcile"):
+        edge = run_here(sample.warehouse, command, "--now", "0001-01-01T00:00:00+01:00")
+        line = _one_error(edge, 2)
+        assert line.startswith("ackfold: --now '0001-01-01T00:00:00+01:00' is out of range")
     line = _one_error(run_here(sample.warehouse, "quality", "--app", "bad name!"), 2)
     assert "is not an app name" in line
     line = _one_error(run_here(sample.warehouse, "quality", "--app", "nope"), 1)

@@ -58,11 +58,18 @@ def _error(run: Run, code: int) -> str:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--rate", "-5"], "--rate must be a positive number"),
-        (["--rate", "0"], "--rate must be a positive number"),
-        (["--rate", "fast"], "--rate must be a number"),
-        (["--limit", "-1"], "--limit"),
+        (["--rate", "-5"], "--rate must be from 0.1 to 100,000 messages per second, got -5"),
+        (["--rate", "0"], "--rate must be from 0.1 to 100,000 messages per second, got 0"),
+        # A tiny rate would sleep for ever, holding the ledger lock; a huge one floods.
+        (["--rate", "1e-320"], "--rate must be from 0.1 to 100,000 messages per second"),
+        (["--rate", "1e6"], "--rate must be from 0.1 to 100,000 messages per second"),
+        (["--rate", "fast"], "--rate 'fast' is not a number"),
+        (["--limit", "-1"], "--limit must be from 1 to 10,000,000 roots, got -1"),
         (["--limit", "0"], "--limit"),
+        # Past Spark's 32-bit limit: refused here, not by a Py4J error mid-plan.
+        (["--limit", "3000000000"], "--limit must be from 1 to 10,000,000 roots, got 3000000000"),
+        (["--since", "0001-01-01T00:00:00+01:00"], "--since '0001-01-01T00:00:00+01:00' is out"),
+        (["--until", "9999-12-31"], "--until '9999-12-31' is out of range: give a time from 1970"),
         (["--since", "2026-11-22T10:00:00Z", "--until", "2026-11-22T09:00:00Z"], "must be before"),
         (["--since", "yesterday"], "--since"),
         (["--until", "2026-13-01"], "--until"),

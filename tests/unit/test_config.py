@@ -104,6 +104,19 @@ def test_environment_beats_the_yaml_file(tmp_path: Path, monkeypatch: pytest.Mon
         ("ACKFOLD_MAINTENANCE__RETENTION", "0", "maintenance.retention"),
         ("ACKFOLD_MAINTENANCE__VACUUM_RETENTION", "1d", "maintenance.vacuum_retention"),
         ("ACKFOLD_MAINTENANCE__RETENTION", "1d", "must exceed reconcile.lookback"),
+        # The range of `ackfold replay --rate` and the manual replay's `rate`.
+        (
+            "ACKFOLD_DEFAULTS__REPLAY_RATE",
+            "1e-320",
+            "defaults.replay_rate (environment ACKFOLD_DEFAULTS__REPLAY_RATE): must be from "
+            "0.1 to 100,000 messages per second, got 1e-320",
+        ),
+        (
+            "ACKFOLD_APPS__WORDCOUNT__REPLAY_RATE",
+            "200000",
+            "apps.wordcount.replay_rate (environment ACKFOLD_APPS__WORDCOUNT__REPLAY_RATE): "
+            "must be from 0.1 to 100,000",
+        ),
     ],
 )
 def test_each_invalid_setting_is_named_in_a_clear_error(

@@ -91,9 +91,9 @@ def test_every_bad_field_is_named_with_its_fix_in_one_error() -> None:
     assert "use one of orders, wordcount, or null" in found["app"]
     assert "choose from failed, timed_out, dead_lettered" in found["statuses"]
     assert "not an ISO-8601 time, e.g." in found["since"]
-    assert "from 1 to 10,000,000" in found["limit"]
+    assert found["limit"] == "must be from 1 to 10,000,000 roots, got 0"
     assert "from 1 to" in problems({"limit": 2**40})["limit"], "Spark's limit is 32-bit"
-    assert "positive number of messages per second" in found["rate"]
+    assert found["rate"] == "must be from 0.1 to 100,000 messages per second, got -1"
     assert "true or false" in found["dry_run"]
 
 
@@ -117,6 +117,11 @@ def test_the_message_names_the_fields_on_its_first_line_and_survives_pickling() 
         ({"since": 1700000000}, "since", "ISO-8601 time string"),
         ({"limit": 2.5}, "limit", "whole number"),
         ({"rate": "10"}, "rate", "number of messages per second"),
+        # JSON numbers past a float: refused, never an uncaught OverflowError.
+        ({"rate": 10**400}, "rate", "must be from 0.1 to 100,000 messages per second, got 1000"),
+        ({"rate": 1e-320}, "rate", "must be from 0.1 to 100,000 messages per second"),
+        ({"since": "0001-01-01T00:00:00+01:00"}, "since", "is out of range: give a time from"),
+        ({"until": "9999-12-31T23:59:59Z"}, "until", "is out of range: give a time from 1970"),
         ({"app": ""}, "app", "is not a configured app"),
         (
             {"app": "orders", "since": "2026-11-23T00:00:00Z", "until": "2026-11-22T00:00:00Z"},

@@ -116,6 +116,7 @@ def _replay_request(args: argparse.Namespace) -> Any:
     from ackfold.ledger.parse import (
         QueryError,
         parse_limit,
+        parse_rate,
         parse_root_id,
         parse_statuses,
         parse_time,
@@ -128,7 +129,7 @@ def _replay_request(args: argparse.Namespace) -> Any:
         statuses = parse_statuses(args.status) if args.status else DEFAULT_STATUSES
         if args.app:
             check_app_name(args.app)
-        rate = _positive_number(args.rate, "--rate") if args.rate is not None else None
+        rate = parse_rate(args.rate) if args.rate is not None else None
         return ReplayRequest(
             root_ids=root_ids,
             app=args.app,
@@ -142,16 +143,6 @@ def _replay_request(args: argparse.Namespace) -> Any:
         )
     except (QueryError, ValueError) as exc:
         raise UsageError(str(exc)) from None
-
-
-def _positive_number(text: str, option: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise UsageError(f"{option} must be a number, got {text!r}") from None
-    if not value > 0 or value == float("inf"):
-        raise UsageError(f"{option} must be a positive number, got {text!r}")
-    return value
 
 
 def format_plan(plan: Any) -> list[str]:

@@ -8,7 +8,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from ackfold.config.values import Duration, Section
+from ackfold.config.values import Duration, Rate, Section
 
 
 class QualityThresholds(Section):
@@ -46,8 +46,9 @@ class AppPolicy(Section):
     max_attempts: int = Field(3, ge=1, le=100)
     # Attempt k+1 is sent no sooner than replay_backoff * 2**(k-1) after attempt k failed.
     replay_backoff: Duration = timedelta(seconds=30)
-    # Messages per second an automatic replay sends back to the app's source queue.
-    replay_rate: float = Field(50.0, gt=0, le=100_000)
+    # Messages per second an automatic replay sends back to the app's source queue
+    # (the range of `ackfold replay --rate` and the manual replay's `rate`).
+    replay_rate: Rate = 50.0
     quality: QualityThresholds = QualityThresholds()
 
 
@@ -58,7 +59,7 @@ class AppOverrides(Section):
     idle_timeout: Duration | None = None
     max_attempts: int | None = Field(None, ge=1, le=100)
     replay_backoff: Duration | None = None
-    replay_rate: float | None = Field(None, gt=0, le=100_000)
+    replay_rate: Rate | None = None
     source: Literal["sqs", "kafka"] | None = None
     source_queue: str | None = None
     # Where dead letters go; by default the queue's RedrivePolicy target, else <queue>-dlq.

@@ -1,5 +1,5 @@
-"""The value types of ackfold's settings: durations, cron schedules, and `Section`, the
-base of every settings section (unknown keys are errors, values are frozen)."""
+"""The value types of ackfold's settings: durations, cron schedules, replay rates, and
+`Section`, the base of every settings section (unknown keys are errors, values are frozen)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,8 @@ from datetime import timedelta
 from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict
+
+from ackfold.ledger.parse import parse_rate
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$")
 _UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, None: 1}
@@ -32,6 +34,9 @@ def _positive(value: timedelta) -> timedelta:
 
 
 Duration = Annotated[timedelta, BeforeValidator(_parse_duration), AfterValidator(_positive)]
+
+# Messages per second, in the range `ackfold replay --rate` and the manual replay take.
+Rate = Annotated[float, AfterValidator(lambda value: parse_rate(value, ""))]
 
 _PRESETS = ("@hourly", "@daily", "@weekly", "@monthly", "@quarterly", "@yearly")
 _CRON_FIELD = re.compile(r"^[0-9A-Za-z*/,\-?LW#]+$")

@@ -1,9 +1,17 @@
 """What a user asks of the ledger, checked before any table is opened.
 
-Times, statuses, limits and root ids as the CLI and the UI take them, and `RootQuery`,
-what `ackfold roots` asks for. A malformed value raises `QueryError` with the fix (the
-CLI exits with 2, the UI answers 400); only typed values come out, so nothing here is
-ever pasted into SQL as the user typed it.
+Times, statuses, limits, rates and root ids as the CLI, the UI, the manual replay DAG and
+the configuration take them, and `RootQuery`, what `ackfold roots` asks for. A malformed
+value raises `QueryError` with the fix (the CLI exits with 2, the UI answers 400, the DAG's
+`validate` task fails at once); only typed values come out, so nothing here is ever pasted
+into SQL as the user typed it.
+
+The bounds are defined here, once, for every entry point:
+
+- times: from `EARLIEST` (1970-01-01) up to `LATEST` (2200-01-01), UTC;
+- limits: 1 to `MAX_LIMIT` (10,000,000) roots;
+- rates: `MIN_RATE` (0.1) to `MAX_RATE` (100,000) messages per second, for `--rate`,
+  the DAG's `rate` and the `replay_rate` setting alike.
 
 Example:
     >>> from ackfold.ledger.parse import RootQuery, parse_root_id
@@ -26,6 +34,14 @@ from typing import Final
 from ackfold.ledger import status
 
 DEFAULT_LIMIT: Final = 50
+EARLIEST: Final = datetime(1970, 1, 1, tzinfo=UTC)
+LATEST: Final = datetime(2200, 1, 1, tzinfo=UTC)
+# Spark takes a limit as a 32-bit int; far more than one replay should send anyway.
+MAX_LIMIT: Final = 10_000_000
+# Below one message every 10 s, a replay would hold the ledger lock for days; above
+# 100,000 a second, no queue keeps up.
+MIN_RATE: Final = 0.1
+MAX_RATE: Final = 100_000.0
 _I64_MIN: Final = -(1 << 63)
 _I64_MAX: Final = (1 << 63) - 1
 _TIME_EXAMPLE: Final = "2026-11-22T10:00:00Z"
@@ -49,16 +65,29 @@ def parse_time(text: str, option: str = "--since") -> datetime:
         Traceback (most recent call last):
         ...
         ackfold.ledger.parse.QueryError: --since 'yesterday' is not an ISO-8601 time, e.g. ...
+        >>> parse_time("0001-01-01T00:00:00+01:00")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        ackfold.ledger.parse.QueryError: --since '0001-01-01T00:00:00+01:00' is out of range: ...
     """
     try:
         parsed = datetime.fromisoformat(text.strip())
     except ValueError:
         raise QueryError(
-            f"{option} '{text}' is not an ISO-8601 time, e.g. {_TIME_EXAMPLE}"
+            f"{option} '{_shown(text)}' is not an ISO-8601 time, e.g. {_TIME_EXAMPLE}"
         ) from None
-    if parsed.tzinfo is None or parsed.utcoffset() is None:
-        return parsed.replace(tzinfo=UTC)
-    return parsed.astimezone(UTC)
+    # The year first: an offset at the calendar's edge (year 1 or 9999) cannot convert.
+    if EARLIEST.year - 1 <= parsed.year <= LATEST.year:
+        if parsed.tzinfo is None or parsed.utcoffset() is None:
+            parsed = parsed.replace(tzinfo=UTC)
+        else:
+            parsed = parsed.astimezone(UTC)
+        if EARLIEST <= parsed < LATEST:
+            return parsed
+    raise QueryError(
+        f"{option} '{_shown(text)}' is out of range: give a time from "
+        f"{EARLIEST:%Y-%m-%d} up to {LATEST:%Y-%m-%d} (UTC)"
+    )
 
 
 def parse_statuses(values: Iterable[str]) -> tuple[str, ...]:
@@ -85,20 +114,60 @@ def parse_statuses(values: Iterable[str]) -> tuple[str, ...]:
     return tuple(chosen)
 
 
-def parse_limit(text: str | int) -> int:
-    """A positive number of roots.
+def parse_limit(text: str | int, option: str = "--limit") -> int:
+    """A number of roots, from 1 to `MAX_LIMIT`.
 
     Example:
         >>> parse_limit("20")
         20
+        >>> parse_limit("3000000000")
+        Traceback (most recent call last):
+        ...
+        ackfold.ledger.parse.QueryError: --limit must be from 1 to 10,000,000 roots, got 3000000000
     """
     try:
         limit = int(str(text).strip())
     except ValueError:
-        raise QueryError(f"--limit '{text}' is not a whole number") from None
-    if limit <= 0:
-        raise QueryError(f"--limit must be a positive number of roots, got {limit}")
+        raise QueryError(f"{option} '{_shown(text)}' is not a whole number") from None
+    if not 1 <= limit <= MAX_LIMIT:
+        raise QueryError(f"{option} must be from 1 to {MAX_LIMIT:,} roots, got {_shown(limit)}")
     return limit
+
+
+def parse_rate(value: str | float, option: str = "--rate") -> float:
+    """A replay rate in messages per second, from `MIN_RATE` to `MAX_RATE`: a number, or
+    its text. `option` names it in the error ("" for none).
+
+    Example:
+        >>> parse_rate("250"), parse_rate(0.5)
+        (250.0, 0.5)
+        >>> parse_rate("1e-320")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        ackfold.ledger.parse.QueryError: --rate must be from 0.1 to 100,000 messages per ...
+    """
+    number: float
+    if isinstance(value, str):
+        try:
+            number = float(value.strip())
+        except ValueError:
+            raise QueryError(f"{option} '{_shown(value)}' is not a number".lstrip()) from None
+    else:
+        number = value
+    # A comparison, not float(): an integer too large for a float compares exactly, and
+    # NaN fails it.
+    if not MIN_RATE <= number <= MAX_RATE:
+        raise QueryError(
+            f"{option} must be from {MIN_RATE:g} to {MAX_RATE:,.0f} messages per second, "
+            f"got {_shown(value)}".lstrip()
+        )
+    return float(number)
+
+
+def _shown(value: object, most: int = 40) -> str:
+    """`value` as text, cut to `most` characters: an error quotes it, never a whole page."""
+    text = str(value)
+    return text if len(text) <= most else f"{text[:most]}..."
 
 
 def parse_root_id(text: str) -> int:

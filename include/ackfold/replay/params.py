@@ -12,9 +12,11 @@ A conf has these keys, every one optional:
   number loses the low bits of a 64-bit id);
 - `app`: one of the configured apps (`apps.*`), or null for any;
 - `statuses`: array of `failed`, `timed_out`, `dead_lettered`; default failed, timed_out;
-- `since`, `until`: ISO-8601 strings or null: the status changed in [since, until);
-- `limit`: integer >= 1 or null: at most this many roots;
-- `rate`: number > 0 or null: messages per second; default the app's `replay_rate`;
+- `since`, `until`: ISO-8601 strings (1970 to 2200) or null: the status changed in
+  [since, until);
+- `limit`: integer from 1 to 10,000,000, or null: at most this many roots;
+- `rate`: number from 0.1 to 100,000, or null: messages per second; default the app's
+  `replay_rate`;
 - `dry_run`: boolean, default **true**: plan and log, send nothing.
 
 A request that names no root, no app and no time range selects every failed root of every
@@ -34,18 +36,27 @@ Example:
     ...
     ackfold.replay.params.ReplayParamsError: invalid manual replay request (sttuses, limit):
       sttuses: not a manual replay setting (did you mean statuses?)...
-      limit: must be a whole number of roots from 1 to 10,000,000, or null; got 0
+      limit: must be from 1 to 10,000,000 roots, got 0
+
+The bounds (times, limit, rate) are the library's, `ackfold.ledger.parse`: the CLI, the
+UI and the configuration take the same ranges.
 """
 
 from __future__ import annotations
 
 import difflib
-import math
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Final
 
-from ackfold.ledger.parse import QueryError, parse_root_id, parse_time
+from ackfold.ledger.parse import (
+    MAX_LIMIT,
+    QueryError,
+    parse_limit,
+    parse_rate,
+    parse_root_id,
+    parse_time,
+)
 from ackfold.replay.request import DEFAULT_STATUSES, REPLAYABLE, ReplayRequest
 
 MANUAL_REPLAY_DAG_ID: Final = "ackfold_manual_replay"
@@ -53,8 +64,6 @@ CONF_KEYS: Final = ("root_ids", "app", "statuses", "since", "until", "limit", "r
 # Every root id is written into each replay_log row's `request` column: beyond this many,
 # select by app, status and time range instead.
 MAX_ROOT_IDS: Final = 1000
-# Spark takes a limit as a 32-bit int; far more than one run should send anyway.
-MAX_LIMIT: Final = 10_000_000
 _TIME_EXAMPLE: Final = "2026-11-22T10:00:00Z"
 
 
@@ -95,8 +104,9 @@ def parse_replay_conf(
             return default
         try:
             return parse(value)
-        except (QueryError, ValueError, TypeError) as exc:
-            problems[key] = str(exc)
+        except (QueryError, ValueError, TypeError, ArithmeticError) as exc:
+            # The shared parsers name the field first: it is already the line's key.
+            problems[key] = str(exc).removeprefix(f"{key} ")
             return default
 
     root_ids: tuple[int, ...] = field("root_ids", _root_ids, ())
@@ -201,19 +211,17 @@ def _time(value: Any, key: str) -> datetime:
 
 
 def _limit(value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_LIMIT:
+    if isinstance(value, bool) or not isinstance(value, int):
         raise ValueError(
             f"must be a whole number of roots from 1 to {MAX_LIMIT:,}, or null; got {value!r}"
         )
-    return value
+    return parse_limit(value, "limit")
 
 
 def _rate(value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise ValueError(f"must be a number of messages per second, or null; got {value!r}")
-    if not value > 0 or math.isinf(value):
-        raise ValueError(f"must be a positive number of messages per second; got {value!r}")
-    return float(value)
+    return parse_rate(value, "rate")
 
 
 def _boolean(value: Any) -> bool:

@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import Final
 
 from ackfold.ledger import status
+from ackfold.ledger.parse import parse_limit, parse_rate
 
 # What a manual replay may select; an automatic one takes failed and timed-out roots.
 REPLAYABLE: Final = (status.FAILED, status.TIMED_OUT, status.DEAD_LETTERED)
@@ -52,12 +53,11 @@ class ReplayRequest:
             )
         if self.since and self.until and self.since >= self.until:
             raise ValueError(f"--since ({self.since}) must be before --until ({self.until})")
-        if self.limit is not None and self.limit < 1:
-            raise ValueError(f"--limit must be a positive number, got {self.limit}")
-        if self.rate is not None and not self.rate > 0:
-            raise ValueError(
-                f"--rate must be a positive number of messages per second, got {self.rate}"
-            )
+        # The bounds every entry point takes (a QueryError is a ValueError).
+        if self.limit is not None:
+            parse_limit(self.limit)
+        if self.rate is not None:
+            parse_rate(self.rate)
 
     def describe(self) -> str:
         """The request as JSON, for the replay log's `request` column."""
