@@ -95,6 +95,10 @@ def test_data_docs_are_served_from_their_directory_only(
             response = client.get(f"/quality/docs/{outside}")
             assert response.status_code == 404, outside
             assert "not Data Docs" not in response.text
+        # A NUL byte cannot name a file: not found, not a server error.
+        nul = client.get("/quality/docs/a%00b")
+        assert nul.status_code == 404
+        assert "no Data Docs page" in nul.text
 
 
 def test_before_any_quality_run(tmp_path: Path, airflow: FakeAirflow) -> None:

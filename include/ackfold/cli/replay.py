@@ -91,7 +91,10 @@ def _replay(settings: Settings, args: argparse.Namespace) -> int:
             return ledger_error(
                 Exception(f"no roots match {request.describe()}: nothing to replay")
             )
-        for line in format_plan(plan):
+        from ackfold.ui.redact import redactor_for
+
+        # Fail reasons can quote records: masked as in the UI (`ui.redact_*`).
+        for line in format_plan(plan, redactor_for(settings.ui)):
             print(line, file=sys.stderr)
         count = len(plan.to_send)
         if not request.dry_run and count > settings.replay.confirm_above and not args.yes:
@@ -145,9 +148,11 @@ def _replay_request(args: argparse.Namespace) -> Any:
         raise UsageError(str(exc)) from None
 
 
-def format_plan(plan: Any) -> list[str]:
-    """One line per planned send, then the skipped roots by reason."""
+def format_plan(plan: Any, redactor: Any) -> list[str]:
+    """One line per planned send, its fail reason masked by `redactor` (an
+    `ackfold.ui.redact.Redactor`), then the skipped roots by reason."""
     from ackfold.ledger.values import hex64, one_line
+    from ackfold.ui.redact import masked_text
 
     verb = "would send" if plan.request.dry_run else "sending"
     lines = []
@@ -156,7 +161,7 @@ def format_plan(plan: Any) -> list[str]:
         note = {"unsent": " (planned before, never marked sent)", "sent": " (already sent)"}
         lines.append(
             f"{verb} {hex64(p.root_id)} {p.app} {p.prior_status} -> {what} to {p.target}"
-            f"{note.get(p.state, '')}: {one_line(p.reason, 80)}"
+            f"{note.get(p.state, '')}: {one_line(masked_text(redactor, p.reason), 80)}"
         )
     for reason, n in sorted(plan.skipped.items()):
         lines.append(f"skipping {n} root(s): {reason}")

@@ -293,9 +293,13 @@ def create_app(
     @app.get("/quality/docs/{path:path}", include_in_schema=False)
     def quality_docs(path: str, who: ViewerDep) -> Response:
         root = docs_dir.resolve()
-        target = (root / (path or "index.html")).resolve()
-        # Only files inside the published site: no `..`, no symlink out of it.
-        if not target.is_relative_to(root) or not target.is_file():
+        try:
+            target = (root / (path or "index.html")).resolve()
+            # Only files inside the published site: no `..`, no symlink out of it.
+            found = target.is_relative_to(root) and target.is_file()
+        except (ValueError, OSError):  # a NUL byte, a name too long for the file system
+            found = False
+        if not found:
             raise HTTPException(404, f"no Data Docs page {path!r}: run `ackfold quality`")
         # GX's pages load scripts from CDNs: sandboxed, they run in an origin of their
         # own, with no access to Airflow's (its cookies, its API).
