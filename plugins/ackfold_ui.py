@@ -2,7 +2,9 @@
 
 The pages are a FastAPI app (`ackfold.ui.app`) mounted at /ackfold by the api-server;
 the nav entries open them inside Airflow's UI. Every page needs an Airflow login with
-access to plugins.
+access to plugins; a replay, the right to trigger `ackfold_manual_replay`. The replay
+call goes to `[api] base_url` (else the api-server's loopback address), and the browser
+may post from that origin (see docs/security.md).
 
 Airflow imports this module in every task process too: it stays cheap. The app is a
 `LazyApp`, built (settings loaded, Airflow's api-server modules imported) on the first
@@ -26,11 +28,7 @@ def _build() -> Any:
     from ackfold.ui.app import create_app
 
     return create_app(
-        load_settings(),
-        viewer=airflow_auth.airflow_viewer,
-        csrf_secret=airflow_auth.csrf_secret(),
-        login_url=airflow_auth.login_url,
-        airflow_url=airflow_auth.base_url(),
+        load_settings(), viewer=airflow_auth.airflow_viewer, **airflow_auth.app_options()
     )
 
 

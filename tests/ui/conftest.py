@@ -2,12 +2,16 @@
 
 `viewer` stands in for Airflow's login: it accepts the JWTs in `TOKENS` from a Bearer
 header or the `_token` cookie, and refuses the rest with 401 as Airflow's `get_user`
-does. Airflow's REST API is an `httpx.MockTransport` that records the runs it creates.
+does; `vic` has a role that may read but not trigger DAG runs. Airflow's REST API is an
+`httpx.MockTransport` that records the runs it creates, or, where the network matters, a
+real HTTP listener on loopback (`Listener`).
 """
 
 from __future__ import annotations
 
+import http.server
 import json
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,7 +29,8 @@ from ackfold.ui.security import Viewer, request_token
 from tests.ledger_fixtures import Sample, sample_ledger, write_rows
 
 HOST = "testserver"
-TOKENS = {"jwt-ann": ("1", "ann"), "jwt-bob": ("2", "bob")}
+TOKENS = {"jwt-ann": ("1", "ann"), "jwt-bob": ("2", "bob"), "jwt-vic": ("3", "vic")}
+READ_ONLY = {"vic"}  # an Airflow Viewer: may read, may not trigger a DAG run
 SECRET = b"test-secret"
 
 
@@ -34,7 +39,54 @@ async def viewer(request: Request) -> Viewer:
     if token not in TOKENS:
         raise HTTPException(401, "Not authenticated")
     user_id, name = TOKENS[token]
-    return Viewer(id=user_id, name=name, token=token, bearer=bearer)
+    return Viewer(
+        id=user_id, name=name, token=token, bearer=bearer, can_replay=name not in READ_ONLY
+    )
+
+
+class Listener:
+    """A real HTTP server on 127.0.0.1 that records every request it gets and answers
+    each POST as Airflow answers a new DAG run: a stand-in for Airflow's API, or a host
+    nothing must reach."""
+
+    def __init__(self) -> None:
+        self.requests: list[dict[str, Any]] = []
+        listener = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                listener.requests.append(
+                    {
+                        "path": self.path,
+                        "auth": self.headers.get("Authorization"),
+                        "body": json.loads(self.rfile.read(length) or b"null"),
+                    }
+                )
+                answer = json.dumps({"dag_run_id": "manual__real", "state": "queued"}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(answer)))
+                self.end_headers()
+                self.wfile.write(answer)
+
+            do_GET = do_PUT = do_DELETE = do_POST
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.netloc = self.url.removeprefix("http://")
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def __enter__(self) -> Listener:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.shutdown()
+        self.server.server_close()
 
 
 @dataclass
@@ -43,6 +95,7 @@ class FakeAirflow:
 
     calls: list[dict[str, Any]] = field(default_factory=list)
     answer: int = 200
+    detail: str = "Forbidden"
 
     def handle(self, request: httpx.Request) -> httpx.Response:
         self.calls.append(
@@ -53,7 +106,7 @@ class FakeAirflow:
             }
         )
         if self.answer != 200:
-            return httpx.Response(self.answer, json={"detail": "Forbidden"})
+            return httpx.Response(self.answer, json={"detail": self.detail})
         return httpx.Response(
             200, json={"dag_run_id": f"manual__run{len(self.calls)}", "state": "queued"}
         )
@@ -79,17 +132,19 @@ def airflow() -> FakeAirflow:
 
 
 def make_client(
-    settings: Settings, airflow: FakeAirflow, token: str | None = "jwt-ann", prefix: str = ""
+    settings: Settings,
+    airflow: FakeAirflow | None,
+    token: str | None = "jwt-ann",
+    prefix: str = "",
+    **options: Any,
 ) -> TestClient:
     """A client of the app; with `prefix`, of a parent app that mounts it there as the
-    api-server mounts a plugin's app."""
-    app: Any = create_app(
-        settings,
-        viewer=viewer,
-        csrf_secret=SECRET,
-        airflow_url="http://airflow.test",
-        transport=httpx.MockTransport(airflow.handle),
-    )
+    api-server mounts a plugin's app. Without `airflow`, the app calls Airflow over the
+    network, where `options` (`create_app`'s keywords) say."""
+    if airflow is not None:
+        options.setdefault("airflow_url", "http://airflow.test")
+        options["transport"] = httpx.MockTransport(airflow.handle)
+    app: Any = create_app(settings, viewer=viewer, csrf_secret=SECRET, **options)
     if prefix:
         parent = FastAPI()
         parent.mount(prefix, app)

@@ -90,6 +90,9 @@ def test_data_docs_are_served_from_their_directory_only(
         # GX's CDN scripts run sandboxed, in an origin that is not Airflow's.
         assert index.headers["content-security-policy"].startswith("sandbox allow-scripts")
         assert "allow-same-origin" not in index.headers["content-security-policy"]
+        # They open in a tab of their own: nobody may frame them.
+        assert index.headers["content-security-policy"].endswith("; frame-ancestors 'none'")
+        assert index.headers["x-frame-options"] == "DENY"
         assert client.get("/quality/docs/expectations/ledger/roots.html").text == "roots suite"
         for outside in ("../secret.txt", "%2e%2e/secret.txt", "escape", "nope.html"):
             response = client.get(f"/quality/docs/{outside}")

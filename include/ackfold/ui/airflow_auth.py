@@ -1,9 +1,12 @@
-"""The UI's link to Airflow 3's login: who the viewer is, where to log in, which secret.
+"""The UI's link to Airflow 3: who the viewer is and what they may do, where to log in,
+which secret, and where Airflow's API and the browser's origin are.
 
 Imported by the plugin only (it imports Airflow). Every route of the UI depends on
 `airflow_viewer`, which runs Airflow's own `requires_access_view(AccessView.PLUGINS)`
 (anonymous: 401, no right to plugins: 403) and `get_user` (a Bearer header, else the
-`_token` cookie of Airflow's UI).
+`_token` cookie of Airflow's UI), and asks the auth manager whether the user may trigger
+the manual replay DAG (`Viewer.can_replay`): any auth manager's roles apply (the simple
+one's viewer/user/op/admin, FAB's Viewer/User/Op/Admin, Keycloak's).
 """
 
 from __future__ import annotations
@@ -11,11 +14,16 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from airflow.api_fastapi.app import get_auth_manager
-from airflow.api_fastapi.auth.managers.models.resource_details import AccessView
+from airflow.api_fastapi.auth.managers.models.resource_details import (
+    AccessView,
+    DagAccessEntity,
+    DagDetails,
+)
 from airflow.api_fastapi.core_api.security import get_user, requires_access_view
 from airflow.configuration import conf
 from fastapi import Depends, Request
 
+from ackfold.replay.params import MANUAL_REPLAY_DAG_ID
 from ackfold.ui.security import Viewer, request_token
 
 
@@ -25,7 +33,20 @@ async def airflow_viewer(
     user: Annotated[Any, Depends(get_user)],
 ) -> Viewer:
     token, bearer = request_token(request)
-    return Viewer(id=str(user.get_id()), name=str(user.get_name()), token=token, bearer=bearer)
+    # What Airflow's REST API checks when the UI triggers the run: POST a DAG run.
+    can_replay = get_auth_manager().is_authorized_dag(
+        method="POST",
+        access_entity=DagAccessEntity.RUN,
+        details=DagDetails(id=MANUAL_REPLAY_DAG_ID),
+        user=user,
+    )
+    return Viewer(
+        id=str(user.get_id()),
+        name=str(user.get_name()),
+        token=token,
+        bearer=bearer,
+        can_replay=bool(can_replay),
+    )
 
 
 def login_url(next_url: str) -> str:
@@ -39,6 +60,29 @@ def csrf_secret() -> bytes:
 
 
 def base_url() -> str | None:
-    """Airflow's `[api] base_url` when set (behind a proxy), else None: the request's."""
+    """Airflow's `[api] base_url` when set (behind a proxy, the address users open)."""
     value = conf.get("api", "base_url", fallback=None)
-    return str(value) if value else None
+    return str(value).rstrip("/") if value else None
+
+
+def loopback_url() -> str | None:
+    """The api-server's own address on loopback (`[api] port`), for the replay call when
+    `[api] base_url` is unset; None when it serves TLS (`[api] ssl_cert`), whose
+    certificate does not name 127.0.0.1."""
+    if conf.get("api", "ssl_cert", fallback=""):
+        return None
+    return f"http://127.0.0.1:{conf.getint('api', 'port')}"
+
+
+def app_options() -> dict[str, Any]:
+    """`create_app`'s keywords from Airflow's configuration: the login, the CSRF secret,
+    Airflow's API (never the request's `Host`) and the browser's origin behind a proxy
+    (that of `[api] base_url`)."""
+    base = base_url()
+    return {
+        "csrf_secret": csrf_secret(),
+        "login_url": login_url,
+        "airflow_url": base,
+        "loopback_url": None if base else loopback_url(),
+        "allowed_origins": [base] if base else [],
+    }

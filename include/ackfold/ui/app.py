@@ -6,7 +6,11 @@ route depends on the viewer, so nothing answers an anonymous request: pages (GET
 POST) redirect it to Airflow's login, `/api/...` answers 401/403. Reads are sync routes
 (FastAPI runs them in its thread pool); the replay trigger is async (see `trigger`).
 Fail reasons and event reasons go through the same `Redactor` as the payload preview
-(they can quote the record a stage choked on), in pages, charts and JSON alike.
+(they can quote the record a stage choked on), in pages, charts and JSON alike. Pages may
+be framed by Airflow's UI (same origin) only, other responses by nobody
+(`security.FramingHeaders`). The replay is triggered at Airflow's configured address,
+never one taken from the request (`trigger.AirflowApi`), and only for a viewer whose role
+may trigger the DAG.
 
 Routes (under the mount prefix):
     GET  /                      -> /overview
@@ -67,10 +71,17 @@ from ackfold.ui.redact import (
     masked_text,
     redactor_for,
 )
-from ackfold.ui.security import CSRF_FIELD, CSRF_HEADER, CsrfGuard, Viewer
+from ackfold.ui.security import (
+    CSRF_FIELD,
+    CSRF_HEADER,
+    FRAME_NONE,
+    CsrfGuard,
+    FramingHeaders,
+    Viewer,
+)
 from ackfold.ui.selection import Selection, json_params, select_roots
 from ackfold.ui.site import Site, login_path
-from ackfold.ui.trigger import TriggerError, trigger_manual_replay
+from ackfold.ui.trigger import AirflowApi, TriggerError, trigger_manual_replay
 
 log = logging.getLogger(__name__)
 
@@ -85,22 +96,28 @@ def create_app(
     csrf_secret: bytes,
     login_url: Callable[[str], str] = login_path,
     airflow_url: str | None = None,
+    loopback_url: str | None = None,
     allowed_origins: Sequence[str] = (),
     transport: Any = None,
 ) -> FastAPI:
     """The UI over the ledger of `settings`. `viewer` resolves the logged-in user or
-    raises 401/403; `airflow_url` is Airflow's base URL for the REST call and the run
-    link (default: the scheme and host the request came to); `transport` is for tests
-    (an `httpx.AsyncBaseTransport` standing in for Airflow)."""
+    raises 401/403; `airflow_url` is Airflow's `[api] base_url`, for the REST call and the
+    run link; without it, `loopback_url` (the api-server's own address on 127.0.0.1) takes
+    the call; with neither, replays are refused, naming the setting. `allowed_origins`:
+    origins a browser may post from besides the request's host (behind a proxy, that of
+    `[api] base_url`). `transport` is for tests (an `httpx.AsyncBaseTransport` standing in
+    for Airflow)."""
     ui = settings.ui
     warehouse = settings.table_root
     docs_dir = settings.quality.docs_dir
     assert docs_dir is not None  # Settings resolves it
     apps = tuple(settings.apps)
     guard = CsrfGuard(csrf_secret, allowed_origins)
-    site = Site(guard, airflow_url=airflow_url, allowed_origins=allowed_origins)
+    site = Site(guard, allowed_origins=allowed_origins)
+    airflow = AirflowApi(base_url=airflow_url, loopback=loopback_url)
     redactor = redactor_for(ui)
     app = FastAPI(title="ackfold reliability", docs_url=None, redoc_url=None, openapi_url=None)
+    app.add_middleware(FramingHeaders)
     ViewerDep = Annotated[Viewer, Depends(viewer)]
 
     def reader() -> UiReader:
@@ -125,6 +142,10 @@ def create_app(
     @app.exception_handler(ReplayParamsError)
     async def bad_replay(request: Request, exc: ReplayParamsError) -> Response:
         return site.failure(request, 400, str(exc), problems=exc.problems)
+
+    @app.exception_handler(TriggerError)
+    async def trigger_error(request: Request, exc: TriggerError) -> Response:
+        return site.failure(request, exc.status if exc.status >= 400 else 502, str(exc))
 
     @app.exception_handler(LedgerError)
     async def ledger_error(request: Request, exc: LedgerError) -> Response:
@@ -302,10 +323,11 @@ def create_app(
         if not found:
             raise HTTPException(404, f"no Data Docs page {path!r}: run `ackfold quality`")
         # GX's pages load scripts from CDNs: sandboxed, they run in an origin of their
-        # own, with no access to Airflow's (its cookies, its API).
+        # own, with no access to Airflow's (its cookies, its API). They open in a tab of
+        # their own: nobody frames them.
         headers = {
-            "Content-Security-Policy": "sandbox allow-scripts allow-popups",
-            "X-Content-Type-Options": "nosniff",
+            "Content-Security-Policy": "sandbox allow-scripts allow-popups; " + FRAME_NONE,
+            "X-Frame-Options": "DENY",
         }
         return FileResponse(target, headers=headers)
 
@@ -330,12 +352,19 @@ def create_app(
         """The roots a replay request names (in a worker thread: it reads the ledger)."""
         return select_roots(reader(), params, ui)
 
+    def may_replay(who: Viewer) -> None:
+        """403 for a viewer whose role may not replay; 503 while Airflow's address is
+        unknown: before any form is shown or any roots are read."""
+        who.check_replay()
+        airflow.check()
+
     async def form(request: Request, who: Viewer) -> Params:
+        may_replay(who)
         data: FormData = await request.form()
         guard.check(request, who, _text(data.get(CSRF_FIELD)))
         return Params({k: [_text(v) for v in data.getlist(k)] for k in data})
 
-    async def trigger(request: Request, who: Viewer, root_ids: list[int], dry_run: bool) -> Any:
+    async def trigger(who: Viewer, root_ids: list[int], dry_run: bool) -> Any:
         conf = {
             "root_ids": [str(r) for r in root_ids],
             "statuses": list(REPLAYABLE),
@@ -345,15 +374,9 @@ def create_app(
         checked = parse_replay_conf(conf, apps=apps)
         if who.token is None:
             raise HTTPException(401, "no Airflow token to trigger the replay with: log in again")
-        try:
-            run = await trigger_manual_replay(
-                site.airflow_base(request),
-                who.token,
-                conf_from_request(checked),
-                transport=transport,
-            )
-        except TriggerError as exc:
-            raise HTTPException(exc.status if exc.status >= 400 else 502, str(exc)) from None
+        run = await trigger_manual_replay(
+            airflow, who.token, conf_from_request(checked), transport=transport
+        )
         log.info(
             "%s triggered %s run %s for %d roots (dry run: %s)",
             who.name,
@@ -377,7 +400,7 @@ def create_app(
         chosen = await run_in_threadpool(select, params)
         if not chosen.root_ids:
             raise FieldError("root_id", "none of the selected roots can be replayed")
-        run = await trigger(request, who, chosen.root_ids, params.given("dry_run"))
+        run = await trigger(who, chosen.root_ids, params.given("dry_run"))
         return site.page(
             request,
             "triggered.html",
@@ -392,6 +415,7 @@ def create_app(
     async def replay_json(request: Request, who: ViewerDep) -> dict[str, Any]:
         """Body: {"root_ids": ["..."]} or {"filter": {query params}}, and "dry_run"
         (default true); header X-CSRF-Token (GET /api/csrf)."""
+        may_replay(who)
         guard.check(request, who, request.headers.get(CSRF_HEADER))
         try:
             body = await request.json()
@@ -405,7 +429,7 @@ def create_app(
         chosen = await run_in_threadpool(select, json_params(body))
         if not chosen.root_ids:
             raise FieldError("root_ids", "none of the selected roots can be replayed")
-        run = await trigger(request, who, chosen.root_ids, dry_run)
+        run = await trigger(who, chosen.root_ids, dry_run)
         return {
             "run_id": run.run_id,
             "state": run.state,

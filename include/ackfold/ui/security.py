@@ -1,4 +1,5 @@
-"""Who is looking, and protection of the one state-changing call (the replay trigger).
+"""Who is looking, what they may do, and protection of the one state-changing call (the
+replay trigger) and of the pages (framing).
 
 Authentication is Airflow's: the app is built with a `viewer` dependency that resolves
 the logged-in user (`ackfold.ui.airflow_auth` wraps Airflow's
@@ -11,7 +12,15 @@ header `X-CSRF-Token`): `<issued>.<HMAC-SHA256(secret, user id, issued)>`, valid
 `CSRF_TTL`, bound to the user, not to one JWT (Airflow refreshes those). And its `Origin`
 (or, without one, its `Referer`) must be this server or one of `allowed_origins`; a
 request with neither is refused unless it authenticates with a Bearer header, which a
-browser never attaches across sites.
+browser never attaches across sites. Behind a proxy that rewrites `Host`, the browser's
+origin is not the request's host: the plugin allows the origin of `[api] base_url`.
+
+Roles: a viewer may read every page; replaying needs the right to trigger the manual
+replay DAG (`can_replay`, from Airflow's auth manager). Airflow's REST API checks it again
+when the UI triggers the run with the user's token.
+
+Framing (`FramingHeaders`): Airflow's UI shows the pages in a frame of its own origin, so
+HTML pages may be framed by this origin only; every other response by nobody.
 """
 
 from __future__ import annotations
@@ -25,23 +34,38 @@ from typing import Final
 from urllib.parse import urlsplit
 
 from fastapi import HTTPException, Request
+from starlette.datastructures import MutableHeaders
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 CSRF_FIELD: Final = "csrf_token"
 CSRF_HEADER: Final = "X-CSRF-Token"
 CSRF_TTL: Final = 12 * 3600
 # Airflow's UI keeps the user's JWT in this cookie (`COOKIE_NAME_JWT_TOKEN`).
 TOKEN_COOKIE: Final = "_token"  # noqa: S105 - a cookie name, not a secret
+REPLAY_ROLE: Final = (
+    "replaying needs an Airflow role that may trigger the DAG ackfold_manual_replay "
+    "(User, Op or Admin): ask an Airflow admin"
+)
+FRAME_SELF: Final = "frame-ancestors 'self'"
+FRAME_NONE: Final = "frame-ancestors 'none'"
 
 
 @dataclass(frozen=True)
 class Viewer:
     """The logged-in user: `id` binds CSRF tokens, `name` is shown and recorded, `token`
-    is the JWT the request authenticated with; `bearer` when it came in a header."""
+    is the JWT the request authenticated with; `bearer` when it came in a header;
+    `can_replay` when Airflow's auth manager lets them trigger the manual replay DAG."""
 
     id: str
     name: str
     token: str | None
     bearer: bool = False
+    can_replay: bool = True
+
+    def check_replay(self) -> None:
+        """Raise 403, saying which role it takes, unless this viewer may replay."""
+        if not self.can_replay:
+            raise HTTPException(403, f"{self.name} may read these pages, but {REPLAY_ROLE}")
 
 
 def request_token(request: Request) -> tuple[str | None, bool]:
@@ -97,3 +121,29 @@ class CsrfGuard:
 def _host(url: str) -> str:
     """host[:port] of a URL, lower case."""
     return urlsplit(url).netloc.lower()
+
+
+class FramingHeaders:
+    """ASGI middleware: every response says who may frame it. An HTML page: this origin
+    (Airflow's UI shows the pages in its own frames); anything else: nobody. A response
+    that sets its own Content-Security-Policy (Data Docs) keeps it."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def framed(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = MutableHeaders(scope=message)
+                if "content-security-policy" not in headers:
+                    page = headers.get("content-type", "").startswith("text/html")
+                    headers["Content-Security-Policy"] = FRAME_SELF if page else FRAME_NONE
+                    headers["X-Frame-Options"] = "SAMEORIGIN" if page else "DENY"
+                headers.setdefault("X-Content-Type-Options", "nosniff")
+            await send(message)
+
+        await self.app(scope, receive, framed)

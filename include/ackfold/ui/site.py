@@ -1,6 +1,6 @@
 """What every page of the Reliability UI shares: the templates and their globals, the
-mount prefix, Airflow's base URL, the way back after a form, and the error page (HTML for
-pages, JSON under `/api/`)."""
+mount prefix, the way back after a form, and the error page (HTML for pages, JSON under
+`/api/`)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 from ackfold.ledger import status
 from ackfold.ledger.values import hex64, iso
 from ackfold.ui.filters import SORTABLE
-from ackfold.ui.security import CsrfGuard, Viewer
+from ackfold.ui.security import REPLAY_ROLE, CsrfGuard, Viewer
 
 _NAV = (
     ("overview", "Overview"),
@@ -31,21 +31,19 @@ def login_path(next_url: str) -> str:
 
 
 class Site:
-    """The pages' common parts. `airflow_url` is Airflow's base URL for the REST call and
-    the run link (default: the scheme and host the request came to); `allowed_origins`
-    are this app's own origins besides the request's host (for the way back)."""
+    """The pages' common parts. `allowed_origins` are this app's own origins besides the
+    request's host (for the way back)."""
 
-    def __init__(
-        self, guard: CsrfGuard, *, airflow_url: str | None, allowed_origins: Sequence[str]
-    ) -> None:
+    def __init__(self, guard: CsrfGuard, *, allowed_origins: Sequence[str]) -> None:
         self.guard = guard
-        self.airflow_url = airflow_url
         self.own_hosts = {urlsplit(origin).netloc.lower() for origin in allowed_origins}
         self.env = env = Environment(
             loader=PackageLoader("ackfold.ui", "templates"),
             autoescape=select_autoescape(default=True, default_for_string=True),
         )
-        env.globals.update(iso=iso, hex64=hex64, STATUSES=status.ALL, SORTABLE=SORTABLE)
+        env.globals.update(
+            iso=iso, hex64=hex64, STATUSES=status.ALL, SORTABLE=SORTABLE, REPLAY_ROLE=REPLAY_ROLE
+        )
         env.filters["urlencode_pairs"] = urlencode
 
     def base(self, request: Request) -> str:
@@ -55,10 +53,6 @@ class Site:
     def is_api(self, request: Request) -> bool:
         """Whether `request` is to the JSON API (`/api/...`), which answers errors in JSON."""
         return request.url.path.removeprefix(self.base(request)).startswith("/api/")
-
-    def airflow_base(self, request: Request) -> str:
-        """Airflow's base URL: `airflow_url`, else the scheme and host of `request`."""
-        return (self.airflow_url or f"{request.url.scheme}://{request.url.netloc}").rstrip("/")
 
     def back_link(self, request: Request) -> str:
         """The page a form was posted from (its Referer) if that is one of this app's own
@@ -92,7 +86,6 @@ class Site:
             viewer=who,
             csrf=self.guard.token(who) if who else "",
             nav=_NAV,
-            airflow=self.airflow_base(request),
             **context,
         )
         return HTMLResponse(html, status_code=status_code)

@@ -4,28 +4,73 @@ The call carries the user's own JWT, so Airflow checks the user's right to trigg
 DAG and records the run as theirs. It is made with `httpx.AsyncClient` from an async
 endpoint: the api-server serves the inner request on the same event loop meanwhile (a
 blocking call from a single-worker server would wait for itself).
+
+Where the call goes is configuration, never the request: Airflow's `[api] base_url` when
+it is set, else the api-server's own loopback address (`AirflowApi`). A target built from
+the request's `Host` header would send the user's token wherever a caller points it.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 from urllib.parse import quote
 
 import httpx
 
+from ackfold.ledger.values import one_line
 from ackfold.replay.params import MANUAL_REPLAY_DAG_ID
 
 TIMEOUT_SECONDS = 30.0
+# The most of Airflow's error detail a refusal quotes.
+DETAIL_CHARS: Final = 300
+UNKNOWN_API: Final = (
+    "Airflow's API address is unknown, so the replay cannot be triggered: set Airflow's "
+    "[api] base_url (AIRFLOW__API__BASE_URL) to the address users open Airflow at, e.g. "
+    "https://airflow.example.com"
+)
 
 
 class TriggerError(Exception):
     """Airflow refused or failed to create the run; `status` is its HTTP status (502 when
-    it could not be reached)."""
+    it could not be reached, 503 when its address is unknown)."""
 
     def __init__(self, status: int, message: str) -> None:
         super().__init__(message)
         self.status = status
+
+
+@dataclass(frozen=True)
+class AirflowApi:
+    """Where the UI reaches Airflow: `base_url` (`[api] base_url`) for the REST call and
+    the links to Airflow's pages; without it, `loopback` (the api-server's own address on
+    127.0.0.1) for the call and links relative to this server. Neither: replays are
+    refused, naming the setting.
+
+    Example:
+        >>> AirflowApi(loopback="http://127.0.0.1:8080").link("/dags/x")
+        '/dags/x'
+        >>> AirflowApi(base_url="https://airflow.example.com/").link("/dags/x")
+        'https://airflow.example.com/dags/x'
+    """
+
+    base_url: str | None = None
+    loopback: str | None = None
+
+    def check(self) -> None:
+        """`TriggerError` (503, naming the setting) when the API's address is unknown."""
+        if not (self.base_url or self.loopback):
+            raise TriggerError(503, UNKNOWN_API)
+
+    @property
+    def target(self) -> str:
+        """The REST API's base address (`check` first)."""
+        self.check()
+        return str(self.base_url or self.loopback).rstrip("/")
+
+    def link(self, path: str) -> str:
+        """`path` of Airflow's UI as a browser opens it."""
+        return f"{self.base_url.rstrip('/')}{path}" if self.base_url else path
 
 
 @dataclass(frozen=True)
@@ -36,14 +81,14 @@ class TriggeredRun:
 
 
 async def trigger_manual_replay(
-    api_base: str,
+    api: AirflowApi,
     token: str,
     conf: dict[str, Any],
     *,
     transport: httpx.AsyncBaseTransport | None = None,
 ) -> TriggeredRun:
     """POST a run of the manual replay DAG with `conf`; the run and its UI link."""
-    base = api_base.rstrip("/")
+    base = api.target
     url = f"{base}/api/v2/dags/{MANUAL_REPLAY_DAG_ID}/dagRuns"
     # Airflow 3 needs an explicit null logical date for a run triggered over REST.
     body = {"logical_date": None, "conf": conf}
@@ -53,7 +98,8 @@ async def trigger_manual_replay(
                 url, json=body, headers={"Authorization": f"Bearer {token}"}
             )
     except httpx.HTTPError as exc:
-        raise TriggerError(502, f"cannot reach Airflow's API at {base}: {exc}") from None
+        fix = "is [api] base_url right?" if api.base_url else "set [api] base_url"
+        raise TriggerError(502, f"cannot reach Airflow's API at {base}: {exc} ({fix})") from None
     if response.status_code not in (200, 201):
         raise TriggerError(response.status_code, _detail(response))
     run = response.json()
@@ -61,15 +107,15 @@ async def trigger_manual_replay(
     return TriggeredRun(
         run_id=run_id,
         state=run.get("state"),
-        url=f"{base}/dags/{MANUAL_REPLAY_DAG_ID}/runs/{quote(run_id, safe='')}",
+        url=api.link(f"/dags/{MANUAL_REPLAY_DAG_ID}/runs/{quote(run_id, safe='')}"),
     )
 
 
 def _detail(response: httpx.Response) -> str:
-    """Airflow's error message (its `detail`), else the status line."""
+    """Airflow's error message (its `detail`, on one line and cut), else the status line."""
     try:
         detail = response.json().get("detail")
-    except ValueError:
+    except (ValueError, AttributeError):
         detail = None
     text = detail if isinstance(detail, str) else str(detail) if detail else response.reason_phrase
-    return f"Airflow answered {response.status_code}: {text}"
+    return f"Airflow answered {response.status_code}: {one_line(text, DETAIL_CHARS)}"
