@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # airflow-init in docker-compose.yml, once per `docker compose up`: refuse the placeholder
-# secrets of .env.example, write the admin's password for Airflow's simple auth manager,
-# migrate the metadata database and create `spark_default` (Airflow 3 creates no
-# connection, and the SparkSubmitOperator would silently target YARN without it).
+# secrets of .env.example, migrate the metadata database (Airflow's tables and the FAB auth
+# manager's users and roles), let Viewers and Users see the Reliability UI, create the
+# admin, and create `spark_default` (Airflow 3 creates no connection, and the
+# SparkSubmitOperator would silently target YARN without it).
 # Idempotent: a second run changes nothing but the admin password, if .env changed it.
 set -euo pipefail
 
@@ -16,17 +17,21 @@ for name in AIRFLOW__CORE__FERNET_KEY AIRFLOW__API__SECRET_KEY AIRFLOW__API_AUTH
   fi
 done
 
-passwords="${AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE:?}"
-mkdir -p "$(dirname "$passwords")"
-umask 077
-python - "$passwords" <<'PY'
-import json, os, sys
-users = {os.environ["AIRFLOW_ADMIN_USER"]: os.environ["AIRFLOW_ADMIN_PASSWORD"]}
-with open(sys.argv[1], "w") as handle:
-    json.dump(users, handle)
-PY
-
 airflow db migrate
+# FAB's roles (Admin, Op, User, Viewer, Public) and their permissions.
+airflow sync-perm
+# A plugin's pages and menu need "can read on Plugins", which FAB gives Op and Admin only:
+# Viewers and Users read the Reliability UI (replaying also needs a User's right to
+# trigger DAG runs, which a Viewer lacks).
+airflow roles add-perms Viewer User --resource Plugins --action can_read
+
+created="$(airflow users create --role Admin --username "$AIRFLOW_ADMIN_USER" \
+  --password "$AIRFLOW_ADMIN_PASSWORD" --firstname Airflow --lastname Admin \
+  --email "${AIRFLOW_ADMIN_USER}@ackfold.invalid")"
+echo "airflow-init: ${created}"
+if [[ "$created" == *"already exists"* ]]; then
+  airflow users reset-password --username "$AIRFLOW_ADMIN_USER" --password "$AIRFLOW_ADMIN_PASSWORD"
+fi
 
 if airflow connections get spark_default >/dev/null 2>&1; then
   echo "airflow-init: connection spark_default exists"

@@ -4,7 +4,8 @@ One stack serves the whole session (tests/airflow/test_standalone.py and tests/b
 booting Airflow and the demo costs minutes. Its demo is small and has one of each kind of
 trouble, so the UI has failed, replayed and dead-lettered roots to show:
 a failed split (5%), one poison message and one stuck message (dead-lettered by an
-outage; a replay by hand completes it).
+outage; a replay by hand completes it). Besides the admin, it has a Viewer and a User
+account (`USERS`, through the `airflow.users` setting).
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ DEMO_FAULTS: dict[str, Any] = {"seed": 1, "fail": {"split": 0.05}, "poison": 1, 
 # Three attempts, not the demo's five: two reconcile-and-replay cycles fewer to wait for,
 # on a machine that also runs Airflow's reconcile, replay and quality jobs.
 DEMO_MAX_ATTEMPTS = 3
+# Accounts besides the admin (`airflow.users`): one that reads, one that may replay.
+USERS = {"vic": "viewer", "uma": "user"}
 
 
 def free_port() -> int:
@@ -49,20 +52,40 @@ class Stack:
 
     @property
     def password(self) -> str:
-        return str(json.loads((self.var / "airflow" / "passwords.json").read_text())["admin"])
+        return self.password_of("admin")
 
-    def token(self) -> str:
+    def password_of(self, user: str) -> str:
+        return str(json.loads((self.var / "airflow" / "passwords.json").read_text())[user])
+
+    def token(self, user: str = "admin") -> str:
         status, body = self.call(
-            "POST", "/auth/token", {"username": "admin", "password": self.password}
+            "POST", "/auth/token", {"username": user, "password": self.password_of(user)}
         )
         assert status in (200, 201), f"no token: {status} {body}"
         return str(body["access_token"])
 
+    def page(self, path: str, token: str) -> tuple[int, str]:
+        """GET `path` with a Bearer token: (status, text), whatever the content type."""
+        request = urllib.request.Request(
+            f"{self.url}{path}", headers={"Authorization": f"Bearer {token}"}
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=30) as response:
+                return response.status, response.read().decode()
+        except urllib.error.HTTPError as error:
+            return error.code, error.read().decode(errors="replace")
+
     def call(
-        self, method: str, path: str, body: Any = None, *, token: str | None = None
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        *,
+        token: str | None = None,
+        headers: dict[str, str] | None = None,
     ) -> tuple[int, Any]:
         """One JSON request to the stack: (status, parsed body or {})."""
-        headers = {"Content-Type": "application/json"}
+        headers = {"Content-Type": "application/json", **(headers or {})}
         if token:
             headers["Authorization"] = f"Bearer {token}"
         data = json.dumps(body).encode() if body is not None else None
@@ -125,6 +148,7 @@ def embedded_stack(var: Path) -> Iterator[Stack]:
         "ACKFOLD_DEMO__MESSAGES": str(DEMO_MESSAGES),
         "ACKFOLD_DEMO__FAULTS": json.dumps(DEMO_FAULTS),
         "ACKFOLD_APPS__WORDCOUNT__MAX_ATTEMPTS": str(DEMO_MAX_ATTEMPTS),
+        "ACKFOLD_AIRFLOW__USERS": json.dumps(USERS),
     }
     log_path = var / "make-run.log"
     with log_path.open("wb") as log:

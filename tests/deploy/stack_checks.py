@@ -22,6 +22,10 @@ ENV_EXAMPLE = PROJECT_DIR / ".env.example"
 DOCKERFILE = PROJECT_DIR / "docker" / "Dockerfile"
 README = PROJECT_DIR / "README.md"
 DEPLOY_SECTION = "### Deploy on a cluster"
+AIRFLOW_INIT = PROJECT_DIR / "docker" / "airflow-init.sh"
+REQUIREMENTS = PROJECT_DIR / "requirements.txt"
+# An auth manager with roles: a Viewer reads, a User may also replay (docs/security.md).
+FAB_AUTH_MANAGER = "airflow.providers.fab.auth_manager.fab_auth_manager.FabAuthManager"
 
 _REFERENCE = re.compile(
     r"\$(?:(?P<escaped>\$)"
@@ -255,3 +259,30 @@ def readme_problems(document: Mapping[str, Any], table: dict[str, dict[str, Any]
 def dockerfile_args(path: Path = DOCKERFILE) -> dict[str, str]:
     """The `ARG NAME=default` pins of the Dockerfile."""
     return dict(re.findall(r"^ARG ([A-Z0-9_]+)=(\S+)$", path.read_text(), re.M))
+
+
+def auth_problems(document: Mapping[str, Any], init_script: str, requirements: str) -> list[str]:
+    """Every Airflow service runs FAB's auth manager (roles in the metadata database), which
+    `requirements.txt` pins; nothing is left of the simple auth manager; the init script
+    creates the admin and lets Viewers and Users read the plugin's pages."""
+    problems = []
+    for name, service in document["services"].items():
+        env = _environment(service)
+        if not any(key.startswith("AIRFLOW__") for key in env):
+            continue
+        manager = env.get("AIRFLOW__CORE__AUTH_MANAGER")
+        if manager != FAB_AUTH_MANAGER:
+            problems.append(f"{name}: AIRFLOW__CORE__AUTH_MANAGER is {manager!r}, not FAB's")
+        problems += [f"{name}: {key} is the simple auth manager's, which has no real roles"
+                     for key in env if "SIMPLE_AUTH_MANAGER" in key]  # fmt: skip
+    if not re.search(r"^apache-airflow-providers-fab==\S+$", requirements, re.M):
+        problems.append("requirements.txt does not pin apache-airflow-providers-fab")
+    for step in (
+        "airflow db migrate",
+        "airflow sync-perm",
+        "airflow roles add-perms Viewer User --resource Plugins --action can_read",
+        "airflow users create --role Admin",
+    ):
+        if step not in init_script:
+            problems.append(f"docker/airflow-init.sh does not run `{step}`")
+    return problems

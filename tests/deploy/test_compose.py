@@ -192,3 +192,26 @@ def test_the_image_and_jar_pins_match_the_project() -> None:
         args["AIRFLOW_IMAGE"],
     ):
         assert quoted in section, f"the README's deploy section does not quote {quoted}"
+
+
+def test_airflow_runs_an_auth_manager_with_roles(compose: dict[str, Any]) -> None:
+    init = checks.AIRFLOW_INIT.read_text()
+    requirements = checks.REQUIREMENTS.read_text()
+    assert checks.auth_problems(compose, init, requirements) == []
+    # The class is the pinned provider's (found without importing Flask).
+    module, _, name = checks.FAB_AUTH_MANAGER.rpartition(".")
+    spec = importlib.util.find_spec(module)
+    assert spec is not None, f"{module} is not installed"
+    assert spec.origin is not None
+    assert f"class {name}(" in Path(spec.origin).read_text()
+    broken = copy.deepcopy(compose)
+    scheduler = broken["services"]["airflow-scheduler"]["environment"]
+    scheduler["AIRFLOW__CORE__AUTH_MANAGER"] = (
+        "airflow.api_fastapi.auth.managers.simple.simple_auth_manager.SimpleAuthManager"
+    )
+    scheduler["AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS"] = "admin:admin"
+    without_viewers = init.replace("--resource Plugins", "--resource Website")
+    unpinned = requirements.replace(
+        "apache-airflow-providers-fab==", "apache-airflow-providers-fab>="
+    )
+    assert len(checks.auth_problems(broken, without_viewers, unpinned)) == 4

@@ -98,8 +98,7 @@ def test_dry_run_reports_every_send_and_sends_nothing(
     would = [line for line in run.err.splitlines() if line.startswith("would send ")]
     assert len(would) == 12
     assert all(
-        " numbers failed -> attempt 2 to cli-" in line and ": *** failure" in line
-        for line in would
+        " numbers failed -> attempt 2 to cli-" in line and ": *** failure" in line for line in would
     ), would
     assert "transient" not in run.err
     assert run.out.startswith("dry run, nothing sent: selected 12, sent 0,")

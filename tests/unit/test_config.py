@@ -104,6 +104,9 @@ def test_environment_beats_the_yaml_file(tmp_path: Path, monkeypatch: pytest.Mon
         ("ACKFOLD_MAINTENANCE__RETENTION", "0", "maintenance.retention"),
         ("ACKFOLD_MAINTENANCE__VACUUM_RETENTION", "1d", "maintenance.vacuum_retention"),
         ("ACKFOLD_MAINTENANCE__RETENTION", "1d", "must exceed reconcile.lookback"),
+        ("ACKFOLD_AIRFLOW__USERS", '{"vic": "boss"}', "airflow.users.vic"),
+        ("ACKFOLD_AIRFLOW__USERS", '{"a,b": "viewer"}', "is not a user name"),
+        ("ACKFOLD_AIRFLOW__USERS", '{"admin": "viewer"}', "'admin' is the admin_user already"),
         # The range of `ackfold replay --rate` and the manual replay's `rate`.
         (
             "ACKFOLD_DEFAULTS__REPLAY_RATE",

@@ -6,11 +6,23 @@ from __future__ import annotations
 import re
 from datetime import timedelta
 from pathlib import Path
+from typing import Annotated, Literal
 
-from pydantic import Field, ValidationInfo, field_validator
+from pydantic import AfterValidator, Field, ValidationInfo, field_validator, model_validator
 
 from ackfold.config.values import Duration, Schedule, Section
 
+_USER_NAME = re.compile(r"^[A-Za-z0-9_.@-]+$")
+
+
+def _user_name(value: str) -> str:
+    # Airflow's simple auth manager reads its users as "name:role,name:role".
+    if not _USER_NAME.match(value):
+        raise ValueError(f"{value!r} is not a user name: use letters, digits and _ . @ -")
+    return value
+
+
+UserName = Annotated[str, AfterValidator(_user_name)]
 _MASTER = re.compile(r"^(local(\[(\*|\d+)(,\d+)?\])?|yarn|spark://[^\s]+|k8s://[^\s]+)$")
 
 
@@ -121,15 +133,28 @@ class KafkaSettings(Section):
 class AirflowSettings(Section):
     """The embedded Airflow, and when ackfold's DAGs run.
 
+    - `admin_user`: the embedded Airflow's admin; `users`: more accounts, name -> role
+      (Airflow's simple auth manager: `viewer` reads, `user` also triggers DAG runs such
+      as a replay, `op` also edits connections and pools, `admin` everything). Each gets
+      a password, made once and kept in `<airflow_home>/passwords.json`.
     - `reconcile_schedule`: `ackfold_reconcile` (each successful run triggers
       `ackfold_replay` and `ackfold_quality`); a cron or a preset such as `@hourly`.
     - `maintenance_schedule`: `ackfold_maintenance` (OPTIMIZE, retention, VACUUM).
     """
 
     port: int = Field(8080, ge=1, le=65535)
-    admin_user: str = Field("admin", min_length=1)
+    admin_user: UserName = "admin"
+    users: dict[UserName, Literal["viewer", "user", "op", "admin"]] = Field(default_factory=dict)
     reconcile_schedule: Schedule = "*/5 * * * *"
     maintenance_schedule: Schedule = "@daily"
+
+    @model_validator(mode="after")
+    def _admin_is_not_listed_again(self) -> AirflowSettings:
+        if self.admin_user in self.users:
+            raise ValueError(
+                f"users: {self.admin_user!r} is the admin_user already: give other names"
+            )
+        return self
 
 
 class ReconcileSettings(Section):

@@ -35,21 +35,25 @@ if TYPE_CHECKING:
 MARKER = "ACKFOLD_STACK_ID"
 
 
-def admin_password(settings: Settings) -> str:
-    """The admin password, made once and kept in Airflow's simple-auth-manager passwords file."""
+def airflow_users(settings: Settings) -> dict[str, str]:
+    """The embedded Airflow's accounts, name -> role: the admin, then `airflow.users`."""
+    return {settings.airflow.admin_user: "admin", **settings.airflow.users}
+
+
+def user_passwords(settings: Settings) -> dict[str, str]:
+    """The password of every account of `airflow_users`, made once each and kept in
+    Airflow's simple-auth-manager passwords file (readable by its owner only)."""
     path = passwords_file(settings)
-    if path.is_file():
-        users: dict[str, str] = json.loads(path.read_text())
-        if settings.airflow.admin_user in users:
-            return users[settings.airflow.admin_user]
-    else:
-        users = {}
-    users[settings.airflow.admin_user] = secrets.token_urlsafe(12)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(descriptor, "w") as handle:
-        handle.write(json.dumps(users) + "\n")
-    return users[settings.airflow.admin_user]
+    kept: dict[str, str] = json.loads(path.read_text()) if path.is_file() else {}
+    wanted = airflow_users(settings)
+    missing = [name for name in wanted if name not in kept]
+    if missing:
+        kept.update({name: secrets.token_urlsafe(12) for name in missing})
+        path.parent.mkdir(parents=True, exist_ok=True)
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(descriptor, "w") as handle:
+            handle.write(json.dumps(kept) + "\n")
+    return {name: kept[name] for name in wanted}
 
 
 def passwords_file(settings: Settings) -> Path:
@@ -72,7 +76,9 @@ def airflow_environment(
             "AIRFLOW__CORE__DAGS_FOLDER": str(PROJECT_DIR / "dags"),
             "AIRFLOW__CORE__PLUGINS_FOLDER": str(PROJECT_DIR / "plugins"),
             "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
-            "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": f"{settings.airflow.admin_user}:admin",
+            "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": ",".join(
+                f"{name}:{role}" for name, role in airflow_users(settings).items()
+            ),
             "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(passwords_file(settings)),
             "AIRFLOW__API__PORT": str(port),
             "AIRFLOW__API__BASE_URL": f"http://localhost:{port}",
@@ -284,7 +290,7 @@ def run_stack(
     """Run `airflow standalone` until Ctrl-C or SIGTERM, then stop every process it started."""
     log = log or _say
     env = airflow_environment(settings)
-    password = admin_password(settings)
+    passwords = user_passwords(settings)
     prepare_airflow(settings, env, log)
     assert settings.airflow_home is not None
     log_path = settings.airflow_home / "standalone.log"
@@ -311,11 +317,17 @@ def run_stack(
             wait_healthy(
                 f"{url}/api/v2/monitor/health", ready_timeout, lambda: airflow.poll() is None
             )
+            admin = settings.airflow.admin_user
+            others = "".join(
+                f"  {'also' if i == 0 else '':12} {name} ({role}), password {passwords[name]}\n"
+                for i, (name, role) in enumerate(settings.airflow.users.items())
+            )
             log(
                 "\n"
                 f"  Airflow UI   {url}\n"
-                f"  user         {settings.airflow.admin_user}\n"
-                f"  password     {password}\n"
+                f"  user         {admin}\n"
+                f"  password     {passwords[admin]}\n"
+                f"{others}"
                 f"  warehouse    {settings.warehouse}\n"
                 f"  SQS          {settings.sqs.endpoint_url}\n"
                 f"  Kafka        {settings.kafka.bootstrap_servers}\n"
