@@ -146,6 +146,9 @@ def test_a_bad_manual_conf_fails_validation_naming_each_field(
         "root_id": ["1"],  # a typo the form cannot catch when the run comes over REST
         "since": "2026-11-23T00:00:00Z",
         "until": "2026-11-22T00:00:00Z",
+        # Past a float, and at the calendar's edge: once an OverflowError, retried twice.
+        "rate": 10**400,
+        "limit": 3_000_000_000,
     }
     with caplog.at_level(logging.ERROR, logger="ackfold.dags"):
         run = dags["ackfold_manual_replay"].test(run_conf=conf)
@@ -156,8 +159,18 @@ def test_a_bad_manual_conf_fails_validation_naming_each_field(
     }  # fmt: skip
     (ti,) = [ti for ti in run.get_task_instances() if ti.task_id == "validate"]
     assert ti.try_number == 1, "a bad conf is not retried"
+
     # The failure hook's one line names every bad field.
     assert any(
-        "invalid manual replay request (root_id, until)" in record.getMessage()
+        "invalid manual replay request (root_id, limit, rate, until)" in record.getMessage()
         for record in caplog.records
     ), [r.getMessage() for r in caplog.records]
+
+
+def test_a_time_at_the_calendars_edge_fails_validation_at_once(dags: Any) -> None:
+    from airflow.utils.state import TaskInstanceState
+
+    run = dags["ackfold_manual_replay"].test(run_conf={"since": "0001-01-01T00:00:00+01:00"})
+    (ti,) = [ti for ti in run.get_task_instances() if ti.task_id == "validate"]
+    assert ti.state == TaskInstanceState.FAILED
+    assert ti.try_number == 1, "out of range is the input's fault: not retried"
