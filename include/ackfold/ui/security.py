@@ -54,13 +54,14 @@ FRAME_NONE: Final = "frame-ancestors 'none'"
 class Viewer:
     """The logged-in user: `id` binds CSRF tokens, `name` is shown and recorded, `token`
     is the JWT the request authenticated with; `bearer` when it came in a header;
-    `can_replay` when Airflow's auth manager lets them trigger the manual replay DAG."""
+    `can_replay` when Airflow's auth manager lets them trigger the manual replay DAG (by
+    default not: a viewer dependency that does not ask gets a read-only UI)."""
 
     id: str
     name: str
     token: str | None
     bearer: bool = False
-    can_replay: bool = True
+    can_replay: bool = False
 
     def check_replay(self) -> None:
         """Raise 403, saying which role it takes, unless this viewer may replay."""
