@@ -146,9 +146,6 @@ def test_a_bad_manual_conf_fails_validation_naming_each_field(
         "root_id": ["1"],  # a typo the form cannot catch when the run comes over REST
         "since": "2026-11-23T00:00:00Z",
         "until": "2026-11-22T00:00:00Z",
-        # Past a float, and at the calendar's edge: once an OverflowError, retried twice.
-        "rate": 10**400,
-        "limit": 3_000_000_000,
     }
     with caplog.at_level(logging.ERROR, logger="ackfold.dags"):
         run = dags["ackfold_manual_replay"].test(run_conf=conf)
@@ -159,12 +156,35 @@ def test_a_bad_manual_conf_fails_validation_naming_each_field(
     }  # fmt: skip
     (ti,) = [ti for ti in run.get_task_instances() if ti.task_id == "validate"]
     assert ti.try_number == 1, "a bad conf is not retried"
-
     # The failure hook's one line names every bad field.
     assert any(
-        "invalid manual replay request (root_id, limit, rate, until)" in record.getMessage()
+        "invalid manual replay request (root_id, until)" in record.getMessage()
         for record in caplog.records
     ), [r.getMessage() for r in caplog.records]
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "bound"),
+    [
+        # Past a float: once an uncaught OverflowError in `validate`, retried twice.
+        ("rate", 10**400, "greater than the maximum of 100000"),
+        # A pacer that sleeps for ever, holding the ledger lock.
+        ("rate", 1e-320, "less than the minimum of 0.1"),
+        # Past Spark's 32-bit limit.
+        ("limit", 3_000_000_000, "greater than the maximum of 10000000"),
+    ],
+)
+def test_a_rate_or_limit_out_of_range_is_refused_before_the_run_starts(
+    dags: Any, key: str, value: float, bound: str
+) -> None:
+    """The form's bounds are the library's (`ackfold.ledger.parse`), and Airflow checks a
+    conf against them when the run is triggered: its REST API answers 400 with this text,
+    and no run is created."""
+    from airflow.sdk.exceptions import ParamValidationError
+
+    with pytest.raises(ParamValidationError, match=f"Invalid input for param {key}: ") as refused:
+        dags["ackfold_manual_replay"].test(run_conf={key: value})
+    assert bound in str(refused.value)
 
 
 def test_a_time_at_the_calendars_edge_fails_validation_at_once(dags: Any) -> None:
