@@ -390,3 +390,23 @@ def test_the_ui_does_not_claim_who_asked(
     assert response.status_code == 200, response.text
     assert [set(kwargs) for kwargs in seen] == [{"apps"}]
     assert "requested_by" not in airflow.calls[0]["body"]["conf"]
+
+
+def test_no_payload_reason_or_token_is_logged(
+    client: TestClient, sample: Sample, airflow: FakeAirflow, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Reading a root with a payload, and replaying one, logs who did what to how many
+    roots: never the payload, the fail reason or the user's token."""
+    with caplog.at_level("DEBUG"):
+        assert client.get(f"/roots/{sample.completed}").status_code == 200
+        assert client.get(f"/api/roots/{sample.dead}").status_code == 200
+        done = client.post(
+            "/replay/confirm",
+            data={"csrf_token": csrf(client), "root_id": str(sample.dead), "dry_run": "1"},
+            headers=SAME_ORIGIN,
+        )
+    assert done.status_code == 200, done.text
+    logged = "\n".join(record.getMessage() for record in caplog.records)
+    assert "ann triggered ackfold_manual_replay run manual__run1 for 1 roots" in logged
+    for secret in ('{"sku": "x"}', "geo lookup failed", "jwt-ann"):
+        assert secret not in logged, secret
