@@ -1,5 +1,6 @@
 """`make run` boots airflow standalone with every ackfold DAG running on its own, the
-demo's report, its API wants a token, and Ctrl-C leaves no orphan."""
+demo's report, its API wants a token, a Viewer reads the Reliability UI but cannot replay
+and a User can, and Ctrl-C leaves no orphan."""
 
 from __future__ import annotations
 
@@ -8,13 +9,15 @@ import os
 import signal
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from ackfold.config import load_settings
+from ackfold.replay.params import MANUAL_REPLAY_DAG_ID
 from ackfold.sources.sqs_client import sqs_client
 from tests.conftest import JARS_DIR
-from tests.embedded_stack import DEMO_MESSAGES, Stack
+from tests.embedded_stack import DEMO_MESSAGES, USERS, Stack
 
 
 def _processes_with(env_entry: bytes) -> list[int]:
@@ -37,11 +40,17 @@ ACKFOLD_DAGS = (
     "ackfold_replay",
     "ackfold_smoke",
 )
+# The stack's accounts besides the admin (`tests.embedded_stack.USERS`).
+VIEWER, USER = "vic", "uma"
+REFUSED = f"{VIEWER} may read these pages, but replaying needs an Airflow role that may trigger"
 
 
 def test_make_run_prints_where_to_log_in_and_the_api_wants_a_token(stack: Stack) -> None:
     printed = stack.wait_for_log(stack.password, 30)
     assert stack.url in printed, "make run must print the UI address"
+    # The other accounts (`airflow.users`), each with its role and password.
+    assert f"also         {VIEWER} (viewer), password {stack.password_of(VIEWER)}" in printed
+    assert f"             {USER} (user), password {stack.password_of(USER)}" in printed
     assert stack.call("GET", "/api/v2/dags")[0] == 401
     bad = {"username": "admin", "password": "nope"}
     assert stack.call("POST", "/auth/token", bad)[0] == 401
@@ -120,6 +129,84 @@ def test_the_reconcile_dag_runs_on_schedule_and_replay_and_quality_follow_its_as
     # delivery checks over what is overdue (a violation fails the run).
     checked = _wait_for_success(stack, "ackfold_quality", 300)
     assert checked["run_type"] == "asset_triggered"
+
+
+@pytest.fixture(scope="module")
+def dead_letter(stack: Stack) -> str:
+    """A dead-lettered root of the demo, once its ledger is reconciled (by now, the demo's
+    report is out: `test_make_run_shows_the_demo_report_then_keeps_the_app_running`)."""
+    assert (USERS[VIEWER], USERS[USER]) == ("viewer", "user")
+    stack.wait_for_log("the app keeps running", 600)
+    status, body = stack.call("GET", "/ackfold/api/roots?status=dead_lettered", token=stack.token())
+    assert status == 200, body
+    assert body["roots"], "the demo dead-letters its poison and stuck messages"
+    return str(body["roots"][0]["root_id"])
+
+
+def _replay(stack: Stack, token: str, root_id: str) -> tuple[int, Any]:
+    status, csrf = stack.call("GET", "/ackfold/api/csrf", token=token)
+    assert status == 200, csrf
+    return stack.call(
+        "POST",
+        "/ackfold/api/replay",
+        {"root_ids": [root_id], "dry_run": True},
+        token=token,
+        headers={csrf["header"]: csrf["csrf_token"]},
+    )
+
+
+# Roles (`airflow.users`, Airflow's simple auth manager): a Viewer reads every Reliability
+# page and JSON endpoint and is refused a replay, saying which role it takes; a User
+# triggers one (a dry run), recorded as theirs.
+
+
+def test_a_viewer_reads_every_page_and_endpoint_but_cannot_replay(
+    stack: Stack, dead_letter: str
+) -> None:
+    token = stack.token(VIEWER)
+    for path in (
+        "/ackfold/overview", "/ackfold/roots", f"/ackfold/roots/{dead_letter}",
+        "/ackfold/dead-letters", "/ackfold/quality", "/ackfold/api/overview",
+        "/ackfold/api/roots", f"/ackfold/api/roots/{dead_letter}", "/ackfold/api/dead-letters",
+        "/ackfold/api/quality", "/ackfold/api/apps", "/ackfold/api/csrf",
+    ):  # fmt: skip
+        status, text = stack.page(path, token)
+        assert status == 200, (path, text[:500])
+    status, roots = stack.page("/ackfold/roots?status=dead_lettered", token)
+    assert 'id="replay-selected"' not in roots
+    assert "Read only: replaying needs an Airflow role" in roots
+
+    status, refused = _replay(stack, token, dead_letter)
+    assert status == 403, refused
+    assert refused["detail"].startswith(REFUSED)
+    assert "(User, Op or Admin)" in refused["detail"]
+    # Airflow's own API, asked directly, refuses the viewer too.
+    direct = stack.call(
+        "POST",
+        f"/api/v2/dags/{MANUAL_REPLAY_DAG_ID}/dagRuns",
+        {"logical_date": None, "conf": {"root_ids": [dead_letter]}},
+        token=token,
+    )
+    assert direct[0] == 403, direct
+
+
+def test_a_user_triggers_a_dry_run_replay_recorded_as_theirs(
+    stack: Stack, dead_letter: str
+) -> None:
+    token = stack.token(USER)
+    status, roots = stack.page("/ackfold/roots?status=dead_lettered", token)
+    assert status == 200
+    assert 'id="replay-selected"' in roots
+    status, triggered = _replay(stack, token, dead_letter)
+    assert status == 200, triggered
+    assert triggered["dry_run"] is True
+    status, run = stack.call(
+        "GET", f"/api/v2/dags/{MANUAL_REPLAY_DAG_ID}/dagRuns/{triggered['run_id']}", token=token
+    )
+    assert status == 200, run
+    assert run["conf"]["root_ids"] == [dead_letter]
+    assert run["conf"]["dry_run"] is True
+    assert run["triggering_user_name"] == USER
 
 
 @pytest.mark.stops_stack
