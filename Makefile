@@ -10,7 +10,7 @@ INSTALLED := $(VENV)/.installed
 TEST_WORKERS ?= 4
 
 .PHONY: run test lint format setup install jars schemas browser test-unit test-spark \
-        test-airflow test-sqs test-kafka test-e2e test-browser test-cluster test-bench test-docs sqs kafka cluster demo bench bench-reconcile bench-replay \
+        test-airflow test-sqs test-kafka test-e2e test-browser test-cluster test-bench test-docs docs sqs kafka cluster demo bench bench-reconcile bench-replay \
         bench-wordcount bench-ui bench-quality bench-kafka lock clean
 
 ## run: install what is missing, then start the embedded stack (Ctrl-C stops it)
@@ -105,9 +105,13 @@ test-cluster: setup
 test-bench: setup
 	$(BIN)/pytest -m bench
 
-## test-docs: every code block of the README and docs/ (the stack's run against `make run`)
+## test-docs: every code block of the README and docs/ (the stack's run against `make run`), and the strict site build
 test-docs: setup browser
 	$(BIN)/pytest -m docs
+
+## docs: build the docs site into site/ (strict: a broken link, anchor or API reference fails it)
+docs: install
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
 ## bench: every benchmark, about an hour (figures go to docs/benchmarks.md)
 bench: bench-reconcile bench-replay bench-wordcount bench-ui bench-quality bench-kafka

@@ -12,6 +12,10 @@ from __future__ import annotations
 import os
 import socket
 import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ackfold.config import Settings, load_settings
@@ -20,6 +24,16 @@ from ackfold.local.ports import is_loopback_host
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+
+# Spark's own log lines in a console session (the CLI, the demo): errors only, so that a
+# user sees ackfold's lines and real errors, not Spark's warnings (the native-hadoop notice
+# at start, AQE "not supported in streaming" at every query start, ...). A log4j2 file, not
+# setLogLevel: the first warnings come while the JVM starts, before a session exists.
+QUIET_LOG_CONFIG = Path(__file__).with_name("spark-quiet-log4j2.properties")
+DRIVER_JAVA_OPTIONS = "spark.driver.extraJavaOptions"
+# What the JVM itself prints at start, which no option turns off: Spark's launcher always
+# adds the incubating Vector API (`--add-modules=jdk.incubator.vector`), and Java warns.
+JVM_NOTICES = (b"WARNING: Using incubator modules:",)
 
 DELTA_CONF = {
     "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
@@ -155,8 +169,56 @@ def _submitted_master() -> str:
     return str(SparkConf().get("spark.master", ""))
 
 
-def get_spark(settings: Settings | None = None, app_name: str = "ackfold") -> SparkSession:
+def quiet_conf(conf: dict[str, str]) -> dict[str, str]:
+    """`conf` with the driver JVM started on `QUIET_LOG_CONFIG`: Spark logs errors only.
+
+    A `-Dlog4j2.configurationFile` of the user's own (in `spark.conf`) comes after ours in
+    the options, and so wins.
+
+    Example:
+        >>> options = quiet_conf({DRIVER_JAVA_OPTIONS: "-Xss4m"})[DRIVER_JAVA_OPTIONS]
+        >>> options.startswith("-Dlog4j2.configurationFile=file:"), options.endswith(" -Xss4m")
+        (True, True)
+    """
+    ours = f"-Dlog4j2.configurationFile={QUIET_LOG_CONFIG.as_uri()}"
+    theirs = conf.get(DRIVER_JAVA_OPTIONS, "")
+    return {**conf, DRIVER_JAVA_OPTIONS: f"{ours} {theirs}".strip()}
+
+
+@contextmanager
+def jvm_notices_dropped() -> Iterator[None]:
+    """While a driver JVM starts inside: its stderr is a pipe, which a thread forwards to
+    this process's stderr line by line, for the JVM's whole life, all but `JVM_NOTICES`."""
+    sys.stderr.flush()
+    read, write = os.pipe()
+    real = os.dup(2)
+    os.dup2(write, 2)  # the JVM inherits fd 2 as it starts
+    os.close(write)
+    threading.Thread(target=_forward, args=(read, real), name="jvm-stderr", daemon=True).start()
+    try:
+        yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(real, 2)  # this process writes to its own stderr again
+
+
+def _forward(read: int, real: int) -> None:
+    with open(read, "rb") as lines, open(real, "wb", buffering=0) as stderr:
+        for line in lines:  # until the JVM (and whatever it started) exits
+            if not line.startswith(JVM_NOTICES):
+                stderr.write(line)
+
+
+def get_spark(
+    settings: Settings | None = None, app_name: str = "ackfold", *, quiet: bool = False
+) -> SparkSession:
     """Get or create the Spark session for `settings` (loaded from the environment if None).
+
+    `quiet` is for a session whose output a person reads on a console (the CLI, the demo):
+    Spark then logs errors only, from the JVM's start on, and the JVM's notice at start is
+    dropped (`jvm_notices_dropped`); otherwise Spark logs its warnings too, as it does by
+    default. A session that already exists keeps its JVM's start-up logging; only its
+    level changes.
 
     Under `spark-submit` pass the same `spark_conf()` and jars on the command line, as
     `ackfold.dags.spark_submit_kwargs()` does: the driver's classpath is fixed by then.
@@ -168,6 +230,8 @@ def get_spark(settings: Settings | None = None, app_name: str = "ackfold") -> Sp
     builder = SparkSession.builder.appName(app_name)
     submitted = "PYSPARK_GATEWAY_PORT" in os.environ
     conf = spark_conf(settings, with_jars=not submitted)
+    if quiet and not submitted:
+        conf = quiet_conf(conf)
     master = _submitted_master() if submitted else settings.spark.master
     check_master(master)
     if not submitted:
@@ -177,6 +241,12 @@ def get_spark(settings: Settings | None = None, app_name: str = "ackfold") -> Sp
             os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # loopback only, no warning
     for key, value in conf.items():
         builder = builder.config(key, value)
-    spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("WARN")
+    from pyspark import SparkContext
+
+    if quiet and not submitted and SparkContext._gateway is None:  # the JVM starts here
+        with jvm_notices_dropped():
+            spark = builder.getOrCreate()
+    else:
+        spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR" if quiet else "WARN")
     return spark

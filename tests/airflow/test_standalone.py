@@ -18,6 +18,7 @@ from ackfold.replay.params import MANUAL_REPLAY_DAG_ID
 from ackfold.sources.sqs_client import sqs_client
 from tests.conftest import JARS_DIR
 from tests.embedded_stack import DEMO_MESSAGES, USERS, Stack
+from tests.spark_output import spark_warnings
 
 
 def _processes_with(env_entry: bytes) -> list[int]:
@@ -112,6 +113,9 @@ def test_make_run_shows_the_demo_report_then_keeps_the_app_running(stack: Stack)
     assert any("exactly the poison and stuck messages" in line for line in report), report
     assert "word counts: exact" in text
     assert "the Airflow DAGs ackfold_reconcile and ackfold_replay reconcile" in text
+    # ackfold's lines and real errors only: none of Spark's warnings (`--verbose` shows them,
+    # tests/spark/test_cli_on_spark_ledger.py).
+    assert spark_warnings(text) == [], spark_warnings(text)[:10]
     status = json.loads((stack.var / "run" / "wordcount.json").read_text())
     assert status["phase"].startswith(("cycle", "running")), status
     # As of the demo's last reconcile: every message but the poison and the stuck one.

@@ -20,12 +20,12 @@ PROJECT_DIR = Path(__file__).resolve().parents[2]
 COMPOSE_FILE = PROJECT_DIR / "docker-compose.yml"
 ENV_EXAMPLE = PROJECT_DIR / ".env.example"
 DOCKERFILE = PROJECT_DIR / "docker" / "Dockerfile"
-README = PROJECT_DIR / "README.md"
-DEPLOY_SECTION = "### Deploy on a cluster"
 AIRFLOW_INIT = PROJECT_DIR / "docker" / "airflow-init.sh"
 REQUIREMENTS = PROJECT_DIR / "requirements.txt"
 # An auth manager with roles: a Viewer reads, a User may also replay (docs/security.md).
 FAB_AUTH_MANAGER = "airflow.providers.fab.auth_manager.fab_auth_manager.FabAuthManager"
+# The docs page that describes the stack: its services table and the pins it quotes.
+DEPLOY_PAGE = PROJECT_DIR / "docs" / "operations" / "deploy.md"
 
 _REFERENCE = re.compile(
     r"\$(?:(?P<escaped>\$)"
@@ -205,16 +205,8 @@ def volume_sources(service: Mapping[str, Any]) -> set[str]:
     return sources
 
 
-def deploy_section(readme: str) -> str:
-    """The README's `### Deploy on a cluster`, up to the next section of its level or above."""
-    start = readme.index(DEPLOY_SECTION)
-    following = re.search(r"^#{1,3} ", readme[start + len(DEPLOY_SECTION) :], re.M)
-    end = start + len(DEPLOY_SECTION) + following.start() if following else len(readme)
-    return readme[start:end]
-
-
 def services_table(section: str) -> dict[str, dict[str, Any]]:
-    """The services table of the deploy section: name -> image, ports and volumes."""
+    """The services table of the deploy page: name -> image, ports and volumes."""
     rows: dict[str, dict[str, Any]] = {}
     lines = iter(section.splitlines())
     for line in lines:
@@ -238,17 +230,17 @@ def services_table(section: str) -> dict[str, dict[str, Any]]:
 
 
 def readme_problems(document: Mapping[str, Any], table: dict[str, dict[str, Any]]) -> list[str]:
-    """The README's services exist with their image, ports and volumes; none is missing."""
+    """The deploy page's services exist with their image, ports and volumes; none is missing."""
     services = document["services"]
-    problems = [f"{name}: in docker-compose.yml, not in the README's table"
+    problems = [f"{name}: in docker-compose.yml, not in the deploy page's table"
                 for name in services if name not in table]  # fmt: skip
     for name, row in table.items():
         service = services.get(name)
         if service is None:
-            problems.append(f"{name}: in the README's table, not in docker-compose.yml")
+            problems.append(f"{name}: in the deploy page's table, not in docker-compose.yml")
             continue
         if service.get("image") not in row["image"]:
-            problems.append(f"{name}: the README says {row['image']}, the file {service['image']}")
+            problems.append(f"{name}: the page says {row['image']}, the file {service['image']}")
         if missing := row["ports"] - published_ports(service):
             problems.append(f"{name}: ports {sorted(missing)} are not published")
         if missing := row["volumes"] - volume_sources(service):

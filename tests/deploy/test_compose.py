@@ -1,8 +1,9 @@
 """docker-compose.yml, validated rather than run (there is no Docker engine here): the
 Compose Specification's schema, pinned images, health checks, no secret in the file,
-`.env.example` complete, the README's deploy section true to the file, and the jar pins in
-docker/Dockerfile matching the Spark that pyspark ships. Each check also fails on a copy
-broken for it. The fast tier: no JVM, no network once `make schemas` cached the schema."""
+`.env.example` complete, the deploy page (docs/operations/deploy.md) true to the file, and
+the jar pins in docker/Dockerfile matching the Spark that pyspark ships. Each check also
+fails on a copy broken for it. The fast tier: no JVM, no network once `make schemas` cached
+the schema."""
 
 from __future__ import annotations
 
@@ -153,10 +154,10 @@ def test_a_literal_secret_is_caught(raw: dict[str, Any], mutate: Any) -> None:
     assert checks.secret_problems(broken)
 
 
-def test_the_readme_names_every_service_with_its_ports_and_volumes(
+def test_the_deploy_page_names_every_service_with_its_ports_and_volumes(
     compose: dict[str, Any],
 ) -> None:
-    section = checks.deploy_section(checks.README.read_text())
+    section = checks.DEPLOY_PAGE.read_text()
     table = checks.services_table(section)
     assert len(table) == len(compose["services"])
     assert checks.readme_problems(compose, table) == []
@@ -184,14 +185,14 @@ def test_the_image_and_jar_pins_match_the_project() -> None:
     assert args["SPARK_IMAGE"].startswith(f"apache/spark:{pyspark}-scala2.13-")
     assert args["SPARK_IMAGE"].endswith("-python3-ubuntu")
     assert args["AIRFLOW_IMAGE"] == f"apache/airflow:{airflow}-python3.11"
-    section = checks.deploy_section(checks.README.read_text())
+    section = checks.DEPLOY_PAGE.read_text()
     for quoted in (
         f"hadoop-aws:{args['HADOOP_AWS_VERSION']}",
         f"bundle:{args['AWS_SDK_BUNDLE_VERSION']}",
         args["SPARK_IMAGE"],
         args["AIRFLOW_IMAGE"],
     ):
-        assert quoted in section, f"the README's deploy section does not quote {quoted}"
+        assert quoted in section, f"{checks.DEPLOY_PAGE.name} does not quote {quoted}"
 
 
 def test_airflow_runs_an_auth_manager_with_roles(compose: dict[str, Any]) -> None:

@@ -13,7 +13,10 @@ before its fence, which the rendered page hides:
 - `<!-- example: skip: <why> -->`: shown, not run (starts a server until Ctrl-C, needs
   Docker or a cloud account, runs this very suite, ...); the reason is required.
 
-A block without one fails here: no example can rot unseen.
+A block without one fails here: no example can rot unseen. Blocks that are not code need
+no annotation: `text` (output, shown as a command prints it) and `mermaid` (a diagram,
+which the docs site and GitHub draw); a fence must name its language, so that no command
+hides in a block of unknown kind. `tests/docs/test_site.py` builds the site itself.
 """
 
 from __future__ import annotations
@@ -79,11 +82,18 @@ def blocks(path: Path) -> list[Block]:
     return found
 
 
-ALL = [block for path in documents() for block in blocks(path) if block.lang in CODE]
+FENCED = [block for path in documents() for block in blocks(path)]
+ALL = [block for block in FENCED if block.lang in CODE]
 
 
 def _ids(selected: list[Block]) -> list[str]:
     return [block.where for block in selected]
+
+
+def test_every_fenced_block_names_its_language() -> None:
+    # A fence without one could hide a command from the checks below: output is `text`.
+    unnamed = [b.where for b in FENCED if not b.lang]
+    assert not unnamed, f"fenced blocks without a language (output is `text`): {unnamed}"
 
 
 def test_every_code_block_says_whether_and_how_it_runs() -> None:

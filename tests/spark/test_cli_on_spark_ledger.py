@@ -1,4 +1,5 @@
-"""The CLI end to end on a ledger Spark wrote: reconcile (JVM), then roots and show (no JVM)."""
+"""The CLI end to end on a ledger Spark wrote: reconcile (JVM), then roots and show (no JVM).
+Spark's own warnings stay out of the output unless `--verbose`."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from ackfold.ledger.tables import Ledger
 from ackfold.track.tracker import Tracker
 from tests.conftest import JARS_DIR, PROJECT_DIR
 from tests.spark.ledger_io import append
+from tests.spark_output import spark_warnings
 
 T0 = datetime(2026, 11, 22, 10, 0, tzinfo=UTC)
 ACKFOLD = str(PROJECT_DIR / ".venv" / "bin" / "ackfold")
@@ -44,6 +46,12 @@ def test_reconcile_then_list_and_show_through_the_cli(spark: SparkSession, tmp_p
     assert done.returncode == 0, done.stderr[-2000:]
     summary = json.loads(done.stdout)
     assert summary["by_status"] == {"completed": 1, "failed": 1}
+    assert spark_warnings(done.stderr) == [], done.stderr[-2000:]
+    # Again, verbose: nothing changes, and Spark's warnings are back.
+    again = _ackfold(tmp_path, "reconcile", "--now", "2026-11-22T10:05:00Z", "--verbose")
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert json.loads(again.stdout)["by_status"] == summary["by_status"]
+    assert spark_warnings(again.stderr), again.stderr[-2000:]
 
     listed = _ackfold(tmp_path, "roots", "--status", "failed", "--json")
     assert listed.returncode == 0, listed.stderr

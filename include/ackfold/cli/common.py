@@ -1,15 +1,23 @@
-"""What every `ackfold` command shares: how it is registered, how it prints, and how it
-fails (`UsageError`: exit 2; a ledger that cannot answer: exit 1)."""
+"""What every `ackfold` command shares: how it is registered, how it prints, how it fails
+(`UsageError`: exit 2; a ledger that cannot answer: exit 1), and its Spark session.
+
+An expected error is one line on stderr; `--verbose` adds its traceback, and Spark's own
+warnings, for whoever needs to dig (`verbosity`).
+"""
 
 from __future__ import annotations
 
 import argparse
 import os
 import sys
+import traceback
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ackfold.config import Settings
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 EXIT_USAGE = 2
 
@@ -35,10 +43,33 @@ def emit(text: str) -> None:
         os.close(devnull)
 
 
+class Verbosity:
+    """How much a command says: set once per run from `--verbose` (`cli.main.run`)."""
+
+    verbose = False
+
+
+verbosity = Verbosity()
+
+
+def error_line(exc: BaseException) -> None:
+    """Print an expected error as one line on stderr; with `--verbose`, its traceback first."""
+    if verbosity.verbose:
+        traceback.print_exception(exc, file=sys.stderr)
+    print(f"ackfold: {exc}", file=sys.stderr)
+
+
 def ledger_error(exc: Exception) -> int:
     """Say what the ledger (or a source) cannot do; exit code 1."""
-    print(f"ackfold: {exc}", file=sys.stderr)
+    error_line(exc)
     return 1
+
+
+def spark_session(settings: Settings, app_name: str) -> SparkSession:
+    """The command's Spark session: Spark's own warnings hidden, unless `--verbose`."""
+    from ackfold.spark import get_spark
+
+    return get_spark(settings, app_name=app_name, quiet=not verbosity.verbose)
 
 
 def check_app(settings: Settings, reader: Any, app: str | None) -> None:

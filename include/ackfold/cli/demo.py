@@ -7,7 +7,7 @@ import argparse
 import json
 import sys
 
-from ackfold.cli.common import AddCommand, UsageError, emit
+from ackfold.cli.common import AddCommand, UsageError, emit, spark_session
 from ackfold.config import Settings
 
 
@@ -49,12 +49,11 @@ def _demo(settings: Settings, args: argparse.Namespace) -> int:
 
     from ackfold.demo.run import Demo
     from ackfold.local.stack import start_sources, stop_all
-    from ackfold.spark import get_spark
 
     # SQS or Kafka on loopback, unless remote or already running.
     sources = start_sources(settings, emit)
     try:
-        spark = get_spark(settings, app_name="ackfold-demo")
+        spark = spark_session(settings, "ackfold-demo")
         try:
             demo = Demo(spark, settings, messages=messages, faults=faults, say=emit)
         except ValueError as exc:

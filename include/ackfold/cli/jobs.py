@@ -8,7 +8,14 @@ import json
 import sys
 from datetime import datetime
 
-from ackfold.cli.common import AddCommand, UsageError, check_app, emit, ledger_error
+from ackfold.cli.common import (
+    AddCommand,
+    UsageError,
+    check_app,
+    emit,
+    ledger_error,
+    spark_session,
+)
 from ackfold.config import Settings
 
 
@@ -45,9 +52,8 @@ def add_commands(command: AddCommand) -> None:
 
 def _smoke(settings: Settings, args: argparse.Namespace) -> int:
     from ackfold.smoke import check, run_smoke
-    from ackfold.spark import get_spark
 
-    report = run_smoke(get_spark(settings, "ackfold-smoke"), f"{settings.table_root}/smoke")
+    report = run_smoke(spark_session(settings, "ackfold-smoke"), f"{settings.table_root}/smoke")
     print(json.dumps(report, sort_keys=True))
     return 0 if check(report) else 1
 
@@ -61,9 +67,8 @@ def _reconcile(settings: Settings, args: argparse.Namespace) -> int:
         return ledger_error(exc)
 
     from ackfold.reconcile.reconciler import reconcile
-    from ackfold.spark import get_spark
 
-    spark = get_spark(settings, app_name="ackfold-reconcile")
+    spark = spark_session(settings, "ackfold-reconcile")
     summary = reconcile(spark, settings, now=now, app=args.app)
     if args.replay:
         from ackfold.replay.replayer import ReplayError, replay
@@ -88,9 +93,8 @@ def _quality(settings: Settings, args: argparse.Namespace) -> int:
         return ledger_error(exc)
 
     from ackfold.quality import run_quality
-    from ackfold.spark import get_spark
 
-    spark = get_spark(settings, app_name="ackfold-quality")
+    spark = spark_session(settings, "ackfold-quality")
     report = run_quality(
         spark, settings, app=args.app, now=now, say=lambda text: print(text, file=sys.stderr)
     )

@@ -52,7 +52,7 @@ def _setup(settings: Settings, args: argparse.Namespace) -> int:
 def _up(settings: Settings, args: argparse.Namespace) -> int:
     from ackfold.local.stack import run_stack
 
-    return run_stack(settings, demo=not args.no_demo)
+    return run_stack(settings, demo=not args.no_demo, verbose=args.verbose)
 
 
 def _sqs(settings: Settings, args: argparse.Namespace) -> int:

@@ -1,21 +1,26 @@
 """The `ackfold` command line: the parser of every command group, and `main`.
 
-Every error a user can cause (bad settings, a missing jar cache, bad arguments) ends in
-one clear message on stderr and a non-zero exit, never a traceback. Each command group is
-a module of this package (`local`, `replay`, `demo`, `jobs`, `read`).
+Every error a user can cause (bad settings, a missing jar cache, bad arguments, a server
+that does not answer) ends in one clear message on stderr and a non-zero exit, without a
+traceback; Spark logs its errors only. `--verbose` (`-v`), before or after the command,
+brings back Spark's warnings, ackfold's log lines and the tracebacks. An unexpected
+exception is a bug: its traceback is always shown. Each command group is a module of this
+package (`local`, `replay`, `demo`, `jobs`, `read`).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 
 from ackfold import __version__
 from ackfold.cli import demo, jobs, local, read, replay
-from ackfold.cli.common import EXIT_USAGE, Handler, UsageError
+from ackfold.cli.common import EXIT_USAGE, Handler, UsageError, error_line, verbosity
 from ackfold.config import ConfigError, Settings, load_settings
 from ackfold.local.jvm import JarsError
 from ackfold.sources.base import SourceError
@@ -28,11 +33,13 @@ def build_parser() -> argparse.ArgumentParser:
         description="Guaranteed message processing for Spark streaming: ledger, reconcile, replay.",
     )
     parser.add_argument("--version", action="version", version=f"ackfold {__version__}")
+    _add_verbose(parser, default=False)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def command(name: str, func: Handler, help: str) -> argparse.ArgumentParser:
         sub = commands.add_parser(name, help=help, description=help)
         sub.set_defaults(func=func)
+        _add_verbose(sub, default=argparse.SUPPRESS)  # keeps a --verbose given before it
         return sub
 
     # In the order `ackfold --help` lists them.
@@ -45,6 +52,16 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _add_verbose(parser: argparse.ArgumentParser, default: object) -> None:
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        default=default,
+        help="also show Spark's warnings, ackfold's log lines and the traceback of an error",
+    )
+
+
 def _config(settings: Settings, args: argparse.Namespace) -> int:
     print(json.dumps(settings.model_dump(mode="json"), indent=2, sort_keys=True))
     return 0
@@ -54,17 +71,42 @@ def run(argv: Sequence[str] | None = None) -> int:
     """Parse `argv`, run the command, and turn user errors into messages and exit codes."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    with _verbose(args.verbose):
+        try:
+            settings = load_settings()
+            code: int = args.func(settings, args)
+            return code
+        except (ConfigError, JarsError, UsageError) as exc:
+            error_line(exc)
+            return EXIT_USAGE
+        except (SparkMasterUnreachable, SourceError) as exc:
+            # A source queue that cannot be reached or refuses: say which, no traceback.
+            error_line(exc)
+            return 1
+        except KeyboardInterrupt:
+            print("ackfold: interrupted", file=sys.stderr)
+            return EXIT_INTERRUPTED
+
+
+# A shell's exit status for a command stopped by Ctrl-C (128 + SIGINT).
+EXIT_INTERRUPTED = 130
+
+
+@contextmanager
+def _verbose(on: bool) -> Iterator[None]:
+    """For one run: `--verbose` sets `verbosity` (tracebacks, Spark's warnings) and shows
+    ackfold's own log lines from INFO up, with their time and logger."""
+    logger = logging.getLogger("ackfold")
+    level = logger.level
+    verbosity.verbose = on
+    if on:
+        logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+        logger.setLevel(logging.INFO)
     try:
-        settings = load_settings()
-        code: int = args.func(settings, args)
-        return code
-    except (ConfigError, JarsError, UsageError) as exc:
-        print(f"ackfold: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    except (SparkMasterUnreachable, SourceError) as exc:
-        # A source queue that cannot be reached or refuses: say which, no traceback.
-        print(f"ackfold: {exc}", file=sys.stderr)
-        return 1
+        yield
+    finally:
+        verbosity.verbose = False
+        logger.setLevel(level)
 
 
 def main() -> None:

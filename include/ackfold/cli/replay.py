@@ -8,7 +8,14 @@ import json
 import sys
 from typing import Any
 
-from ackfold.cli.common import AddCommand, UsageError, check_app, emit, ledger_error
+from ackfold.cli.common import (
+    AddCommand,
+    UsageError,
+    check_app,
+    emit,
+    ledger_error,
+    spark_session,
+)
 from ackfold.config import Settings
 
 
@@ -76,9 +83,8 @@ def _replay(settings: Settings, args: argparse.Namespace) -> int:
     from ackfold.ledger.lock import ledger_lock
     from ackfold.replay.planner import UnknownRoots
     from ackfold.replay.replayer import Replayer, unsent_error
-    from ackfold.spark import get_spark
 
-    replayer = Replayer(get_spark(settings, app_name="ackfold-replay"), settings)
+    replayer = Replayer(spark_session(settings, "ackfold-replay"), settings)
     # From the plan to the last send: another replay planning the same roots would send
     # them too (reconciles and replays wait, and say for whom).
     holder = f"ackfold replay ({request.requested_by})"

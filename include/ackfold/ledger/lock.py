@@ -9,7 +9,8 @@ a killed process never leaves it held. The file names the holder for the waiting
 
 The lock is per host, which is what `make run`, the demo and a single Airflow worker
 need. On a cluster where several workers run these tasks, give the ackfold DAGs one
-Airflow pool with a single slot instead (see the README's operations section).
+Airflow pool with a single slot instead (docs/operations/deploy.md, "Airflow with Celery or
+Kubernetes").
 
 Example:
     >>> import tempfile

@@ -286,8 +286,12 @@ def run_stack(
     ready_timeout: float = 300,
     *,
     demo: bool = True,
+    verbose: bool = False,
 ) -> int:
-    """Run `airflow standalone` until Ctrl-C or SIGTERM, then stop every process it started."""
+    """Run `airflow standalone` until Ctrl-C or SIGTERM, then stop every process it started.
+
+    `verbose` passes `--verbose` to the demo: Spark's warnings and tracebacks in its output.
+    """
     log = log or _say
     env = airflow_environment(settings)
     passwords = user_passwords(settings)
@@ -338,6 +342,8 @@ def run_stack(
                 log("starting the word-count demo (ackfold demo --keep-running --airflow) ...")
                 ackfold = str(Path(sys.executable).parent / "ackfold")
                 demo_cmd = [ackfold, "demo", "--keep-running", "--airflow"]
+                if verbose:
+                    demo_cmd.append("--verbose")
                 supervisor.start(demo_cmd, dict(os.environ), None)
             while airflow.poll() is None:
                 time.sleep(1)

@@ -11,8 +11,8 @@ Spark has no SQS source, so the spout of an SQS app is this loop, in the app's d
 A crash before 3 loses nothing: SQS delivers the messages again after their visibility
 timeout, and they register under the same root ids. The app's stages then read the
 registered roots as a Delta stream (`Ingester.stream`), which Spark replays exactly from
-its checkpoint. Why not a Python streaming data source: see the README ("Why ingestion is
-a loop, not a Spark source").
+its checkpoint. Why not a Python streaming data source: docs/sources.md ("Why ingestion is a
+loop, not a Spark source").
 
 Example (the driver of an app whose first stage is `split`):
     >>> ingester = Ingester(spark, settings, "wordcount", SqsQueue(settings, "in"),
