@@ -2,12 +2,15 @@
 
     .venv/bin/python bench/wordcount.py [--messages 5000] [--rounds 2] [--batch 1000]
 
-Starts ElasticMQ on a free loopback port. Each round sends `--messages` sentences, then
-runs the tracked app (`ackfold.demo.wordcount.WordCount`, no faults) to the end of its
-queue, then sends them again and runs the untracked app below on them: the same receive,
-land-then-delete loop, the same split and the same keyed MERGE into the sink, but no
-`roots` rows, no `_ackfold` column and no ack events. Both run in one process, on one
-Spark session, alternately. Prints messages per second for each and the overhead.
+Starts ElasticMQ on a free loopback port. Each round sends `--messages` sentences to each
+of three queues and runs, each to the end of its queue, three apps in turn: the tracked
+app (`ackfold.demo.wordcount.WordCount`, no faults) with compact acks (the default), the
+same with per-tuple acks (one ack event per word, as before compact acks), and the
+untracked app below: the same receive, land-then-delete loop, the same split and the
+same keyed MERGE into the sink, but no `roots` rows, no `_ackfold` column and no ack
+events. All run in one process, on one Spark session, alternately, each tracked app on a
+warehouse of its own. Prints messages per second for each, the overhead of each tracked
+mode, and the `ack_events` rows and bytes (its parquet files) per message.
 """
 
 from __future__ import annotations
@@ -116,12 +119,22 @@ def timed(label: str, feed: Feed, client: object, url: str, run: object) -> floa
     return rate
 
 
+MODES = ("compact", "per_tuple")
+
+
+def ledger_size(spark: SparkSession, warehouse: str) -> tuple[int, int]:
+    """Rows and bytes (its parquet files) of `ack_events` under `warehouse`."""
+    rows = spark.read.format("delta").load(f"{warehouse}/ack_events").count()
+    files = Path(warehouse, "ack_events").glob("*.parquet")
+    return rows, sum(path.stat().st_size for path in files)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--messages", type=int, default=5000)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument(
-        "--batch", type=int, default=1000, help="sqs.max_messages_per_batch, for both apps"
+        "--batch", type=int, default=1000, help="sqs.max_messages_per_batch, for every app"
     )
     parser.add_argument(
         "--warm-up", type=int, default=50, help="messages of each app's warm-up run (0: none)"
@@ -138,45 +151,56 @@ def main() -> None:
     )  # fmt: skip
     spark = get_spark(settings, app_name="ackfold-bench-wordcount")
     feed = Feed.build(args.messages, FaultSettings())
-    tracked_rates, plain_rates = [], []
+    warm = Feed.build(args.warm_up, FaultSettings())
+    rates: dict[str, list[float]] = {name: [] for name in (*MODES, "untracked")}
     with ElasticMQ(settings, port=port) as server:
         client = server.client()
-        queues = {name: f"bench-{name}-{uuid.uuid4().hex[:6]}" for name in ("tracked", "plain")}
+        queues = {name: f"bench-{name.replace('_', '-')}-{uuid.uuid4().hex[:6]}" for name in rates}
         urls = {k: client.create_queue(QueueName=q)["QueueUrl"] for k, q in queues.items()}
-        client.create_queue(QueueName=f"{queues['tracked']}-dlq")
-        settings = settings.model_copy(
-            update={"apps": {"wordcount": settings.apps["wordcount"].model_copy(
-                update={"source_queue": queues["tracked"]})}}
-        )  # fmt: skip
-        tracked = WordCount(spark, settings)
-        plain = Untracked(spark, settings, queues["plain"])
-        # Warm up both paths (JIT, Delta's code paths) on a small run each.
-        warm = Feed.build(args.warm_up, FaultSettings())
-        if args.warm_up:
-            timed("warm-up", warm, client, urls["tracked"], tracked.step)
-            timed("warm-up", warm, client, urls["plain"], plain.step)
+        apps: dict[str, WordCount | Untracked] = {}
+        for mode in MODES:
+            client.create_queue(QueueName=f"{queues[mode]}-dlq")
+            policy = settings.apps["wordcount"].model_copy(update={"source_queue": queues[mode]})
+            own = settings.model_copy(
+                update={"warehouse": str(work / mode), "apps": {"wordcount": policy}}
+            )
+            apps[mode] = WordCount(spark, own, acks=mode)
+        apps["untracked"] = Untracked(spark, settings, queues["untracked"])
+        # Warm up every path (JIT, Delta's code paths) on a small run each.
+        for name, app in apps.items():
+            if args.warm_up:
+                timed(f"warm-up {name}", warm, client, urls[name], app.step)
         for _ in range(args.rounds):
-            tracked_rates.append(timed("tracked", feed, client, urls["tracked"], tracked.step))
-            plain_rates.append(timed("untracked", feed, client, urls["plain"], plain.step))
-        words = sum(tracked.word_counts().values())
+            for name, app in apps.items():
+                rates[name].append(timed(name, feed, client, urls[name], app.step))
         expected = (args.rounds * sum(feed.true_counts().values())) + sum(
             warm.true_counts().values()
         )
-        assert words == expected, (words, expected)
-    tracked_rate, plain_rate = statistics.median(tracked_rates), statistics.median(plain_rates)
-    overhead = 1 - tracked_rate / plain_rate
-    print(
-        f"tracking overhead: {overhead:.0%} fewer messages per second (median of "
-        f"{args.rounds}: {tracked_rate:,.0f} vs {plain_rate:,.0f} msgs/s)"
-    )
-    figures = {
-        "messages": args.messages,
-        "rounds": args.rounds,
-        "batch": args.batch,
-        "tracked_msgs_per_s": round(tracked_rate),
-        "untracked_msgs_per_s": round(plain_rate),
-        "overhead": round(overhead, 3),
-    }
+        for mode in MODES:
+            app = apps[mode]
+            assert isinstance(app, WordCount)
+            words = sum(app.word_counts().values())
+            assert words == expected, (mode, words, expected)
+    median = {name: statistics.median(found) for name, found in rates.items()}
+    sent = args.warm_up + args.rounds * args.messages
+    figures: dict[str, object] = {
+        "messages": args.messages, "rounds": args.rounds, "batch": args.batch,
+        "untracked_msgs_per_s": round(median["untracked"]),
+    }  # fmt: skip
+    for mode in MODES:
+        overhead = 1 - median[mode] / median["untracked"]
+        rows, size = ledger_size(spark, str(work / mode))
+        print(
+            f"tracking overhead, {mode} acks: {overhead:.0%} fewer messages per second "
+            f"(median of {args.rounds}: {median[mode]:,.0f} vs {median['untracked']:,.0f} "
+            f"msgs/s); ack_events {rows / sent:.1f} rows and {size / sent:,.0f} bytes "
+            "per message"
+        )
+        figures.update({
+            f"{mode}_msgs_per_s": round(median[mode]), f"{mode}_overhead": round(overhead, 3),
+            f"{mode}_rows_per_msg": round(rows / sent, 2),
+            f"{mode}_bytes_per_msg": round(size / sent),
+        })  # fmt: skip
     print(json.dumps(figures, sort_keys=True))
     spark.stop()
     shutil.rmtree(work, ignore_errors=True)

@@ -122,10 +122,14 @@ def _ui(out: str, work: Path) -> None:
 
 
 def _wordcount(out: str, work: Path) -> None:
-    summary = summary_of(out)  # the script checks the tracked app's word counts
+    summary = summary_of(out)  # the script checks the tracked apps' word counts
     assert summary["messages"] == 60
-    assert summary["tracked_msgs_per_s"] > 0
     assert summary["untracked_msgs_per_s"] > 0
+    for mode in ("compact", "per_tuple"):
+        assert summary[f"{mode}_msgs_per_s"] > 0
+    # Compact acks: an init, a split and a count row per sentence; per tuple, one a word.
+    assert summary["compact_rows_per_msg"] <= 3 < summary["per_tuple_rows_per_msg"]
+    assert summary["compact_bytes_per_msg"] < summary["per_tuple_bytes_per_msg"]
 
 
 CHECKS: dict[str, Callable[[str, Path], None]] = {

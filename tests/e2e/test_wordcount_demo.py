@@ -185,13 +185,16 @@ def test_a_message_delivered_twice_is_counted_once_and_reported_as_a_duplicate(
     spark: SparkSession, sqs_server: Any, tmp_path: Path
 ) -> None:
     """The ingester dies after registering, before deleting: SQS delivers the messages
-    again after their visibility timeout and they are registered a second time. The sink
-    still counts each word once, and the report counts the duplicates."""
+    again after their visibility timeout and they are registered a second time. The app
+    processes the first copies before the second arrive, so each root goes through
+    `split` and `count` in two micro-batches: its compact acks say the same thing twice,
+    under the same ids, and it completes once. The sink still counts each word once, and
+    the report counts the duplicates."""
     settings = with_demo_policy(
         load_settings(
             var_dir=tmp_path / "var", jars_dir=JARS_DIR,
             sqs={"endpoint_url": sqs_server.endpoint_url, "wait_time": "1s",
-                 "visibility_timeout": "3s"},
+                 "visibility_timeout": "6s"},
             apps={"wordcount": {"source_queue": f"twice-{uuid.uuid4().hex[:8]}"}},
         )
     )  # fmt: skip
@@ -206,10 +209,12 @@ def test_a_message_delivered_twice_is_counted_once_and_reported_as_a_duplicate(
     client = app.queue.client
     url = client.create_queue(QueueName=app.queue.queue)["QueueUrl"]
     message_ids = feed.send(client, url)
+    received = time.monotonic()
     with pytest.raises(RuntimeError, match="killed after registering"):
         app.ingester.poll()
-    time.sleep(3.5)  # the visibility timeout: SQS delivers them again
-    app.step()
+    assert app.step() == 0  # the first copies, through both queries; the queue looks empty
+    time.sleep(max(0.0, received + 6.5 - time.monotonic()))  # the visibility timeout
+    assert app.step() == 5  # SQS delivered them again: the second copies
     reconcile(spark, settings, app="wordcount")
     report = assess(
         spark, app.ledger, "wordcount", feed, message_ids, app.counted_path, faults="none"

@@ -38,6 +38,7 @@ from ackfold.sources.ingest import Ingester
 from ackfold.sources.kafka import KafkaTopic
 from ackfold.sources.kafka_spout import KafkaSpout, restart_gets_past
 from ackfold.sources.sqs import SqsQueue
+from ackfold.track.compact import COMPACT
 from ackfold.track.stage import StageTracker
 
 if TYPE_CHECKING:
@@ -118,6 +119,7 @@ class WordCount:
         app: str = APP,
         faults: FaultSettings | None = None,
         stuck: Collection[int] = (),
+        acks: str = COMPACT,
     ) -> None:
         self.spark = spark
         self.settings = settings
@@ -155,8 +157,10 @@ class WordCount:
             self.ingester = Ingester(spark, settings, app, sqs, to=[SPLIT])
             spout = self.ingester.tracker
         self.spout = spout
-        self.split = StageTracker(app, SPLIT, ledger=self.ledger)
-        self.count = StageTracker(app, COUNT, ledger=self.ledger)
+        # `acks`: how the stages write their acks (`ackfold.track.compact`); the benchmark
+        # runs the per-tuple mode too, for comparison.
+        self.split = StageTracker(app, SPLIT, ledger=self.ledger, acks=acks)
+        self.count = StageTracker(app, COUNT, ledger=self.ledger, acks=acks)
         home = f"{settings.table_root}/apps/{app}"
         self.words_path = f"{home}/words"
         self.counted_path = f"{home}/counted"

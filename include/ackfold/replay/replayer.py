@@ -9,13 +9,15 @@ A run has two halves:
   root: send a new attempt, dead-letter it, resend what an earlier run planned but never
   marked sent, finish the bookkeeping of what it sent, or skip it (with the reason).
 - `Replayer.execute(plan)` appends a `planned` row per send to `replay_log` BEFORE
-  sending anything, then sends chunk by chunk at the requested rate, and after each chunk
-  appends a `sent` row (with the new message id) or a `failed` row (with the error) per
-  message. At the end it sets `root_state` to `replayed` or `dead_lettered` and records
-  dead letters and redrives (MERGEs, once per run; `ackfold.replay.bookkeeping`).
+  sending anything, then sends chunk by chunk at the requested rate, and marks each sent
+  chunk with a `sent` row (with the new message id) or a `failed` row (with the error) per
+  message, appended while the next chunks are sent (`ackfold.replay.marks`). At the end
+  it sets `root_state` to `replayed` or `dead_lettered` and records dead letters and
+  redrives (MERGEs, once per run; `ackfold.replay.bookkeeping`).
 
 So a re-run sends exactly what was not yet sent (invariant 4). A crash between a send and
-its mark resends at most that chunk, once, and the summary counts it (`resent`); the
+its mark resends what was not marked yet (at most the chunk being sent and the chunks
+waiting for their mark), once, and the summary counts it (`resent`); the
 copies share the new root id (derived from the origin and the attempt) and, on FIFO
 queues, the deduplication id. An unreachable queue is retried with backoff; what still
 fails stays in the log as unsent, and the run says so.
@@ -41,6 +43,7 @@ from ackfold.config import Settings
 from ackfold.ledger.lock import ledger_lock
 from ackfold.ledger.tables import Ledger
 from ackfold.replay.bookkeeping import PLANNED, Bookkeeper, now_wall
+from ackfold.replay.marks import Marker
 from ackfold.replay.planner import DEAD_LETTER, NEW, REPLAY, SENT, UNSENT, Plan, Planned, Planner
 from ackfold.replay.queues import SourceQueues
 from ackfold.replay.request import ReplayRequest
@@ -134,30 +137,32 @@ class Replayer:
             pacer = _Pacer(request.rate or self._rate(request))
             delivered: list[Planned] = list(done)
             results: dict[int, Sent] = {}
-            for start in range(0, len(pending), chunk):
-                batch = pending[start : start + chunk]
-                results.update(self._send_with_retries(batch, pacer))
-                if after_send:
-                    after_send([results[p.root_id] for p in batch])
-                # The mark is what keeps a re-run from sending again: one commit per chunk.
-                self._books.mark(plan, batch, results)
-                ok = [p for p in batch if results[p.root_id].ok]
-                delivered.extend(ok)
-                summary.sent += sum(1 for p in ok if p.action == REPLAY)
-                summary.dead_lettered += sum(1 for p in ok if p.action == DEAD_LETTER)
-                summary.resent += sum(1 for p in ok if p.state == UNSENT)
-                failed = [results[p.root_id] for p in batch if not results[p.root_id].ok]
-                gone = [sent for sent in failed if sent.gone]
-                if progress:
-                    progress(start + len(batch), len(pending))
-                if gone:
-                    # Each fails alone (the next plan dead-letters it); the run goes on.
-                    summary.last_error = gone[-1].error
-                    summary.not_sent += len(gone)
-                if len(gone) < len(failed):
-                    summary.last_error = failed[-1].error
-                    summary.not_sent += len(pending) - start - len(ok) - len(gone)
-                    break  # the queue is down or refusing: the rest stays planned in the log
+            # The marks keep a re-run from sending again: appended while the next chunks are
+            # sent, each append covering the chunks sent during the one before.
+            with Marker(self._books, plan) as marker:
+                for start in range(0, len(pending), chunk):
+                    batch = pending[start : start + chunk]
+                    results.update(self._send_with_retries(batch, pacer))
+                    if after_send:
+                        after_send([results[p.root_id] for p in batch])
+                    marker.add(batch, results)
+                    ok = [p for p in batch if results[p.root_id].ok]
+                    delivered.extend(ok)
+                    summary.sent += sum(1 for p in ok if p.action == REPLAY)
+                    summary.dead_lettered += sum(1 for p in ok if p.action == DEAD_LETTER)
+                    summary.resent += sum(1 for p in ok if p.state == UNSENT)
+                    failed = [results[p.root_id] for p in batch if not results[p.root_id].ok]
+                    gone = [sent for sent in failed if sent.gone]
+                    if progress:
+                        progress(start + len(batch), len(pending))
+                    if gone:
+                        # Each fails alone (the next plan dead-letters it); the run goes on.
+                        summary.last_error = gone[-1].error
+                        summary.not_sent += len(gone)
+                    if len(gone) < len(failed):
+                        summary.last_error = failed[-1].error
+                        summary.not_sent += len(pending) - start - len(ok) - len(gone)
+                        break  # the queue is down or refusing: the rest stays planned in the log
             # Statuses once per run: a crash before this leaves marked sends, which the next
             # run's plan finds (state SENT) and finishes without sending them again.
             self._books.settle(delivered, results)

@@ -1,10 +1,11 @@
 """The ``ack_events`` rows a stage writes, and the edge arithmetic of their ack vals.
 
-An ack row XORs the input's own edges (for this stage as consumer) with the edges of the
-children emitted from it, in one row (invariant 2); a fail row carries the reason. Event
-ids are derived from what the event says, so a row written twice is one event to the
-fold. ``StageTracker`` (``ackfold.track.stage``) calls these; ``Tracker.ack`` and
-``Tracker.fail`` are the same rules in plain Python.
+An ack XORs the input's own edges (for this stage as consumer) with the edges of the
+children emitted from it, in one row (invariant 2): one row per input and root, or, in
+compact mode, one row per root for all the inputs of the call (``ackfold.track.compact``).
+A fail row carries the reason. Event ids are derived from what the event says, so a row
+written twice is one event to the fold. ``StageTracker`` (``ackfold.track.stage``) calls
+these; ``Tracker.ack`` and ``Tracker.fail`` are the same rules in plain Python.
 """
 
 from __future__ import annotations
@@ -17,10 +18,12 @@ from ackfold.track.columns import TUPLE_COLUMN, literal, zero
 from ackfold.track.tracker import ACK, FAIL, UNNAMED
 
 
-def ack_rows(app: str, stage: str, inputs: DataFrame, children: DataFrame | None) -> DataFrame:
+def ack_rows(
+    app: str, stage: str, inputs: DataFrame, children: DataFrame | None, *, compact: bool
+) -> DataFrame:
     """The ``ack`` events of ``stage``'s ``inputs`` (``StageTracker.ack``): each input's own
-    edges XOR the edges of its children in ``children`` (invariant 2), per input and
-    root."""
+    edges XOR the edges of its children in ``children`` (invariant 2), per input and root,
+    or per root if ``compact``."""
     t = F.col("t")
     own = (
         inputs.select(F.col(TUPLE_COLUMN).alias("t"))
@@ -39,6 +42,8 @@ def ack_rows(app: str, stage: str, inputs: DataFrame, children: DataFrame | None
             F.lit(None).cast("bigint").alias("edge"),
         )
     )
+    if compact:
+        return _compact_rows(app, stage, own, children)
     if children is None:
         # No children: each row is its input's whole ack. Copies of one input give the
         # same event id, which write_batch keeps once: no aggregation (no shuffle).
@@ -56,6 +61,40 @@ def ack_rows(app: str, stage: str, inputs: DataFrame, children: DataFrame | None
     )
     ack_val = F.col("own").bitwiseXOR(sql_ids.xor_all(F.col("edges")))
     return event_rows(app, stage, acks, ACK, F.col("root_id"), F.col("tuple_id"), ack_val)
+
+
+def _compact_rows(app: str, stage: str, own: DataFrame, children: DataFrame | None) -> DataFrame:
+    """One row per root: the XOR of its inputs' acks, under the id of the set of inputs.
+
+    One shuffle, by root: the distinct (input, own value) pairs and the distinct (anchor,
+    child edge) pairs of each root, then the edges of anchors that are not among the
+    inputs are left out (they stay pending, as per tuple). Copies of an input or a child
+    count once, as per tuple.
+    """
+    combined = own if children is None else own.unionByName(_child_edges(stage, children))
+    tuple_id, value, edge = F.col("tuple_id"), F.col("own"), F.col("edge")
+    grouped = combined.groupBy("root_id").agg(
+        F.collect_set(
+            F.when(value.isNotNull(), F.struct(tuple_id.alias("id"), value.alias("v")))
+        ).alias("inputs"),
+        F.collect_set(
+            F.when(edge.isNotNull(), F.struct(tuple_id.alias("id"), edge.alias("v")))
+        ).alias("edges"),
+    )
+    inputs, edges = F.col("inputs"), F.col("edges")
+    acked = F.transform(inputs, lambda x: x["id"])
+    kept = F.filter(edges, lambda e: F.array_contains(acked, e["id"]))
+    folded = grouped.where(F.size(inputs) > 0).select(
+        "root_id",
+        F.size(inputs).alias("n"),
+        sql_ids.xor_all(acked).alias("signature"),
+        sql_ids.xor_all(F.transform(inputs, lambda x: x["v"]))
+        .bitwiseXOR(sql_ids.xor_all(F.transform(kept, lambda e: e["v"])))
+        .alias("ack_val"),
+    )
+    root = F.col("root_id")
+    event_id = sql_ids.compact_event_id(app, root, stage, F.col("n"), F.col("signature"))
+    return _rows(app, stage, folded, event_id, root, ACK, F.col("ack_val"))
 
 
 def fail_rows(app: str, stage: str, inputs: DataFrame, reason: str | Column) -> DataFrame:
@@ -94,8 +133,22 @@ def event_rows(
 ) -> DataFrame:
     """One ``ack_events`` row of ``kind`` per row of ``frame``, written by ``stage`` of ``app``;
     its event id is derived from what it says (invariant 4)."""
+    event_id = sql_ids.event_id(app, root, kind, stage, tuple_id)
+    return _rows(app, stage, frame, event_id, root, kind, ack_val, reason)
+
+
+def _rows(
+    app: str,
+    stage: str,
+    frame: DataFrame,
+    event_id: Column,
+    root: Column,
+    kind: str,
+    ack_val: Column,
+    reason: Column | None = None,
+) -> DataFrame:
     return frame.select(
-        sql_ids.event_id(app, root, kind, stage, tuple_id).alias("event_id"),
+        event_id.alias("event_id"),
         F.lit(app).alias("app"),
         root.alias("root_id"),
         F.lit(kind).alias("kind"),

@@ -135,6 +135,29 @@ def event_id(app: str, root_id: Column, kind: str, stage: str, tuple_id: Column)
     return F.md5(F.concat_ws(ids.SEP, *parts))
 
 
+def compact_event_id(
+    app: str, root_id: Column, stage: str, count: Column, signature: Column
+) -> Column:
+    """``ids.compact_event_id`` in SQL: the per-tuple id for one tuple, else ``md5`` of the
+    count and the XOR of the tuple ids (``signature``).
+
+    Example:
+        >>> from pyspark.sql import functions as F
+        >>> from ackfold.ledger import ids
+        >>> row = spark.range(1).select(
+        ...     compact_event_id("wc", F.lit(5), "count", F.lit(1), F.lit(77)).alias("one"),
+        ...     compact_event_id("wc", F.lit(5), "count", F.lit(2), F.lit(7)).alias("two"),
+        ... ).first()
+        >>> (row.one, row.two) == (ids.compact_event_id("wc", 5, "count", 1, 77),
+        ...                        ids.compact_event_id("wc", 5, "count", 2, 7))
+        True
+    """
+    head = [_text(app), _text(root_id), _text(ids.ACK_KIND), _text(stage)]
+    return F.when(count == 1, F.md5(F.concat_ws(ids.SEP, *head, _text(signature)))).otherwise(
+        F.md5(F.concat_ws(ids.SEP, *head, _text(count), _text(signature)))
+    )
+
+
 def xor_all(values: Column) -> Column:
     """The XOR of an ``array<bigint>`` (0 for an empty array), without exploding it."""
     return F.aggregate(values, F.lit(0).cast("bigint"), lambda acc, x: acc.bitwiseXOR(x))

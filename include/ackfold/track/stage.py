@@ -10,8 +10,10 @@ A stage, inside ``foreachBatch``, reads like Storm's collector:
 - ``spout`` registers one root per source row: ``roots`` rows, ``init`` events, tuples;
 - ``emit`` / ``explode`` / ``aggregate`` make children anchored to their inputs: one to
   one, one to many, many to one (a child of tuples of several roots);
-- ``ack(inputs, children)`` writes, per input and root, the input's own edges XOR the
-  edges of its children (invariant 2); ``fail(inputs, reason)`` fails them;
+- ``ack(inputs, children)`` writes the inputs' own edges XOR the edges of their children
+  (invariant 2): one row per root for the whole call (compact, the default), or one per
+  input and root (``acks="per_tuple"``, ``ackfold.track.compact``); ``fail(inputs,
+  reason)`` fails them, one row per input and root;
 - ``write_batch`` appends the outputs, then the roots, then all events of the batch in
   one commit, each with ``txnAppId``/``txnVersion`` so a re-run batch writes nothing.
 
@@ -61,6 +63,7 @@ from ackfold.track.columns import (
     literal,
     zero,
 )
+from ackfold.track.compact import COMPACT, check_acks
 from ackfold.track.events import ack_rows, event_rows, fail_rows
 from ackfold.track.tracker import INIT, check_name, consumers_of
 from ackfold.track.write import append_batch
@@ -87,6 +90,12 @@ class StageTracker:
     checkpoint, so a query restarted on a fresh checkpoint (batch ids from 0 again) is not
     mistaken for a re-run of the old one.
 
+    ``acks`` is how ``ack`` writes: ``"compact"`` (the default), one row per root for all
+    the inputs of a call, which needs a stage that emits the same children whenever it
+    processes a tuple again; ``"per_tuple"``, one row per input and root, for a stage that
+    may not (it draws at random, reads a clock or a service that can answer otherwise).
+    See ``docs/decisions/compact-events.md``.
+
     Example:
         >>> split = StageTracker("wordcount", "split", ledger="/tmp/warehouse")
         >>> split
@@ -100,11 +109,13 @@ class StageTracker:
         *,
         ledger: Ledger | str | None = None,
         writer_id: str | None = None,
+        acks: str = COMPACT,
     ) -> None:
         self.app = check_name("app", app)
         self.stage = check_name("stage", stage)
         self.ledger = Ledger(ledger) if isinstance(ledger, str) else ledger
         self.writer_id = writer_id
+        self.acks = check_acks(acks)
 
     def __repr__(self) -> str:
         return f"StageTracker({self.app!r}, {self.stage!r})"
@@ -322,14 +333,15 @@ class StageTracker:
     # -- acks and fails -------------------------------------------------------------------
 
     def ack(self, inputs: DataFrame, children: DataFrame | None = None) -> DataFrame:
-        """The ``ack`` events of this stage's ``inputs``, one per input tuple and root
-        (a copy of an input passed twice gives a second row with the same event id, which
-        ``write_batch`` and the fold keep once).
+        """The ``ack`` events of this stage's ``inputs``: one per root (compact), or one per
+        input tuple and root (``acks="per_tuple"``). A copy of an input passed twice counts
+        once.
 
-        Each row XORs the input's own edges (for this stage as consumer) with the edges of
+        Each input's ack XORs its own edges (for this stage as consumer) with the edges of
         every child in ``children`` anchored to it (invariant 2): pass all the children this
         stage emitted from ``inputs``. Inputs without children are acked too; a sink passes
-        none.
+        none. A compact row XORs the acks of all the root's inputs in the call, under an id
+        that names that set of inputs.
 
         Example:
             >>> spout = StageTracker("wc", "spout").spout(
@@ -346,7 +358,7 @@ class StageTracker:
         _require_tracked(inputs, self, "ack")
         if children is not None:
             _require_tracked(children, self, "ack")
-        return ack_rows(self.app, self.stage, inputs, children)
+        return ack_rows(self.app, self.stage, inputs, children, compact=self.acks == COMPACT)
 
     def fail(self, inputs: DataFrame, reason: str | Column) -> DataFrame:
         """The ``fail`` events of this stage's ``inputs``: every root of each fails.

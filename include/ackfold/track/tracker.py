@@ -36,13 +36,14 @@ from typing import Any, Final
 
 from ackfold.ledger import ids
 from ackfold.ledger.tables import ACK_EVENTS_COLUMNS, ROOTS_COLUMNS
+from ackfold.track.compact import PER_TUPLE, Ack, check_acks, compact_acks
 
 # The v1 contract's columns, in the tables' order.
 EVENT_COLUMNS: Final = ACK_EVENTS_COLUMNS
 ROOT_COLUMNS: Final = ROOTS_COLUMNS
 
 INIT: Final = "init"
-ACK: Final = "ack"
+ACK: Final = ids.ACK_KIND
 FAIL: Final = "fail"
 KINDS: Final = (INIT, ACK, FAIL)
 
@@ -138,6 +139,11 @@ class Tracker:
     it saw, to catch double acks and emits after an ack. Tuples may cross trackers; only the
     emit/ack bookkeeping of one delivery must happen in one tracker.
 
+    ``acks="compact"`` folds the acks of each root and stage into one row per ``drain()``
+    (``ackfold.track.compact``): drain once per unit of work, and only where processing a
+    tuple again would emit the same children. The default, ``"per_tuple"``, writes one row
+    per ack.
+
     Example:
         >>> tracker = Tracker("clicks")
         >>> click = tracker.spout(41, source="kafka", source_position="clicks:0:41")
@@ -151,10 +157,15 @@ class Tracker:
         'clicks:0:41'
     """
 
-    def __init__(self, app: str, *, clock: Callable[[], datetime] | None = None) -> None:
+    def __init__(
+        self, app: str, *, clock: Callable[[], datetime] | None = None, acks: str = PER_TUPLE
+    ) -> None:
         self.app = check_name("app", app)
         self._clock = clock or _utcnow
+        self.acks = check_acks(acks)
         self._events: list[Event] = []
+        # In compact mode, the acks since the last drain, folded by drain().
+        self._acks: list[Ack] = []
         self._roots: list[Event] = []
         self._registered: dict[int, Tuple] = {}
         # Edges of the children emitted while processing a delivery (tuple id, consumer),
@@ -316,7 +327,10 @@ class Tracker:
         now = self._now()
         for root in t.roots:
             value = t.value(root, delivery[1]) ^ pending.get(root, 0)
-            self._events.append(self._event(root, ACK, stage, t.id, value, now))
+            if self.acks == PER_TUPLE:
+                self._events.append(self._event(root, ACK, stage, t.id, value, now))
+            else:
+                self._acks.append(Ack(root, stage, t.id, value, now))
 
     def fail(self, t: Tuple, *, stage: str, reason: str) -> None:
         """Fail ``stage``'s delivery of ``t``: every root of ``t`` fails, with ``reason``.
@@ -341,9 +355,23 @@ class Tracker:
             self._events.append(self._event(root, FAIL, stage, t.id, 0, now, reason))
 
     def drain(self) -> list[Event]:
-        """Return the ``ack_events`` rows written since the last drain, and forget them."""
+        """Return the ``ack_events`` rows written since the last drain, and forget them.
+
+        In compact mode the acks since the last drain come last, one row per root and stage.
+
+        Example:
+            >>> tracker = Tracker("orders", acks="compact")
+            >>> order = tracker.spout("m-1")
+            >>> lines = [tracker.emit([order], stage="split") for _ in range(3)]
+            >>> tracker.ack(order, stage="split")
+            >>> for line in lines:
+            ...     tracker.ack(line, stage="sink")
+            >>> [(e["kind"], e["stage"]) for e in tracker.drain()]
+            [('init', 'spout'), ('ack', 'split'), ('ack', 'sink')]
+        """
         events, self._events = self._events, []
-        return events
+        acks, self._acks = self._acks, []
+        return events + compact_acks(self.app, acks)
 
     def drain_roots(self) -> list[Event]:
         """Return the ``roots`` rows written since the last drain, and forget them."""
