@@ -106,7 +106,6 @@ def write_ledger(warehouse: Path, roots: int, days: int) -> dict[str, int]:
             "origin_root_id": pa.array(ids),
             "last_stage": pa.array(stages),
             "fail_reason": pa.array(np.where(states == "failed", "bad record", None)),
-            "last_event_id": pa.array(np.full(n, "e")),
             "init_seen": pa.array(np.ones(n, dtype=bool)),
             "seen_event_hashes": pa.array([[]] * n, pa.list_(pa.int64())),
             "reconciled_at": pa.array(last, ts),

@@ -84,12 +84,12 @@ def append_columns(
 
 def append_arrow(warehouse: str | Path, table: str, data: pa.Table) -> None:
     """One commit of `data` to `table`, partitioned and with the ledger's table properties."""
-    partition = TABLES[table][1]
+    partitions = TABLES[table][1]
     write_deltalake(
         Ledger(str(warehouse)).path(table),
         data,
         mode="append",
-        partition_by=[partition] if partition else None,
+        partition_by=list(partitions) or None,
         configuration=dict(TABLE_PROPERTIES),
     )
 
@@ -120,8 +120,6 @@ def state_row(
         "fail_reason": folded.fail_reason,
         "fail_stage": folded.fail_stage,
         "fail_at": folded.fail_at,
-        "fail_event_id": folded.fail_event_id,
-        "last_event_id": folded.last_event_id,
         "init_seen": folded.init_seen,
         "seen_event_hashes": sorted(event_hash(e) for e in folded.seen_event_ids),
         "reconciled_at": reconciled_at or folded.last_event_at + timedelta(minutes=1),
@@ -358,7 +356,6 @@ def bulk_ledger(
                     "attempt": 1,
                     "origin_root_id": root,
                     "last_stage": "sink",
-                    "last_event_id": ack,
                     "init_seen": True,
                     "seen_event_hashes": [event_hash(init), event_hash(ack)],
                     "reconciled_at": done,
@@ -388,8 +385,9 @@ def _event(
 
 
 def partition_dates(warehouse: str | Path) -> list[date]:
-    """The `first_event_date` partitions of `root_state`, for pruning assertions."""
+    """The distinct `first_event_date` partitions of `root_state` (each holds a partition
+    per status), for pruning assertions."""
     from deltalake import DeltaTable
 
     table = DeltaTable(Ledger(str(warehouse)).path(ROOT_STATE))
-    return sorted(date.fromisoformat(str(p["first_event_date"])) for p in table.partitions())
+    return sorted({date.fromisoformat(str(p["first_event_date"])) for p in table.partitions()})

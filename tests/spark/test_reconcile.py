@@ -224,7 +224,7 @@ def test_reconcile_of_one_app_leaves_other_apps_alone(
     assert {row["app"] for row in state(spark, ledger).values()} == {"slow"}
 
 
-def test_a_root_older_than_the_lookback_waits_instead_of_getting_a_second_row(
+def test_a_root_older_than_the_lookback_keeps_one_row_when_its_events_come_again(
     spark: SparkSession, settings: Settings, ledger: Ledger
 ) -> None:
     tracker = Tracker("wordcount", clock=_clock().__next__)
@@ -232,9 +232,9 @@ def test_a_root_older_than_the_lookback_waits_instead_of_getting_a_second_row(
     tracker.ack(root, stage="split")
     append(spark, ledger, "ack_events", tracker.drain())
     reconcile(spark, settings, now=T0 + timedelta(minutes=1), app="wordcount")
-    # A full run ten days later reads the same events again (its checkpoint is new), but
-    # the root's state is outside its window: the events wait, the root keeps one row.
+    # A full run ten days later reads the same events again (its checkpoint is new): the
+    # root's row is found on the day its events name, and they are dropped as duplicates.
     summary = reconcile(spark, settings, now=T0 + timedelta(days=10))
     (row,) = state(spark, ledger).values()
     assert row["status"] == status.COMPLETED
-    assert summary["unmatched_events"] == 2
+    assert (summary["unmatched_events"], summary["duplicates_dropped"]) == (0, 2)

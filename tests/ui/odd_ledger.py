@@ -87,8 +87,6 @@ def odd_ledger(
                 "fail_reason": reason,
                 "fail_stage": stage,
                 "fail_at": failed,
-                "fail_event_id": fail,
-                "last_event_id": fail,
                 "init_seen": True,
                 "seen_event_hashes": [event_hash(init), event_hash(fail)],
                 "reconciled_at": failed + timedelta(minutes=1),

@@ -38,7 +38,7 @@ from ackfold.ledger.parse import (
 )
 from ackfold.ledger.reader import PAYLOAD_PREVIEW, LedgerReader, RootNotFound, UnknownApp
 from ackfold.ledger.sql import NoLedger, Scan
-from ackfold.ledger.tables import ACK_EVENTS, ROOT_STATE, ROOTS, TABLES
+from ackfold.ledger.tables import ACK_EVENTS, ROOT_STATE, ROOT_STATE_PARTITIONS, ROOTS, TABLES
 from ackfold.ledger.values import hex64, iso, one_line
 from tests.ledger_fixtures import (
     Sample,
@@ -821,7 +821,7 @@ def test_fixture_tables_have_the_schemas_of_tables_py(ledgers: Ledgers) -> None:
             f.name for f in arrow_schema(name) if not f.nullable
         ]
         assert table.metadata().partition_columns == (
-            ["first_event_date"] if name == ROOT_STATE else []
+            list(ROOT_STATE_PARTITIONS) if name == ROOT_STATE else []
         )
         assert table.protocol().min_reader_version == 1
     assert partition_dates(ledgers.sample.warehouse) == [
@@ -864,7 +864,6 @@ def _state_row(root: int, at: datetime, *, first_event_date: date) -> dict[str, 
         "attempt": 1,
         "origin_root_id": root,
         "last_stage": "spout",
-        "last_event_id": "e1",
         "init_seen": True,
         "seen_event_hashes": [1],
         "reconciled_at": at,

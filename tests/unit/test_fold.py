@@ -124,8 +124,8 @@ def test_fold_times_and_last_stage_across_runs() -> None:
     assert f.init_seen
 
 
-def test_last_stage_ties_are_broken_by_event_id() -> None:
-    events = [ev("b", "ack", 1, at=5, stage="from-b"), ev("a", "ack", 2, at=5, stage="from-a")]
+def test_last_stage_ties_are_broken_by_stage() -> None:
+    events = [ev("a", "ack", 1, at=5, stage="from-b"), ev("b", "ack", 2, at=5, stage="from-a")]
     assert fold(events)[1].last_stage == "from-b"
     assert fold(events[::-1])[1].last_stage == "from-b"
     assert fold(events[1:], prior=fold(events[:1]))[1].last_stage == "from-b"
@@ -141,11 +141,26 @@ def test_fail_reason_comes_from_the_earliest_fail_even_when_it_arrives_later() -
     assert folds[1].failed
 
 
-def test_fail_ties_are_broken_by_event_id() -> None:
-    b = ev("b", "fail", at=1, stage="stage-b", reason="b")
-    a = ev("a", "fail", at=1, stage="stage-a", reason="a")
-    for folds in (fold([a, b]), fold([b, a]), fold([a], prior=fold([b]))):
-        assert (folds[1].fail_reason, folds[1].fail_stage) == ("a", "stage-a")
+def test_fail_ties_are_broken_by_stage_then_reason() -> None:
+    b = ev("a", "fail", at=1, stage="stage-b", reason="a")
+    a = ev("b", "fail", at=1, stage="stage-a", reason="b")
+    for folds in (
+        fold([a, b]),
+        fold([b, a]),
+        fold([a], prior=fold([b])),
+        fold([b], prior=fold([a])),
+    ):
+        assert (folds[1].fail_reason, folds[1].fail_stage) == ("b", "stage-a")
+    same_stage = ev("c", "fail", at=1, stage="stage-a", reason="a")
+    for folds in (fold([a, same_stage]), fold([a], prior=fold([same_stage]))):
+        assert folds[1].fail_reason == "a"
+
+
+def test_of_copies_in_one_input_the_earliest_wins() -> None:
+    late, early = ev("i", "init", 1, at=9, stage="spout"), ev("i", "init", 1, at=2, stage="spout")
+    for events in ([late, early], [early, late]):
+        f = fold(events)[1]
+        assert (f.first_event_at, f.event_count) == (T0 + timedelta(seconds=2), 1)
 
 
 def test_fold_without_a_fail_has_no_fail_fields() -> None:
@@ -218,7 +233,7 @@ def test_classify_timed_out_root_that_completes_is_completed() -> None:
 
 
 def test_classify_failed_beats_complete() -> None:
-    f = rf(xor_acc=0, fail_event_id="f", fail_reason="bad", fail_at=T0)
+    f = rf(xor_acc=0, fail_reason="bad", fail_at=T0)
     assert classify(f, now=T0, timeout=TIMEOUT) == status.FAILED
     assert classify(f, now=T0, timeout=TIMEOUT, prior_status=status.TIMED_OUT) == status.FAILED
 
@@ -227,7 +242,7 @@ def test_classify_failed_beats_complete() -> None:
 def test_classify_superseded_root_keeps_its_status(prior: str) -> None:
     now = T0 + 2 * TIMEOUT
     assert classify(rf(), now=now, timeout=TIMEOUT, prior_status=prior) == prior
-    failed = rf(fail_event_id="f", fail_reason="x", fail_at=T0)
+    failed = rf(fail_reason="x", fail_at=T0)
     assert classify(failed, now=now, timeout=TIMEOUT, prior_status=prior) == prior
 
 
@@ -241,7 +256,7 @@ def test_classify_completion_after_a_replay_is_completed_late(prior: str) -> Non
 def test_classify_completed_root_stays_completed_whatever_arrives_later(prior: str) -> None:
     now = T0 + 2 * TIMEOUT
     stray = rf(xor_acc=99)
-    late_fail = rf(xor_acc=0, fail_event_id="f", fail_reason="rerun", fail_at=now)
+    late_fail = rf(xor_acc=0, fail_reason="rerun", fail_at=now)
     assert classify(stray, now=now, timeout=TIMEOUT, prior_status=prior) == prior
     assert classify(late_fail, now=now, timeout=TIMEOUT, prior_status=prior) == prior
 

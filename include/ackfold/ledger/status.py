@@ -40,3 +40,8 @@ OPEN: Final[tuple[str, ...]] = (PENDING, TIMED_OUT)
 
 # A new attempt replaced these roots; their own late completion is completed_late.
 SUPERSEDED: Final[tuple[str, ...]] = (REPLAYED, DEAD_LETTERED)
+
+# Waiting for an event, a timeout or a replay: not done yet, however old. The reconciler
+# keeps them open wherever they sit in time; the automatic replay and the quality checks
+# look for them there too.
+UNSETTLED: Final[tuple[str, ...]] = (PENDING, TIMED_OUT, FAILED)

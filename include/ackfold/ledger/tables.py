@@ -8,8 +8,11 @@ Layout, for the real access pattern:
 - `ack_events` and `roots` are append-only and unpartitioned. Appends arrive in time
   order, so each file covers a narrow time range and time filters skip files; Z-ordering
   them by `root_id` (maintenance) makes point lookups (`ackfold show`) skip files too.
-- `root_state` is partitioned by `first_event_date`. A reconcile reads and rewrites only
-  the partitions within `reconcile.lookback` of now, never older history (invariant 9).
+- `root_state` is partitioned by `first_event_date`, then `status`. A reconcile reads the
+  partitions of the roots still open (`pending`, `timed_out`, `failed`, wherever they sit
+  in time) and the ids of the roots first seen within `reconcile.lookback`; it never
+  reads settled history (invariant 9). A status change moves a row to its new partition,
+  so counting roots by status reads file metadata, not rows.
 
 Example:
     >>> from ackfold.ledger.tables import Ledger
@@ -77,13 +80,12 @@ ROOT_STATE_DDL = """
     fail_reason STRING,
     fail_stage STRING,
     fail_at TIMESTAMP,
-    fail_event_id STRING,
-    last_event_id STRING NOT NULL,
     init_seen BOOLEAN NOT NULL,
     seen_event_hashes ARRAY<BIGINT> NOT NULL,
     reconciled_at TIMESTAMP NOT NULL,
     first_event_date DATE NOT NULL
 """
+ROOT_STATE_PARTITIONS = ("first_event_date", "status")
 
 
 def column_names(ddl: str) -> tuple[str, ...]:
@@ -192,18 +194,18 @@ QUALITY_RESULTS_DDL = """
 """
 
 TABLES = {
-    ACK_EVENTS: (ACK_EVENTS_DDL, None, "ledger of tuple-tree events, contract v1"),
-    ROOTS: (ROOTS_DDL, None, "one row per root: where it came from, how to replay it"),
-    ROOT_STATE: (ROOT_STATE_DDL, "first_event_date", "folded state and status per root"),
-    UNMATCHED_EVENTS: (UNMATCHED_EVENTS_DDL, None, "events waiting for their root"),
+    ACK_EVENTS: (ACK_EVENTS_DDL, (), "ledger of tuple-tree events, contract v1"),
+    ROOTS: (ROOTS_DDL, (), "one row per root: where it came from, how to replay it"),
+    ROOT_STATE: (ROOT_STATE_DDL, ROOT_STATE_PARTITIONS, "folded state and status per root"),
+    UNMATCHED_EVENTS: (UNMATCHED_EVENTS_DDL, (), "events waiting for their root"),
     REPLAY_LOG: (
         REPLAY_LOG_DDL,
-        None,
+        (),
         "every replay and dead-letter send: planned, then sent or failed",
     ),
-    DEAD_LETTERS: (DEAD_LETTERS_DDL, None, "roots that ran out of attempts"),
-    SENT_MESSAGES: (SENT_MESSAGES_DDL, None, "what producers report they sent (optional)"),
-    QUALITY_RESULTS: (QUALITY_RESULTS_DDL, None, "one row per expectation per quality run"),
+    DEAD_LETTERS: (DEAD_LETTERS_DDL, (), "roots that ran out of attempts"),
+    SENT_MESSAGES: (SENT_MESSAGES_DDL, (), "what producers report they sent (optional)"),
+    QUALITY_RESULTS: (QUALITY_RESULTS_DDL, (), "one row per expectation per quality run"),
 }
 
 TABLE_PROPERTIES = {
@@ -229,8 +231,8 @@ class Ledger:
     def create(self, spark: SparkSession, tables: tuple[str, ...] = tuple(TABLES)) -> None:
         """Create the tables that do not exist yet; existing tables are left as they are."""
         for name in tables:
-            ddl, partition, comment = TABLES[name]
-            partitioned = f"PARTITIONED BY ({partition})" if partition else ""
+            ddl, partitions, comment = TABLES[name]
+            partitioned = f"PARTITIONED BY ({', '.join(partitions)})" if partitions else ""
             props = ", ".join(f"'{k}' = '{v}'" for k, v in TABLE_PROPERTIES.items())
             spark.sql(
                 f"CREATE TABLE IF NOT EXISTS delta.`{self.path(name)}` ({ddl}) USING delta "

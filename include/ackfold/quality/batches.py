@@ -198,15 +198,41 @@ class LedgerFrames:
         first_day = (self.window.start - margin).date()
         return self._table(ROOT_STATE).where(F.col("first_event_date") >= F.lit(first_day))
 
+    def _states(self, margin: timedelta) -> DataFrame:
+        """`root_state(margin)` and the unsettled roots first seen before it: what an
+        overdue root's outcome is read from (partition filters only)."""
+        from pyspark.sql import functions as F
+
+        first_day = (self.window.start - margin).date()
+        return self._table(ROOT_STATE).where(
+            (F.col("first_event_date") >= F.lit(first_day))
+            | F.col("status").isin(*status.UNSETTLED)
+        )
+
     # -- delivery guarantees, per app ------------------------------------------------------
 
     def _overdue_roots(self, app: str) -> DataFrame:
-        """The app's roots registered in the window that should have settled by now."""
+        """(root_id, origin_root_id, attempt) of the app's roots that should have settled by
+        now: those registered in the window past their timeout and grace, and those still
+        unsettled from before the window, however old (a reconciler, an app or Airflow
+        away for longer than the window leaves them there). Those are read from the
+        unsettled partitions of `root_state`, never from settled history."""
         from pyspark.sql import functions as F
 
         cutoff = self.window.overdue_before(self.settings.app(app))
-        return self._window_roots().where(
+        registered = self._window_roots().where(
             (F.col("app") == app) & (F.col("ingested_at") < F.lit(cutoff))
+        )
+        older = self._table(ROOT_STATE).where(
+            F.col("status").isin(*status.UNSETTLED)
+            & (F.col("first_event_date") < F.lit(self.window.start.date()))
+            & (F.col("app") == app)
+        )
+        columns = ("root_id", "origin_root_id", "attempt")
+        return (
+            registered.select(*columns)
+            .unionByName(older.select(*columns))
+            .dropDuplicates(["root_id"])
         )
 
     def overdue(self, app: str) -> DataFrame:
@@ -217,8 +243,8 @@ class LedgerFrames:
         policy = self.settings.app(app)
         grace = policy.quality.grace
         now = self.window.now
-        states = self.root_state(CLOCK_SKEW).select(
-            "root_id", "status", "status_changed_at", "last_event_at"
+        states = self._states(CLOCK_SKEW).select(
+            "root_id", "status", "status_changed_at", "first_event_at", "last_event_at", "fail_at"
         )
         registered = (
             self._window_roots()
@@ -229,12 +255,17 @@ class LedgerFrames:
         )
         # A replay sent within the grace period may not have been consumed yet.
         replay_in_flight = F.col("status_changed_at") >= F.lit(now - grace)
-        # The automatic replay of attempt k waits replay_backoff * 2**(k-1) after it failed;
-        # the last attempt is dead-lettered at once.
+        # The automatic replay of attempt k waits replay_backoff * 2**(k-1) after it failed
+        # or timed out; the last attempt is dead-lettered at once. The wait counts from when
+        # the root was due (its fail event, or its timeout), not from when a reconcile saw
+        # it: a root that a reconciler outage timed out days late is owed no more time.
         backoff = F.when(F.col("attempt") >= policy.max_attempts, F.lit(0.0)).otherwise(
             F.lit(policy.replay_backoff.total_seconds()) * F.pow(F.lit(2), F.col("attempt") - 1)
         )
-        waited = F.unix_micros(F.lit(now)) - F.unix_micros(F.col("status_changed_at"))
+        due = F.least(
+            F.col("status_changed_at"), F.coalesce(F.col("fail_at"), _timeout_due(policy))
+        )
+        waited = F.unix_micros(F.lit(now)) - F.unix_micros(due)
         awaiting = waited / 1e6 <= backoff + F.lit(grace.total_seconds())
         active = F.lit(False)
         if policy.idle_timeout is not None:  # pending past the timeout while events come
@@ -312,7 +343,7 @@ class LedgerFrames:
             .select("origin_root_id")
             .distinct()
         )
-        states = self.root_state(CLOCK_SKEW).where(F.col("app") == app)
+        states = self._states(CLOCK_SKEW).where(F.col("app") == app)
         per_message = (
             states.join(messages, "origin_root_id", "left_semi")
             .groupBy("origin_root_id")
@@ -381,6 +412,20 @@ def _distinct(frame: DataFrame, identity: tuple[str, ...], earliest: str) -> Dat
         (F.min(c) if c == earliest else F.first(c)).alias(c) for c in frame.columns if c not in keys
     ]
     return frame.groupBy(*keys).agg(*rest).select(*frame.columns) if rest else frame.distinct()
+
+
+def _timeout_due(policy: AppPolicy) -> Column:
+    """When a root of `policy`'s app times out if nothing more happens: its timeout after
+    its first event, and its idle timeout after its latest, whichever comes later."""
+    from pyspark.sql import functions as F
+
+    due = F.col("first_event_at") + F.expr(
+        f"INTERVAL '{policy.timeout.total_seconds():.6f}' SECOND"
+    )
+    if policy.idle_timeout is None:
+        return due
+    idle = F.expr(f"INTERVAL '{policy.idle_timeout.total_seconds():.6f}' SECOND")
+    return F.greatest(due, F.col("last_event_at") + idle)
 
 
 def _seconds_between(start: str, end: str) -> Column:

@@ -39,9 +39,11 @@ _I64_MAX = (1 << 63) - 1
 class RootFold:
     """The folded events of one root: its ack val so far and what the events said.
 
-    ``last_stage`` is the stage of the latest event (by ``event_time``, then ``event_id``);
-    ``fail_reason``/``fail_stage`` come from the earliest fail event, ordered the same way.
-    The ``*_event_id`` and ``fail_at`` fields keep those orderings exact across runs.
+    ``last_stage`` is the stage of the latest event, by ``event_time`` and then by stage
+    name; ``fail_reason``/``fail_stage`` come from the earliest fail event, by ``event_time``,
+    then stage, then reason. Ties are broken by what the state keeps (``last_event_at`` and
+    ``last_stage``, ``fail_at``, ``fail_stage`` and ``fail_reason``), never by event ids, so
+    the same order holds across runs without keeping any id.
 
     Example:
         >>> from datetime import datetime, timezone
@@ -60,11 +62,9 @@ class RootFold:
     first_event_at: datetime
     last_event_at: datetime
     last_stage: str
-    last_event_id: str = ""
     fail_reason: str | None = None
     fail_stage: str | None = None
     fail_at: datetime | None = None
-    fail_event_id: str | None = None
     seen_event_ids: frozenset[str] = frozenset()
 
     @property
@@ -75,7 +75,7 @@ class RootFold:
     @property
     def failed(self) -> bool:
         """A stage failed one of the tree's tuples."""
-        return self.fail_event_id is not None
+        return self.fail_at is not None
 
 
 def fold(
@@ -87,7 +87,8 @@ def fold(
     XOR undoes itself, so a duplicate must never reach the ack val (invariant 4). Folding
     all events at once or in any number of runs, in any order, gives the same result.
     ``prior`` is not modified. Copies of one ``event_id`` say the same thing by contract;
-    if a re-run stamped a copy with another ``event_time``, the first one folded wins.
+    if a re-run stamped a copy with another ``event_time``, the copy folded first wins, and
+    of the copies in one input, the earliest.
 
     Example:
         >>> from datetime import datetime, timezone
@@ -108,8 +109,12 @@ def fold(
     return result
 
 
-def _order(event: Mapping[str, Any]) -> tuple[datetime, str]:
-    return (event["event_time"], event["event_id"])
+def _last_order(event: Mapping[str, Any]) -> tuple[datetime, str]:
+    return (event["event_time"], event["stage"])
+
+
+def _fail_order(event: Mapping[str, Any]) -> tuple[datetime, str, str]:
+    return (event["event_time"], event["stage"], event["reason"] or "")
 
 
 def _fold_root(
@@ -117,7 +122,7 @@ def _fold_root(
 ) -> RootFold:
     seen = set(prior.seen_event_ids) if prior else set()
     new: list[Mapping[str, Any]] = []
-    for event in events:
+    for event in sorted(events, key=lambda e: e["event_time"]):  # the earliest copy wins
         if event["event_id"] not in seen:
             seen.add(event["event_id"])
             new.append(event)
@@ -131,20 +136,24 @@ def _fold_root(
         _check(event, app)
         xor_acc ^= event["ack_val"]
 
-    latest = max(new, key=_order)
-    if prior and (prior.last_event_at, prior.last_event_id) > _order(latest):
-        last_at, last_id, last_stage = prior.last_event_at, prior.last_event_id, prior.last_stage
+    latest = max(new, key=_last_order)
+    if prior and (prior.last_event_at, prior.last_stage) > _last_order(latest):
+        last_at, last_stage = prior.last_event_at, prior.last_stage
     else:
-        last_at, last_id, last_stage = latest["event_time"], latest["event_id"], latest["stage"]
+        last_at, last_stage = latest["event_time"], latest["stage"]
 
-    fail_at, fail_id = (prior.fail_at, prior.fail_event_id) if prior else (None, None)
-    fail_reason, fail_stage = (prior.fail_reason, prior.fail_stage) if prior else (None, None)
+    fail_at, fail_reason, fail_stage = (
+        (prior.fail_at, prior.fail_reason, prior.fail_stage) if prior else (None, None, None)
+    )
     fails = [event for event in new if event["kind"] == FAIL]
     if fails:
-        earliest = min(fails, key=_order)
-        if fail_at is None or fail_id is None or _order(earliest) < (fail_at, fail_id):
-            fail_at, fail_id = earliest["event_time"], earliest["event_id"]
-            fail_reason, fail_stage = earliest["reason"], earliest["stage"]
+        earliest = min(fails, key=_fail_order)
+        if fail_at is None or _fail_order(earliest) < (fail_at, fail_stage, fail_reason or ""):
+            fail_at, fail_reason, fail_stage = (
+                earliest["event_time"],
+                earliest["reason"],
+                earliest["stage"],
+            )
 
     first_at = min(event["event_time"] for event in new)
     return RootFold(
@@ -156,11 +165,9 @@ def _fold_root(
         first_event_at=min(prior.first_event_at, first_at) if prior else first_at,
         last_event_at=last_at,
         last_stage=last_stage,
-        last_event_id=last_id,
         fail_reason=fail_reason,
         fail_stage=fail_stage,
         fail_at=fail_at,
-        fail_event_id=fail_id,
         seen_event_ids=frozenset(seen),
     )
 

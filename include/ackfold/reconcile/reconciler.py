@@ -1,13 +1,16 @@
 """The reconciler: Storm's acker, as an incremental batch fold over the Delta ledger.
 
 Each run reads only the `ack_events` appended since the last run (a Delta streaming read
-with `availableNow` and a checkpoint), drops duplicate events, XOR-folds them per root
-into `root_state` with one MERGE per micro-batch, and finally re-classifies the roots
-still in flight, so that timeouts fire even when no event arrives.
+with `availableNow` and a checkpoint). For each micro-batch it folds the new events per
+root (`spark_fold.fold_events`: one shuffle), joins them with the state of the roots it
+keeps open and classifies every open root again, events or not, so that a timeout fires
+without an event (`spark_fold.combine`); then it MERGEs the rows that changed, appends
+the roots seen for the first time, and keeps the events of unknown roots waiting. A run
+with no new event still classifies the open roots.
 
-The algorithm is `ackfold.reconcile.spark_fold` (`fold_events`, `classify`, `combine`),
-which matches `ackfold.reconcile.fold` (the plain Python reference) row for row; this
-module is the plumbing around it.
+The algorithm is `ackfold.reconcile.spark_fold`, which matches `ackfold.reconcile.fold`
+(the plain Python reference) row for row; what is read of `root_state` and how it is
+written back is `ackfold.reconcile.state`; this module is the run around them.
 
 Example:
     >>> from ackfold.reconcile.reconciler import reconcile
@@ -20,14 +23,23 @@ from __future__ import annotations
 
 import logging
 import re
-from datetime import UTC, date, datetime
-from typing import TYPE_CHECKING, Any
+from datetime import UTC, date, datetime, timedelta
+from typing import TYPE_CHECKING, Any, Final
 
 from ackfold.config import Settings
-from ackfold.ledger import status
+from ackfold.ledger.layout import upgrade_root_state
 from ackfold.ledger.lock import ledger_lock
-from ackfold.ledger.tables import ACK_EVENTS, ROOT_STATE, ROOTS, UNMATCHED_EVENTS, Ledger
-from ackfold.reconcile.spark_fold import classify, combine, fold_events, policy_columns
+from ackfold.ledger.tables import (
+    ACK_EVENTS,
+    ACK_EVENTS_COLUMNS,
+    ROOT_STATE,
+    ROOTS,
+    UNMATCHED_EVENTS,
+    Ledger,
+    spark_schema,
+)
+from ackfold.reconcile.spark_fold import INSERT, PARK, UPDATE, combine, fold_events
+from ackfold.reconcile.state import append_new, known_roots, merge_updates, open_state
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -37,6 +49,9 @@ log = logging.getLogger("ackfold.reconcile")
 CHECKPOINTS = "_checkpoints"
 _APP_NAME = re.compile(r"^[A-Za-z0-9_.\-]{1,200}$")
 TXN_APP = "ackfold-reconcile"
+# A root's `roots` row and its first event come from different writers: only clock skew
+# puts the registration after the event.
+CLOCK_SKEW: Final = timedelta(days=1)
 
 
 def check_app_name(app: str) -> str:
@@ -47,7 +62,8 @@ def check_app_name(app: str) -> str:
 
 
 class Reconciler:
-    """One reconcile run over a ledger: `run()` folds what is new, then sweeps timeouts."""
+    """One reconcile run over a ledger: `run()` folds what is new and classifies the open
+    roots, then returns the summary."""
 
     def __init__(
         self,
@@ -66,11 +82,13 @@ class Reconciler:
         self.scope = f"app={app}" if app else "all"
         self.checkpoint = self.ledger.path(f"{CHECKPOINTS}/reconcile/{self.scope}")
         self.query_name = f"ackfold-reconcile-{self.scope}"
+        self.batches = 0
 
     # -- the run ----------------------------------------------------------------------
 
     def run(self) -> dict[str, Any]:
         self.ledger.create(self.spark)
+        upgrade_root_state(self.spark, self.ledger)
         events = (
             self.spark.readStream.format("delta")
             .option("maxBytesPerTrigger", self.settings.reconcile.max_bytes_per_batch)
@@ -89,130 +107,154 @@ class Reconciler:
             .start()
         )
         query.awaitTermination()
-        self._sweep()
+        if not self.batches:
+            self.step(None, None)  # nothing new: the open roots are classified all the same
         return self.summary()
 
     def _batch(self, batch: DataFrame, batch_id: int) -> None:
-        from pyspark.sql import functions as F
-
-        parked = self._read(UNMATCHED_EVENTS)
-        if self.app:
-            parked = parked.where(F.col("app") == self.app)
-        read, waiting = batch.count(), parked.count()
-        if read + waiting == 0:
-            return
-        since = self._window_start()
-        state = self._state(since)
-        # One shuffle by root: the de-duplication, the fold and the joins all reuse it.
-        events = (
-            batch.unionByName(parked).repartition("root_id").dropDuplicates(["root_id", "event_id"])
-        )
-        new = fold_events(events)
-        roots = self._read(ROOTS)
-        folded = combine(new, state, roots, since, settings=self.settings, now=F.lit(self.now))
-        folded = folded.cache()
-        try:
-            totals = folded.agg(
-                F.sum("new_events").alias("folded"),
-                F.count_if(~F.col("known")).alias("unknown"),
-            ).first()
-            assert totals is not None
-            log.info(
-                "reconcile batch %d (app=%s): %d new events, %d waiting, %d folded",
-                batch_id, self.app or "*", read, waiting, int(totals["folded"] or 0),
-            )  # fmt: skip
-            self.counts["events_read"] += read
-            self.counts["duplicates_dropped"] += read + waiting - int(totals["folded"] or 0)
-            txn = (f"{TXN_APP}/{self._query_id()}", batch_id)
-            self._merge(folded.where(F.col("known")), since, txn)
-            if waiting or totals["unknown"]:
-                self._park(folded.where(~F.col("known")), events, txn)
-        finally:
-            folded.unpersist()
+        self.batches += 1
+        self.step(batch, (f"{TXN_APP}/{self._query_id()}", batch_id))
 
     def _query_id(self) -> str:
         """The id kept in this reconcile's checkpoint: a new checkpoint starts new txns."""
         return next(str(q.id) for q in self.spark.streams.active if q.name == self.query_name)
 
-    # -- the steps --------------------------------------------------------------------
+    def step(self, batch: DataFrame | None, txn: tuple[str, int] | None) -> None:
+        """Fold `batch` (None: no new events) into root_state and classify the open roots."""
+        from pyspark.sql import functions as F
+
+        since = self._window_start()
+        prior = open_state(self.spark, self.ledger, since=since, app=self.app)
+        events = self._with_waiting(batch)
+        new = fold_events(
+            events, prior.select("root_id", "seen_event_hashes"), self._partitions()
+        ).cache()
+        try:
+            oldest = new.agg(F.min("first_event_at")).first()[0]  # type: ignore[index]
+            first_day = min(since, oldest.astimezone(UTC).date()) if oldest else since
+            rows = combine(
+                new,
+                prior,
+                known_roots(self.spark, self.ledger, since=first_day, app=self.app),
+                self._registrations(first_day - CLOCK_SKEW),
+                settings=self.settings,
+                now=F.lit(self.now),
+            ).cache()
+            try:
+                self._write(rows, events, txn)
+            finally:
+                rows.unpersist()
+        finally:
+            new.unpersist()
+
+    def _write(self, rows: DataFrame, events: DataFrame, txn: tuple[str, int] | None) -> None:
+        from pyspark.sql import functions as F
+
+        change = F.col("change")
+        totals = {
+            r["change"]: r
+            for r in rows.groupBy("change")
+            .agg(
+                F.count("*").alias("roots"),
+                F.sum("fresh").alias("fresh"),
+                F.sum(F.col("read") + F.col("waited")).alias("copies"),
+                F.sum("read").alias("read"),
+            )
+            .collect()
+        }
+        read = sum(int(r["read"] or 0) for r in totals.values())
+        copies = sum(int(r["copies"] or 0) for r in totals.values())
+        folded = sum(int(totals[c]["fresh"] or 0) for c in (UPDATE, INSERT) if c in totals)
+        parked = int(totals[PARK]["copies"] or 0) if PARK in totals else 0
+        self.counts["events_read"] += read
+        self.counts["duplicates_dropped"] += copies - folded - parked
+        log.info(
+            "reconcile (app=%s): %d new events, %d waiting, %d folded, %d root(s) changed, "
+            "%d new, %d waiting for their init",
+            self.app or "*", read, copies - read, folded, _roots(totals, UPDATE),
+            _roots(totals, INSERT), _roots(totals, PARK),
+        )  # fmt: skip
+        updates = rows.where(change == UPDATE)
+        if UPDATE in totals:
+            moved = updates.select("prior_date", "prior_status").distinct().collect()
+            self.counts["roots_updated"] += merge_updates(
+                self.spark,
+                self.ledger,
+                updates,
+                [(r["prior_date"], r["prior_status"]) for r in moved],
+                _txn(txn, "update"),
+            )
+        if INSERT in totals:
+            append_new(self.ledger, rows.where(change == INSERT), _txn(txn, "insert"))
+            self.counts["roots_updated"] += _roots(totals, INSERT)
+        if PARK in totals or copies > read:
+            self._park(
+                events.join(rows.where(change == PARK).select("root_id"), "root_id", "left_semi"),
+                txn,
+            )
+
+    # -- the inputs -------------------------------------------------------------------
 
     def _read(self, table: str) -> DataFrame:
         return self.spark.read.format("delta").load(self.ledger.path(table))
 
     def _window_start(self) -> date:
-        """The first root_state partition a run may touch: roots older are settled for it."""
+        """The first day of the window: superseded roots first seen since are kept open,
+        and the ids of every other root first seen since tell its events from new ones."""
         return (self.now - self.settings.reconcile.lookback).date()
 
-    def _state(self, since: date) -> DataFrame:
+    def _partitions(self) -> int:
+        """Partitions of the one shuffle of the events."""
+        return int(self.spark.conf.get("spark.sql.shuffle.partitions") or 4)
+
+    def _waiting_events(self) -> DataFrame:
         from pyspark.sql import functions as F
 
-        return self._read(ROOT_STATE).where(F.col("first_event_date") >= F.lit(since))
+        waiting = self._read(UNMATCHED_EVENTS)
+        return waiting if self.app is None else waiting.where(F.col("app") == self.app)
 
-    def _merge(self, rows: DataFrame, since: date, txn: tuple[str, int] | None) -> None:
-        """MERGE rows into root_state, touching only partitions from `since` on."""
-        from delta.tables import DeltaTable
-
-        rows = rows.drop("known", "new_events")
-        target = DeltaTable.forPath(self.spark, self.ledger.path(ROOT_STATE)).alias("t")
-        condition = f"t.first_event_date >= DATE'{since.isoformat()}' AND t.root_id = s.root_id"
-        with _idempotent(self.spark, txn):
-            metrics = (
-                target.merge(rows.alias("s"), condition)
-                .whenMatchedUpdateAll()
-                .whenNotMatchedInsertAll()
-                .execute()
-            )
-        first = metrics.first() if metrics is not None else None
-        if first is not None:
-            self.counts["roots_updated"] += int(first["num_affected_rows"])
-
-    def _park(self, orphans: DataFrame, events: DataFrame, txn: tuple[str, int]) -> None:
-        """Keep events whose root is unknown in unmatched_events, to retry next run."""
+    def _with_waiting(self, batch: DataFrame | None) -> DataFrame:
+        """The batch's events and the events still waiting for their root, flagged."""
         from pyspark.sql import functions as F
 
-        waiting = events.join(orphans.select("root_id"), "root_id", "left_semi").dropDuplicates(
-            ["event_id"]
+        if batch is None:  # no new events: the waiting ones are retried with the next
+            empty = self.spark.createDataFrame([], spark_schema(ACK_EVENTS))
+            return empty.withColumn("waiting", F.lit(False))
+        names = ACK_EVENTS_COLUMNS
+        return batch.select(*names, F.lit(False).alias("waiting")).unionByName(
+            self._waiting_events().select(*names, F.lit(True).alias("waiting"))
         )
+
+    def _registrations(self, since: date) -> DataFrame:
+        """(root_id, attempt, origin_root_id) of the roots registered since `since`: the
+        replay chain of the roots seen for the first time."""
+        from pyspark.sql import functions as F
+
+        start = datetime.combine(since, datetime.min.time(), tzinfo=UTC)
+        return (
+            self._read(ROOTS)
+            .where(F.col("ingested_at") >= F.lit(start))
+            .groupBy("root_id")
+            .agg(F.min("attempt").alias("attempt"), F.min("origin_root_id").alias("origin_root_id"))
+        )
+
+    # -- the outputs ------------------------------------------------------------------
+
+    def _park(self, waiting: DataFrame, txn: tuple[str, int] | None) -> None:
+        """Keep the events of roots with no state and no init in unmatched_events, for the
+        next run with new events; the other apps' waiting events stay as they are."""
+        from pyspark.sql import functions as F
+
         others = self._read(UNMATCHED_EVENTS)
         others = others.where(F.col("app") != self.app) if self.app else others.limit(0)
-        (
-            others.unionByName(waiting.select(*others.columns))
+        writer = (
+            others.unionByName(waiting.select(*others.columns).dropDuplicates())
             .write.format("delta")
             .mode("overwrite")
-            .option("txnAppId", f"{txn[0]}/unmatched")
-            .option("txnVersion", txn[1])
-            .save(self.ledger.path(UNMATCHED_EVENTS))
         )
-
-    def _sweep(self) -> None:
-        """Re-classify roots still in flight: a timeout needs no event to fire."""
-        from pyspark.sql import functions as F
-
-        since = self._window_start()
-        state = self._state(since).where(F.col("status").isin(*status.OPEN))
-        if self.app:
-            state = state.where(F.col("app") == self.app)
-        timeout, idle = policy_columns(self.settings, F.col("app"))
-        new_status = classify(
-            F.col("status"),
-            complete=F.col("init_seen") & (F.col("xor_acc") == 0),
-            failed=F.col("fail_event_id").isNotNull(),
-            first_event_at=F.col("first_event_at"),
-            last_event_at=F.col("last_event_at"),
-            now=F.lit(self.now),
-            timeout=timeout,
-            idle_timeout=idle,
-        )
-        changed = (
-            state.withColumn("new_status", new_status)
-            .where(F.col("new_status") != F.col("status"))
-            .withColumn("status", F.col("new_status"))
-            .withColumn("status_changed_at", F.lit(self.now))
-            .withColumn("reconciled_at", F.lit(self.now))
-            .drop("new_status")
-        )
-        if not changed.isEmpty():
-            self._merge(changed, since, None)
+        if txn is not None:
+            writer = writer.option("txnAppId", f"{txn[0]}/unmatched").option("txnVersion", txn[1])
+        writer.save(self.ledger.path(UNMATCHED_EVENTS))
 
     def summary(self) -> dict[str, Any]:
         from pyspark.sql import functions as F
@@ -220,42 +262,26 @@ class Reconciler:
         state = self._read(ROOT_STATE)
         if self.app:
             state = state.where(F.col("app") == self.app)
+        # `status` is a partition column: this reads file metadata, not rows.
         by_status = {
             r["status"]: r["n"]
             for r in state.groupBy("status").agg(F.count("*").alias("n")).collect()
         }
-        waiting = self._read(UNMATCHED_EVENTS)
-        if self.app:
-            waiting = waiting.where(F.col("app") == self.app)
-        unmatched = waiting.count()
         return {
             "app": self.app,
             "now": self.now.isoformat(),
             **self.counts,
-            "unmatched_events": unmatched,
+            "unmatched_events": self._waiting_events().count(),
             "by_status": dict(sorted(by_status.items())),
         }
 
 
-class _idempotent:
-    """Delta's idempotent-DML session settings for one write: a re-run batch is skipped.
+def _roots(totals: dict[str | None, Any], change: str) -> int:
+    return int(totals[change]["roots"]) if change in totals else 0
 
-    The fold is idempotent on its own (seen event ids); this only saves the wasted MERGE.
-    """
 
-    def __init__(self, spark: SparkSession, txn: tuple[str, int] | None) -> None:
-        self.conf = spark.conf
-        self.txn = txn
-
-    def __enter__(self) -> None:
-        if self.txn is not None:
-            self.conf.set("spark.databricks.delta.write.txnAppId", self.txn[0])
-            self.conf.set("spark.databricks.delta.write.txnVersion", str(self.txn[1]))
-
-    def __exit__(self, *exc: object) -> None:
-        if self.txn is not None:
-            self.conf.unset("spark.databricks.delta.write.txnAppId")
-            self.conf.unset("spark.databricks.delta.write.txnVersion")
+def _txn(txn: tuple[str, int] | None, write: str) -> tuple[str, int] | None:
+    return (f"{txn[0]}/{write}", txn[1]) if txn is not None else None
 
 
 def reconcile(

@@ -2,16 +2,16 @@
 root, the classification, and the next `root_state` rows.
 
 `fold_events` and `classify` match `ackfold.reconcile.fold` (the plain Python reference)
-row for row; `combine` joins a batch's fold to the roots' prior state, dropping what each
-root already folded. The Delta plumbing around them (the stream of new events, the MERGE,
-the unmatched events, the timeout sweep) is `ackfold.reconcile.reconciler`.
+row for row; `combine` joins a batch's fold to the roots' prior state and says what to do
+with each row. The Delta plumbing around them (the stream of new events, what is read of
+`root_state`, the writes) is `ackfold.reconcile.state` and `ackfold.reconcile.reconciler`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import date, datetime, timedelta
-from typing import TYPE_CHECKING
+from datetime import timedelta
+from typing import TYPE_CHECKING, Final
 
 from ackfold.config import Settings
 from ackfold.config.policy import AppPolicy
@@ -20,42 +20,88 @@ from ackfold.ledger import status
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
 
+# What `combine` says to do with each row (its `change` column).
+UPDATE: Final = "update"  # a root with state whose state changed: MERGE it
+INSERT: Final = "insert"  # a root seen for the first time, its init folded: append it
+PARK: Final = "park"  # events of a root with no state and no init yet: keep them waiting
 
-def fold_events(events: DataFrame) -> DataFrame:
-    """What a batch of events says about each root, its duplicates dropped.
 
-    One aggregation by root: the distinct (event hash, ack val) pairs, still to be XORed
-    once the root's already-folded events are taken out (`combine`), and the
-    order-insensitive facts (init seen, first, latest and earliest-fail events), which a
-    duplicate cannot change.
+def fold_events(events: DataFrame, folded: DataFrame, partitions: int) -> DataFrame:
+    """What a batch of events says about each root that its state has not heard yet.
+
+    `events` are `ack_events` rows with a boolean `waiting` (true for the events kept in
+    `unmatched_events` by earlier runs); `folded` is (root_id, seen_event_hashes) of the
+    roots with state: the 64-bit hashes of the events they have already folded.
+
+    One shuffle: the events are partitioned by root once, then copies of one event are
+    dropped (grouped by root and event hash, with what the event says) and each root is
+    folded, both on that same partitioning; `folded` meets them there. The per-root
+    counts of the copies read (`read`, `waited`) come out of the same aggregation.
+    An event whose hash the root already folded is left out of everything, as in the
+    reference: XOR undoes itself.
     """
     from pyspark.sql import functions as F
 
+    compact = events.select(
+        "root_id", "app", "kind", "stage", "reason", "ack_val", "event_time", "waiting",
+        event_hash(F.col("event_id")).alias("hash"),
+    )  # fmt: skip
+    distinct = (
+        compact.repartition(partitions, "root_id")
+        .groupBy("root_id", "hash", "app", "kind", "stage", "reason", "ack_val")
+        .agg(
+            F.min("event_time").alias("event_time"),  # the earliest copy wins
+            F.count_if(~F.col("waiting")).alias("read"),
+            F.count_if(F.col("waiting")).alias("waited"),
+        )
+    )
+    seen = F.coalesce(F.array_contains("seen_event_hashes", F.col("hash")), F.lit(False))
+    fresh = F.col("fresh")
     kind = F.col("kind")
-    return events.groupBy("root_id").agg(
-        F.min("app").alias("app"),
-        F.collect_set(
-            F.struct(event_hash(F.col("event_id")).alias("hash"), F.col("ack_val").alias("val"))
-        ).alias("events"),
-        F.max(kind == "init").alias("init_seen"),
-        F.min("event_time").alias("first_event_at"),
-        # Latest and earliest-fail events, ties broken by event_id as in ackfold.reconcile.fold.
-        F.max(F.struct("event_time", "event_id", "stage")).alias("last"),
-        F.min(F.when(kind == "fail", F.struct("event_time", "event_id", "stage", "reason"))).alias(
-            "fail"
-        ),
+    return (
+        distinct.join(folded.hint("shuffle_hash"), "root_id", "left")
+        .withColumn("fresh", ~seen)
+        .groupBy("root_id")
+        .agg(
+            F.min("app").alias("app"),
+            F.coalesce(F.bit_xor(F.when(fresh, F.col("ack_val"))), F.lit(0).cast("bigint")).alias(
+                "xor"
+            ),
+            F.count_if(fresh).alias("fresh"),
+            F.max(fresh & (kind == "init")).alias("init_seen"),
+            F.min(F.when(fresh, F.col("event_time"))).alias("first_event_at"),
+            F.max(F.when(fresh, last_order("event_time", "stage"))).alias("last"),
+            F.min(
+                F.when(fresh & (kind == "fail"), fail_order("event_time", "stage", "reason"))
+            ).alias("fail"),
+            F.collect_list(F.when(fresh, F.col("hash"))).alias("hashes"),
+            F.sum("read").alias("read"),
+            F.sum("waited").alias("waited"),
+        )
     )
 
 
-def xor_fold(values: Column) -> Column:
-    """The XOR of an array of ack vals: Storm's acker, for one root."""
+def last_order(at: str, stage: str) -> Column:
+    """What orders events for `last_stage`: time, then stage, as in the reference."""
     from pyspark.sql import functions as F
 
-    return F.aggregate(values, F.lit(0).cast("bigint"), lambda acc, val: acc.bitwiseXOR(val))
+    return F.struct(F.col(at).alias("event_time"), F.col(stage).alias("stage"))
+
+
+def fail_order(at: str, stage: str, reason: str) -> Column:
+    """What orders fail events for the earliest one: time, stage, then reason."""
+    from pyspark.sql import functions as F
+
+    return F.struct(
+        F.col(at).alias("event_time"),
+        F.col(stage).alias("stage"),
+        F.coalesce(F.col(reason), F.lit("")).alias("reason"),
+    )
 
 
 def event_hash(event_id: Column) -> Column:
-    """64 bits of an event id: what a root remembers of the events it has folded."""
+    """64 bits of an event id: what identifies an event within its root, and what a root
+    remembers of the events it has folded (`ackfold.ledger.ids.event_hash`)."""
     from pyspark.sql import functions as F
 
     return F.xxhash64(event_id)
@@ -75,7 +121,7 @@ def classify(
     """The status of a folded root, as `ackfold.reconcile.fold.classify` decides it."""
     from pyspark.sql import functions as F
 
-    superseded = prior.isin(status.REPLAYED, status.DEAD_LETTERED)
+    superseded = prior.isin(*status.SUPERSEDED)
     timed_out = ((now - first_event_at) > timeout) & (
         idle_timeout.isNull() | ((now - last_event_at) > idle_timeout)
     )
@@ -118,88 +164,75 @@ def policy_columns(settings: Settings, app: Column) -> tuple[Column, Column]:
 
 def combine(
     new: DataFrame,
-    state: DataFrame,
+    prior: DataFrame,
+    known: DataFrame,
     roots: DataFrame,
-    since: date,
     *,
     settings: Settings,
     now: Column,
 ) -> DataFrame:
-    """New fold + prior state -> the next root_state rows, with `known` = has a home.
+    """New fold + prior state -> the next `root_state` rows, each with its `change`.
 
-    `new` is `fold_events` of a batch, `state` the `root_state` rows from `since` on,
-    `roots` the `roots` table (attempts and origins of new roots), `now` the run's
-    time as a literal column."""
+    `new` is `fold_events` of a batch (it may be empty), `prior` the state of the roots
+    the reconciler keeps open (`ackfold.reconcile.state.open_state`), `known` the ids of
+    the other roots with state that a batch may name (settled ones: their events change
+    nothing), `roots` (root_id, attempt, origin_root_id) of the roots seen for the first
+    time, `now` the run's time as a literal. Every prior root is classified again, events
+    or not: a timeout needs no event to fire.
+    """
     from pyspark.sql import functions as F
 
-    s = state.alias("s")
-    n = new.alias("n")
-    roots = (
-        roots.where(F.col("ingested_at") >= F.lit(datetime.combine(since, datetime.min.time())))
-        .select("root_id", "attempt", "origin_root_id")
-        .dropDuplicates(["root_id"])
-        .alias("r")
+    n, s = new.alias("n"), prior.alias("s")
+    settled = known.select("root_id", F.lit(True).alias("settled")).alias("k")
+    row = (
+        n.join(s.hint("shuffle_hash"), "root_id", "full_outer")
+        .join(settled, "root_id", "left")
+        .join(roots.alias("r"), "root_id", "left")
     )
-    row = n.join(s, "root_id", "left").join(roots, "root_id", "left")
     has_prior = F.col("s.root_id").isNotNull()
-    prior_last = F.when(
-        has_prior,
-        F.struct(
-            F.col("s.last_event_at").alias("event_time"),
-            F.col("s.last_event_id").alias("event_id"),
-            F.col("s.last_stage").alias("stage"),
-        ),
-    )
+    prior_last = F.when(has_prior, last_order("s.last_event_at", "s.last_stage"))
     prior_fail = F.when(
-        F.col("s.fail_event_id").isNotNull(),
-        F.struct(
-            F.col("s.fail_at").alias("event_time"),
-            F.col("s.fail_event_id").alias("event_id"),
-            F.col("s.fail_stage").alias("stage"),
-            F.col("s.fail_reason").alias("reason"),
-        ),
+        F.col("s.fail_at").isNotNull(), fail_order("s.fail_at", "s.fail_stage", "s.fail_reason")
     )
-    # Drop what this root already folded: XOR undoes itself, a duplicate must not count.
-    prior_seen = F.coalesce(F.col("s.seen_event_hashes"), F.array().cast("array<bigint>"))
-    fresh = F.filter("n.events", lambda e: ~F.array_contains(prior_seen, e["hash"]))
-    # Two projections, so that each array expression is computed once per root.
+    fresh = F.coalesce(F.col("n.fresh"), F.lit(0))
     merged = row.select(
         F.col("root_id"),
         F.coalesce(F.col("s.app"), F.col("n.app")).alias("app"),
         F.col("s.status").alias("prior_status"),
+        F.col("s.first_event_date").alias("prior_date"),
         has_prior.alias("has_prior"),
+        F.coalesce(F.col("k.settled"), F.lit(False)).alias("settled"),
         fresh.alias("fresh"),
-        prior_seen.alias("prior_seen"),
-        F.coalesce(F.col("s.xor_acc"), F.lit(0).cast("bigint")).alias("prior_xor"),
-        F.coalesce(F.col("s.event_count"), F.lit(0).cast("bigint")).alias("prior_count"),
+        (F.coalesce(F.col("s.xor_acc"), F.lit(0).cast("bigint")))
+        .bitwiseXOR(F.coalesce(F.col("n.xor"), F.lit(0).cast("bigint")))
+        .alias("xor_acc"),
+        (F.coalesce(F.col("s.event_count"), F.lit(0).cast("bigint")) + fresh).alias("event_count"),
         F.greatest(prior_last, F.col("n.last")).alias("last"),
         F.least(prior_fail, F.col("n.fail")).alias("fail"),
-        (F.coalesce(F.col("s.init_seen"), F.lit(False)) | F.col("n.init_seen")).alias("init_seen"),
+        (
+            F.coalesce(F.col("s.init_seen"), F.lit(False))
+            | F.coalesce(F.col("n.init_seen"), F.lit(False))
+        ).alias("init_seen"),
         F.least(F.col("s.first_event_at"), F.col("n.first_event_at")).alias("first_event_at"),
         F.col("s.status_changed_at").alias("prior_changed_at"),
         F.coalesce(F.col("s.attempt"), F.col("r.attempt")).alias("attempt"),
         F.coalesce(F.col("s.origin_root_id"), F.col("r.origin_root_id")).alias("origin_root_id"),
+        F.concat(
+            F.coalesce(F.col("s.seen_event_hashes"), F.array().cast("array<bigint>")),
+            F.coalesce(F.col("n.hashes"), F.array().cast("array<bigint>")),
+        ).alias("seen"),
         F.coalesce(F.col("s.first_event_date"), F.to_date(F.col("n.first_event_at"))).alias(
             "first_event_date"
         ),
-        # A new root must start inside the window, or a later run could not find it
-        # and would insert it twice: older ones wait in unmatched_events.
-        (
-            has_prior
-            | (F.col("n.init_seen") & (F.to_date(F.col("n.first_event_at")) >= F.lit(since)))
-        ).alias("known"),
+        F.coalesce(F.col("n.read"), F.lit(0)).alias("read"),
+        F.coalesce(F.col("n.waited"), F.lit(0)).alias("waited"),
     )
     prior_status = F.col("prior_status")
-    # A complete tree ignores every later event; a root with nothing new needs no write.
-    settled = F.coalesce(prior_status.isin(status.COMPLETED, status.COMPLETED_LATE), F.lit(False))
-    merged = merged.where(~settled & (~F.col("has_prior") | (F.size("fresh") > 0)))
-    xor_acc = F.col("prior_xor").bitwiseXOR(xor_fold(F.transform("fresh", lambda e: e["val"])))
     last, fail = F.col("last"), F.col("fail")
-    app = F.col("app")
-    timeout, idle = policy_columns(settings, app)
+    timeout, idle = policy_columns(settings, F.col("app"))
     new_status = classify(
         prior_status,
-        complete=F.col("init_seen") & (xor_acc == 0),
+        complete=F.col("init_seen") & (F.col("xor_acc") == 0),
         failed=fail.isNotNull(),
         first_event_at=F.col("first_event_at"),
         last_event_at=last["event_time"],
@@ -207,13 +240,20 @@ def combine(
         timeout=timeout,
         idle_timeout=idle,
     )
-    seen = F.concat("prior_seen", F.transform("fresh", lambda e: e["hash"]))
+    changed = (F.col("fresh") > 0) | (F.col("status") != prior_status)
+    change = (
+        F.when(F.col("has_prior"), F.when(changed, F.lit(UPDATE)))
+        .when(F.col("settled"), F.lit(None))
+        .when(F.col("init_seen"), F.lit(INSERT))
+        .otherwise(F.lit(PARK))
+    )
+    completed = F.col("status").isin(status.COMPLETED, status.COMPLETED_LATE)
     return merged.withColumn("status", new_status).select(
         "root_id",
         "app",
         "status",
-        xor_acc.alias("xor_acc"),
-        (F.col("prior_count") + F.size("fresh")).alias("event_count"),
+        "xor_acc",
+        "event_count",
         "first_event_at",
         last["event_time"].alias("last_event_at"),
         F.when(F.col("status") == prior_status, F.col("prior_changed_at"))
@@ -222,21 +262,20 @@ def combine(
         "attempt",
         "origin_root_id",
         last["stage"].alias("last_stage"),
-        fail["reason"].alias("fail_reason"),
+        F.nullif(fail["reason"], F.lit("")).alias("fail_reason"),
         fail["stage"].alias("fail_stage"),
         fail["event_time"].alias("fail_at"),
-        fail["event_id"].alias("fail_event_id"),
-        last["event_id"].alias("last_event_id"),
         "init_seen",
         # A completed tree ignores every later event: its event hashes need not be kept.
-        F.when(
-            F.col("status").isin(status.COMPLETED, status.COMPLETED_LATE),
-            F.array().cast("array<bigint>"),
-        )
-        .otherwise(seen)
+        F.when(completed, F.array().cast("array<bigint>"))
+        .otherwise(F.col("seen"))
         .alias("seen_event_hashes"),
         now.alias("reconciled_at"),
         "first_event_date",
-        "known",
-        F.size("fresh").alias("new_events"),
+        "prior_status",
+        "prior_date",
+        change.alias("change"),
+        "fresh",
+        "read",
+        "waited",
     )

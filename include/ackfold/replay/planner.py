@@ -115,11 +115,9 @@ class Planner:
         self.ledger.create(self.spark)
         state = self._read(ROOT_STATE)
         if request.automatic:
-            state = state.where(
-                (F.col("first_event_date") >= F.lit(self._window_start()))
-                & F.col("status").isin(*DEFAULT_STATUSES)
-                & self._backoff_passed()
-            )
+            # Wherever they sit in time (roots a long reconciler outage left behind too):
+            # `status` partitions root_state, so only these statuses' files are read.
+            state = state.where(F.col("status").isin(*DEFAULT_STATUSES) & self._backoff_passed())
         elif not request.root_ids:
             state = state.where(F.col("status").isin(*request.statuses))
         if request.app:
@@ -294,9 +292,6 @@ class Planner:
 
     def _read(self, table: str) -> DataFrame:
         return self.spark.read.format("delta").load(self.ledger.path(table))
-
-    def _window_start(self) -> date:
-        return (self.now - self.settings.reconcile.lookback).date()
 
 
 def _reason(row: dict[str, Any]) -> str:
