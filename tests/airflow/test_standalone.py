@@ -17,7 +17,7 @@ from ackfold.config import load_settings
 from ackfold.replay.params import MANUAL_REPLAY_DAG_ID
 from ackfold.sources.sqs_client import sqs_client
 from tests.conftest import JARS_DIR
-from tests.embedded_stack import DEMO_MESSAGES, USERS, Stack
+from tests.embedded_stack import DEMO_MESSAGES, DEMO_WAIT, USERS, Stack
 from tests.spark_output import spark_warnings
 
 
@@ -105,8 +105,9 @@ def test_make_run_serves_sqs_with_the_demo_queues(stack: Stack) -> None:
     assert f"started ElasticMQ (SQS) on {stack.sqs}" in stack.log.read_text()
 
 
+@pytest.mark.timeout(DEMO_WAIT + 300)
 def test_make_run_shows_the_demo_report_then_keeps_the_app_running(stack: Stack) -> None:
-    text = stack.wait_for_log("the app keeps running", 600)
+    text = stack.wait_for_log("the app keeps running", DEMO_WAIT)
     report = text[text.index("Delivery report") :].splitlines()
     assert report[1].split()[:3] == ["messages", "sent", str(DEMO_MESSAGES)], report
     assert any(line.split()[:2] == ["lost", "0"] for line in report), report
@@ -140,7 +141,7 @@ def dead_letter(stack: Stack) -> str:
     """A dead-lettered root of the demo, once its ledger is reconciled (by now, the demo's
     report is out: `test_make_run_shows_the_demo_report_then_keeps_the_app_running`)."""
     assert (USERS[VIEWER], USERS[USER]) == ("viewer", "user")
-    stack.wait_for_log("the app keeps running", 600)
+    stack.wait_for_log("the app keeps running", DEMO_WAIT)
     status, body = stack.call("GET", "/ackfold/api/roots?status=dead_lettered", token=stack.token())
     assert status == 200, body
     assert body["roots"], "the demo dead-letters its poison and stuck messages"

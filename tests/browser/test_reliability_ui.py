@@ -7,7 +7,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from tests.embedded_stack import DEMO_FAULTS, DEMO_MAX_ATTEMPTS, Stack
+import pytest
+
+from tests.embedded_stack import DEMO_FAULTS, DEMO_MAX_ATTEMPTS, DEMO_WAIT, Stack
 
 OUTAGE = "injected outage"
 # The demo app's policy, as the test's `make run` has it: a stuck message is
@@ -64,10 +66,11 @@ def test_anonymous_requests_are_refused(stack: Stack) -> None:
     assert stack.call("POST", "/ackfold/api/replay", {"root_ids": ["1"]})[0] == 401
 
 
+@pytest.mark.timeout(DEMO_WAIT + 900)
 def test_find_a_dead_letter_open_it_and_trigger_a_dry_run_replay(
     stack: Stack, page: Any, shoot: Any
 ) -> None:
-    stack.wait_for_log("the app keeps running", 600)
+    stack.wait_for_log("the app keeps running", DEMO_WAIT)
     _log_in(page, stack, "/ackfold/roots")
     assert page.locator("tr[data-testid=root-row]").count() > 0
     shoot(page, "1-failed-roots")
@@ -90,25 +93,26 @@ def test_find_a_dead_letter_open_it_and_trigger_a_dry_run_replay(
     assert status == 200, run
     assert run["conf"]["root_ids"] == [root_id]
     assert run["conf"]["dry_run"] is True
-    assert stack.wait_for_run("ackfold_manual_replay", run_id, token, 300)["state"] == "success"
+    assert stack.wait_for_run("ackfold_manual_replay", run_id, token, 600)["state"] == "success"
 
 
+@pytest.mark.timeout(DEMO_WAIT + 1500)
 def test_replay_a_stuck_dead_letter_and_watch_it_complete(
     stack: Stack, page: Any, shoot: Any
 ) -> None:
-    stack.wait_for_log("the app keeps running", 600)
+    stack.wait_for_log("the app keeps running", DEMO_WAIT)
     _log_in(page, stack, "/ackfold/roots")
     root_id = _stuck_dead_letter(page, stack)
     run_id = _replay(page, root_id, dry_run=False)
     token = stack.token()
-    assert stack.wait_for_run("ackfold_manual_replay", run_id, token, 300)["state"] == "success"
+    assert stack.wait_for_run("ackfold_manual_replay", run_id, token, 600)["state"] == "success"
 
     # The running app takes the new attempt from the queue at once; a reconcile folds it.
     status, run = stack.call(
         "POST", "/api/v2/dags/ackfold_reconcile/dagRuns", {"logical_date": None}, token=token
     )
     assert status == 200, run
-    reconciled = stack.wait_for_run("ackfold_reconcile", run["dag_run_id"], token, 300)
+    reconciled = stack.wait_for_run("ackfold_reconcile", run["dag_run_id"], token, 600)
     assert reconciled["state"] == "success"
 
     page.goto(f"{stack.url}/ackfold/roots/{root_id}")

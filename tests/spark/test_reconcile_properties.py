@@ -22,7 +22,7 @@ from ackfold.reconcile.fold import classify, fold
 from ackfold.reconcile.reconciler import reconcile
 from tests.conftest import JARS_DIR
 from tests.spark.ledger_io import append, state
-from tests.unit.test_properties import T0, execute, programs
+from tests.unit.tuple_programs import T0, execute, programs
 
 TIMEOUT = timedelta(days=1)
 
