@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Final
 
-from pyspark.sql import Column
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from ackfold.track import sql_ids
@@ -111,3 +111,46 @@ def _tuple_struct(
 
 def _array_of(names: Sequence[str]) -> Column:
     return F.array(*[F.lit(name) for name in names])
+
+
+# A working column of ackfold's inside a stage's DataFrame: out of the app's way.
+HIDDEN_PREFIX = "__ackfold_"
+
+
+def by_id(left: Column, right: Column) -> Column:
+    """A comparator of two tuples by id, for `array_sort`."""
+    return F.when(left["id"] < right["id"], -1).when(left["id"] > right["id"], 1).otherwise(0)
+
+
+def position_column(position: Column | int) -> Column:
+    """A child's position among its siblings, as a column (an int must be >= 0)."""
+    if isinstance(position, Column):
+        return position
+    if isinstance(position, bool) or not isinstance(position, int) or position < 0:
+        raise ValueError(f"position must be an int >= 0 or a column, got {position!r}")
+    return F.lit(position)
+
+
+def as_column(value: ColumnOrName) -> Column:
+    """A column, or the column of that name."""
+    return value if isinstance(value, Column) else F.col(value)
+
+
+def optional_string(value: ColumnOrName | None) -> Column:
+    """A string column, null where no value is given."""
+    return (F.lit(None) if value is None else as_column(value)).cast("string")
+
+
+def hidden(name: str) -> str:
+    """The name of a working column of ackfold's, out of the way of the app's own."""
+    return f"{HIDDEN_PREFIX}{name}"
+
+
+def require_tracked(df: DataFrame, where: str) -> None:
+    """Refuse a DataFrame without the tuple column, naming `where` (tracker.verb)."""
+    if TUPLE_COLUMN not in df.columns:
+        raise ValueError(
+            f"{where}: the DataFrame has no {TUPLE_COLUMN} column (columns: "
+            f"{df.columns}); pass tuples from spout(), emit(), explode() or aggregate(), "
+            "or a table they were written to"
+        )

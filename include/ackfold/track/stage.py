@@ -58,17 +58,21 @@ from ackfold.track import sql_ids
 from ackfold.track.columns import (
     TUPLE_COLUMN,
     ColumnOrName,
+    as_column,
+    by_id,
     child_tuple,
     first_tuple,
+    hidden,
     literal,
+    optional_string,
+    position_column,
+    require_tracked,
     zero,
 )
 from ackfold.track.compact import COMPACT, check_acks
 from ackfold.track.events import ack_rows, event_rows, fail_rows
 from ackfold.track.tracker import INIT, check_name, consumers_of
 from ackfold.track.write import append_batch
-
-_HIDDEN = "__ackfold_"
 
 
 @dataclass(frozen=True)
@@ -161,11 +165,13 @@ class StageTracker:
         if isinstance(attempt, int) and attempt > 1 and origin_root_id is None:
             raise ValueError(f"attempt {attempt} needs the origin_root_id column of attempt 1")
         consumers = consumers_of(to)
-        h = _hidden
+        h = hidden
         src, queue = literal(source), literal(source_queue)
-        message = _column(message_id).cast("string")
-        tries = (F.lit(attempt) if isinstance(attempt, int) else _column(attempt)).cast("int")
-        origin = (F.lit(None) if origin_root_id is None else _column(origin_root_id)).cast("bigint")
+        message = as_column(message_id).cast("string")
+        tries = (F.lit(attempt) if isinstance(attempt, int) else as_column(attempt)).cast("int")
+        origin = (F.lit(None) if origin_root_id is None else as_column(origin_root_id)).cast(
+            "bigint"
+        )
         key = F.concat(src, F.lit(":"), queue, F.lit(":"), message)
         base = (
             df.withColumn(h("root"), sql_ids.root_id(self.app, key, tries, origin))
@@ -188,8 +194,8 @@ class StageTracker:
             src.alias("source"),
             queue.alias("source_queue"),
             message.alias("source_message_id"),
-            _optional(source_position).alias("source_position"),
-            _optional(payload).alias("payload"),
+            optional_string(source_position).alias("source_position"),
+            optional_string(payload).alias("payload"),
             F.current_timestamp().alias("ingested_at"),
         )
         # The init event carries the first tuple's edge for each consumer (pseudo-anchor 0).
@@ -264,7 +270,7 @@ class StageTracker:
                     f"(columns: {df.columns}); anchors name _ackfold struct columns"
                 )
         child = child_tuple(
-            self.stage, F.array(*[_column(a) for a in anchors]), _position(position), to
+            self.stage, F.array(*[as_column(a) for a in anchors]), position_column(position), to
         )
         named = {a for a in anchors if isinstance(a, str) and a != TUPLE_COLUMN}
         return df.withColumn(TUPLE_COLUMN, child).drop(*named)
@@ -292,9 +298,9 @@ class StageTracker:
             >>> [row.word for row in words.collect()]
             ['a', 'b']
         """
-        _require_tracked(df, self, "explode")
-        pos = _hidden("position")
-        exploded = df.select("*", F.posexplode(_column(items)).alias(pos, name))
+        require_tracked(df, f"{self!r}.explode")
+        pos = hidden("position")
+        exploded = df.select("*", F.posexplode(as_column(items)).alias(pos, name))
         child = child_tuple(self.stage, F.array(F.col(TUPLE_COLUMN)), F.col(pos), to)
         return exploded.withColumn(TUPLE_COLUMN, child).drop(pos)
 
@@ -321,11 +327,11 @@ class StageTracker:
             >>> row.n, len(row._ackfold.roots), len(row._ackfold.anchors)
             (2, 2, 2)
         """
-        _require_tracked(df, self, "aggregate")
+        require_tracked(df, f"{self!r}.aggregate")
         keys = [by] if isinstance(by, str | Column) else list(by)
-        anchors = _hidden("anchors")
+        anchors = hidden("anchors")
         grouped = df.groupBy(*keys).agg(
-            *aggs, F.array_sort(F.collect_list(TUPLE_COLUMN), _by_id).alias(anchors)
+            *aggs, F.array_sort(F.collect_list(TUPLE_COLUMN), by_id).alias(anchors)
         )
         child = child_tuple(self.stage, F.col(anchors), zero(), to)
         return grouped.withColumn(TUPLE_COLUMN, child).drop(anchors)
@@ -355,9 +361,9 @@ class StageTracker:
             >>> acc != 0  # the two words are still pending
             True
         """
-        _require_tracked(inputs, self, "ack")
+        require_tracked(inputs, f"{self!r}.ack")
         if children is not None:
-            _require_tracked(children, self, "ack")
+            require_tracked(children, f"{self!r}.ack")
         return ack_rows(self.app, self.stage, inputs, children, compact=self.acks == COMPACT)
 
     def fail(self, inputs: DataFrame, reason: str | Column) -> DataFrame:
@@ -376,7 +382,7 @@ class StageTracker:
         """
         if isinstance(reason, str) and not reason.strip():
             raise ValueError(f"fail needs a non-empty reason, got {reason!r}")
-        _require_tracked(inputs, self, "fail")
+        require_tracked(inputs, f"{self!r}.fail")
         return fail_rows(self.app, self.stage, inputs, reason)
 
     # -- writing --------------------------------------------------------------------------
@@ -435,36 +441,3 @@ class StageTracker:
             roots=roots,
             events=events,
         )
-
-
-def _require_tracked(df: DataFrame, tracker: StageTracker, verb: str) -> None:
-    if TUPLE_COLUMN not in df.columns:
-        raise ValueError(
-            f"{tracker!r}.{verb}: the DataFrame has no {TUPLE_COLUMN} column (columns: "
-            f"{df.columns}); pass tuples from spout(), emit(), explode() or aggregate(), "
-            "or a table they were written to"
-        )
-
-
-def _by_id(left: Column, right: Column) -> Column:
-    return F.when(left["id"] < right["id"], -1).when(left["id"] > right["id"], 1).otherwise(0)
-
-
-def _position(position: Column | int) -> Column:
-    if isinstance(position, Column):
-        return position
-    if isinstance(position, bool) or not isinstance(position, int) or position < 0:
-        raise ValueError(f"position must be an int >= 0 or a column, got {position!r}")
-    return F.lit(position)
-
-
-def _column(value: ColumnOrName) -> Column:
-    return value if isinstance(value, Column) else F.col(value)
-
-
-def _optional(value: ColumnOrName | None) -> Column:
-    return (F.lit(None) if value is None else _column(value)).cast("string")
-
-
-def _hidden(name: str) -> str:
-    return f"{_HIDDEN}{name}"
