@@ -67,6 +67,7 @@ def test_verbose_shows_ackfolds_info_log_lines(
         return load_settings()
 
     monkeypatch.setattr(cli, "load_settings", settings_that_log)
+    caplog.set_level(logging.INFO)  # the root logger at INFO, as Airflow's own set-up leaves it
     assert cli.run(["config"]) == 0
     assert "folded 3 event(s)" not in caplog.text
     assert cli.run(["config", "--verbose"]) == 0

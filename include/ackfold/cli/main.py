@@ -95,13 +95,16 @@ EXIT_INTERRUPTED = 130
 @contextmanager
 def _verbose(on: bool) -> Iterator[None]:
     """For one run: `--verbose` sets `verbosity` (tracebacks, Spark's warnings) and shows
-    ackfold's own log lines from INFO up, with their time and logger."""
+    ackfold's own log lines from INFO up, with their time and logger. Without it, ackfold
+    says warnings only, whatever level an embedding process gave the root logger."""
     logger = logging.getLogger("ackfold")
     level = logger.level
     verbosity.verbose = on
     if on:
         logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s")
         logger.setLevel(logging.INFO)
+    else:
+        logger.setLevel(logging.WARNING)
     try:
         yield
     finally:
