@@ -36,7 +36,8 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-from ackfold.track.tracker import Tracker, TrackingError, Tuple
+from ackfold.track.tracker import Tracker, TrackingError
+from ackfold.track.tuples import Tuple
 
 if TYPE_CHECKING:
     from ackfold.config import ConfigError, Settings, load_settings

@@ -22,7 +22,8 @@ from ackfold.quality import run_quality
 from ackfold.reconcile.reconciler import reconcile
 from ackfold.replay.replayer import Replayer
 from ackfold.replay.request import ReplayRequest
-from ackfold.track.tracker import Tracker, Tuple
+from ackfold.track.tracker import Tracker
+from ackfold.track.tuples import Tuple
 from tests.conftest import JARS_DIR
 from tests.spark.ledger_io import append, state
 

@@ -30,7 +30,8 @@ from ackfold.reconcile.fold import classify, fold
 from ackfold.track import columns, sql_ids, stage
 from ackfold.track.columns import as_tuple
 from ackfold.track.stage import StageTracker
-from ackfold.track.tracker import Tracker, Tuple
+from ackfold.track.tracker import Tracker
+from ackfold.track.tuples import Tuple
 
 APP = "wordcount"
 T0 = datetime(2024, 1, 1, tzinfo=UTC)

@@ -13,7 +13,8 @@ from typing import Any
 
 from ackfold.ledger import status
 from ackfold.reconcile.fold import RootFold, classify, fold
-from ackfold.track.tracker import Tracker, Tuple
+from ackfold.track.tracker import Tracker
+from ackfold.track.tuples import Tuple
 
 T0 = datetime(2024, 1, 1, 12, 0, tzinfo=UTC)
 TIMEOUT = timedelta(seconds=10)

@@ -5,14 +5,16 @@ from __future__ import annotations
 import doctest
 import re
 from datetime import UTC, datetime, timedelta, timezone
+from types import ModuleType
 from typing import Any
 
 import pytest
 
 from ackfold.ledger import ids
 from ackfold.reconcile.fold import fold
-from ackfold.track import tracker
-from ackfold.track.tracker import Tracker, TrackingError, Tuple
+from ackfold.track import tracker, tuples
+from ackfold.track.tracker import Tracker, TrackingError
+from ackfold.track.tuples import Tuple
 
 T0 = datetime(2024, 1, 1, 12, 0, tzinfo=UTC)
 
@@ -490,8 +492,9 @@ def test_tuples_are_frozen() -> None:
         order.id = 1  # type: ignore[misc]
 
 
-def test_docstring_examples_run() -> None:
-    result = doctest.testmod(tracker)
+@pytest.mark.parametrize("module", [tracker, tuples])
+def test_docstring_examples_run(module: ModuleType) -> None:
+    result = doctest.testmod(module)
     assert result.attempted > 0
     assert result.failed == 0
 

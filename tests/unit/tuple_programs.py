@@ -18,7 +18,8 @@ from hypothesis import strategies as st
 
 from ackfold.ledger import ids, status
 from ackfold.reconcile.fold import RootFold, classify
-from ackfold.track.tracker import Tracker, Tuple
+from ackfold.track.tracker import Tracker
+from ackfold.track.tuples import Tuple
 
 APP = "prop"
 T0 = datetime(2024, 1, 1, tzinfo=UTC)

@@ -1,6 +1,6 @@
 """The tracked tuple as a Spark column: ``_ackfold``, the struct a tracked DataFrame carries.
 
-It holds what ``tracker.Tuple`` carries (id, roots, the roots of each anchor, consumers)
+It holds what ``tuples.Tuple`` carries (id, roots, the roots of each anchor, consumers)
 plus the ids of its anchors, so a stage can compute the acks of its inputs from its
 outputs (``ackfold.track.events``). The column survives a Delta table, so a job that reads
 another job's output keeps tracking the same trees.
@@ -15,10 +15,10 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from ackfold.track import sql_ids
-from ackfold.track.tracker import Tuple, consumers_of
+from ackfold.track.tuples import Tuple, consumers_of
 
 TUPLE_COLUMN: Final = "_ackfold"
-# `tracker.Tuple` as a struct, plus `anchors` (the ids of the tuples it was emitted from,
+# `tuples.Tuple` as a struct, plus `anchors` (the ids of the tuples it was emitted from,
 # empty for a spout tuple): the acks of a stage's inputs are computed from its children.
 TUPLE_DDL: Final = (
     "id BIGINT, roots ARRAY<BIGINT>, anchor_roots ARRAY<ARRAY<BIGINT>>, "
@@ -29,7 +29,7 @@ ColumnOrName = Column | str
 
 
 def as_tuple(value: object) -> Tuple:
-    """The ``tracker.Tuple`` of one collected ``_ackfold`` struct (a ``Row``).
+    """The ``tuples.Tuple`` of one collected ``_ackfold`` struct (a ``Row``).
 
     Example:
         >>> from ackfold.track.stage import StageTracker

@@ -15,7 +15,8 @@ from pyspark.sql import functions as F
 
 from ackfold.track import sql_ids
 from ackfold.track.columns import TUPLE_COLUMN, literal, zero
-from ackfold.track.tracker import ACK, FAIL, UNNAMED
+from ackfold.track.tracker import ACK, FAIL
+from ackfold.track.tuples import UNNAMED
 
 
 def ack_rows(

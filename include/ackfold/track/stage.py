@@ -1,7 +1,7 @@
 """The Spark tracking API for streaming apps: the ``Tracker``'s verbs over whole DataFrames.
 
 A tracked DataFrame carries each record's identity in one struct column, ``_ackfold``
-(``ackfold.track.columns``): what ``tracker.Tuple`` carries plus the ids of its anchors,
+(``ackfold.track.columns``): what ``tuples.Tuple`` carries plus the ids of its anchors,
 so a stage can compute the acks of its inputs from its outputs. The column survives a
 Delta table, so a job that reads another job's output keeps tracking the same trees.
 
@@ -71,7 +71,8 @@ from ackfold.track.columns import (
 )
 from ackfold.track.compact import COMPACT, check_acks
 from ackfold.track.events import ack_rows, event_rows, fail_rows
-from ackfold.track.tracker import INIT, check_name, consumers_of
+from ackfold.track.tracker import INIT
+from ackfold.track.tuples import check_name, consumers_of
 from ackfold.track.write import append_batch
 
 

@@ -30,13 +30,14 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Final
 
 from ackfold.ledger import ids
 from ackfold.ledger.tables import ACK_EVENTS_COLUMNS, ROOTS_COLUMNS
+from ackfold.ledger.values import hex64
 from ackfold.track.compact import PER_TUPLE, Ack, check_acks, compact_acks
+from ackfold.track.tuples import Tuple, check_name, consumers_of
 
 # The v1 contract's columns, in the tables' order.
 EVENT_COLUMNS: Final = ACK_EVENTS_COLUMNS
@@ -47,9 +48,6 @@ ACK: Final = ids.ACK_KIND
 FAIL: Final = "fail"
 KINDS: Final = (INIT, ACK, FAIL)
 
-# The consumer of a tuple emitted without `to`: whichever stage processes it.
-UNNAMED: Final = ""
-
 Event = dict[str, Any]
 
 
@@ -57,79 +55,8 @@ class TrackingError(RuntimeError):
     """A delivery was used after it was acked or failed (double ack, emit after ack)."""
 
 
-def _hex(value: int) -> str:
-    return f"0x{value & 0xFFFF_FFFF_FFFF_FFFF:016x}"
-
-
 def _utcnow() -> datetime:
     return datetime.now(UTC)
-
-
-def check_name(what: str, value: object) -> str:
-    if not isinstance(value, str) or not value:
-        raise ValueError(f"{what} must be a non-empty string, got {value!r}")
-    if ids.SEP in value:
-        raise ValueError(f"{what} {value!r} contains the separator \\x1f")
-    return value
-
-
-def consumers_of(to: Sequence[str] | None) -> tuple[str, ...]:
-    if to is None:
-        return (UNNAMED,)
-    if isinstance(to, str):
-        raise ValueError(f"to must be a sequence of stage names, got the string {to!r}")
-    names = tuple(check_name("consumer stage", name) for name in to)
-    if not names:
-        raise ValueError("to must name at least one consumer stage (or be None: any one stage)")
-    if len(set(names)) != len(names):
-        raise ValueError(f"to names a consumer twice: {list(names)}")
-    return names
-
-
-@dataclass(frozen=True, repr=False)
-class Tuple:
-    """One tracked record: its id, the roots it belongs to, and who consumes it.
-
-    ``anchor_roots[k]`` holds the roots of the tuple's k-th anchor (a spout tuple has one
-    pseudo-anchor holding its root); ``consumers`` is ``("",)`` when any one stage may ack
-    it, else the stages it is delivered to, each of which acks its own copy.
-
-    Example:
-        >>> t = Tuple(id=255, roots=(7,), anchor_roots=(frozenset({7}),), stage="parse")
-        >>> t
-        Tuple(0x00000000000000ff, stage='parse', roots=1)
-        >>> t.consumer_key("anything")
-        ''
-    """
-
-    id: int
-    roots: tuple[int, ...]
-    anchor_roots: tuple[frozenset[int], ...]
-    consumers: tuple[str, ...] = (UNNAMED,)
-    # Who created it: for messages only, the id already depends on it.
-    stage: str = field(default="", compare=False)
-
-    def __repr__(self) -> str:
-        return f"Tuple({_hex(self.id)}, stage={self.stage!r}, roots={len(self.roots)})"
-
-    def consumer_key(self, stage: str) -> str:
-        """The consumer whose edges ``stage`` acks: ``""`` if unnamed, else ``stage``."""
-        if self.consumers == (UNNAMED,):
-            return UNNAMED
-        if stage not in self.consumers:
-            raise ValueError(
-                f"stage {stage!r} is not a consumer of tuple {self!r} "
-                f"(it was emitted to {list(self.consumers)})"
-            )
-        return stage
-
-    def value(self, root: int, consumer: str) -> int:
-        """XOR of this tuple's edges in ``root``'s tree for ``consumer``, one per anchor."""
-        acc = 0
-        for k, anchor_roots in enumerate(self.anchor_roots):
-            if root in anchor_roots:
-                acc ^= ids.edge_id(self.id, root, k, consumer)
-        return acc
 
 
 class Tracker:
@@ -218,7 +145,7 @@ class Tracker:
         if known is not None:
             if known != first:
                 raise ValueError(
-                    f"root {_hex(root)} was registered with consumers {list(known.consumers)}, "
+                    f"root {hex64(root)} was registered with consumers {list(known.consumers)}, "
                     f"not {list(consumers)}"
                 )
             return known
@@ -287,7 +214,7 @@ class Tracker:
             # Same stage, position and anchors is the same tuple: its edges would cancel.
             raise ValueError(
                 f"stage {stage!r} already emitted position {position} from these anchors "
-                f"(tuple {_hex(child_id)}); positions must be unique per stage and anchors"
+                f"(tuple {hex64(child_id)}); positions must be unique per stage and anchors"
             )
         child = Tuple(
             id=child_id,

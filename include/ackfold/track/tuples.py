@@ -1,0 +1,90 @@
+"""The tracked tuple: one record's id, the roots it belongs to, and the stages it goes to.
+
+A tuple's edges are what the acks XOR (``docs/decisions/ids-and-edges.md``): one per root
+of its tree, anchor and consumer. ``Tracker`` (``ackfold.track.tracker``) makes tuples and
+``StageTracker`` (``ackfold.track.stage``) their column twins; both name apps, stages and
+consumers as ``check_name`` and ``consumers_of`` say.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Final
+
+from ackfold.ledger import ids
+from ackfold.ledger.values import hex64
+
+# The consumer of a tuple emitted without `to`: whichever stage processes it.
+UNNAMED: Final = ""
+
+
+def check_name(what: str, value: object) -> str:
+    """``value`` if it can name an app or a stage (a non-empty string without the ids'
+    separator), else a ValueError naming ``what``."""
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"{what} must be a non-empty string, got {value!r}")
+    if ids.SEP in value:
+        raise ValueError(f"{what} {value!r} contains the separator \\x1f")
+    return value
+
+
+def consumers_of(to: Sequence[str] | None) -> tuple[str, ...]:
+    """The consumers of a tuple emitted with ``to``: ``("",)`` (any one stage) for None,
+    else the named stages, each checked and named once."""
+    if to is None:
+        return (UNNAMED,)
+    if isinstance(to, str):
+        raise ValueError(f"to must be a sequence of stage names, got the string {to!r}")
+    names = tuple(check_name("consumer stage", name) for name in to)
+    if not names:
+        raise ValueError("to must name at least one consumer stage (or be None: any one stage)")
+    if len(set(names)) != len(names):
+        raise ValueError(f"to names a consumer twice: {list(names)}")
+    return names
+
+
+@dataclass(frozen=True, repr=False)
+class Tuple:
+    """One tracked record: its id, the roots it belongs to, and who consumes it.
+
+    ``anchor_roots[k]`` holds the roots of the tuple's k-th anchor (a spout tuple has one
+    pseudo-anchor holding its root); ``consumers`` is ``("",)`` when any one stage may ack
+    it, else the stages it is delivered to, each of which acks its own copy.
+
+    Example:
+        >>> t = Tuple(id=255, roots=(7,), anchor_roots=(frozenset({7}),), stage="parse")
+        >>> t
+        Tuple(0x00000000000000ff, stage='parse', roots=1)
+        >>> t.consumer_key("anything")
+        ''
+    """
+
+    id: int
+    roots: tuple[int, ...]
+    anchor_roots: tuple[frozenset[int], ...]
+    consumers: tuple[str, ...] = (UNNAMED,)
+    # Who created it: for messages only, the id already depends on it.
+    stage: str = field(default="", compare=False)
+
+    def __repr__(self) -> str:
+        return f"Tuple({hex64(self.id)}, stage={self.stage!r}, roots={len(self.roots)})"
+
+    def consumer_key(self, stage: str) -> str:
+        """The consumer whose edges ``stage`` acks: ``""`` if unnamed, else ``stage``."""
+        if self.consumers == (UNNAMED,):
+            return UNNAMED
+        if stage not in self.consumers:
+            raise ValueError(
+                f"stage {stage!r} is not a consumer of tuple {self!r} "
+                f"(it was emitted to {list(self.consumers)})"
+            )
+        return stage
+
+    def value(self, root: int, consumer: str) -> int:
+        """XOR of this tuple's edges in ``root``'s tree for ``consumer``, one per anchor."""
+        acc = 0
+        for k, anchor_roots in enumerate(self.anchor_roots):
+            if root in anchor_roots:
+                acc ^= ids.edge_id(self.id, root, k, consumer)
+        return acc
