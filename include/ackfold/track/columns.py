@@ -154,3 +154,18 @@ def require_tracked(df: DataFrame, where: str) -> None:
             f"{df.columns}); pass tuples from spout(), emit(), explode() or aggregate(), "
             "or a table they were written to"
         )
+
+
+def require_anchors(df: DataFrame, anchors: Sequence[ColumnOrName], where: str) -> None:
+    """Refuse anchors that are not a non-empty sequence of tuple columns of `df`, naming
+    `where` (tracker.verb)."""
+    if isinstance(anchors, str | Column):
+        raise ValueError("anchors must be a sequence of columns, e.g. ['left', 'right']")
+    if not anchors:
+        raise ValueError("emit needs at least one anchor: ackfold does not track unanchored tuples")
+    for anchor in anchors:
+        if isinstance(anchor, str) and anchor not in df.columns:
+            raise ValueError(
+                f"{where}: anchor column {anchor!r} is not in the DataFrame "
+                f"(columns: {df.columns}); anchors name _ackfold struct columns"
+            )

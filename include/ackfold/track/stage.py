@@ -18,8 +18,9 @@ A stage, inside ``foreachBatch``, reads like Storm's collector:
   one commit, each with ``txnAppId``/``txnVersion`` so a re-run batch writes nothing.
 
 The events are the ones ``Tracker`` writes for the same topology, row for row (ids are
-derived, never drawn): ``ackfold.track.events`` computes them, ``ackfold.track.write``
-appends a batch. See ``docs/decisions/spark-tracking-api.md``.
+derived, never drawn): ``ackfold.track.spout`` registers the roots,
+``ackfold.track.events`` computes the events, ``ackfold.track.write`` appends a batch. See
+``docs/decisions/spark-tracking-api.md``.
 
 Example (``split``: lines -> words, as a streaming query's ``foreachBatch``; the test
 ``tests/spark/test_tracking.py`` runs this shape end to end):
@@ -48,42 +49,28 @@ Example (``split``: lines -> words, as a streaming query's ``foreachBatch``; the
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from ackfold.ledger.tables import Ledger
-from ackfold.track import sql_ids
 from ackfold.track.columns import (
     TUPLE_COLUMN,
     ColumnOrName,
     as_column,
     by_id,
     child_tuple,
-    first_tuple,
     hidden,
-    literal,
-    optional_string,
     position_column,
+    require_anchors,
     require_tracked,
     zero,
 )
 from ackfold.track.compact import COMPACT, check_acks
-from ackfold.track.events import ack_rows, event_rows, fail_rows
-from ackfold.track.tracker import INIT
-from ackfold.track.tuples import check_name, consumers_of
+from ackfold.track.events import ack_rows, fail_rows
+from ackfold.track.spout import Spout, first_tuples, register_roots
+from ackfold.track.tuples import check_name
 from ackfold.track.write import append_batch
-
-
-@dataclass(frozen=True)
-class Spout:
-    """What ``StageTracker.spout`` registers: the tuples for the next stage, the ``roots``
-    rows and the ``init`` events (both still to be written by ``write_batch``)."""
-
-    tuples: DataFrame
-    roots: DataFrame
-    events: DataFrame
 
 
 class StageTracker:
@@ -156,55 +143,19 @@ class StageTracker:
             >>> out.tuples.columns, out.events.first().kind, out.roots.first().payload
             (['id', 'body', '_ackfold'], 'init', '{}')
         """
-        if TUPLE_COLUMN in df.columns:
-            raise ValueError(
-                f"the source DataFrame already has a {TUPLE_COLUMN} column: its rows are "
-                "tracked tuples, not source messages; use emit() to continue their trees"
-            )
-        if isinstance(attempt, int) and (isinstance(attempt, bool) or attempt < 1):
-            raise ValueError(f"attempt must be an int >= 1 or a column, got {attempt!r}")
-        if isinstance(attempt, int) and attempt > 1 and origin_root_id is None:
-            raise ValueError(f"attempt {attempt} needs the origin_root_id column of attempt 1")
-        consumers = consumers_of(to)
-        h = hidden
-        src, queue = literal(source), literal(source_queue)
-        message = as_column(message_id).cast("string")
-        tries = (F.lit(attempt) if isinstance(attempt, int) else as_column(attempt)).cast("int")
-        origin = (F.lit(None) if origin_root_id is None else as_column(origin_root_id)).cast(
-            "bigint"
+        return register_roots(
+            self.app,
+            self.stage,
+            df,
+            message_id=message_id,
+            source=source,
+            source_queue=source_queue,
+            attempt=attempt,
+            origin_root_id=origin_root_id,
+            payload=payload,
+            source_position=source_position,
+            to=to,
         )
-        key = F.concat(src, F.lit(":"), queue, F.lit(":"), message)
-        base = (
-            df.withColumn(h("root"), sql_ids.root_id(self.app, key, tries, origin))
-            .withColumn(h("attempt"), tries)
-            .withColumn(h("origin"), origin)
-            # A message delivered twice in one batch is one root, as in Tracker.spout.
-            .dropDuplicates([h("root")])
-        )
-        root = F.col(h("root"))
-        first = sql_ids.spout_tuple_id(root)
-        tuples = base.withColumn(TUPLE_COLUMN, first_tuple(self.stage, root, consumers)).drop(
-            h("root"), h("attempt"), h("origin")
-        )
-        tries_col = F.col(h("attempt"))
-        roots = base.select(
-            root.alias("root_id"),
-            F.lit(self.app).alias("app"),
-            tries_col.alias("attempt"),
-            F.when(tries_col == 1, root).otherwise(F.col(h("origin"))).alias("origin_root_id"),
-            src.alias("source"),
-            queue.alias("source_queue"),
-            message.alias("source_message_id"),
-            optional_string(source_position).alias("source_position"),
-            optional_string(payload).alias("payload"),
-            F.current_timestamp().alias("ingested_at"),
-        )
-        # The init event carries the first tuple's edge for each consumer (pseudo-anchor 0).
-        init_val = sql_ids.xor_of(
-            *[sql_ids.edge_id(first, root, F.lit(0), F.lit(c)) for c in consumers]
-        )
-        events = event_rows(self.app, self.stage, base, INIT, root, first, init_val)
-        return Spout(tuples=tuples, roots=roots, events=events)
 
     def registered(self, roots: DataFrame, *, to: Sequence[str] | None = None) -> DataFrame:
         """The first tuples of roots this spout stage registered earlier, one per row of
@@ -223,14 +174,7 @@ class StageTracker:
             >>> again == out.tuples.select("_ackfold").first()
             True
         """
-        if "root_id" not in roots.columns:
-            raise ValueError(
-                f"{self!r}.registered needs rows of the roots table (a root_id column); "
-                f"got columns {roots.columns}"
-            )
-        return roots.withColumn(
-            TUPLE_COLUMN, first_tuple(self.stage, F.col("root_id"), consumers_of(to))
-        )
+        return first_tuples(self.stage, roots, to, where=f"{self!r}.registered")
 
     # -- children -------------------------------------------------------------------------
 
@@ -258,18 +202,7 @@ class StageTracker:
             >>> doubled.select("n", "_ackfold.stage").first()
             Row(n=6, stage='double')
         """
-        if isinstance(anchors, str | Column):
-            raise ValueError("anchors must be a sequence of columns, e.g. ['left', 'right']")
-        if not anchors:
-            raise ValueError(
-                "emit needs at least one anchor: ackfold does not track unanchored tuples"
-            )
-        for anchor in anchors:
-            if isinstance(anchor, str) and anchor not in df.columns:
-                raise ValueError(
-                    f"{self!r}.emit: anchor column {anchor!r} is not in the DataFrame "
-                    f"(columns: {df.columns}); anchors name _ackfold struct columns"
-                )
+        require_anchors(df, anchors, f"{self!r}.emit")
         child = child_tuple(
             self.stage, F.array(*[as_column(a) for a in anchors]), position_column(position), to
         )

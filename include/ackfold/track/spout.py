@@ -1,0 +1,117 @@
+"""Registering roots over DataFrames: what ``StageTracker.spout`` writes for each source
+message (a ``roots`` row, its ``init`` event) and the first tuple it hands on.
+
+Root ids, tuple ids and the init event's edges are the ones ``Tracker.spout`` derives
+(``ackfold.track.sql_ids`` computes them in Spark), so both trackers register a message
+under the same root.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from ackfold.track import sql_ids
+from ackfold.track.columns import (
+    TUPLE_COLUMN,
+    ColumnOrName,
+    as_column,
+    first_tuple,
+    hidden,
+    literal,
+    optional_string,
+)
+from ackfold.track.events import event_rows
+from ackfold.track.tracker import INIT
+from ackfold.track.tuples import consumers_of
+
+
+@dataclass(frozen=True)
+class Spout:
+    """What ``StageTracker.spout`` registers: the tuples for the next stage, the ``roots``
+    rows and the ``init`` events (both still to be written by ``write_batch``)."""
+
+    tuples: DataFrame
+    roots: DataFrame
+    events: DataFrame
+
+
+def register_roots(
+    app: str,
+    stage: str,
+    df: DataFrame,
+    *,
+    message_id: ColumnOrName,
+    source: str | Column,
+    source_queue: str | Column,
+    attempt: ColumnOrName | int,
+    origin_root_id: ColumnOrName | None,
+    payload: ColumnOrName | None,
+    source_position: ColumnOrName | None,
+    to: Sequence[str] | None,
+) -> Spout:
+    """One root per distinct message of ``df``, registered by ``stage`` of ``app`` for
+    the stages ``to`` names (``StageTracker.spout`` documents the arguments)."""
+    if TUPLE_COLUMN in df.columns:
+        raise ValueError(
+            f"the source DataFrame already has a {TUPLE_COLUMN} column: its rows are "
+            "tracked tuples, not source messages; use emit() to continue their trees"
+        )
+    if isinstance(attempt, int) and (isinstance(attempt, bool) or attempt < 1):
+        raise ValueError(f"attempt must be an int >= 1 or a column, got {attempt!r}")
+    if isinstance(attempt, int) and attempt > 1 and origin_root_id is None:
+        raise ValueError(f"attempt {attempt} needs the origin_root_id column of attempt 1")
+    consumers = consumers_of(to)
+    h = hidden
+    src, queue = literal(source), literal(source_queue)
+    message = as_column(message_id).cast("string")
+    tries = (F.lit(attempt) if isinstance(attempt, int) else as_column(attempt)).cast("int")
+    origin = (F.lit(None) if origin_root_id is None else as_column(origin_root_id)).cast("bigint")
+    key = F.concat(src, F.lit(":"), queue, F.lit(":"), message)
+    base = (
+        df.withColumn(h("root"), sql_ids.root_id(app, key, tries, origin))
+        .withColumn(h("attempt"), tries)
+        .withColumn(h("origin"), origin)
+        # A message delivered twice in one batch is one root, as in Tracker.spout.
+        .dropDuplicates([h("root")])
+    )
+    root = F.col(h("root"))
+    first = sql_ids.spout_tuple_id(root)
+    tuples = base.withColumn(TUPLE_COLUMN, first_tuple(stage, root, consumers)).drop(
+        h("root"), h("attempt"), h("origin")
+    )
+    tries_col = F.col(h("attempt"))
+    roots = base.select(
+        root.alias("root_id"),
+        F.lit(app).alias("app"),
+        tries_col.alias("attempt"),
+        F.when(tries_col == 1, root).otherwise(F.col(h("origin"))).alias("origin_root_id"),
+        src.alias("source"),
+        queue.alias("source_queue"),
+        message.alias("source_message_id"),
+        optional_string(source_position).alias("source_position"),
+        optional_string(payload).alias("payload"),
+        F.current_timestamp().alias("ingested_at"),
+    )
+    # The init event carries the first tuple's edge for each consumer (pseudo-anchor 0).
+    init_val = sql_ids.xor_of(
+        *[sql_ids.edge_id(first, root, F.lit(0), F.lit(c)) for c in consumers]
+    )
+    events = event_rows(app, stage, base, INIT, root, first, init_val)
+    return Spout(tuples=tuples, roots=roots, events=events)
+
+
+def first_tuples(
+    stage: str, roots: DataFrame, to: Sequence[str] | None, *, where: str
+) -> DataFrame:
+    """The first tuples of roots that ``stage`` registered for ``to`` earlier, one per row
+    of ``roots`` (rows of the ``roots`` table), as ``register_roots`` made them; `where`
+    (tracker.verb) names the caller in the error."""
+    if "root_id" not in roots.columns:
+        raise ValueError(
+            f"{where} needs rows of the roots table (a root_id column); got columns {roots.columns}"
+        )
+    return roots.withColumn(TUPLE_COLUMN, first_tuple(stage, F.col("root_id"), consumers_of(to)))
