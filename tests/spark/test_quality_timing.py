@@ -16,7 +16,7 @@ from ackfold.ledger import ids
 from ackfold.ledger.tables import ACK_EVENTS, ROOTS, Ledger
 from ackfold.ledger.values import hex64
 from ackfold.quality import run_quality
-from ackfold.quality.batches import AWAITING_REPLAY, IN_PROGRESS
+from ackfold.quality.outcomes import AWAITING_REPLAY, IN_PROGRESS
 from ackfold.reconcile.reconciler import reconcile
 from ackfold.track.tracker import Tracker
 from tests.conftest import JARS_DIR

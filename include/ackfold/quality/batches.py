@@ -36,6 +36,7 @@ from ackfold.ledger.tables import (
     SENT_MESSAGES,
     Ledger,
 )
+from ackfold.quality.outcomes import overdue_outcome
 from ackfold.reconcile.spark_fold import policy_column
 from ackfold.replay.bookkeeping import AUTOMATIC
 from ackfold.replay.planner import REPLAY, SENT
@@ -44,18 +45,6 @@ from ackfold.sources.base import EXPIRED
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
 
-# An overdue root is settled when it ended in one of these, or is still legitimately
-# under way (`IN_PROGRESS`, `AWAITING_REPLAY`); anything else is lost.
-IN_PROGRESS: Final = "in progress (events within its idle timeout)"
-AWAITING_REPLAY: Final = "awaiting its replay (backoff)"
-SETTLED_OUTCOMES: Final = (
-    status.COMPLETED,
-    status.COMPLETED_LATE,
-    status.REPLAYED,
-    status.DEAD_LETTERED,
-    IN_PROGRESS,
-    AWAITING_REPLAY,
-)
 VALID_CHAIN: Final = "valid"
 # Writers' clocks differ: rows of one root may be stamped this far apart.
 CLOCK_SKEW: Final = timedelta(days=1)
@@ -236,13 +225,12 @@ class LedgerFrames:
         )
 
     def overdue(self, app: str) -> DataFrame:
-        """One row per overdue root of `app` with its `outcome`: one of
-        `SETTLED_OUTCOMES`, or why the root counts as lost."""
+        """One row per overdue root of `app` with its `outcome`
+        (`ackfold.quality.outcomes.overdue_outcome`): one of `SETTLED_OUTCOMES`, or why
+        the root counts as lost."""
         from pyspark.sql import functions as F
 
         policy = self.settings.app(app)
-        grace = policy.quality.grace
-        now = self.window.now
         states = self._states(CLOCK_SKEW).select(
             "root_id", "status", "status_changed_at", "first_event_at", "last_event_at", "fail_at"
         )
@@ -253,25 +241,6 @@ class LedgerFrames:
             .distinct()
             .withColumn("next_registered", F.lit(True))
         )
-        # A replay sent within the grace period may not have been consumed yet.
-        replay_in_flight = F.col("status_changed_at") >= F.lit(now - grace)
-        # The automatic replay of attempt k waits replay_backoff * 2**(k-1) after it failed
-        # or timed out; the last attempt is dead-lettered at once. The wait counts from when
-        # the root was due (its fail event, or its timeout), not from when a reconcile saw
-        # it: a root that a reconciler outage timed out days late is owed no more time.
-        backoff = F.when(F.col("attempt") >= policy.max_attempts, F.lit(0.0)).otherwise(
-            F.lit(policy.replay_backoff.total_seconds()) * F.pow(F.lit(2), F.col("attempt") - 1)
-        )
-        due = F.least(
-            F.col("status_changed_at"), F.coalesce(F.col("fail_at"), _timeout_due(policy))
-        )
-        waited = F.unix_micros(F.lit(now)) - F.unix_micros(due)
-        awaiting = waited / 1e6 <= backoff + F.lit(grace.total_seconds())
-        active = F.lit(False)
-        if policy.idle_timeout is not None:  # pending past the timeout while events come
-            active = F.col("last_event_at") >= F.lit(now - policy.idle_timeout - grace)
-        replayed = F.col("status") == status.REPLAYED
-        open_ = F.col("status").isin(status.FAILED, status.TIMED_OUT)
         # Dead-lettered because the source deleted the message before its replay: it was
         # never processed, and nothing is left to replay. A lost message.
         expired = (
@@ -279,21 +248,6 @@ class LedgerFrames:
             .where(F.col("reason") == EXPIRED)
             .select("root_id", F.lit(True).alias("expired"))
             .distinct()
-        )
-        outcome = (
-            F.when(F.col("status").isNull(), F.lit("never reconciled: no event of it folded"))
-            .when(
-                F.col("expired") & (F.col("status") == status.DEAD_LETTERED),
-                F.lit(f"dead-lettered: {EXPIRED} before its replay"),
-            )
-            .when(F.col("status").isin(*SETTLED_OUTCOMES) & ~replayed, F.col("status"))
-            .when(replayed & (F.col("next_registered") | replay_in_flight), F.col("status"))
-            .when(replayed, F.lit("replayed, but the next attempt never registered"))
-            .when(open_ & awaiting, F.lit(AWAITING_REPLAY))
-            .when(F.col("status") == status.FAILED, F.lit("failed, and not replayed"))
-            .when(F.col("status") == status.TIMED_OUT, F.lit("timed out, and not replayed"))
-            .when((F.col("status") == status.PENDING) & active, F.lit(IN_PROGRESS))
-            .otherwise(F.concat(F.col("status"), F.lit(" past its timeout")))
         )
         return (
             self._overdue_roots(app)
@@ -303,7 +257,7 @@ class LedgerFrames:
             .join(expired, "root_id", "left")
             .withColumn("next_registered", F.coalesce(F.col("next_registered"), F.lit(False)))
             .withColumn("expired", F.coalesce(F.col("expired"), F.lit(False)))
-            .withColumn("outcome", outcome)
+            .withColumn("outcome", overdue_outcome(policy, self.window.now))
             .select("root_id", "attempt", "status", "outcome")
         )
 
@@ -412,20 +366,6 @@ def _distinct(frame: DataFrame, identity: tuple[str, ...], earliest: str) -> Dat
         (F.min(c) if c == earliest else F.first(c)).alias(c) for c in frame.columns if c not in keys
     ]
     return frame.groupBy(*keys).agg(*rest).select(*frame.columns) if rest else frame.distinct()
-
-
-def _timeout_due(policy: AppPolicy) -> Column:
-    """When a root of `policy`'s app times out if nothing more happens: its timeout after
-    its first event, and its idle timeout after its latest, whichever comes later."""
-    from pyspark.sql import functions as F
-
-    due = F.col("first_event_at") + F.expr(
-        f"INTERVAL '{policy.timeout.total_seconds():.6f}' SECOND"
-    )
-    if policy.idle_timeout is None:
-        return due
-    idle = F.expr(f"INTERVAL '{policy.idle_timeout.total_seconds():.6f}' SECOND")
-    return F.greatest(due, F.col("last_event_at") + idle)
 
 
 def _seconds_between(start: str, end: str) -> Column:

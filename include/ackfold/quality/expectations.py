@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Any, Final
 from ackfold.config.policy import AppPolicy
 from ackfold.ledger import status
 from ackfold.ledger.tables import ACK_EVENTS_DDL, ROOT_STATE_DDL, ROOTS_DDL, column_specs
-from ackfold.quality.batches import SETTLED_OUTCOMES, VALID_CHAIN
+from ackfold.quality.batches import VALID_CHAIN
+from ackfold.quality.outcomes import SETTLED_OUTCOMES
 
 # Before GX is imported anywhere: no usage statistics leave the machine.
 os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
