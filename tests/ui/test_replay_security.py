@@ -14,7 +14,7 @@ from fastapi.testclient import TestClient
 
 from ackfold.ledger import status
 from ackfold.replay.params import parse_replay_conf
-from ackfold.ui import app as ui_app
+from ackfold.ui import replay_pages
 from ackfold.ui.redact import MASK, Redactor
 from tests.ledger_fixtures import Sample, bulk_ledger
 from tests.ui.conftest import HOST, FakeAirflow, make_client, ui_settings
@@ -381,7 +381,7 @@ def test_the_ui_does_not_claim_who_asked(
         seen.append(kwargs)
         return parse_replay_conf(conf, **kwargs)
 
-    monkeypatch.setattr(ui_app, "parse_replay_conf", spy)
+    monkeypatch.setattr(replay_pages, "parse_replay_conf", spy)
     response = client.post(
         "/replay/confirm",
         data={"csrf_token": csrf(client), "root_id": str(sample.dead), "dry_run": "1"},

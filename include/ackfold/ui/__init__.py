@@ -8,6 +8,7 @@
 - `selection`: the roots a replay request names; `trigger`: the manual replay DAG run,
   through Airflow's REST API as the user.
 - `app`: the FastAPI app (`create_app`), its pages sharing `site` (templates, links, the
-  error page); `lazy`: `LazyApp`, which builds it on the first request, so that
-  `plugins/ackfold_ui.py` (imported by every Airflow task) stays cheap.
+  error page) and `context` (what one app's routes share): `ledger_pages`,
+  `quality_pages`, `replay_pages`; `lazy`: `LazyApp`, which builds it on the first
+  request, so that `plugins/ackfold_ui.py` (imported by every Airflow task) stays cheap.
 """
