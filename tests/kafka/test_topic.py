@@ -21,8 +21,9 @@ from ackfold.sources.base import (
     SourceError,
     dead_letter_attributes,
 )
-from ackfold.sources.kafka import KafkaTopic, Position
+from ackfold.sources.kafka import KafkaTopic
 from ackfold.sources.kafka_client import check_topics
+from ackfold.sources.kafka_records import Position
 from tests.kafka.conftest import consume_all, delete_before, produce, settings_for
 
 

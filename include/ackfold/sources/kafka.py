@@ -21,17 +21,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, ClassVar, Final
+from typing import Any, ClassVar
 
 from ackfold.config import Settings
 from ackfold.sources.base import (
-    ATTEMPT,
-    DEAD_LAST_STAGE,
     DEAD_REASON,
-    DEAD_ROOT_ID,
     EXPIRED,
-    ORIGIN_ROOT_ID,
     Outbound,
     Sent,
     SourceError,
@@ -43,13 +38,10 @@ from ackfold.sources.kafka_client import (
     timeout_seconds,
     unreachable,
 )
+from ackfold.sources.kafka_records import Position, Record, replay_headers
 
 log = logging.getLogger("ackfold.sources.kafka")
 
-# Headers a replay sets; a re-read record's own values of them are replaced.
-_OURS: Final = frozenset({ORIGIN_ROOT_ID, ATTEMPT, DEAD_ROOT_ID, DEAD_REASON, DEAD_LAST_STAGE})
-
-Headers = list[tuple[str, bytes]]
 # A replay's re-read reads on through gaps of up to this many offsets rather than seek.
 _MAX_SKIP = 100
 
@@ -59,46 +51,6 @@ def _gone_codes() -> frozenset[int]:
 
     # The offset is out of range; with auto.offset.reset=error librdkafka says so as -140.
     return frozenset({KafkaError.OFFSET_OUT_OF_RANGE, KafkaError._AUTO_OFFSET_RESET})
-
-
-@dataclass(frozen=True, order=True)
-class Position:
-    """Where a record is: `topic:partition:offset`, as `roots.source_position` holds it.
-
-    Example:
-        >>> Position.parse("orders:3:1042")
-        Position(topic='orders', partition=3, offset=1042)
-        >>> str(Position("orders", 3, 1042))
-        'orders:3:1042'
-    """
-
-    topic: str
-    partition: int
-    offset: int
-
-    @classmethod
-    def parse(cls, text: str) -> Position:
-        topic, _, rest = text.rpartition(":")
-        topic, _, partition = topic.rpartition(":")
-        try:
-            position = cls(topic, int(partition), int(rest))
-        except ValueError:
-            position = cls("", -1, -1)
-        if not position.topic or position.partition < 0 or position.offset < 0:
-            raise ValueError(f"{text!r} is not a Kafka position topic:partition:offset")
-        return position
-
-    def __str__(self) -> str:
-        return f"{self.topic}:{self.partition}:{self.offset}"
-
-
-@dataclass(frozen=True)
-class Record:
-    """A record re-read at its position: what a replay produces again."""
-
-    key: bytes | None
-    value: bytes | None
-    headers: Headers
 
 
 class KafkaTopic(SourceQueue):
@@ -308,7 +260,7 @@ class KafkaTopic(SourceQueue):
                     target,
                     value=record.value,
                     key=record.key,
-                    headers=_headers(record.headers, message),
+                    headers=replay_headers(record.headers, message),
                     on_delivery=delivered(message.root_id),
                 )
             except (BufferError, KafkaException) as exc:
@@ -384,11 +336,3 @@ class KafkaTopic(SourceQueue):
                 )
             )
         return self._producer
-
-
-def _headers(original: Headers, message: Outbound) -> Headers:
-    """The record's own headers, then the new attempt's (and a dead letter's reason)."""
-    kept = [(name, value) for name, value in original if name not in _OURS]
-    ours = {ORIGIN_ROOT_ID: str(message.origin_root_id), ATTEMPT: str(message.attempt)}
-    ours.update(message.attributes)
-    return kept + [(name, text.encode("utf-8")) for name, text in ours.items()]
