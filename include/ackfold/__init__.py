@@ -5,6 +5,7 @@ The public API, importable from here:
 - `Tracker`, with `Tuple` and `TrackingError`: Storm's OutputCollector in plain Python,
   writing ledger rows (no Spark needed);
 - `StageTracker`: the same verbs over DataFrames, for Structured Streaming apps;
+- `LedgerWriter`: creates the ledger and appends a `Tracker`'s rows, without a JVM;
 - `Reconciler`: one reconcile run, the XOR fold of the new events into `root_state`;
 - `Replayer` and `ReplayRequest`: plan, then execute, one replay run;
 - `Settings`, `load_settings` and `ConfigError`: every setting, loaded and checked.
@@ -41,6 +42,7 @@ from ackfold.track.tuples import Tuple
 
 if TYPE_CHECKING:
     from ackfold.config import ConfigError, Settings, load_settings
+    from ackfold.ledger.writer import LedgerWriter
     from ackfold.reconcile.reconciler import Reconciler
     from ackfold.replay.replayer import Replayer
     from ackfold.replay.request import ReplayRequest
@@ -49,6 +51,7 @@ if TYPE_CHECKING:
 __version__ = "0.1.0"
 __all__ = [
     "ConfigError",
+    "LedgerWriter",
     "Reconciler",
     "ReplayRequest",
     "Replayer",
@@ -64,6 +67,7 @@ __all__ = [
 # The names imported on first use (PEP 562), and the module that defines each.
 _LAZY = {
     "StageTracker": "ackfold.track.stage",
+    "LedgerWriter": "ackfold.ledger.writer",
     "Reconciler": "ackfold.reconcile.reconciler",
     "Replayer": "ackfold.replay.replayer",
     "ReplayRequest": "ackfold.replay.request",

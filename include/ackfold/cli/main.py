@@ -5,7 +5,7 @@ that does not answer) ends in one clear message on stderr and a non-zero exit, w
 traceback; Spark logs its errors only. `--verbose` (`-v`), before or after the command,
 brings back Spark's warnings, ackfold's log lines and the tracebacks. An unexpected
 exception is a bug: its traceback is always shown. Each command group is a module of this
-package (`local`, `replay`, `demo`, `jobs`, `read`).
+package (`local`, `replay`, `demo`, `ledger`, `jobs`, `read`).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
 from ackfold import __version__
-from ackfold.cli import demo, jobs, local, read, replay
+from ackfold.cli import demo, jobs, ledger, local, read, replay
 from ackfold.cli.common import EXIT_USAGE, Handler, UsageError, error_line, verbosity
 from ackfold.config import ConfigError, Settings, load_settings
 from ackfold.local.jvm import JarsError
@@ -47,6 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
     replay.add_commands(command)
     demo.add_commands(command)
     command("config", _config, "print the effective configuration as JSON")
+    ledger.add_commands(command)
     jobs.add_commands(command)
     read.add_commands(command)
     return parser

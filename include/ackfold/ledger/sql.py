@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Any
 
-from ackfold.ledger.tables import Ledger
+from ackfold.ledger.tables import ACK_EVENTS, ROOTS, Ledger
 from ackfold.ledger.values import iso
 
 
@@ -69,8 +69,12 @@ class SqlReader:
         except TableNotFoundError:
             if required:
                 raise NoLedger(
-                    f"no ledger at {self.warehouse} (no table {name}): run `ackfold reconcile` "
-                    "after an app has written events"
+                    f"no ledger at {self.warehouse} (no table {name}): "
+                    + (
+                        "create it with `ackfold init`, then let an app write events"
+                        if name in (ACK_EVENTS, ROOTS)
+                        else "run `ackfold reconcile` after an app has written events"
+                    )
                 ) from None
             table = None
         except (DeltaError, OSError) as exc:

@@ -229,12 +229,20 @@ class Ledger:
         return f"{self.root.rstrip('/')}/{table}"
 
     def create(self, spark: SparkSession, tables: tuple[str, ...] = tuple(TABLES)) -> None:
-        """Create the tables that do not exist yet; existing tables are left as they are."""
+        """Create the tables that do not exist yet; existing tables are left as they are.
+        (`ackfold.ledger.writer.LedgerWriter.create` does the same without a JVM.)"""
         for name in tables:
-            ddl, partitions, comment = TABLES[name]
-            partitioned = f"PARTITIONED BY ({', '.join(partitions)})" if partitions else ""
-            props = ", ".join(f"'{k}' = '{v}'" for k, v in TABLE_PROPERTIES.items())
-            spark.sql(
-                f"CREATE TABLE IF NOT EXISTS delta.`{self.path(name)}` ({ddl}) USING delta "
-                f"{partitioned} COMMENT '{comment}' TBLPROPERTIES ({props})"
-            )
+            spark.sql(create_sql(name, f"delta.`{self.path(name)}`"))
+
+
+def create_sql(table: str, target: str) -> str:
+    """The `CREATE TABLE IF NOT EXISTS` statement of ledger table `table`, created as
+    `target` (a name, or delta.`path`): its columns, partitioning, comment, properties."""
+    ddl, partitions, comment = TABLES[table]
+    columns = ",\n".join(f"    {line.strip().rstrip(',')}" for line in ddl.strip().splitlines())
+    partitioned = f"\nPARTITIONED BY ({', '.join(partitions)})" if partitions else ""
+    props = ",\n".join(f"    '{k}' = '{v}'" for k, v in TABLE_PROPERTIES.items())
+    return (
+        f"CREATE TABLE IF NOT EXISTS {target} (\n{columns}\n)\nUSING delta{partitioned}\n"
+        f"COMMENT '{comment}'\nTBLPROPERTIES (\n{props}\n)"
+    )

@@ -1,0 +1,222 @@
+"""Write the ledger without a JVM: create its tables and append a producer's rows, in
+delta-rs (the `deltalake` package).
+
+For producers outside Spark (a web service, a Lambda, a batch job): `Tracker.drain_roots()`
+and `Tracker.drain()` give the rows, `LedgerWriter.append` writes them, and a reconcile
+(Spark, as ever) folds them like any app's.
+
+- `create` makes the missing tables as `Ledger.create` does in Spark: the same Delta
+  schema (types, NOT NULLs), partition columns, description and `TABLE_PROPERTIES`, at
+  the same protocol (reader 1, writer 2). delta-rs accepts every property; it does not
+  act on `delta.autoOptimize.optimizeWrite` itself (Spark's writers and OPTIMIZE do).
+- `append` checks every row against the contract before it writes anything, then
+  appends `roots`, then `ack_events` (a reconcile never meets an event before its root).
+  With `app_id` and `version` (Spark's `txnAppId`/`txnVersion`) each commit records a
+  Delta application transaction, and a table that already holds that version for that
+  app id is skipped: a retry after a crash writes what is missing, nothing twice. One app
+  id belongs to one writer at a time, as in Spark.
+- Concurrent appends, from here or from Spark apps, are safe: Delta appends do not
+  conflict, and delta-rs retries its commit when another writer got there first.
+
+Example:
+    >>> import tempfile
+    >>> from ackfold import LedgerWriter, Tracker
+    >>> writer = LedgerWriter(tempfile.mkdtemp())
+    >>> tracker = Tracker("orders")
+    >>> order = tracker.spout("order-1", source="sqs", source_queue="orders", payload="{}")
+    >>> tracker.ack(order, stage="store")
+    >>> roots, events = tracker.drain_roots(), tracker.drain()
+    >>> writer.append(roots, events, app_id="orders-producer", version=1)
+    Appended(roots=1, events=2, skipped=())
+    >>> writer.append(roots, events, app_id="orders-producer", version=1)  # a retry
+    Appended(roots=0, events=0, skipped=('roots', 'ack_events'))
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+from ackfold.ledger.contract import ContractError, check_rows, delta_schema
+from ackfold.ledger.sql import LedgerError, first_line
+from ackfold.ledger.tables import ACK_EVENTS, ROOTS, TABLE_PROPERTIES, TABLES, Ledger
+
+__all__ = ["Appended", "ContractError", "LedgerWriter", "SchemaMismatch"]
+
+# What `append` writes, in this order.
+_APPEND_ORDER: Final = (ROOTS, ACK_EVENTS)
+
+
+class SchemaMismatch(LedgerError):
+    """A ledger table exists with columns the contract's rows cannot be written to."""
+
+
+@dataclass(frozen=True)
+class Appended:
+    """What one `append` wrote: rows per table, and the tables it skipped because this
+    app id had already written this version there."""
+
+    roots: int
+    events: int
+    skipped: tuple[str, ...]
+
+
+class LedgerWriter:
+    """Creates and appends the ledger's tables under `warehouse` (`Settings.table_root`)
+    without a JVM. `storage_options` go to delta-rs (object store credentials)."""
+
+    def __init__(
+        self, warehouse: str | Path, *, storage_options: Mapping[str, str] | None = None
+    ) -> None:
+        self.ledger = Ledger(str(warehouse))
+        self.storage_options = dict(storage_options) if storage_options else None
+        self._checked: set[str] = set()
+
+    def create(self, tables: Sequence[str] = tuple(TABLES)) -> dict[str, bool]:
+        """Create the tables of `tables` that do not exist yet, and check that the others
+        can take the contract's rows. Returns, per table, whether this call created it.
+
+        Example:
+            >>> import tempfile
+            >>> writer = LedgerWriter(tempfile.mkdtemp())
+            >>> writer.create(["roots", "ack_events"])
+            {'roots': True, 'ack_events': True}
+            >>> writer.create(["roots"])
+            {'roots': False}
+        """
+        from deltalake import DeltaTable, Schema
+        from deltalake.exceptions import DeltaError
+
+        created = {}
+        for name in tables:
+            if name not in TABLES:
+                raise ValueError(f"unknown ledger table {name!r}; tables: {', '.join(TABLES)}")
+            path = self.ledger.path(name)
+            made = False
+            with _writing(path):
+                if not DeltaTable.is_deltatable(path, self.storage_options):
+                    _, partitions, comment = TABLES[name]
+                    try:
+                        DeltaTable.create(
+                            path,
+                            Schema.from_json(json.dumps(delta_schema(name))),
+                            mode="error",
+                            partition_by=list(partitions) or None,
+                            description=comment,
+                            configuration=dict(TABLE_PROPERTIES),
+                            storage_options=self.storage_options,
+                        )
+                        made = True
+                    except DeltaError:
+                        # Another writer created it meanwhile: checked below like any other.
+                        if not DeltaTable.is_deltatable(path, self.storage_options):
+                            raise
+                self._check(name, DeltaTable(path, storage_options=self.storage_options))
+            created[name] = made
+        return created
+
+    def append(
+        self,
+        roots: Sequence[Mapping[str, Any]] = (),
+        events: Sequence[Mapping[str, Any]] = (),
+        *,
+        app_id: str | None = None,
+        version: int | None = None,
+    ) -> Appended:
+        """Append `roots` rows, then `events` rows (`ack_events`), creating the tables if
+        they are missing; each table is one commit, none when its rows are empty.
+
+        `app_id` and `version` (together, or neither) make the append idempotent: give
+        each unit of work the next version, and retry a failed one with the same version
+        and rows. Rows are checked first: a `ContractError` means nothing was written.
+        Duplicate events (same `event_id`) are written once.
+        """
+        if (app_id is None) != (version is None):
+            raise ValueError("pass app_id and version together (or neither)")
+        if app_id is not None and (not isinstance(app_id, str) or not app_id.strip()):
+            raise ValueError(f"app_id must be a non-empty string, got {app_id!r}")
+        if version is not None and (
+            isinstance(version, bool) or not isinstance(version, int) or version < 0
+        ):
+            raise ValueError(f"version must be an int >= 0, got {version!r}")
+        rows = {ROOTS: check_rows(ROOTS, roots), ACK_EVENTS: check_rows(ACK_EVENTS, events)}
+        rows[ACK_EVENTS] = list({e["event_id"]: e for e in rows[ACK_EVENTS]}.values())
+        written, skipped = {ROOTS: 0, ACK_EVENTS: 0}, []
+        for name in _APPEND_ORDER:
+            if not rows[name]:
+                continue
+            if self._append(name, rows[name], app_id, version):
+                written[name] = len(rows[name])
+            else:
+                skipped.append(name)
+        return Appended(written[ROOTS], written[ACK_EVENTS], tuple(skipped))
+
+    def _append(
+        self, name: str, rows: list[dict[str, Any]], app_id: str | None, version: int | None
+    ) -> bool:
+        """One commit of `rows` to `name`; False when `app_id` already wrote `version`."""
+        import pyarrow as pa
+        from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
+
+        if name not in self._checked:
+            self.create([name])
+        path = self.ledger.path(name)
+        with _writing(path):
+            table = DeltaTable(path, storage_options=self.storage_options)
+            properties = None
+            if app_id is not None and version is not None:
+                done = table.transaction_version(app_id)
+                if done is not None and done >= version:
+                    return False  # as Delta Spark: a txnVersion at or below the last is done
+                properties = CommitProperties(app_transactions=[Transaction(app_id, version)])
+            schema = pa.schema(table.schema().to_arrow())
+            columns = {
+                field.name: [row.get(field.name) for row in rows] for field in schema
+            }  # columns outside the contract (added to the table later) stay null
+            write_deltalake(
+                table,
+                pa.table(columns, schema=schema),
+                mode="append",
+                commit_properties=properties,
+            )
+        return True
+
+    def _check(self, name: str, table: Any) -> None:
+        """Raise `SchemaMismatch` unless `table` takes the contract's rows of `name`."""
+        path = self.ledger.path(name)
+        actual = {f["name"]: f for f in json.loads(table.schema().to_json())["fields"]}
+        for want in delta_schema(name)["fields"]:
+            have = actual.pop(want["name"], None)
+            if have is None:
+                raise SchemaMismatch(f"{path} has no column {want['name']!r} (contract v1)")
+            if have["type"] != want["type"]:
+                raise SchemaMismatch(
+                    f"{path}: column {want['name']!r} is {json.dumps(have['type'])}, the "
+                    f"contract says {json.dumps(want['type'])}"
+                )
+            if want["nullable"] and not have["nullable"]:
+                raise SchemaMismatch(
+                    f"{path}: column {want['name']!r} is NOT NULL, the contract allows nulls"
+                )
+        for extra in actual.values():
+            if not extra["nullable"]:
+                raise SchemaMismatch(
+                    f"{path}: column {extra['name']!r} is NOT NULL and not in the contract: "
+                    "the writer cannot fill it"
+                )
+        self._checked.add(name)
+
+
+@contextmanager
+def _writing(path: str) -> Iterator[None]:
+    """Turn delta-rs and file system errors into one `LedgerError` line naming the table."""
+    from deltalake.exceptions import DeltaError
+
+    try:
+        yield
+    except (DeltaError, OSError) as exc:
+        raise LedgerError(f"cannot write {path}: {first_line(exc)}") from exc
