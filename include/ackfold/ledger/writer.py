@@ -132,8 +132,9 @@ class LedgerWriter:
 
         `app_id` and `version` (together, or neither) make the append idempotent: give
         each unit of work the next version, and retry a failed one with the same version
-        and rows. Rows are checked first: a `ContractError` means nothing was written.
-        Duplicate events (same `event_id`) are written once.
+        and rows. The rows, then both tables, are checked before anything is appended:
+        after a `ContractError` or a `SchemaMismatch` no row was written. Duplicate
+        events (same `event_id`) are written once.
         """
         if (app_id is None) != (version is None):
             raise ValueError("pass app_id and version together (or neither)")
@@ -145,6 +146,8 @@ class LedgerWriter:
             raise ValueError(f"version must be an int >= 0, got {version!r}")
         rows = {ROOTS: check_rows(ROOTS, roots), ACK_EVENTS: check_rows(ACK_EVENTS, events)}
         rows[ACK_EVENTS] = list({e["event_id"]: e for e in rows[ACK_EVENTS]}.values())
+        # Both tables made and checked before either is written.
+        self.create([name for name in _APPEND_ORDER if name not in self._checked])
         written, skipped = {ROOTS: 0, ACK_EVENTS: 0}, []
         for name in _APPEND_ORDER:
             if not rows[name]:
@@ -162,8 +165,6 @@ class LedgerWriter:
         import pyarrow as pa
         from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 
-        if name not in self._checked:
-            self.create([name])
         path = self.ledger.path(name)
         with _writing(path):
             table = DeltaTable(path, storage_options=self.storage_options)
