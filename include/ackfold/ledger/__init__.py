@@ -1,6 +1,8 @@
 """The ledger: the Delta tables every part of ackfold reads and writes, and their rules.
 
 - `tables`: names, explicit schemas, layout, idempotent creation (`Ledger`);
+- `contract`: the contract as Delta, Arrow, JSON Schema and SQL, and the check of a row;
+- `writer`: `LedgerWriter`, the tables created and appended without a JVM (delta-rs);
 - `ids`: derived ids of roots, tuples, edges and events; `status`: a root's statuses;
 - `reader`: the ledger read without a JVM (delta-rs), for the CLI and the UI;
 - `lock`: one writer of `root_state` at a time; `maintenance`: retention, OPTIMIZE, VACUUM;
