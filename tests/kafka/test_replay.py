@@ -7,6 +7,7 @@ killed mid-batch and restarted from their checkpoints with nothing lost."""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -195,3 +196,73 @@ def test_an_expired_record_is_dead_lettered_and_the_quality_checks_count_it_lost
     assert not lost.success
     assert lost.observed == "3 of 6 rows", "the expired ones; the other 3 completed"
     assert sum(f"{EXPIRED} before its replay" in line for line in lost.sample) == 3, lost.sample
+
+
+def test_a_malformed_position_is_dead_lettered_and_a_deleted_topic_skipped_the_rest_sent(
+    spark: SparkSession, kafka_settings: Settings, make_topic: Callable[[], str]
+) -> None:
+    """Roots written by a producer outside Spark: three failed at real positions of one
+    topic, one whose `source_position` does not parse, two of a topic deleted since. The
+    replay dead-letters the malformed one (with the reason, no value), skips the deleted
+    topic's two and says why, and sends the three; once the topic is back, a replay sends
+    those too."""
+    from confluent_kafka.admin import AdminClient
+
+    from ackfold.sources.kafka_client import client_config, create_topics, existing_topics
+    from ackfold.track.tracker import Tracker
+    from tests.ledger_fixtures import write_rows
+
+    kept, deleted = make_topic(), make_topic()
+    offsets = {
+        kept: produce(kafka_settings, kept, sentences(4)),
+        deleted: produce(kafka_settings, deleted, sentences(2)),
+    }
+    settings = app_settings(kafka_settings, kept)
+    tracker = Tracker("wordcount")
+    positions = [(kept, f"{kept}:0:{o}") for o in offsets[kept][:3]]
+    positions += [(kept, "not-a-position")]
+    positions += [(deleted, f"{deleted}:0:{o}") for o in offsets[deleted]]
+    for topic, position in positions:
+        first = tracker.spout(position, source="kafka", source_queue=topic,
+                              source_position=position)  # fmt: skip
+        tracker.fail(first, stage="split", reason="bad record")
+    write_rows(settings.table_root, ROOTS, tracker.drain_roots())
+    write_rows(settings.table_root, "ack_events", tracker.drain())
+    reconcile(spark, settings, app="wordcount")
+    admin = AdminClient(client_config(settings))  # kept: its futures need it alive
+    admin.delete_topics([deleted])[deleted].result()
+    wait_for(lambda: deleted not in existing_topics(settings), f"{deleted} deleted")
+
+    replayer = Replayer(spark, settings)
+    request = ReplayRequest(app="wordcount", requested_by="test")
+    plan = replayer.plan(request)
+    servers = settings.kafka.bootstrap_servers
+    assert plan.skipped == {f"cannot re-read it: topic {deleted} does not exist at {servers}": 2}
+    summary = replayer.execute(plan)
+    assert (summary.sent, summary.dead_lettered, summary.not_sent) == (3, 1, 0)
+    [dead] = table(spark, settings, DEAD_LETTERS).collect()
+    assert dead["reason"].startswith("malformed source_position: 'not-a-position' is not a")
+    [letter] = consume_all(settings, f"{kept}-dlq")
+    assert letter.value() is None
+    assert dict(letter.headers())[DEAD_REASON].decode() == dead["reason"]
+    replays = [r for r in consume_all(settings, kept) if dict(r.headers() or [])]
+    assert sorted(r.value() for r in replays) == sorted(v for _, v, _ in sentences(4)[:3])
+
+    # Back, empty: its records went with it. (Kafka may still be finishing the delete.)
+    wait_for(lambda: bool(create_topics(settings, [deleted])), f"{deleted} created again")
+    plan = replayer.plan(request)
+    assert plan.skipped == {}
+    summary = replayer.execute(plan)
+    assert summary.dead_lettered == 2, "expired: the new topic does not hold them"
+
+
+def wait_for(condition: Callable[[], bool], what: str, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            if condition():
+                return
+        except Exception:  # Kafka refuses to create a topic that is still being deleted
+            pass
+        assert time.monotonic() < deadline, f"not within {timeout:g} s: {what}"
+        time.sleep(0.5)

@@ -1,3 +1,4 @@
+import re
 from datetime import timedelta
 from pathlib import Path
 
@@ -177,3 +178,31 @@ def test_dag_schedules_and_retention_have_defaults_and_take_crons(
     assert settings.maintenance.vacuum_retention == timedelta(days=7)
     monkeypatch.setenv("ACKFOLD_AIRFLOW__RECONCILE_SCHEDULE", "0,30 * * * 1-5")
     assert load_settings().airflow.reconcile_schedule == "0,30 * * * 1-5"
+
+
+@pytest.mark.parametrize(
+    ("app", "error"),
+    [
+        (
+            {"source": "kafka", "retry_queue": "orders-retry"},
+            "apps.orders.retry_queue ('orders-retry') needs apps.orders.source_queue",
+        ),
+        (
+            {"source": "sqs", "source_queue": "orders", "retry_queue": "orders-retry"},
+            "apps.orders.retry_queue ('orders-retry') is for Kafka sources",
+        ),
+        (
+            {"source": "kafka", "source_queue": "orders", "retry_queue": "orders"},
+            "apps.orders.retry_queue ('orders') must differ from apps.orders.source_queue",
+        ),
+    ],
+)
+def test_a_retry_queue_that_would_misroute_dead_letters_is_refused(
+    app: dict[str, str], error: str
+) -> None:
+    """Dead letters of a root read from the retry topic go to the source topic's
+    dead-letter topic: a retry topic without its source would send them elsewhere."""
+    with pytest.raises(ConfigError, match=re.escape(error)):
+        load_settings(apps={"orders": app})
+    fine = {"source": "kafka", "source_queue": "orders", "retry_queue": "orders-retry"}
+    assert load_settings(apps={"orders": fine}).apps["orders"].retry_queue == "orders-retry"

@@ -84,6 +84,27 @@ class Settings(BaseSettings):
             )
         return self
 
+    @model_validator(mode="after")
+    def _retry_queues_have_their_source(self) -> Settings:
+        # A root read from the retry topic dead-letters to the source topic's dead-letter
+        # topic: without a source_queue it would go to <retry topic>-dlq, where nobody looks.
+        for name, app in self.apps.items():
+            if app.retry_queue is None:
+                continue
+            where = f"apps.{name}.retry_queue ({app.retry_queue!r})"
+            if app.source not in (None, "kafka"):
+                raise ValueError(
+                    f"{where} is for Kafka sources; apps.{name}.source is {app.source}"
+                )
+            if not app.source_queue:
+                raise ValueError(
+                    f"{where} needs apps.{name}.source_queue: replays of the retry topic's "
+                    "roots, and its dead letters, are routed by the source topic"
+                )
+            if app.retry_queue == app.source_queue:
+                raise ValueError(f"{where} must differ from apps.{name}.source_queue")
+        return self
+
     ui: UiSettings = UiSettings()
 
     @model_validator(mode="after")

@@ -22,7 +22,14 @@ from ackfold.ledger.tables import REPLAY_LOG, ROOT_STATE, ROOTS, Ledger
 from ackfold.ledger.values import hex64
 from ackfold.replay.queues import SENDERS, SourceQueues
 from ackfold.replay.request import DEFAULT_STATUSES, REPLAYABLE, ReplayRequest
-from ackfold.sources.base import EXPIRED, Outbound, Sent, SourceQueue, dead_letter_attributes
+from ackfold.sources.base import (
+    EXPIRED,
+    Outbound,
+    Sent,
+    SourceQueue,
+    Unreadable,
+    dead_letter_attributes,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -145,11 +152,12 @@ class Planner:
         )
         roots = self._roots_of(candidates, chosen)
         logged = self._log_of(candidates, chosen)
-        expired = self._expired(candidates, roots)
+        expired, unreadable = self._expired(candidates, roots)
         sends: list[Planned] = []
         skipped: dict[str, int] = {}
         for row in candidates:
-            decision = self._decide(request, row, roots.get(row["root_id"]), logged, expired)
+            root = roots.get(row["root_id"])
+            decision = self._decide(request, row, root, logged, expired, unreadable)
             if isinstance(decision, str):
                 skipped[decision] = skipped.get(decision, 0) + 1
             else:
@@ -163,9 +171,11 @@ class Planner:
         root: dict[str, Any] | None,
         logged: dict[tuple[int, str], dict[str, Any]],
         expired: set[str],
+        unreadable: dict[str, Unreadable],
     ) -> Planned | str:
         """The send for one selected root, or why it is skipped. A root whose message the
-        source deleted, with no copy in `roots`, can only be dead-lettered (`EXPIRED`)."""
+        source deleted, with no copy in `roots`, can only be dead-lettered (`EXPIRED`); so
+        can one whose position does not parse. One in a topic that does not exist waits."""
         current = row["status"]
         if current not in REPLAYABLE:
             return f"{current}: nothing to replay"
@@ -178,6 +188,11 @@ class Planner:
             return f"source {source!r} cannot be replayed"
         queue = self.queues.get(source, root["source_queue"] or "", row["app"])
         position = root["source_position"] if queue.rereads else None
+        problem = unreadable.get(position) if position else None
+        if problem is not None and not problem.final:
+            return f"cannot re-read it: {problem.reason}"
+        if problem is not None and root["payload"] is not None:
+            position, problem = None, None  # the stored copy goes instead
         if root["payload"] is None and position is None:
             return "no payload stored"
         attempt = row["attempt"] or root["attempt"]
@@ -195,6 +210,10 @@ class Planner:
             if current == status.DEAD_LETTERED:
                 return f"{EXPIRED}: nothing left to replay"
             action, reason = DEAD_LETTER, EXPIRED
+        if problem is not None:
+            if current == status.DEAD_LETTERED:
+                return f"{problem.reason}: nothing to replay"
+            action, reason, position = DEAD_LETTER, problem.reason, None
         entry = logged.get((row["root_id"], action))
         planned = Planned(
             root_id=row["root_id"],
@@ -235,9 +254,10 @@ class Planner:
 
     def _expired(
         self, candidates: list[dict[str, Any]], roots: dict[int, dict[str, Any]]
-    ) -> set[str]:
+    ) -> tuple[set[str], dict[str, Unreadable]]:
         """The positions of the candidates' messages that their sources no longer hold,
-        asked once per queue (for sources that re-read; SQS roots keep their payload)."""
+        and those they cannot re-read at all, with why: asked once per queue (for sources
+        that re-read; SQS roots keep their payload)."""
         positions: dict[SourceQueue, list[str]] = {}
         for row in candidates:
             root = roots.get(row["root_id"])
@@ -246,7 +266,13 @@ class Planner:
             queue = self.queues.get(root["source"], root["source_queue"] or "", row["app"])
             if queue.rereads:
                 positions.setdefault(queue, []).append(root["source_position"])
-        return set().union(*(queue.expired(found) for queue, found in positions.items()))
+        expired: set[str] = set()
+        unreadable: dict[str, Unreadable] = {}
+        for queue, found in positions.items():
+            bad = queue.unreadable(found)
+            unreadable.update(bad)
+            expired |= queue.expired([p for p in found if p not in bad])
+        return expired, unreadable
 
     def _log_of(
         self, candidates: list[dict[str, Any]], chosen: DataFrame

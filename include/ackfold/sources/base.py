@@ -32,6 +32,19 @@ class SourceError(RuntimeError):
 
 
 @dataclass(frozen=True)
+class Unreadable:
+    """Why a replay cannot re-read a root's message at its `source_position`.
+
+    `final`: no run ever can (a position that does not parse): the root is dead-lettered
+    with `reason`. Otherwise not now (its topic does not exist): the root is skipped this
+    run, and reported, and the rest of the plan goes ahead.
+    """
+
+    reason: str
+    final: bool
+
+
+@dataclass(frozen=True)
 class Received:
     """One message received from a pull source, not yet acknowledged.
 
@@ -133,8 +146,14 @@ class SourceQueue(ABC):
 
     def expired(self, positions: Iterable[str]) -> set[str]:
         """The positions whose messages the source no longer holds (a source that
-        re-reads). `SourceError` if the source cannot tell."""
+        re-reads), of positions `unreadable` passed. `SourceError` if the source cannot
+        tell."""
         return set()
+
+    def unreadable(self, positions: Iterable[str]) -> dict[str, Unreadable]:
+        """The positions a replay cannot re-read at all, with why (a source that
+        re-reads). `SourceError` if the source cannot tell."""
+        return {}
 
 
 class PullSource(SourceQueue):

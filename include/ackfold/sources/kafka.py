@@ -31,6 +31,7 @@ from ackfold.sources.base import (
     Sent,
     SourceError,
     SourceQueue,
+    Unreadable,
 )
 from ackfold.sources.kafka_client import (
     client_config,
@@ -122,6 +123,26 @@ class KafkaTopic(SourceQueue):
                 gone.add(str(position))
         return gone
 
+    def unreadable(self, positions: Iterable[str]) -> dict[str, Unreadable]:
+        """Positions that do not parse as `topic:partition:offset` (final), and positions
+        in topics that do not exist (deleted: skipped until they are back)."""
+        found: dict[str, Unreadable] = {}
+        topics: dict[str, str] = {}
+        for text in positions:
+            try:
+                topics[text] = Position.parse(text).topic
+            except ValueError as exc:
+                found[text] = Unreadable(f"malformed source_position: {exc}", final=True)
+        missing = set(topics.values()) - self._known
+        if missing:
+            missing -= existing_topics(self.settings, self._reader())
+            self._known |= set(topics.values()) - missing
+        servers = self.settings.kafka.bootstrap_servers
+        for text, topic in topics.items():
+            if topic in missing:
+                found[text] = Unreadable(f"topic {topic} does not exist at {servers}", final=False)
+        return found
+
     # -- sending --------------------------------------------------------------------------
 
     def republish(self, messages: Sequence[Outbound]) -> list[Sent]:
@@ -154,7 +175,10 @@ class KafkaTopic(SourceQueue):
             return record
         if message.body is not None:
             return Record(None, message.body.encode("utf-8"), [])
-        if message.attributes.get(DEAD_REASON) == EXPIRED:
+        # A dead letter with nothing to re-read (its position did not parse) goes out empty.
+        if message.attributes.get(DEAD_REASON) == EXPIRED or (
+            DEAD_REASON in message.attributes and not message.position
+        ):
             return Record(None, None, [])
         return None
 
