@@ -189,7 +189,9 @@ def test_a_message_delivered_twice_is_counted_once_and_reported_as_a_duplicate(
     spark: SparkSession, sqs_server: Any, tmp_path: Path
 ) -> None:
     """The ingester dies after registering, before deleting: SQS delivers the messages
-    again after their visibility timeout and they are registered a second time. The app
+    again once their visibility timeout is over, and they are registered a second time.
+    The timeout is long, so that a slow first step never sees the copies; the test then
+    ends it (ChangeMessageVisibility to 0), as its expiry would. The app
     processes the first copies before the second arrive, so each root goes through
     `split` and `count` in two micro-batches: its compact acks say the same thing twice,
     under the same ids, and it completes once. The sink still counts each word once, and
@@ -198,13 +200,16 @@ def test_a_message_delivered_twice_is_counted_once_and_reported_as_a_duplicate(
         load_settings(
             var_dir=tmp_path / "var", jars_dir=JARS_DIR,
             sqs={"endpoint_url": sqs_server.endpoint_url, "wait_time": "1s",
-                 "visibility_timeout": "6s"},
+                 "visibility_timeout": "5m"},
             apps={"wordcount": {"source_queue": f"twice-{uuid.uuid4().hex[:8]}"}},
         )
     )  # fmt: skip
 
-    def die_once(messages: object) -> None:
+    received: list[Any] = []
+
+    def die_once(messages: list[Any]) -> None:
         app.ingester.on_registered = None
+        received.extend(messages)
         raise RuntimeError("killed after registering")
 
     app = WordCount(spark, settings)
@@ -213,11 +218,16 @@ def test_a_message_delivered_twice_is_counted_once_and_reported_as_a_duplicate(
     client = app.queue.client
     url = client.create_queue(QueueName=app.queue.queue)["QueueUrl"]
     message_ids = feed.send(client, url)
-    received = time.monotonic()
     with pytest.raises(RuntimeError, match="killed after registering"):
         app.ingester.poll()
     assert app.step() == 0  # the first copies, through both queries; the queue looks empty
-    time.sleep(max(0.0, received + 6.5 - time.monotonic()))  # the visibility timeout
+    client.change_message_visibility_batch(
+        QueueUrl=url,
+        Entries=[
+            {"Id": str(i), "ReceiptHandle": m.handle, "VisibilityTimeout": 0}
+            for i, m in enumerate(received)
+        ],
+    )  # the visibility timeout is over
     assert app.step() == 5  # SQS delivered them again: the second copies
     reconcile(spark, settings, app="wordcount")
     report = assess(
