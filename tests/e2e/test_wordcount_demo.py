@@ -7,7 +7,6 @@ which runs one seed twice, in local mode and on a cluster (tests/cluster)."""
 from __future__ import annotations
 
 import doctest
-import time
 import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
