@@ -10,31 +10,30 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
+from ackfold.ledger import dml
+
 SCHEMA = "id BIGINT NOT NULL, word STRING NOT NULL, n BIGINT NOT NULL"
 EXPECTED = {"storm": 1, "spark": 3, "delta": 1}
 
 
 def run_smoke(spark: SparkSession, path: str) -> dict[str, Any]:
-    """Round-trip a small Delta table at `path` (replaced if it exists) and report on it."""
-    from delta.tables import DeltaTable
+    """Round-trip a small Delta table at `path` (replaced if it exists) and report on it.
 
-    _delete_path(spark, path)
-    table = (
-        DeltaTable.create(spark)
-        .location(path)
-        .addColumns(spark.createDataFrame([], SCHEMA).schema)
-        .execute()
-    )
-    created = table.history(1).first()["version"]  # type: ignore[index]
+    All of it is SQL and DataFrames, so it runs the same through Spark Connect."""
+    target = dml.table(path)
+    spark.sql(f"CREATE OR REPLACE TABLE {target} ({SCHEMA}) USING delta")
+    history = spark.sql(f"DESCRIBE HISTORY {target} LIMIT 1").first()
+    assert history is not None
+    created = int(history["version"])
     rows = [(1, "storm", 1), (2, "spark", 1)]
     spark.createDataFrame(rows, SCHEMA).write.format("delta").mode("append").save(path)
     updates = spark.createDataFrame([(2, "spark", 2), (3, "delta", 1)], SCHEMA)
-    (
-        table.alias("t")
-        .merge(updates.alias("s"), "t.id = s.id")
-        .whenMatchedUpdate(set={"n": "t.n + s.n"})
-        .whenNotMatchedInsertAll()
-        .execute()
+    dml.merge(
+        spark,
+        path,
+        updates,
+        on="t.id = s.id",
+        clauses=["WHEN MATCHED THEN UPDATE SET n = t.n + s.n", "WHEN NOT MATCHED THEN INSERT *"],
     )
     after_append = spark.read.format("delta").option("versionAsOf", created + 1).load(path)
     return {
@@ -42,14 +41,6 @@ def run_smoke(spark: SparkSession, path: str) -> dict[str, Any]:
         "words": {r.word: r.n for r in spark.read.format("delta").load(path).collect()},
         "rows_after_append": after_append.count(),
     }
-
-
-def _delete_path(spark: SparkSession, path: str) -> None:
-    # Through Hadoop's FileSystem, so it works for file:, s3a: and hdfs: warehouses alike.
-    jvm: Any = spark.sparkContext._jvm
-    hadoop_conf = spark.sparkContext._jsc.hadoopConfiguration()
-    hadoop_path = jvm.org.apache.hadoop.fs.Path(path)
-    hadoop_path.getFileSystem(hadoop_conf).delete(hadoop_path, True)
 
 
 def check(report: dict[str, Any]) -> bool:

@@ -209,10 +209,108 @@ def _forward(read: int, real: int) -> None:
                 stderr.write(line)
 
 
+class SparkConnectError(RuntimeError):
+    """`spark.remote` names a Spark Connect endpoint that cannot serve ackfold."""
+
+
+def is_connect(spark: SparkSession) -> bool:
+    """True for a Spark Connect session: nothing on this side has a JVM."""
+    return type(spark).__module__.startswith("pyspark.sql.connect")
+
+
+# What a Connect client may set on its session: runtime SQL settings. The rest (jars, the
+# Delta extension and catalog, memory, the workers' Python) is the server's start-up.
+_SERVER_SIDE = (
+    "spark.jars",
+    "spark.sql.extensions",
+    "spark.sql.catalog.spark_catalog",
+    "spark.sql.warehouse.dir",
+    "spark.driver.",
+    "spark.ui.",
+    "spark.pyspark.",
+)
+
+
+def connect_conf(settings: Settings) -> dict[str, str]:
+    """The settings of `spark_conf` that a Spark Connect session sets for itself.
+
+    Example:
+        >>> conf = connect_conf(load_settings(spark={"remote": "sc://127.0.0.1:15002"}))
+        >>> conf["spark.sql.session.timeZone"], "spark.sql.extensions" in conf
+        ('UTC', False)
+    """
+    conf = spark_conf(settings, with_jars=False)
+    return {k: v for k, v in conf.items() if not k.startswith(_SERVER_SIDE)}
+
+
+def connect_address(remote: str) -> tuple[str, int]:
+    """The (host, port) of a Spark Connect URL; 15002, Spark's, when it names none.
+
+    Example:
+        >>> connect_address("sc://10.0.0.5/;token=x"), connect_address("sc://[::1]:443")
+        (('10.0.0.5', 15002), ('::1', 443))
+    """
+    netloc = remote.removeprefix("sc://").split("/", 1)[0]
+    host, sep, port = netloc.rpartition(":")
+    if not sep or not port.isdigit() or host.endswith(":"):
+        host, port = netloc, "15002"
+    return host.strip("[]"), int(port)
+
+
+def _remote_session(settings: Settings, remote: str, app_name: str) -> SparkSession:
+    """A Spark Connect session on `remote`, with ackfold's session settings, checked for
+    Delta before anything runs."""
+    from pyspark.errors import PySparkException
+    from pyspark.sql import SparkSession
+
+    from ackfold.config.sections import mask_token
+
+    where = f"spark.remote is {mask_token(remote)} (ACKFOLD_SPARK__REMOTE)"
+    host, port = connect_address(remote)
+    try:
+        # The client retries a dead endpoint for minutes: say it at once instead.
+        with socket.create_connection((host, port), timeout=5):
+            pass
+    except OSError as exc:
+        raise SparkConnectError(
+            f"{where}, but nothing answers at {host}:{port} ({exc.strerror or exc}): start "
+            "the server (`make connect` runs one on this machine), or unset spark.remote "
+            "to run Spark here"
+        ) from None
+    try:
+        spark = SparkSession.builder.remote(remote).appName(app_name).getOrCreate()
+        for key, value in connect_conf(settings).items():
+            spark.conf.set(key, value)
+        # Analysis only, nothing runs: a server without Delta cannot find the source.
+        _ = spark.read.format("delta").load(f"{settings.table_root}/_ackfold_probe").schema
+    except PySparkException as exc:
+        condition = exc.getCondition() or ""
+        if "PATH_DOES_NOT_EXIST" in condition or "PATH_NOT_FOUND" in condition:
+            return spark
+        if condition == "DATA_SOURCE_NOT_FOUND":
+            raise SparkConnectError(
+                f"{where}, but that server has no Delta: start it with the Delta jars and "
+                "Delta's session extension and catalog (`make connect` runs one on this "
+                "machine)"
+            ) from None
+        raise SparkConnectError(f"{where}, but it failed: {str(exc).splitlines()[0]}") from None
+    except Exception as exc:  # grpc's own errors: nothing listens, TLS, a bad token
+        raise SparkConnectError(
+            f"{where}, but no Spark Connect server answers there "
+            f"({type(exc).__name__}: {str(exc).splitlines()[0][:200]}): start it (`make "
+            "connect` runs one on this machine), or unset spark.remote to run Spark here"
+        ) from None
+    return spark
+
+
 def get_spark(
     settings: Settings | None = None, app_name: str = "ackfold", *, quiet: bool = False
 ) -> SparkSession:
     """Get or create the Spark session for `settings` (loaded from the environment if None).
+
+    With `spark.remote` set, a Spark Connect session on that endpoint: ackfold sets its
+    session settings (`connect_conf`) and checks that the server has Delta, raising
+    `SparkConnectError` naming the setting otherwise. Else a classic session:
 
     `quiet` is for a session whose output a person reads on a console (the CLI, the demo):
     Spark then logs errors only, from the JVM's start on, and the JVM's notice at start is
@@ -227,6 +325,8 @@ def get_spark(
     from pyspark.sql import SparkSession
 
     settings = settings or load_settings()
+    if settings.spark.remote:
+        return _remote_session(settings, settings.spark.remote, app_name)
     builder = SparkSession.builder.appName(app_name)
     submitted = "PYSPARK_GATEWAY_PORT" in os.environ
     conf = spark_conf(settings, with_jars=not submitted)

@@ -8,7 +8,14 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, Field, ValidationInfo, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    Field,
+    ValidationInfo,
+    field_serializer,
+    field_validator,
+    model_validator,
+)
 
 from ackfold.config.values import Duration, Schedule, Section
 
@@ -26,10 +33,28 @@ UserName = Annotated[str, AfterValidator(_user_name)]
 _MASTER = re.compile(r"^(local(\[(\*|\d+)(,\d+)?\])?|yarn|spark://[^\s]+|k8s://[^\s]+)$")
 
 
+_REMOTE = re.compile(r"^sc://[^/\s;]+(/.*)?$")
+_TOKEN = re.compile(r"(?i)(token=)[^;]*")
+
+
+def mask_token(url: str) -> str:
+    """A Spark Connect URL with its token masked, for messages and `ackfold config`.
+
+    Example:
+        >>> mask_token("sc://spark.example.com:443/;use_ssl=true;token=abc123")
+        'sc://spark.example.com:443/;use_ssl=true;token=***'
+    """
+    return _TOKEN.sub(r"\1***", url)
+
+
 class SparkSettings(Section):
-    """Where and how Spark runs. One setting, `master`, switches local and cluster."""
+    """Where and how Spark runs. `master` switches local and cluster; `remote`, a Spark
+    Connect endpoint (`sc://host:port/;token=...`), runs every Spark job of ackfold
+    through Spark Connect instead (then `master`, `driver_memory` and the jars are the
+    server's business)."""
 
     master: str = "local[*]"
+    remote: str | None = None
     # The Python of PySpark's workers on the executors (`spark.pyspark.python`); unset,
     # this interpreter on local and spark:// masters (`ackfold.spark.worker_python`).
     python: str | None = Field(None, min_length=1)
@@ -47,6 +72,20 @@ class SparkSettings(Section):
                 "yarn or k8s://URL"
             )
         return value
+
+    @field_validator("remote")
+    @classmethod
+    def _connect_url(cls, value: str | None) -> str | None:
+        if value is not None and not _REMOTE.match(value):
+            raise ValueError(
+                f"{mask_token(value)!r} is not a Spark Connect URL: use sc://HOST:PORT, with "
+                "parameters after a slash, e.g. sc://HOST:443/;use_ssl=true;token=TOKEN"
+            )
+        return value
+
+    @field_serializer("remote")
+    def _masked(self, value: str | None) -> str | None:
+        return mask_token(value) if value is not None else None
 
 
 def _seconds(value: timedelta) -> str:

@@ -57,6 +57,12 @@ class Killer:
 
     def maybe_kill(self, stage: str) -> None:
         if stage in self.pending:
+            self.killed_once(stage)
+            raise InjectedKill(f"the {stage} query was killed mid-batch (fault injection)")
+
+    def killed_once(self, stage: str) -> None:
+        """Note that `stage` was killed (by this killer, or by a copy of it that ran the
+        batch elsewhere); it is not killed again."""
+        if stage in self.pending:
             self.pending.discard(stage)
             self.killed.append(stage)
-            raise InjectedKill(f"the {stage} query was killed mid-batch (fault injection)")

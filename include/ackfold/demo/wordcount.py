@@ -32,14 +32,17 @@ from ackfold.config import Settings
 from ackfold.config.demo import DEMO_APP_POLICY, FaultSettings, with_app_defaults
 from ackfold.demo.faults import InjectedKill, Killer, be_slow, hit
 from ackfold.demo.feed import NOT_WORD_PATTERN
+from ackfold.ledger import dml
 from ackfold.ledger.tables import ROOTS, Ledger
 from ackfold.sources.base import SourceQueue
 from ackfold.sources.ingest import Ingester
 from ackfold.sources.kafka import KafkaTopic
 from ackfold.sources.kafka_spout import KafkaSpout, restart_gets_past
 from ackfold.sources.sqs import SqsQueue
+from ackfold.spark import is_connect
 from ackfold.track.compact import COMPACT
 from ackfold.track.stage import StageTracker
+from ackfold.track.write import query_name
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -88,7 +91,7 @@ def demo_topics(settings: Settings) -> list[str]:
 def _quiet_streaming_errors(spark: SparkSession, quiet: bool) -> Iterator[None]:
     """Silence Spark's stack trace of a query the faults are about to kill: the demo
     reports the kill itself, in one line. Any other error is logged as usual."""
-    if not quiet:
+    if not quiet or is_connect(spark):  # a Connect server's log is the server's own
         yield
         return
     jvm = spark.sparkContext._jvm
@@ -228,7 +231,6 @@ class WordCount:
         )  # fmt: skip
 
     def _count_batch(self, frame: DataFrame, batch_id: int) -> None:
-        from delta.tables import DeltaTable
         from pyspark.sql import functions as F
 
         be_slow(self.faults, COUNT)
@@ -238,19 +240,17 @@ class WordCount:
         failed = ~dropped & hit(self.faults, "fail", COUNT, *key)
         good = words.where(~dropped & ~failed)
         if not words.isEmpty():
-            sink = DeltaTable.forPath(self.spark, self.counted_path).alias("t")
             # Keyed on the origin root: a replayed sentence inserts only what is missing.
-            (
-                sink.merge(
-                    # One row per key: an insert-only MERGE inserts every unmatched source
-                    # row, and a message delivered twice brings its words twice.
-                    good.select("origin_root_id", "position", "word", "root_id")
-                    .dropDuplicates(["origin_root_id", "position"])
-                    .alias("s"),
-                    "t.origin_root_id = s.origin_root_id AND t.position = s.position",
-                )
-                .whenNotMatchedInsertAll()
-                .execute()
+            dml.merge(
+                self.spark,
+                self.counted_path,
+                # One row per key: an insert-only MERGE inserts every unmatched source
+                # row, and a message delivered twice brings its words twice.
+                good.select("origin_root_id", "position", "word", "root_id").dropDuplicates(
+                    ["origin_root_id", "position"]
+                ),
+                on="t.origin_root_id = s.origin_root_id AND t.position = s.position",
+                clauses=["WHEN NOT MATCHED THEN INSERT *"],
             )
             self.killer.maybe_kill(COUNT)
         self.count.write_batch(
@@ -289,7 +289,7 @@ class WordCount:
     ) -> StreamingQuery:
         return (
             source()
-            .writeStream.queryName(f"{self.app}-{stage}")
+            .writeStream.queryName(query_name(self.app, stage))
             .foreachBatch(batch)
             .option("checkpointLocation", f"{self.checkpoints}/{stage}")
             .trigger(**trigger)
@@ -320,6 +320,9 @@ class WordCount:
                         continue
                     if InjectedKill.__name__ not in str(exc):
                         raise
+                    # Under Spark Connect the batch ran on the server, on a copy of the
+                    # killer: this one learns of the kill here, so the restart runs on.
+                    self.killer.killed_once(stage)
                     self.restarts += 1
                     log.warning("%s: query %s killed mid-batch; restarting it", self.app, stage)
         return self.taken - before

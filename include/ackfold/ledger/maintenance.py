@@ -41,7 +41,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final
 
 from ackfold.config import Settings
-from ackfold.ledger import status
+from ackfold.ledger import dml, status
 from ackfold.ledger.lock import ledger_lock
 from ackfold.ledger.tables import (
     ACK_EVENTS,
@@ -110,7 +110,6 @@ def expire_events(
     spark: SparkSession, settings: Settings, *, now: datetime | None = None
 ) -> dict[str, Any]:
     """Delete the events of roots settled before `now - maintenance.retention`."""
-    from delta.tables import DeltaTable
     from pyspark.sql import functions as F
 
     ledger = Ledger(settings.table_root)
@@ -133,22 +132,17 @@ def expire_events(
         roots = expired.count()
         deleted = 0
         if roots:
-            events = DeltaTable.forPath(spark, ledger.path(ACK_EVENTS))
             # The event_time bound lets file statistics skip every file written since the
             # cut-off (appends are in time order): only old files are rewritten.
             # Its own metrics, not the table's last commit: an app may have appended since.
-            metrics = (
-                events.alias("t")
-                .merge(
-                    expired.alias("s"),
-                    (F.col("t.root_id") == F.col("s.root_id"))
-                    & (F.col("t.event_time") < F.lit(cutoff)),
-                )
-                .whenMatchedDelete()
-                .execute()
-                .first()
+            metrics = dml.merge(
+                spark,
+                ledger.path(ACK_EVENTS),
+                expired,
+                on=f"t.root_id = s.root_id AND t.event_time < {dml.literal(cutoff)}",
+                clauses=["WHEN MATCHED THEN DELETE"],
             )
-            deleted = int(metrics["num_deleted_rows"]) if metrics is not None else 0
+            deleted = dml.metric(metrics, "num_deleted_rows")
     finally:
         expired.unpersist()
     log.info(
@@ -164,17 +158,14 @@ def expire_events(
 def expire_reports(spark: SparkSession, settings: Settings, *, now: datetime) -> dict[str, int]:
     """Delete the `sent_messages` and `quality_results` rows older than the retention;
     the number deleted per table."""
-    from delta.tables import DeltaTable
-    from pyspark.sql import functions as F
-
     ledger = Ledger(settings.table_root)
     cutoff = now.astimezone(UTC) - settings.maintenance.retention
     deleted = {}
     for table, column in ((SENT_MESSAGES, "sent_at"), (QUALITY_RESULTS, "run_at")):
-        old = F.col(column) < F.lit(cutoff)
+        old = f"{column} < {dml.literal(cutoff)}"
         deleted[table] = spark.read.format("delta").load(ledger.path(table)).where(old).count()
         if deleted[table]:  # no empty commit
-            DeltaTable.forPath(spark, ledger.path(table)).delete(old)
+            dml.delete(spark, ledger.path(table), old)
     log.info("retention: %s before %s deleted", deleted, cutoff)
     return deleted
 

@@ -45,3 +45,10 @@ SUPERSEDED: Final[tuple[str, ...]] = (REPLAYED, DEAD_LETTERED)
 # keeps them open wherever they sit in time; the automatic replay and the quality checks
 # look for them there too.
 UNSETTLED: Final[tuple[str, ...]] = (PENDING, TIMED_OUT, FAILED)
+
+
+def checked(value: str) -> str:
+    """`value` if it is a status (what a statement may quote), else ValueError."""
+    if value not in ALL:
+        raise ValueError(f"{value!r} is not a root status: one of {', '.join(ALL)}")
+    return value

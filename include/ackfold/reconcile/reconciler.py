@@ -21,8 +21,10 @@ Example:
 
 from __future__ import annotations
 
+import json
 import logging
 import re
+import uuid
 from datetime import UTC, date, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Final
 
@@ -40,6 +42,7 @@ from ackfold.ledger.tables import (
 )
 from ackfold.reconcile.spark_fold import INSERT, PARK, UPDATE, combine, fold_events
 from ackfold.reconcile.state import append_new, known_roots, merge_updates, open_state
+from ackfold.spark import is_connect
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -83,6 +86,16 @@ class Reconciler:
         self.checkpoint = self.ledger.path(f"{CHECKPOINTS}/reconcile/{self.scope}")
         self.query_name = f"ackfold-reconcile-{self.scope}"
         self.batches = 0
+        # Under Spark Connect the batches run on a copy of this object, in the server's
+        # Python worker, which shares this session: it hands its counts back in the
+        # session's settings, under a key of this run's own.
+        self.handback = f"ackfold.reconcile.run.{uuid.uuid4().hex}"
+
+    def __getstate__(self) -> dict[str, Any]:
+        # A copy on a Connect server works on its batch's session, not on the client's.
+        state = self.__dict__.copy()
+        state.pop("spark", None)
+        return state
 
     # -- the run ----------------------------------------------------------------------
 
@@ -107,13 +120,30 @@ class Reconciler:
             .start()
         )
         query.awaitTermination()
+        if is_connect(self.spark):
+            self._take_back()
         if not self.batches:
             self.step(None, None)  # nothing new: the open roots are classified all the same
         return self.summary()
 
     def _batch(self, batch: DataFrame, batch_id: int) -> None:
+        copy = "spark" not in self.__dict__  # this object, pickled to a Connect server
+        if copy:
+            self.spark = batch.sparkSession
         self.batches += 1
         self.step(batch, (f"{TXN_APP}/{self._query_id()}", batch_id))
+        if copy:
+            handed = {"batches": self.batches, **self.counts}
+            self.spark.conf.set(self.handback, json.dumps(handed))
+
+    def _take_back(self) -> None:
+        """The counts of the batches a Connect server ran for this run."""
+        handed = self.spark.conf.get(self.handback, None)
+        if handed:
+            self.spark.conf.unset(self.handback)
+            counts = json.loads(handed)
+            self.batches = int(counts.pop("batches"))
+            self.counts.update({k: int(v) for k, v in counts.items()})
 
     def _query_id(self) -> str:
         """The id kept in this reconcile's checkpoint: a new checkpoint starts new txns."""

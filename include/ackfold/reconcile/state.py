@@ -25,7 +25,7 @@ from collections.abc import Iterable
 from datetime import date
 from typing import TYPE_CHECKING, Final
 
-from ackfold.ledger import status
+from ackfold.ledger import dml, status
 from ackfold.ledger.tables import ROOT_STATE, ROOT_STATE_DDL, Ledger, column_names
 
 if TYPE_CHECKING:
@@ -77,31 +77,28 @@ def merge_updates(
     """MERGE `rows` (root_state rows with their `prior_date` and `prior_status`) over the
     rows they replace, reading only `partitions` (their prior (date, status) pairs);
     the number of rows rewritten."""
-    from delta.tables import DeltaTable
-    from pyspark.sql import functions as F
-
     pairs = sorted(set(partitions))
     if not pairs:
         return 0
-    dates = sorted({d for d, _ in pairs})
-    statuses = sorted({s for _, s in pairs})
-    target = DeltaTable.forPath(spark, ledger.path(ROOT_STATE)).alias("t")
     # Literal partition bounds first, so Delta reads only those partitions.
-    condition = (
-        F.col("t.first_event_date").isin(*dates)
-        & F.col("t.status").isin(*statuses)
-        & (F.col("t.first_event_date") == F.col("s.prior_date"))
-        & (F.col("t.status") == F.col("s.prior_status"))
-        & (F.col("t.root_id") == F.col("s.root_id"))
-    )
-    with idempotent(spark, txn):
-        metrics = (
-            target.merge(rows.alias("s"), condition)
-            .whenMatchedUpdate(set={c: F.col(f"s.{c}") for c in COLUMNS})
-            .execute()
+    on = " AND ".join(
+        (
+            dml.in_list("t.first_event_date", sorted({d for d, _ in pairs})),
+            dml.in_list("t.status", sorted({status.checked(s) for _, s in pairs})),
+            "t.first_event_date = s.prior_date",
+            "t.status = s.prior_status",
+            "t.root_id = s.root_id",
         )
-    first = metrics.first() if metrics is not None else None
-    return int(first["num_affected_rows"]) if first is not None else 0
+    )
+    metrics = dml.merge(
+        spark,
+        ledger.path(ROOT_STATE),
+        rows,
+        on=on,
+        clauses=[f"WHEN MATCHED THEN UPDATE SET {dml.assignments(COLUMNS)}"],
+        txn=txn,
+    )
+    return dml.metric(metrics, "num_affected_rows")
 
 
 def append_new(ledger: Ledger, rows: DataFrame, txn: tuple[str, int] | None) -> None:
@@ -110,24 +107,3 @@ def append_new(ledger: Ledger, rows: DataFrame, txn: tuple[str, int] | None) -> 
     if txn is not None:
         writer = writer.option("txnAppId", txn[0]).option("txnVersion", txn[1])
     writer.save(ledger.path(ROOT_STATE))
-
-
-class idempotent:
-    """Delta's idempotent-DML session settings for one MERGE: a re-run batch is skipped.
-
-    The fold is idempotent on its own (seen event hashes); this only saves the wasted
-    MERGE when a run dies between its commit and its checkpoint's."""
-
-    def __init__(self, spark: SparkSession, txn: tuple[str, int] | None) -> None:
-        self.conf = spark.conf
-        self.txn = txn
-
-    def __enter__(self) -> None:
-        if self.txn is not None:
-            self.conf.set("spark.databricks.delta.write.txnAppId", self.txn[0])
-            self.conf.set("spark.databricks.delta.write.txnVersion", str(self.txn[1]))
-
-    def __exit__(self, *exc: object) -> None:
-        if self.txn is not None:
-            self.conf.unset("spark.databricks.delta.write.txnAppId")
-            self.conf.unset("spark.databricks.delta.write.txnVersion")

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Final
 
-from ackfold.ledger import status
+from ackfold.ledger import dml, status
 from ackfold.ledger.tables import DEAD_LETTERS, REPLAY_LOG, ROOT_STATE, Ledger, spark_schema
 from ackfold.replay.planner import DEAD_LETTER, REPLAY, SENT, Plan, Planned
 from ackfold.replay.request import REPLAYABLE
@@ -83,9 +83,6 @@ class Bookkeeper:
         """After a send: root_state to replayed/dead_lettered; dead letters recorded."""
         if not done:
             return
-        from delta.tables import DeltaTable
-        from pyspark.sql import functions as F
-
         now = now_wall()
         updates = self.spark.createDataFrame(
             [
@@ -93,20 +90,17 @@ class Bookkeeper:
                 for p in done
             ],
             "root_id BIGINT, status STRING",
-        ).alias("s")
+        )
         dates = sorted({p.first_event_date for p in done})
-        state = DeltaTable.forPath(self.spark, self.ledger.path(ROOT_STATE)).alias("t")
-        (
-            state.merge(
-                updates,
-                F.col("t.first_event_date").isin(*dates)
-                & (F.col("t.root_id") == F.col("s.root_id")),
-            )
-            .whenMatchedUpdate(
-                condition=F.col("t.status").isin(*REPLAYABLE),
-                set={"status": F.col("s.status"), "status_changed_at": F.lit(now)},
-            )
-            .execute()
+        dml.merge(
+            self.spark,
+            self.ledger.path(ROOT_STATE),
+            updates,
+            on=f"{dml.in_list('t.first_event_date', dates)} AND t.root_id = s.root_id",
+            clauses=[
+                f"WHEN MATCHED AND {dml.in_list('t.status', REPLAYABLE)} THEN UPDATE SET "
+                f"status = s.status, status_changed_at = {dml.literal(now)}"
+            ],
         )
         letters = [
             (p.root_id, p.app, p.origin_root_id, p.attempt - 1, p.source, p.source_queue,
@@ -121,18 +115,17 @@ class Bookkeeper:
         source = self.spark.createDataFrame(
             letters,
             spark_schema(DEAD_LETTERS) + ", redrive BOOLEAN, new_root_id BIGINT",
-        ).alias("s")
-        table = DeltaTable.forPath(self.spark, self.ledger.path(DEAD_LETTERS)).alias("t")
+        )
         columns = [c for c in source.columns if c not in ("redrive", "new_root_id")]
-        (
-            table.merge(source, F.col("t.root_id") == F.col("s.root_id"))
-            .whenMatchedUpdate(
-                condition=F.col("s.redrive") & F.col("t.redriven_at").isNull(),
-                set={"redriven_at": F.lit(now), "redrive_root_id": F.col("s.new_root_id")},
-            )
-            .whenNotMatchedInsert(
-                condition=~F.col("s.redrive"),
-                values={c: F.col(f"s.{c}") for c in columns},
-            )
-            .execute()
+        dml.merge(
+            self.spark,
+            self.ledger.path(DEAD_LETTERS),
+            source,
+            on="t.root_id = s.root_id",
+            clauses=[
+                "WHEN MATCHED AND s.redrive AND t.redriven_at IS NULL THEN UPDATE SET "
+                f"redriven_at = {dml.literal(now)}, redrive_root_id = s.new_root_id",
+                f"WHEN NOT MATCHED AND NOT s.redrive THEN INSERT ({', '.join(columns)}) "  # noqa: S608
+                f"VALUES ({', '.join(f's.{c}' for c in columns)})",
+            ],
         )

@@ -35,6 +35,7 @@ from ackfold.sources.base import ATTEMPT, ORIGIN_ROOT_ID
 from ackfold.sources.kafka import KafkaTopic
 from ackfold.sources.kafka_client import check_topics
 from ackfold.track.stage import StageTracker
+from ackfold.track.write import query_name
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -69,7 +70,14 @@ class KafkaSpout:
         self.topic = topic
         self.to = tuple(to) if to is not None else None
         self.ledger = Ledger(settings.table_root)
-        self.tracker = StageTracker(app, SPOUT_STAGE, ledger=self.ledger)
+        # It writes inside the query of the first stage it feeds (Spark Connect finds that
+        # query by name).
+        self.tracker = StageTracker(
+            app,
+            SPOUT_STAGE,
+            ledger=self.ledger,
+            query=query_name(app, self.to[0]) if self.to else None,
+        )
         self.app = self.tracker.app
         self.registered = 0  # records registered by this process (a re-run batch counts again)
         self._cached: DataFrame | None = None

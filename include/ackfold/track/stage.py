@@ -82,6 +82,11 @@ class StageTracker:
     checkpoint, so a query restarted on a fresh checkpoint (batch ids from 0 again) is not
     mistaken for a re-run of the old one.
 
+    Under Spark Connect, where a batch cannot ask which streaming query runs it, the
+    query is found by its name among the session's active queries: ``query``, by default
+    ``<app>.<stage>`` (``query_name``), or the only one that is active. Name your queries
+    so when a session runs several (``.queryName("wordcount.split")``).
+
     ``acks`` is how ``ack`` writes: ``"compact"`` (the default), one row per root for all
     the inputs of a call, which needs a stage that emits the same children whenever it
     processes a tuple again; ``"per_tuple"``, one row per input and root, for a stage that
@@ -101,12 +106,14 @@ class StageTracker:
         *,
         ledger: Ledger | str | None = None,
         writer_id: str | None = None,
+        query: str | None = None,
         acks: str = COMPACT,
     ) -> None:
         self.app = check_name("app", app)
         self.stage = check_name("stage", stage)
         self.ledger = Ledger(ledger) if isinstance(ledger, str) else ledger
         self.writer_id = writer_id
+        self.query = query
         self.acks = check_acks(acks)
 
     def __repr__(self) -> str:
@@ -371,6 +378,7 @@ class StageTracker:
             app=self.app,
             stage=self.stage,
             writer_id=self.writer_id,
+            query=self.query,
             outputs=outputs,
             roots=roots,
             events=events,

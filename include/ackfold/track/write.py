@@ -14,6 +14,7 @@ from functools import reduce
 from pyspark.sql import DataFrame, SparkSession
 
 from ackfold.ledger.tables import ACK_EVENTS, ROOTS, Ledger
+from ackfold.spark import is_connect
 from ackfold.track.tracker import EVENT_COLUMNS, ROOT_COLUMNS
 
 _CREATED_LEDGERS: set[str] = set()
@@ -26,6 +27,7 @@ def append_batch(
     app: str,
     stage: str,
     writer_id: str | None,
+    query: str | None = None,
     outputs: Mapping[str, DataFrame] | None,
     roots: DataFrame | None,
     events: Sequence[DataFrame],
@@ -37,7 +39,7 @@ def append_batch(
         return
     spark = frames[0].sparkSession
     writer = (
-        _txn_app_id(spark, batch_id, app=app, stage=stage, writer_id=writer_id)
+        _txn_app_id(spark, batch_id, app=app, stage=stage, writer_id=writer_id, query=query)
         if batch_id is not None
         else None
     )
@@ -54,10 +56,21 @@ def append_batch(
 
 
 def _txn_app_id(
-    spark: SparkSession, batch_id: int, *, app: str, stage: str, writer_id: str | None
+    spark: SparkSession,
+    batch_id: int,
+    *,
+    app: str,
+    stage: str,
+    writer_id: str | None,
+    query: str | None,
 ) -> str:
     """The ``txnAppId`` of this batch's writes: ``writer_id``, else
     ``ackfold/<app>/<stage>/<streaming query id>`` (see ``StageTracker``)."""
+    base = f"ackfold/{app}/{stage}"
+    if is_connect(spark):
+        if writer_id is not None:
+            return writer_id
+        return f"{base}/{connect_query_id(spark, query or query_name(app, stage), app, stage)}"
     context = spark.sparkContext
     # Set by Spark on the thread running a micro-batch, which calls foreachBatch.
     running = context.getLocalProperty("streaming.sql.batchId")
@@ -69,8 +82,41 @@ def _txn_app_id(
     if writer_id is not None:
         return writer_id
     query = context.getLocalProperty("sql.streaming.queryId")
-    base = f"ackfold/{app}/{stage}"
     return f"{base}/{query}" if query else base
+
+
+def query_name(app: str, stage: str) -> str:
+    """The name that tells a stage's streaming query apart under Spark Connect, when its
+    session runs several: ``<app>.<stage>`` (``StageTracker(query=...)`` names another).
+
+    Example:
+        >>> query_name("wordcount", "split")
+        'wordcount.split'
+    """
+    return f"{app}.{stage}"
+
+
+def connect_query_id(spark: SparkSession, name: str, app: str, stage: str) -> str:
+    """The id of the streaming query running this ``foreachBatch`` under Spark Connect.
+
+    A Connect session has no local properties, so the query is found among the session's
+    active queries, which the batch's own query is one of: the one named ``name``, else
+    the only one. Its id is kept in the query's checkpoint, as in a classic session, so a
+    re-run batch has the same ``txnAppId`` and a query restarted on a fresh checkpoint a
+    new one.
+    """
+    active = spark.streams.active
+    named = [q for q in active if q.name == name]
+    if len(named) == 1:
+        return str(named[0].id)
+    if len(active) == 1 and not named:
+        return str(active[0].id)
+    raise ValueError(
+        f"StageTracker({app!r}, {stage!r}) writes under Spark Connect, where a batch cannot "
+        f"tell which of the session's {len(active)} streaming queries it belongs to: name "
+        f"the stage's query .queryName({name!r}), or pass StageTracker(writer_id=...) a "
+        "name unique to its checkpoint"
+    )
 
 
 def _create_ledger(spark: SparkSession, ledger: Ledger) -> None:
