@@ -9,7 +9,7 @@ INSTALLED := $(VENV)/.installed
 # (tests/conftest.py GROUPS), each on one worker, mostly waiting on their servers.
 TEST_WORKERS ?= 4
 
-.PHONY: run test lint format setup install jars schemas browser test-unit test-spark \
+.PHONY: run test lint format setup install jars schemas browser test-unit test-spark connect \
         test-airflow test-sqs test-kafka test-e2e test-browser test-cluster test-bench test-docs docs sqs kafka cluster demo bench bench-reconcile bench-replay \
         bench-wordcount bench-ui bench-quality bench-kafka lock clean
 
@@ -32,6 +32,10 @@ kafka: setup
 ## cluster: a Spark standalone cluster (a master, 2 workers) on 127.0.0.1:7077 (Ctrl-C stops it)
 cluster: setup
 	$(BIN)/ackfold cluster
+
+## connect: a Spark Connect server with Delta on sc://127.0.0.1:15002 (Ctrl-C stops it)
+connect: setup
+	$(BIN)/ackfold connect
 
 ## test: install what is missing, lint, then run every test tier, side by side (TEST_WORKERS)
 test: setup schemas browser lint

@@ -1,5 +1,5 @@
-"""`ackfold setup`, `up`, `sqs`, `kafka` and `cluster`: the jar cache, the embedded stack,
-and the local servers, each run until Ctrl-C."""
+"""`ackfold setup`, `up`, `sqs`, `kafka`, `cluster` and `connect`: the jar cache, the embedded
+stack, and the local servers, each run until Ctrl-C."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ from ackfold.sources.base import SourceError
 
 
 def add_commands(command: AddCommand) -> None:
-    """Register `ackfold setup`, `up`, `sqs`, `kafka`, `cluster`, with their arguments."""
+    """Register `ackfold setup`, `up`, `sqs`, `kafka`, `cluster`, `connect`, with their
+    arguments."""
     setup = command("setup", _setup, "download the pinned JVM jars into the local cache (once)")
     setup.add_argument(
         "--bundle", action="append", choices=sorted(BUNDLES), help="only this bundle"
@@ -38,6 +39,12 @@ def add_commands(command: AddCommand) -> None:
     cluster.add_argument(
         "--webui-port", default="8090", help="the master's web UI port (default 8090)"
     )
+    connect = command(
+        "connect",
+        _connect,
+        "run a Spark Connect server with Delta on this machine until Ctrl-C",
+    )
+    connect.add_argument("--port", default="15002", help="its port (default 15002)")
 
 
 def _setup(settings: Settings, args: argparse.Namespace) -> int:
@@ -93,6 +100,19 @@ def _cluster(settings: Settings, args: argparse.Namespace) -> int:
     try:
         return cluster.serve_forever()
     except ClusterError as exc:
+        print(f"ackfold: {exc}", file=sys.stderr)
+        return 1
+
+
+def _connect(settings: Settings, args: argparse.Namespace) -> int:
+    from ackfold.local.connect import ConnectServerError, LocalConnectServer
+
+    port = _whole(args.port, "--port")
+    if port > 65535:
+        raise UsageError(f"--port must be a port number, 1 to 65535, got {port}")
+    try:
+        return LocalConnectServer(settings, port=port).serve_forever()
+    except ConnectServerError as exc:
         print(f"ackfold: {exc}", file=sys.stderr)
         return 1
 

@@ -102,14 +102,21 @@ class JvmProcess:
     def running(self) -> bool:
         return self._proc is not None
 
-    def start(self, args: list[str]) -> None:
-        """`java <args>`; the child inherits os.environ (so the `ackfold up` marker)."""
-        argv = [java(), *args]
+    def start(
+        self, args: list[str], *, command: str | None = None, env: dict[str, str] | None = None
+    ) -> None:
+        """`java <args>` (or `<command> <args>`, a launcher such as spark-submit); the child
+        inherits os.environ (so the `ackfold up` marker), with `env` on top."""
+        argv = [command or java(), *args]
         self.log_file.parent.mkdir(parents=True, exist_ok=True)
         self._log = self.log_file.open("ab")
         self.offset = self._log.tell()
         self._proc = subprocess.Popen(
-            argv, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True
+            argv,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            env={**os.environ, **(env or {})},
         )
 
     def exit_code(self) -> int | None:
