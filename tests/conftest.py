@@ -20,7 +20,9 @@ from tests import suite
 
 PROJECT_DIR = Path(__file__).resolve().parents[1]
 JARS_DIR = PROJECT_DIR / "var" / "jars"
-TIERS = ("spark", "airflow", "sqs", "kafka", "e2e", "browser", "cluster", "bench", "docs")
+TIERS = (
+    "spark", "airflow", "sqs", "kafka", "e2e", "browser", "cluster", "connect", "bench", "docs",
+)  # fmt: skip
 # The xdist group of each tier that starts servers or a JVM: a group runs on one worker, in
 # order, and shares that worker's Spark session. Tests on the `make run` stack form the group
 # "stack", whatever their tier. The fast tiers (unit, ui, deploy) are spread over the workers
@@ -32,6 +34,7 @@ GROUPS = {
     "e2e": "e2e",
     "airflow": "airflow",
     "cluster": "cluster",
+    "connect": "connect",
     "bench": "bench",
     "docs": "docs",
 }

@@ -30,7 +30,6 @@ def run_smoke(spark: SparkSession, path: str) -> dict[str, Any]:
     spark.createDataFrame(rows, SCHEMA).write.format("delta").mode("append").save(path)
     updates = spark.createDataFrame([(2, "spark", 2), (3, "delta", 1)], SCHEMA)
     dml.merge(
-        spark,
         path,
         updates,
         on="t.id = s.id",

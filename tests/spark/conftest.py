@@ -19,10 +19,19 @@ def spark_settings(tmp_path_factory: pytest.TempPathFactory) -> Settings:
 
 @pytest.fixture(scope="session")
 def spark(spark_settings: Settings) -> Iterator[SparkSession]:
-    """One JVM for the whole Spark tier: starting one costs seconds."""
+    """One JVM for the whole Spark tier: starting one costs seconds. Stopped with its JVM
+    at the end, so a run without xdist workers leaves no process behind either."""
+    from pyspark import SparkContext
+
     session = get_spark(spark_settings, app_name="ackfold-tests")
     yield session
     session.stop()
+    gateway = SparkContext._gateway
+    if gateway is not None:
+        gateway.shutdown()
+        gateway.proc.stdin.close()  # the JVM exits when its parent's pipe closes
+        gateway.proc.wait(timeout=60)
+        SparkContext._gateway = None
 
 
 @pytest.fixture

@@ -176,6 +176,14 @@ class WordCount:
         self.restarts = 0
         self._create_tables()
 
+    def __getstate__(self) -> dict[str, Any]:
+        # Under Spark Connect a stage's batches run on a copy of this object, in a Python
+        # worker of the server: it takes the stages and their faults, not the clients.
+        state = self.__dict__.copy()
+        for client in ("spark", "ingester", "queue", "queries"):
+            state.pop(client, None)
+        return state
+
     # -- the two stages ---------------------------------------------------------------
 
     def _split_batch(self, frame: DataFrame, batch_id: int) -> None:
@@ -242,7 +250,6 @@ class WordCount:
         if not words.isEmpty():
             # Keyed on the origin root: a replayed sentence inserts only what is missing.
             dml.merge(
-                self.spark,
                 self.counted_path,
                 # One row per key: an insert-only MERGE inserts every unmatched source
                 # row, and a message delivered twice brings its words twice.

@@ -86,7 +86,6 @@ def idempotent(spark: SparkSession, txn: tuple[str, int] | None) -> Iterator[Non
 
 
 def merge(
-    spark: SparkSession,
     path: str,
     source: DataFrame,
     *,
@@ -96,7 +95,11 @@ def merge(
 ) -> Row | None:
     """`MERGE INTO` the table at `path` (alias `t`) `USING` `source` (alias `s`) `ON` `on`,
     with the `WHEN ...` `clauses`; the statement's metrics row (`num_affected_rows`,
-    `num_inserted_rows`, ...)."""
+    `num_inserted_rows`, ...).
+
+    It runs in `source`'s session, where its view is: inside `foreachBatch` that is the
+    batch's, which a classic streaming query clones from the one that started it."""
+    spark = source.sparkSession
     with view_of(source) as view, idempotent(spark, txn):
         statement = f"MERGE INTO {table(path)} AS t USING {view} AS s ON {on} " + " ".join(clauses)
         return spark.sql(statement).first()

@@ -136,7 +136,6 @@ def expire_events(
             # cut-off (appends are in time order): only old files are rewritten.
             # Its own metrics, not the table's last commit: an app may have appended since.
             metrics = dml.merge(
-                spark,
                 ledger.path(ACK_EVENTS),
                 expired,
                 on=f"t.root_id = s.root_id AND t.event_time < {dml.literal(cutoff)}",

@@ -48,6 +48,11 @@ class LocalConnectServer(JvmServer):
         self._jvm = JvmProcess("The Spark Connect server", self.base_dir / "server.log")
 
     @property
+    def python(self) -> str:
+        """The Python of the server's workers: `spark.python`, else this interpreter."""
+        return self.settings.spark.python or sys.executable
+
+    @property
     def url(self) -> str:
         """What `spark.remote` (ACKFOLD_SPARK__REMOTE) should say to run through it."""
         return f"sc://{self.host}:{self.port}"
@@ -62,7 +67,7 @@ class LocalConnectServer(JvmServer):
                 "spark.connect.grpc.binding.address": self.host,
                 "spark.connect.grpc.binding.port": str(self.port),
                 # The Python of foreachBatch and UDF workers: this one, which has ackfold.
-                "spark.pyspark.python": self.settings.spark.python or sys.executable,
+                "spark.pyspark.python": self.python,
                 "spark.pyspark.driver.python": sys.executable,
             }
         )
@@ -83,7 +88,12 @@ class LocalConnectServer(JvmServer):
                 "server?): stop that process, or choose another with --port"
             )
         self.base_dir.mkdir(parents=True, exist_ok=True)
-        env = {"SPARK_HOME": str(spark_home()), "SPARK_LOCAL_IP": self.host}
+        env = {
+            "SPARK_HOME": str(spark_home()),
+            "SPARK_LOCAL_IP": self.host,
+            # Connect starts its foreachBatch workers with this, not spark.pyspark.python.
+            "PYSPARK_PYTHON": self.python,
+        }
         command, *args = self.argv()
         self._jvm.start(args, command=command, env=env)
         try:

@@ -208,7 +208,6 @@ class Reconciler:
         if UPDATE in totals:
             moved = updates.select("prior_date", "prior_status").distinct().collect()
             self.counts["roots_updated"] += merge_updates(
-                self.spark,
                 self.ledger,
                 updates,
                 [(r["prior_date"], r["prior_status"]) for r in moved],

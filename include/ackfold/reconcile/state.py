@@ -68,7 +68,6 @@ def _read(spark: SparkSession, ledger: Ledger, app: str | None) -> DataFrame:
 
 
 def merge_updates(
-    spark: SparkSession,
     ledger: Ledger,
     rows: DataFrame,
     partitions: Iterable[tuple[date, str]],
@@ -91,7 +90,6 @@ def merge_updates(
         )
     )
     metrics = dml.merge(
-        spark,
         ledger.path(ROOT_STATE),
         rows,
         on=on,

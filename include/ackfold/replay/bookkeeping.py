@@ -93,7 +93,6 @@ class Bookkeeper:
         )
         dates = sorted({p.first_event_date for p in done})
         dml.merge(
-            self.spark,
             self.ledger.path(ROOT_STATE),
             updates,
             on=f"{dml.in_list('t.first_event_date', dates)} AND t.root_id = s.root_id",
@@ -118,7 +117,6 @@ class Bookkeeper:
         )
         columns = [c for c in source.columns if c not in ("redrive", "new_root_id")]
         dml.merge(
-            self.spark,
             self.ledger.path(DEAD_LETTERS),
             source,
             on="t.root_id = s.root_id",

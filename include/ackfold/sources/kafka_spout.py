@@ -27,7 +27,7 @@ Example (an app whose first stage is `split`):
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ackfold.config import Settings
 from ackfold.ledger.tables import ACK_EVENTS, ROOTS, Ledger
@@ -81,6 +81,15 @@ class KafkaSpout:
         self.app = self.tracker.app
         self.registered = 0  # records registered by this process (a re-run batch counts again)
         self._cached: DataFrame | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        # Under Spark Connect `register` runs on a copy of this object in a Python worker
+        # of the server, on the batch's session: no client session, topic or cache.
+        state = self.__dict__.copy()
+        for client in ("spark", "topic", "_cached"):
+            state.pop(client, None)
+        state["_cached"] = None
+        return state
 
     @property
     def topics(self) -> list[str]:

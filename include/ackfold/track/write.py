@@ -70,7 +70,8 @@ def _txn_app_id(
     if is_connect(spark):
         if writer_id is not None:
             return writer_id
-        return f"{base}/{connect_query_id(spark, query or query_name(app, stage), app, stage)}"
+        found = connect_query_id(spark, query or query_name(app, stage), app, stage)
+        return f"{base}/{found}" if found else base
     context = spark.sparkContext
     # Set by Spark on the thread running a micro-batch, which calls foreachBatch.
     running = context.getLocalProperty("streaming.sql.batchId")
@@ -96,8 +97,9 @@ def query_name(app: str, stage: str) -> str:
     return f"{app}.{stage}"
 
 
-def connect_query_id(spark: SparkSession, name: str, app: str, stage: str) -> str:
-    """The id of the streaming query running this ``foreachBatch`` under Spark Connect.
+def connect_query_id(spark: SparkSession, name: str, app: str, stage: str) -> str | None:
+    """The id of the streaming query running this ``foreachBatch`` under Spark Connect;
+    None outside any query (a classic session has no query id there either).
 
     A Connect session has no local properties, so the query is found among the session's
     active queries, which the batch's own query is one of: the one named ``name``, else
@@ -106,6 +108,8 @@ def connect_query_id(spark: SparkSession, name: str, app: str, stage: str) -> st
     new one.
     """
     active = spark.streams.active
+    if not active:
+        return None
     named = [q for q in active if q.name == name]
     if len(named) == 1:
         return str(named[0].id)
