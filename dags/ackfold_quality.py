@@ -2,6 +2,7 @@
 reconcile."""
 
 from datetime import UTC, datetime
+from typing import Any
 
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk import DAG, task
@@ -62,9 +63,7 @@ itself is sound, over the last `quality.window` (default 2 days):
     # Beside the verdict, not after it: a failed verdict stays a leaf and fails the run.
     # After the check however it ended (a check that wrote nothing changes no alert).
     @task(trigger_rule="all_done")
-    def alerts() -> dict[str, object]:
-        from airflow.sdk import get_current_context
-
-        return quality_alerts(get_current_context())
+    def alerts(**context: Any) -> dict[str, object]:
+        return quality_alerts(context)
 
     check >> [verdict(), alerts()]

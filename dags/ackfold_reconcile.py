@@ -1,9 +1,10 @@
 """ackfold_reconcile: fold the new ledger events into root_state, on a schedule."""
 
 from datetime import UTC, datetime
+from typing import Any
 
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
-from airflow.sdk import DAG, get_current_context, task
+from airflow.sdk import DAG, task
 
 from ackfold.config import load_settings
 from ackfold.dags import (
@@ -54,11 +55,11 @@ acker, in batch), then re-classifies the roots still in flight: each root become
     )
 
     @task
-    def alerts() -> dict[str, object]:
-        return state_alerts(get_current_context())
+    def alerts(**context: Any) -> dict[str, object]:
+        return state_alerts(context)
 
     @task
-    def metrics() -> dict[str, object]:
-        return ledger_metrics(get_current_context())
+    def metrics(**context: Any) -> dict[str, object]:
+        return ledger_metrics(context)
 
     reconcile >> [alerts(), metrics()]
