@@ -1,6 +1,7 @@
 """Real receivers for the alerts' and the metrics' tests, on loopback: an SMTP server
-(aiosmtpd), a webhook (stdlib `http.server`), an OTLP/HTTP collector that decodes what it
-gets (opentelemetry-proto); and a small `root_state` written without a JVM.
+(aiosmtpd), an HTTP receiver (stdlib `http.server`) that serves as a webhook and as an
+OTLP/HTTP collector (`otlp_points` decodes what it got with opentelemetry-proto); and a
+small `root_state` written without a JVM.
 
 The Airflow connections the notifiers use come from `AIRFLOW_CONN_*` variables, as in
 any deployment that keeps them in the environment."""
@@ -145,6 +146,7 @@ class Receiver:
                     {
                         "path": self.path,
                         "content_type": self.headers.get("Content-Type"),
+                        "headers": {k.lower(): v for k, v in self.headers.items()},
                         "body": self.rfile.read(length),
                     }
                 )
@@ -194,3 +196,42 @@ def connections(
     monkeypatch.setenv("AIRFLOW_CONN_SMTP_DEFAULT", smtp.connection())
     monkeypatch.setenv("AIRFLOW_CONN_ACKFOLD_ALERTS", hook)
     return {"smtp": "smtp_default", "webhook": "ackfold_alerts"}
+
+
+def otlp_points(receiver: Receiver) -> dict[str, list[dict[str, Any]]]:
+    """Every data point the receiver got over OTLP/HTTP, decoded: metric name -> points,
+    each with its attributes, its resource's attributes and its value (a histogram's
+    `count`, `sum` and `buckets`)."""
+    from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
+        ExportMetricsServiceRequest,
+    )
+
+    def attrs(items: Any) -> dict[str, Any]:
+        out = {}
+        for item in items:
+            kind = item.value.WhichOneof("value")
+            out[item.key] = getattr(item.value, kind)
+        return out
+
+    points: dict[str, list[dict[str, Any]]] = {}
+    for post in receiver.posts:
+        assert post["path"] == "/v1/metrics", post["path"]
+        assert post["content_type"] == "application/x-protobuf"
+        request = ExportMetricsServiceRequest.FromString(post["body"])
+        for resource in request.resource_metrics:
+            where = attrs(resource.resource.attributes)
+            for scope in resource.scope_metrics:
+                for metric in scope.metrics:
+                    kind = metric.WhichOneof("data")
+                    for point in getattr(metric, kind).data_points:
+                        entry = {"attributes": attrs(point.attributes), "resource": where}
+                        if kind == "histogram":
+                            entry |= {"count": point.count, "sum": point.sum,
+                                      "buckets": list(point.bucket_counts),
+                                      "bounds": list(point.explicit_bounds)}  # fmt: skip
+                        else:
+                            value = point.WhichOneof("value")
+                            entry["value"] = getattr(point, value)
+                        entry["kind"] = kind
+                        points.setdefault(metric.name, []).append(entry)
+    return points

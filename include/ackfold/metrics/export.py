@@ -3,7 +3,7 @@
 
 Every reconcile and replay is a short process (a spark-submit, an Airflow task): each
 one opens a meter, records, and pushes everything at exit (`PeriodicExportingMetricReader`
-with no period, flushed by `shutdown`). Counters are cumulative from the run's start
+with no period: no thread, one `force_flush`). Counters are cumulative from the run's start
 (OTLP's default and what Prometheus takes): sum them over runs with `increase()`.
 
 Metrics never fail a run: an unreachable collector is one warning in the log.
@@ -108,7 +108,8 @@ def meter(settings: Settings, *, run: str) -> Iterator[Meter | None]:
         yield provider.get_meter("ackfold")
     finally:
         try:
-            provider.shutdown()  # the one push
+            provider.force_flush()  # the one push (without a period, shutdown sends nothing)
+            provider.shutdown()
         except Exception as exc:  # a collector down must not fail the run
             log.warning("metrics not exported to %s: %s", where.described, exc)
         else:
