@@ -70,3 +70,37 @@ def test_the_reconcile_dags_alerts_and_metrics_tasks_deliver(
         "failed",
         "completed",
     }
+
+
+def test_the_quality_dags_alerts_task_reads_its_runs_results(
+    dags: dict[str, Any],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    webhook: Receiver,
+    connections: dict[str, str],
+) -> None:
+    from ackfold.ledger.tables import QUALITY_RESULTS
+    from ackfold.quality.run import quality_run_id
+    from tests.ledger_fixtures import write_rows
+
+    warehouse = tmp_path / "warehouse"
+    monkeypatch.setenv("ACKFOLD_WAREHOUSE", str(warehouse))
+    monkeypatch.setenv("ACKFOLD_ALERTS__WEBHOOK_CONN_ID", connections["webhook"])
+    task = dags["ackfold_quality"].get_task("alerts")
+    # A check that wrote nothing (it failed): no alert changes.
+    assert task.python_callable(run_id="scheduled__q0")["sent"] == {}
+    now = datetime.now(UTC)
+    write_rows(
+        warehouse,
+        QUALITY_RESULTS,
+        [
+            {"run_id": quality_run_id("scheduled__q1"), "run_at": now, "window_start": now,
+             "scope": "all apps", "suite": "delivery", "app": "wordcount",
+             "check_name": "lost_roots", "expectation": "x", "description": "no lost roots",
+             "success": False, "observed": "2"},
+        ],
+    )  # fmt: skip
+    result = task.python_callable(run_id="scheduled__q1")
+    assert result["breached"] == ["wordcount:quality"]
+    assert "OPENED quality" in webhook.texts()[0]
+    assert "lost_roots" in webhook.texts()[0]

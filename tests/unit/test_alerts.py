@@ -330,5 +330,7 @@ def test_alert_settings_refuse_what_cannot_work(tmp_path: Path) -> None:
 
 
 def test_doctests() -> None:
-    for module in (rules, alert_log, message):
+    from ackfold.alerts import notifiers
+
+    for module in (rules, alert_log, message, notifiers):
         assert doctest.testmod(module).failed == 0, module.__name__

@@ -53,6 +53,17 @@ def webhook_url(conn_id: str) -> str:
     return f"{scheme}://{conn.host}{port}/{endpoint}"
 
 
+def slack_safe(text: str) -> str:
+    """`text` with `<` and `>` escaped, as Slack asks: an app name such as `<!channel>`
+    must not page a whole channel, nor `<url|label>` disguise a link.
+
+    Example:
+        >>> slack_safe("app <!channel> ok")
+        'app &lt;!channel&gt; ok'
+    """
+    return text.replace("<", "&lt;").replace(">", "&gt;")
+
+
 class WebhookNotifier(BaseNotifier):
     """Posts `{"text": text}` to the webhook of connection `webhook_conn_id`.
 
@@ -71,7 +82,7 @@ class WebhookNotifier(BaseNotifier):
 
     def notify(self, context: Any) -> None:
         url = webhook_url(self.webhook_conn_id)
-        body = json.dumps({"text": self.text}).encode()
+        body = json.dumps({"text": slack_safe(self.text)}).encode()
         request = urllib.request.Request(  # noqa: S310 (webhook_url returns http(s) only)
             url, data=body, method="POST", headers={"Content-Type": "application/json"}
         )
