@@ -2,12 +2,19 @@
 reconcile."""
 
 from datetime import UTC, datetime
+from typing import Any
 
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk import DAG, task
 
 from ackfold.config import load_settings
-from ackfold.dags import default_args, quality_verdict, root_state_asset, spark_submit_kwargs
+from ackfold.dags import (
+    default_args,
+    quality_alerts,
+    quality_verdict,
+    root_state_asset,
+    spark_submit_kwargs,
+)
 
 settings = load_settings()
 
@@ -31,6 +38,8 @@ itself is sound, over the last `quality.window` (default 2 days):
 - `check` submits `spark_apps/quality.py`: one `quality_results` row per expectation,
   and Data Docs (the Reliability UI's *Quality* page links them).
 - `verdict` fails when any expectation failed, listing each with its observed value.
+- `alerts` (beside the verdict, after any check) sends one message per app when its checks
+  start failing and one when they pass again (`alerts.*`, `apps.<app>.alerts.quality`).
 """,
     schedule=[root_state_asset(settings)],
     start_date=datetime(2026, 1, 1, tzinfo=UTC),
@@ -51,4 +60,10 @@ itself is sound, over the last `quality.window` (default 2 days):
 
         return quality_verdict(get_current_context()["run_id"])
 
-    check >> verdict()
+    # Beside the verdict, not after it: a failed verdict stays a leaf and fails the run.
+    # After the check however it ended (a check that wrote nothing changes no alert).
+    @task(trigger_rule="all_done")
+    def alerts(**context: Any) -> dict[str, object]:
+        return quality_alerts(context)
+
+    check >> [verdict(), alerts()]

@@ -1,12 +1,19 @@
 """ackfold_reconcile: fold the new ledger events into root_state, on a schedule."""
 
 from datetime import UTC, datetime
+from typing import Any
 
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
-from airflow.sdk import DAG
+from airflow.sdk import DAG, task
 
 from ackfold.config import load_settings
-from ackfold.dags import default_args, root_state_asset, spark_submit_kwargs
+from ackfold.dags import (
+    default_args,
+    ledger_metrics,
+    root_state_asset,
+    spark_submit_kwargs,
+    state_alerts,
+)
 
 settings = load_settings()
 
@@ -25,8 +32,13 @@ acker, in batch), then re-classifies the roots still in flight: each root become
   `<warehouse>/_checkpoints/reconcile`), `roots`, `unmatched_events`, `root_state`.
 - **Writes** `root_state` (the `ackfold_root_state` asset: each successful run triggers
   `ackfold_replay`) and `unmatched_events` (events whose root is not registered yet).
-- The task submits `spark_apps/reconcile.py` on `spark_default`; its last log
+- `reconcile` submits `spark_apps/reconcile.py` on `spark_default`; its last log
   line is the run's JSON summary (events read, duplicates dropped, roots by status).
+- `alerts` holds each app's thresholds (`defaults.alerts`, `apps.<app>.alerts`) against
+  `root_state` and sends one message when a breach opens and one when it resolves, by
+  e-mail and webhook (`alerts.*`; no JVM).
+- `metrics` pushes roots by status, the oldest pending root's age and the time to detect
+  over OTLP, when `metrics.endpoint` or `OTEL_EXPORTER_OTLP_ENDPOINT` is set (no JVM).
 """,
     schedule=settings.airflow.reconcile_schedule,
     start_date=datetime(2026, 1, 1, tzinfo=UTC),
@@ -36,8 +48,18 @@ acker, in batch), then re-classifies the roots still in flight: each root become
     default_args=default_args(),
     tags=["ackfold", "reconcile"],
 ):
-    SparkSubmitOperator(
+    reconcile = SparkSubmitOperator(
         task_id="reconcile",
         outlets=[root_state_asset(settings)],
         **spark_submit_kwargs("reconcile.py", settings),
     )
+
+    @task
+    def alerts(**context: Any) -> dict[str, object]:
+        return state_alerts(context)
+
+    @task
+    def metrics(**context: Any) -> dict[str, object]:
+        return ledger_metrics(context)
+
+    reconcile >> [alerts(), metrics()]

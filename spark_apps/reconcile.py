@@ -3,7 +3,8 @@ The automatic replay that follows is `spark_apps/replay.py` (`ackfold_replay`).
 
     spark-submit spark_apps/reconcile.py [--app APP] [--now ISO-TIME]
 
-Prints the run's JSON summary on the last line of stdout.
+Prints the run's JSON summary on the last line of stdout, and pushes its counters over
+OTLP when metrics are on (`ackfold.metrics`).
 """
 
 import argparse
@@ -11,6 +12,7 @@ import json
 
 from ackfold.config import load_settings
 from ackfold.ledger.parse import parse_time
+from ackfold.metrics import export_run
 from ackfold.reconcile.reconciler import check_app_name, reconcile
 from ackfold.spark import get_spark
 
@@ -22,5 +24,6 @@ if __name__ == "__main__":
     settings = load_settings()
     spark = get_spark(settings, app_name="ackfold-reconcile")
     summary = reconcile(spark, settings, now=args.now, app=args.app)
+    export_run(settings, "reconcile", summary)
     print(json.dumps(summary, sort_keys=True), flush=True)
     spark.stop()

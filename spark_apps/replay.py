@@ -3,7 +3,8 @@ policy (attempts, backoff, rate), of the failed and timed-out roots a reconcile 
 
     spark-submit spark_apps/replay.py --auto [--app APP] [--now ISO-TIME]
 
-Prints the run's JSON summary on the last line of stdout. Exits 1 with one line on stderr
+Prints the run's JSON summary on the last line of stdout (and pushes its counters over
+OTLP when metrics are on). Exits 1 with one line on stderr
 if messages could not be sent (they stay planned in replay_log: the next run sends them).
 """
 
@@ -13,6 +14,7 @@ import sys
 
 from ackfold.config import load_settings
 from ackfold.ledger.parse import parse_time
+from ackfold.metrics import export_run
 from ackfold.reconcile.reconciler import check_app_name
 from ackfold.replay.replayer import ReplayError, replay
 from ackfold.replay.request import ReplayRequest
@@ -35,5 +37,6 @@ if __name__ == "__main__":
         print(f"ackfold replay: {exc}", file=sys.stderr, flush=True)
         spark.stop()
         sys.exit(1)
+    export_run(settings, "replay", summary.as_dict())
     print(json.dumps(summary.as_dict(), sort_keys=True), flush=True)
     spark.stop()

@@ -1,5 +1,6 @@
 """What ackfold's DAG files share: default arguments, the failure hook, spark-submit
-settings, the `root_state` asset, the manual replay's form and task bodies.
+settings, the `root_state` asset, the manual replay's form and task bodies, and the
+alerts and metrics tasks.
 
 DAG files stay declarations; everything they compute comes from here, so tests can call
 it without a scheduler. Airflow is imported inside the functions that need it: the CLI
@@ -11,6 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import sys
+from collections.abc import Mapping
 from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
@@ -32,10 +34,8 @@ SHOWN_SENDS: Final = 50
 
 
 def on_failure(context: dict[str, Any]) -> None:
-    """Failure hook every ackfold task carries: one log line with what failed and where.
-
-    Point alerting (Slack, PagerDuty, email) at this line, or wrap this function.
-    """
+    """Failure hook every ackfold task carries: one log line with what failed and where,
+    and the same on the alert channels (`alerts.*`), if any."""
     ti = context.get("task_instance") or context.get("ti")
     log.error(
         "ackfold task failed: dag=%s task=%s run=%s try=%s error=%s",
@@ -45,6 +45,12 @@ def on_failure(context: dict[str, Any]) -> None:
         getattr(ti, "try_number", "?"),
         _first_line(context.get("exception")),
     )
+    try:
+        from ackfold.alerts import notify_failure
+
+        notify_failure(context, load_settings())
+    except Exception as exc:  # a hook must not raise: the failure is logged above
+        log.error("failure alert not sent: %s", _first_line(exc))
 
 
 def _first_line(exception: object) -> str:
@@ -268,6 +274,9 @@ def run_manual_replay(
         for reason, count in sorted(plan.skipped.items()):
             log.info("skipping %d root(s): %s", count, reason)
         summary = replayer.execute(plan)
+        from ackfold.metrics import export_run
+
+        export_run(settings, "replay", summary.as_dict(), requested_by=requested_by)
         result = summary.as_dict()
         result["sends"] = sends[:SHOWN_SENDS]
         result["sends_not_shown"] = max(0, len(sends) - SHOWN_SENDS)
@@ -297,3 +306,36 @@ def quality_verdict(airflow_run_id: str, settings: Settings | None = None) -> di
     if not report.passed:
         raise AirflowFailException(report.violation_message())
     return {"run_id": report.run_id, "checks": len(report.results), "passed": True}
+
+
+def state_alerts(context: Mapping[str, Any], settings: Settings | None = None) -> dict[str, Any]:
+    """The `alerts` task of `ackfold_reconcile`: the `root_state` rules of every app, one
+    message per breach that opened or resolved (`ackfold.alerts`)."""
+    from ackfold.alerts import check_state
+
+    settings = settings or load_settings()
+    return check_state(settings, context=context, airflow_run_id=str(context.get("run_id")))
+
+
+def quality_alerts(context: Mapping[str, Any], settings: Settings | None = None) -> dict[str, Any]:
+    """The `alerts` task of `ackfold_quality`: the quality rule over the DAG run's quality
+    run, whatever its verdict (it runs after a failed one too)."""
+    from ackfold.alerts import check_quality
+    from ackfold.ledger.reader import LedgerReader
+    from ackfold.quality.run import quality_run_id
+
+    settings = settings or load_settings()
+    run_id = str(context["run_id"])
+    rows = LedgerReader(settings.table_root).quality_run(quality_run_id(run_id))
+    return check_quality(settings, rows, context=context, airflow_run_id=run_id)
+
+
+def ledger_metrics(context: Mapping[str, Any], settings: Settings | None = None) -> dict[str, Any]:
+    """The `metrics` task of `ackfold_reconcile`: what `root_state` says after the run,
+    over OTLP (`ackfold.metrics`); the time to detect of what this DAG run marked counts
+    from the run's start."""
+    from ackfold.metrics import export_ledger
+
+    dag_run = context.get("dag_run")
+    since = getattr(dag_run, "start_date", None)
+    return export_ledger(settings or load_settings(), since=since)

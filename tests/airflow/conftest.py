@@ -31,3 +31,7 @@ os.environ["AIRFLOW_CONN_SPARK_DEFAULT"] = spark_connection_json(SETTINGS)
 def airflow_db() -> None:
     airflow = str(Path(sys.executable).parent / "airflow")
     subprocess.run([airflow, "db", "migrate"], check=True, capture_output=True, env=os.environ)
+
+
+# The alert tests' real SMTP server, webhook and the connections to them.
+from tests.alert_fixtures import connections, smtp, webhook  # noqa: E402, F401

@@ -77,8 +77,9 @@ def test_reconcile_runs_on_the_configured_cron_and_updates_the_root_state_asset(
     assert dag.schedule == SETTINGS.airflow.reconcile_schedule == "*/5 * * * *"
     assert dag.catchup is False
     assert dag.max_active_runs == 1
-    (task,) = dag.tasks
-    assert task.task_id == "reconcile"
+    task = dag.get_task("reconcile")
+    # The alerts and the metrics read root_state once the reconcile has written it.
+    assert task.downstream_task_ids == {"alerts", "metrics"}
     _submits(task, "reconcile.py", [])
     asset = root_state_asset(SETTINGS)
     assert task.outlets == [asset]
@@ -107,7 +108,10 @@ def test_quality_follows_every_reconcile_and_its_verdict_follows_the_checks(
     dag = dagbag.dags["ackfold_quality"]
     assert list(dag.schedule) == [root_state_asset(SETTINGS)]
     assert dag.max_active_runs == 1
-    assert dag.get_task("check").downstream_task_ids == {"verdict"}
+    assert dag.get_task("check").downstream_task_ids == {"verdict", "alerts"}
+    # The alerts run after any check, and leave the verdict a leaf that fails the run.
+    assert dag.get_task("alerts").trigger_rule == "all_done"
+    assert not dag.get_task("verdict").downstream_task_ids
     # The run id ties the results the check writes to the verdict that reads them.
     _submits(dag.get_task("check"), "quality.py", ["--airflow-run-id", "{{ run_id }}"])
 

@@ -1,14 +1,37 @@
-"""Per-app reliability policy: how long a root may take, how often it is retried, and
-what the quality checks allow (`defaults:`, and each app's overrides under `apps:`)."""
+"""Per-app reliability policy: how long a root may take, how often it is retried, what the
+quality checks allow and when to alert (`defaults:`, and each app's overrides under `apps:`)."""
 
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import Field, PlainValidator, TypeAdapter
 
 from ackfold.config.values import Duration, Rate, Section
+
+_DURATION: TypeAdapter[timedelta] = TypeAdapter(Duration)
+
+
+def _count_limit(value: Any) -> int | Literal["off"]:
+    if value == "off":
+        return "off"
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"{value!r} is not a limit: use a whole number from 0, or off")
+    return value
+
+
+def _duration_limit(value: Any) -> timedelta | Literal["off"]:
+    if value == "off":
+        return "off"
+    try:
+        return _DURATION.validate_python(value)
+    except ValueError:
+        raise ValueError(
+            f"{value!r} is not a limit: use a duration such as 90s, 5m, 1h, or off"
+        ) from None
 
 
 class QualityThresholds(Section):
@@ -38,6 +61,45 @@ class QualityOverrides(Section):
     latency_p99: Duration | None = None
 
 
+# A count limit, or "off": the rule never fires for the app. One validator each, so that
+# a bad value gets one error that names both forms.
+CountLimit = Annotated[int | Literal["off"], PlainValidator(_count_limit)]
+# A duration limit, or "off"; unset, a limit derived from the app's other settings.
+DurationLimit = Annotated[timedelta | Literal["off"], PlainValidator(_duration_limit)]
+
+
+class AlertThresholds(Section):
+    """When `ackfold_reconcile` and `ackfold_quality` alert about one app
+    (`ackfold.alerts`). A breach opens when a value exceeds its limit.
+
+    - `max_failed`, `max_timed_out`, `max_dead_lettered`: roots found failed, timed out or
+      dead-lettered within `alerts.window` before the evaluation.
+    - `max_unsettled_age`: the age of the oldest root still `pending`, `timed_out` or
+      `failed`; unset, the app's `timeout` plus its `quality.grace`.
+    - `max_latency_p99`: the complete latency p99 of the roots completed within the
+      window; unset, the app's `quality.latency_p99`, else its `timeout`.
+    - `quality`: alert when the app's quality checks fail.
+    """
+
+    max_failed: CountLimit = 10
+    max_timed_out: CountLimit = 10
+    max_dead_lettered: CountLimit = 0
+    max_unsettled_age: DurationLimit | None = None
+    max_latency_p99: DurationLimit | None = None
+    quality: bool = True
+
+
+class AlertOverrides(Section):
+    """An app's `alerts:` entry: any field left out falls back to `defaults.alerts`."""
+
+    max_failed: CountLimit | None = None
+    max_timed_out: CountLimit | None = None
+    max_dead_lettered: CountLimit | None = None
+    max_unsettled_age: DurationLimit | None = None
+    max_latency_p99: DurationLimit | None = None
+    quality: bool | None = None
+
+
 class AppPolicy(Section):
     """Per-app reliability policy: how long a root may take, and how often it is retried."""
 
@@ -50,6 +112,7 @@ class AppPolicy(Section):
     # (the range of `ackfold replay --rate` and the manual replay's `rate`).
     replay_rate: Rate = 50.0
     quality: QualityThresholds = QualityThresholds()
+    alerts: AlertThresholds = AlertThresholds()
 
 
 class AppOverrides(Section):
@@ -69,3 +132,4 @@ class AppOverrides(Section):
     retry_queue: str | None = None
     stages: tuple[str, ...] = ()
     quality: QualityOverrides | None = None
+    alerts: AlertOverrides | None = None

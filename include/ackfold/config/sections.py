@@ -286,3 +286,76 @@ class MaintenanceSettings(Section):
         if value < timedelta(days=7):
             raise ValueError(f"must be at least 7d (Delta's safety minimum), not {_seconds(value)}")
         return value
+
+
+_EMAIL = re.compile(r"^[^@\s,;]+@[^@\s,;]+$")
+_CONN_ID = re.compile(r"^[A-Za-z0-9_.\-]{1,250}$")
+
+
+class AlertSettings(Section):
+    """Where alerts go (`ackfold.alerts`). What breaches is each app's policy
+    (`defaults.alerts`, `apps.<app>.alerts`). Secrets stay in Airflow connections.
+
+    - `window`: the failed, timed-out and dead-lettered roots, and the latency p99, count
+      over this long before each evaluation: at least the reconcile interval.
+    - `email_to`: recipients, through Airflow's SMTP provider (`SmtpNotifier`) on the
+      connection `smtp_conn_id`; empty, no e-mail. `email_from`: the sender; unset, the
+      connection's `from_email` extra.
+    - `webhook_conn_id`: an Airflow connection whose password (or host) is a webhook URL
+      that takes Slack-compatible JSON (`{"text": ...}`); unset, no webhook.
+    - `ui_url`: the Reliability UI, for the links in messages; unset, Airflow's
+      `[api] base_url` plus `/ackfold`, else `http://localhost:<airflow.port>/ackfold`.
+    - `worst_roots`: root ids a message names per breach (ids only, never payloads).
+    """
+
+    window: Duration = timedelta(minutes=15)
+    email_to: tuple[str, ...] = ()
+    email_from: str | None = None
+    smtp_conn_id: str = Field("smtp_default", pattern=_CONN_ID.pattern)
+    webhook_conn_id: str | None = Field(None, pattern=_CONN_ID.pattern)
+    webhook_timeout: Duration = timedelta(seconds=10)
+    ui_url: str | None = None
+    worst_roots: int = Field(10, ge=1, le=100)
+
+    @field_validator("email_to")
+    @classmethod
+    def _addresses(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for address in value:
+            if not _EMAIL.match(address):
+                raise ValueError(f"{address!r} is not an e-mail address (give a list)")
+        return value
+
+    @field_validator("ui_url")
+    @classmethod
+    def _http(cls, value: str | None) -> str | None:
+        if value is not None and not re.match(r"^https?://[^\s/]+", value):
+            raise ValueError(f"{value!r} is not an http(s) URL")
+        return value.rstrip("/") if value else value
+
+
+class MetricsSettings(Section):
+    """OpenTelemetry metrics of every reconcile and replay (`ackfold.metrics`), pushed over
+    OTLP. Off unless an endpoint is set, here or in the standard environment variables.
+
+    - `endpoint`: the OTLP base URL, e.g. `http://collector:4318` (`/v1/metrics` is added
+      for OTLP/HTTP); unset, `OTEL_EXPORTER_OTLP_METRICS_ENDPOINT` or
+      `OTEL_EXPORTER_OTLP_ENDPOINT`. Headers, timeout, TLS and compression come from the
+      other `OTEL_EXPORTER_OTLP_*` variables.
+    - `protocol`: `http/protobuf` or `grpc`; unset, `OTEL_EXPORTER_OTLP_METRICS_PROTOCOL`
+      or `OTEL_EXPORTER_OTLP_PROTOCOL`, else `http/protobuf`.
+    - `enabled`: false turns them off even where those variables are set.
+    - `service_name`: the `service.name` resource attribute, unless `OTEL_SERVICE_NAME`
+      is set.
+    """
+
+    enabled: bool = True
+    endpoint: str | None = None
+    protocol: Literal["http/protobuf", "grpc"] | None = None
+    service_name: str = Field("ackfold", min_length=1)
+
+    @field_validator("endpoint")
+    @classmethod
+    def _url(cls, value: str | None) -> str | None:
+        if value is not None and not re.match(r"^https?://[^\s/]+", value):
+            raise ValueError(f"{value!r} is not an http(s) URL")
+        return value

@@ -20,8 +20,10 @@ from ackfold.config.demo import DEMO_APP, DemoSettings, with_app_defaults
 from ackfold.config.policy import AppOverrides, AppPolicy
 from ackfold.config.sections import (
     AirflowSettings,
+    AlertSettings,
     KafkaSettings,
     MaintenanceSettings,
+    MetricsSettings,
     QualitySettings,
     ReconcileSettings,
     ReplaySettings,
@@ -106,6 +108,8 @@ class Settings(BaseSettings):
         return self
 
     ui: UiSettings = UiSettings()
+    alerts: AlertSettings = AlertSettings()
+    metrics: MetricsSettings = MetricsSettings()
 
     @model_validator(mode="after")
     def _lookback_covers_timeouts(self) -> Settings:
@@ -182,7 +186,8 @@ class Settings(BaseSettings):
             return self.defaults
         merged = self.defaults.model_dump()
         own = overrides.model_dump(include=set(AppPolicy.model_fields), exclude_none=True)
-        merged.update(own, quality={**merged["quality"], **own.get("quality", {})})
+        nested = {key: {**merged[key], **own.get(key, {})} for key in ("quality", "alerts")}
+        merged.update(own, **nested)
         return AppPolicy(**merged)
 
     @property

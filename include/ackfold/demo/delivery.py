@@ -10,16 +10,25 @@ than one attempt, or registered twice, is a duplicate: the at-least-once price, 
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ackfold.demo.feed import Feed
 from ackfold.ledger import status
+from ackfold.ledger.recovery import (
+    RECOVERY_COLUMNS,
+    RECOVERY_WHERE,
+    Percentiles,
+    RecoveryTimes,
+    recovery_times,
+)
 from ackfold.ledger.tables import ROOT_STATE, ROOTS, Ledger
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+
+    from ackfold.config.policy import AppPolicy
 
 DONE = (status.COMPLETED, status.COMPLETED_LATE)
 # The fields that must be equal for two runs with one seed (not timings, not ids).
@@ -52,6 +61,8 @@ class DeliveryReport:
     queries_restarted: int = 0
     cycles: int = 0
     seconds: float = 0.0
+    # Time to detect and to recover (`ackfold.ledger.recovery`): timings, not outcomes.
+    recovery: RecoveryTimes | None = None
 
     @property
     def settled(self) -> int:
@@ -87,11 +98,27 @@ class DeliveryReport:
             row("lost", self.lost, "must be 0" if self.lost else ""),
             f"  word counts: {words} ({self.words_counted:,} words counted, "
             f"{self.words_expected:,} in the input without the dead letters)",
+            *self._recovery_lines(),
+        ]
+
+    def _recovery_lines(self) -> list[str]:
+        if self.recovery is None:
+            return []
+        return [
+            _times("time to detect", self.recovery.detect, "roots", "due -> marked"),
+            _times("time to recover", self.recovery.recover, "messages", "due -> replay done"),
         ]
 
     def _faulty(self) -> str:
         stuck = f", {self.stuck} stuck (replay them by hand)" if self.stuck else ""
         return f"{self.poison} of them poison{stuck}"
+
+
+def _times(label: str, times: Percentiles, of: str, span: str) -> str:
+    if not times.count:
+        return f"  {label:<28}none"
+    p50, p99 = times.p50 or 0.0, times.p99 or 0.0
+    return f"  {label:<28}p50 {p50:.1f} s, p99 {p99:.1f} s   {times.count:,} {of}, {span}"
 
 
 def assess(
@@ -104,9 +131,11 @@ def assess(
     *,
     faults: str = "",
     check_words: bool = True,
+    policy_of: Callable[[str], AppPolicy] | None = None,
 ) -> DeliveryReport:
     """Follow every sent message through the ledger, and (unless `check_words` is off, as
-    it is while the demo waits for its roots to settle) check the word counts."""
+    it is while the demo waits for its roots to settle) check the word counts; with
+    `policy_of` (each app's policy), measure the time to detect and to recover too."""
     from pyspark.sql import functions as F
 
     roots = (
@@ -156,6 +185,12 @@ def assess(
     report.dead_lettered_seqs.sort()
     if check_words:
         _check_words(spark, report, feed, origins, counted_path)
+    if policy_of is not None:
+        rows = (
+            spark.read.format("delta").load(ledger.path(ROOT_STATE))
+            .where(F.col("app") == app).where(RECOVERY_WHERE).select(*RECOVERY_COLUMNS).collect()
+        )  # fmt: skip
+        report.recovery = recovery_times([row.asDict() for row in rows], policy_of)
     return report
 
 

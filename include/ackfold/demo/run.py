@@ -149,6 +149,7 @@ class Demo:
         report = assess(
             self.spark, self.app.ledger, APP, self.feed, message_ids, self.app.counted_path,
             faults=self.faults.describe(), check_words=check_words,
+            policy_of=self.settings.app if check_words else None,
         )  # fmt: skip
         report.queries_restarted = self.app.restarts
         return report

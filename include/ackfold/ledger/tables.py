@@ -37,6 +37,7 @@ REPLAY_LOG = "replay_log"
 DEAD_LETTERS = "dead_letters"
 SENT_MESSAGES = "sent_messages"
 QUALITY_RESULTS = "quality_results"
+ALERT_LOG = "alert_log"
 
 # Contract v1: every writer supplies exactly these.
 ACK_EVENTS_DDL = """
@@ -193,6 +194,22 @@ QUALITY_RESULTS_DDL = """
     threshold STRING
 """
 
+# The alerts' open/resolved log (`ackfold.alerts`), append only: one row each time a breach
+# of `rule` for `app` opens or resolves on `channel` and the message went out. A key's
+# latest row says whether its breach is open: nothing is re-sent while it lasts.
+ALERT_LOG_DDL = """
+    app STRING NOT NULL,
+    rule STRING NOT NULL,
+    channel STRING NOT NULL,
+    event STRING NOT NULL,
+    value STRING NOT NULL,
+    threshold STRING NOT NULL,
+    root_ids ARRAY<BIGINT> NOT NULL,
+    opened_at TIMESTAMP NOT NULL,
+    event_at TIMESTAMP NOT NULL,
+    airflow_run_id STRING
+"""
+
 TABLES = {
     ACK_EVENTS: (ACK_EVENTS_DDL, (), "ledger of tuple-tree events, contract v1"),
     ROOTS: (ROOTS_DDL, (), "one row per root: where it came from, how to replay it"),
@@ -206,6 +223,7 @@ TABLES = {
     DEAD_LETTERS: (DEAD_LETTERS_DDL, (), "roots that ran out of attempts"),
     SENT_MESSAGES: (SENT_MESSAGES_DDL, (), "what producers report they sent (optional)"),
     QUALITY_RESULTS: (QUALITY_RESULTS_DDL, (), "one row per expectation per quality run"),
+    ALERT_LOG: (ALERT_LOG_DDL, (), "each alert opened or resolved, per channel"),
 }
 
 TABLE_PROPERTIES = {

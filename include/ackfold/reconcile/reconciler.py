@@ -81,7 +81,12 @@ class Reconciler:
         self.ledger = Ledger(settings.table_root)
         self.now = (now or datetime.now(UTC)).astimezone(UTC)
         self.app = check_app_name(app) if app is not None else None
-        self.counts = {"events_read": 0, "duplicates_dropped": 0, "roots_updated": 0}
+        self.counts = {
+            "events_read": 0,
+            "events_folded": 0,
+            "duplicates_dropped": 0,
+            "roots_updated": 0,
+        }
         self.scope = f"app={app}" if app else "all"
         self.checkpoint = self.ledger.path(f"{CHECKPOINTS}/reconcile/{self.scope}")
         self.query_name = f"ackfold-reconcile-{self.scope}"
@@ -197,6 +202,7 @@ class Reconciler:
         folded = sum(int(totals[c]["fresh"] or 0) for c in (UPDATE, INSERT) if c in totals)
         parked = int(totals[PARK]["copies"] or 0) if PARK in totals else 0
         self.counts["events_read"] += read
+        self.counts["events_folded"] += folded
         self.counts["duplicates_dropped"] += copies - folded - parked
         log.info(
             "reconcile (app=%s): %d new events, %d waiting, %d folded, %d root(s) changed, "

@@ -89,6 +89,7 @@ def create_app(
         redactor=redactor_for(settings.ui),
         viewer=viewer,
         transport=transport,
+        settings=settings,
     )
     app = FastAPI(title="ackfold reliability", docs_url=None, redoc_url=None, openapi_url=None)
     app.add_middleware(FramingHeaders)

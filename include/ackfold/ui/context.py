@@ -14,6 +14,7 @@ from typing import Any
 
 from fastapi import Request
 
+from ackfold.config import Settings
 from ackfold.config.sections import UiSettings
 from ackfold.ui.filters import Params
 from ackfold.ui.queries import UiReader
@@ -28,8 +29,9 @@ ViewerDependency = Callable[..., Awaitable[Viewer]]
 
 @dataclass(frozen=True)
 class UiContext:
-    """One app's shared parts. `transport` is for tests (an `httpx.AsyncBaseTransport`
-    standing in for Airflow)."""
+    """One app's shared parts. `settings` gives each app's policy (its timeout, for the
+    time to detect); `transport` is for tests (an `httpx.AsyncBaseTransport` standing in
+    for Airflow)."""
 
     ui: UiSettings
     warehouse: str
@@ -41,6 +43,7 @@ class UiContext:
     redactor: Redactor
     viewer: ViewerDependency
     transport: Any = None
+    settings: Settings | None = None
 
     def reader(self) -> UiReader:
         """A reader of the ledger: one per request, a fresh snapshot of the tables."""

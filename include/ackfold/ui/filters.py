@@ -34,6 +34,8 @@ SORTABLE: Final = (
 )
 MAX_PAGE_SIZE: Final = 500
 MAX_OFFSET: Final = 1_000_000
+# Root ids one link may name (an alert links to its worst roots this way).
+MAX_ROOT_IDS: Final = 100
 _MAX_TEXT: Final = 200
 
 
@@ -121,7 +123,9 @@ def _check_range(since: datetime | None, until: datetime | None) -> None:
 @dataclass(frozen=True)
 class RootFilter:
     """What the roots table shows: filters on `root_state`, a whitelisted sort, a page.
-    `since` and `until` bound `last_event_at` (until exclusive); `stage` is `last_stage`."""
+    `since` and `until` bound `last_event_at` (until exclusive); `stage` is `last_stage`;
+    `root_ids` (`root_id=`, repeated) narrows it to those roots, in any status unless
+    `status` says otherwise."""
 
     app: str | None = None
     statuses: tuple[str, ...] = UNHEALTHY
@@ -132,14 +136,18 @@ class RootFilter:
     order: str = "desc"
     limit: int = 50
     offset: int = 0
+    root_ids: tuple[int, ...] = ()
 
     @classmethod
     def parse(cls, params: Params, *, page_size: int = 50) -> RootFilter:
         since, until = params.time("since"), params.time("until")
         _check_range(since, until)
+        root_ids = tuple(params.root_ids("root_id"))
+        if len(root_ids) > MAX_ROOT_IDS:
+            raise FieldError("root_id", f"at most {MAX_ROOT_IDS} ids, got {len(root_ids)}")
         return cls(
             app=params.text("app"),
-            statuses=params.statuses("status", UNHEALTHY),
+            statuses=params.statuses("status", status.ALL if root_ids else UNHEALTHY),
             since=since,
             until=until,
             stage=params.text("stage"),
@@ -147,12 +155,14 @@ class RootFilter:
             order=params.choice("order", ("asc", "desc"), "desc"),
             limit=params.integer("limit", page_size, 1, MAX_PAGE_SIZE),
             offset=params.integer("offset", 0, 0, MAX_OFFSET),
+            root_ids=root_ids,
         )
 
     def query(self, **changes: Any) -> list[tuple[str, str]]:
         """This filter as query-string pairs (for links: pages, sort headers)."""
         f = replace(self, **changes)
         pairs = [("status", s) for s in f.statuses]
+        pairs += [("root_id", str(root_id)) for root_id in f.root_ids]
         for name, value in (
             ("app", f.app),
             ("since", f.since),
@@ -178,10 +188,14 @@ class RootFilter:
             where.append(f"first_event_date <= {sql_date(self.until.date())}")
         if self.stage is not None:
             where.append(f"last_stage = {sql_str(self.stage)}")
+        if self.root_ids:
+            where.append(f"root_id IN ({', '.join(str(int(r)) for r in self.root_ids)})")
         return where
 
     def to_json(self) -> dict[str, Any]:
-        return {f.name: jsonable(getattr(self, f.name)) for f in fields(self)}
+        out = {f.name: jsonable(getattr(self, f.name)) for f in fields(self)}
+        out["root_ids"] = list(self.root_ids)
+        return out
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
 
 from ackfold.ledger.parse import parse_root_id
+from ackfold.ledger.recovery import read_recovery
 from ackfold.ledger.rows import Journey
 from ackfold.replay.request import REPLAYABLE
 from ackfold.ui import charts
@@ -40,7 +41,14 @@ def router(ctx: UiContext) -> APIRouter:
         if since and until and since >= until:
             raise FieldError("until", "must be later than since")
         r = reader()
-        return {"apps": r.apps(), "overview": r.overview(params.text("app"), since, until)}
+        app = params.text("app")
+        out: dict[str, Any] = {"apps": r.apps(), "overview": r.overview(app, since, until)}
+        # Time to detect and to recover need each app's timeout: the settings' policies.
+        settings = ctx.settings
+        out["recovery"] = (
+            read_recovery(r, settings, app=app, since=since, until=until) if settings else None
+        )
+        return out
 
     @routes.get("/overview", response_class=HTMLResponse)
     def overview_page(request: Request, who: ViewerDep) -> HTMLResponse:
@@ -59,12 +67,14 @@ def router(ctx: UiContext) -> APIRouter:
             status_chart=charts.status_bars(view.buckets, view.bucket_seconds),
             latency_chart=charts.latency_lines(view.buckets, view.bucket_seconds),
             duration=charts.duration,
+            recovery=data["recovery"],
         )
 
     @routes.get("/api/overview")
     def overview_json(request: Request, who: ViewerDep) -> dict[str, Any]:
         data = overview_data(query(request))
-        return {"apps": data["apps"], **data["overview"].to_json()}
+        recovery = data["recovery"].to_json() if data["recovery"] else None
+        return {"apps": data["apps"], **data["overview"].to_json(), "recovery": recovery}
 
     @routes.get("/roots", response_class=HTMLResponse)
     def roots_page(request: Request, who: ViewerDep) -> HTMLResponse:

@@ -1,0 +1,143 @@
+"""What ackfold measures, and from where.
+
+From a run's own summary (the process that did the work):
+- `ackfold.reconcile.events_read`, `.events_folded`, `.duplicates_dropped` (counters);
+- `ackfold.replay.sent`, `.failed` (planned, not sent), `.dead_lettered` (counters).
+
+From `root_state` after each reconcile (`LedgerGauges`, read without a JVM):
+- `ackfold.roots` (gauge): roots by `ackfold.app` and `ackfold.status`;
+- `ackfold.roots.oldest_pending_age` (gauge, s): per app, 0 with none pending;
+- `ackfold.detect.duration` (histogram, s): time to detect of each root a reconcile of
+  this run marked failed or timed out (`ackfold.kind`), per app.
+
+Counters carry `ackfold.scope` (the run's app, or `all`) and, for replays,
+`ackfold.requested_by` (`auto`, or who asked).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Final
+
+from ackfold.config import Settings
+from ackfold.ledger import status
+from ackfold.ledger.recovery import RECOVERY_COLUMNS, detected_at, due_at
+from ackfold.ledger.sql import SqlReader, sql_str, sql_ts
+from ackfold.ledger.tables import ROOT_STATE
+from ackfold.ledger.values import utc
+
+if TYPE_CHECKING:
+    from opentelemetry.metrics import Meter
+
+# Seconds: a detection is due within one reconcile interval (minutes); an outage, hours.
+DETECT_BUCKETS: Final = (1, 5, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 21600, 86400)
+_MARKED: Final = (status.FAILED, status.TIMED_OUT, status.REPLAYED, status.DEAD_LETTERED)
+
+
+def record_reconcile(meter: Meter, summary: Mapping[str, Any]) -> None:
+    """The counters of one reconcile run's summary (`ackfold.reconcile.reconcile`)."""
+    scope = {"ackfold.scope": summary.get("app") or "all"}
+    for name, key, what in (
+        ("events_read", "events_read", "events read from ack_events"),
+        ("events_folded", "events_folded", "events folded into an ack val"),
+        ("duplicates_dropped", "duplicates_dropped", "repeated events dropped before the fold"),
+    ):
+        counter = meter.create_counter(f"ackfold.reconcile.{name}", "{event}", what)
+        counter.add(int(summary.get(key) or 0), scope)
+
+
+def record_replay(meter: Meter, summary: Mapping[str, Any], *, requested_by: str) -> None:
+    """The counters of one replay run's summary (`ReplaySummary.as_dict()`); a dry run
+    sends nothing and counts nothing."""
+    if summary.get("dry_run"):
+        return
+    attributes = {
+        "ackfold.scope": summary.get("app") or "all",
+        "ackfold.requested_by": requested_by,
+    }
+    for name, key, what in (
+        ("sent", "sent", "replays sent to their source queue"),
+        ("failed", "not_sent", "replays planned and not sent (the next run sends them)"),
+        ("dead_lettered", "dead_lettered", "roots dead-lettered: no attempt left"),
+    ):
+        counter = meter.create_counter(f"ackfold.replay.{name}", "{message}", what)
+        counter.add(int(summary.get(key) or 0), attributes)
+
+
+@dataclass
+class LedgerGauges:
+    """What `root_state` says now: roots by app and status, the oldest pending root's age
+    per app, and the time to detect of the roots marked since a moment."""
+
+    by_status: dict[tuple[str, str], int] = field(default_factory=dict)
+    oldest_pending: dict[str, float] = field(default_factory=dict)
+    detect: dict[tuple[str, str], list[float]] = field(default_factory=dict)
+
+    @classmethod
+    def read(
+        cls, reader: SqlReader, settings: Settings, *, now: datetime, since: datetime | None
+    ) -> LedgerGauges:
+        """Read them; `since` (the run's start) bounds the detections (None: none)."""
+        gauges = cls()
+        for row in reader.query(
+            ROOT_STATE, ["app", "status", "count(*) AS n"], group="app, status", required=True
+        ):
+            gauges.by_status[(row["app"], row["status"])] = int(row["n"])
+        apps = {app for app, _ in gauges.by_status}
+        gauges.oldest_pending = dict.fromkeys(sorted(apps), 0.0)
+        for row in reader.query(
+            ROOT_STATE,
+            ["app", "min(first_event_at) AS oldest"],
+            [f"status = {sql_str(status.PENDING)}"],
+            group="app",
+        ):
+            age = (utc(now) - utc(row["oldest"])).total_seconds()
+            gauges.oldest_pending[row["app"]] = max(0.0, age)
+        if since is not None:
+            gauges.detect = _detections(reader, settings, utc(since))
+        return gauges
+
+
+def _detections(
+    reader: SqlReader, settings: Settings, since: datetime
+) -> dict[tuple[str, str], list[float]]:
+    """Seconds from due to marked, of the roots marked failed or timed out since `since`,
+    by app and kind."""
+    where = [
+        f"status IN ({', '.join(sql_str(s) for s in _MARKED)})",
+        # A replay restamps it later, never earlier: a bound that prunes files.
+        f"status_changed_at >= {sql_ts(since)}",
+    ]
+    out: dict[tuple[str, str], list[float]] = defaultdict(list)
+    for row in reader.query(ROOT_STATE, RECOVERY_COLUMNS, where):
+        marked = detected_at(row)
+        if marked is None or marked < since:
+            continue
+        kind = status.FAILED if row["fail_at"] is not None else status.TIMED_OUT
+        due = due_at(row, settings.app(row["app"]))
+        out[(row["app"], kind)].append(max(0.0, (marked - due).total_seconds()))
+    return dict(out)
+
+
+def record_ledger(meter: Meter, gauges: LedgerGauges) -> None:
+    """Record `gauges` on `meter`."""
+    roots = meter.create_gauge("ackfold.roots", "{root}", "roots in root_state by status")
+    for (app, state), n in sorted(gauges.by_status.items()):
+        roots.set(n, {"ackfold.app": app, "ackfold.status": state})
+    age = meter.create_gauge(
+        "ackfold.roots.oldest_pending_age", "s", "age of the oldest pending root (0: none)"
+    )
+    for app, seconds in sorted(gauges.oldest_pending.items()):
+        age.set(seconds, {"ackfold.app": app})
+    detect = meter.create_histogram(
+        "ackfold.detect.duration",
+        "s",
+        "time to detect: from when a root was due to when a reconcile marked it",
+        explicit_bucket_boundaries_advisory=[float(b) for b in DETECT_BUCKETS],
+    )
+    for (app, kind), samples in sorted(gauges.detect.items()):
+        for seconds in samples:
+            detect.record(seconds, {"ackfold.app": app, "ackfold.kind": kind})
