@@ -54,4 +54,6 @@ def spark(connect_settings: Settings) -> SparkSession:
 @pytest.fixture
 def table_path(tmp_path: Path) -> str:
     return str(tmp_path / "table")
+
+
 from tests.sqs.conftest import sqs_server  # noqa: E402, F401
