@@ -2,11 +2,10 @@
 
 from datetime import UTC, datetime
 
-from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk import DAG
 
 from ackfold.config import load_settings
-from ackfold.dags import default_args, spark_submit_kwargs
+from ackfold.dags import default_args, spark_job
 
 settings = load_settings()
 
@@ -38,4 +37,4 @@ Keeps the ledger small and fast to read:
     default_args=default_args(),
     tags=["ackfold", "maintenance"],
 ):
-    SparkSubmitOperator(task_id="maintain", **spark_submit_kwargs("maintenance.py", settings))
+    spark_job("maintain", "maintenance.py", settings)

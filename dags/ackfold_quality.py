@@ -4,7 +4,6 @@ reconcile."""
 from datetime import UTC, datetime
 from typing import Any
 
-from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk import DAG, task
 
 from ackfold.config import load_settings
@@ -13,7 +12,7 @@ from ackfold.dags import (
     quality_alerts,
     quality_verdict,
     root_state_asset,
-    spark_submit_kwargs,
+    spark_job,
 )
 
 settings = load_settings()
@@ -49,10 +48,7 @@ itself is sound, over the last `quality.window` (default 2 days):
     default_args=default_args(),
     tags=["ackfold", "quality"],
 ):
-    check = SparkSubmitOperator(
-        task_id="check",
-        **spark_submit_kwargs("quality.py", settings, args=["--airflow-run-id", "{{ run_id }}"]),
-    )
+    check = spark_job("check", "quality.py", settings, args=["--airflow-run-id", "{{ run_id }}"])
 
     @task
     def verdict() -> dict[str, object]:

@@ -3,7 +3,6 @@
 from datetime import UTC, datetime
 from typing import Any
 
-from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk import DAG, task
 
 from ackfold.config import load_settings
@@ -11,7 +10,7 @@ from ackfold.dags import (
     default_args,
     ledger_metrics,
     root_state_asset,
-    spark_submit_kwargs,
+    spark_job,
     state_alerts,
 )
 
@@ -48,10 +47,8 @@ acker, in batch), then re-classifies the roots still in flight: each root become
     default_args=default_args(),
     tags=["ackfold", "reconcile"],
 ):
-    reconcile = SparkSubmitOperator(
-        task_id="reconcile",
-        outlets=[root_state_asset(settings)],
-        **spark_submit_kwargs("reconcile.py", settings),
+    reconcile = spark_job(
+        "reconcile", "reconcile.py", settings, outlets=[root_state_asset(settings)]
     )
 
     @task

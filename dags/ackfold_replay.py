@@ -2,11 +2,10 @@
 
 from datetime import UTC, datetime
 
-from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk import DAG
 
 from ackfold.config import load_settings
-from ackfold.dags import default_args, root_state_asset, spark_submit_kwargs
+from ackfold.dags import default_args, root_state_asset, spark_job
 
 settings = load_settings()
 
@@ -38,6 +37,4 @@ dead-lettered instead: a `dead_letters` row and a copy in its dead-letter queue.
     default_args=default_args(),
     tags=["ackfold", "replay"],
 ):
-    SparkSubmitOperator(
-        task_id="replay", **spark_submit_kwargs("replay.py", settings, args=["--auto"])
-    )
+    spark_job("replay", "replay.py", settings, args=["--auto"])

@@ -1,17 +1,20 @@
-"""ackfold_smoke: one spark-submit that proves Spark, Delta and the warehouse work."""
+"""ackfold_smoke: one Spark job that proves Spark, Delta and the warehouse work."""
 
 from datetime import datetime
 
-from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk import DAG
 
-from ackfold.dags import default_args, spark_submit_kwargs
+from ackfold.config import load_settings
+from ackfold.dags import default_args, spark_job
+
+settings = load_settings()
 
 with DAG(
     dag_id="ackfold_smoke",
     doc_md="""
 ### ackfold smoke test
-Submits `spark_apps/smoke.py` through the `spark_default` connection. The job creates a
+Runs `spark_apps/smoke.py`: spark-submit on the `spark_default` connection, or through
+Spark Connect when `spark.remote` is set. The job creates a
 Delta table with an explicit schema in the warehouse, appends, MERGEs, time-travels and
 reads it back, and fails unless it reads exactly what it wrote. It runs once when the
 stack first starts; trigger it again any time to check an environment.
@@ -23,4 +26,4 @@ stack first starts; trigger it again any time to check an environment.
     default_args=default_args(),
     tags=["ackfold", "smoke"],
 ):
-    SparkSubmitOperator(task_id="delta_round_trip", **spark_submit_kwargs("smoke.py"))
+    spark_job("delta_round_trip", "smoke.py", settings)

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import runpy
 import sys
 from collections.abc import Mapping
 from datetime import timedelta
@@ -21,7 +23,7 @@ from ackfold.config import Settings, load_settings
 from ackfold.spark import spark_conf, spark_jars
 
 if TYPE_CHECKING:
-    from airflow.sdk import Asset, Param
+    from airflow.sdk import Asset, BaseOperator, Param
 
 log = logging.getLogger("ackfold.dags")
 
@@ -102,6 +104,88 @@ def spark_submit_kwargs(
         "name": f"ackfold-{Path(app).stem}",
         "application_args": args or [],
         "verbose": False,
+    }
+
+
+def spark_job(
+    task_id: str,
+    app: str,
+    settings: Settings,
+    *,
+    args: list[str] | None = None,
+    **operator: Any,
+) -> BaseOperator:
+    """The task that runs `spark_apps/<app>`: spark-submit on `spark_default`, or, with
+    `spark.remote` set, the same entry point in the task's own process, its session on
+    the Spark Connect endpoint (`connect_endpoint`). `operator`: the operator's own
+    arguments (outlets, ...)."""
+    if settings.spark.remote:
+        from airflow.providers.standard.operators.python import PythonOperator
+
+        return PythonOperator(
+            task_id=task_id,
+            python_callable=run_spark_app,
+            op_args=[app, list(args or [])],
+            **operator,
+        )
+    from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+
+    return SparkSubmitOperator(
+        task_id=task_id, **spark_submit_kwargs(app, settings, args=args), **operator
+    )
+
+
+def connect_endpoint(settings: Settings) -> str:
+    """The Spark Connect URL of a task: the Airflow connection
+    `airflow.spark_connect_conn_id` (where a token belongs), else `spark.remote`."""
+    from airflow.providers.apache.spark.hooks.spark_connect import SparkConnectHook
+    from airflow.sdk.exceptions import AirflowNotFoundException
+
+    try:
+        return str(SparkConnectHook(settings.airflow.spark_connect_conn_id).get_connection_url())
+    except AirflowNotFoundException:
+        assert settings.spark.remote is not None
+        return settings.spark.remote
+
+
+def run_spark_app(app: str, args: list[str]) -> None:
+    """Run `spark_apps/<app>` in this process, as spark-submit would, through Spark
+    Connect: a task process of its own, so its environment and argv are the job's."""
+    from airflow.sdk.exceptions import AirflowException
+
+    os.environ["ACKFOLD_SPARK__REMOTE"] = connect_endpoint(load_settings())
+    script = SPARK_APPS / app
+    sys.argv = [str(script), *args]
+    try:
+        runpy.run_path(str(script), run_name="__main__")
+    except SystemExit as exc:  # the entry point's own exit status, as spark-submit's
+        if exc.code not in (0, None):
+            raise AirflowException(f"spark_apps/{app} exited with {exc.code}") from None
+
+
+def spark_connect_connection(remote: str) -> dict[str, Any]:
+    """`spark.remote` as Airflow's `spark_connect` connection (JSON form): host, port,
+    the user id as login, the token as password, `use_ssl` in the extras.
+
+    Example:
+        >>> found = spark_connect_connection("sc://spark.example.com:443/;use_ssl=true;token=x")
+        >>> found["host"], found["port"], found["password"], found["extra"]
+        ('spark.example.com', 443, 'x', {'use_ssl': True})
+    """
+    from ackfold.spark import connect_address
+
+    host, port = connect_address(remote)
+    params = dict(
+        part.split("=", 1) for part in remote.partition("/;")[2].split(";") if "=" in part
+    )
+    extra = {"use_ssl": params["use_ssl"].lower() == "true"} if "use_ssl" in params else {}
+    return {
+        "conn_type": "spark_connect",
+        "host": host,
+        "port": port,
+        "login": params.get("user_id"),
+        "password": params.get("token"),
+        "extra": extra,
     }
 
 

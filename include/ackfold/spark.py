@@ -16,7 +16,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from ackfold.config import Settings, load_settings
 from ackfold.local.jvm import BUNDLES, bundle_jars
@@ -261,7 +261,7 @@ def _remote_session(settings: Settings, remote: str, app_name: str) -> SparkSess
     """A Spark Connect session on `remote`, with ackfold's session settings, checked for
     Delta before anything runs."""
     from pyspark.errors import PySparkException
-    from pyspark.sql import SparkSession
+    from pyspark.sql.connect.session import SparkSession as RemoteSession
 
     from ackfold.config.sections import mask_token
 
@@ -278,7 +278,12 @@ def _remote_session(settings: Settings, remote: str, app_name: str) -> SparkSess
             "to run Spark here"
         ) from None
     try:
-        spark = SparkSession.builder.remote(remote).appName(app_name).getOrCreate()
+        # The Connect builder itself: PySpark's generic one would hand back a classic
+        # session that this process may already have. What PySpark's functions read to
+        # build Connect expressions is set as the generic builder sets it.
+        os.environ["SPARK_CONNECT_MODE_ENABLED"] = "1"
+        remote_session = RemoteSession.builder.remote(remote).appName(app_name).getOrCreate()
+        spark = cast("SparkSession", remote_session)  # PySpark's own typing does the same
         for key, value in connect_conf(settings).items():
             spark.conf.set(key, value)
         # Analysis only, nothing runs: a server without Delta cannot find the source.

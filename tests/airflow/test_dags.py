@@ -161,3 +161,31 @@ def test_manual_replay_form_defaults_to_a_dry_run_and_matches_the_library(
         with pytest.raises(ParamValidationError):
             params.get_param(key).resolve(bad)
     params.get_param("root_ids").resolve(["-42", "0x2a"])
+
+
+def test_with_spark_remote_every_spark_task_runs_its_entry_point_through_connect(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`spark.remote` switches every Spark task from spark-submit to the same entry point
+    in the task's process, its endpoint the `spark_connect` connection."""
+    from airflow.dag_processing.dagbag import DagBag
+
+    monkeypatch.setenv("ACKFOLD_SPARK__REMOTE", "sc://spark.example.com:443/;token=t0k")
+    bag = DagBag(dag_folder=str(PROJECT_DIR / "dags"))
+    assert bag.import_errors == {}
+    expected = {
+        ("ackfold_smoke", "delta_round_trip"): ("smoke.py", []),
+        ("ackfold_reconcile", "reconcile"): ("reconcile.py", []),
+        ("ackfold_replay", "replay"): ("replay.py", ["--auto"]),
+        ("ackfold_quality", "check"): ("quality.py", ["--airflow-run-id", "{{ run_id }}"]),
+        ("ackfold_maintenance", "maintain"): ("maintenance.py", []),
+    }
+    for (dag_id, task_id), (app, args) in expected.items():
+        task = bag.dags[dag_id].get_task(task_id)
+        assert task.task_type == "PythonOperator", (dag_id, task_id)
+        assert task.python_callable.__name__ == "run_spark_app"
+        assert task.op_args == [app, args]
+        assert (PROJECT_DIR / "spark_apps" / app).is_file()
+    reconcile = bag.dags["ackfold_reconcile"].get_task("reconcile")
+    assert reconcile.downstream_task_ids == {"alerts", "metrics"}
+    assert [a.name for a in reconcile.outlets] == ["ackfold_root_state"]

@@ -4,6 +4,8 @@ no JVM on this side."""
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -44,11 +46,17 @@ def connect_settings(connect_url: str, tmp_path_factory: pytest.TempPathFactory)
     )
 
 
-@pytest.fixture(scope="session")
-def spark(connect_settings: Settings) -> SparkSession:
+@pytest.fixture(scope="package")
+def spark(connect_settings: Settings) -> Iterator[SparkSession]:
     """A Spark Connect session: what a tracked app gets from `get_spark` with
-    `spark.remote` set. Tests written for the classic tier run on it unchanged."""
-    return get_spark(connect_settings, app_name="ackfold-connect-tests")
+    `spark.remote` set. Tests written for the classic tier run on it unchanged.
+
+    PySpark builds Connect expressions while SPARK_CONNECT_MODE_ENABLED is set: it goes
+    with the session, so that a classic tier this worker runs next builds classic ones."""
+    session = get_spark(connect_settings, app_name="ackfold-connect-tests")
+    yield session
+    session.stop()
+    os.environ.pop("SPARK_CONNECT_MODE_ENABLED", None)
 
 
 @pytest.fixture

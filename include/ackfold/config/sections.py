@@ -179,9 +179,13 @@ class AirflowSettings(Section):
     - `reconcile_schedule`: `ackfold_reconcile` (each successful run triggers
       `ackfold_replay` and `ackfold_quality`); a cron or a preset such as `@hourly`.
     - `maintenance_schedule`: `ackfold_maintenance` (OPTIMIZE, retention, VACUUM).
+    - `spark_connect_conn_id`: with `spark.remote` set, the Spark tasks run through Spark
+      Connect, on the endpoint of this Airflow connection (type `spark_connect`: host,
+      port, the token as its password), or on `spark.remote` itself without one.
     """
 
     port: int = Field(8080, ge=1, le=65535)
+    spark_connect_conn_id: str = Field("spark_connect_default", pattern=r"^[A-Za-z0-9_.-]+$")
     admin_user: UserName = "admin"
     users: dict[UserName, Literal["viewer", "user", "op", "admin"]] = Field(default_factory=dict)
     reconcile_schedule: Schedule = "*/5 * * * *"

@@ -20,10 +20,15 @@ import urllib.request
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import FrameType
-from typing import IO, TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, Any
 
 from ackfold.config import Settings
-from ackfold.dags import PROJECT_DIR, SPARK_CONN_ID, spark_connection_json
+from ackfold.dags import (
+    PROJECT_DIR,
+    SPARK_CONN_ID,
+    spark_connect_connection,
+    spark_connection,
+)
 from ackfold.local.elasticmq import ElasticMQ, ElasticMQError
 from ackfold.local.ports import is_loopback_host
 from ackfold.local.server import LocalServer
@@ -108,32 +113,41 @@ def _airflow(env: Mapping[str, str], *args: str) -> subprocess.CompletedProcess[
 
 def prepare_airflow(settings: Settings, env: Mapping[str, str], log: Callable[[str], None]) -> None:
     """Migrate the metadata database; create `spark_default`, or point it at `spark.master`
-    if it targets another master."""
+    if it targets another master; with `spark.remote` set, the same for the Spark Connect
+    connection the tasks take their endpoint from."""
     log("migrating the Airflow metadata database ...")
     result = _airflow(env, "db", "migrate")
     if result.returncode != 0:
         raise RuntimeError(f"airflow db migrate failed:\n{result.stderr[-2000:]}")
-    master = settings.spark.master
-    current = _airflow(env, "connections", "get", SPARK_CONN_ID, "-o", "json")
+    _ensure_connection(env, SPARK_CONN_ID, spark_connection(settings), log)
+    if settings.spark.remote:
+        connection = spark_connect_connection(settings.spark.remote)
+        _ensure_connection(env, settings.airflow.spark_connect_conn_id, connection, log)
+
+
+def _ensure_connection(
+    env: Mapping[str, str], conn_id: str, wanted: dict[str, Any], log: Callable[[str], None]
+) -> None:
+    """Create connection `conn_id` as `wanted`, or replace it if it points elsewhere: the
+    settings are the one switch (a connection made for an earlier run follows them)."""
+    current = _airflow(env, "connections", "get", conn_id, "-o", "json")
+    host = None
     if current.returncode == 0:
-        try:
-            host = json.loads(current.stdout)[0].get("host")
-        except (ValueError, IndexError, AttributeError):
-            host = None
-        if host == master:
-            return
-        # spark.master is the one switch between local and cluster: the DAGs follow it
-        # (the connection was made for the master of an earlier run).
-        _airflow(env, "connections", "delete", SPARK_CONN_ID)
-    result = _airflow(
-        env, "connections", "add", SPARK_CONN_ID, "--conn-json", spark_connection_json(settings)
-    )
+        with contextlib.suppress(ValueError, IndexError, AttributeError):
+            found = json.loads(current.stdout)[0]
+            host = found.get("host")
+            keys = ("host", "port", "login", "password")
+            if all(found.get(k) == wanted.get(k) for k in keys):
+                return
+        _airflow(env, "connections", "delete", conn_id)
+    result = _airflow(env, "connections", "add", conn_id, "--conn-json", json.dumps(wanted))
     if result.returncode != 0:
-        raise RuntimeError(f"could not create {SPARK_CONN_ID}:\n{result.stderr[-2000:]}")
+        raise RuntimeError(f"could not create {conn_id}:\n{result.stderr[-2000:]}")
+    where = wanted["host"] + (f":{wanted['port']}" if wanted.get("port") else "")
     if current.returncode == 0:
-        log(f"pointed connection {SPARK_CONN_ID} at spark.master: {host} -> {master}")
+        log(f"pointed connection {conn_id} at {where} (was {host})")
     else:
-        log(f"created connection {SPARK_CONN_ID} -> {master}")
+        log(f"created connection {conn_id} -> {where}")
 
 
 def wait_healthy(url: str, timeout: float, alive: Callable[[], bool]) -> None:
