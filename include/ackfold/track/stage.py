@@ -297,8 +297,8 @@ class StageTracker:
         Each input's ack XORs its own edges (for this stage as consumer) with the edges of
         every child in ``children`` anchored to it (invariant 2): pass all the children this
         stage emitted from ``inputs``. Inputs without children are acked too; a sink passes
-        none, or its outputs emitted ``to=[]``, which add no edges. A compact row XORs the acks of all the root's inputs in the call, under an id
-        that names that set of inputs.
+        none, or its outputs emitted ``to=[]``, which add no edges. A compact row XORs the
+        acks of all the root's inputs in the call, under an id that names that set of inputs.
 
         Example:
             >>> spout = StageTracker("wc", "spout").spout(
