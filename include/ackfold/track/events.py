@@ -166,6 +166,7 @@ def _consumer_key(stage: str, t: Column) -> Column:
     return (
         F.when(consumers == F.array(F.lit(UNNAMED)), F.lit(UNNAMED))
         .when(F.array_contains(consumers, stage), F.lit(stage))
+        .when(F.size(consumers) == 0, _sink_error(stage, t["id"]))
         .otherwise(
             F.raise_error(
                 F.concat(
