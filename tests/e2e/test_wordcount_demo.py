@@ -86,8 +86,14 @@ def test_with_faults_nothing_is_lost_and_the_counts_are_exact(
     assert report.lost == 0, report.lost_seqs
     assert report.registered == MESSAGES
     assert report.dead_lettered_seqs == demo.feed.dead_letters, "the poison and the stuck"
+    assert report.expected_dead == 5
+    assert report.out_of_attempts == 0, report.out_of_attempts_reasons
     assert report.words_exact, report.word_mismatches
+    # Every message but the dead letters completed, and all their words were compared.
+    assert report.completed_messages == MESSAGES - 5
     assert report.words_counted == sum(demo.feed.true_counts().values())
+    assert report.dead_letter_words == 0, "the poison and stuck never got past split"
+    assert report.ok
     # The faults really happened, and replays repaired them.
     assert report.completed_first_try < MESSAGES - 3 - 0.05 * MESSAGES
     assert report.completed_after_replay > 0.05 * MESSAGES

@@ -38,7 +38,11 @@ def test_on_kafka_nothing_is_lost_the_counts_are_exact_and_dead_letters_are_the_
     assert report.sent == report.registered == MESSAGES
     assert report.lost == 0, report.lost_seqs
     assert report.dead_lettered_seqs == demo.feed.dead_letters, "the poison and the stuck"
+    assert report.expected_dead == 5
+    assert report.out_of_attempts == 0, report.out_of_attempts_reasons
     assert report.words_exact, report.word_mismatches
+    assert report.completed_messages == MESSAGES - 5, "every count compared"
+    assert report.ok
     assert report.queries_restarted == 2, "both queries were killed mid-batch and restarted"
     # The faults happened, and replays repaired them.
     assert report.completed_after_replay > 0.05 * MESSAGES

@@ -385,6 +385,63 @@ def test_a_parent_anchored_twice_and_a_diamond_match_tracker(
     assert statuses(rows) == statuses(expected) == {m1: status.COMPLETED, m2: status.PENDING}
 
 
+# -- sinks: an output no stage consumes keeps no tree open (invariant 12) --------------------
+
+
+@pytest.mark.parametrize("acks", ["compact", "per_tuple"])
+def test_a_tracked_aggregate_written_as_a_sink_completes_its_roots(
+    spark: SparkSession, tmp_path: Path, acks: str
+) -> None:
+    """Job 2 counts job 1's words with `aggregate(..., to=[])` and writes the tracked counts
+    as its final table: every root completes, as `Tracker` says, and a stage that reads the
+    table later cannot ack them."""
+    batch = spark.createDataFrame(
+        [("m-1", "a b"), ("m-2", "b"), ("m-3", "c b")], "id string, text string"
+    )
+    spouted = StageTracker(APP, "spout").spout(batch, message_id="id", source="q")
+    split, count = (StageTracker(APP, s, acks=acks) for s in ("split", "count"))
+    words = split.explode(spouted.tuples, F.split("text", " "), "word").select("word", "_ackfold")
+    counts = count.aggregate(words, "word", F.count("*").alias("n"), to=[])
+    final = str(tmp_path / "counts")
+    counts.write.format("delta").save(final)  # the sink's table, with its lineage
+    rows = collect_events(
+        spouted.events, split.ack(spouted.tuples, words), count.ack(words, counts)
+    )
+
+    tracker = Tracker(APP, clock=lambda: T0, acks=acks)
+    by_word: dict[str, list[Tuple]] = defaultdict(list)
+    for message_id, text in (("m-1", "a b"), ("m-2", "b"), ("m-3", "c b")):
+        sentence = tracker.spout(message_id, source="q")
+        for position, word in enumerate(text.split(" ")):
+            by_word[word].append(tracker.emit([sentence], stage="split", position=position))
+        tracker.ack(sentence, stage="split")
+    expected = tracker.drain()
+    for word_tuples in by_word.values():
+        anchors = sorted(word_tuples, key=lambda t: t.id)
+        tracker.emit(anchors, stage="count", position=0, to=[])
+        for word_tuple in anchors:
+            tracker.ack(word_tuple, stage="count")
+    expected += tracker.drain()
+
+    assert keyed(rows) == keyed(expected)
+    assert set(statuses(rows).values()) == {status.COMPLETED}
+    stored = {row.word: row for row in read(spark, final)}
+    assert {w: row.n for w, row in stored.items()} == {"a": 1, "b": 3, "c": 1}
+    assert {tuple(row._ackfold.consumers) for row in stored.values()} == {()}
+    assert len(stored["b"]._ackfold.roots) == 3
+    later = spark.read.format("delta").load(final)
+    for refused in (
+        StageTracker(APP, "audit").ack(later),
+        StageTracker(APP, "audit").fail(later, "x"),
+    ):
+        with pytest.raises(
+            Exception, match=r"stage 'audit' cannot process tuple .*emitted to=\[\]"
+        ):
+            refused.collect()
+    with pytest.raises(ValueError, match="would complete at once, unprocessed"):
+        StageTracker(APP, "spout").spout(batch, message_id="id", source="q", to=[])
+
+
 # -- writing: idempotent micro-batches, other writers ----------------------------------------
 
 

@@ -53,7 +53,7 @@ def test_recovery_runs_from_the_first_attempts_due_to_the_replay_that_completed(
 def test_the_delivery_report_shows_them() -> None:
     report = DeliveryReport(faults="seed 1", sent=10, poison=1)
     report.recovery = RecoveryTimes(Percentiles.of([4.0, 6.0]), Percentiles(0, None, None), 1)
-    lines = report.lines(expected_dead=[])
+    lines = report.lines()
     assert lines[-2] == f"  {'time to detect':<28}p50 5.0 s, p99 6.0 s   2 roots, due -> marked"
     assert lines[-1] == f"  {'time to recover':<28}none"
     assert "recovery" not in report.outcome()

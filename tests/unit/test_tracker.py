@@ -302,7 +302,7 @@ def test_fail_needs_a_reason(reason: Any) -> None:
     tr.ack(order, stage="split")  # the refused fail did not settle the delivery
 
 
-@pytest.mark.parametrize("to", [[], "left", ["a", "a"], ["a", ""]])
+@pytest.mark.parametrize("to", ["left", ["a", "a"], ["a", ""]])
 def test_bad_consumer_lists_are_refused(to: Any) -> None:
     tr = Tracker("orders", clock=Clock())
     order = tr.spout("m-1")
@@ -310,6 +310,80 @@ def test_bad_consumer_lists_are_refused(to: Any) -> None:
         tr.emit([order], stage="split", to=to)
     with pytest.raises(ValueError):
         tr.spout("m-2", to=to)
+
+
+# -- sinks: an output that no stage consumes keeps no tree open (invariant 12) --------------
+
+
+def two_jobs(tr: Tracker, final_to: list[str] | None) -> tuple[Tuple, Tuple, Tuple]:
+    """Job 1 splits two sentences into words; job 2 counts the word both share, anchored
+    to both roots' words, and acks the words: its count goes `final_to`."""
+    first, second = tr.spout("m-1", source="sqs"), tr.spout("m-2", source="sqs")
+    words = [tr.emit([s], stage="split") for s in (first, second)]
+    tr.ack(first, stage="split")
+    tr.ack(second, stage="split")
+    count = tr.emit(sorted(words, key=lambda w: w.id), stage="count", to=final_to)
+    for word in words:
+        tr.ack(word, stage="count")
+    return first, second, count
+
+
+def test_a_sinks_output_keeps_no_tree_open() -> None:
+    tr = Tracker("wordcount", clock=Clock())
+    ledger = Ledger(tr)
+    first, second, count = two_jobs(tr, final_to=[])
+    assert count.consumers == ()
+    assert count.roots == first.roots + second.roots
+    assert ledger.complete(_root(first))
+    assert ledger.complete(_root(second))
+
+
+def test_a_final_output_emitted_for_a_consumer_that_never_comes_stays_pending() -> None:
+    # The trap `to=[]` closes: the default `to` owes the count's edge to some stage.
+    tr = Tracker("wordcount", clock=Clock())
+    ledger = Ledger(tr)
+    first, second, count = two_jobs(tr, final_to=None)
+    assert not ledger.complete(_root(first))
+    assert not ledger.complete(_root(second))
+    tr.ack(count, stage="store")
+    assert ledger.complete(_root(first))
+    assert ledger.complete(_root(second))
+
+
+@pytest.mark.parametrize("acks", ["per_tuple", "compact"])
+def test_a_sinks_output_changes_no_ack_row(acks: str) -> None:
+    # The anchor's ack carries its own edge only: the same row as a sink that emits nothing.
+    def acks_of(emit_sink: bool) -> list[dict[str, Any]]:
+        tr = Tracker("orders", clock=Clock(), acks=acks)
+        order = tr.spout("m-1")
+        if emit_sink:
+            tr.emit([order], stage="store", to=[])
+        tr.ack(order, stage="store")
+        return tr.drain()
+
+    assert acks_of(emit_sink=True) == acks_of(emit_sink=False)
+
+
+def test_a_sinks_output_cannot_be_acked_failed_or_anchored() -> None:
+    tr = Tracker("orders", clock=Clock())
+    order = tr.spout("m-1")
+    total = tr.emit([order], stage="store", to=[])
+    refused = re.escape("stage 'audit' cannot process tuple Tuple(") + ".*emitted to=\\[\\]"
+    with pytest.raises(ValueError, match=refused):
+        tr.ack(total, stage="audit")
+    with pytest.raises(ValueError, match=refused):
+        tr.fail(total, stage="audit", reason="late")
+    with pytest.raises(ValueError, match="emit it with to=None or to=\\[that stage\\]"):
+        tr.emit([total], stage="audit")
+    tr.ack(order, stage="store")  # the refusals settled nothing
+
+
+def test_a_spout_cannot_send_to_no_stage() -> None:
+    tr = Tracker("orders", clock=Clock())
+    with pytest.raises(ValueError, match="the root would complete at once, unprocessed"):
+        tr.spout("m-1", to=[])
+    assert tr.drain() == []
+    assert tr.drain_roots() == []
 
 
 @pytest.mark.parametrize("stage", ["", "a\x1fb"])

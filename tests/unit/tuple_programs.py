@@ -1,5 +1,5 @@
 """Random tuple DAGs for the property tests: trees, diamonds, multi-root aggregations, dup
-anchoring, explicit fails and missing acks.
+anchoring, sinks' outputs (emitted to no stage), explicit fails and missing acks.
 
 A `Program` is a random DAG plus a fate for every delivery (ack, fail, or never processed).
 `execute` runs it through a Tracker; `Model` recomputes roots, tuple ids and edges on its
@@ -25,7 +25,9 @@ APP = "prop"
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
 STAGES = ("a", "b")
 # None: one unnamed consumer; otherwise the stages the tuple is delivered to (a diamond).
-CONSUMERS: tuple[tuple[str, ...] | None, ...] = (None, ("a",), ("b",), ("a", "b"))
+SPOUT_CONSUMERS: tuple[tuple[str, ...] | None, ...] = (None, ("a",), ("b",), ("a", "b"))
+# A child may also go to no stage (`to=[]`): a sink's output, with no delivery to settle.
+CONSUMERS = (*SPOUT_CONSUMERS, ())
 
 SETTINGS = settings(
     max_examples=120,
@@ -45,7 +47,7 @@ class Node:
 
     @property
     def consumers(self) -> tuple[str, ...]:
-        return self.to or ("",)
+        return ("",) if self.to is None else self.to
 
 
 @dataclass(frozen=True)
@@ -63,7 +65,7 @@ class Program:
 def programs(draw: st.DrawFn) -> Program:
     nodes: list[Node] = []
     for _ in range(draw(st.integers(1, 3))):
-        nodes.append(Node((), "spout", draw(st.sampled_from(CONSUMERS))))
+        nodes.append(Node((), "spout", draw(st.sampled_from(SPOUT_CONSUMERS))))
     for _ in range(draw(st.integers(0, 7))):
         stage = draw(st.sampled_from(STAGES))
         eligible = [i for i, n in enumerate(nodes) if n.to is None or stage in n.to]

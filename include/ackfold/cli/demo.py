@@ -72,7 +72,7 @@ def _demo(settings: Settings, args: argparse.Namespace) -> int:
                 return 1
     finally:
         stop_all(sources)
-    return 0 if report.lost == 0 and report.words_exact else 1
+    return 0 if report.ok else 1
 
 
 def _status(settings: Settings, args: argparse.Namespace) -> int:

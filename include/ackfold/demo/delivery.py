@@ -1,16 +1,29 @@
 """The delivery report: what became of every message the demo sent, read from the ledger.
 
-A message is followed from its SQS id to its first root (`roots.source_message_id`), then
-along its chain of attempts (`origin_root_id`). It is *completed* if any attempt
+A message is followed from its source id to its first root (`roots.source_message_id`),
+then along its chain of attempts (`origin_root_id`). It is *completed* if any attempt
 completed, *dead-lettered* if its chain ended in `dead_letters`, and *lost* otherwise:
 never registered, or still unsettled when the demo stopped. A message completed by more
 than one attempt, or registered twice, is a duplicate: the at-least-once price, counted.
+
+Dead letters are of two kinds. The feed's poison and stuck messages are *expected*: no
+automatic attempt can process them. A healthy message that the faults hit on every one of
+its attempts is *out of attempts*: the policy (`max_attempts`) dead-letters it on purpose,
+with the reason of its last attempt, and the report names it so. Neither is a loss.
+
+The word counts are compared for the messages that completed: the sink must hold exactly
+their words. A dead letter may have left part of its words in the sink (an attempt that
+got part-way); those are reported, not compared. The demo fails only on a loss or a
+wrong count (`DeliveryReport.ok`).
+
+`follow` and `compare_words` are the logic, on plain values; `assess` reads the ledger and
+the sink with Spark and calls them.
 """
 
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -23,7 +36,7 @@ from ackfold.ledger.recovery import (
     RecoveryTimes,
     recovery_times,
 )
-from ackfold.ledger.tables import ROOT_STATE, ROOTS, Ledger
+from ackfold.ledger.tables import DEAD_LETTERS, ROOT_STATE, ROOTS, Ledger
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -34,9 +47,13 @@ DONE = (status.COMPLETED, status.COMPLETED_LATE)
 # The fields that must be equal for two runs with one seed (not timings, not ids).
 OUTCOME = (
     "sent", "poison", "stuck", "registered", "completed_first_try", "replayed",
-    "completed_after_replay", "dead_lettered", "dead_lettered_seqs", "duplicates", "lost",
-    "words_expected", "words_exact", "queries_restarted",
+    "completed_after_replay", "dead_lettered", "dead_lettered_seqs", "out_of_attempts",
+    "duplicates", "lost", "words_expected", "words_exact", "queries_restarted",
 )  # fmt: skip
+# A dead letter whose reason `dead_letters` does not hold (a ledger written by hand).
+NO_REASON = "no reason recorded"
+# How many wrong words the report line names.
+SHOWN_MISMATCHES = 5
 
 
 @dataclass
@@ -49,15 +66,23 @@ class DeliveryReport:
     completed_first_try: int = 0
     replayed: int = 0
     completed_after_replay: int = 0
-    dead_lettered: int = 0
+    dead_lettered: int = 0  # every dead letter: expected + out of attempts
     dead_lettered_seqs: list[int] = field(default_factory=list)
+    expected_dead: int = 0  # the poison and stuck messages among them
+    expected_dead_missing: list[int] = field(default_factory=list)  # expected, yet not
+    out_of_attempts: int = 0  # healthy messages the faults hit on every attempt
+    out_of_attempts_seqs: list[int] = field(default_factory=list)
+    out_of_attempts_reasons: dict[str, int] = field(default_factory=dict)  # last attempt's
+    attempts_used: list[int] = field(default_factory=list)  # [fewest, most] of those
     duplicates: int = 0
     lost: int = 0
     lost_seqs: list[int] = field(default_factory=list)
+    completed_messages: int = 0  # the messages whose words are compared
     words_expected: int = 0
     words_counted: int = 0
     words_exact: bool = False
     word_mismatches: dict[str, tuple[int, int]] = field(default_factory=dict)
+    dead_letter_words: int = 0  # words dead letters left in the sink: not compared
     queries_restarted: int = 0
     cycles: int = 0
     seconds: float = 0.0
@@ -68,6 +93,12 @@ class DeliveryReport:
     def settled(self) -> int:
         return self.completed_first_try + self.completed_after_replay + self.dead_lettered
 
+    @property
+    def ok(self) -> bool:
+        """Nothing lost and every completed message counted exactly: what the demo's exit
+        status says. Dead letters, expected or out of attempts, are not failures."""
+        return self.lost == 0 and self.words_exact
+
     def outcome(self) -> dict[str, Any]:
         """What a run with the same seed must reproduce exactly."""
         return {name: getattr(self, name) for name in OUTCOME}
@@ -75,29 +106,35 @@ class DeliveryReport:
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
-    def lines(self, expected_dead: Sequence[int]) -> list[str]:
-        dead = "exactly the poison messages"
-        if self.stuck:
-            dead = "exactly the poison and stuck messages"
-        if self.dead_lettered_seqs != sorted(expected_dead):
-            dead = f"seqs {self.dead_lettered_seqs}; expected {sorted(expected_dead)}"
-        words = "exact" if self.words_exact else f"WRONG for {len(self.word_mismatches)} word(s)"
+    def lines(self) -> list[str]:
         width = len(f"{self.sent:,}")
 
         def row(label: str, n: int, note: str = "") -> str:
             return f"  {label:<28}{n:>{width},}{'   ' + note if note else ''}"
 
+        dead = [row("dead-lettered", self.dead_lettered, self._expected_note())]
+        if self.out_of_attempts:
+            dead = [
+                row("dead-lettered", self.dead_lettered),
+                row("  poison and stuck", self.expected_dead, self._expected_note()),
+                row("  out of attempts", self.out_of_attempts, self._attempts_note()),
+                *(
+                    f"      {n:>{width},}  {reason}"
+                    for reason, n in sorted(
+                        self.out_of_attempts_reasons.items(), key=lambda item: (-item[1], item[0])
+                    )
+                ),
+            ]
         return [
             f"Delivery report ({self.faults}; {self.cycles} cycles, {self.seconds:.0f} s)",
             row("messages sent", self.sent, self._faulty()),
             row("completed on the first try", self.completed_first_try),
             row("replayed", self.replayed, "needed at least one more attempt"),
             row("completed after a replay", self.completed_after_replay),
-            row("dead-lettered", self.dead_lettered, dead),
+            *dead,
             row("duplicates", self.duplicates, "processed more than once, counted once"),
             row("lost", self.lost, "must be 0" if self.lost else ""),
-            f"  word counts: {words} ({self.words_counted:,} words counted, "
-            f"{self.words_expected:,} in the input without the dead letters)",
+            f"  word counts: {self._words()}",
             *self._recovery_lines(),
         ]
 
@@ -112,6 +149,143 @@ class DeliveryReport:
     def _faulty(self) -> str:
         stuck = f", {self.stuck} stuck (replay them by hand)" if self.stuck else ""
         return f"{self.poison} of them poison{stuck}"
+
+    def _expected_note(self) -> str:
+        what = "poison and stuck" if self.stuck else "poison"
+        if self.expected_dead_missing:
+            return (
+                f"{self.expected_dead} of the {self.poison + self.stuck} {what} messages; "
+                f"seqs {self.expected_dead_missing} were not dead-lettered"
+            )
+        return f"exactly the {what} messages" if self.poison + self.stuck else ""
+
+    def _attempts_note(self) -> str:
+        fewest, most = self.attempts_used or [0, 0]
+        tries = f"{most}" if fewest == most else f"{fewest}-{most}"
+        return f"healthy, but failed or timed out on all {tries} attempts; by last reason:"
+
+    def _words(self) -> str:
+        scope = (
+            f"{self.words_counted:,} words counted, {self.words_expected:,} in the "
+            f"{self.completed_messages:,} completed messages"
+        )
+        if self.dead_letter_words:
+            scope += (
+                f"; {self.dead_letter_words:,} words that dead letters got into the sink "
+                "before they ran out of attempts, not compared"
+            )
+        if self.words_exact:
+            return f"exact ({scope})"
+        wrong = ", ".join(
+            f"{word!r} {want} expected, {got} counted"
+            for word, (want, got) in list(self.word_mismatches.items())[:SHOWN_MISMATCHES]
+        )
+        more = len(self.word_mismatches) - SHOWN_MISMATCHES
+        wrong += f", and {more} more" if more > 0 else ""
+        return f"WRONG for {len(self.word_mismatches)} word(s): {wrong} ({scope})"
+
+
+@dataclass(frozen=True)
+class Followed:
+    """What `follow` found: the report so far, and which origin roots (-> their seq)
+    completed or were dead-lettered, for comparing the sink's words."""
+
+    report: DeliveryReport
+    completed: dict[int, int]
+    dead: dict[int, int]
+
+
+def follow(
+    feed: Feed,
+    message_ids: Sequence[str],
+    roots: Iterable[Mapping[str, Any]],
+    states: Mapping[int, str],
+    dead_reasons: Mapping[int, str],
+    *,
+    faults: str = "",
+) -> Followed:
+    """Follow each sent message (`message_ids`, in feed order) through `roots` rows
+    (root_id, attempt, origin_root_id, source_message_id) and their `states` (root id ->
+    status), and sort it: completed, dead-lettered (expected, or out of attempts with
+    `dead_reasons[origin root]`), or lost."""
+    roots = list(roots)
+    first = {r["source_message_id"]: r["root_id"] for r in roots if r["attempt"] == 1}
+    chains: dict[int, dict[int, int]] = defaultdict(dict)  # origin -> attempt -> root
+    registrations = Counter(r["root_id"] for r in roots)
+    for r in roots:
+        chains[r["origin_root_id"]][r["attempt"]] = r["root_id"]
+
+    report = DeliveryReport(
+        faults=faults, sent=len(message_ids), poison=len(feed.poison), stuck=len(feed.stuck)
+    )
+    expected = set(feed.dead_letters)
+    completed: dict[int, int] = {}
+    dead: dict[int, int] = {}
+    reasons: Counter[str] = Counter()
+    attempts: list[int] = []
+    for message, message_id in zip(feed.messages, message_ids, strict=True):
+        origin = first.get(message_id)
+        if origin is None:
+            report.lost += 1
+            report.lost_seqs.append(message.seq)
+            continue
+        report.registered += 1
+        chain = chains[origin]
+        report.duplicates += sum(registrations[root] - 1 for root in chain.values())
+        done = [a for a, root in chain.items() if states.get(root) in DONE]
+        if len(chain) > 1:
+            report.replayed += 1
+        if done:
+            report.duplicates += len(done) - 1
+            completed[origin] = message.seq
+            if 1 in done:
+                report.completed_first_try += 1
+            else:
+                report.completed_after_replay += 1
+        elif status.DEAD_LETTERED in {states.get(root) for root in chain.values()}:
+            dead[origin] = message.seq
+            report.dead_lettered += 1
+            report.dead_lettered_seqs.append(message.seq)
+            if message.seq in expected:
+                report.expected_dead += 1
+            else:
+                report.out_of_attempts += 1
+                report.out_of_attempts_seqs.append(message.seq)
+                reasons[dead_reasons.get(origin) or NO_REASON] += 1
+                attempts.append(max(chain))
+        else:
+            report.lost += 1
+            report.lost_seqs.append(message.seq)
+    dead_seqs = set(report.dead_lettered_seqs)
+    report.expected_dead_missing = sorted(expected - dead_seqs)
+    report.dead_lettered_seqs.sort()
+    report.out_of_attempts_seqs.sort()
+    report.out_of_attempts_reasons = dict(reasons)
+    report.attempts_used = [min(attempts), max(attempts)] if attempts else []
+    report.completed_messages = len(completed)
+    return Followed(report, completed, dead)
+
+
+def compare_words(
+    report: DeliveryReport,
+    feed: Feed,
+    completed_seqs: Iterable[int],
+    counted: Mapping[str, int],
+    dead_letter_words: int = 0,
+) -> None:
+    """Compare `counted`, the sink's word counts for the completed messages, with the
+    words of those messages (`completed_seqs`) in the input; record the words dead letters
+    left in the sink (`dead_letter_words`), which are not compared."""
+    expected = feed.counts_of(completed_seqs)
+    report.words_expected = sum(expected.values())
+    report.words_counted = sum(counted.values())
+    report.word_mismatches = {
+        word: (expected[word], counted.get(word, 0))
+        for word in sorted(set(expected) | set(counted))
+        if expected[word] != counted.get(word, 0)
+    }
+    report.words_exact = not report.word_mismatches
+    report.dead_letter_words = dead_letter_words
 
 
 def _times(label: str, times: Percentiles, of: str, span: str) -> str:
@@ -138,53 +312,24 @@ def assess(
     `policy_of` (each app's policy), measure the time to detect and to recover too."""
     from pyspark.sql import functions as F
 
-    roots = (
-        spark.read.format("delta").load(ledger.path(ROOTS)).where(F.col("app") == app)
-        .select("root_id", "attempt", "origin_root_id", "source_message_id").collect()
-    )  # fmt: skip
-    states = {
-        r["root_id"]: r["status"]
-        for r in spark.read.format("delta").load(ledger.path(ROOT_STATE))
-        .where(F.col("app") == app).select("root_id", "status").collect()
-    }  # fmt: skip
-    first = {r["source_message_id"]: r["root_id"] for r in roots if r["attempt"] == 1}
-    chains: dict[int, dict[int, int]] = defaultdict(dict)  # origin -> attempt -> root
-    registrations = Counter(r["root_id"] for r in roots)
-    for r in roots:
-        chains[r["origin_root_id"]][r["attempt"]] = r["root_id"]
+    def table(name: str) -> Any:
+        return spark.read.format("delta").load(ledger.path(name)).where(F.col("app") == app)
 
-    report = DeliveryReport(
-        faults=faults, sent=len(message_ids), poison=len(feed.poison), stuck=len(feed.stuck)
+    roots = table(ROOTS).select("root_id", "attempt", "origin_root_id", "source_message_id")
+    states = table(ROOT_STATE).select("root_id", "status").collect()
+    # Ordered by attempt, so each chain keeps its latest dead letter's reason.
+    letters = table(DEAD_LETTERS).select("origin_root_id", "attempt", "reason").orderBy("attempt")
+    followed = follow(
+        feed,
+        message_ids,
+        [r.asDict() for r in roots.collect()],
+        {r["root_id"]: r["status"] for r in states},
+        {r["origin_root_id"]: r["reason"] for r in letters.collect()},
+        faults=faults,
     )
-    origins: dict[int, int] = {}  # origin -> seq, for the messages of this run
-    for message, message_id in zip(feed.messages, message_ids, strict=True):
-        origin = first.get(message_id)
-        if origin is None:
-            report.lost += 1
-            report.lost_seqs.append(message.seq)
-            continue
-        report.registered += 1
-        origins[origin] = message.seq
-        chain = chains[origin]
-        report.duplicates += sum(registrations[root] - 1 for root in chain.values())
-        done = [a for a, root in chain.items() if states.get(root) in DONE]
-        if len(chain) > 1:
-            report.replayed += 1
-        if done:
-            report.duplicates += len(done) - 1
-            if 1 in done:
-                report.completed_first_try += 1
-            else:
-                report.completed_after_replay += 1
-        elif status.DEAD_LETTERED in {states.get(root) for root in chain.values()}:
-            report.dead_lettered += 1
-            report.dead_lettered_seqs.append(message.seq)
-        else:
-            report.lost += 1
-            report.lost_seqs.append(message.seq)
-    report.dead_lettered_seqs.sort()
     if check_words:
-        _check_words(spark, report, feed, origins, counted_path)
+        _check_words(spark, followed, feed, counted_path)
+    report = followed.report
     if policy_of is not None:
         rows = (
             spark.read.format("delta").load(ledger.path(ROOT_STATE))
@@ -194,24 +339,17 @@ def assess(
     return report
 
 
-def _check_words(
-    spark: SparkSession, report: DeliveryReport, feed: Feed, origins: dict[int, int], path: str
-) -> None:
-    """Compare the sink's counts for this run's messages with the counts of the input."""
+def _check_words(spark: SparkSession, followed: Followed, feed: Feed, path: str) -> None:
+    """The sink's counts for this run's completed messages, and how many words its dead
+    letters left there, then `compare_words`."""
     from pyspark.sql import functions as F
 
-    expected = feed.true_counts()
-    mine = spark.createDataFrame([(o,) for o in origins] or [(0,)], "origin_root_id BIGINT")
+    outcomes = [(o, True) for o in followed.completed] + [(o, False) for o in followed.dead]
+    mine = spark.createDataFrame(outcomes or [(0, False)], "origin_root_id BIGINT, done BOOLEAN")
     rows = (
         spark.read.format("delta").load(path).join(F.broadcast(mine), "origin_root_id")
-        .groupBy("word").agg(F.count("*").alias("n")).collect()
+        .groupBy("done", "word").agg(F.count("*").alias("n")).collect()
     )  # fmt: skip
-    counted = Counter({r["word"]: r["n"] for r in rows})
-    report.words_expected = sum(expected.values())
-    report.words_counted = sum(counted.values())
-    report.word_mismatches = {
-        word: (expected[word], counted[word])
-        for word in sorted(set(expected) | set(counted))
-        if expected[word] != counted[word]
-    }
-    report.words_exact = not report.word_mismatches
+    counted = Counter({r["word"]: r["n"] for r in rows if r["done"]})
+    dead_words = sum(r["n"] for r in rows if not r["done"])
+    compare_words(followed.report, feed, followed.completed.values(), counted, dead_words)

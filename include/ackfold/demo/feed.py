@@ -82,12 +82,17 @@ class Feed:
         return sorted([*self.poison, *self.stuck])
 
     def true_counts(self) -> Counter[str]:
-        """The word counts straight from the input, without the dead letters: what the app
-        must have counted when the demo reports."""
+        """The word counts straight from the input, without the dead letters it expects
+        (poison and stuck): what the app counts when every other message completes."""
+        return self.counts_of(m.seq for m in self.messages if m.seq not in self.stuck)
+
+    def counts_of(self, seqs: Iterable[int]) -> Counter[str]:
+        """The word counts of the messages numbered `seqs` (a poison message has none)."""
         counts: Counter[str] = Counter()
-        for message in self.messages:
-            if message.text is not None and message.seq not in self.stuck:
-                counts.update(tokens(message.text))
+        for seq in seqs:
+            text = self.messages[seq].text
+            if text is not None:
+                counts.update(tokens(text))
         return counts
 
     def send(

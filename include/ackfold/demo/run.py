@@ -97,7 +97,7 @@ class Demo:
         report = self._assess(message_ids, check_words=True)
         report.cycles = cycles
         report.seconds = time.monotonic() - started
-        for line in report.lines(self.feed.dead_letters):
+        for line in report.lines():
             self.say(line)
         return report
 

@@ -119,17 +119,23 @@ def prepare_airflow(settings: Settings, env: Mapping[str, str], log: Callable[[s
     result = _airflow(env, "db", "migrate")
     if result.returncode != 0:
         raise RuntimeError(f"airflow db migrate failed:\n{result.stderr[-2000:]}")
-    _ensure_connection(env, SPARK_CONN_ID, spark_connection(settings), log)
+    _ensure_connection(env, SPARK_CONN_ID, spark_connection(settings), "spark.master", log)
     if settings.spark.remote:
         connection = spark_connect_connection(settings.spark.remote)
-        _ensure_connection(env, settings.airflow.spark_connect_conn_id, connection, log)
+        conn_id = settings.airflow.spark_connect_conn_id
+        _ensure_connection(env, conn_id, connection, "spark.remote", log)
 
 
 def _ensure_connection(
-    env: Mapping[str, str], conn_id: str, wanted: dict[str, Any], log: Callable[[str], None]
+    env: Mapping[str, str],
+    conn_id: str,
+    wanted: dict[str, Any],
+    setting: str,
+    log: Callable[[str], None],
 ) -> None:
-    """Create connection `conn_id` as `wanted`, or replace it if it points elsewhere: the
-    settings are the one switch (a connection made for an earlier run follows them)."""
+    """Create connection `conn_id` as `wanted` (from `setting`), or replace it if it points
+    elsewhere: the settings are the one switch (a connection made for an earlier run
+    follows them)."""
     current = _airflow(env, "connections", "get", conn_id, "-o", "json")
     host = None
     if current.returncode == 0:
@@ -145,7 +151,7 @@ def _ensure_connection(
         raise RuntimeError(f"could not create {conn_id}:\n{result.stderr[-2000:]}")
     where = wanted["host"] + (f":{wanted['port']}" if wanted.get("port") else "")
     if current.returncode == 0:
-        log(f"pointed connection {conn_id} at {where} (was {host})")
+        log(f"pointed connection {conn_id} at {setting}: {host} -> {where}")
     else:
         log(f"created connection {conn_id} -> {where}")
 

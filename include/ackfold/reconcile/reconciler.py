@@ -51,7 +51,6 @@ log = logging.getLogger("ackfold.reconcile")
 
 CHECKPOINTS = "_checkpoints"
 _APP_NAME = re.compile(r"^[A-Za-z0-9_.\-]{1,200}$")
-TXN_APP = "ackfold-reconcile"
 # A root's `roots` row and its first event come from different writers: only clock skew
 # puts the registration after the event.
 CLOCK_SKEW: Final = timedelta(days=1)
@@ -105,7 +104,7 @@ class Reconciler:
     # -- the run ----------------------------------------------------------------------
 
     def run(self) -> dict[str, Any]:
-        self.ledger.create(self.spark)
+        self.ledger.create(self.spark, (ACK_EVENTS, ROOTS, ROOT_STATE, UNMATCHED_EVENTS))
         upgrade_root_state(self.spark, self.ledger)
         events = (
             self.spark.readStream.format("delta")
@@ -128,7 +127,7 @@ class Reconciler:
         if is_connect(self.spark):
             self._take_back()
         if not self.batches:
-            self.step(None, None)  # nothing new: the open roots are classified all the same
+            self.step(None)  # nothing new: the open roots are classified all the same
         return self.summary()
 
     def _batch(self, batch: DataFrame, batch_id: int) -> None:
@@ -136,7 +135,7 @@ class Reconciler:
         if copy:
             self.spark = batch.sparkSession
         self.batches += 1
-        self.step(batch, (f"{TXN_APP}/{self._query_id()}", batch_id))
+        self.step(batch)
         if copy:
             handed = {"batches": self.batches, **self.counts}
             self.spark.conf.set(self.handback, json.dumps(handed))
@@ -150,12 +149,14 @@ class Reconciler:
             self.batches = int(counts.pop("batches"))
             self.counts.update({k: int(v) for k, v in counts.items()})
 
-    def _query_id(self) -> str:
-        """The id kept in this reconcile's checkpoint: a new checkpoint starts new txns."""
-        return next(str(q.id) for q in self.spark.streams.active if q.name == self.query_name)
+    def step(self, batch: DataFrame | None) -> None:
+        """Fold `batch` (None: no new events) into root_state and classify the open roots.
 
-    def step(self, batch: DataFrame | None, txn: tuple[str, int] | None) -> None:
-        """Fold `batch` (None: no new events) into root_state and classify the open roots."""
+        A batch run again (the run died between its writes and its checkpoint) writes
+        nothing it wrote before: the state it reads has its events already (each open root
+        keeps the hashes of the events it folded, a settled root is known as such), so its
+        rows come out unchanged. That is why these writes need no Delta transaction ids,
+        whose look-up costs a Spark job per table on every batch."""
         from pyspark.sql import functions as F
 
         since = self._window_start()
@@ -176,13 +177,13 @@ class Reconciler:
                 now=F.lit(self.now),
             ).cache()
             try:
-                self._write(rows, events, txn)
+                self._write(rows, events)
             finally:
                 rows.unpersist()
         finally:
             new.unpersist()
 
-    def _write(self, rows: DataFrame, events: DataFrame, txn: tuple[str, int] | None) -> None:
+    def _write(self, rows: DataFrame, events: DataFrame) -> None:
         from pyspark.sql import functions as F
 
         change = F.col("change")
@@ -217,15 +218,13 @@ class Reconciler:
                 self.ledger,
                 updates,
                 [(r["prior_date"], r["prior_status"]) for r in moved],
-                _txn(txn, "update"),
             )
         if INSERT in totals:
-            append_new(self.ledger, rows.where(change == INSERT), _txn(txn, "insert"))
+            append_new(self.ledger, rows.where(change == INSERT))
             self.counts["roots_updated"] += _roots(totals, INSERT)
         if PARK in totals or copies > read:
             self._park(
-                events.join(rows.where(change == PARK).select("root_id"), "root_id", "left_semi"),
-                txn,
+                events.join(rows.where(change == PARK).select("root_id"), "root_id", "left_semi")
             )
 
     # -- the inputs -------------------------------------------------------------------
@@ -275,7 +274,7 @@ class Reconciler:
 
     # -- the outputs ------------------------------------------------------------------
 
-    def _park(self, waiting: DataFrame, txn: tuple[str, int] | None) -> None:
+    def _park(self, waiting: DataFrame) -> None:
         """Keep the events of roots with no state and no init in unmatched_events, for the
         next run with new events; the other apps' waiting events stay as they are."""
         from pyspark.sql import functions as F
@@ -287,8 +286,6 @@ class Reconciler:
             .write.format("delta")
             .mode("overwrite")
         )
-        if txn is not None:
-            writer = writer.option("txnAppId", f"{txn[0]}/unmatched").option("txnVersion", txn[1])
         writer.save(self.ledger.path(UNMATCHED_EVENTS))
 
     def summary(self) -> dict[str, Any]:
@@ -313,10 +310,6 @@ class Reconciler:
 
 def _roots(totals: dict[str | None, Any], change: str) -> int:
     return int(totals[change]["roots"]) if change in totals else 0
-
-
-def _txn(txn: tuple[str, int] | None, write: str) -> tuple[str, int] | None:
-    return (f"{txn[0]}/{write}", txn[1]) if txn is not None else None
 
 
 def reconcile(

@@ -67,12 +67,7 @@ def _read(spark: SparkSession, ledger: Ledger, app: str | None) -> DataFrame:
     return state if app is None else state.where(F.col("app") == F.lit(app))
 
 
-def merge_updates(
-    ledger: Ledger,
-    rows: DataFrame,
-    partitions: Iterable[tuple[date, str]],
-    txn: tuple[str, int] | None,
-) -> int:
+def merge_updates(ledger: Ledger, rows: DataFrame, partitions: Iterable[tuple[date, str]]) -> int:
     """MERGE `rows` (root_state rows with their `prior_date` and `prior_status`) over the
     rows they replace, reading only `partitions` (their prior (date, status) pairs);
     the number of rows rewritten."""
@@ -94,14 +89,11 @@ def merge_updates(
         rows,
         on=on,
         clauses=[f"WHEN MATCHED THEN UPDATE SET {dml.assignments(COLUMNS)}"],
-        txn=txn,
     )
     return dml.metric(metrics, "num_affected_rows")
 
 
-def append_new(ledger: Ledger, rows: DataFrame, txn: tuple[str, int] | None) -> None:
-    """Append the rows of roots seen for the first time; a re-run batch appends nothing."""
-    writer = rows.select(*COLUMNS).write.format("delta").mode("append")
-    if txn is not None:
-        writer = writer.option("txnAppId", txn[0]).option("txnVersion", txn[1])
-    writer.save(ledger.path(ROOT_STATE))
+def append_new(ledger: Ledger, rows: DataFrame) -> None:
+    """Append the rows of roots seen for the first time (a re-run batch has none left:
+    its first run's rows are in the state it reads, `Reconciler.step`)."""
+    rows.select(*COLUMNS).write.format("delta").mode("append").save(ledger.path(ROOT_STATE))

@@ -67,7 +67,8 @@ def first_tuple(stage: str, root: Column, consumers: Sequence[str]) -> Column:
 
 def child_tuple(stage: str, anchors: Column, position: Column, to: Sequence[str] | None) -> Column:
     """The ``_ackfold`` struct of the child ``stage`` emits at ``position`` from ``anchors``
-    (an array of ``_ackfold`` structs, in anchor order), delivered ``to`` those stages."""
+    (an array of ``_ackfold`` structs, in anchor order), delivered ``to`` those stages
+    (``[]``: to none, a sink's output without edges)."""
     anchor_ids = F.transform(anchors, lambda a: a["id"])
     anchor_roots = F.transform(anchors, lambda a: a["roots"])
     return _tuple_struct(

@@ -16,7 +16,7 @@ from pyspark.sql import functions as F
 from ackfold.track import sql_ids
 from ackfold.track.columns import TUPLE_COLUMN, literal, zero
 from ackfold.track.tracker import ACK, FAIL
-from ackfold.track.tuples import UNNAMED
+from ackfold.track.tuples import UNNAMED, sink_use_message
 
 
 def ack_rows(
@@ -166,6 +166,7 @@ def _consumer_key(stage: str, t: Column) -> Column:
     return (
         F.when(consumers == F.array(F.lit(UNNAMED)), F.lit(UNNAMED))
         .when(F.array_contains(consumers, stage), F.lit(stage))
+        .when(F.size(consumers) == 0, _sink_error(stage, t["id"]))
         .otherwise(
             F.raise_error(
                 F.concat(
@@ -178,6 +179,12 @@ def _consumer_key(stage: str, t: Column) -> Column:
             )
         )
     )
+
+
+def _sink_error(stage: str, tuple_id: Column) -> Column:
+    """``Tuple.consumer_key``'s error for a sink's output (``to=[]``), as a failing column."""
+    before, _, after = sink_use_message(stage, "\x00").partition("\x00")
+    return F.raise_error(F.concat(F.lit(before), tuple_id.cast("string"), F.lit(after)))
 
 
 def _child_edges(stage: str, children: DataFrame) -> DataFrame:

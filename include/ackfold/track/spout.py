@@ -26,7 +26,7 @@ from ackfold.track.columns import (
 )
 from ackfold.track.events import event_rows
 from ackfold.track.tracker import INIT
-from ackfold.track.tuples import consumers_of
+from ackfold.track.tuples import spout_consumers_of
 
 
 @dataclass(frozen=True)
@@ -64,7 +64,7 @@ def register_roots(
         raise ValueError(f"attempt must be an int >= 1 or a column, got {attempt!r}")
     if isinstance(attempt, int) and attempt > 1 and origin_root_id is None:
         raise ValueError(f"attempt {attempt} needs the origin_root_id column of attempt 1")
-    consumers = consumers_of(to)
+    consumers = spout_consumers_of(to)
     h = hidden
     src, queue = literal(source), literal(source_queue)
     message = as_column(message_id).cast("string")
@@ -114,4 +114,6 @@ def first_tuples(
         raise ValueError(
             f"{where} needs rows of the roots table (a root_id column); got columns {roots.columns}"
         )
-    return roots.withColumn(TUPLE_COLUMN, first_tuple(stage, F.col("root_id"), consumers_of(to)))
+    return roots.withColumn(
+        TUPLE_COLUMN, first_tuple(stage, F.col("root_id"), spout_consumers_of(to))
+    )

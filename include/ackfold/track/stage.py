@@ -9,7 +9,9 @@ A stage, inside ``foreachBatch``, reads like Storm's collector:
 
 - ``spout`` registers one root per source row: ``roots`` rows, ``init`` events, tuples;
 - ``emit`` / ``explode`` / ``aggregate`` make children anchored to their inputs: one to
-  one, one to many, many to one (a child of tuples of several roots);
+  one, one to many, many to one (a child of tuples of several roots); ``to`` names the
+  stages a child goes to, and ``to=[]`` makes a sink's output, which no stage consumes:
+  it carries no edges and keeps no tree open (Storm: a stream without subscribers);
 - ``ack(inputs, children)`` writes the inputs' own edges XOR the edges of their children
   (invariant 2): one row per root for the whole call (compact, the default), or one per
   input and root (``acks="per_tuple"``, ``ackfold.track.compact``); ``fail(inputs,
@@ -199,6 +201,9 @@ class StageTracker:
         several anchors for a join: a child of tuples of several roots belongs to all their
         trees; the same anchor twice is two anchorings, as in Storm. ``position`` tells
         apart siblings of one stage from the same anchors (``explode`` numbers them).
+        ``to`` names the stages the child goes to, each of which acks it (None: any one
+        stage); ``to=[]`` makes a sink's output, which no stage consumes and no tree waits
+        for (``aggregate`` shows one).
 
         Example:
             >>> spout = StageTracker("orders", "spout").spout(
@@ -228,7 +233,7 @@ class StageTracker:
 
         The i-th element is the child at position i of the row's tuple (``posexplode``),
         exactly as ``Tracker.emit`` numbers siblings. A row with an empty or null array has
-        no children; its ack still goes out.
+        no children; its ack still goes out. ``to`` as in ``emit``.
 
         Example:
             >>> spout = StageTracker("wc", "spout").spout(
@@ -256,7 +261,9 @@ class StageTracker:
 
         Anchors are sorted by tuple id, so the child's id does not depend on the shuffle
         order; a group spans as many roots as its inputs do. Inside ``foreachBatch`` this
-        aggregates one micro-batch.
+        aggregates one micro-batch. ``to`` as in ``emit``: a stage that writes the groups
+        as its final output, read by no tracked stage, passes ``to=[]``, or every root
+        would wait for an ack that never comes.
 
         Example:
             >>> spout = StageTracker("wc", "spout").spout(
@@ -267,6 +274,16 @@ class StageTracker:
             >>> row = counts.first()
             >>> row.n, len(row._ackfold.roots), len(row._ackfold.anchors)
             (2, 2, 2)
+
+        The same counts as a sink's final table: acking the words completes both roots.
+
+            >>> count = StageTracker("wc", "count")
+            >>> final = count.aggregate(spout.tuples, "w", F.count("*").alias("n"), to=[])
+            >>> acc = 0
+            >>> for e in spout.events.union(count.ack(spout.tuples, final)).collect():
+            ...     acc ^= e.ack_val
+            >>> acc
+            0
         """
         require_tracked(df, f"{self!r}.aggregate")
         keys = [by] if isinstance(by, str | Column) else list(by)
@@ -287,8 +304,8 @@ class StageTracker:
         Each input's ack XORs its own edges (for this stage as consumer) with the edges of
         every child in ``children`` anchored to it (invariant 2): pass all the children this
         stage emitted from ``inputs``. Inputs without children are acked too; a sink passes
-        none. A compact row XORs the acks of all the root's inputs in the call, under an id
-        that names that set of inputs.
+        none, or its outputs emitted ``to=[]``, which add no edges. A compact row XORs the
+        acks of all the root's inputs in the call, under an id that names that set of inputs.
 
         Example:
             >>> spout = StageTracker("wc", "spout").spout(

@@ -37,7 +37,7 @@ from ackfold.ledger import ids
 from ackfold.ledger.tables import ACK_EVENTS_COLUMNS, ROOTS_COLUMNS
 from ackfold.ledger.values import hex64
 from ackfold.track.compact import PER_TUPLE, Ack, check_acks, compact_acks
-from ackfold.track.tuples import Tuple, check_name, consumers_of
+from ackfold.track.tuples import Tuple, check_name, consumers_of, spout_consumers_of
 
 # The v1 contract's columns, in the tables' order.
 EVENT_COLUMNS: Final = ACK_EVENTS_COLUMNS
@@ -120,7 +120,8 @@ class Tracker:
 
         Writes a ``roots`` row and the root's ``init`` event (the first tuple's edges).
         Registering the same root again is a no-op that returns an equal tuple, so a
-        re-delivered message is tracked once.
+        re-delivered message is tracked once. ``to`` names the stages the first tuple goes
+        to (None: any one stage); it cannot be empty, or the root would complete unprocessed.
 
         Example:
             >>> tracker = Tracker("orders")
@@ -133,7 +134,7 @@ class Tracker:
         check_name("stage", stage)
         source_key = f"{source}:{source_queue}:{message_id}"
         root = ids.root_id(self.app, source_key, attempt, origin_root_id)
-        consumers = consumers_of(to)
+        consumers = spout_consumers_of(to)
         first = Tuple(
             id=ids.spout_tuple_id(root),
             roots=(root,),
@@ -183,7 +184,10 @@ class Tracker:
 
         Writes no event: the child's edges are added to each anchor's delivery and written
         with its ack. ``position`` (default: 0, 1, ... per stage and anchors) tells siblings
-        apart; ``to`` names the stages it is delivered to, each of which must ack it.
+        apart; ``to`` names the stages it is delivered to, each of which must ack it
+        (None: any one stage). ``to=[]`` makes a sink's output, which no stage consumes: it
+        has no edges, so it keeps no tree open, as a Storm tuple emitted to a stream
+        without subscribers; no stage may ack, fail or anchor to it.
 
         Example:
             >>> tracker = Tracker("orders")
@@ -195,6 +199,18 @@ class Tracker:
             Traceback (most recent call last):
             ...
             ValueError: emit needs at least one anchor: ackfold does not track unanchored tuples
+
+        A sink's output adds nothing to the tree:
+
+            >>> tracker = Tracker("orders")
+            >>> order = tracker.spout("m-1")
+            >>> total = tracker.emit([order], stage="store", to=[])
+            >>> tracker.ack(order, stage="store")
+            >>> acc = 0
+            >>> for e in tracker.drain():
+            ...     acc ^= e["ack_val"]
+            >>> acc, total.consumers  # complete: nothing is owed for the stored total
+            (0, ())
         """
         check_name("stage", stage)
         anchors = list(anchors)

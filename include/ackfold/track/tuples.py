@@ -1,7 +1,9 @@
 """The tracked tuple: one record's id, the roots it belongs to, and the stages it goes to.
 
 A tuple's edges are what the acks XOR (``docs/decisions/ids-and-edges.md``): one per root
-of its tree, anchor and consumer. ``Tracker`` (``ackfold.track.tracker``) makes tuples and
+of its tree, anchor and consumer. A tuple emitted ``to=[]`` goes to no stage (a sink's
+output): it has no edges, so it adds nothing to any tree, as in Storm a tuple emitted to a
+stream without subscribers. ``Tracker`` (``ackfold.track.tracker``) makes tuples and
 ``StageTracker`` (``ackfold.track.stage``) their column twins; both name apps, stages and
 consumers as ``check_name`` and ``consumers_of`` say.
 """
@@ -31,17 +33,43 @@ def check_name(what: str, value: object) -> str:
 
 def consumers_of(to: Sequence[str] | None) -> tuple[str, ...]:
     """The consumers of a tuple emitted with ``to``: ``("",)`` (any one stage) for None,
-    else the named stages, each checked and named once."""
+    ``()`` (no stage: a sink's output) for an empty sequence, else the named stages, each
+    checked and named once.
+
+    Example:
+        >>> consumers_of(None), consumers_of([]), consumers_of(["count", "audit"])
+        (('',), (), ('count', 'audit'))
+    """
     if to is None:
         return (UNNAMED,)
     if isinstance(to, str):
         raise ValueError(f"to must be a sequence of stage names, got the string {to!r}")
     names = tuple(check_name("consumer stage", name) for name in to)
-    if not names:
-        raise ValueError("to must name at least one consumer stage (or be None: any one stage)")
     if len(set(names)) != len(names):
         raise ValueError(f"to names a consumer twice: {list(names)}")
     return names
+
+
+def spout_consumers_of(to: Sequence[str] | None) -> tuple[str, ...]:
+    """``consumers_of(to)`` for a root's first tuple, which must go to some stage: a root
+    whose first tuple goes nowhere would complete at once, unprocessed."""
+    consumers = consumers_of(to)
+    if not consumers:
+        raise ValueError(
+            "a spout's tuples must go to at least one stage: with to=[] the root would "
+            "complete at once, unprocessed; name the stages that process it, or leave to=None "
+            "(any one stage), and ack it in the stage that stores it"
+        )
+    return consumers
+
+
+def sink_use_message(stage: str, what: str) -> str:
+    """Why ``stage`` may not process ``what``, a tuple emitted ``to=[]``, and what to do."""
+    return (
+        f"stage {stage!r} cannot process tuple {what}: it was emitted to=[] (a sink's output, "
+        "consumed by no stage, so it carries no edges and nothing acks it); if a stage "
+        "consumes it, emit it with to=None or to=[that stage]"
+    )
 
 
 @dataclass(frozen=True, repr=False)
@@ -50,7 +78,8 @@ class Tuple:
 
     ``anchor_roots[k]`` holds the roots of the tuple's k-th anchor (a spout tuple has one
     pseudo-anchor holding its root); ``consumers`` is ``("",)`` when any one stage may ack
-    it, else the stages it is delivered to, each of which acks its own copy.
+    it, ``()`` for a sink's output (no stage acks it), else the stages it is delivered to,
+    each of which acks its own copy.
 
     Example:
         >>> t = Tuple(id=255, roots=(7,), anchor_roots=(frozenset({7}),), stage="parse")
@@ -71,9 +100,14 @@ class Tuple:
         return f"Tuple({hex64(self.id)}, stage={self.stage!r}, roots={len(self.roots)})"
 
     def consumer_key(self, stage: str) -> str:
-        """The consumer whose edges ``stage`` acks: ``""`` if unnamed, else ``stage``."""
+        """The consumer whose edges ``stage`` acks: ``""`` if unnamed, else ``stage``.
+
+        A sink's output (``to=[]``) has no consumer: no stage may ack, fail or anchor to it.
+        """
         if self.consumers == (UNNAMED,):
             return UNNAMED
+        if not self.consumers:
+            raise ValueError(sink_use_message(stage, repr(self)))
         if stage not in self.consumers:
             raise ValueError(
                 f"stage {stage!r} is not a consumer of tuple {self!r} "
