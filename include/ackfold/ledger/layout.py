@@ -37,8 +37,21 @@ log = logging.getLogger("ackfold.ledger")
 
 
 def upgrade_root_state(spark: SparkSession, ledger: Ledger) -> bool:
-    """Bring `root_state` to the current layout; whether anything had to change."""
+    """Bring `root_state` to the current layout; whether anything had to change. Once per
+    process and table: a process that reconciles over and over checks it once."""
     path = ledger.path(ROOT_STATE)
+    if path in _CURRENT:
+        return False
+    changed = _upgrade(spark, path)
+    _CURRENT.add(path)
+    return changed
+
+
+# The root_state tables this process has found, or made, current (`upgrade_root_state`).
+_CURRENT: set[str] = set()
+
+
+def _upgrade(spark: SparkSession, path: str) -> bool:
     detail = spark.sql(f"DESCRIBE DETAIL delta.`{path}`").first()
     assert detail is not None
     changed = False

@@ -248,9 +248,20 @@ class Ledger:
 
     def create(self, spark: SparkSession, tables: tuple[str, ...] = tuple(TABLES)) -> None:
         """Create the tables that do not exist yet; existing tables are left as they are.
-        (`ackfold.ledger.writer.LedgerWriter.create` does the same without a JVM.)"""
+        (`ackfold.ledger.writer.LedgerWriter.create` does the same without a JVM.)
+
+        Once per process and table: CREATE TABLE IF NOT EXISTS loads the table's snapshot
+        every time, which a process that reconciles or tracks over and over would pay
+        on every run."""
         for name in tables:
-            spark.sql(create_sql(name, f"delta.`{self.path(name)}`"))
+            path = self.path(name)
+            if path not in _CREATED:
+                spark.sql(create_sql(name, f"delta.`{path}`"))
+                _CREATED.add(path)
+
+
+# The tables this process has created or found (`Ledger.create`).
+_CREATED: set[str] = set()
 
 
 def create_sql(table: str, target: str) -> str:

@@ -17,8 +17,6 @@ from ackfold.ledger.tables import ACK_EVENTS, ROOTS, Ledger
 from ackfold.spark import is_connect
 from ackfold.track.tracker import EVENT_COLUMNS, ROOT_COLUMNS
 
-_CREATED_LEDGERS: set[str] = set()
-
 
 def append_batch(
     ledger: Ledger,
@@ -43,7 +41,7 @@ def append_batch(
         if batch_id is not None
         else None
     )
-    _create_ledger(spark, ledger)
+    ledger.create(spark, (ACK_EVENTS, ROOTS))
     for path, frame in (outputs or {}).items():
         _append(frame, path, writer, batch_id)
     if roots is not None:
@@ -121,13 +119,6 @@ def connect_query_id(spark: SparkSession, name: str, app: str, stage: str) -> st
         f"the stage's query .queryName({name!r}), or pass StageTracker(writer_id=...) a "
         "name unique to its checkpoint"
     )
-
-
-def _create_ledger(spark: SparkSession, ledger: Ledger) -> None:
-    # CREATE TABLE IF NOT EXISTS costs a catalog round trip: once per process and ledger.
-    if ledger.root not in _CREATED_LEDGERS:
-        ledger.create(spark, (ACK_EVENTS, ROOTS))
-        _CREATED_LEDGERS.add(ledger.root)
 
 
 def _append(frame: DataFrame, path: str, writer: str | None, batch_id: int | None) -> None:
