@@ -35,20 +35,23 @@ from ackfold.sources.sqs_client import sqs_client
 from tests.conftest import JARS_DIR
 from tests.sqs.topology import drain
 
-# Seed 12: besides the faults below, neither stuck message is dropped or failed on its
-# 6th attempt, the replay by hand (each attempt draws again; seed 11 dropped one).
+# Seed 9: besides the faults below, neither stuck message is dropped or failed on its
+# 6th attempt, the replay by hand (each attempt draws again), and no healthy message is
+# hit on all of its 5 attempts (both checked in plain Python from `ids.hash64`).
 FAULTS = FaultSettings(
-    seed=12,
+    seed=9,
     drop={"split": 0.05},
     fail={"split": 0.02},
     poison=3,
     stuck=2,
     kill=("split", "count"),
 )
-MESSAGES = 2000
-# The 2,000-message faulty run is the first test's setup: alone it takes about 5 minutes,
-# on 2 cores shared with every other tier up to 15 (it once ran past the default 900 s,
-# and the timeout, firing mid-call, broke the worker's Spark session for the tests after).
+# Enough messages for every fault to hit tens of them (5% dropped: 30 on the first
+# attempt), few enough for the replay cycles, not the volume, to set the time.
+MESSAGES = 600
+# The faulty run is the first test's setup: on 2 cores shared with every other tier it
+# once ran past the default 900 s, and the timeout, firing mid-call, broke the worker's
+# Spark session for the tests after.
 pytestmark = pytest.mark.timeout(1800)
 
 Run = Callable[[int, FaultSettings], tuple[Demo, DeliveryReport, list[str]]]
@@ -164,7 +167,7 @@ def test_a_replay_by_hand_completes_the_stuck_dead_letters(
     results = {r.check: r for r in checked.results if r.app == "wordcount"}
     assert results["sent_registered"].element_count == MESSAGES
     assert results["no_lost_roots"].element_count == report_roots(spark, root)
-    assert results["dead_letter_rate"].observed == "0.15%", "the poison messages: 3 of 2,000"
+    assert results["dead_letter_rate"].observed == "0.50%", "the poison messages: 3 of 600"
 
 
 def test_without_faults_every_root_completes_first_time_and_nothing_is_replayed(
