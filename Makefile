@@ -10,7 +10,7 @@ INSTALLED := $(VENV)/.installed
 TEST_WORKERS ?= 4
 
 .PHONY: run test lint format setup install jars schemas browser test-unit test-spark connect \
-        test-airflow test-sqs test-kafka test-e2e test-browser test-cluster test-connect test-bench test-docs docs sqs kafka cluster demo bench bench-reconcile bench-replay \
+        test-airflow test-sqs test-kafka test-e2e test-browser test-cluster test-connect test-pythons test-bench test-docs docs sqs kafka cluster demo bench bench-reconcile bench-replay \
         bench-wordcount bench-ui bench-quality bench-kafka lock clean
 
 ## run: install what is missing, then start the embedded stack (Ctrl-C stops it)
@@ -108,6 +108,10 @@ test-cluster: setup
 ## test-connect: tracking, the demo, reconcile, replay and quality through a local Spark Connect server
 test-connect: setup
 	$(BIN)/pytest -m connect
+
+## test-pythons: the fast tier and the Spark tracking tests on Python 3.12 and 3.13 (virtualenvs in var/venvs)
+test-pythons: setup schemas
+	$(BIN)/pytest -m pythons
 
 ## test-bench: every bench/ script at a tiny size (a benchmark that breaks fails the suite)
 test-bench: setup

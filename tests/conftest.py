@@ -21,7 +21,8 @@ from tests import suite
 PROJECT_DIR = Path(__file__).resolve().parents[1]
 JARS_DIR = PROJECT_DIR / "var" / "jars"
 TIERS = (
-    "spark", "airflow", "sqs", "kafka", "e2e", "browser", "cluster", "connect", "bench", "docs",
+    "spark", "airflow", "sqs", "kafka", "e2e", "browser", "cluster", "connect", "pythons",
+    "bench", "docs",
 )  # fmt: skip
 # The xdist group of each tier that starts servers or a JVM: a group runs on one worker, in
 # order, and shares that worker's Spark session. Tests on the `make run` stack form the group
@@ -35,6 +36,7 @@ GROUPS = {
     "airflow": "airflow",
     "cluster": "cluster",
     "connect": "connect",
+    "pythons": "pythons",
     "bench": "bench",
     "docs": "docs",
 }

@@ -133,3 +133,25 @@ def kill(pids: dict[int, str]) -> None:
     for pid in pids:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, signal.SIGKILL)
+
+
+def find_python(version: str) -> str | None:
+    """An interpreter of `version` ("3.12") that runs: on PATH, or a pyenv installation
+    (a pyenv shim on PATH runs only the version that pyenv has selected)."""
+    import glob
+    import shutil
+    import subprocess
+
+    pyenv = os.path.expanduser(f"~/.pyenv/versions/{version}.*/bin/python{version}")
+    candidates = [shutil.which(f"python{version}"), *sorted(glob.glob(pyenv))]
+    for candidate in filter(None, candidates):
+        try:
+            found = subprocess.run(
+                [candidate, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+                capture_output=True, text=True, timeout=30, check=False,
+            )  # fmt: skip
+        except OSError:
+            continue
+        if found.returncode == 0 and found.stdout.strip() == version:
+            return candidate
+    return None

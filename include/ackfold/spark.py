@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import socket
+import subprocess
 import sys
 import threading
 from collections.abc import Iterator
@@ -86,6 +87,41 @@ def worker_python(settings: Settings) -> str | None:
     if settings.spark.master.startswith(("local", "spark://")):
         return None if os.environ.get("PYSPARK_PYTHON") else sys.executable
     return None
+
+
+class WorkerPythonMismatch(RuntimeError):
+    """PySpark's workers would run another Python version than the driver."""
+
+
+def check_worker_python(settings: Settings) -> None:
+    """Raise `WorkerPythonMismatch` when the workers' Python (`spark.python`, else
+    `PYSPARK_PYTHON`) is another version than this interpreter's: PySpark would fail the
+    first Python task of a job with a version mismatch; this says it before, naming the
+    setting. With neither set, the workers run this very interpreter."""
+    chosen = settings.spark.python or os.environ.get("PYSPARK_PYTHON")
+    if not chosen or chosen == sys.executable:
+        return
+    where = "spark.python" if settings.spark.python else "PYSPARK_PYTHON"
+    mine = f"{sys.version_info.major}.{sys.version_info.minor}"
+    try:
+        found = subprocess.run(
+            [chosen, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+            capture_output=True, text=True, timeout=30, check=True,
+        ).stdout.strip()  # fmt: skip
+    except (OSError, subprocess.SubprocessError) as exc:
+        # A cluster's workers may keep Python where this machine has none: Spark decides.
+        if settings.spark.master.startswith("local"):
+            raise WorkerPythonMismatch(
+                f"{where} is {chosen}, which does not run here ({exc}): unset it, or name a "
+                f"Python {mine}"
+            ) from None
+        return
+    if found != mine:
+        raise WorkerPythonMismatch(
+            f"{where} is {chosen}, Python {found}, but ackfold runs on Python {mine}: "
+            "PySpark's workers must run the driver's version; unset it, or name a Python "
+            f"{mine} with ackfold installed"
+        )
 
 
 def spark_jars(settings: Settings) -> list[str]:
@@ -339,6 +375,7 @@ def get_spark(
         conf = quiet_conf(conf)
     master = _submitted_master() if submitted else settings.spark.master
     check_master(master)
+    check_worker_python(settings)
     if not submitted:
         # Under spark-submit the master and the jars were chosen on its command line.
         builder = builder.master(master)

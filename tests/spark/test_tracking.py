@@ -533,3 +533,17 @@ def test_docstring_examples_run(spark: SparkSession) -> None:
     for module in (stage, columns, sql_ids):
         result = doctest.testmod(module, extraglobs={"spark": spark}, optionflags=doctest.ELLIPSIS)
         assert result.failed == 0, module.__name__
+
+
+def test_the_workers_run_the_drivers_python(spark: SparkSession) -> None:
+    """Whichever interpreter starts ackfold, PySpark's workers run the same one (a
+    tracked stage's Python UDFs and pickled batches would otherwise meet another)."""
+
+    @F.udf("string")
+    def worker_python(_: int) -> str:
+        import sys as worker_sys
+
+        return f"{worker_sys.executable} {worker_sys.version_info[:2]}"
+
+    (row,) = spark.range(1).select(worker_python("id").alias("python")).collect()
+    assert row.python == f"{sys.executable} {sys.version_info[:2]}"

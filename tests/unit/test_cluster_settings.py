@@ -206,3 +206,22 @@ def test_make_run_points_spark_default_at_spark_master(
         assert said in lines[-1]
     else:
         assert len(lines) == 1, "nothing to do after the migration"
+
+
+def test_a_worker_python_of_another_version_is_refused_before_spark_starts(
+    make_settings: Callable[..., Settings], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ackfold.spark import WorkerPythonMismatch, check_worker_python
+    from tests.suite import find_python
+
+    other = next((p for v in ("3.12", "3.13", "3.10") if (p := find_python(v))), None)
+    if other is None:
+        pytest.skip("no Python of another version on PATH")
+    monkeypatch.setenv("PYSPARK_PYTHON", other)
+    with pytest.raises(WorkerPythonMismatch, match=r"PYSPARK_PYTHON is .*the driver's version"):
+        check_worker_python(make_settings())
+    monkeypatch.setenv("PYSPARK_PYTHON", sys.executable)
+    check_worker_python(make_settings())  # the same interpreter: nothing to say
+    monkeypatch.delenv("PYSPARK_PYTHON")
+    with pytest.raises(WorkerPythonMismatch, match="spark.python is /nowhere/python"):
+        check_worker_python(make_settings(spark={"python": "/nowhere/python"}))

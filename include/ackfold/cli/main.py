@@ -24,7 +24,7 @@ from ackfold.cli.common import EXIT_USAGE, Handler, UsageError, error_line, verb
 from ackfold.config import ConfigError, Settings, load_settings
 from ackfold.local.jvm import JarsError
 from ackfold.sources.base import SourceError
-from ackfold.spark import SparkConnectError, SparkMasterUnreachable
+from ackfold.spark import SparkConnectError, SparkMasterUnreachable, WorkerPythonMismatch
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -80,7 +80,12 @@ def run(argv: Sequence[str] | None = None) -> int:
         except (ConfigError, JarsError, UsageError) as exc:
             error_line(exc)
             return EXIT_USAGE
-        except (SparkMasterUnreachable, SparkConnectError, SourceError) as exc:
+        except (
+            SparkMasterUnreachable,
+            SparkConnectError,
+            WorkerPythonMismatch,
+            SourceError,
+        ) as exc:
             # A source queue that cannot be reached or refuses: say which, no traceback.
             error_line(exc)
             return 1

@@ -1,0 +1,75 @@
+"""ackfold on Python 3.12 and 3.13 as well as 3.11: for each, a virtualenv with the pinned
+requirements (`var/venvs/py3.X`, made once and kept while the pins stay the same), in
+which the fast tier and the Spark tracking tests pass, with PySpark's workers on the
+same interpreter as the driver."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests import suite
+from tests.conftest import PROJECT_DIR
+
+VERSIONS = ("3.12", "3.13")
+PINS = ("requirements.txt", "requirements-dev.txt", "pyproject.toml")
+# What each version runs: the fast tier, and the Spark tracking API end to end.
+SELECTION = ("tests/unit", "tests/ui", "tests/deploy", "tests/spark/test_tracking.py")
+
+
+def ensure_venv(python: str, venv: Path) -> Path:
+    """`venv` with the pinned requirements and ackfold (editable), made with uv by the
+    interpreter `python`; remade only when the pins change. Returns its python."""
+    digest = hashlib.sha256(b"".join((PROJECT_DIR / p).read_bytes() for p in PINS)).hexdigest()
+    marker = venv / ".installed"
+    if marker.is_file() and marker.read_text() == digest:
+        return venv / "bin" / "python"
+    uv = str(Path(sys.executable).parent / "uv")
+    shutil.rmtree(venv, ignore_errors=True)
+    for argv in (
+        [uv, "venv", "-q", "--python", python, str(venv)],
+        [uv, "pip", "install", "-q", "--python", str(venv / "bin" / "python"),
+         "-r", "requirements.txt", "-r", "requirements-dev.txt"],
+        [uv, "pip", "install", "-q", "--python", str(venv / "bin" / "python"), "--no-deps",
+         "-e", "."],
+    ):  # fmt: skip
+        done = subprocess.run(
+            argv, cwd=PROJECT_DIR, capture_output=True, text=True, timeout=900, check=False
+        )
+        assert done.returncode == 0, f"{' '.join(argv)}:\n{done.stderr[-3000:]}"
+    marker.write_text(digest)
+    return venv / "bin" / "python"
+
+
+@pytest.mark.timeout(1800)
+@pytest.mark.parametrize("version", VERSIONS)
+def test_the_fast_tier_and_the_spark_tracking_tests_pass_on(version: str) -> None:
+    python = suite.find_python(version)
+    if python is None:
+        pytest.skip(f"no Python {version} on PATH or in pyenv (pyenv install {version})")
+    venv_python = ensure_venv(python, PROJECT_DIR / "var" / "venvs" / f"py{version}")
+    found = subprocess.run(
+        [str(venv_python), "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    assert found.stdout.strip() == version
+    # A run of its own: its own marker and shared servers, not this run's.
+    env = {k: v for k, v in os.environ.items() if k not in (suite.RUN_MARKER, suite.RUN_DIR)}
+    env["PATH"] = f"{venv_python.parent}{os.pathsep}{env.get('PATH', '')}"
+    done = subprocess.run(
+        [str(venv_python), "-m", "pytest", "-q", "-n", "0", "-p", "no:cacheprovider",
+         "--durations=0", *SELECTION],
+        cwd=PROJECT_DIR, env=env, capture_output=True, text=True, timeout=1500, check=False,
+    )  # fmt: skip
+    tail = done.stdout[-4000:]
+    assert done.returncode == 0, f"Python {version}:\n{tail}\n{done.stderr[-2000:]}"
+    passed = re.search(r"(\d+) passed", tail)
+    assert passed, tail
+    assert int(passed.group(1)) > 400, "the fast tier and the tracking tests ran"
