@@ -1,5 +1,5 @@
 """The one way ackfold builds Kafka clients (confluent-kafka, settings from `kafka.*`), and
-the admin calls it makes: which topics exist, checking them, creating them.
+the admin calls it makes: which topics exist and their ids, checking them, creating them.
 
 A broker that does not answer within `kafka.timeout` is a `SourceError` that says so and
 names the setting.
@@ -55,6 +55,33 @@ def existing_topics(settings: Settings, admin: Any = None) -> set[str]:
     except KafkaException as exc:
         raise unreachable(settings, exc.args[0]) from None
     return set(metadata.topics)
+
+
+def topic_ids(settings: Settings, topics: Iterable[str], admin: Any = None) -> dict[str, str]:
+    """Each topic's id (Kafka's topic UUID, as text): a topic deleted and created again
+    under the same name gets a new one. `SourceError` if a topic does not exist or the
+    brokers do not answer."""
+    from confluent_kafka import KafkaException, TopicCollection
+    from confluent_kafka.admin import AdminClient
+
+    names = sorted(set(topics))
+    if not names:
+        return {}
+    admin = admin or AdminClient(client_config(settings))
+    futures = admin.describe_topics(
+        TopicCollection(names), request_timeout=timeout_seconds(settings)
+    )
+    found: dict[str, str] = {}
+    for name, future in futures.items():
+        try:
+            found[name] = str(future.result().topic_id)
+        except KafkaException as exc:
+            if "UNKNOWN_TOPIC" in str(exc):
+                raise SourceError(
+                    f"Kafka topic {name} does not exist at {settings.kafka.bootstrap_servers}"
+                ) from None
+            raise unreachable(settings, exc.args[0]) from None
+    return found
 
 
 def check_topics(settings: Settings, topics: Mapping[str, str]) -> None:
