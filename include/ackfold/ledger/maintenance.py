@@ -38,10 +38,12 @@ from __future__ import annotations
 import logging
 import time
 from datetime import UTC, datetime
+from functools import partial
 from typing import TYPE_CHECKING, Any, Final
 
 from ackfold.config import Settings
 from ackfold.ledger import status
+from ackfold.ledger.conflicts import retry_conflicts
 from ackfold.ledger.lock import ledger_lock
 from ackfold.ledger.tables import (
     ACK_EVENTS,
@@ -88,15 +90,15 @@ def maintain(
     summary = expire_events(spark, settings, now=now)
     summary["reports_deleted"] = expire_reports(spark, settings, now=now)
     for table in Z_ORDERED:
-        spark.sql(f"OPTIMIZE delta.`{ledger.path(table)}` ZORDER BY (root_id)")
+        _sql(spark, f"OPTIMIZE delta.`{ledger.path(table)}` ZORDER BY (root_id)")
     for table in COMPACTED:
-        spark.sql(f"OPTIMIZE delta.`{ledger.path(table)}`")
+        _sql(spark, f"OPTIMIZE delta.`{ledger.path(table)}`")
     hours = round(settings.maintenance.vacuum_retention.total_seconds() / 3600)
     with ledger_lock(settings.var_dir, "ackfold maintenance", say=log.info):
         for table in TABLES:
             _set_retention(spark, ledger.path(table), hours)
     for table in TABLES:
-        spark.sql(f"VACUUM delta.`{ledger.path(table)}`")
+        _sql(spark, f"VACUUM delta.`{ledger.path(table)}`")
     for table in TABLES:
         check_reader_version(spark, ledger.path(table))
     summary["optimized"] = [*Z_ORDERED, *COMPACTED]
@@ -137,16 +139,19 @@ def expire_events(
             # The event_time bound lets file statistics skip every file written since the
             # cut-off (appends are in time order): only old files are rewritten.
             # Its own metrics, not the table's last commit: an app may have appended since.
-            metrics = (
-                events.alias("t")
-                .merge(
-                    expired.alias("s"),
-                    (F.col("t.root_id") == F.col("s.root_id"))
-                    & (F.col("t.event_time") < F.lit(cutoff)),
-                )
-                .whenMatchedDelete()
-                .execute()
-                .first()
+            metrics = retry_conflicts(
+                lambda: (
+                    events.alias("t")
+                    .merge(
+                        expired.alias("s"),
+                        (F.col("t.root_id") == F.col("s.root_id"))
+                        & (F.col("t.event_time") < F.lit(cutoff)),
+                    )
+                    .whenMatchedDelete()
+                    .execute()
+                    .first()
+                ),
+                what=f"retention MERGE into {ledger.path(ACK_EVENTS)}",
             )
             deleted = int(metrics["num_deleted_rows"]) if metrics is not None else 0
     finally:
@@ -174,7 +179,9 @@ def expire_reports(spark: SparkSession, settings: Settings, *, now: datetime) ->
         old = F.col(column) < F.lit(cutoff)
         deleted[table] = spark.read.format("delta").load(ledger.path(table)).where(old).count()
         if deleted[table]:  # no empty commit
-            DeltaTable.forPath(spark, ledger.path(table)).delete(old)
+            target = DeltaTable.forPath(spark, ledger.path(table))
+            what = f"retention delete in {ledger.path(table)}"
+            retry_conflicts(partial(target.delete, old), what=what)
     log.info("retention: %s before %s deleted", deleted, cutoff)
     return deleted
 
@@ -187,9 +194,16 @@ def _set_retention(spark: SparkSession, path: str, hours: int) -> None:
     detail = spark.sql(f"DESCRIBE DETAIL delta.`{path}`").first()
     assert detail is not None
     if (detail["properties"] or {}).get(RETENTION_PROPERTY) != wanted:
-        spark.sql(
-            f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES ('{RETENTION_PROPERTY}' = '{wanted}')"
+        _sql(
+            spark,
+            f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES ('{RETENTION_PROPERTY}' = '{wanted}')",
         )
+
+
+def _sql(spark: SparkSession, statement: str) -> None:
+    """Run one committing statement, retried on a Delta conflict (e.g. OPTIMIZE against the
+    retention's MERGE of another run)."""
+    retry_conflicts(partial(spark.sql, statement), what=statement)
 
 
 def check_reader_version(spark: SparkSession, path: str) -> None:

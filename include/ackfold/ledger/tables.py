@@ -24,6 +24,7 @@ Example:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -231,8 +232,12 @@ class Ledger:
     def create(self, spark: SparkSession, tables: tuple[str, ...] = tuple(TABLES)) -> None:
         """Create the tables that do not exist yet; existing tables are left as they are.
         (`ackfold.ledger.writer.LedgerWriter.create` does the same without a JVM.)"""
+        from ackfold.ledger.conflicts import retry_conflicts
+
         for name in tables:
-            spark.sql(create_sql(name, f"delta.`{self.path(name)}`"))
+            statement = create_sql(name, f"delta.`{self.path(name)}`")
+            # Two first writers create the table at once: the loser finds it made.
+            retry_conflicts(partial(spark.sql, statement), what=f"creating {self.path(name)}")
 
 
 def create_sql(table: str, target: str) -> str:

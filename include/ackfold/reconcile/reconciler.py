@@ -27,6 +27,7 @@ from datetime import UTC, date, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Final
 
 from ackfold.config import Settings
+from ackfold.ledger.conflicts import retry_conflicts
 from ackfold.ledger.layout import upgrade_root_state
 from ackfold.ledger.lock import ledger_lock
 from ackfold.ledger.tables import (
@@ -254,7 +255,8 @@ class Reconciler:
         )
         if txn is not None:
             writer = writer.option("txnAppId", f"{txn[0]}/unmatched").option("txnVersion", txn[1])
-        writer.save(self.ledger.path(UNMATCHED_EVENTS))
+        path = self.ledger.path(UNMATCHED_EVENTS)
+        retry_conflicts(lambda: writer.save(path), what=f"overwrite of {path}")
 
     def summary(self) -> dict[str, Any]:
         from pyspark.sql import functions as F

@@ -26,6 +26,7 @@ from datetime import date
 from typing import TYPE_CHECKING, Final
 
 from ackfold.ledger import status
+from ackfold.ledger.conflicts import retry_conflicts
 from ackfold.ledger.tables import ROOT_STATE, ROOT_STATE_DDL, Ledger, column_names
 
 if TYPE_CHECKING:
@@ -95,10 +96,13 @@ def merge_updates(
         & (F.col("t.root_id") == F.col("s.root_id"))
     )
     with idempotent(spark, txn):
-        metrics = (
-            target.merge(rows.alias("s"), condition)
-            .whenMatchedUpdate(set={c: F.col(f"s.{c}") for c in COLUMNS})
-            .execute()
+        metrics = retry_conflicts(
+            lambda: (
+                target.merge(rows.alias("s"), condition)
+                .whenMatchedUpdate(set={c: F.col(f"s.{c}") for c in COLUMNS})
+                .execute()
+            ),
+            what=f"MERGE into {ledger.path(ROOT_STATE)}",
         )
     first = metrics.first() if metrics is not None else None
     return int(first["num_affected_rows"]) if first is not None else 0
@@ -109,7 +113,8 @@ def append_new(ledger: Ledger, rows: DataFrame, txn: tuple[str, int] | None) -> 
     writer = rows.select(*COLUMNS).write.format("delta").mode("append")
     if txn is not None:
         writer = writer.option("txnAppId", txn[0]).option("txnVersion", txn[1])
-    writer.save(ledger.path(ROOT_STATE))
+    path = ledger.path(ROOT_STATE)
+    retry_conflicts(lambda: writer.save(path), what=f"append to {path}")
 
 
 class idempotent:

@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Final
 
 from ackfold.ledger import status
+from ackfold.ledger.conflicts import retry_conflicts
 from ackfold.ledger.tables import DEAD_LETTERS, REPLAY_LOG, ROOT_STATE, Ledger, spark_schema
 from ackfold.replay.planner import DEAD_LETTER, REPLAY, SENT, Plan, Planned
 from ackfold.replay.request import REPLAYABLE
@@ -69,7 +70,11 @@ class Bookkeeper:
                  sent.message_id if sent else None, sent.error if sent else None)
             )  # fmt: skip
         frame = self.spark.createDataFrame(records, spark_schema(REPLAY_LOG))
-        frame.write.format("delta").mode("append").save(self.ledger.path(REPLAY_LOG))
+        path = self.ledger.path(REPLAY_LOG)
+        retry_conflicts(
+            lambda: frame.write.format("delta").mode("append").save(path),
+            what=f"append to {path}",
+        )
         return now
 
     def mark(self, plan: Plan, batch: Sequence[Planned], results: dict[int, Sent]) -> None:
@@ -96,17 +101,20 @@ class Bookkeeper:
         ).alias("s")
         dates = sorted({p.first_event_date for p in done})
         state = DeltaTable.forPath(self.spark, self.ledger.path(ROOT_STATE)).alias("t")
-        (
-            state.merge(
-                updates,
-                F.col("t.first_event_date").isin(*dates)
-                & (F.col("t.root_id") == F.col("s.root_id")),
-            )
-            .whenMatchedUpdate(
-                condition=F.col("t.status").isin(*REPLAYABLE),
-                set={"status": F.col("s.status"), "status_changed_at": F.lit(now)},
-            )
-            .execute()
+        retry_conflicts(
+            lambda: (
+                state.merge(
+                    updates,
+                    F.col("t.first_event_date").isin(*dates)
+                    & (F.col("t.root_id") == F.col("s.root_id")),
+                )
+                .whenMatchedUpdate(
+                    condition=F.col("t.status").isin(*REPLAYABLE),
+                    set={"status": F.col("s.status"), "status_changed_at": F.lit(now)},
+                )
+                .execute()
+            ),
+            what=f"MERGE into {self.ledger.path(ROOT_STATE)}",
         )
         letters = [
             (p.root_id, p.app, p.origin_root_id, p.attempt - 1, p.source, p.source_queue,
@@ -124,15 +132,18 @@ class Bookkeeper:
         ).alias("s")
         table = DeltaTable.forPath(self.spark, self.ledger.path(DEAD_LETTERS)).alias("t")
         columns = [c for c in source.columns if c not in ("redrive", "new_root_id")]
-        (
-            table.merge(source, F.col("t.root_id") == F.col("s.root_id"))
-            .whenMatchedUpdate(
-                condition=F.col("s.redrive") & F.col("t.redriven_at").isNull(),
-                set={"redriven_at": F.lit(now), "redrive_root_id": F.col("s.new_root_id")},
-            )
-            .whenNotMatchedInsert(
-                condition=~F.col("s.redrive"),
-                values={c: F.col(f"s.{c}") for c in columns},
-            )
-            .execute()
+        retry_conflicts(
+            lambda: (
+                table.merge(source, F.col("t.root_id") == F.col("s.root_id"))
+                .whenMatchedUpdate(
+                    condition=F.col("s.redrive") & F.col("t.redriven_at").isNull(),
+                    set={"redriven_at": F.lit(now), "redrive_root_id": F.col("s.new_root_id")},
+                )
+                .whenNotMatchedInsert(
+                    condition=~F.col("s.redrive"),
+                    values={c: F.col(f"s.{c}") for c in columns},
+                )
+                .execute()
+            ),
+            what=f"MERGE into {self.ledger.path(DEAD_LETTERS)}",
         )
