@@ -96,7 +96,40 @@ def spark_submit_kwargs(
         "name": f"ackfold-{Path(app).stem}",
         "application_args": args or [],
         "verbose": False,
+        "env_vars": kafka_credential_env(settings),
     }
+
+
+def kafka_credential_env(settings: Settings) -> dict[str, str]:
+    """The environment that hands a spark-submit the Kafka login and password of the
+    Airflow connection `kafka.airflow_connection`: templates Airflow renders when the task
+    runs (`{{ conn.<id>.password }}`), so no secret is in a DAG file, and Airflow masks it
+    in logs and rendered fields. Empty without that setting."""
+    name = settings.kafka.airflow_connection
+    if name is None:
+        return {}
+    return {
+        "ACKFOLD_KAFKA__SASL_USERNAME": f"{{{{ conn[{name!r}].login }}}}",
+        "ACKFOLD_KAFKA__SASL_PASSWORD": f"{{{{ conn[{name!r}].password }}}}",
+    }
+
+
+def with_kafka_connection(settings: Settings) -> Settings:
+    """`settings` with the Kafka login and password of the Airflow connection
+    `kafka.airflow_connection` (inside a task, which may read connections); unchanged
+    without that setting."""
+    name = settings.kafka.airflow_connection
+    if name is None:
+        return settings
+    from airflow.sdk import BaseHook
+    from pydantic import SecretStr
+
+    connection = BaseHook.get_connection(name)
+    update = {
+        "sasl_username": connection.login or None,
+        "sasl_password": SecretStr(connection.password) if connection.password else None,
+    }
+    return settings.model_copy(update={"kafka": settings.kafka.model_copy(update=update)})
 
 
 def root_state_asset(settings: Settings | None = None) -> Asset:
@@ -237,7 +270,7 @@ def run_manual_replay(
     from ackfold.replay.replayer import Replayer, unsent_error
     from ackfold.spark import get_spark
 
-    settings = settings or load_settings()
+    settings = with_kafka_connection(settings or load_settings())
     request = parse_replay_conf(conf, apps=list(settings.apps), requested_by=requested_by)
     replayer = Replayer(get_spark(settings, app_name="ackfold-manual-replay"), settings)
     # From the plan on: an automatic replay planning the same roots meanwhile would send

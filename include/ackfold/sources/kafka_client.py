@@ -17,16 +17,19 @@ from typing import Any
 
 from ackfold.config import Settings
 from ackfold.sources.base import SourceError
+from ackfold.sources.kafka_security import client_security
 
 
 def client_config(settings: Settings, **extra: Any) -> dict[str, Any]:
-    """confluent-kafka settings for `settings.kafka`; librdkafka logs to Python logging."""
+    """confluent-kafka settings for `settings.kafka`, its security settings included
+    (`ackfold.sources.kafka_security`); librdkafka logs to Python logging."""
     timeout_ms = int(settings.kafka.timeout.total_seconds() * 1000)
     return {
         "bootstrap.servers": settings.kafka.bootstrap_servers,
         "client.id": "ackfold",
         "socket.timeout.ms": timeout_ms,
         "logger": logging.getLogger("ackfold.kafka.client"),
+        **client_security(settings),
         **extra,
     }
 
@@ -37,7 +40,14 @@ def timeout_seconds(settings: Settings) -> float:
 
 
 def unreachable(settings: Settings, error: object) -> SourceError:
-    """The error of brokers that did not answer (`error`: what the client said)."""
+    """The error of brokers that did not answer (`error`: what the client said), or that
+    refused the login."""
+    if "authentication" in str(error).lower():
+        return SourceError(
+            f"Kafka at {settings.kafka.bootstrap_servers} refused the login ({error}): check "
+            "kafka.security_protocol, kafka.sasl_mechanism, kafka.sasl_username and "
+            "kafka.sasl_password (ACKFOLD_KAFKA__SASL_USERNAME, ACKFOLD_KAFKA__SASL_PASSWORD)"
+        )
     return SourceError(
         f"Kafka at {settings.kafka.bootstrap_servers} did not answer within "
         f"{timeout_seconds(settings):g} s ({error}): is the broker up? (kafka.bootstrap_servers)"

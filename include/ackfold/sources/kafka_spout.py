@@ -37,6 +37,7 @@ from ackfold.ledger.tables import ACK_EVENTS, ROOTS, Ledger
 from ackfold.sources.base import ATTEMPT, ORIGIN_ROOT_ID
 from ackfold.sources.kafka import KafkaTopic
 from ackfold.sources.kafka_client import check_topics, topic_ids
+from ackfold.sources.kafka_security import spark_security
 from ackfold.track.stage import StageTracker
 
 if TYPE_CHECKING:
@@ -101,6 +102,7 @@ class KafkaSpout:
             .option("startingOffsets", "earliest")
             .option("includeHeaders", "true")
             .option("maxOffsetsPerTrigger", kafka.max_offsets_per_trigger)
+            .options(**spark_security(self.settings))
             .load()
         )
 
