@@ -6,7 +6,7 @@ from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOpe
 from airflow.sdk import DAG
 
 from ackfold.config import load_settings
-from ackfold.dags import default_args, spark_submit_kwargs
+from ackfold.dags import LEDGER_POOL, default_args, spark_submit_kwargs
 
 settings = load_settings()
 
@@ -38,4 +38,6 @@ Keeps the ledger small and fast to read:
     default_args=default_args(),
     tags=["ackfold", "maintenance"],
 ):
-    SparkSubmitOperator(task_id="maintain", **spark_submit_kwargs("maintenance.py", settings))
+    SparkSubmitOperator(
+        task_id="maintain", pool=LEDGER_POOL, **spark_submit_kwargs("maintenance.py", settings)
+    )

@@ -6,7 +6,7 @@ from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOpe
 from airflow.sdk import DAG
 
 from ackfold.config import load_settings
-from ackfold.dags import default_args, root_state_asset, spark_submit_kwargs
+from ackfold.dags import LEDGER_POOL, default_args, root_state_asset, spark_submit_kwargs
 
 settings = load_settings()
 
@@ -38,6 +38,7 @@ acker, in batch), then re-classifies the roots still in flight: each root become
 ):
     SparkSubmitOperator(
         task_id="reconcile",
+        pool=LEDGER_POOL,
         outlets=[root_state_asset(settings)],
         **spark_submit_kwargs("reconcile.py", settings),
     )

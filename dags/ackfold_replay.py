@@ -6,7 +6,7 @@ from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOpe
 from airflow.sdk import DAG
 
 from ackfold.config import load_settings
-from ackfold.dags import default_args, root_state_asset, spark_submit_kwargs
+from ackfold.dags import LEDGER_POOL, default_args, root_state_asset, spark_submit_kwargs
 
 settings = load_settings()
 
@@ -39,5 +39,7 @@ dead-lettered instead: a `dead_letters` row and a copy in its dead-letter queue.
     tags=["ackfold", "replay"],
 ):
     SparkSubmitOperator(
-        task_id="replay", **spark_submit_kwargs("replay.py", settings, args=["--auto"])
+        task_id="replay",
+        pool=LEDGER_POOL,
+        **spark_submit_kwargs("replay.py", settings, args=["--auto"]),
     )

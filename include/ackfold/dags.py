@@ -29,6 +29,11 @@ SPARK_CONN_ID = "spark_default"
 ROOT_STATE_ASSET_NAME: Final = "ackfold_root_state"
 # The sends a manual replay's return value lists (all of them are in the task log).
 SHOWN_SENDS: Final = 50
+# The Airflow pool of the tasks that write root_state or rewrite the ledger (reconcile,
+# replays, maintenance): one slot, so Airflow runs them one at a time on any number of
+# workers, queued rather than blocking a worker on the ledger's lease.
+LEDGER_POOL: Final = "ackfold_ledger"
+LEDGER_POOL_DESCRIPTION: Final = "ackfold: reconciles, replays and maintenance take turns"
 
 
 def on_failure(context: dict[str, Any]) -> None:
@@ -263,7 +268,7 @@ def run_manual_replay(
     execute, and return the summary (with the first `SHOWN_SENDS` sends listed)."""
     from airflow.sdk.exceptions import AirflowFailException
 
-    from ackfold.ledger.lock import ledger_lock
+    from ackfold.ledger.lease import ledger_turn
     from ackfold.ledger.values import hex64
     from ackfold.replay.params import parse_replay_conf
     from ackfold.replay.planner import UnknownRoots
@@ -275,7 +280,7 @@ def run_manual_replay(
     replayer = Replayer(get_spark(settings, app_name="ackfold-manual-replay"), settings)
     # From the plan on: an automatic replay planning the same roots meanwhile would send
     # them too.
-    with ledger_lock(settings.var_dir, f"manual replay by {requested_by}", say=log.info):
+    with ledger_turn(settings, f"manual replay by {requested_by}", say=log.info):
         try:
             plan = replayer.plan(request)
         except UnknownRoots as exc:

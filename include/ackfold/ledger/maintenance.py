@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any, Final
 from ackfold.config import Settings
 from ackfold.ledger import status
 from ackfold.ledger.conflicts import retry_conflicts
-from ackfold.ledger.lock import ledger_lock
+from ackfold.ledger.lease import ledger_turn
 from ackfold.ledger.tables import (
     ACK_EVENTS,
     QUALITY_RESULTS,
@@ -77,10 +77,14 @@ def maintain(
 ) -> dict[str, Any]:
     """Retention, then OPTIMIZE, then VACUUM; returns what each step did.
 
-    It rewrites `ack_events`, `roots` and `replay_log`, which the reconciler and the
-    replay engine only append to or read. It takes the ledger lock only to set the tables'
-    retention property: a metadata change makes a concurrent MERGE into `root_state` (a
-    reconcile, a replay) fail."""
+    It takes the ledger's turn (`ackfold.ledger.lease.ledger_turn`) for the whole run:
+    reconciles, replays and maintenance take turns on every host. The apps go on
+    appending; a commit that meets one of theirs is retried (`ackfold.ledger.conflicts`)."""
+    with ledger_turn(settings, "ackfold maintenance", say=log.info):
+        return _maintain(spark, settings, now)
+
+
+def _maintain(spark: SparkSession, settings: Settings, now: datetime | None) -> dict[str, Any]:
     started = time.monotonic()
     ledger = Ledger(settings.table_root)
     ledger.create(spark)
@@ -94,9 +98,8 @@ def maintain(
     for table in COMPACTED:
         _sql(spark, f"OPTIMIZE delta.`{ledger.path(table)}`")
     hours = round(settings.maintenance.vacuum_retention.total_seconds() / 3600)
-    with ledger_lock(settings.var_dir, "ackfold maintenance", say=log.info):
-        for table in TABLES:
-            _set_retention(spark, ledger.path(table), hours)
+    for table in TABLES:
+        _set_retention(spark, ledger.path(table), hours)
     for table in TABLES:
         _sql(spark, f"VACUUM delta.`{ledger.path(table)}`")
     for table in TABLES:

@@ -23,7 +23,13 @@ from types import FrameType
 from typing import IO, TYPE_CHECKING
 
 from ackfold.config import Settings
-from ackfold.dags import PROJECT_DIR, SPARK_CONN_ID, spark_connection_json
+from ackfold.dags import (
+    LEDGER_POOL,
+    LEDGER_POOL_DESCRIPTION,
+    PROJECT_DIR,
+    SPARK_CONN_ID,
+    spark_connection_json,
+)
 from ackfold.local.elasticmq import ElasticMQ, ElasticMQError
 from ackfold.local.ports import is_loopback_host
 from ackfold.local.server import LocalServer
@@ -107,12 +113,16 @@ def _airflow(env: Mapping[str, str], *args: str) -> subprocess.CompletedProcess[
 
 
 def prepare_airflow(settings: Settings, env: Mapping[str, str], log: Callable[[str], None]) -> None:
-    """Migrate the metadata database; create `spark_default`, or point it at `spark.master`
-    if it targets another master."""
+    """Migrate the metadata database; create the ledger's pool (one slot); create
+    `spark_default`, or point it at `spark.master` if it targets another master."""
     log("migrating the Airflow metadata database ...")
     result = _airflow(env, "db", "migrate")
     if result.returncode != 0:
         raise RuntimeError(f"airflow db migrate failed:\n{result.stderr[-2000:]}")
+    # Idempotent; without the pool the writers' tasks would never be scheduled.
+    result = _airflow(env, "pools", "set", LEDGER_POOL, "1", LEDGER_POOL_DESCRIPTION)
+    if result.returncode != 0:
+        raise RuntimeError(f"could not create the pool {LEDGER_POOL}:\n{result.stderr[-2000:]}")
     master = settings.spark.master
     current = _airflow(env, "connections", "get", SPARK_CONN_ID, "-o", "json")
     if current.returncode == 0:
