@@ -141,7 +141,10 @@ class LedgerLease:
         finally:
             stop.set()
             keeper.join(timeout=60)
-            self._give_back(token)
+            try:
+                self._give_back(token)
+            except Exception as exc:  # never hide the block's own error behind this one
+                log.warning("could not give back the ledger lease (%s): it expires by itself", exc)
 
     # -- the three moves ----------------------------------------------------------------
 
@@ -223,7 +226,8 @@ class LedgerLease:
         for _ in range(3):
             try:
                 table = DeltaTable(self.path, storage_options=self.storage_options)
-                return table, dict(table.metadata().configuration)
+                lease = {k: _PROPERTIES[k] for k in (_HOLDER, _TOKEN, _EXPIRES)}
+                return table, {**lease, **table.metadata().configuration}
             except TableNotFoundError:
                 pass
             try:
