@@ -13,7 +13,8 @@ other fails, re-reads, and finds it held.
   then `LedgerBusy` naming the holder.
 - **Keep**: a daemon thread renews the expiry every `TTL / 4` while the run goes on.
 - **Give back**: commit it free, if it is still ours.
-- A holder that dies stops renewing, and the lease is free `TTL` after its last renewal.
+- A holder that dies stops renewing, and the lease is free `TTL` after its last renewal;
+  at once for a run on the holder's own host, which sees that its process is gone.
   Expiry compares the holders' clocks: hosts must keep them in sync (NTP), far inside `TTL`.
 
 It needs no JVM, so the CLI takes it before it starts Spark. On S3, commits are atomic
@@ -55,6 +56,7 @@ TABLE: Final = "_ledger_lease"
 TTL: Final = timedelta(minutes=2)
 _POLL: Final = 1.0
 _HOLDER, _TOKEN, _EXPIRES = "ackfold.lease.holder", "ackfold.lease.token", "ackfold.lease.expires"
+_PROCESS = "ackfold.lease.process"  # host:pid of the holder
 _FREE: Final = "-"
 _EPOCH: Final = "1970-01-01T00:00:00+00:00"
 _turns = threading.local()
@@ -62,6 +64,7 @@ _PROPERTIES: Final = {
     _HOLDER: _FREE,
     _TOKEN: _FREE,
     _EXPIRES: _EPOCH,
+    _PROCESS: _FREE,
     # One small commit per renewal: checkpoint often, keep an hour of log.
     "delta.checkpointInterval": "50",
     "delta.logRetentionDuration": "interval 1 hours",
@@ -108,11 +111,13 @@ class LedgerLease:
         ttl: timedelta = TTL,
         storage_options: dict[str, str] | None = None,
         clock: Callable[[], datetime] | None = None,
+        host: str | None = None,
     ) -> None:
         self.path = f"{warehouse.rstrip('/')}/{TABLE}"
         self.ttl = ttl
         self.storage_options = storage_options
         self._clock = clock or (lambda: datetime.now(UTC))
+        self.host = host or socket.gethostname()
 
     def holder(self) -> str | None:
         """Who holds the lease now (None: nobody, or an expired holder)."""
@@ -128,7 +133,7 @@ class LedgerLease:
         say: Callable[[str], None] | None = None,
     ) -> Iterator[None]:
         """Hold the lease for the block: `holder` names this run to those who wait."""
-        me = f"{holder} on {socket.gethostname()} (pid {os.getpid()})"
+        me = f"{holder} on {self.host} (pid {os.getpid()})"
         token = uuid.uuid4().hex
         self._take(me, token, wait, say)
         stop = threading.Event()
@@ -190,7 +195,7 @@ class LedgerLease:
             table, config = self._read()
             if config[_TOKEN] != token:
                 return
-            if self._swap(table, _FREE, _FREE, expires=_EPOCH):
+            if self._swap(table, _FREE, _FREE, expires=_EPOCH, process=_FREE):
                 return
         log.warning("could not give back the ledger lease: it expires by itself")
 
@@ -198,9 +203,32 @@ class LedgerLease:
 
     def _free(self, config: dict[str, str]) -> bool:
         expires = datetime.fromisoformat(config.get(_EXPIRES, _EPOCH))
-        return config.get(_TOKEN, _FREE) == _FREE or expires <= self._clock()
+        if config.get(_TOKEN, _FREE) == _FREE or expires <= self._clock():
+            return True
+        return self._gone(config.get(_PROCESS, _FREE))
 
-    def _swap(self, table: Any, holder: str, token: str, *, expires: str | None = None) -> bool:
+    def _gone(self, process: str) -> bool:
+        """Whether `process` (host:pid) ran on this host and is no longer alive."""
+        host, _, pid = process.rpartition(":")
+        if host != self.host or not pid.isdigit():
+            return False
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            return True
+        except PermissionError:  # alive, another user's
+            return False
+        return False
+
+    def _swap(
+        self,
+        table: Any,
+        holder: str,
+        token: str,
+        *,
+        expires: str | None = None,
+        process: str | None = None,
+    ) -> bool:
         """Commit the lease's new value at the version after `table`'s; False if another
         commit got there first."""
         from deltalake import CommitProperties
@@ -209,7 +237,12 @@ class LedgerLease:
         until = expires or (self._clock() + self.ttl).isoformat()
         try:
             table.alter.set_table_properties(
-                {_HOLDER: holder, _TOKEN: token, _EXPIRES: until},
+                {
+                    _HOLDER: holder,
+                    _TOKEN: token,
+                    _EXPIRES: until,
+                    _PROCESS: process or f"{self.host}:{os.getpid()}",
+                },
                 raise_if_not_exists=False,
                 commit_properties=CommitProperties(max_commit_retries=0),
             )
@@ -226,7 +259,7 @@ class LedgerLease:
         for _ in range(3):
             try:
                 table = DeltaTable(self.path, storage_options=self.storage_options)
-                lease = {k: _PROPERTIES[k] for k in (_HOLDER, _TOKEN, _EXPIRES)}
+                lease = {k: _PROPERTIES[k] for k in (_HOLDER, _TOKEN, _EXPIRES, _PROCESS)}
                 return table, {**lease, **table.metadata().configuration}
             except TableNotFoundError:
                 pass
