@@ -162,7 +162,12 @@ class LedgerLease:
                 if self._swap(table, me, token):
                     log.info("took the ledger lease: %s", me)
                     return
-                continue  # another host committed first: look again at once
+                if time.monotonic() < deadline:
+                    continue  # another host committed first: look again at once
+                raise LedgerBusy(
+                    f"the ledger is busy: every try to take its lease ({self.path}) within "
+                    f"{wait:g}s lost to another run's commit"
+                )
             other = f"{config[_HOLDER]} (until {config[_EXPIRES]})"
             if time.monotonic() >= deadline:
                 raise LedgerBusy(
