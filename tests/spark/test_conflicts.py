@@ -62,7 +62,7 @@ def meanwhile(
 
     thread = threading.Thread(target=second, daemon=True)
     thread.start()
-    hold_udf = F.udf(held, "string")
+    hold_udf = F.udf(lambda value: held(value), "string")  # no hints: a plain row UDF
     yield lambda column: hold_udf(column)
     thread.join(timeout=120)
     assert not failures, f"the second writer failed: {failures[0]!r}"

@@ -41,17 +41,48 @@ def timeout_seconds(settings: Settings) -> float:
 
 def unreachable(settings: Settings, error: object) -> SourceError:
     """The error of brokers that did not answer (`error`: what the client said), or that
-    refused the login."""
-    if "authentication" in str(error).lower():
+    refused the login or the TLS handshake (asked again here: librdkafka reports those
+    as a transport failure)."""
+    servers = settings.kafka.bootstrap_servers
+    refused = _refusal(settings)
+    if refused is not None and refused[0] == "login":
         return SourceError(
-            f"Kafka at {settings.kafka.bootstrap_servers} refused the login ({error}): check "
+            f"Kafka at {servers} refused the login ({refused[1]}): check "
             "kafka.security_protocol, kafka.sasl_mechanism, kafka.sasl_username and "
             "kafka.sasl_password (ACKFOLD_KAFKA__SASL_USERNAME, ACKFOLD_KAFKA__SASL_PASSWORD)"
         )
+    if refused is not None:
+        return SourceError(
+            f"Kafka at {servers} failed the TLS handshake ({refused[1]}): check "
+            "kafka.security_protocol and kafka.ssl_ca_location (ACKFOLD_KAFKA__SSL_CA_LOCATION)"
+        )
     return SourceError(
-        f"Kafka at {settings.kafka.bootstrap_servers} did not answer within "
+        f"Kafka at {servers} did not answer within "
         f"{timeout_seconds(settings):g} s ({error}): is the broker up? (kafka.bootstrap_servers)"
     )
+
+
+def _refusal(settings: Settings) -> tuple[str, str] | None:
+    """("login" or "tls", what librdkafka said) if the brokers refuse ackfold's SASL login
+    or TLS handshake, by one more metadata request; None for PLAINTEXT."""
+    if settings.kafka.security_protocol == "PLAINTEXT":
+        return None
+    from confluent_kafka import KafkaError, KafkaException
+    from confluent_kafka.admin import AdminClient
+
+    kinds = {KafkaError._AUTHENTICATION: "login", KafkaError._SSL: "tls"}
+    seen: list[tuple[str, str]] = []
+
+    def note(error: Any) -> None:
+        if error.code() in kinds:
+            seen.append((kinds[error.code()], error.str()))
+
+    admin = AdminClient(client_config(settings, error_cb=note))
+    try:
+        admin.list_topics(timeout=min(2.0, timeout_seconds(settings)))
+    except KafkaException:
+        admin.poll(0)  # error events are served here, not during the request
+    return seen[0] if seen else None
 
 
 def existing_topics(settings: Settings, admin: Any = None) -> set[str]:
