@@ -5,7 +5,7 @@ from datetime import UTC, datetime
 from airflow.sdk import DAG
 
 from ackfold.config import load_settings
-from ackfold.dags import default_args, spark_job
+from ackfold.dags import LEDGER_POOL, default_args, spark_job
 
 settings = load_settings()
 
@@ -37,4 +37,4 @@ Keeps the ledger small and fast to read:
     default_args=default_args(),
     tags=["ackfold", "maintenance"],
 ):
-    spark_job("maintain", "maintenance.py", settings)
+    spark_job("maintain", "maintenance.py", settings, pool=LEDGER_POOL)

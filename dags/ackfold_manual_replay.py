@@ -7,6 +7,7 @@ from airflow.sdk import DAG, get_current_context, task
 
 from ackfold.config import load_settings
 from ackfold.dags import (
+    LEDGER_POOL,
     default_args,
     manual_replay_params,
     requester,
@@ -57,7 +58,7 @@ client mode); the work is small: a manual replay touches the roots picked, not t
     def validate() -> dict[str, Any]:
         return validate_manual_conf(get_current_context()["dag_run"].conf, settings)
 
-    @task
+    @task(pool=LEDGER_POOL)
     def replay(conf: dict[str, Any]) -> dict[str, Any]:
         requested_by = requester(get_current_context()["dag_run"])
         return run_manual_replay(conf, requested_by, settings)

@@ -7,6 +7,7 @@ from airflow.sdk import DAG, task
 
 from ackfold.config import load_settings
 from ackfold.dags import (
+    LEDGER_POOL,
     default_args,
     ledger_metrics,
     root_state_asset,
@@ -48,7 +49,11 @@ acker, in batch), then re-classifies the roots still in flight: each root become
     tags=["ackfold", "reconcile"],
 ):
     reconcile = spark_job(
-        "reconcile", "reconcile.py", settings, outlets=[root_state_asset(settings)]
+        "reconcile",
+        "reconcile.py",
+        settings,
+        pool=LEDGER_POOL,
+        outlets=[root_state_asset(settings)],
     )
 
     @task

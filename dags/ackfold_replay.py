@@ -5,7 +5,7 @@ from datetime import UTC, datetime
 from airflow.sdk import DAG
 
 from ackfold.config import load_settings
-from ackfold.dags import default_args, root_state_asset, spark_job
+from ackfold.dags import LEDGER_POOL, default_args, root_state_asset, spark_job
 
 settings = load_settings()
 
@@ -37,4 +37,4 @@ dead-lettered instead: a `dead_letters` row and a copy in its dead-letter queue.
     default_args=default_args(),
     tags=["ackfold", "replay"],
 ):
-    spark_job("replay", "replay.py", settings, args=["--auto"])
+    spark_job("replay", "replay.py", settings, args=["--auto"], pool=LEDGER_POOL)

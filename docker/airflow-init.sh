@@ -2,8 +2,8 @@
 # airflow-init in docker-compose.yml, once per `docker compose up`: refuse the placeholder
 # secrets of .env.example, migrate the metadata database (Airflow's tables and the FAB auth
 # manager's users and roles), let Viewers and Users see the Reliability UI, create the
-# admin, and create `spark_default` (Airflow 3 creates no connection, and the
-# SparkSubmitOperator would silently target YARN without it).
+# admin, create the pool `ackfold_ledger`, and create `spark_default` (Airflow 3 creates no
+# connection, and the SparkSubmitOperator would silently target YARN without it).
 # Idempotent: a second run changes nothing but the admin password, if .env changed it.
 set -euo pipefail
 
@@ -32,6 +32,10 @@ echo "airflow-init: ${created}"
 if [[ "$created" == *"already exists"* ]]; then
   airflow users reset-password --username "$AIRFLOW_ADMIN_USER" --password "$AIRFLOW_ADMIN_PASSWORD"
 fi
+
+# One slot: reconciles, replays and maintenance take turns on every worker (the DAGs'
+# tasks name it; ackfold.dags.LEDGER_POOL). Without it those tasks are never scheduled.
+airflow pools set ackfold_ledger 1 "ackfold: reconciles, replays and maintenance take turns"
 
 if airflow connections get spark_default >/dev/null 2>&1; then
   echo "airflow-init: connection spark_default exists"

@@ -33,6 +33,11 @@ SPARK_CONN_ID = "spark_default"
 ROOT_STATE_ASSET_NAME: Final = "ackfold_root_state"
 # The sends a manual replay's return value lists (all of them are in the task log).
 SHOWN_SENDS: Final = 50
+# The Airflow pool of the tasks that write root_state or rewrite the ledger (reconcile,
+# replays, maintenance): one slot, so Airflow runs them one at a time on any number of
+# workers, queued rather than blocking a worker on the ledger's lease.
+LEDGER_POOL: Final = "ackfold_ledger"
+LEDGER_POOL_DESCRIPTION: Final = "ackfold: reconciles, replays and maintenance take turns"
 
 
 def on_failure(context: dict[str, Any]) -> None:
@@ -104,6 +109,7 @@ def spark_submit_kwargs(
         "name": f"ackfold-{Path(app).stem}",
         "application_args": args or [],
         "verbose": False,
+        "env_vars": kafka_credential_env(settings),
     }
 
 
@@ -153,7 +159,14 @@ def run_spark_app(app: str, args: list[str]) -> None:
     Connect: a task process of its own, so its environment and argv are the job's."""
     from airflow.sdk.exceptions import AirflowException
 
-    os.environ["ACKFOLD_SPARK__REMOTE"] = connect_endpoint(load_settings())
+    settings = load_settings()
+    os.environ["ACKFOLD_SPARK__REMOTE"] = connect_endpoint(settings)
+    # The Kafka login of `kafka.airflow_connection`, as spark-submit gets it (env_vars).
+    kafka = with_kafka_connection(settings).kafka
+    if settings.kafka.airflow_connection and kafka.sasl_username:
+        os.environ["ACKFOLD_KAFKA__SASL_USERNAME"] = kafka.sasl_username
+    if settings.kafka.airflow_connection and kafka.sasl_password:
+        os.environ["ACKFOLD_KAFKA__SASL_PASSWORD"] = kafka.sasl_password.get_secret_value()
     script = SPARK_APPS / app
     sys.argv = [str(script), *args]
     try:
@@ -187,6 +200,38 @@ def spark_connect_connection(remote: str) -> dict[str, Any]:
         "password": params.get("token"),
         "extra": extra,
     }
+
+
+def kafka_credential_env(settings: Settings) -> dict[str, str]:
+    """The environment that hands a spark-submit the Kafka login and password of the
+    Airflow connection `kafka.airflow_connection`: templates Airflow renders when the task
+    runs (`{{ conn.<id>.password }}`), so no secret is in a DAG file, and Airflow masks it
+    in logs and rendered fields. Empty without that setting."""
+    name = settings.kafka.airflow_connection
+    if name is None:
+        return {}
+    return {
+        "ACKFOLD_KAFKA__SASL_USERNAME": f"{{{{ conn[{name!r}].login }}}}",
+        "ACKFOLD_KAFKA__SASL_PASSWORD": f"{{{{ conn[{name!r}].password }}}}",
+    }
+
+
+def with_kafka_connection(settings: Settings) -> Settings:
+    """`settings` with the Kafka login and password of the Airflow connection
+    `kafka.airflow_connection` (inside a task, which may read connections); unchanged
+    without that setting."""
+    name = settings.kafka.airflow_connection
+    if name is None:
+        return settings
+    from airflow.sdk import BaseHook
+    from pydantic import SecretStr
+
+    connection = BaseHook.get_connection(name)
+    update = {
+        "sasl_username": connection.login or None,
+        "sasl_password": SecretStr(connection.password) if connection.password else None,
+    }
+    return settings.model_copy(update={"kafka": settings.kafka.model_copy(update=update)})
 
 
 def root_state_asset(settings: Settings | None = None) -> Asset:
@@ -320,19 +365,19 @@ def run_manual_replay(
     execute, and return the summary (with the first `SHOWN_SENDS` sends listed)."""
     from airflow.sdk.exceptions import AirflowFailException
 
-    from ackfold.ledger.lock import ledger_lock
+    from ackfold.ledger.lease import ledger_turn
     from ackfold.ledger.values import hex64
     from ackfold.replay.params import parse_replay_conf
     from ackfold.replay.planner import UnknownRoots
     from ackfold.replay.replayer import Replayer, unsent_error
     from ackfold.spark import get_spark
 
-    settings = settings or load_settings()
+    settings = with_kafka_connection(settings or load_settings())
     request = parse_replay_conf(conf, apps=list(settings.apps), requested_by=requested_by)
     replayer = Replayer(get_spark(settings, app_name="ackfold-manual-replay"), settings)
     # From the plan on: an automatic replay planning the same roots meanwhile would send
     # them too.
-    with ledger_lock(settings.var_dir, f"manual replay by {requested_by}", say=log.info):
+    with ledger_turn(settings, f"manual replay by {requested_by}", say=log.info):
         try:
             plan = replayer.plan(request)
         except UnknownRoots as exc:

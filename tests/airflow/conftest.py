@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from ackfold.config import load_settings
-from ackfold.dags import spark_connection_json
+from ackfold.dags import LEDGER_POOL, LEDGER_POOL_DESCRIPTION, spark_connection_json
 from ackfold.local.stack import airflow_environment
 from tests.conftest import JARS_DIR
 
@@ -31,6 +31,11 @@ os.environ["AIRFLOW_CONN_SPARK_DEFAULT"] = spark_connection_json(SETTINGS)
 def airflow_db() -> None:
     airflow = str(Path(sys.executable).parent / "airflow")
     subprocess.run([airflow, "db", "migrate"], check=True, capture_output=True, env=os.environ)
+    # As `make run` does (`prepare_airflow`): the ledger writers' tasks run in this pool.
+    subprocess.run(
+        [airflow, "pools", "set", LEDGER_POOL, "1", LEDGER_POOL_DESCRIPTION],
+        check=True, capture_output=True, env=os.environ,
+    )  # fmt: skip
 
 
 # The alert tests' real SMTP server, webhook and the connections to them.

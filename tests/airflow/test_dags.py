@@ -163,6 +163,42 @@ def test_manual_replay_form_defaults_to_a_dry_run_and_matches_the_library(
     params.get_param("root_ids").resolve(["-42", "0x2a"])
 
 
+# The tasks that write root_state or rewrite the ledger: one at a time, on any worker.
+LEDGER_WRITERS = {
+    ("ackfold_reconcile", "reconcile"), ("ackfold_replay", "replay"),
+    ("ackfold_manual_replay", "replay"), ("ackfold_maintenance", "maintain"),
+}  # fmt: skip
+
+
+def test_the_ledger_writers_take_turns_in_a_one_slot_pool_that_make_run_creates(
+    dagbag,
+) -> None:  # type: ignore[no-untyped-def]
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from ackfold.dags import LEDGER_POOL
+    from ackfold.local.stack import prepare_airflow
+
+    in_pool = {
+        (dag_id, task.task_id)
+        for dag_id in OURS
+        for task in dagbag.dags[dag_id].tasks
+        if task.pool == LEDGER_POOL
+    }
+    assert in_pool == LEDGER_WRITERS
+    airflow = str(Path(sys.executable).parent / "airflow")
+    subprocess.run([airflow, "pools", "delete", LEDGER_POOL], capture_output=True, env=os.environ)
+    prepare_airflow(SETTINGS, os.environ, lambda line: None)  # what `make run` runs first
+    shown = subprocess.run(
+        [airflow, "pools", "get", LEDGER_POOL, "-o", "json"],
+        capture_output=True, text=True, check=True, env=os.environ,
+    )  # fmt: skip
+    [pool] = json.loads(shown.stdout)
+    assert int(pool["slots"]) == 1
+
+
 def test_with_spark_remote_every_spark_task_runs_its_entry_point_through_connect(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -186,6 +222,9 @@ def test_with_spark_remote_every_spark_task_runs_its_entry_point_through_connect
         assert task.python_callable.__name__ == "run_spark_app"
         assert task.op_args == [app, args]
         assert (PROJECT_DIR / "spark_apps" / app).is_file()
+        assert task.pool == (
+            "ackfold_ledger" if (dag_id, task_id) in LEDGER_WRITERS else "default_pool"
+        )
     reconcile = bag.dags["ackfold_reconcile"].get_task("reconcile")
     assert reconcile.downstream_task_ids == {"alerts", "metrics"}
     assert [a.name for a in reconcile.outlets] == ["ackfold_root_state"]

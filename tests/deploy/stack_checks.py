@@ -16,6 +16,8 @@ from typing import Any
 import jsonschema
 import yaml
 
+from ackfold.dags import LEDGER_POOL
+
 PROJECT_DIR = Path(__file__).resolve().parents[2]
 COMPOSE_FILE = PROJECT_DIR / "docker-compose.yml"
 ENV_EXAMPLE = PROJECT_DIR / ".env.example"
@@ -274,6 +276,7 @@ def auth_problems(document: Mapping[str, Any], init_script: str, requirements: s
         "airflow sync-perm",
         "airflow roles add-perms Viewer User --resource Plugins --action can_read",
         "airflow users create --role Admin",
+        f"airflow pools set {LEDGER_POOL} 1",
     ):
         if step not in init_script:
             problems.append(f"docker/airflow-init.sh does not run `{step}`")

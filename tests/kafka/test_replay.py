@@ -29,6 +29,9 @@ from ackfold.reconcile.reconciler import reconcile
 from ackfold.replay.replayer import Replayer
 from ackfold.replay.request import ReplayRequest
 from ackfold.sources.base import ATTEMPT, DEAD_REASON, EXPIRED, ORIGIN_ROOT_ID, SourceError
+from ackfold.sources.kafka import RECREATED
+from ackfold.sources.kafka_client import topic_ids
+from ackfold.sources.kafka_records import message_id
 from tests.kafka.conftest import consume_all, delete_before, produce, settings_for
 
 Records = list[tuple[bytes | None, bytes | None, list[tuple[str, bytes]]]]
@@ -60,7 +63,8 @@ def test_records_register_as_roots_at_their_position_and_odd_headers_make_a_new_
     spark: SparkSession, kafka_settings: Settings, make_topic: Callable[[], str]
 ) -> None:
     topic = make_topic()
-    origin = ids.root_id("wordcount", f"kafka:{topic}:0:0")
+    topic_id = topic_ids(kafka_settings, [topic])[topic]
+    origin = ids.root_id("wordcount", f"kafka:{topic}:{message_id(topic_id, 0, 0)}")
     replay_headers = [(ATTEMPT, b"2"), (ORIGIN_ROOT_ID, str(origin).encode())]
     records: Records = [
         *sentences(2),
@@ -78,7 +82,7 @@ def test_records_register_as_roots_at_their_position_and_odd_headers_make_a_new_
     for offset, root in zip(offsets, (roots[f"{topic}:0:{o}"] for o in offsets), strict=True):
         assert root["source"] == "kafka"
         assert root["source_queue"] == topic
-        assert root["source_message_id"] == f"0:{offset}"
+        assert root["source_message_id"] == f"0:{offset}@{topic_id}"
         assert root["payload"] is None, "kafka.store_payload is off: a replay re-reads"
     first, _, replayed, odd, _ = (roots[f"{topic}:0:{o}"] for o in offsets)
     assert first["root_id"] == origin
@@ -87,7 +91,9 @@ def test_records_register_as_roots_at_their_position_and_odd_headers_make_a_new_
     assert replayed["origin_root_id"] == origin
     assert replayed["root_id"] == ids.root_id("wordcount", "", 2, origin)
     assert odd["attempt"] == 1, "headers that are not a valid attempt are ignored"
-    assert odd["root_id"] == ids.root_id("wordcount", f"kafka:{topic}:0:{offsets[3]}")
+    assert odd["root_id"] == ids.root_id(
+        "wordcount", f"kafka:{topic}:{message_id(topic_id, 0, offsets[3])}"
+    )
 
     reconcile(spark, settings, app="wordcount")
     states = {r["root_id"]: r for r in table(spark, settings, ROOT_STATE).collect()}
@@ -254,6 +260,56 @@ def test_a_malformed_position_is_dead_lettered_and_a_deleted_topic_skipped_the_r
     assert plan.skipped == {}
     summary = replayer.execute(plan)
     assert summary.dead_lettered == 2, "expired: the new topic does not hold them"
+
+
+def test_a_topic_created_again_gives_new_root_ids_and_its_old_roots_are_not_replayed_from_it(
+    spark: SparkSession, kafka_settings: Settings, make_topic: Callable[[], str]
+) -> None:
+    """A topic deleted and created again starts its offsets over: its new records get root
+    ids of their own (not those of the old records at the same offsets), and a failed
+    root of the old topic is dead-lettered with the reason, not replayed with whatever
+    record now sits at its offset."""
+    import shutil
+
+    from confluent_kafka.admin import AdminClient
+
+    from ackfold.sources.kafka_client import client_config, create_topics, existing_topics
+
+    topic = make_topic()
+    settings = app_settings(kafka_settings, topic)
+    produce(settings, topic, [*sentences(1), (b"x", b"not json", [])])
+    WordCount(spark, settings, faults=FaultSettings()).step()
+    reconcile(spark, settings, app="wordcount")
+    before = {r["source_position"]: r for r in table(spark, settings, ROOTS).collect()}
+    old_id = topic_ids(settings, [topic])[topic]
+
+    admin = AdminClient(client_config(settings))  # kept: its futures need it alive
+    admin.delete_topics([topic])[topic].result()
+    wait_for(lambda: topic not in existing_topics(settings), f"{topic} deleted")
+    wait_for(lambda: bool(create_topics(settings, [topic])), f"{topic} created again")
+    new_id = topic_ids(settings, [topic])[topic]
+    assert new_id != old_id
+    produce(settings, topic, sentences(2, first=10))
+    # Offsets went back to 0: the app starts from a new checkpoint, as after any re-creation.
+    shutil.rmtree(f"{settings.table_root}/_checkpoints/apps/wordcount")
+    WordCount(spark, settings, faults=FaultSettings()).step()
+    reconcile(spark, settings, app="wordcount")
+
+    roots = table(spark, settings, ROOTS).collect()
+    assert len({r["root_id"] for r in roots}) == 4, "two records at offsets 0 and 1, twice"
+    after = [r for r in roots if r["source_message_id"].endswith(f"@{new_id}")]
+    assert sorted(r["source_position"] for r in after) == sorted(before)
+    assert all(r["root_id"] != before[r["source_position"]]["root_id"] for r in after)
+
+    states = {r["root_id"]: r["status"] for r in table(spark, settings, ROOT_STATE).collect()}
+    assert [states[r["root_id"]] for r in after] == [status.COMPLETED] * 2
+    [failed] = [r for r in before.values() if states[r["root_id"]] == status.FAILED]
+    replayer = Replayer(spark, settings)
+    [send] = replayer.plan(ReplayRequest(app="wordcount", requested_by="test")).sends
+    assert (send.root_id, send.action) == (failed["root_id"], "dead_letter")
+    assert send.reason is not None
+    assert send.reason.startswith(f"{RECREATED}: topic {topic}")
+    assert f"topic id {old_id}, now {new_id}" in send.reason
 
 
 def wait_for(condition: Callable[[], bool], what: str, timeout: float = 60) -> None:

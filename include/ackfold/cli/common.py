@@ -27,6 +27,34 @@ Handler = Callable[[Settings, argparse.Namespace], int]
 AddCommand = Callable[[str, Handler, str], argparse.ArgumentParser]
 
 
+def add_wait(parser: argparse.ArgumentParser) -> None:
+    """`--wait SECONDS`: how long a command that writes root_state waits for its turn
+    while a reconcile, replay or maintenance run (of a DAG, on any host) holds the ledger."""
+    parser.add_argument(
+        "--wait",
+        metavar="SECONDS",
+        type=_seconds,
+        default=3600.0,
+        help="wait at most this long for another reconcile, replay or maintenance run to "
+        "finish (default 3600; 0: refuse at once)",
+    )
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value <= 86_400:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds from 0 to 86400")
+    return value
+
+
+def say_on_stderr(text: str) -> None:
+    """Tell the user what the command waits for (a line on stderr)."""
+    print(f"ackfold: {text}", file=sys.stderr, flush=True)
+
+
 class UsageError(Exception):
     """Bad input from the user: printed as is, exit code 2."""
 

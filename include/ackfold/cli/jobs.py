@@ -11,9 +11,11 @@ from datetime import datetime
 from ackfold.cli.common import (
     AddCommand,
     UsageError,
+    add_wait,
     check_app,
     emit,
     ledger_error,
+    say_on_stderr,
     spark_session,
 )
 from ackfold.config import Settings
@@ -36,6 +38,7 @@ def add_commands(command: AddCommand) -> None:
         metavar="ISO-TIME",
         help="classify timeouts as of this time instead of the clock (replays, tests)",
     )
+    add_wait(reconcile)
     quality = command(
         "quality",
         _quality,
@@ -66,20 +69,24 @@ def _reconcile(settings: Settings, args: argparse.Namespace) -> int:
     except LedgerError as exc:
         return ledger_error(exc)
 
+    from ackfold.ledger.lease import ledger_turn
     from ackfold.reconcile.reconciler import reconcile
 
-    spark = spark_session(settings, "ackfold-reconcile")
-    summary = reconcile(spark, settings, now=now, app=args.app)
-    if args.replay:
-        from ackfold.replay.replayer import ReplayError, replay
-        from ackfold.replay.request import ReplayRequest
+    # Taken before Spark starts, and held through --replay: a DAG run on another host may
+    # hold it.
+    with ledger_turn(settings, "ackfold reconcile", wait=args.wait, say=say_on_stderr):
+        spark = spark_session(settings, "ackfold-reconcile")
+        summary = reconcile(spark, settings, now=now, app=args.app)
+        if args.replay:
+            from ackfold.replay.replayer import ReplayError, replay
+            from ackfold.replay.request import ReplayRequest
 
-        request = ReplayRequest(automatic=True, app=args.app, requested_by="auto")
-        try:
-            summary["replay"] = replay(spark, settings, request, now=now).as_dict()
-        except ReplayError as exc:
-            emit(json.dumps(summary, indent=2))
-            return ledger_error(exc)
+            request = ReplayRequest(automatic=True, app=args.app, requested_by="auto")
+            try:
+                summary["replay"] = replay(spark, settings, request, now=now).as_dict()
+            except ReplayError as exc:
+                emit(json.dumps(summary, indent=2))
+                return ledger_error(exc)
     emit(json.dumps(summary, indent=2))
     return 0
 

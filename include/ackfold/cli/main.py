@@ -22,6 +22,8 @@ from ackfold import __version__
 from ackfold.cli import demo, jobs, ledger, local, read, replay
 from ackfold.cli.common import EXIT_USAGE, Handler, UsageError, error_line, verbosity
 from ackfold.config import ConfigError, Settings, load_settings
+from ackfold.ledger.conflicts import LedgerConflict
+from ackfold.ledger.lock import LedgerBusy
 from ackfold.local.jvm import JarsError
 from ackfold.sources.base import SourceError
 from ackfold.spark import SparkConnectError, SparkMasterUnreachable, WorkerPythonMismatch
@@ -85,8 +87,11 @@ def run(argv: Sequence[str] | None = None) -> int:
             SparkConnectError,
             WorkerPythonMismatch,
             SourceError,
+            LedgerBusy,
+            LedgerConflict,
         ) as exc:
-            # A source queue that cannot be reached or refuses: say which, no traceback.
+            # A source queue or a Spark endpoint that cannot be reached or refuses, a
+            # ledger another run kept or kept changing: say which, no traceback.
             error_line(exc)
             return 1
         except KeyboardInterrupt:

@@ -11,9 +11,11 @@ from typing import Any
 from ackfold.cli.common import (
     AddCommand,
     UsageError,
+    add_wait,
     check_app,
     emit,
     ledger_error,
+    say_on_stderr,
     spark_session,
 )
 from ackfold.config import Settings
@@ -59,6 +61,7 @@ def add_commands(command: AddCommand) -> None:
         "out of attempts are dead-lettered",
     )
     replay.add_argument("--json", action="store_true", help="print the summary as JSON")
+    add_wait(replay)
 
 
 def _replay(settings: Settings, args: argparse.Namespace) -> int:
@@ -80,15 +83,15 @@ def _replay(settings: Settings, args: argparse.Namespace) -> int:
         return ledger_error(Exception(f"unknown root id(s), not in root_state: {listed}"))
 
     from ackfold.cli.progress import Progress
-    from ackfold.ledger.lock import ledger_lock
+    from ackfold.ledger.lease import ledger_turn
     from ackfold.replay.planner import UnknownRoots
     from ackfold.replay.replayer import Replayer, unsent_error
 
-    replayer = Replayer(spark_session(settings, "ackfold-replay"), settings)
     # From the plan to the last send: another replay planning the same roots would send
-    # them too (reconciles and replays wait, and say for whom).
+    # them too. Taken before Spark starts: a DAG run on another host may hold it.
     holder = f"ackfold replay ({request.requested_by})"
-    with ledger_lock(settings.var_dir, holder, say=lambda text: print(text, file=sys.stderr)):
+    with ledger_turn(settings, holder, wait=args.wait, say=say_on_stderr):
+        replayer = Replayer(spark_session(settings, "ackfold-replay"), settings)
         try:
             plan = replayer.plan(request)
         except UnknownRoots as exc:

@@ -11,6 +11,7 @@ from typing import Annotated, Literal
 from pydantic import (
     AfterValidator,
     Field,
+    SecretStr,
     ValidationInfo,
     field_serializer,
     field_validator,
@@ -152,6 +153,12 @@ class KafkaSettings(Section):
       re-reads the record; the copy is sent only once retention has deleted it.
     - `max_offsets_per_trigger`: records a tracked app's micro-batch takes at most.
     - `partitions`: of the topics that `ackfold kafka` and the demo create.
+    - `security_protocol`, `sasl_mechanism`, `sasl_username`, `sasl_password`,
+      `ssl_ca_location`: how the clients (confluent-kafka and Spark's Kafka source,
+      `ackfold.sources.kafka_security`) authenticate and encrypt. The password comes from
+      the environment (`ACKFOLD_KAFKA__SASL_PASSWORD`) or an Airflow connection
+      (`airflow_connection`, for the DAGs' tasks), never from a file in the repository;
+      it is never printed or logged.
     """
 
     bootstrap_servers: str = "127.0.0.1:9092"
@@ -159,6 +166,32 @@ class KafkaSettings(Section):
     store_payload: bool = False
     max_offsets_per_trigger: int = Field(10_000, ge=1)
     partitions: int = Field(2, ge=1, le=1000)
+    security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = "PLAINTEXT"
+    sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"] | None = None
+    sasl_username: str | None = Field(None, min_length=1)
+    sasl_password: SecretStr | None = None
+    ssl_ca_location: Path | None = None
+    airflow_connection: str | None = Field(None, pattern=r"^[A-Za-z0-9_.\-]{1,200}$")
+
+    @model_validator(mode="after")
+    def _security_is_complete(self) -> KafkaSettings:
+        sasl = self.security_protocol.startswith("SASL_")
+        if sasl and self.sasl_mechanism is None:
+            raise ValueError(
+                f"security_protocol {self.security_protocol} needs sasl_mechanism (PLAIN, "
+                "SCRAM-SHA-256 or SCRAM-SHA-512; ACKFOLD_KAFKA__SASL_MECHANISM)"
+            )
+        if not sasl and (self.sasl_mechanism or self.sasl_username or self.sasl_password):
+            raise ValueError(
+                f"sasl_* settings need a SASL security_protocol (SASL_PLAINTEXT or SASL_SSL), "
+                f"not {self.security_protocol}: set ACKFOLD_KAFKA__SECURITY_PROTOCOL"
+            )
+        if self.ssl_ca_location is not None and not self.security_protocol.endswith("SSL"):
+            raise ValueError(
+                f"ssl_ca_location needs an SSL security_protocol (SSL or SASL_SSL), not "
+                f"{self.security_protocol}"
+            )
+        return self
 
     @field_validator("bootstrap_servers")
     @classmethod

@@ -104,7 +104,7 @@ class Feed:
     def publish(
         self, settings: Settings, topic: str, progress: Callable[[int, int], None] | None = None
     ) -> list[str]:
-        """Produce every message to Kafka; returns their `partition:offset`s in feed order."""
+        """Produce every message to Kafka; returns their message ids in feed order."""
         return publish_bodies(settings, topic, [m.body for m in self.messages], progress)
 
 
@@ -115,12 +115,15 @@ def publish_bodies(
     progress: Callable[[int, int], None] | None = None,
 ) -> list[str]:
     """Produce `bodies` to Kafka `topic` (idempotent producer, acks from all replicas);
-    returns their positions' `partition:offset`, in order: the ids roots register."""
+    returns their message ids (`partition:offset@topic-id`), in order: the ids roots
+    register (`ackfold.sources.kafka_records.message_id`)."""
     from confluent_kafka import Producer
 
-    from ackfold.sources.kafka_client import client_config
+    from ackfold.sources.kafka_client import client_config, topic_ids
+    from ackfold.sources.kafka_records import message_id
 
     bodies = list(bodies)
+    topic_id = topic_ids(settings, [topic])[topic]
     producer = Producer(client_config(settings, **{"enable.idempotence": True, "acks": "all"}))
     ids: list[str | None] = [None] * len(bodies)
     errors: list[str] = []
@@ -130,7 +133,7 @@ def publish_bodies(
             if error is not None:
                 errors.append(error.str())
             else:
-                ids[index] = f"{record.partition()}:{record.offset()}"
+                ids[index] = message_id(topic_id, record.partition(), record.offset())
 
         return report
 

@@ -23,7 +23,7 @@ from ackfold.config.demo import FaultSettings
 from ackfold.demo.delivery import DeliveryReport, assess
 from ackfold.demo.feed import Feed
 from ackfold.demo.wordcount import APP, STAGES, WordCount, demo_topics, with_demo_policy
-from ackfold.ledger.lock import ledger_lock
+from ackfold.ledger.lease import ledger_turn
 from ackfold.reconcile.reconciler import reconcile
 from ackfold.replay.replayer import Replayer, ReplaySummary
 from ackfold.replay.request import ReplayRequest
@@ -135,7 +135,7 @@ class Demo:
         """Fold the new events, then send the automatic replays: roots by status, and
         what the replay did."""
         # The Airflow DAGs may be reconciling too: one writer of root_state at a time.
-        with ledger_lock(self.settings.var_dir, "ackfold demo", say=self.say):
+        with ledger_turn(self.settings, "ackfold demo", say=self.say):
             summary = reconcile(self.spark, self.settings, app=APP)
             replayer = Replayer(self.spark, self.settings)
             request = ReplayRequest(automatic=True, app=APP, requested_by="demo")

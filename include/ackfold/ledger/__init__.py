@@ -5,6 +5,8 @@
 - `writer`: `LedgerWriter`, the tables created and appended without a JVM (delta-rs);
 - `ids`: derived ids of roots, tuples, edges and events; `status`: a root's statuses;
 - `reader`: the ledger read without a JVM (delta-rs), for the CLI and the UI;
-- `lock`: one writer of `root_state` at a time; `maintenance`: retention, OPTIMIZE, VACUUM;
+- `lock`, `lease`: one writer of `root_state` at a time, on a host and on every host;
+- `conflicts`: Delta's concurrent-modification conflicts, retried by every writer;
+- `maintenance`: retention, OPTIMIZE, VACUUM;
 - `synth`: synthetic ledgers, for benchmarks and scale tests.
 """

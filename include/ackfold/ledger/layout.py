@@ -19,8 +19,10 @@ Example:
 from __future__ import annotations
 
 import logging
+from functools import partial
 from typing import TYPE_CHECKING
 
+from ackfold.ledger.conflicts import retry_conflicts
 from ackfold.ledger.tables import (
     ROOT_STATE,
     ROOT_STATE_DDL,
@@ -57,20 +59,24 @@ def _upgrade(spark: SparkSession, path: str) -> bool:
     changed = False
     if tuple(detail["partitionColumns"]) != ROOT_STATE_PARTITIONS:
         log.info("root_state: rewriting it partitioned by %s", ", ".join(ROOT_STATE_PARTITIONS))
-        (
-            spark.read.format("delta")
-            .load(path)
-            .select(*column_names(ROOT_STATE_DDL))
-            .write.format("delta")
-            .mode("overwrite")
-            .option("overwriteSchema", "true")
-            .partitionBy(*ROOT_STATE_PARTITIONS)
-            .save(path)
+        retry_conflicts(
+            lambda: (
+                spark.read.format("delta")
+                .load(path)
+                .select(*column_names(ROOT_STATE_DDL))
+                .write.format("delta")
+                .mode("overwrite")
+                .option("overwriteSchema", "true")
+                .partitionBy(*ROOT_STATE_PARTITIONS)
+                .save(path)
+            ),
+            what=f"rewriting {path}",
         )
         changed = True
     nullable = {f.name for f in spark.read.format("delta").load(path).schema if f.nullable}
     for name, _, may_be_null in column_specs(ROOT_STATE_DDL):
         if not may_be_null and name in nullable:
-            spark.sql(f"ALTER TABLE delta.`{path}` ALTER COLUMN {name} SET NOT NULL")
+            statement = f"ALTER TABLE delta.`{path}` ALTER COLUMN {name} SET NOT NULL"
+            retry_conflicts(partial(spark.sql, statement), what=statement)
             changed = True
     return changed

@@ -7,10 +7,9 @@ both send it. So they take this lock first, a replay from its plan on: an exclus
 `flock` on `<var_dir>/run/ledger.lock`, which the kernel releases if the holder dies, so
 a killed process never leaves it held. The file names the holder for the waiting side.
 
-The lock is per host, which is what `make run`, the demo and a single Airflow worker
-need. On a cluster where several workers run these tasks, give the ackfold DAGs one
-Airflow pool with a single slot instead (docs/operations/deploy.md, "Airflow with Celery or
-Kubernetes").
+The lock is per host. `ackfold.ledger.lease.ledger_turn` takes it, then the ledger's
+lease, which every host sees (docs/decisions/many-hosts.md); the lock still frees the
+ledger the instant a holder on this host dies.
 
 Example:
     >>> import tempfile

@@ -38,11 +38,13 @@ from __future__ import annotations
 import logging
 import time
 from datetime import UTC, datetime
+from functools import partial
 from typing import TYPE_CHECKING, Any, Final
 
 from ackfold.config import Settings
 from ackfold.ledger import dml, status
-from ackfold.ledger.lock import ledger_lock
+from ackfold.ledger.conflicts import retry_conflicts
+from ackfold.ledger.lease import ledger_turn
 from ackfold.ledger.tables import (
     ACK_EVENTS,
     QUALITY_RESULTS,
@@ -75,10 +77,14 @@ def maintain(
 ) -> dict[str, Any]:
     """Retention, then OPTIMIZE, then VACUUM; returns what each step did.
 
-    It rewrites `ack_events`, `roots` and `replay_log`, which the reconciler and the
-    replay engine only append to or read. It takes the ledger lock only to set the tables'
-    retention property: a metadata change makes a concurrent MERGE into `root_state` (a
-    reconcile, a replay) fail."""
+    It takes the ledger's turn (`ackfold.ledger.lease.ledger_turn`) for the whole run:
+    reconciles, replays and maintenance take turns on every host. The apps go on
+    appending; a commit that meets one of theirs is retried (`ackfold.ledger.conflicts`)."""
+    with ledger_turn(settings, "ackfold maintenance", say=log.info):
+        return _maintain(spark, settings, now)
+
+
+def _maintain(spark: SparkSession, settings: Settings, now: datetime | None) -> dict[str, Any]:
     started = time.monotonic()
     ledger = Ledger(settings.table_root)
     ledger.create(spark)
@@ -88,15 +94,14 @@ def maintain(
     summary = expire_events(spark, settings, now=now)
     summary["reports_deleted"] = expire_reports(spark, settings, now=now)
     for table in Z_ORDERED:
-        spark.sql(f"OPTIMIZE delta.`{ledger.path(table)}` ZORDER BY (root_id)")
+        _sql(spark, f"OPTIMIZE delta.`{ledger.path(table)}` ZORDER BY (root_id)")
     for table in COMPACTED:
-        spark.sql(f"OPTIMIZE delta.`{ledger.path(table)}`")
+        _sql(spark, f"OPTIMIZE delta.`{ledger.path(table)}`")
     hours = round(settings.maintenance.vacuum_retention.total_seconds() / 3600)
-    with ledger_lock(settings.var_dir, "ackfold maintenance", say=log.info):
-        for table in TABLES:
-            _set_retention(spark, ledger.path(table), hours)
     for table in TABLES:
-        spark.sql(f"VACUUM delta.`{ledger.path(table)}`")
+        _set_retention(spark, ledger.path(table), hours)
+    for table in TABLES:
+        _sql(spark, f"VACUUM delta.`{ledger.path(table)}`")
     for table in TABLES:
         check_reader_version(spark, ledger.path(table))
     summary["optimized"] = [*Z_ORDERED, *COMPACTED]
@@ -135,11 +140,14 @@ def expire_events(
             # The event_time bound lets file statistics skip every file written since the
             # cut-off (appends are in time order): only old files are rewritten.
             # Its own metrics, not the table's last commit: an app may have appended since.
-            metrics = dml.merge(
-                ledger.path(ACK_EVENTS),
-                expired,
-                on=f"t.root_id = s.root_id AND t.event_time < {dml.literal(cutoff)}",
-                clauses=["WHEN MATCHED THEN DELETE"],
+            metrics = retry_conflicts(
+                lambda: dml.merge(
+                    ledger.path(ACK_EVENTS),
+                    expired,
+                    on=f"t.root_id = s.root_id AND t.event_time < {dml.literal(cutoff)}",
+                    clauses=["WHEN MATCHED THEN DELETE"],
+                ),
+                what=f"retention MERGE into {ledger.path(ACK_EVENTS)}",
             )
             deleted = dml.metric(metrics, "num_deleted_rows")
     finally:
@@ -164,7 +172,8 @@ def expire_reports(spark: SparkSession, settings: Settings, *, now: datetime) ->
         old = f"{column} < {dml.literal(cutoff)}"
         deleted[table] = spark.read.format("delta").load(ledger.path(table)).where(old).count()
         if deleted[table]:  # no empty commit
-            dml.delete(spark, ledger.path(table), old)
+            what = f"retention delete in {ledger.path(table)}"
+            retry_conflicts(partial(dml.delete, spark, ledger.path(table), old), what=what)
     log.info("retention: %s before %s deleted", deleted, cutoff)
     return deleted
 
@@ -177,9 +186,16 @@ def _set_retention(spark: SparkSession, path: str, hours: int) -> None:
     detail = spark.sql(f"DESCRIBE DETAIL delta.`{path}`").first()
     assert detail is not None
     if (detail["properties"] or {}).get(RETENTION_PROPERTY) != wanted:
-        spark.sql(
-            f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES ('{RETENTION_PROPERTY}' = '{wanted}')"
+        _sql(
+            spark,
+            f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES ('{RETENTION_PROPERTY}' = '{wanted}')",
         )
+
+
+def _sql(spark: SparkSession, statement: str) -> None:
+    """Run one committing statement, retried on a Delta conflict (e.g. OPTIMIZE against the
+    retention's MERGE of another run)."""
+    retry_conflicts(partial(spark.sql, statement), what=statement)
 
 
 def check_reader_version(spark: SparkSession, path: str) -> None:

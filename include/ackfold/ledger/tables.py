@@ -24,6 +24,7 @@ Example:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -253,10 +254,14 @@ class Ledger:
         Once per process and table: CREATE TABLE IF NOT EXISTS loads the table's snapshot
         every time, which a process that reconciles or tracks over and over would pay
         on every run."""
+        from ackfold.ledger.conflicts import retry_conflicts
+
         for name in tables:
             path = self.path(name)
             if path not in _CREATED:
-                spark.sql(create_sql(name, f"delta.`{path}`"))
+                statement = create_sql(name, f"delta.`{path}`")
+                # Two first writers create the table at once: the loser finds it made.
+                retry_conflicts(partial(spark.sql, statement), what=f"creating {path}")
                 _CREATED.add(path)
 
 

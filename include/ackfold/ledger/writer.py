@@ -16,7 +16,9 @@ and `Tracker.drain()` give the rows, `LedgerWriter.append` writes them, and a re
   app id is skipped: a retry after a crash writes what is missing, nothing twice. One app
   id belongs to one writer at a time, as in Spark.
 - Concurrent appends, from here or from Spark apps, are safe: Delta appends do not
-  conflict, and delta-rs retries its commit when another writer got there first.
+  conflict, and delta-rs retries its commit when another writer got there first; a
+  commit it still loses is retried with backoff (`ackfold.ledger.conflicts`), and the
+  application transaction keeps a retry from writing twice.
 
 Example:
     >>> import tempfile
@@ -38,9 +40,11 @@ import json
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, Final
 
+from ackfold.ledger.conflicts import retry_conflicts
 from ackfold.ledger.contract import ContractError, check_rows, delta_schema
 from ackfold.ledger.sql import LedgerError, first_line
 from ackfold.ledger.tables import ACK_EVENTS, ROOTS, TABLE_PROPERTIES, TABLES, Ledger
@@ -152,7 +156,8 @@ class LedgerWriter:
         for name in _APPEND_ORDER:
             if not rows[name]:
                 continue
-            if self._append(name, rows[name], app_id, version):
+            append = partial(self._append, name, rows[name], app_id, version)
+            if retry_conflicts(append, what=f"append to {self.ledger.path(name)}"):
                 written[name] = len(rows[name])
             else:
                 skipped.append(name)

@@ -5,6 +5,9 @@ jar cache.
 formatted once (`kafka-storage format`) and kept, so topics and records survive a
 restart; topics are never created automatically, so a typo in a topic name is an error,
 not a new topic. On start it creates the topics it is given (the demo's, by default).
+With `sasl_users` (name -> password) its one listener takes SASL/PLAIN over plain TCP
+(`SASL_PLAINTEXT`), as a broker with authentication would, for testing clients configured
+with `kafka.security_protocol` and `kafka.sasl_*`; `settings` must carry one of them.
 
 Example:
     >>> from ackfold.config import load_settings
@@ -18,7 +21,7 @@ from __future__ import annotations
 import os
 import subprocess
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from datetime import timedelta
 from pathlib import Path
 
@@ -56,6 +59,7 @@ class KafkaBroker(JvmServer):
         data_dir: Path | None = None,
         log_file: Path | None = None,
         topics: Iterable[str] | None = None,
+        sasl_users: Mapping[str, str] | None = None,
     ) -> None:
         self.settings = settings
         first = settings.kafka.bootstrap_servers.split(",")[0].strip()
@@ -69,6 +73,7 @@ class KafkaBroker(JvmServer):
 
             topics = demo_topics(settings)
         self.initial_topics = list(topics)
+        self.sasl_users = dict(sasl_users or {})
         self._jvm = JvmProcess("The Kafka broker", self.log_file)
 
     @property
@@ -126,15 +131,17 @@ class KafkaBroker(JvmServer):
     def _write_properties(self) -> Path:
         logs = self.data_dir / "data"
         controller = free_port()
+        name = "SASL_PLAINTEXT" if self.sasl_users else "PLAINTEXT"
         lines = {
             "process.roles": "broker,controller",
             "node.id": "1",
             "controller.quorum.voters": f"1@127.0.0.1:{controller}",
-            "listeners": f"PLAINTEXT://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{controller}",
-            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
+            "listeners": f"{name}://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{controller}",
+            "advertised.listeners": f"{name}://127.0.0.1:{self.port}",
             "controller.listener.names": "CONTROLLER",
-            "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
-            "inter.broker.listener.name": "PLAINTEXT",
+            "listener.security.protocol.map": f"CONTROLLER:PLAINTEXT,{name}:{name}",
+            "inter.broker.listener.name": name,
+            **self._sasl_properties(),
             "log.dirs": str(logs.resolve()),
             "num.partitions": str(self.settings.kafka.partitions),
             "offsets.topic.replication.factor": "1",
@@ -148,8 +155,25 @@ class KafkaBroker(JvmServer):
         }
         self.data_dir.mkdir(parents=True, exist_ok=True)
         path = self.data_dir / "server.properties"
+        path.touch(mode=0o600)  # it may hold the SASL users' passwords
         path.write_text("".join(f"{k}={v}\n" for k, v in lines.items()))
         return path
+
+    def _sasl_properties(self) -> dict[str, str]:
+        """SASL/PLAIN with `sasl_users`; the broker talks to itself as the first one."""
+        if not self.sasl_users:
+            return {}
+        (me, mine), *_ = self.sasl_users.items()
+        users = " ".join(f'user_{u}="{p}"' for u, p in self.sasl_users.items())
+        jaas = (
+            "org.apache.kafka.common.security.plain.PlainLoginModule required "
+            f'username="{me}" password="{mine}" {users};'
+        )
+        return {
+            "sasl.enabled.mechanisms": "PLAIN",
+            "sasl.mechanism.inter.broker.protocol": "PLAIN",
+            "listener.name.sasl_plaintext.plain.sasl.jaas.config": jaas,
+        }
 
     def _format(self, classpath: str, properties: Path) -> None:
         """`kafka-storage format`, once: a formatted directory keeps its cluster id."""

@@ -24,6 +24,8 @@ from typing import IO, TYPE_CHECKING, Any
 
 from ackfold.config import Settings
 from ackfold.dags import (
+    LEDGER_POOL,
+    LEDGER_POOL_DESCRIPTION,
     PROJECT_DIR,
     SPARK_CONN_ID,
     spark_connect_connection,
@@ -112,13 +114,18 @@ def _airflow(env: Mapping[str, str], *args: str) -> subprocess.CompletedProcess[
 
 
 def prepare_airflow(settings: Settings, env: Mapping[str, str], log: Callable[[str], None]) -> None:
-    """Migrate the metadata database; create `spark_default`, or point it at `spark.master`
-    if it targets another master; with `spark.remote` set, the same for the Spark Connect
-    connection the tasks take their endpoint from."""
+    """Migrate the metadata database; create the ledger's pool (one slot); create
+    `spark_default`, or point it at `spark.master` if it targets another master; with
+    `spark.remote` set, the same for the Spark Connect connection the tasks take their
+    endpoint from."""
     log("migrating the Airflow metadata database ...")
     result = _airflow(env, "db", "migrate")
     if result.returncode != 0:
         raise RuntimeError(f"airflow db migrate failed:\n{result.stderr[-2000:]}")
+    # Idempotent; without the pool the writers' tasks would never be scheduled.
+    result = _airflow(env, "pools", "set", LEDGER_POOL, "1", LEDGER_POOL_DESCRIPTION)
+    if result.returncode != 0:
+        raise RuntimeError(f"could not create the pool {LEDGER_POOL}:\n{result.stderr[-2000:]}")
     _ensure_connection(env, SPARK_CONN_ID, spark_connection(settings), "spark.master", log)
     if settings.spark.remote:
         connection = spark_connect_connection(settings.spark.remote)

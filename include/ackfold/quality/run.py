@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from ackfold.config import Settings
+from ackfold.ledger.conflicts import retry_conflicts
 from ackfold.ledger.tables import QUALITY_RESULTS, Ledger, spark_schema
 from ackfold.quality.batches import LedgerFrames, Window
 from ackfold.quality.expectations import Suite, delivery_suites, ledger_suites
@@ -100,11 +101,15 @@ def run_quality(
     )
     rows = spark.createDataFrame(report.rows(), spark_schema(QUALITY_RESULTS))
     # The id matched RUN_ID: no quote can reach this predicate.
-    (
-        rows.write.format("delta")
-        .mode("overwrite")
-        .option("replaceWhere", f"run_id = '{run_id}'")
-        .save(ledger.path(QUALITY_RESULTS))
+    path = ledger.path(QUALITY_RESULTS)
+    retry_conflicts(
+        lambda: (
+            rows.write.format("delta")
+            .mode("overwrite")
+            .option("replaceWhere", f"run_id = '{run_id}'")
+            .save(path)
+        ),
+        what=f"write of quality run {run_id} to {path}",
     )
     return report
 

@@ -29,8 +29,9 @@ from datetime import UTC, date, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Final
 
 from ackfold.config import Settings
+from ackfold.ledger.conflicts import retry_conflicts
 from ackfold.ledger.layout import upgrade_root_state
-from ackfold.ledger.lock import ledger_lock
+from ackfold.ledger.lease import ledger_turn
 from ackfold.ledger.tables import (
     ACK_EVENTS,
     ACK_EVENTS_COLUMNS,
@@ -286,7 +287,8 @@ class Reconciler:
             .write.format("delta")
             .mode("overwrite")
         )
-        writer.save(self.ledger.path(UNMATCHED_EVENTS))
+        path = self.ledger.path(UNMATCHED_EVENTS)
+        retry_conflicts(lambda: writer.save(path), what=f"overwrite of {path}")
 
     def summary(self) -> dict[str, Any]:
         from pyspark.sql import functions as F
@@ -321,8 +323,9 @@ def reconcile(
 ) -> dict[str, Any]:
     """Fold the events new since the last run into root_state and return a summary.
 
-    Holds the ledger lock (`ackfold.ledger.lock`): a replay's or another reconcile's MERGE
-    into root_state would make one of the two fail on Delta's conflict check."""
+    Holds the ledger's turn (`ackfold.ledger.lease.ledger_turn`, on every host): a
+    replay's or another reconcile's MERGE into root_state would make one of the two fail
+    on Delta's conflict check."""
     holder = f"reconcile --app {app}" if app else "reconcile"
-    with ledger_lock(settings.var_dir, holder, say=log.info):
+    with ledger_turn(settings, holder, say=log.info):
         return Reconciler(spark, settings, now=now, app=app).run()

@@ -26,6 +26,7 @@ from datetime import date
 from typing import TYPE_CHECKING, Final
 
 from ackfold.ledger import dml, status
+from ackfold.ledger.conflicts import retry_conflicts
 from ackfold.ledger.tables import ROOT_STATE, ROOT_STATE_DDL, Ledger, column_names
 
 if TYPE_CHECKING:
@@ -84,11 +85,10 @@ def merge_updates(ledger: Ledger, rows: DataFrame, partitions: Iterable[tuple[da
             "t.root_id = s.root_id",
         )
     )
-    metrics = dml.merge(
-        ledger.path(ROOT_STATE),
-        rows,
-        on=on,
-        clauses=[f"WHEN MATCHED THEN UPDATE SET {dml.assignments(COLUMNS)}"],
+    path = ledger.path(ROOT_STATE)
+    clauses = [f"WHEN MATCHED THEN UPDATE SET {dml.assignments(COLUMNS)}"]
+    metrics = retry_conflicts(
+        lambda: dml.merge(path, rows, on=on, clauses=clauses), what=f"MERGE into {path}"
     )
     return dml.metric(metrics, "num_affected_rows")
 
@@ -96,4 +96,6 @@ def merge_updates(ledger: Ledger, rows: DataFrame, partitions: Iterable[tuple[da
 def append_new(ledger: Ledger, rows: DataFrame) -> None:
     """Append the rows of roots seen for the first time (a re-run batch has none left:
     its first run's rows are in the state it reads, `Reconciler.step`)."""
-    rows.select(*COLUMNS).write.format("delta").mode("append").save(ledger.path(ROOT_STATE))
+    writer = rows.select(*COLUMNS).write.format("delta").mode("append")
+    path = ledger.path(ROOT_STATE)
+    retry_conflicts(lambda: writer.save(path), what=f"append to {path}")

@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Final
 
 from ackfold.ledger import dml, status
+from ackfold.ledger.conflicts import retry_conflicts
 from ackfold.ledger.tables import DEAD_LETTERS, REPLAY_LOG, ROOT_STATE, Ledger, spark_schema
 from ackfold.replay.planner import DEAD_LETTER, REPLAY, SENT, Plan, Planned
 from ackfold.replay.request import REPLAYABLE
@@ -69,7 +70,11 @@ class Bookkeeper:
                  sent.message_id if sent else None, sent.error if sent else None)
             )  # fmt: skip
         frame = self.spark.createDataFrame(records, spark_schema(REPLAY_LOG))
-        frame.write.format("delta").mode("append").save(self.ledger.path(REPLAY_LOG))
+        path = self.ledger.path(REPLAY_LOG)
+        retry_conflicts(
+            lambda: frame.write.format("delta").mode("append").save(path),
+            what=f"append to {path}",
+        )
         return now
 
     def mark(self, plan: Plan, batch: Sequence[Planned], results: dict[int, Sent]) -> None:
@@ -92,14 +97,18 @@ class Bookkeeper:
             "root_id BIGINT, status STRING",
         )
         dates = sorted({p.first_event_date for p in done})
-        dml.merge(
-            self.ledger.path(ROOT_STATE),
-            updates,
-            on=f"{dml.in_list('t.first_event_date', dates)} AND t.root_id = s.root_id",
-            clauses=[
-                f"WHEN MATCHED AND {dml.in_list('t.status', REPLAYABLE)} THEN UPDATE SET "
-                f"status = s.status, status_changed_at = {dml.literal(now)}"
-            ],
+        path = self.ledger.path(ROOT_STATE)
+        retry_conflicts(
+            lambda: dml.merge(
+                path,
+                updates,
+                on=f"{dml.in_list('t.first_event_date', dates)} AND t.root_id = s.root_id",
+                clauses=[
+                    f"WHEN MATCHED AND {dml.in_list('t.status', REPLAYABLE)} THEN UPDATE SET "
+                    f"status = s.status, status_changed_at = {dml.literal(now)}"
+                ],
+            ),
+            what=f"MERGE into {path}",
         )
         letters = [
             (p.root_id, p.app, p.origin_root_id, p.attempt - 1, p.source, p.source_queue,
@@ -116,14 +125,14 @@ class Bookkeeper:
             spark_schema(DEAD_LETTERS) + ", redrive BOOLEAN, new_root_id BIGINT",
         )
         columns = [c for c in source.columns if c not in ("redrive", "new_root_id")]
-        dml.merge(
-            self.ledger.path(DEAD_LETTERS),
-            source,
-            on="t.root_id = s.root_id",
-            clauses=[
-                "WHEN MATCHED AND s.redrive AND t.redriven_at IS NULL THEN UPDATE SET "
-                f"redriven_at = {dml.literal(now)}, redrive_root_id = s.new_root_id",
-                f"WHEN NOT MATCHED AND NOT s.redrive THEN INSERT ({', '.join(columns)}) "  # noqa: S608
-                f"VALUES ({', '.join(f's.{c}' for c in columns)})",
-            ],
+        letters_path = self.ledger.path(DEAD_LETTERS)
+        clauses = [
+            "WHEN MATCHED AND s.redrive AND t.redriven_at IS NULL THEN UPDATE SET "
+            f"redriven_at = {dml.literal(now)}, redrive_root_id = s.new_root_id",
+            f"WHEN NOT MATCHED AND NOT s.redrive THEN INSERT ({', '.join(columns)}) "  # noqa: S608
+            f"VALUES ({', '.join(f's.{c}' for c in columns)})",
+        ]
+        retry_conflicts(
+            lambda: dml.merge(letters_path, source, on="t.root_id = s.root_id", clauses=clauses),
+            what=f"MERGE into {letters_path}",
         )

@@ -249,7 +249,7 @@ class Planner:
             self._read(ROOTS).where(F.col("ingested_at") >= F.lit(earliest)).join(chosen, "root_id")
         )
         columns = ("root_id", "attempt", "origin_root_id", "source", "source_queue",
-                   "source_position", "payload")  # fmt: skip
+                   "source_message_id", "source_position", "payload")  # fmt: skip
         return {row["root_id"]: row.asDict() for row in roots.select(*columns).collect()}
 
     def _expired(
@@ -258,18 +258,19 @@ class Planner:
         """The positions of the candidates' messages that their sources no longer hold,
         and those they cannot re-read at all, with why: asked once per queue (for sources
         that re-read; SQS roots keep their payload)."""
-        positions: dict[SourceQueue, list[str]] = {}
+        positions: dict[SourceQueue, dict[str, str | None]] = {}
         for row in candidates:
             root = roots.get(row["root_id"])
             if root is None or root["source"] not in SENDERS or not root["source_position"]:
                 continue
             queue = self.queues.get(root["source"], root["source_queue"] or "", row["app"])
             if queue.rereads:
-                positions.setdefault(queue, []).append(root["source_position"])
+                found = positions.setdefault(queue, {})
+                found[root["source_position"]] = root["source_message_id"]
         expired: set[str] = set()
         unreadable: dict[str, Unreadable] = {}
         for queue, found in positions.items():
-            bad = queue.unreadable(found)
+            bad = queue.unreadable(found, found)
             unreadable.update(bad)
             expired |= queue.expired([p for p in found if p not in bad])
         return expired, unreadable

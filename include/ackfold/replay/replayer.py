@@ -40,7 +40,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from ackfold.config import Settings
-from ackfold.ledger.lock import ledger_lock
+from ackfold.ledger.lease import ledger_turn
 from ackfold.ledger.tables import Ledger
 from ackfold.replay.bookkeeping import PLANNED, Bookkeeper, now_wall
 from ackfold.replay.marks import Marker
@@ -125,7 +125,7 @@ class Replayer:
             return summary
         # The bookkeeping MERGE must not race a reconcile. Callers that plan should hold
         # the lock from the plan on (see `replay`): it is re-entrant.
-        with ledger_lock(self.settings.var_dir, f"replay {plan.replay_id}", say=log.info):
+        with ledger_turn(self.settings, f"replay {plan.replay_id}", say=log.info):
             logged_at = self._books.append_log(plan, new, PLANNED)
             plan.sends = [
                 replace(p, planned_at=logged_at) if p.state == NEW else p for p in plan.sends
@@ -248,7 +248,7 @@ def replay(
     both send it."""
     replayer = Replayer(spark, settings, now=now)
     try:
-        with ledger_lock(settings.var_dir, f"replay by {request.requested_by}", say=log.info):
+        with ledger_turn(settings, f"replay by {request.requested_by}", say=log.info):
             summary = replayer.execute(replayer.plan(request), progress=progress)
     finally:
         replayer.close()

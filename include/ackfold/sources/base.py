@@ -150,9 +150,13 @@ class SourceQueue(ABC):
         tell."""
         return set()
 
-    def unreadable(self, positions: Iterable[str]) -> dict[str, Unreadable]:
+    def unreadable(
+        self, positions: Iterable[str], message_ids: Mapping[str, str | None] | None = None
+    ) -> dict[str, Unreadable]:
         """The positions a replay cannot re-read at all, with why (a source that
-        re-reads). `SourceError` if the source cannot tell."""
+        re-reads); `message_ids` maps a position to its root's `source_message_id`, which
+        may say more than the position (Kafka: the topic's id). `SourceError` if the
+        source cannot tell."""
         return {}
 
 

@@ -37,14 +37,17 @@ from ackfold.sources.kafka_client import (
     client_config,
     existing_topics,
     timeout_seconds,
+    topic_ids,
     unreachable,
 )
-from ackfold.sources.kafka_records import Position, Record, replay_headers
+from ackfold.sources.kafka_records import Position, Record, replay_headers, topic_id_of
 
 log = logging.getLogger("ackfold.sources.kafka")
 
 # A replay's re-read reads on through gaps of up to this many offsets rather than seek.
 _MAX_SKIP = 100
+# The dead-letter reason of a root whose topic was re-created: its record is gone.
+RECREATED = "source topic re-created"
 
 
 def _gone_codes() -> frozenset[int]:
@@ -123,9 +126,14 @@ class KafkaTopic(SourceQueue):
                 gone.add(str(position))
         return gone
 
-    def unreadable(self, positions: Iterable[str]) -> dict[str, Unreadable]:
-        """Positions that do not parse as `topic:partition:offset` (final), and positions
-        in topics that do not exist (deleted: skipped until they are back)."""
+    def unreadable(
+        self, positions: Iterable[str], message_ids: Mapping[str, str | None] | None = None
+    ) -> dict[str, Unreadable]:
+        """Positions that do not parse as `topic:partition:offset` (final); positions in
+        topics that do not exist (deleted: skipped until they are back); and positions in
+        a topic re-created since the record was read (final: its offsets now hold other
+        records), told by the topic id in `message_ids` (roots registered without one are
+        not checked)."""
         found: dict[str, Unreadable] = {}
         topics: dict[str, str] = {}
         for text in positions:
@@ -141,6 +149,20 @@ class KafkaTopic(SourceQueue):
         for text, topic in topics.items():
             if topic in missing:
                 found[text] = Unreadable(f"topic {topic} does not exist at {servers}", final=False)
+        read_in = {
+            text: topic_id_of((message_ids or {}).get(text))
+            for text, topic in topics.items()
+            if topic not in missing
+        }
+        now = topic_ids(self.settings, {topics[t] for t, was in read_in.items() if was})
+        for text, was in read_in.items():
+            topic = topics[text]
+            if was and was != now[topic]:
+                found[text] = Unreadable(
+                    f"{RECREATED}: topic {topic} was deleted and created again since the "
+                    f"record was read (topic id {was}, now {now[topic]})",
+                    final=True,
+                )
         return found
 
     # -- sending --------------------------------------------------------------------------

@@ -1,5 +1,5 @@
 """The one way ackfold builds Kafka clients (confluent-kafka, settings from `kafka.*`), and
-the admin calls it makes: which topics exist, checking them, creating them.
+the admin calls it makes: which topics exist and their ids, checking them, creating them.
 
 A broker that does not answer within `kafka.timeout` is a `SourceError` that says so and
 names the setting.
@@ -17,16 +17,19 @@ from typing import Any
 
 from ackfold.config import Settings
 from ackfold.sources.base import SourceError
+from ackfold.sources.kafka_security import client_security
 
 
 def client_config(settings: Settings, **extra: Any) -> dict[str, Any]:
-    """confluent-kafka settings for `settings.kafka`; librdkafka logs to Python logging."""
+    """confluent-kafka settings for `settings.kafka`, its security settings included
+    (`ackfold.sources.kafka_security`); librdkafka logs to Python logging."""
     timeout_ms = int(settings.kafka.timeout.total_seconds() * 1000)
     return {
         "bootstrap.servers": settings.kafka.bootstrap_servers,
         "client.id": "ackfold",
         "socket.timeout.ms": timeout_ms,
         "logger": logging.getLogger("ackfold.kafka.client"),
+        **client_security(settings),
         **extra,
     }
 
@@ -37,11 +40,49 @@ def timeout_seconds(settings: Settings) -> float:
 
 
 def unreachable(settings: Settings, error: object) -> SourceError:
-    """The error of brokers that did not answer (`error`: what the client said)."""
+    """The error of brokers that did not answer (`error`: what the client said), or that
+    refused the login or the TLS handshake (asked again here: librdkafka reports those
+    as a transport failure)."""
+    servers = settings.kafka.bootstrap_servers
+    refused = _refusal(settings)
+    if refused is not None and refused[0] == "login":
+        return SourceError(
+            f"Kafka at {servers} refused the login ({refused[1]}): check "
+            "kafka.security_protocol, kafka.sasl_mechanism, kafka.sasl_username and "
+            "kafka.sasl_password (ACKFOLD_KAFKA__SASL_USERNAME, ACKFOLD_KAFKA__SASL_PASSWORD)"
+        )
+    if refused is not None:
+        return SourceError(
+            f"Kafka at {servers} failed the TLS handshake ({refused[1]}): check "
+            "kafka.security_protocol and kafka.ssl_ca_location (ACKFOLD_KAFKA__SSL_CA_LOCATION)"
+        )
     return SourceError(
-        f"Kafka at {settings.kafka.bootstrap_servers} did not answer within "
+        f"Kafka at {servers} did not answer within "
         f"{timeout_seconds(settings):g} s ({error}): is the broker up? (kafka.bootstrap_servers)"
     )
+
+
+def _refusal(settings: Settings) -> tuple[str, str] | None:
+    """("login" or "tls", what librdkafka said) if the brokers refuse ackfold's SASL login
+    or TLS handshake, by one more metadata request; None for PLAINTEXT."""
+    if settings.kafka.security_protocol == "PLAINTEXT":
+        return None
+    from confluent_kafka import KafkaError, KafkaException
+    from confluent_kafka.admin import AdminClient
+
+    kinds = {KafkaError._AUTHENTICATION: "login", KafkaError._SSL: "tls"}
+    seen: list[tuple[str, str]] = []
+
+    def note(error: Any) -> None:
+        if error.code() in kinds:
+            seen.append((kinds[error.code()], error.str()))
+
+    admin = AdminClient(client_config(settings, error_cb=note))
+    try:
+        admin.list_topics(timeout=min(2.0, timeout_seconds(settings)))
+    except KafkaException:
+        admin.poll(0)  # error events are served here, not during the request
+    return seen[0] if seen else None
 
 
 def existing_topics(settings: Settings, admin: Any = None) -> set[str]:
@@ -55,6 +96,33 @@ def existing_topics(settings: Settings, admin: Any = None) -> set[str]:
     except KafkaException as exc:
         raise unreachable(settings, exc.args[0]) from None
     return set(metadata.topics)
+
+
+def topic_ids(settings: Settings, topics: Iterable[str], admin: Any = None) -> dict[str, str]:
+    """Each topic's id (Kafka's topic UUID, as text): a topic deleted and created again
+    under the same name gets a new one. `SourceError` if a topic does not exist or the
+    brokers do not answer."""
+    from confluent_kafka import KafkaException, TopicCollection
+    from confluent_kafka.admin import AdminClient
+
+    names = sorted(set(topics))
+    if not names:
+        return {}
+    admin = admin or AdminClient(client_config(settings))
+    futures = admin.describe_topics(
+        TopicCollection(names), request_timeout=timeout_seconds(settings)
+    )
+    found: dict[str, str] = {}
+    for name, future in futures.items():
+        try:
+            found[name] = str(future.result().topic_id)
+        except KafkaException as exc:
+            if "UNKNOWN_TOPIC" in str(exc):
+                raise SourceError(
+                    f"Kafka topic {name} does not exist at {settings.kafka.bootstrap_servers}"
+                ) from None
+            raise unreachable(settings, exc.args[0]) from None
+    return found
 
 
 def check_topics(settings: Settings, topics: Mapping[str, str]) -> None:

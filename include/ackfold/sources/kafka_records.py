@@ -1,6 +1,13 @@
-"""A Kafka record as a replay sees it: where it is (`Position`, what
-`roots.source_position` holds), what was re-read there (`Record`), and the headers it is
-produced again with (`replay_headers`). `ackfold.sources.kafka` reads and produces them.
+"""A Kafka record as ackfold names it: which record it is (`message_id`, what
+`roots.source_message_id` holds), where it is (`Position`, what `roots.source_position`
+holds), what a replay re-read there (`Record`), and the headers it is produced again with
+(`replay_headers`). `ackfold.sources.kafka` reads and produces them.
+
+A record's message id is `<partition>:<offset>@<topic id>`: the topic's id (Kafka's topic
+UUID) tells a topic apart from one deleted and created again under the same name, whose
+offsets start over. Its root id derives from `kafka:<topic>:<message id>`, so those
+records never share a root id. Roots registered before topic ids were kept (issue 21)
+have `<partition>:<offset>`: `docs/sources.md` says what that means for an upgrade.
 """
 
 from __future__ import annotations
@@ -21,6 +28,32 @@ from ackfold.sources.base import (
 _OURS: Final = frozenset({ORIGIN_ROOT_ID, ATTEMPT, DEAD_ROOT_ID, DEAD_REASON, DEAD_LAST_STAGE})
 
 Headers = list[tuple[str, bytes]]
+
+
+def message_id(topic_id: str, partition: int, offset: int) -> str:
+    """The `roots.source_message_id` of a record: `<partition>:<offset>@<topic id>`.
+
+    Example:
+        >>> message_id("q1vWc2bBRzSZ3JYBsmkj2A", 0, 42)
+        '0:42@q1vWc2bBRzSZ3JYBsmkj2A'
+    """
+    return f"{partition}:{offset}@{topic_id}"
+
+
+def topic_id_of(source_message_id: str | None) -> str | None:
+    """The topic id in a record's message id; None for the `<partition>:<offset>` of roots
+    registered before topic ids, and for anything else that is not a message id (`@` is
+    not allowed in a topic name: no position or name is taken for an id).
+
+    Example:
+        >>> topic_id_of("0:42@q1vWc2bBRzSZ3JYBsmkj2A"), topic_id_of("0:42")
+        ('q1vWc2bBRzSZ3JYBsmkj2A', None)
+    """
+    record, at, topic_id = (source_message_id or "").rpartition("@")
+    partition, _, offset = record.partition(":")
+    if not at or not topic_id or not (partition.isdigit() and offset.isdigit()):
+        return None
+    return topic_id
 
 
 @dataclass(frozen=True, order=True)

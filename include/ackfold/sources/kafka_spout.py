@@ -7,8 +7,11 @@ records the batch's offsets in its checkpoint only once `foreachBatch` returns: 
 advance only after the roots are registered, and nothing is committed to Kafka. A batch
 that dies midway is run again from the same offsets, and registers the same root ids.
 
-- A record's root id comes from `kafka:<topic>:<partition>:<offset>` on attempt 1; a
-  replayed record carries `origin_root_id` and `attempt` headers, and its id comes from
+- A record's root id comes from `kafka:<topic>:<partition>:<offset>@<topic id>` on
+  attempt 1 (its `roots.source_message_id` is `<partition>:<offset>@<topic id>`): a topic
+  deleted and created again has a new id, so its records get new root ids although its
+  offsets start over. The ids are looked up once per micro-batch (one metadata request).
+  A replayed record carries `origin_root_id` and `attempt` headers, and its id comes from
   those (`ids.root_id`), wherever in which topic it lands.
 - `roots.source_position` is `topic:partition:offset`; `roots.payload` stays empty
   unless `kafka.store_payload` is set, because a replay re-reads the record.
@@ -33,7 +36,8 @@ from ackfold.config import Settings
 from ackfold.ledger.tables import ACK_EVENTS, ROOTS, Ledger
 from ackfold.sources.base import ATTEMPT, ORIGIN_ROOT_ID
 from ackfold.sources.kafka import KafkaTopic
-from ackfold.sources.kafka_client import check_topics
+from ackfold.sources.kafka_client import check_topics, topic_ids
+from ackfold.sources.kafka_security import spark_security
 from ackfold.track.stage import StageTracker
 from ackfold.track.write import query_name
 
@@ -115,6 +119,7 @@ class KafkaSpout:
             .option("startingOffsets", "earliest")
             .option("includeHeaders", "true")
             .option("maxOffsetsPerTrigger", kafka.max_offsets_per_trigger)
+            .options(**spark_security(self.settings))
             .load()
         )
 
@@ -131,9 +136,14 @@ class KafkaSpout:
         attempt = header(ATTEMPT).try_cast("int")
         origin = header(ORIGIN_ROOT_ID).try_cast("bigint")
         replayed = (attempt >= 2) & origin.isNotNull()
+        # Looked up per batch, not once: a topic re-created while the app ran has a new id.
+        ids = topic_ids(self.settings, self.topics)
+        topic_id = F.create_map(*[F.lit(x) for pair in sorted(ids.items()) for x in pair])
         frame = records.select(
             F.col("topic"),
-            F.concat_ws(":", "partition", "offset").alias("message_id"),
+            F.concat(
+                F.concat_ws(":", "partition", "offset"), F.lit("@"), topic_id[F.col("topic")]
+            ).alias("message_id"),
             F.concat_ws(":", "topic", "partition", "offset").alias("source_position"),
             F.col("value").cast("string").alias("payload"),
             F.when(replayed, attempt).otherwise(F.lit(1)).alias("attempt"),

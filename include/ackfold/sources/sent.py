@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
+from ackfold.ledger.conflicts import retry_conflicts
 from ackfold.ledger.tables import SENT_MESSAGES, Ledger, spark_schema
 
 if TYPE_CHECKING:
@@ -39,4 +40,7 @@ def record_sent(
     rows = [(app, source, source_queue, message_id, at) for message_id in message_ids]
     frame = spark.createDataFrame(rows, spark_schema(SENT_MESSAGES))
     ledger.create(spark, (SENT_MESSAGES,))
-    frame.write.format("delta").mode("append").save(ledger.path(SENT_MESSAGES))
+    path = ledger.path(SENT_MESSAGES)
+    retry_conflicts(
+        lambda: frame.write.format("delta").mode("append").save(path), what=f"append to {path}"
+    )

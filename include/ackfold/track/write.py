@@ -13,6 +13,7 @@ from functools import reduce
 
 from pyspark.sql import DataFrame, SparkSession
 
+from ackfold.ledger.conflicts import retry_conflicts
 from ackfold.ledger.tables import ACK_EVENTS, ROOTS, Ledger
 from ackfold.spark import is_connect
 from ackfold.track.tracker import EVENT_COLUMNS, ROOT_COLUMNS
@@ -126,4 +127,5 @@ def _append(frame: DataFrame, path: str, writer: str | None, batch_id: int | Non
     write = frame.write.format("delta").mode("append")
     if writer is not None:
         write = write.option("txnAppId", writer).option("txnVersion", str(batch_id))
-    write.save(path)
+    # A retry after a conflict commits once: the lost try committed nothing.
+    retry_conflicts(lambda: write.save(path), what=f"append to {path}")

@@ -1,0 +1,283 @@
+"""The ledger lease: one reconcile, replay or maintenance run at a time on any number of
+hosts, kept in the warehouse itself (a Delta table, `<warehouse>/_ledger_lease`).
+
+A Delta commit is atomic: version N+1 of a table is written by exactly one writer. The
+lease is the metadata of a data-less table (its holder, a random token, an expiry), and
+every change of it is one metadata-only commit by delta-rs that must land at exactly the
+version after the one it read (`max_commit_retries=0`). So "the lease is free, take it"
+is a compare-and-swap: of two hosts that both read it free, one commit lands and the
+other fails, re-reads, and finds it held.
+
+- **Take**: if the lease is free or expired (or already ours), commit ourselves as its
+  holder until now + `TTL`. Otherwise wait, saying once for whom, up to `wait` seconds,
+  then `LedgerBusy` naming the holder.
+- **Keep**: a daemon thread renews the expiry every `TTL / 4` while the run goes on.
+- **Give back**: commit it free, if it is still ours.
+- A holder that dies stops renewing, and the lease is free `TTL` after its last renewal;
+  at once for a run on the holder's own host, which sees that its process is gone.
+  Expiry compares the holders' clocks: hosts must keep them in sync (NTP), far inside `TTL`.
+
+It needs no JVM, so the CLI takes it before it starts Spark. On S3, commits are atomic
+only with a locking provider or conditional writes, as for every delta-rs writer
+(`docs/decisions/many-hosts.md`).
+
+Example:
+    >>> import tempfile
+    >>> lease = LedgerLease(tempfile.mkdtemp())
+    >>> with lease.held("doctest"):
+    ...     lease.holder().startswith("doctest on ")
+    True
+    >>> lease.holder() is None
+    True
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any, Final
+
+from ackfold.ledger.lock import DEFAULT_WAIT, LedgerBusy, ledger_lock
+from ackfold.ledger.sql import LedgerError
+
+if TYPE_CHECKING:
+    from ackfold.config import Settings
+
+log = logging.getLogger("ackfold.ledger.lease")
+
+TABLE: Final = "_ledger_lease"
+TTL: Final = timedelta(minutes=2)
+_POLL: Final = 1.0
+_HOLDER, _TOKEN, _EXPIRES = "ackfold.lease.holder", "ackfold.lease.token", "ackfold.lease.expires"
+_PROCESS = "ackfold.lease.process"  # host:pid of the holder
+_FREE: Final = "-"
+_EPOCH: Final = "1970-01-01T00:00:00+00:00"
+_turns = threading.local()
+_PROPERTIES: Final = {
+    _HOLDER: _FREE,
+    _TOKEN: _FREE,
+    _EXPIRES: _EPOCH,
+    _PROCESS: _FREE,
+    # One small commit per renewal: checkpoint often, keep an hour of log.
+    "delta.checkpointInterval": "50",
+    "delta.logRetentionDuration": "interval 1 hours",
+}
+
+
+@contextmanager
+def ledger_turn(
+    settings: Settings,
+    holder: str,
+    *,
+    wait: float = DEFAULT_WAIT,
+    say: Callable[[str], None] | None = None,
+) -> Iterator[None]:
+    """The turn of a reconcile, replay or maintenance run: this host's lock file
+    (`ledger_lock`: instant, and freed at once if the holder dies), then the ledger's lease
+    (every host). Re-entrant within a thread: a replay holding its turn from the plan on
+    runs the sends inside it."""
+    started = time.monotonic()
+    with ledger_lock(settings.var_dir, holder, wait=wait, say=say):
+        if getattr(_turns, "depth", 0):
+            _turns.depth += 1
+            try:
+                yield
+            finally:
+                _turns.depth -= 1
+            return
+        left = max(0.0, wait - (time.monotonic() - started))
+        with LedgerLease(settings.table_root).held(holder, wait=left, say=say):
+            _turns.depth = 1
+            try:
+                yield
+            finally:
+                _turns.depth = 0
+
+
+class LedgerLease:
+    """The lease of the ledger under `warehouse` (`Settings.table_root`)."""
+
+    def __init__(
+        self,
+        warehouse: str,
+        *,
+        ttl: timedelta = TTL,
+        storage_options: dict[str, str] | None = None,
+        clock: Callable[[], datetime] | None = None,
+        host: str | None = None,
+    ) -> None:
+        self.path = f"{warehouse.rstrip('/')}/{TABLE}"
+        self.ttl = ttl
+        self.storage_options = storage_options
+        self._clock = clock or (lambda: datetime.now(UTC))
+        self.host = host or socket.gethostname()
+
+    def holder(self) -> str | None:
+        """Who holds the lease now (None: nobody, or an expired holder)."""
+        config = self._read()[1]
+        return None if self._free(config) else config[_HOLDER]
+
+    @contextmanager
+    def held(
+        self,
+        holder: str,
+        *,
+        wait: float = DEFAULT_WAIT,
+        say: Callable[[str], None] | None = None,
+    ) -> Iterator[None]:
+        """Hold the lease for the block: `holder` names this run to those who wait."""
+        me = f"{holder} on {self.host} (pid {os.getpid()})"
+        token = uuid.uuid4().hex
+        self._take(me, token, wait, say)
+        stop = threading.Event()
+        keeper = threading.Thread(
+            target=self._keep, args=(me, token, stop), name="ackfold-lease", daemon=True
+        )
+        keeper.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            keeper.join(timeout=60)
+            try:
+                self._give_back(token)
+            except Exception as exc:  # never hide the block's own error behind this one
+                log.warning("could not give back the ledger lease (%s): it expires by itself", exc)
+
+    # -- the three moves ----------------------------------------------------------------
+
+    def _take(self, me: str, token: str, wait: float, say: Callable[[str], None] | None) -> None:
+        deadline = time.monotonic() + wait
+        told = False
+        while True:
+            table, config = self._read()
+            if self._free(config) or config[_TOKEN] == token:
+                if self._swap(table, me, token):
+                    log.info("took the ledger lease: %s", me)
+                    return
+                if time.monotonic() < deadline:
+                    continue  # another host committed first: look again at once
+                raise LedgerBusy(
+                    f"the ledger is busy: every try to take its lease ({self.path}) within "
+                    f"{wait:g}s lost to another run's commit"
+                )
+            other = f"{config[_HOLDER]} (until {config[_EXPIRES]})"
+            if time.monotonic() >= deadline:
+                raise LedgerBusy(
+                    f"the ledger is busy: {other} has held its lease ({self.path}) for more "
+                    f"than {wait:g}s; wait for it to finish, or stop it if it hangs (the "
+                    f"lease frees itself {self.ttl.total_seconds():g}s after its holder dies)"
+                )
+            if say is not None and not told:
+                say(f"waiting for {other} to release the ledger lease ({self.path}) ...")
+                told = True
+            time.sleep(_POLL)
+
+    def _keep(self, me: str, token: str, stop: threading.Event) -> None:
+        while not stop.wait(self.ttl.total_seconds() / 4):
+            try:
+                table, config = self._read()
+                if config[_TOKEN] != token:
+                    log.error(
+                        "lost the ledger lease to %s: a run on another host may write the "
+                        "ledger at the same time (were renewals blocked for %ss?)",
+                        config[_HOLDER], self.ttl.total_seconds(),
+                    )  # fmt: skip
+                    return
+                self._swap(table, me, token)
+            except Exception as exc:  # the next renewal may get through: say so and go on
+                log.warning("could not renew the ledger lease (%s): %s", self.path, exc)
+
+    def _give_back(self, token: str) -> None:
+        for _ in range(5):
+            table, config = self._read()
+            if config[_TOKEN] != token:
+                return
+            if self._swap(table, _FREE, _FREE, expires=_EPOCH, process=_FREE):
+                return
+        log.warning("could not give back the ledger lease: it expires by itself")
+
+    # -- Delta ---------------------------------------------------------------------------
+
+    def _free(self, config: dict[str, str]) -> bool:
+        expires = datetime.fromisoformat(config.get(_EXPIRES, _EPOCH))
+        if config.get(_TOKEN, _FREE) == _FREE or expires <= self._clock():
+            return True
+        return self._gone(config.get(_PROCESS, _FREE))
+
+    def _gone(self, process: str) -> bool:
+        """Whether `process` (host:pid) ran on this host and is no longer alive."""
+        host, _, pid = process.rpartition(":")
+        if host != self.host or not pid.isdigit():
+            return False
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            return True
+        except PermissionError:  # alive, another user's
+            return False
+        return False
+
+    def _swap(
+        self,
+        table: Any,
+        holder: str,
+        token: str,
+        *,
+        expires: str | None = None,
+        process: str | None = None,
+    ) -> bool:
+        """Commit the lease's new value at the version after `table`'s; False if another
+        commit got there first."""
+        from deltalake import CommitProperties
+        from deltalake.exceptions import CommitFailedError
+
+        until = expires or (self._clock() + self.ttl).isoformat()
+        try:
+            table.alter.set_table_properties(
+                {
+                    _HOLDER: holder,
+                    _TOKEN: token,
+                    _EXPIRES: until,
+                    _PROCESS: process or f"{self.host}:{os.getpid()}",
+                },
+                raise_if_not_exists=False,
+                commit_properties=CommitProperties(max_commit_retries=0),
+            )
+        except CommitFailedError:
+            return False
+        return True
+
+    def _read(self) -> tuple[Any, dict[str, str]]:
+        """The lease table (made if missing) and its properties."""
+        from deltalake import DeltaTable, Field, Schema
+        from deltalake.exceptions import DeltaError, TableNotFoundError
+        from deltalake.schema import PrimitiveType
+
+        for _ in range(3):
+            try:
+                table = DeltaTable(self.path, storage_options=self.storage_options)
+                lease = {k: _PROPERTIES[k] for k in (_HOLDER, _TOKEN, _EXPIRES, _PROCESS)}
+                return table, {**lease, **table.metadata().configuration}
+            except TableNotFoundError:
+                pass
+            try:
+                DeltaTable.create(
+                    self.path,
+                    Schema([Field("unused", PrimitiveType("string"))]),
+                    mode="error",
+                    description="ackfold: who may write the ledger now (in the properties)",
+                    configuration=dict(_PROPERTIES),
+                    storage_options=self.storage_options,
+                    raise_if_key_not_exists=False,
+                )
+            except DeltaError as exc:
+                log.debug("another writer created %s first: %s", self.path, exc)
+        raise LedgerError(f"cannot create or read the ledger lease at {self.path}")
