@@ -11,12 +11,15 @@ import uuid
 from collections import defaultdict
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from ackfold.config import Settings, load_settings
 from tests import suite
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 PROJECT_DIR = Path(__file__).resolve().parents[1]
 JARS_DIR = PROJECT_DIR / "var" / "jars"
@@ -132,6 +135,33 @@ class TierTimes:
 def _clock(seconds: float) -> str:
     minutes, rest = divmod(round(seconds), 60)
     return f"{minutes}:{rest:02d}"
+
+
+@pytest.fixture(scope="session")
+def spark_settings(tmp_path_factory: pytest.TempPathFactory) -> Settings:
+    var = tmp_path_factory.mktemp("spark-var")
+    return load_settings(var_dir=var, jars_dir=JARS_DIR, spark={"master": "local[2]"})
+
+
+@pytest.fixture(scope="session")
+def spark(spark_settings: Settings) -> Iterator[SparkSession]:
+    """One JVM per worker for every tier that runs Spark in-process: starting one costs
+    seconds. Defined here once: a copy imported into another tier's conftest is a second
+    fixture, and the second teardown found the JVM gone. Stopped with its JVM at the end,
+    so a run without xdist workers leaves no process behind either."""
+    from pyspark import SparkContext
+
+    from ackfold.spark import get_spark
+
+    session = get_spark(spark_settings, app_name="ackfold-tests")
+    yield session
+    session.stop()
+    gateway = SparkContext._gateway
+    if gateway is not None:
+        gateway.shutdown()
+        gateway.proc.stdin.close()  # the JVM exits when its parent's pipe closes
+        gateway.proc.wait(timeout=60)
+        SparkContext._gateway = None
 
 
 @pytest.fixture(scope="session")

@@ -20,9 +20,11 @@ def run_smoke(spark: SparkSession, path: str) -> dict[str, Any]:
     """Round-trip a small Delta table at `path` (replaced if it exists) and report on it.
 
     All of it is SQL and DataFrames, so it runs the same through Spark Connect."""
-    # An empty overwrite: a new table, or a new empty version of an earlier run's.
-    empty = spark.createDataFrame([], SCHEMA).write.format("delta").mode("overwrite")
-    empty.option("overwriteSchema", "true").save(path)
+    # The table with its NOT NULL columns (a DataFrame write would make them nullable),
+    # then an empty overwrite: a new empty version of an earlier run's table. (CREATE OR
+    # REPLACE of an identical table kept its rows.)
+    spark.sql(f"CREATE TABLE IF NOT EXISTS {dml.table(path)} ({SCHEMA}) USING delta")
+    spark.createDataFrame([], SCHEMA).write.format("delta").mode("overwrite").save(path)
     history = spark.sql(f"DESCRIBE HISTORY {dml.table(path)} LIMIT 1").first()
     assert history is not None
     created = int(history["version"])

@@ -381,6 +381,11 @@ def get_spark(
         builder = builder.master(master)
         if on_loopback(master):
             os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # loopback only, no warning
+        python = worker_python(settings)
+        if python is not None:
+            # PySpark takes the workers' Python from this variable, not from the conf that
+            # spark-submit turns into it: without it a worker starts `python3` from PATH.
+            os.environ["PYSPARK_PYTHON"] = python
     for key, value in conf.items():
         builder = builder.config(key, value)
     from pyspark import SparkContext

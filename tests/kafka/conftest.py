@@ -114,7 +114,3 @@ def delete_before(settings: Settings, topic: str, partition: int, offset: int) -
     futures = admin.delete_records([TopicPartition(topic, partition, offset)])
     for future in futures.values():
         future.result()
-
-
-# Tests here that run Spark share the Spark tier's one session.
-from tests.spark.conftest import spark, spark_settings  # noqa: E402, F401

@@ -98,14 +98,12 @@ def test_a_reconcile_merge_that_loses_to_a_concurrent_append_is_retried_and_both
     appends root 2 into the same partition (first_event_date, pending)."""
     ledger = Ledger(str(tmp_path / "warehouse"))
     ledger.create(spark, (ROOT_STATE,))
-    append_new(
-        ledger, state_rows(spark, {"root_id": 1, "app": "a", "status": status.PENDING}), None
-    )
+    append_new(ledger, state_rows(spark, {"root_id": 1, "app": "a", "status": status.PENDING}))
     path = ledger.path(ROOT_STATE)
 
     def other() -> None:
         row = {"root_id": 2, "app": "b", "status": status.PENDING}
-        append_new(ledger, state_rows(spark, row), None)
+        append_new(ledger, state_rows(spark, row))
 
     completed = {"root_id": 1, "app": "a", "status": status.COMPLETED, "xor_acc": 0}
     with (
@@ -114,7 +112,7 @@ def test_a_reconcile_merge_that_loses_to_a_concurrent_append_is_retried_and_both
     ):
         rows = state_rows(spark, completed, prior=True)
         rows = rows.withColumn("last_stage", hold(rows["last_stage"]))
-        changed = merge_updates(spark, ledger, rows, [(DAY, status.PENDING)], None)
+        changed = merge_updates(ledger, rows, [(DAY, status.PENDING)])
 
     retries = [r.getMessage() for r in caplog.records]
     assert len(retries) == 1, retries

@@ -86,7 +86,3 @@ def make_queue(sqs: Any) -> Iterator[Callable[..., Queue]]:
     yield make
     for url in reversed(created):
         sqs.delete_queue(QueueUrl=url)
-
-
-# Tests here that run Spark share the Spark tier's one session.
-from tests.spark.conftest import spark, spark_settings  # noqa: E402, F401
