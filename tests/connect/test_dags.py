@@ -35,6 +35,7 @@ def _smoke_dag(remote: str, connection: str, tmp_path: Path) -> dict[str, str]:
         PATH=f"{bin_dir}{os.pathsep}{env.get('PATH', '')}",
         AIRFLOW_HOME=str(tmp_path / "airflow"),
         AIRFLOW__CORE__LOAD_EXAMPLES="False",
+        AIRFLOW__CORE__DAGS_FOLDER=str(PROJECT_DIR / "dags"),  # dag.test() syncs this bundle
         AIRFLOW_CONN_SPARK_CONNECT_DEFAULT=connection,
         ACKFOLD_SPARK__REMOTE=remote,
         ACKFOLD_VAR_DIR=str(tmp_path / "var"),
