@@ -45,7 +45,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Final
 
 from ackfold.ledger import status
-from ackfold.ledger.sql import SqlReader, sql_date, sql_str, sql_ts
+from ackfold.ledger.sql import SqlReader, app_since, sql_str, sql_ts
 from ackfold.ledger.tables import ROOT_STATE
 from ackfold.ledger.values import utc
 
@@ -190,12 +190,7 @@ def read_recovery(
 ) -> RecoveryTimes:
     """`recovery_times` of the roots of `app` (every app if None) whose first event is in
     [since, until), read without a JVM."""
-    where = [RECOVERY_WHERE]
-    if app is not None:
-        where.append(f"app = {sql_str(app)}")
-    if since is not None:
-        where.append(f"first_event_at >= {sql_ts(since)}")
-        where.append(f"first_event_date >= {sql_date(since.date())}")
+    where = [RECOVERY_WHERE, *app_since(app, since)]
     if until is not None:
         # A message's recovery (a later attempt completing) may come after `until`.
         later = until + settings.reconcile.lookback

@@ -165,6 +165,16 @@ def sql_date(day: date) -> str:
     return f"DATE '{day.isoformat()}'"
 
 
+def app_since(app: str | None, since: datetime | None) -> list[str]:
+    """The root_state conditions for the roots of `app` (every app if None) whose first
+    event is at `since` or later, with the partition bound that lets a reader skip dates."""
+    where = [] if app is None else [f"app = {sql_str(app)}"]
+    if since is not None:
+        where.append(f"first_event_at >= {sql_ts(since)}")
+        where.append(f"first_event_date >= {sql_date(since.date())}")
+    return where
+
+
 def first_line(exc: BaseException) -> str:
     """The first line of an error's message (its type when it has none)."""
     text = str(exc).strip()

@@ -23,7 +23,7 @@ from typing import Any, Final
 from ackfold.ledger import status
 from ackfold.ledger.reader import LedgerReader
 from ackfold.ledger.rows import STATE_COLUMNS, RootState, state_from_row
-from ackfold.ledger.sql import NoLedger, sql_date, sql_str, sql_ts
+from ackfold.ledger.sql import NoLedger, app_since, sql_date, sql_str, sql_ts
 from ackfold.ledger.tables import DEAD_LETTERS, ROOT_STATE
 from ackfold.ledger.values import jsonable, utc
 from ackfold.ui.filters import DeadLetterFilter, RootFilter
@@ -234,12 +234,7 @@ class UiReader(LedgerReader):
     ) -> Overview:
         """Roots by status over time for `app` (every app if None), first events in
         [since, until)."""
-        where = []
-        if app is not None:
-            where.append(f"app = {sql_str(app)}")
-        if since is not None:
-            where.append(f"first_event_at >= {sql_ts(since)}")
-            where.append(f"first_event_date >= {sql_date(since.date())}")
+        where = app_since(app, since)
         if until is not None:
             where.append(f"first_event_at < {sql_ts(until)}")
             where.append(f"first_event_date <= {sql_date(until.date())}")
