@@ -12,8 +12,8 @@ from ackfold.dags import (
     quality_alerts,
     quality_verdict,
     root_state_asset,
-    spark_job,
 )
+from ackfold.spark_tasks import spark_job
 
 settings = load_settings()
 

@@ -11,9 +11,9 @@ from ackfold.dags import (
     default_args,
     ledger_metrics,
     root_state_asset,
-    spark_job,
     state_alerts,
 )
+from ackfold.spark_tasks import spark_job
 
 settings = load_settings()
 

@@ -5,7 +5,8 @@ from datetime import UTC, datetime
 from airflow.sdk import DAG
 
 from ackfold.config import load_settings
-from ackfold.dags import LEDGER_POOL, default_args, root_state_asset, spark_job
+from ackfold.dags import LEDGER_POOL, default_args, root_state_asset
+from ackfold.spark_tasks import spark_job
 
 settings = load_settings()
 

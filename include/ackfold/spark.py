@@ -360,7 +360,7 @@ def get_spark(
     level changes.
 
     Under `spark-submit` pass the same `spark_conf()` and jars on the command line, as
-    `ackfold.dags.spark_submit_kwargs()` does: the driver's classpath is fixed by then.
+    `ackfold.spark_tasks.spark_submit_kwargs()` does: the driver's classpath is fixed by then.
     Raises `SparkMasterUnreachable` at once when a `spark://` master does not answer.
     """
     from pyspark.sql import SparkSession

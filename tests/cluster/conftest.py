@@ -1,5 +1,5 @@
 """The cluster tier: a Spark standalone master and two workers from the pyspark install,
-and spark-submits built as the DAGs build them (`ackfold.dags.spark_submit_kwargs`, the
+and spark-submits built as the DAGs build them (`ackfold.spark_tasks.spark_submit_kwargs`, the
 `spark_default` connection), the same run on the cluster and in local mode."""
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ import pytest
 import yaml
 
 from ackfold.config import Settings, load_settings
-from ackfold.dags import spark_connection, spark_submit_kwargs
 from ackfold.local.cluster import LocalCluster
+from ackfold.spark_tasks import spark_connection, spark_submit_kwargs
 from tests.conftest import JARS_DIR
 
 VENV_BIN = Path(sys.executable).parent

@@ -11,7 +11,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-from ackfold.dags import spark_connect_connection
+from ackfold.spark_tasks import spark_connect_connection
 from tests.conftest import JARS_DIR, PROJECT_DIR
 
 # In a child of its own: Airflow reads its configuration once, at import, and this test

@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import pytest
 
-from ackfold import dags, spark
+from ackfold import spark, spark_tasks
 from ackfold.cli import main as cli
 from ackfold.config import ConfigError, Settings, load_settings, sections
 from ackfold.ledger import dml
@@ -25,8 +25,12 @@ def test_docstring_examples_run() -> None:
     # Of these two modules, what needs no JVM (`get_spark`'s own example starts one).
     finder = doctest.DocTestFinder()
     runner = doctest.DocTestRunner()
-    for function in (spark.connect_address, spark.connect_conf, dags.spark_connect_connection):
-        module = spark if function.__module__ == spark.__name__ else dags
+    for function in (
+        spark.connect_address,
+        spark.connect_conf,
+        spark_tasks.spark_connect_connection,
+    ):
+        module = spark if function.__module__ == spark.__name__ else spark_tasks
         for test in finder.find(function, globs=vars(module)):
             runner.run(test)
     assert runner.failures == 0
@@ -93,7 +97,7 @@ def test_an_endpoint_that_does_not_answer_is_one_clear_error_at_once(
 
 
 def test_the_spark_connect_connection_of_a_remote() -> None:
-    found = dags.spark_connect_connection(
+    found = spark_tasks.spark_connect_connection(
         "sc://h.example.com:8443/;user_id=ana;token=t;use_ssl=false"
     )
     assert found == {

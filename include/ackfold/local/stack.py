@@ -27,14 +27,12 @@ from ackfold.dags import (
     LEDGER_POOL,
     LEDGER_POOL_DESCRIPTION,
     PROJECT_DIR,
-    SPARK_CONN_ID,
-    spark_connect_connection,
-    spark_connection,
 )
 from ackfold.local.elasticmq import ElasticMQ, ElasticMQError
 from ackfold.local.ports import is_loopback_host
 from ackfold.local.server import LocalServer
 from ackfold.spark import on_loopback
+from ackfold.spark_tasks import SPARK_CONN_ID, spark_connect_connection, spark_connection
 
 if TYPE_CHECKING:
     from ackfold.local.kafka_broker import KafkaBroker
