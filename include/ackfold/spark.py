@@ -11,17 +11,17 @@ from __future__ import annotations
 
 import os
 import socket
-import subprocess
 import sys
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
 from ackfold.config import Settings, load_settings
 from ackfold.local.jvm import BUNDLES, bundle_jars
 from ackfold.local.ports import is_loopback_host
+from ackfold.spark_python import check_worker_python, worker_python, workers_run
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -72,56 +72,6 @@ def spark_conf(settings: Settings, *, with_jars: bool = True) -> dict[str, str]:
         conf["spark.pyspark.python"] = python
     conf.update(settings.spark.conf)
     return conf
-
-
-def worker_python(settings: Settings) -> str | None:
-    """The Python that runs PySpark's workers on the executors, or None for Spark's default.
-
-    `spark.python` if set. Else, on local and `spark://` masters, this interpreter (it has
-    ackfold and the pinned pyspark; a standalone worker would otherwise start `python3`
-    from its PATH), unless `PYSPARK_PYTHON` is set, which Spark then honours. On YARN and
-    Kubernetes the nodes' Python is theirs to choose: Spark's default.
-    """
-    if settings.spark.python:
-        return settings.spark.python
-    if settings.spark.master.startswith(("local", "spark://")):
-        return None if os.environ.get("PYSPARK_PYTHON") else sys.executable
-    return None
-
-
-class WorkerPythonMismatch(RuntimeError):
-    """PySpark's workers would run another Python version than the driver."""
-
-
-def check_worker_python(settings: Settings) -> None:
-    """Raise `WorkerPythonMismatch` when the workers' Python (`spark.python`, else
-    `PYSPARK_PYTHON`) is another version than this interpreter's: PySpark would fail the
-    first Python task of a job with a version mismatch; this says it before, naming the
-    setting. With neither set, the workers run this very interpreter."""
-    chosen = settings.spark.python or os.environ.get("PYSPARK_PYTHON")
-    if not chosen or chosen == sys.executable:
-        return
-    where = "spark.python" if settings.spark.python else "PYSPARK_PYTHON"
-    mine = f"{sys.version_info.major}.{sys.version_info.minor}"
-    try:
-        found = subprocess.run(
-            [chosen, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
-            capture_output=True, text=True, timeout=30, check=True,
-        ).stdout.strip()  # fmt: skip
-    except (OSError, subprocess.SubprocessError) as exc:
-        # A cluster's workers may keep Python where this machine has none: Spark decides.
-        if settings.spark.master.startswith("local"):
-            raise WorkerPythonMismatch(
-                f"{where} is {chosen}, which does not run here ({exc}): unset it, or name a "
-                f"Python {mine}"
-            ) from None
-        return
-    if found != mine:
-        raise WorkerPythonMismatch(
-            f"{where} is {chosen}, Python {found}, but ackfold runs on Python {mine}: "
-            "PySpark's workers must run the driver's version; unset it, or name a Python "
-            f"{mine} with ackfold installed"
-        )
 
 
 def spark_jars(settings: Settings) -> list[str]:
@@ -381,19 +331,15 @@ def get_spark(
         builder = builder.master(master)
         if on_loopback(master):
             os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # loopback only, no warning
-        python = worker_python(settings)
-        if python is not None:
-            # PySpark takes the workers' Python from this variable, not from the conf that
-            # spark-submit turns into it: without it a worker starts `python3` from PATH.
-            os.environ["PYSPARK_PYTHON"] = python
     for key, value in conf.items():
         builder = builder.config(key, value)
     from pyspark import SparkContext
 
-    if quiet and not submitted and SparkContext._gateway is None:  # the JVM starts here
-        with jvm_notices_dropped():
-            spark = builder.getOrCreate()
-    else:
+    with ExitStack() as starting:
+        if not submitted:
+            starting.enter_context(workers_run(worker_python(settings)))
+        if quiet and not submitted and SparkContext._gateway is None:  # the JVM starts here
+            starting.enter_context(jvm_notices_dropped())
         spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR" if quiet else "WARN")
     return spark

@@ -56,6 +56,7 @@ def summary_of(out: str) -> dict[str, Any]:
 
 # The tiny size of each script, and what its summary must hold.
 TINY: dict[str, list[str]] = {
+    "connect.py": ["--events", "2000", "--workdir", "{work}", "--remote", "{connect}"],
     "generate.py": ["--roots", "200", "--warehouse", "{work}/warehouse"],
     "kafka.py": ["--records", "300", "--replays", "100"],
     "quality.py": ["--events", "2000", "--increment", "1000", "--warm-up", "0",
@@ -74,9 +75,21 @@ def test_every_script_has_a_tiny_run() -> None:
 
 @pytest.mark.timeout(1500)  # the quality script alone took 6 to 10 minutes beside other tiers
 @pytest.mark.parametrize("name", sorted(TINY))
-def test_the_script_runs_at_a_tiny_size(name: str, tmp_path: Path) -> None:
-    args = [arg.format(work=tmp_path) for arg in TINY[name]]
+def test_the_script_runs_at_a_tiny_size(
+    name: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    # connect.py: the run's shared Spark Connect server (tests/connect), not one more.
+    connect = request.getfixturevalue("connect_url") if name == "connect.py" else ""
+    args = [arg.format(work=tmp_path, connect=connect) for arg in TINY[name]]
     CHECKS[name](run_script(name, args, tmp_path), tmp_path)
+
+
+def _connect(out: str, work: Path) -> None:
+    summary = summary_of(out)  # the script checks both modes classify the roots alike
+    assert sum(summary["by_status"].values()) == summary["roots"] > 0
+    for mode in ("classic", "connect"):
+        assert set(summary[mode]) == {"all new", "nothing new"}
+        assert all(seconds > 0 for seconds in summary[mode].values())
 
 
 def _generate(out: str, work: Path) -> None:
@@ -134,6 +147,7 @@ def _wordcount(out: str, work: Path) -> None:
 
 
 CHECKS: dict[str, Callable[[str, Path], None]] = {
+    "connect.py": _connect,
     "generate.py": _generate,
     "kafka.py": _kafka,
     "quality.py": _quality,

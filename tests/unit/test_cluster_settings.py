@@ -5,6 +5,7 @@ cluster's arguments. No JVM starts here."""
 from __future__ import annotations
 
 import doctest
+import os
 import socket
 import sys
 import time
@@ -23,8 +24,8 @@ from ackfold.spark import (
     get_spark,
     master_addresses,
     spark_conf,
-    worker_python,
 )
+from ackfold.spark_python import worker_python, workers_run
 
 
 def test_docstring_examples_run() -> None:
@@ -211,7 +212,7 @@ def test_make_run_points_spark_default_at_spark_master(
 def test_a_worker_python_of_another_version_is_refused_before_spark_starts(
     make_settings: Callable[..., Settings], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from ackfold.spark import WorkerPythonMismatch, check_worker_python
+    from ackfold.spark_python import WorkerPythonMismatch, check_worker_python
     from tests.suite import find_python
 
     other = next((p for v in ("3.12", "3.13", "3.10") if (p := find_python(v))), None)
@@ -225,3 +226,18 @@ def test_a_worker_python_of_another_version_is_refused_before_spark_starts(
     monkeypatch.delenv("PYSPARK_PYTHON")
     with pytest.raises(WorkerPythonMismatch, match="spark.python is /nowhere/python"):
         check_worker_python(make_settings(spark={"python": "/nowhere/python"}))
+
+
+def test_the_workers_python_is_set_only_while_spark_starts(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """PySpark reads PYSPARK_PYTHON when its context starts; processes started later (a
+    virtualenv of another Python, spark-submit) must not inherit this driver's choice."""
+    monkeypatch.delenv("PYSPARK_PYTHON", raising=False)
+    with workers_run("/opt/python3.12/bin/python"):
+        assert os.environ["PYSPARK_PYTHON"] == "/opt/python3.12/bin/python"
+    assert "PYSPARK_PYTHON" not in os.environ
+    monkeypatch.setenv("PYSPARK_PYTHON", "/usr/bin/python3")
+    with workers_run("/opt/python3.12/bin/python"):
+        pass
+    assert os.environ["PYSPARK_PYTHON"] == "/usr/bin/python3"

@@ -26,7 +26,8 @@ from ackfold.ledger.conflicts import LedgerConflict
 from ackfold.ledger.lock import LedgerBusy
 from ackfold.local.jvm import JarsError
 from ackfold.sources.base import SourceError
-from ackfold.spark import SparkConnectError, SparkMasterUnreachable, WorkerPythonMismatch
+from ackfold.spark import SparkConnectError, SparkMasterUnreachable
+from ackfold.spark_python import WorkerPythonMismatch
 
 
 def build_parser() -> argparse.ArgumentParser:
