@@ -11,7 +11,7 @@ TEST_WORKERS ?= 4
 
 .PHONY: run test lint format setup install jars schemas browser test-unit test-spark connect \
         test-airflow test-sqs test-kafka test-e2e test-browser test-cluster test-connect test-pythons test-bench test-docs docs sqs kafka cluster demo bench bench-reconcile bench-replay \
-        bench-wordcount bench-ui bench-quality bench-kafka lock clean
+        bench-wordcount bench-ui bench-quality bench-kafka bench-connect lock clean
 
 ## run: install what is missing, then start the embedded stack (Ctrl-C stops it)
 run: setup
@@ -126,7 +126,7 @@ docs: install
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
 ## bench: every benchmark, about an hour (figures go to docs/benchmarks.md)
-bench: bench-reconcile bench-replay bench-wordcount bench-ui bench-quality bench-kafka
+bench: bench-reconcile bench-replay bench-wordcount bench-ui bench-quality bench-kafka bench-connect
 
 ## bench-reconcile: ackfold against DuckDB, Spark SQL and a Python acker at 1M, 10M, 50M events; the plot
 bench-reconcile: setup
@@ -139,6 +139,10 @@ bench-replay: setup
 ## bench-kafka: Kafka ingest and replay throughput against a real local broker (a few minutes)
 bench-kafka: setup
 	$(BIN)/python bench/kafka.py
+
+## bench-connect: ackfold reconcile through a local Spark Connect server against a classic session (1M events; nothing new)
+bench-connect: setup
+	$(BIN)/python bench/connect.py
 
 ## bench-wordcount: the demo app with and without tracking: the tracking overhead
 bench-wordcount: setup
