@@ -215,9 +215,11 @@ def test_a_worker_python_of_another_version_is_refused_before_spark_starts(
     from ackfold.spark_python import WorkerPythonMismatch, check_worker_python
     from tests.suite import find_python
 
-    other = next((p for v in ("3.12", "3.13", "3.10") if (p := find_python(v))), None)
+    mine = f"{sys.version_info.major}.{sys.version_info.minor}"
+    versions = [v for v in ("3.11", "3.12", "3.13", "3.10") if v != mine]
+    other = next((p for v in versions if (p := find_python(v))), None)
     if other is None:
-        pytest.skip("no Python of another version on PATH")
+        pytest.skip(f"no Python but {mine} on PATH or in pyenv")
     monkeypatch.setenv("PYSPARK_PYTHON", other)
     with pytest.raises(WorkerPythonMismatch, match=r"PYSPARK_PYTHON is .*the driver's version"):
         check_worker_python(make_settings())
