@@ -9,10 +9,12 @@ Example:
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
@@ -25,6 +27,10 @@ from ackfold.spark_python import check_worker_python, worker_python, workers_run
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+    from pyspark.sql.streaming.query import StreamingQuery
+    from pyspark.sql.streaming.readwriter import DataStreamWriter
+
+log = logging.getLogger(__name__)
 
 # Spark's own log lines in a console session (the CLI, the demo): errors only, so that a
 # user sees ackfold's lines and real errors, not Spark's warnings (the native-hadoop notice
@@ -202,6 +208,36 @@ class SparkConnectError(RuntimeError):
 def is_connect(spark: SparkSession) -> bool:
     """True for a Spark Connect session: nothing on this side has a JVM."""
     return type(spark).__module__.startswith("pyspark.sql.connect")
+
+
+# A Connect server starts a Python process for each foreachBatch query it starts, and gives
+# it a fixed 10 s to connect back (Spark's PythonWorkerFactory, not configurable). On a
+# loaded server an import-heavy start misses that window; nothing has run yet, so the start
+# is tried again.
+WORKER_CONNECT_BACK = "Python worker failed to connect back"
+START_ATTEMPTS = 3
+
+
+def start_query(writer: DataStreamWriter) -> StreamingQuery:
+    """`writer.start()`, tried again when a Spark Connect server's Python worker for the
+    query's `foreachBatch` did not start in time (a busy server): the query then never
+    started, so its checkpoint is untouched. Any other failure is raised at once."""
+    from pyspark.errors import PySparkException
+
+    for attempt in range(1, START_ATTEMPTS):
+        try:
+            return writer.start()
+        except PySparkException as exc:
+            if WORKER_CONNECT_BACK not in str(exc):
+                raise
+            log.warning(
+                "the Spark Connect server's Python worker did not start in time (attempt %d "
+                "of %d); starting the query again",
+                attempt,
+                START_ATTEMPTS,
+            )
+            time.sleep(attempt)
+    return writer.start()
 
 
 # What a Connect client may set on its session: runtime SQL settings. The rest (jars, the

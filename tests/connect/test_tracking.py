@@ -17,7 +17,7 @@ from pyspark.sql import functions as F
 
 from ackfold.config import Settings
 from ackfold.ledger.tables import ACK_EVENTS, ROOTS, Ledger
-from ackfold.spark import is_connect
+from ackfold.spark import is_connect, start_query
 from ackfold.track.stage import StageTracker
 from tests.conftest import PROJECT_DIR
 from tests.docs.test_examples import blocks
@@ -76,13 +76,13 @@ def test_a_batch_rerun_by_its_query_writes_nothing(spark: SparkSession, tmp_path
             raise RuntimeError("killed after the batch's commits, before its checkpoint's")
 
     def run() -> None:
-        query = (
+        writer = (
             spark.readStream.schema("id string, text string").json(str(source))
             .writeStream.queryName("rerun").foreachBatch(split_batch)
             .option("checkpointLocation", str(tmp_path / "checkpoint"))
-            .trigger(availableNow=True).start()
+            .trigger(availableNow=True)
         )  # fmt: skip
-        query.awaitTermination()
+        start_query(writer).awaitTermination()
 
     tables = [words_path, ledger.path(ROOTS), ledger.path(ACK_EVENTS)]
     with pytest.raises(Exception, match="killed after the batch's commits"):

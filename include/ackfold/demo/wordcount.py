@@ -39,7 +39,7 @@ from ackfold.sources.ingest import Ingester
 from ackfold.sources.kafka import KafkaTopic
 from ackfold.sources.kafka_spout import KafkaSpout, restart_gets_past
 from ackfold.sources.sqs import SqsQueue
-from ackfold.spark import is_connect
+from ackfold.spark import is_connect, start_query
 from ackfold.track.compact import COMPACT
 from ackfold.track.stage import StageTracker
 from ackfold.track.write import query_name
@@ -294,14 +294,14 @@ class WordCount:
     def _start(
         self, stage: str, source: Callable[[], DataFrame], batch: Any, trigger: dict[str, Any]
     ) -> StreamingQuery:
-        return (
+        writer = (
             source()
             .writeStream.queryName(query_name(self.app, stage))
             .foreachBatch(batch)
             .option("checkpointLocation", f"{self.checkpoints}/{stage}")
             .trigger(**trigger)
-            .start()
         )
+        return start_query(writer)
 
     def step(self) -> int:
         """Ingest what the queue holds (SQS), then run split and count to the end of their

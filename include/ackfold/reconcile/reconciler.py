@@ -43,7 +43,7 @@ from ackfold.ledger.tables import (
 )
 from ackfold.reconcile.spark_fold import INSERT, PARK, UPDATE, combine, fold_events
 from ackfold.reconcile.state import append_new, known_roots, merge_updates, open_state
-from ackfold.spark import is_connect
+from ackfold.spark import is_connect, start_query
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -117,13 +117,13 @@ class Reconciler:
         stream = events.load(self.ledger.path(ACK_EVENTS))
         if self.app:
             stream = stream.where(stream.app == self.app)
-        query = (
+        writer = (
             stream.writeStream.foreachBatch(self._batch)
             .option("checkpointLocation", self.checkpoint)
             .trigger(availableNow=True)
             .queryName(self.query_name)
-            .start()
         )
+        query = start_query(writer)
         query.awaitTermination()
         if is_connect(self.spark):
             self._take_back()
