@@ -27,9 +27,10 @@ from ackfold.ledger.sql import NoLedger, SqlReader, sql_str, sql_ts
 from ackfold.ledger.tables import ROOT_STATE
 from ackfold.ledger.values import utc
 
-FAILED: Final = "failed"
-TIMED_OUT: Final = "timed_out"
-DEAD_LETTERED: Final = "dead_lettered"
+# A root-count rule is named after the status it counts.
+FAILED: Final = status.FAILED
+TIMED_OUT: Final = status.TIMED_OUT
+DEAD_LETTERED: Final = status.DEAD_LETTERED
 UNSETTLED_AGE: Final = "unsettled_age"
 LATENCY_P99: Final = "latency_p99"
 QUALITY: Final = "quality"
