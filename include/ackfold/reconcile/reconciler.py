@@ -163,11 +163,15 @@ class Reconciler:
         since = self._window_start()
         prior = open_state(self.spark, self.ledger, since=since, app=self.app)
         events = self._with_waiting(batch)
-        new = fold_events(
-            events, prior.select("root_id", "seen_event_hashes"), self._partitions()
-        ).cache()
+        new = fold_events(events, prior.select("root_id", "seen_event_hashes"), self._partitions())
+        oldest = None
+        # Nothing new: `new` is empty by construction, and Spark prunes what joins it; no
+        # job to cache it or to find its oldest event, a few seconds of a quiet run.
+        if batch is not None:
+            new = new.cache()
         try:
-            oldest = new.agg(F.min("first_event_at")).first()[0]  # type: ignore[index]
+            if batch is not None:
+                oldest = new.agg(F.min("first_event_at")).first()[0]  # type: ignore[index]
             first_day = min(since, oldest.astimezone(UTC).date()) if oldest else since
             rows = combine(
                 new,
