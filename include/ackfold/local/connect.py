@@ -9,8 +9,9 @@ interpreter, which has ackfold. Point ackfold at it with
 `ACKFOLD_SPARK__REMOTE=sc://127.0.0.1:15002`.
 
 Spark gives a `foreachBatch` worker a fixed 10 s to connect back, and its imports (pandas,
-pyarrow, grpc) take over 2 s of CPU. So on a busy machine, where this process may, the
-workers start at a higher priority than the rest (`nice -n -10`); the JVM keeps its own.
+pyarrow, grpc) take over 2 s of CPU. So, where this process may, the server's session
+weighs as nice -10 against the machine's other sessions, and its workers start at
+`nice -n -10` within it.
 
 Example:
     >>> with LocalConnectServer(settings, port=free_port()) as server:  # doctest: +SKIP
@@ -38,12 +39,12 @@ DEFAULT_PORT = 15002  # Spark Connect's own default
 WORKER_NICENESS = -10
 
 
-def may_raise_priority(niceness: int = WORKER_NICENESS) -> bool:
-    """True when this process may start children at `niceness` below its own: as root, or
-    within RLIMIT_NICE (which allows down to 20 - its value)."""
+def may_raise_priority() -> bool:
+    """True when this process may start children at WORKER_NICENESS below its own: as
+    root, or within RLIMIT_NICE (which allows down to 20 - its value)."""
     soft, _ = resource.getrlimit(resource.RLIMIT_NICE)
     lowest = -20 if soft == resource.RLIM_INFINITY else 20 - soft
-    return os.geteuid() == 0 or os.getpriority(os.PRIO_PROCESS, 0) + niceness >= lowest
+    return os.geteuid() == 0 or os.getpriority(os.PRIO_PROCESS, 0) + WORKER_NICENESS >= lowest
 
 
 class ConnectServerError(RuntimeError):
