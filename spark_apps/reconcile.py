@@ -13,7 +13,7 @@ import json
 from ackfold.config import load_settings
 from ackfold.ledger.parse import parse_time
 from ackfold.metrics import export_run
-from ackfold.reconcile.reconciler import check_app_name, reconcile
+from ackfold.reconcile.reconciler import check_app_name, reconcile, reconcile_quietly
 from ackfold.spark import get_spark
 
 if __name__ == "__main__":
@@ -22,8 +22,11 @@ if __name__ == "__main__":
     parser.add_argument("--now", type=lambda text: parse_time(text, "--now"))
     args = parser.parse_args()
     settings = load_settings()
-    spark = get_spark(settings, app_name="ackfold-reconcile")
-    summary = reconcile(spark, settings, now=args.now, app=args.app)
+    # Nothing new and no timeout due: the summary comes without a Spark session.
+    summary = reconcile_quietly(settings, now=args.now, app=args.app)
+    if summary is None:
+        spark = get_spark(settings, app_name="ackfold-reconcile")
+        summary = reconcile(spark, settings, now=args.now, app=args.app)
+        spark.stop()
     export_run(settings, "reconcile", summary)
     print(json.dumps(summary, sort_keys=True), flush=True)
-    spark.stop()

@@ -70,13 +70,17 @@ def _reconcile(settings: Settings, args: argparse.Namespace) -> int:
         return ledger_error(exc)
 
     from ackfold.ledger.lease import ledger_turn
-    from ackfold.reconcile.reconciler import reconcile
+    from ackfold.reconcile.reconciler import reconcile, reconcile_quietly
 
     # Taken before Spark starts, and held through --replay: a DAG run on another host may
     # hold it.
     with ledger_turn(settings, "ackfold reconcile", wait=args.wait, say=say_on_stderr):
-        spark = spark_session(settings, "ackfold-reconcile")
-        summary = reconcile(spark, settings, now=now, app=args.app)
+        # Nothing new and no timeout due: no Spark session at all, unless --replay.
+        summary = reconcile_quietly(settings, now=now, app=args.app)
+        if summary is None or args.replay:
+            spark = spark_session(settings, "ackfold-reconcile")
+        if summary is None:
+            summary = reconcile(spark, settings, now=now, app=args.app)
         if args.replay:
             from ackfold.replay.replayer import ReplayError, replay
             from ackfold.replay.request import ReplayRequest

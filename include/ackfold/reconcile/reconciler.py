@@ -41,6 +41,7 @@ from ackfold.ledger.tables import (
     Ledger,
     spark_schema,
 )
+from ackfold.reconcile import quiet
 from ackfold.reconcile.spark_fold import INSERT, PARK, UPDATE, combine, fold_events
 from ackfold.reconcile.state import append_new, known_roots, merge_updates, open_state
 from ackfold.spark import is_connect, start_query
@@ -81,14 +82,9 @@ class Reconciler:
         self.ledger = Ledger(settings.table_root)
         self.now = (now or datetime.now(UTC)).astimezone(UTC)
         self.app = check_app_name(app) if app is not None else None
-        self.counts = {
-            "events_read": 0,
-            "events_folded": 0,
-            "duplicates_dropped": 0,
-            "roots_updated": 0,
-        }
-        self.scope = f"app={app}" if app else "all"
-        self.checkpoint = self.ledger.path(f"{CHECKPOINTS}/reconcile/{self.scope}")
+        self.counts = dict.fromkeys(quiet.COUNTERS, 0)
+        self.scope = _scope(app)
+        self.checkpoint = _checkpoint(self.ledger, app)
         self.query_name = f"ackfold-reconcile-{self.scope}"
         self.batches = 0
         # Under Spark Connect the batches run on a copy of this object, in the server's
@@ -114,6 +110,7 @@ class Reconciler:
             # rows is no new event, and must not stop the stream.
             .option("skipChangeCommits", "true")
         )
+        read = self._version_to_read()
         stream = events.load(self.ledger.path(ACK_EVENTS))
         if self.app:
             stream = stream.where(stream.app == self.app)
@@ -129,7 +126,21 @@ class Reconciler:
             self._take_back()
         if not self.batches:
             self.step(None)  # nothing new: the open roots are classified all the same
+        if read is not None:
+            quiet.save_mark(self.checkpoint, read)
         return self.summary()
+
+    def _version_to_read(self) -> tuple[str, int] | None:
+        """(id, version) of `ack_events` as delta-rs reads it here, before the stream
+        starts: what this run will have folded, for `quiet.save_mark`. None where this
+        process does not see the table that Spark reads (a Connect server elsewhere)."""
+        path = self.ledger.path(ACK_EVENTS)
+        read = quiet.table_version(path)
+        if read is not None and is_connect(self.spark):
+            detail = self.spark.sql(f"DESCRIBE DETAIL delta.`{path}`").first()
+            if detail is None or detail["id"] != read[0]:
+                return None
+        return read
 
     def _batch(self, batch: DataFrame, batch_id: int) -> None:
         copy = "spark" not in self.__dict__  # this object, pickled to a Connect server
@@ -238,9 +249,7 @@ class Reconciler:
         return self.spark.read.format("delta").load(self.ledger.path(table))
 
     def _window_start(self) -> date:
-        """The first day of the window: superseded roots first seen since are kept open,
-        and the ids of every other root first seen since tell its events from new ones."""
-        return (self.now - self.settings.reconcile.lookback).date()
+        return _window_start(self.settings, self.now)
 
     def _partitions(self) -> int:
         """Partitions of the one shuffle of the events."""
@@ -305,13 +314,23 @@ class Reconciler:
             r["status"]: r["n"]
             for r in state.groupBy("status").agg(F.count("*").alias("n")).collect()
         }
-        return {
-            "app": self.app,
-            "now": self.now.isoformat(),
-            **self.counts,
-            "unmatched_events": self._waiting_events().count(),
-            "by_status": dict(sorted(by_status.items())),
-        }
+        unmatched = self._waiting_events().count()
+        return quiet.summary(self.app, self.now, self.counts, unmatched, by_status)
+
+
+def _scope(app: str | None) -> str:
+    return f"app={app}" if app else "all"
+
+
+def _checkpoint(ledger: Ledger, app: str | None) -> str:
+    """The checkpoint of the stream of new events of `app` (None: of every app)."""
+    return ledger.path(f"{CHECKPOINTS}/reconcile/{_scope(app)}")
+
+
+def _window_start(settings: Settings, now: datetime) -> date:
+    """The first day of the window: superseded roots first seen since are kept open,
+    and the ids of every other root first seen since tell its events from new ones."""
+    return (now - settings.reconcile.lookback).date()
 
 
 def _roots(totals: dict[str | None, Any], change: str) -> int:
@@ -330,6 +349,33 @@ def reconcile(
     Holds the ledger's turn (`ackfold.ledger.lease.ledger_turn`, on every host): a
     replay's or another reconcile's MERGE into root_state would make one of the two fail
     on Delta's conflict check."""
-    holder = f"reconcile --app {app}" if app else "reconcile"
-    with ledger_turn(settings, holder, say=log.info):
+    with ledger_turn(settings, _holder(app), say=log.info):
         return Reconciler(spark, settings, now=now, app=app).run()
+
+
+def reconcile_quietly(
+    settings: Settings, *, now: datetime | None = None, app: str | None = None
+) -> dict[str, Any] | None:
+    """The summary of a reconcile that has nothing to do (no event since the last run, no
+    timeout due), found without Spark; None when `reconcile` must run
+    (`ackfold.reconcile.quiet`). Call it before starting Spark, to start none.
+
+    Example:
+        >>> summary = reconcile_quietly(settings)            # doctest: +SKIP
+        >>> summary = summary or reconcile(get_spark(settings), settings)  # doctest: +SKIP
+    """
+    at = (now or datetime.now(UTC)).astimezone(UTC)
+    if app is not None:
+        check_app_name(app)
+    with ledger_turn(settings, _holder(app), say=log.info):
+        return quiet.quiet_summary(
+            settings,
+            checkpoint=_checkpoint(Ledger(settings.table_root), app),
+            now=at,
+            since=_window_start(settings, at),
+            app=app,
+        )
+
+
+def _holder(app: str | None) -> str:
+    return f"reconcile --app {app}" if app else "reconcile"

@@ -1,0 +1,180 @@
+"""A reconcile with nothing to do, answered in delta-rs before Spark starts.
+
+Most scheduled reconciles find nothing: no event since the last run, and no open root
+whose timeout has come. Such a run writes no row, yet starting Spark for it costs a JVM
+(classic) or a round of jobs on the server (Connect). So a reconcile first reads, with
+delta-rs and no JVM:
+
+1. the mark its last whole run left in its checkpoint: the id and version that
+   `ack_events` had when that run's stream started (`save_mark`);
+2. `ack_events` now: the same table at the same version means no event since;
+3. the state of the roots the reconciler keeps open, each classified again at `now` by
+   the reference classification (`ackfold.reconcile.fold.classify`), with the policy of
+   its app: the same status for every one means no timeout fires.
+
+When all three hold, the Spark run would fold nothing and change no row, so its summary
+is read from `root_state` and `unmatched_events` as they stand. When any fails, or the
+warehouse is not a directory this process can read and write, the Spark run goes on.
+
+Why the mark is sound. `availableNow` reads everything committed before its query
+starts, so a run that read version V before it started its stream, and ended without an
+error, has folded every event up to V. A commit since (an append, or maintenance
+removing rows) moves the version, and the next run is a Spark run. A table made anew at
+the same path has another id. A removed checkpoint takes its mark with it. Events
+waiting for their root in `unmatched_events` are retried with the next new events, in a
+Spark run as here.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from datetime import date, datetime
+from pathlib import Path
+from typing import Any, Final
+from urllib.parse import unquote, urlparse
+
+from ackfold.config import Settings
+from ackfold.ledger import status
+from ackfold.ledger.sql import LedgerError, SqlReader, sql_date, sql_str
+from ackfold.ledger.tables import ACK_EVENTS, ROOT_STATE, UNMATCHED_EVENTS, Ledger
+from ackfold.reconcile.fold import RootFold, classify
+
+log = logging.getLogger("ackfold.reconcile")
+
+MARK: Final = "ackfold-read-up-to.json"
+# What a run counts, all zero when it found nothing new.
+COUNTERS: Final = ("events_read", "events_folded", "duplicates_dropped", "roots_updated")
+_STATE_COLUMNS: Final = (
+    "root_id", "app", "status", "xor_acc", "event_count", "init_seen", "first_event_at",
+    "last_event_at", "last_stage", "fail_reason", "fail_stage", "fail_at",
+)  # fmt: skip
+
+
+def local_dir(location: str) -> Path | None:
+    """`location` as a directory of this machine (a path or a file: URL); None for an
+    object store or any other URL."""
+    parsed = urlparse(location)
+    if parsed.scheme == "file":
+        return Path(unquote(parsed.path))
+    return Path(location) if parsed.scheme == "" else None
+
+
+def table_version(path: str) -> tuple[str, int] | None:
+    """(id, version) of the Delta table at `path`, read by delta-rs; None where this
+    process cannot read it."""
+    if local_dir(path) is None:
+        return None
+    from deltalake import DeltaTable
+
+    try:
+        table = DeltaTable(path)
+        return str(table.metadata().id), int(table.version())
+    except Exception as exc:  # unreadable here: the Spark run decides
+        log.debug("reconcile: %s is not readable here (%s)", path, exc)
+        return None
+
+
+def save_mark(checkpoint: str, read: tuple[str, int]) -> None:
+    """Say in `checkpoint` that its stream has folded `ack_events` (id, version) `read`."""
+    directory = local_dir(checkpoint)
+    if directory is None or not directory.is_dir():
+        return
+    table_id, version = read
+    staged = directory / f".{MARK}.{os.getpid()}"
+    staged.write_text(json.dumps({"ack_events_id": table_id, "ack_events_version": version}))
+    staged.replace(directory / MARK)  # atomic: a reader sees the old mark or the new one
+
+
+def read_mark(checkpoint: str) -> tuple[str, int] | None:
+    """What `save_mark` last said in `checkpoint`; None if nothing (or nothing legible)."""
+    directory = local_dir(checkpoint)
+    if directory is None:
+        return None
+    try:
+        mark = json.loads((directory / MARK).read_text())
+        return str(mark["ack_events_id"]), int(mark["ack_events_version"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def summary(
+    app: str | None,
+    now: datetime,
+    counts: dict[str, int],
+    unmatched: int,
+    by_status: dict[str, int],
+) -> dict[str, Any]:
+    """A reconcile's summary, as `ackfold reconcile` prints it."""
+    return {
+        "app": app,
+        "now": now.isoformat(),
+        **counts,
+        "unmatched_events": unmatched,
+        "by_status": dict(sorted(by_status.items())),
+    }
+
+
+def quiet_summary(
+    settings: Settings, *, checkpoint: str, now: datetime, since: date, app: str | None
+) -> dict[str, Any] | None:
+    """The summary of a reconcile at `now` that would change nothing, read without Spark;
+    None if it may change something, or cannot be told here. `since`: the first day of
+    the window whose superseded roots are kept open."""
+    mark = read_mark(checkpoint)
+    if mark is None or table_version(Ledger(settings.table_root).path(ACK_EVENTS)) != mark:
+        return None
+    reader = SqlReader(settings.table_root)
+    mine = [] if app is None else [f"app = {sql_str(app)}"]
+    try:
+        open_roots = reader.query(
+            ROOT_STATE,
+            _STATE_COLUMNS,
+            [*mine, _open_partitions(since)],
+            required=True,
+        )
+        if any(_status_at(row, settings, now) != row["status"] for row in open_roots):
+            return None  # a timeout fires (or a policy changed): the Spark run writes it
+        counted = reader.query(
+            ROOT_STATE, ["status", "count(*) AS n"], mine, group="status", required=True
+        )
+        waiting = reader.query(UNMATCHED_EVENTS, ["count(*) AS n"], mine)
+    except LedgerError as exc:
+        log.debug("reconcile: the ledger is not readable here (%s)", exc)
+        return None
+    log.info(
+        "reconcile (app=%s): nothing new since ack_events version %d and no timeout due: "
+        "nothing to write, so no Spark job ran",
+        app or "*", mark[1],
+    )  # fmt: skip
+    return summary(
+        app,
+        now,
+        dict.fromkeys(COUNTERS, 0),
+        int(waiting[0]["n"]) if waiting else 0,
+        {row["status"]: int(row["n"]) for row in counted},
+    )
+
+
+def _open_partitions(since: date) -> str:
+    """`ackfold.reconcile.state.in_open_partitions`, as SQL."""
+    unsettled = ", ".join(sql_str(s) for s in status.UNSETTLED)
+    superseded = ", ".join(sql_str(s) for s in status.SUPERSEDED)
+    return (
+        f"status IN ({unsettled}) OR "
+        f"(status IN ({superseded}) AND first_event_date >= {sql_date(since)})"
+    )
+
+
+def _status_at(row: dict[str, Any], settings: Settings, now: datetime) -> str:
+    """The status the reconcile would give the open root `row` at `now`, with no new event."""
+    policy = settings.app(row["app"])
+    fold = RootFold(**{k: row[k] for k in _STATE_COLUMNS if k != "status"})
+    return classify(
+        fold,
+        now=now,
+        timeout=policy.timeout,
+        idle_timeout=policy.idle_timeout,
+        prior_status=row["status"],
+    )
