@@ -1,9 +1,12 @@
 """`ackfold reconcile` through Spark Connect against a classic local session.
 
 Two identical synthetic ledgers, one per mode. Each is reconciled by the whole CLI command
-in a new process, as a user (or a DAG task) runs it, twice:
+in a new process, as a user (or a DAG task) runs it, three times:
 - first with every event new (the reconcile of `--events` events);
-- then again with nothing new, the fixed cost that a scheduled reconcile pays every run.
+- then with nothing new, the fixed cost that a scheduled reconcile pays every run: it is
+  answered without Spark (`ackfold.reconcile.quiet`);
+- then with nothing new again, its mark removed: the Spark run that a run with a timeout
+  due still makes.
 
 Classic: each command starts its own JVM (`local[2]`). Connect: each command is a client
 of one warm local Spark Connect server (`ackfold connect`'s), started here unless
@@ -33,6 +36,7 @@ from ackfold.ledger.synth import Synthetic
 from ackfold.ledger.tables import Ledger
 from ackfold.local.connect import LocalConnectServer
 from ackfold.local.ports import free_port
+from ackfold.reconcile.quiet import MARK
 from ackfold.spark import get_spark
 
 
@@ -84,12 +88,24 @@ def main() -> None:
         for mode, settings in ledgers.items():
             url = remote if mode == "connect" else None
             first, summary = timed_reconcile(settings, now, url)
+            mark = Path(settings.table_root) / "_checkpoints" / "reconcile" / "all" / MARK
+            assert mark.is_file(), f"{mode}: the first run left no mark for the next"
             again, repeat = timed_reconcile(settings, now, url)
-            assert repeat["events_read"] == 0, f"{mode}: the second run found new events"
+            mark.unlink()  # the Spark run that a timeout due (or an object store) needs
+            spark_run, spark_repeat = timed_reconcile(settings, now, url)
+            for run in (repeat, spark_repeat):
+                assert run["events_read"] == 0, f"{mode}: a later run found new events"
+                assert run["by_status"] == summary["by_status"], f"{mode}: {run} != {summary}"
             by_status[mode] = summary["by_status"]
-            results[mode] = {"all new": round(first, 2), "nothing new": round(again, 2)}
-            line = f"all {synthetic.events:,} new: {first:6.1f} s   nothing new: {again:5.1f} s"
-            print(f"{mode:8} {line}")
+            results[mode] = {
+                "all new": round(first, 2),
+                "nothing new": round(again, 2),
+                "nothing new, Spark run": round(spark_run, 2),
+            }
+            print(
+                f"{mode:8} all {synthetic.events:,} new: {first:6.1f} s   nothing new: "
+                f"{again:5.1f} s   nothing new, Spark run: {spark_run:5.1f} s"
+            )
     if by_status["classic"] != by_status["connect"]:
         raise SystemExit(f"the modes disagree: {by_status}")
     results["by_status"] = by_status["classic"]

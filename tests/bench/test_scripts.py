@@ -84,11 +84,20 @@ def test_the_script_runs_at_a_tiny_size(
     CHECKS[name](run_script(name, args, tmp_path), tmp_path)
 
 
+@pytest.mark.timeout(1500)
+def test_the_tracking_overhead_benchmark_runs_through_connect(
+    tmp_path: Path, connect_url: str
+) -> None:
+    """`bench/wordcount.py --remote`: every app's batches in the server's Python worker."""
+    args = [*TINY["wordcount.py"], "--remote", connect_url]
+    _wordcount(run_script("wordcount.py", args, tmp_path), tmp_path)
+
+
 def _connect(out: str, work: Path) -> None:
     summary = summary_of(out)  # the script checks both modes classify the roots alike
     assert sum(summary["by_status"].values()) == summary["roots"] > 0
     for mode in ("classic", "connect"):
-        assert set(summary[mode]) == {"all new", "nothing new"}
+        assert set(summary[mode]) == {"all new", "nothing new", "nothing new, Spark run"}
         assert all(seconds > 0 for seconds in summary[mode].values())
 
 
