@@ -14,6 +14,7 @@ from pyspark.sql import SparkSession
 
 from ackfold.config import load_settings
 from ackfold.ledger.tables import Ledger
+from ackfold.reconcile.quiet import MARK
 from ackfold.track.tracker import Tracker
 from tests.conftest import JARS_DIR, PROJECT_DIR
 from tests.spark.ledger_io import append
@@ -47,11 +48,21 @@ def test_reconcile_then_list_and_show_through_the_cli(spark: SparkSession, tmp_p
     summary = json.loads(done.stdout)
     assert summary["by_status"] == {"completed": 1, "failed": 1}
     assert spark_warnings(done.stderr) == [], done.stderr[-2000:]
-    # Again, verbose: nothing changes, and Spark's warnings are back.
+    # Again, verbose: nothing new and no timeout due, so no Spark at all, and it says so.
     again = _ackfold(tmp_path, "reconcile", "--now", "2026-11-22T10:05:00Z", "--verbose")
     assert again.returncode == 0, again.stderr[-2000:]
-    assert json.loads(again.stdout)["by_status"] == summary["by_status"]
-    assert spark_warnings(again.stderr), again.stderr[-2000:]
+    quiet = json.loads(again.stdout)
+    assert (quiet["by_status"], quiet["events_read"]) == (summary["by_status"], 0)
+    assert "nothing to write, so no Spark job ran" in again.stderr, again.stderr[-2000:]
+    # Its checkpoint's mark removed, the same run is a Spark run: verbose, Spark's
+    # warnings are back.
+    mark = Path(ledger.path("_checkpoints/reconcile/all")) / MARK
+    mark.unlink()
+    spark_run = _ackfold(tmp_path, "reconcile", "--now", "2026-11-22T10:05:00Z", "--verbose")
+    assert spark_run.returncode == 0, spark_run.stderr[-2000:]
+    assert json.loads(spark_run.stdout) == quiet
+    assert spark_warnings(spark_run.stderr), spark_run.stderr[-2000:]
+    assert mark.is_file(), "the Spark run marks its checkpoint again"
 
     listed = _ackfold(tmp_path, "roots", "--status", "failed", "--json")
     assert listed.returncode == 0, listed.stderr

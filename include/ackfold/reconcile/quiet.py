@@ -37,7 +37,7 @@ from urllib.parse import unquote, urlparse
 
 from ackfold.config import Settings
 from ackfold.ledger import status
-from ackfold.ledger.sql import LedgerError, SqlReader, sql_date, sql_str
+from ackfold.ledger.sql import LedgerError, SqlReader, first_line, sql_date, sql_str
 from ackfold.ledger.tables import ACK_EVENTS, ROOT_STATE, UNMATCHED_EVENTS, Ledger
 from ackfold.reconcile.fold import RootFold, classify
 
@@ -83,8 +83,13 @@ def save_mark(checkpoint: str, read: tuple[str, int]) -> None:
         return
     table_id, version = read
     staged = directory / f".{MARK}.{os.getpid()}"
-    staged.write_text(json.dumps({"ack_events_id": table_id, "ack_events_version": version}))
-    staged.replace(directory / MARK)  # atomic: a reader sees the old mark or the new one
+    try:
+        staged.write_text(json.dumps({"ack_events_id": table_id, "ack_events_version": version}))
+        staged.replace(directory / MARK)  # atomic: a reader sees the old mark or the new one
+    except OSError as exc:  # the run itself succeeded: only the next quiet check is lost
+        log.warning(
+            "reconcile: could not mark %s (%s): the next run will start Spark", directory, exc
+        )
 
 
 def read_mark(checkpoint: str) -> tuple[str, int] | None:
@@ -140,8 +145,9 @@ def quiet_summary(
             ROOT_STATE, ["status", "count(*) AS n"], mine, group="status", required=True
         )
         waiting = reader.query(UNMATCHED_EVENTS, ["count(*) AS n"], mine)
-    except LedgerError as exc:
-        log.debug("reconcile: the ledger is not readable here (%s)", exc)
+    except Exception as exc:  # whatever it is, the Spark run is never wrong to go on
+        level = logging.DEBUG if isinstance(exc, LedgerError) else logging.WARNING
+        log.log(level, "reconcile: no quick answer (%s): Spark runs", first_line(exc))
         return None
     log.info(
         "reconcile (app=%s): nothing new since ack_events version %d and no timeout due: "
