@@ -16,7 +16,7 @@ from pyspark.sql import SparkSession
 
 from ackfold.config import Settings, load_settings
 from ackfold.ledger.tables import ACK_EVENTS, ROOTS, Ledger
-from ackfold.reconcile.quiet import MARK
+from ackfold.reconcile.quiet import MARK, read_mark, table_version
 from ackfold.reconcile.reconciler import reconcile, reconcile_quietly
 from ackfold.track.tracker import Tracker
 from tests.conftest import JARS_DIR
@@ -101,6 +101,11 @@ def test_a_new_event_or_a_table_made_anew_goes_to_spark(
     _CREATED.discard(str(path))
     _track(spark, settings, T0 + timedelta(minutes=4))
     _track(spark, settings, T0 + timedelta(minutes=4))
+    checkpoint = str(Path(settings.table_root) / "_checkpoints" / "reconcile" / "all")
+    made_anew, marked = table_version(str(path)), read_mark(checkpoint)
+    assert made_anew is not None
+    assert marked is not None
+    assert made_anew[1] == marked[1], "the same version number: only the id tells them apart"
     assert reconcile_quietly(settings, now=T0 + timedelta(minutes=5)) is None
 
 
@@ -115,3 +120,18 @@ def test_each_app_scope_keeps_its_own_mark(spark: SparkSession, settings: Settin
     assert reconcile_quietly(settings, now=T0 + timedelta(minutes=2)) is None, "never run"
     mark = Path(settings.table_root) / "_checkpoints" / "reconcile" / "app=orders" / MARK
     assert mark.is_file()
+
+
+def test_each_apps_own_timeout_and_idle_timeout_decide(spark: SparkSession, tmp_path: Path) -> None:
+    settings = load_settings(
+        var_dir=tmp_path, jars_dir=JARS_DIR, defaults={"timeout": "5m"},
+        apps={"slow": {"timeout": "1h", "idle_timeout": "2m"}},
+    )  # fmt: skip
+    _track(spark, settings, T0, app="slow")
+    reconcile(spark, settings, now=T0 + timedelta(minutes=1))
+    # Past the default 5 minutes, within the app's hour: nothing is due.
+    quiet = reconcile_quietly(settings, now=T0 + timedelta(minutes=30))
+    assert quiet is not None
+    assert quiet["by_status"]["pending"] == 1
+    # Past the hour and idle for longer than 2 minutes: its timeout is due.
+    assert reconcile_quietly(settings, now=T0 + timedelta(minutes=61)) is None

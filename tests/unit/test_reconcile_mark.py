@@ -36,6 +36,8 @@ def test_a_mark_reads_back_and_a_damaged_one_is_no_mark(tmp_path: Path) -> None:
     assert [p.name for p in tmp_path.iterdir()] == [MARK], "no staged file left behind"
     (tmp_path / MARK).write_text('{"ack_events_id": "f077')
     assert read_mark(str(tmp_path)) is None
+    (tmp_path / MARK).write_text('{"ack_events_id": "f077", "ack_events_version": 7}')
+    assert read_mark(str(tmp_path)) is None, "a mark of another format is no mark"
     assert read_mark(str(tmp_path / "elsewhere")) is None
 
 

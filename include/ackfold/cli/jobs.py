@@ -79,18 +79,18 @@ def _reconcile(settings: Settings, args: argparse.Namespace) -> int:
         summary = reconcile_quietly(settings, now=now, app=args.app)
         if summary is None or args.replay:
             spark = spark_session(settings, "ackfold-reconcile")
-        if summary is None:
-            summary = reconcile(spark, settings, now=now, app=args.app)
-        if args.replay:
-            from ackfold.replay.replayer import ReplayError, replay
-            from ackfold.replay.request import ReplayRequest
+            if summary is None:
+                summary = reconcile(spark, settings, now=now, app=args.app)
+            if args.replay:
+                from ackfold.replay.replayer import ReplayError, replay
+                from ackfold.replay.request import ReplayRequest
 
-            request = ReplayRequest(automatic=True, app=args.app, requested_by="auto")
-            try:
-                summary["replay"] = replay(spark, settings, request, now=now).as_dict()
-            except ReplayError as exc:
-                emit(json.dumps(summary, indent=2))
-                return ledger_error(exc)
+                request = ReplayRequest(automatic=True, app=args.app, requested_by="auto")
+                try:
+                    summary["replay"] = replay(spark, settings, request, now=now).as_dict()
+                except ReplayError as exc:
+                    emit(json.dumps(summary, indent=2))
+                    return ledger_error(exc)
     emit(json.dumps(summary, indent=2))
     return 0
 

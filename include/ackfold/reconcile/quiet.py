@@ -27,9 +27,11 @@ Spark run as here.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
+from dataclasses import fields
 from datetime import date, datetime
 from pathlib import Path
 from typing import Any, Final
@@ -44,12 +46,13 @@ from ackfold.reconcile.fold import RootFold, classify
 log = logging.getLogger("ackfold.reconcile")
 
 MARK: Final = "ackfold-read-up-to.json"
+# Raised when what a Spark run does before its stream (the tables' layout) changes: a
+# mark of an older ackfold then sends the next run to Spark, which brings the layout up.
+MARK_FORMAT: Final = 1
 # What a run counts, all zero when it found nothing new.
 COUNTERS: Final = ("events_read", "events_folded", "duplicates_dropped", "roots_updated")
-_STATE_COLUMNS: Final = (
-    "root_id", "app", "status", "xor_acc", "event_count", "init_seen", "first_event_at",
-    "last_event_at", "last_stage", "fail_reason", "fail_stage", "fail_at",
-)  # fmt: skip
+# What the classification of a root reads: its folded state (its event ids are not kept).
+_FOLD_COLUMNS: Final = tuple(f.name for f in fields(RootFold) if f.name != "seen_event_ids")
 
 
 def local_dir(location: str) -> Path | None:
@@ -82,11 +85,14 @@ def save_mark(checkpoint: str, read: tuple[str, int]) -> None:
     if directory is None or not directory.is_dir():
         return
     table_id, version = read
+    mark = {"format": MARK_FORMAT, "ack_events_id": table_id, "ack_events_version": version}
     staged = directory / f".{MARK}.{os.getpid()}"
     try:
-        staged.write_text(json.dumps({"ack_events_id": table_id, "ack_events_version": version}))
+        staged.write_text(json.dumps(mark))
         staged.replace(directory / MARK)  # atomic: a reader sees the old mark or the new one
     except OSError as exc:  # the run itself succeeded: only the next quiet check is lost
+        with contextlib.suppress(OSError):
+            staged.unlink(missing_ok=True)
         log.warning(
             "reconcile: could not mark %s (%s): the next run will start Spark", directory, exc
         )
@@ -99,6 +105,8 @@ def read_mark(checkpoint: str) -> tuple[str, int] | None:
         return None
     try:
         mark = json.loads((directory / MARK).read_text())
+        if mark.get("format") != MARK_FORMAT:  # another ackfold's mark: Spark decides
+            return None
         return str(mark["ack_events_id"]), int(mark["ack_events_version"])
     except (OSError, ValueError, KeyError, TypeError):
         return None
@@ -135,7 +143,7 @@ def quiet_summary(
     try:
         open_roots = reader.query(
             ROOT_STATE,
-            _STATE_COLUMNS,
+            ["status", *_FOLD_COLUMNS],
             [*mine, _open_partitions(since)],
             required=True,
         )
@@ -176,7 +184,7 @@ def _open_partitions(since: date) -> str:
 def _status_at(row: dict[str, Any], settings: Settings, now: datetime) -> str:
     """The status the reconcile would give the open root `row` at `now`, with no new event."""
     policy = settings.app(row["app"])
-    fold = RootFold(**{k: row[k] for k in _STATE_COLUMNS if k != "status"})
+    fold = RootFold(**{k: row[k] for k in _FOLD_COLUMNS})
     return classify(
         fold,
         now=now,
