@@ -38,10 +38,10 @@ from typing import Any, Final
 from urllib.parse import unquote, urlparse
 
 from ackfold.config import Settings
-from ackfold.ledger import status
-from ackfold.ledger.sql import LedgerError, SqlReader, first_line, sql_date, sql_str
+from ackfold.ledger.sql import LedgerError, SqlReader, first_line, sql_str
 from ackfold.ledger.tables import ACK_EVENTS, ROOT_STATE, UNMATCHED_EVENTS, Ledger
 from ackfold.reconcile.fold import RootFold, classify
+from ackfold.reconcile.state import open_partitions_sql
 
 log = logging.getLogger("ackfold.reconcile")
 
@@ -144,7 +144,7 @@ def quiet_summary(
         open_roots = reader.query(
             ROOT_STATE,
             ["status", *_FOLD_COLUMNS],
-            [*mine, _open_partitions(since)],
+            [*mine, open_partitions_sql(since)],
             required=True,
         )
         if any(_status_at(row, settings, now) != row["status"] for row in open_roots):
@@ -168,16 +168,6 @@ def quiet_summary(
         dict.fromkeys(COUNTERS, 0),
         int(waiting[0]["n"]) if waiting else 0,
         {row["status"]: int(row["n"]) for row in counted},
-    )
-
-
-def _open_partitions(since: date) -> str:
-    """`ackfold.reconcile.state.in_open_partitions`, as SQL."""
-    unsettled = ", ".join(sql_str(s) for s in status.UNSETTLED)
-    superseded = ", ".join(sql_str(s) for s in status.SUPERSEDED)
-    return (
-        f"status IN ({unsettled}) OR "
-        f"(status IN ({superseded}) AND first_event_date >= {sql_date(since)})"
     )
 
 

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Final
 
 from ackfold.ledger import dml, status
 from ackfold.ledger.conflicts import retry_conflicts
+from ackfold.ledger.sql import sql_date, sql_str
 from ackfold.ledger.tables import ROOT_STATE, ROOT_STATE_DDL, Ledger, column_names
 
 if TYPE_CHECKING:
@@ -35,13 +36,23 @@ if TYPE_CHECKING:
 COLUMNS: Final = column_names(ROOT_STATE_DDL)
 
 
+def open_partitions_sql(since: date) -> str:
+    """The partitions of the roots the reconciler keeps open, as a SQL condition: one text
+    for Spark (`in_open_partitions`) and for delta-rs (`ackfold.reconcile.quiet`), so the
+    quiet check and the Spark run always read the same roots."""
+    unsettled = ", ".join(sql_str(s) for s in status.UNSETTLED)
+    superseded = ", ".join(sql_str(s) for s in status.SUPERSEDED)
+    return (
+        f"status IN ({unsettled}) OR "
+        f"(status IN ({superseded}) AND first_event_date >= {sql_date(since)})"
+    )
+
+
 def in_open_partitions(since: date) -> Column:
     """The partitions of the roots the reconciler keeps open (a partition filter)."""
     from pyspark.sql import functions as F
 
-    return F.col("status").isin(*status.UNSETTLED) | (
-        F.col("status").isin(*status.SUPERSEDED) & (F.col("first_event_date") >= F.lit(since))
-    )
+    return F.expr(open_partitions_sql(since))
 
 
 def open_state(
