@@ -37,6 +37,7 @@ from ackfold.ledger.tables import Ledger
 from ackfold.local.connect import LocalConnectServer
 from ackfold.local.ports import free_port
 from ackfold.reconcile.quiet import MARK
+from ackfold.reconcile.reconciler import reconcile_checkpoint
 from ackfold.spark import get_spark
 
 
@@ -88,7 +89,7 @@ def main() -> None:
         for mode, settings in ledgers.items():
             url = remote if mode == "connect" else None
             first, summary = timed_reconcile(settings, now, url)
-            mark = Path(settings.table_root) / "_checkpoints" / "reconcile" / "all" / MARK
+            mark = Path(reconcile_checkpoint(Ledger(settings.table_root), None)) / MARK
             assert mark.is_file(), f"{mode}: the first run left no mark for the next"
             again, repeat = timed_reconcile(settings, now, url)
             mark.unlink()  # the Spark run that a timeout due (or an object store) needs

@@ -15,6 +15,7 @@ from pyspark.sql import SparkSession
 from ackfold.config import load_settings
 from ackfold.ledger.tables import Ledger
 from ackfold.reconcile.quiet import MARK
+from ackfold.reconcile.reconciler import reconcile_checkpoint
 from ackfold.track.tracker import Tracker
 from tests.conftest import JARS_DIR, PROJECT_DIR
 from tests.spark.ledger_io import append
@@ -56,7 +57,7 @@ def test_reconcile_then_list_and_show_through_the_cli(spark: SparkSession, tmp_p
     assert "nothing to write, so no Spark job ran" in again.stderr, again.stderr[-2000:]
     # Its checkpoint's mark removed, the same run is a Spark run: verbose, Spark's
     # warnings are back.
-    mark = Path(ledger.path("_checkpoints/reconcile/all")) / MARK
+    mark = Path(reconcile_checkpoint(ledger, None)) / MARK
     mark.unlink()
     spark_run = _ackfold(tmp_path, "reconcile", "--now", "2026-11-22T10:05:00Z", "--verbose")
     assert spark_run.returncode == 0, spark_run.stderr[-2000:]

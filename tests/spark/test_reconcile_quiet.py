@@ -17,7 +17,7 @@ from pyspark.sql import SparkSession
 from ackfold.config import Settings, load_settings
 from ackfold.ledger.tables import ACK_EVENTS, ROOTS, Ledger
 from ackfold.reconcile.quiet import MARK, read_mark, table_version
-from ackfold.reconcile.reconciler import reconcile, reconcile_quietly
+from ackfold.reconcile.reconciler import reconcile, reconcile_checkpoint, reconcile_quietly
 from ackfold.track.tracker import Tracker
 from tests.conftest import JARS_DIR
 from tests.spark.ledger_io import append, state
@@ -101,7 +101,7 @@ def test_a_new_event_or_a_table_made_anew_goes_to_spark(
     _CREATED.discard(str(path))
     _track(spark, settings, T0 + timedelta(minutes=4))
     _track(spark, settings, T0 + timedelta(minutes=4))
-    checkpoint = str(Path(settings.table_root) / "_checkpoints" / "reconcile" / "all")
+    checkpoint = reconcile_checkpoint(Ledger(settings.table_root), None)
     made_anew, marked = table_version(str(path)), read_mark(checkpoint)
     assert made_anew is not None
     assert marked is not None
@@ -118,7 +118,7 @@ def test_each_app_scope_keeps_its_own_mark(spark: SparkSession, settings: Settin
     assert quiet["app"] == "orders"
     assert sum(quiet["by_status"].values()) == 3, "the orders roots only"
     assert reconcile_quietly(settings, now=T0 + timedelta(minutes=2)) is None, "never run"
-    mark = Path(settings.table_root) / "_checkpoints" / "reconcile" / "app=orders" / MARK
+    mark = Path(reconcile_checkpoint(Ledger(settings.table_root), "orders")) / MARK
     assert mark.is_file()
 
 

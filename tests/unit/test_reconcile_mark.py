@@ -20,6 +20,7 @@ from ackfold.reconcile.quiet import (
     save_mark,
     table_version,
 )
+from ackfold.reconcile.reconciler import reconcile_checkpoint
 from tests.conftest import JARS_DIR
 
 
@@ -62,7 +63,7 @@ def test_on_a_marked_ledger_a_quiet_run_counts_it_and_a_damaged_one_goes_to_spar
     settings = load_settings(var_dir=tmp_path, jars_dir=JARS_DIR)
     LedgerWriter(settings.table_root).create()
     ledger = Ledger(settings.table_root)
-    checkpoint = Path(ledger.path("_checkpoints/reconcile/all"))
+    checkpoint = Path(reconcile_checkpoint(ledger, None))
     checkpoint.mkdir(parents=True)
     read = table_version(ledger.path(ACK_EVENTS))
     assert read is not None

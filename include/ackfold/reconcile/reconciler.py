@@ -84,7 +84,7 @@ class Reconciler:
         self.app = check_app_name(app) if app is not None else None
         self.counts = dict.fromkeys(quiet.COUNTERS, 0)
         self.scope = _scope(app)
-        self.checkpoint = _checkpoint(self.ledger, app)
+        self.checkpoint = reconcile_checkpoint(self.ledger, app)
         self.query_name = f"ackfold-reconcile-{self.scope}"
         self.batches = 0
         # Under Spark Connect the batches run on a copy of this object, in the server's
@@ -171,7 +171,7 @@ class Reconciler:
         whose look-up costs a Spark job per table on every batch."""
         from pyspark.sql import functions as F
 
-        since = self._window_start()
+        since = _window_start(self.settings, self.now)
         prior = open_state(self.spark, self.ledger, since=since, app=self.app)
         events = self._with_waiting(batch)
         new = fold_events(events, prior.select("root_id", "seen_event_hashes"), self._partitions())
@@ -248,9 +248,6 @@ class Reconciler:
     def _read(self, table: str) -> DataFrame:
         return self.spark.read.format("delta").load(self.ledger.path(table))
 
-    def _window_start(self) -> date:
-        return _window_start(self.settings, self.now)
-
     def _partitions(self) -> int:
         """Partitions of the one shuffle of the events."""
         return int(self.spark.conf.get("spark.sql.shuffle.partitions") or 4)
@@ -322,7 +319,7 @@ def _scope(app: str | None) -> str:
     return f"app={app}" if app else "all"
 
 
-def _checkpoint(ledger: Ledger, app: str | None) -> str:
+def reconcile_checkpoint(ledger: Ledger, app: str | None) -> str:
     """The checkpoint of the stream of new events of `app` (None: of every app)."""
     return ledger.path(f"{CHECKPOINTS}/reconcile/{_scope(app)}")
 
@@ -370,7 +367,7 @@ def reconcile_quietly(
     with ledger_turn(settings, _holder(app), say=log.info):
         return quiet.quiet_summary(
             settings,
-            checkpoint=_checkpoint(Ledger(settings.table_root), app),
+            checkpoint=reconcile_checkpoint(Ledger(settings.table_root), app),
             now=at,
             since=_window_start(settings, at),
             app=app,
