@@ -5,6 +5,7 @@ from typing import Any
 
 from airflow.sdk import DAG, task
 
+from ackfold.app_dags import reconcile_schedule
 from ackfold.config import load_settings
 from ackfold.dags import (
     LEDGER_POOL,
@@ -26,8 +27,9 @@ acker, in batch), then re-classifies the roots still in flight: each root become
 `completed`, `failed`, `timed_out` (not complete within its app's `timeout`) or stays
 `pending`.
 
-- **Runs** on `airflow.reconcile_schedule` (default every 5 minutes), one run at a time;
-  it is unpaused from the start. Trigger it by hand any time: a run only reads what is new.
+- **Runs** on `airflow.reconcile_schedule` (default every 5 minutes), and after every
+  successful run of an app's DAG (`ackfold_app_<app>`), one run at a time; it is unpaused
+  from the start. Trigger it by hand any time: a run only reads what is new.
 - **Reads** `ack_events` (a Delta stream with a checkpoint under
   `<warehouse>/_checkpoints/reconcile`), `roots`, `unmatched_events`, `root_state`.
 - **Writes** `root_state` (the `ackfold_root_state` asset: each successful run triggers
@@ -40,7 +42,7 @@ acker, in batch), then re-classifies the roots still in flight: each root become
 - `metrics` pushes roots by status, the oldest pending root's age and the time to detect
   over OTLP, when `metrics.endpoint` or `OTEL_EXPORTER_OTLP_ENDPOINT` is set (no JVM).
 """,
-    schedule=settings.airflow.reconcile_schedule,
+    schedule=reconcile_schedule(settings),
     start_date=datetime(2026, 1, 1, tzinfo=UTC),
     catchup=False,
     max_active_runs=1,

@@ -38,7 +38,8 @@ def spark_connection_json(settings: Settings) -> str:
 def spark_submit_kwargs(
     app: str, settings: Settings | None = None, *, args: list[str] | None = None
 ) -> dict[str, Any]:
-    """SparkSubmitOperator arguments that run `spark_apps/<app>` with ackfold's Spark setup."""
+    """SparkSubmitOperator arguments that run `spark_apps/<app>` (or the absolute path
+    `app`) with ackfold's Spark setup."""
     settings = settings or load_settings()
     conf = spark_conf(settings, with_jars=False)
     # Client mode: the driver's Python is this interpreter, with ackfold on it.
@@ -63,10 +64,10 @@ def spark_job(
     args: list[str] | None = None,
     **operator: Any,
 ) -> BaseOperator:
-    """The task that runs `spark_apps/<app>`: spark-submit on `spark_default`, or, with
-    `spark.remote` set, the same entry point in the task's own process, its session on
-    the Spark Connect endpoint (`connect_endpoint`). `operator`: the operator's own
-    arguments (outlets, ...)."""
+    """The task that runs `spark_apps/<app>` (or the app at the absolute path `app`):
+    spark-submit on `spark_default`, or, with `spark.remote` set, the same entry point in
+    the task's own process, its session on the Spark Connect endpoint
+    (`connect_endpoint`). `operator`: the operator's own arguments (outlets, ...)."""
     if settings.spark.remote:
         from airflow.providers.standard.operators.python import PythonOperator
 
@@ -115,7 +116,7 @@ def run_spark_app(app: str, args: list[str]) -> None:
         runpy.run_path(str(script), run_name="__main__")
     except SystemExit as exc:  # the entry point's own exit status, as spark-submit's
         if exc.code not in (0, None):
-            raise AirflowException(f"spark_apps/{app} exited with {exc.code}") from None
+            raise AirflowException(f"{script} exited with {exc.code}") from None
 
 
 def spark_connect_connection(remote: str) -> dict[str, Any]:

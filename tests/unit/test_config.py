@@ -206,3 +206,29 @@ def test_a_retry_queue_that_would_misroute_dead_letters_is_refused(
         load_settings(apps={"orders": app})
     fine = {"source": "kafka", "source_queue": "orders", "retry_queue": "orders-retry"}
     assert load_settings(apps={"orders": fine}).apps["orders"].retry_queue == "orders-retry"
+
+
+def test_an_app_dag_takes_its_defaults_and_names_each_bad_field(tmp_path: Path) -> None:
+    (tmp_path / "ackfold.yaml").write_text(
+        "apps:\n  orders:\n    timeout: 1m\n    dag: {application: apps/orders.py}\n"
+    )
+    settings = load_settings()
+    dag = settings.apps["orders"].dag
+    assert dag is not None
+    assert (dag.application, dag.args, dag.schedule, dag.owner, dag.tags) == (
+        "apps/orders.py", (), "@hourly", "ackfold", (),
+    )  # fmt: skip
+    assert settings.app("orders").timeout == timedelta(minutes=1), "the policy is as before"
+
+
+@pytest.mark.parametrize(
+    ("dag", "error"),
+    [
+        ({"application": "a.py", "schedule": "every hour"}, r"schedule .*'every hour' is not a"),
+        ({"schedule": "@daily"}, r"application .*Field required"),
+        ({"application": "a.py", "scheduel": "@daily"}, r"scheduel .*is not an ackfold setting"),
+    ],
+)  # fmt: skip
+def test_a_bad_app_dag_field_is_named(dag: dict[str, str], error: str) -> None:
+    with pytest.raises(ConfigError, match=r"setting apps\.orders\.dag\." + error):
+        load_settings(apps={"orders": {"dag": dag}})

@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, PlainValidator, TypeAdapter
 
-from ackfold.config.values import Duration, Rate, Section
+from ackfold.config.values import Duration, Rate, Schedule, Section
 
 _DURATION: TypeAdapter[timedelta] = TypeAdapter(Duration)
 
@@ -115,6 +115,27 @@ class AppPolicy(Section):
     alerts: AlertThresholds = AlertThresholds()
 
 
+class AppDag(Section):
+    """`apps.<app>.dag`: the Airflow DAG `ackfold_app_<app>` that runs the app.
+
+    Each run spark-submits `application` on `spark_default` (or, with `spark.remote` set,
+    runs it through Spark Connect), and the app takes what its source holds and stops
+    (`trigger(availableNow=True)`). A run that ends well updates the app's asset
+    (`ackfold_app_<app>`), which triggers `ackfold_reconcile`.
+
+    - `application`: the app's entry point; a relative path is taken from the ackfold
+      checkout (`spark_apps/...`).
+    - `args`: its arguments; `schedule`: a cron or a preset (default `@hourly`);
+      `owner` and `tags`: as the Airflow UI shows and filters them.
+    """
+
+    application: str = Field(min_length=1)
+    args: tuple[str, ...] = ()
+    schedule: Schedule = "@hourly"
+    owner: str = Field("ackfold", min_length=1)
+    tags: tuple[str, ...] = ()
+
+
 class AppOverrides(Section):
     """An app's entry under `apps:`: any field left out falls back to `defaults:`."""
 
@@ -133,3 +154,4 @@ class AppOverrides(Section):
     stages: tuple[str, ...] = ()
     quality: QualityOverrides | None = None
     alerts: AlertOverrides | None = None
+    dag: AppDag | None = None

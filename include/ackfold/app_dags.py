@@ -1,0 +1,111 @@
+"""The tracked apps as Airflow DAGs: one `ackfold_app_<app>` for each app with a `dag:`
+entry under `apps:` (`ackfold.config.policy.AppDag`), declared by `dags/ackfold_apps.py`.
+
+A run spark-submits the app on `spark_default` (through Spark Connect with
+`spark.remote` set), and the app takes what its source holds and stops: the batch-replay
+style of `trigger(availableNow=True)`, so a schedule decides how fresh the results are
+and no cluster sits idle between runs. A run that ends well updates the app's asset,
+`ackfold_app_<app>`; `ackfold_reconcile` is scheduled on its cron *or* any of those
+assets, so the events a run wrote are folded right after it, and the replay follows.
+
+Airflow is imported inside the functions: the CLI imports the configuration this reads.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final
+
+from ackfold.config import Settings
+from ackfold.config.policy import AppDag
+from ackfold.dags import PROJECT_DIR, default_args
+from ackfold.spark_tasks import spark_job
+
+if TYPE_CHECKING:
+    from airflow.sdk import DAG, Asset
+
+APP_DAG_PREFIX: Final = "ackfold_app_"
+
+
+def app_dag_specs(settings: Settings) -> dict[str, AppDag]:
+    """The apps that have a DAG, by name, with what their `dag:` entry says."""
+    return {name: app.dag for name, app in sorted(settings.apps.items()) if app.dag is not None}
+
+
+def app_asset(app: str) -> Asset:
+    """What a successful run of `ackfold_app_<app>` updates: the asset of the same name."""
+    from airflow.sdk import Asset
+
+    return Asset(name=f"{APP_DAG_PREFIX}{app}", group="ackfold")
+
+
+def application_path(app: str, spec: AppDag) -> Path:
+    """The app's entry point (a relative path is taken from the ackfold checkout); a clear
+    error, which Airflow shows as the DAG file's import error, if there is no such file."""
+    path = Path(spec.application).expanduser()
+    path = path if path.is_absolute() else PROJECT_DIR / path
+    if not path.is_file():
+        raise ValueError(
+            f"apps.{app}.dag.application: no file {str(path)!r} on this host (a relative "
+            f"path is taken from {str(PROJECT_DIR)!r})"
+        )
+    return path
+
+
+def app_dags(settings: Settings) -> dict[str, DAG]:
+    """One DAG per app with a `dag:` entry, by DAG id."""
+    return {
+        f"{APP_DAG_PREFIX}{name}": _app_dag(name, spec, settings)
+        for name, spec in app_dag_specs(settings).items()
+    }
+
+
+def _app_dag(app: str, spec: AppDag, settings: Settings) -> DAG:
+    from airflow.sdk import DAG
+
+    application = application_path(app, spec)
+    with DAG(
+        dag_id=f"{APP_DAG_PREFIX}{app}",
+        doc_md=f"""
+### ackfold app `{app}`
+Runs the tracked app `{app}` (`{application}`) until it has taken what its source holds,
+then stops (`availableNow`).
+
+- **Runs** on `apps.{app}.dag.schedule` (`{spec.schedule}`), one run at a time, so its
+  streaming checkpoint has one writer. Trigger it by hand to drain the source now.
+- `run` submits the app on `spark_default` with `apps.{app}.dag.args`; its log is the
+  app's driver log.
+- A run that ends well updates the `{APP_DAG_PREFIX}{app}` asset, which triggers
+  `ackfold_reconcile`: its events are folded, and failed roots replayed, right after.
+""",
+        schedule=spec.schedule,
+        start_date=datetime(2026, 1, 1, tzinfo=UTC),
+        catchup=False,
+        max_active_runs=1,
+        is_paused_upon_creation=False,
+        default_args={**default_args(), "owner": spec.owner},
+        tags=["ackfold", "app", *spec.tags],
+    ) as dag:
+        spark_job(
+            "run",
+            str(application),
+            settings,
+            args=list(spec.args),
+            outlets=[app_asset(app)],
+        )
+    return dag
+
+
+def reconcile_schedule(settings: Settings) -> Any:
+    """When `ackfold_reconcile` runs: on `airflow.reconcile_schedule`, and also after any
+    app DAG's successful run (its asset), when there are app DAGs."""
+    apps = app_dag_specs(settings)
+    if not apps:
+        return settings.airflow.reconcile_schedule
+    from airflow.sdk import AssetAny, AssetOrTimeSchedule, CronTriggerTimetable
+
+    return AssetOrTimeSchedule(
+        timetable=CronTriggerTimetable(settings.airflow.reconcile_schedule, timezone="UTC"),
+        assets=AssetAny(*(app_asset(app) for app in apps)),
+    )

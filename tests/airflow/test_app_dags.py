@@ -1,0 +1,152 @@
+"""The tracked apps' own DAGs (`apps.<app>.dag`): declared from the configuration, run with
+a real spark-submit, and followed by the reconcile through the app's asset."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from ackfold.app_dags import app_asset, app_dags, reconcile_schedule
+from ackfold.config import Settings, load_settings
+from tests.airflow.conftest import SETTINGS
+from tests.conftest import PROJECT_DIR
+
+# A tracked app as a user writes one for its DAG: it gets its session from ackfold's
+# configuration (spark-submit or Spark Connect alike) and records the arguments it got.
+APP = """\
+import sys
+
+from ackfold.config import load_settings
+from ackfold.spark import get_spark
+
+settings = load_settings()
+spark = get_spark(settings, app_name="orders")
+rows = [(i, arg) for i, arg in enumerate(sys.argv[1:])]
+spark.createDataFrame(rows, "i INT, arg STRING").write.format("delta").mode("append").save(
+    f"{settings.table_root}/orders_runs"
+)
+spark.stop()
+"""
+
+
+def _settings(tmp_path: Path, **dag: object) -> Settings:
+    app = tmp_path / "orders_app.py"
+    app.write_text(APP)
+    spec = {"application": str(app), **dag}
+    return SETTINGS.model_copy(
+        update={"apps": load_settings(var_dir=tmp_path, apps={"orders": {"dag": spec}}).apps}
+    )
+
+
+def test_an_app_dag_is_declared_from_its_configuration(tmp_path: Path) -> None:
+    settings = _settings(
+        tmp_path, args=["--region", "eu"], schedule="*/10 * * * *", owner="data-eng",
+        tags=["orders", "sqs"],
+    )  # fmt: skip
+    dags = app_dags(settings)
+    assert list(dags) == ["ackfold_app_orders"]
+    dag = dags["ackfold_app_orders"]
+    assert dag.schedule == "*/10 * * * *"
+    assert dag.tags == {"ackfold", "app", "orders", "sqs"}
+    assert dag.max_active_runs == 1, "one run at a time: one writer per checkpoint"
+    assert dag.catchup is False
+    assert dag.is_paused_upon_creation is False
+    (task,) = dag.tasks
+    assert task.owner == "data-eng"
+    assert task.task_type == "SparkSubmitOperator"
+    assert task._conn_id == "spark_default"
+    assert task.application == str(tmp_path / "orders_app.py")
+    assert task.application_args == ["--region", "eu"]
+    assert task.retries >= 1
+    assert task.on_failure_callback
+    assert [a.name for a in task.outlets] == ["ackfold_app_orders"]
+
+
+def test_the_reconcile_runs_on_its_cron_or_after_any_app_run(tmp_path: Path) -> None:
+    from airflow.sdk import AssetOrTimeSchedule
+
+    assert reconcile_schedule(SETTINGS) == "*/5 * * * *", "no app DAG: the cron alone"
+    schedule = reconcile_schedule(_settings(tmp_path))
+    assert isinstance(schedule, AssetOrTimeSchedule)
+    assert list(schedule.asset_condition.objects) == [app_asset("orders")]
+    assert schedule.timetable.expression == SETTINGS.airflow.reconcile_schedule
+
+
+def test_an_app_whose_file_is_missing_is_a_clear_error(tmp_path: Path) -> None:
+    settings = _settings(tmp_path, application=str(tmp_path / "nowhere.py"))
+    with pytest.raises(ValueError, match=r"apps.orders.dag.application: no file .*nowhere.py"):
+        app_dags(settings)
+
+
+@pytest.fixture
+def configured(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """As a user configures it: the app's file, and an `apps:` entry in ackfold.yaml with
+    its `dag:` (and another app without one). Returns the app's file."""
+    app = tmp_path / "orders_app.py"
+    app.write_text(APP)
+    config = tmp_path / "ackfold.yaml"
+    config.write_text(
+        textwrap.dedent(f"""\
+            apps:
+              orders:
+                timeout: 10m
+                dag:
+                  application: {app}
+                  args: ["--from", "airflow"]
+                  schedule: "@daily"
+                  tags: [orders]
+              billing:
+                timeout: 1h
+            """)
+    )
+    monkeypatch.setenv("ACKFOLD_CONFIG", str(config))
+    return app
+
+
+def _dag_folder():  # type: ignore[no-untyped-def]
+    from airflow.dag_processing.dagbag import DagBag
+
+    return DagBag(dag_folder=str(PROJECT_DIR / "dags"))
+
+
+def test_the_dag_folder_declares_each_configured_app(configured: Path) -> None:
+    from airflow.sdk import AssetOrTimeSchedule
+
+    bag = _dag_folder()
+    assert bag.import_errors == {}
+    assert {d for d in bag.dags if d.startswith("ackfold_app_")} == {"ackfold_app_orders"}
+    assert bag.dags["ackfold_app_orders"].schedule == "@daily"
+    assert isinstance(bag.dags["ackfold_reconcile"].schedule, AssetOrTimeSchedule)
+
+    # A missing app file is the DAG file's import error, naming the setting.
+    configured.unlink()
+    (error,) = [e for f, e in _dag_folder().import_errors.items() if f.endswith("ackfold_apps.py")]
+    assert "apps.orders.dag.application" in error
+
+
+def test_an_app_run_submits_the_app_and_updates_its_asset(configured: Path) -> None:
+    import deltalake
+    from airflow.models.asset import AssetEvent, AssetModel
+    from airflow.utils.session import create_session
+    from airflow.utils.state import DagRunState
+    from sqlalchemy import func, select
+
+    def asset_events() -> int:
+        with create_session() as session:
+            query = (
+                select(func.count())
+                .select_from(AssetEvent)
+                .join(AssetModel, AssetEvent.asset_id == AssetModel.id)
+                .where(AssetModel.name == "ackfold_app_orders")
+            )
+            return int(session.scalar(query) or 0)
+
+    before = asset_events()
+    run = _dag_folder().dags["ackfold_app_orders"].test()
+    assert run.state == DagRunState.SUCCESS
+    table = deltalake.DeltaTable(f"{SETTINGS.table_root}/orders_runs").to_pandas()
+    assert sorted(table["arg"]) == ["--from", "airflow"], json.dumps(table.to_dict())
+    assert asset_events() == before + 1, "the run's success is the reconcile's trigger"
