@@ -7,6 +7,8 @@ style of `trigger(availableNow=True)`, so a schedule decides how fresh the resul
 and no cluster sits idle between runs. A run that ends well updates the app's asset,
 `ackfold_app_<app>`; `ackfold_reconcile` is scheduled on its cron *or* any of those
 assets, so the events a run wrote are folded right after it, and the replay follows.
+A file that is missing, or a bad entry, is the import error of `dags/ackfold_apps.py`:
+Airflow then loads none of its DAGs until it is fixed, and says why.
 
 Airflow is imported inside the functions: the CLI imports the configuration this reads.
 """
@@ -20,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Final
 from ackfold.config import Settings
 from ackfold.config.policy import AppDag
 from ackfold.dags import PROJECT_DIR, default_args
-from ackfold.spark_tasks import spark_job
+from ackfold.spark_tasks import is_uri, spark_job
 
 if TYPE_CHECKING:
     from airflow.sdk import DAG, Asset
@@ -40,9 +42,18 @@ def app_asset(app: str) -> Asset:
     return Asset(name=f"{APP_DAG_PREFIX}{app}", group="ackfold")
 
 
-def application_path(app: str, spec: AppDag) -> Path:
-    """The app's entry point (a relative path is taken from the ackfold checkout); a clear
-    error, which Airflow shows as the DAG file's import error, if there is no such file."""
+def application_path(app: str, spec: AppDag, settings: Settings) -> str:
+    """The app's entry point: a URI (`s3a://`, `local:`, ...) as it is, for spark-submit
+    to fetch; else a file, a relative path taken from the ackfold checkout. A file that
+    is not there (or a URI under Spark Connect, where the task runs the file itself) is a
+    clear error, which Airflow shows as the DAG file's import error."""
+    if is_uri(spec.application):
+        if settings.spark.remote:
+            raise ValueError(
+                f"apps.{app}.dag.application: with spark.remote set, the app runs in the "
+                f"task's own process, so it must be a file, not {spec.application!r}"
+            )
+        return spec.application
     path = Path(spec.application).expanduser()
     path = path if path.is_absolute() else PROJECT_DIR / path
     if not path.is_file():
@@ -50,7 +61,7 @@ def application_path(app: str, spec: AppDag) -> Path:
             f"apps.{app}.dag.application: no file {str(path)!r} on this host (a relative "
             f"path is taken from {str(PROJECT_DIR)!r})"
         )
-    return path
+    return str(path)
 
 
 def app_dags(settings: Settings) -> dict[str, DAG]:
@@ -64,7 +75,7 @@ def app_dags(settings: Settings) -> dict[str, DAG]:
 def _app_dag(app: str, spec: AppDag, settings: Settings) -> DAG:
     from airflow.sdk import DAG
 
-    application = application_path(app, spec)
+    application = application_path(app, spec, settings)
     with DAG(
         dag_id=f"{APP_DAG_PREFIX}{app}",
         doc_md=f"""
@@ -77,19 +88,24 @@ then stops (`availableNow`).
 - `run` submits the app on `spark_default` with `apps.{app}.dag.args`; its log is the
   app's driver log.
 - A run that ends well updates the `{APP_DAG_PREFIX}{app}` asset, which triggers
-  `ackfold_reconcile`: its events are folded, and failed roots replayed, right after.
+  `ackfold_reconcile`: its events are folded right after, and its failed roots go to
+  the replay.
 """,
         schedule=spec.schedule,
         start_date=datetime(2026, 1, 1, tzinfo=UTC),
         catchup=False,
         max_active_runs=1,
         is_paused_upon_creation=False,
-        default_args={**default_args(), "owner": spec.owner},
+        default_args={
+            **default_args(),
+            "owner": spec.owner,
+            **({"execution_timeout": spec.execution_timeout} if spec.execution_timeout else {}),
+        },
         tags=["ackfold", "app", *spec.tags],
     ) as dag:
         spark_job(
             "run",
-            str(application),
+            application,
             settings,
             args=list(spec.args),
             outlets=[app_asset(app)],

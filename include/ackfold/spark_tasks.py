@@ -46,7 +46,7 @@ def spark_submit_kwargs(
     conf.setdefault("spark.pyspark.driver.python", sys.executable)
     return {
         "conn_id": SPARK_CONN_ID,
-        "application": str(SPARK_APPS / app),
+        "application": app if is_uri(app) else str(SPARK_APPS / app),
         "jars": ",".join(spark_jars(settings)),
         "conf": conf,
         "name": f"ackfold-{Path(app).stem}",
@@ -54,6 +54,11 @@ def spark_submit_kwargs(
         "verbose": False,
         "env_vars": kafka_credential_env(settings),
     }
+
+
+def is_uri(application: str) -> bool:
+    """Whether spark-submit fetches `application` itself (`s3a://...`, `local:///...`)."""
+    return "://" in application or application.startswith("local:")
 
 
 def spark_job(
@@ -98,8 +103,9 @@ def connect_endpoint(settings: Settings) -> str:
 
 
 def run_spark_app(app: str, args: list[str]) -> None:
-    """Run `spark_apps/<app>` in this process, as spark-submit would, through Spark
-    Connect: a task process of its own, so its environment and argv are the job's."""
+    """Run `spark_apps/<app>` (or the absolute path `app`) in this process, as
+    spark-submit would, through Spark Connect: a task process of its own, so its
+    environment and argv are the job's."""
     from airflow.sdk.exceptions import AirflowException
 
     settings = load_settings()

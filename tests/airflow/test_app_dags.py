@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import textwrap
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -36,18 +37,17 @@ def _settings(tmp_path: Path, **dag: object) -> Settings:
     app = tmp_path / "orders_app.py"
     app.write_text(APP)
     spec = {"application": str(app), **dag}
-    return SETTINGS.model_copy(
-        update={"apps": load_settings(var_dir=tmp_path, apps={"orders": {"dag": spec}}).apps}
-    )
+    apps = {"orders": {"dag": spec}, "billing": {"dag": {"application": "spark_apps/smoke.py"}}}
+    return SETTINGS.model_copy(update={"apps": load_settings(var_dir=tmp_path, apps=apps).apps})
 
 
 def test_an_app_dag_is_declared_from_its_configuration(tmp_path: Path) -> None:
     settings = _settings(
         tmp_path, args=["--region", "eu"], schedule="*/10 * * * *", owner="data-eng",
-        tags=["orders", "sqs"],
+        tags=["orders", "sqs"], execution_timeout="1h",
     )  # fmt: skip
     dags = app_dags(settings)
-    assert list(dags) == ["ackfold_app_orders"]
+    assert list(dags) == ["ackfold_app_billing", "ackfold_app_orders"]
     dag = dags["ackfold_app_orders"]
     assert dag.schedule == "*/10 * * * *"
     assert dag.tags == {"ackfold", "app", "orders", "sqs"}
@@ -60,18 +60,42 @@ def test_an_app_dag_is_declared_from_its_configuration(tmp_path: Path) -> None:
     assert task._conn_id == "spark_default"
     assert task.application == str(tmp_path / "orders_app.py")
     assert task.application_args == ["--region", "eu"]
+    assert task.execution_timeout == timedelta(hours=1)
     assert task.retries >= 1
     assert task.on_failure_callback
     assert [a.name for a in task.outlets] == ["ackfold_app_orders"]
+    # The defaults; a relative path is taken from the ackfold checkout.
+    (billing,) = dags["ackfold_app_billing"].tasks
+    assert dags["ackfold_app_billing"].schedule == "@hourly"
+    assert dags["ackfold_app_billing"].tags == {"ackfold", "app"}
+    assert (billing.owner, billing.execution_timeout) == ("ackfold", None)
+    assert billing.application == str(PROJECT_DIR / "spark_apps" / "smoke.py")
+    assert billing.application_args == []
+
+
+def test_an_app_on_the_cluster_s_storage_is_passed_to_spark_submit_as_it_is(
+    tmp_path: Path,
+) -> None:
+    for uri in ("s3a://pipelines/orders_app.py", "local:///opt/pipelines/orders_app.py"):
+        settings = _settings(tmp_path, application=uri)
+        (task,) = app_dags(settings)["ackfold_app_orders"].tasks
+        assert task.application == uri
+    # Through Spark Connect the task runs the file itself: it must be one.
+    remote = settings.model_copy(
+        update={"spark": settings.spark.model_copy(update={"remote": "sc://127.0.0.1:15002"})}
+    )
+    with pytest.raises(ValueError, match=r"apps.orders.dag.application: with spark.remote"):
+        app_dags(remote)
 
 
 def test_the_reconcile_runs_on_its_cron_or_after_any_app_run(tmp_path: Path) -> None:
-    from airflow.sdk import AssetOrTimeSchedule
+    from airflow.sdk import AssetAny, AssetOrTimeSchedule
 
     assert reconcile_schedule(SETTINGS) == "*/5 * * * *", "no app DAG: the cron alone"
     schedule = reconcile_schedule(_settings(tmp_path))
     assert isinstance(schedule, AssetOrTimeSchedule)
-    assert list(schedule.asset_condition.objects) == [app_asset("orders")]
+    assert isinstance(schedule.asset_condition, AssetAny), "any one app's run, not all"
+    assert list(schedule.asset_condition.objects) == [app_asset("billing"), app_asset("orders")]
     assert schedule.timetable.expression == SETTINGS.airflow.reconcile_schedule
 
 

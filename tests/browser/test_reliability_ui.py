@@ -162,3 +162,49 @@ def _quality_runs(stack: Stack, token: str) -> list[dict[str, Any]]:
     status, body = stack.call("GET", "/api/v2/dags/ackfold_quality/dagRuns", token=token)
     assert status == 200, body
     return list(body["dag_runs"])
+
+
+@pytest.mark.timeout(DEMO_WAIT + 600)
+def test_an_alerts_link_opens_the_roots_it_names(stack: Stack, page: Any, shoot: Any) -> None:
+    """The message the demo's dead letters raise, as the reconcile's `alerts` task composes
+    it when they were dead-lettered; its link, followed through the login, lists exactly
+    the roots the message names."""
+    import re
+    from datetime import timedelta
+
+    from ackfold.alerts.log import OPENED, Transition
+    from ackfold.alerts.message import compose
+    from ackfold.alerts.rules import DEAD_LETTERED, evaluate_state
+    from ackfold.config import load_settings
+    from ackfold.ledger.sql import SqlReader
+    from ackfold.ledger.tables import ROOT_STATE
+
+    stack.wait_for_log("the app keeps running", DEMO_WAIT)
+    settings = load_settings(var_dir=stack.var)
+    reader = SqlReader(settings.table_root)
+    (latest,) = reader.query(
+        ROOT_STATE, ["max(status_changed_at) AS at"], ["status = 'dead_lettered'"]
+    )
+    assert latest["at"] is not None, "the demo dead-letters its poison message"
+    at = latest["at"] + timedelta(seconds=1)
+    (finding,) = [
+        f for f in evaluate_state(reader, settings, at) if f.breached and f.rule == DEAD_LETTERED
+    ]
+    message = compose(finding.app, [Transition(finding, OPENED, at)], f"{stack.url}/ackfold", at)
+    (link,) = re.findall(re.escape(stack.url) + r"(/ackfold/roots\?\S+)", message.text)
+    named = re.search(r"worst roots: ([-\d, ]+)", message.text)
+    assert named is not None, message.text
+    assert {int(i) for i in named.group(1).split(",")} == set(finding.root_ids)
+
+    _log_in(page, stack, "/ackfold/roots")
+    statuses = page.locator("input[id^=filter-status-]")
+    assert not all(box.is_checked() for box in statuses.all()), "the default: unhealthy ones"
+    assert page.locator("#filter-root-ids").count() == 0
+    page.goto(f"{stack.url}{link}")
+    # The alert's roots in whatever status they are now, and only those.
+    assert all(box.is_checked() for box in statuses.all())
+    assert page.locator("#filter-root-ids").count() == 1
+    rows = page.locator("tr[data-testid=root-row]")
+    shown = {int(str(row.get_attribute("data-root-id"))) for row in rows.all()}
+    assert shown == set(finding.root_ids)
+    shoot(page, "8-alert-link")

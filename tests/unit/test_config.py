@@ -208,7 +208,7 @@ def test_a_retry_queue_that_would_misroute_dead_letters_is_refused(
     assert load_settings(apps={"orders": fine}).apps["orders"].retry_queue == "orders-retry"
 
 
-def test_an_app_dag_takes_its_defaults_and_names_each_bad_field(tmp_path: Path) -> None:
+def test_an_app_dag_takes_its_defaults(tmp_path: Path) -> None:
     (tmp_path / "ackfold.yaml").write_text(
         "apps:\n  orders:\n    timeout: 1m\n    dag: {application: apps/orders.py}\n"
     )
@@ -218,6 +218,7 @@ def test_an_app_dag_takes_its_defaults_and_names_each_bad_field(tmp_path: Path) 
     assert (dag.application, dag.args, dag.schedule, dag.owner, dag.tags) == (
         "apps/orders.py", (), "@hourly", "ackfold", (),
     )  # fmt: skip
+    assert dag.execution_timeout is None
     assert settings.app("orders").timeout == timedelta(minutes=1), "the policy is as before"
 
 
@@ -232,3 +233,9 @@ def test_an_app_dag_takes_its_defaults_and_names_each_bad_field(tmp_path: Path) 
 def test_a_bad_app_dag_field_is_named(dag: dict[str, str], error: str) -> None:
     with pytest.raises(ConfigError, match=r"setting apps\.orders\.dag\." + error):
         load_settings(apps={"orders": {"dag": dag}})
+
+
+def test_an_app_with_a_dag_needs_a_name_a_dag_id_can_hold() -> None:
+    with pytest.raises(ConfigError, match=r"apps\.my orders\.dag: 'my orders' cannot name a DAG"):
+        load_settings(apps={"my orders": {"dag": {"application": "a.py"}}})
+    assert load_settings(apps={"my orders": {"timeout": "1m"}}).apps["my orders"].dag is None

@@ -123,10 +123,14 @@ class AppDag(Section):
     (`trigger(availableNow=True)`). A run that ends well updates the app's asset
     (`ackfold_app_<app>`), which triggers `ackfold_reconcile`.
 
-    - `application`: the app's entry point; a relative path is taken from the ackfold
-      checkout (`spark_apps/...`).
+    - `application`: the app's entry point: a file (a relative path is taken from the
+      ackfold checkout, as `spark_apps/...`), or a URI spark-submit fetches itself
+      (`s3a://...`, `hdfs://...`, `local:///...`).
     - `args`: its arguments; `schedule`: a cron or a preset (default `@hourly`);
       `owner` and `tags`: as the Airflow UI shows and filters them.
+    - `execution_timeout`: the longest one try may run before Airflow stops it (Airflow's
+      own setting; default: no limit): an app that never stops would otherwise hold back
+      every later run.
     """
 
     application: str = Field(min_length=1)
@@ -134,6 +138,7 @@ class AppDag(Section):
     schedule: Schedule = "@hourly"
     owner: str = Field("ackfold", min_length=1)
     tags: tuple[str, ...] = ()
+    execution_timeout: Duration | None = None
 
 
 class AppOverrides(Section):

@@ -31,6 +31,7 @@ from ackfold.config.sections import (
     SqsSettings,
     UiSettings,
 )
+from ackfold.config.values import APP_NAME
 
 ENV_PREFIX = "ACKFOLD_"
 DEFAULT_CONFIG_FILE = "ackfold.yaml"
@@ -105,6 +106,16 @@ class Settings(BaseSettings):
                 )
             if app.retry_queue == app.source_queue:
                 raise ValueError(f"{where} must differ from apps.{name}.source_queue")
+        return self
+
+    @model_validator(mode="after")
+    def _app_dags_have_plain_names(self) -> Settings:
+        for name, app in self.apps.items():
+            if app.dag is not None and not APP_NAME.match(name):
+                raise ValueError(
+                    f"apps.{name}.dag: {name!r} cannot name a DAG (ackfold_app_<app>): use "
+                    "letters, digits, '.', '_', '-'"
+                )
         return self
 
     ui: UiSettings = UiSettings()

@@ -56,6 +56,9 @@ def _schedule(value: str) -> str:
 
 Schedule = Annotated[str, AfterValidator(_schedule)]
 
+# A plain app name: it becomes part of checkpoint paths and of its DAG's id.
+APP_NAME = re.compile(r"^[A-Za-z0-9_.\-]{1,200}$")
+
 
 class Section(BaseModel):
     """A settings section: unknown keys are errors, and values cannot change."""

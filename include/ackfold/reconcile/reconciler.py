@@ -23,12 +23,12 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 import uuid
 from datetime import UTC, date, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Final
 
 from ackfold.config import Settings
+from ackfold.config.values import APP_NAME
 from ackfold.ledger.conflicts import retry_conflicts
 from ackfold.ledger.layout import upgrade_root_state
 from ackfold.ledger.lease import ledger_turn
@@ -52,7 +52,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("ackfold.reconcile")
 
 CHECKPOINTS = "_checkpoints"
-_APP_NAME = re.compile(r"^[A-Za-z0-9_.\-]{1,200}$")
 # A root's `roots` row and its first event come from different writers: only clock skew
 # puts the registration after the event.
 CLOCK_SKEW: Final = timedelta(days=1)
@@ -60,7 +59,7 @@ CLOCK_SKEW: Final = timedelta(days=1)
 
 def check_app_name(app: str) -> str:
     """`app`, if it is a plain name: it becomes part of a checkpoint path."""
-    if not _APP_NAME.match(app):
+    if not APP_NAME.match(app):
         raise ValueError(f"app {app!r} is not an app name: use letters, digits, '.', '_', '-'")
     return app
 
