@@ -98,13 +98,35 @@ def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
                         "pytest and pytest-xdist in requirements-dev.in", returncode=3)  # fmt: skip
 
 
+_CPU_MARK = pytest.StashKey[float]()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_protocol(item: pytest.Item) -> None:
+    item.stash[_CPU_MARK] = suite.tree_cpu_seconds()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item) -> Iterator[pytest.TestReport]:
+    """Each phase's report carries the CPU seconds its worker's process tree spent in it
+    (servers the worker started included); xdist sends it to the controller with the rest."""
+    report: pytest.TestReport = yield
+    now = suite.tree_cpu_seconds()
+    report.cpu = max(0.0, now - item.stash.get(_CPU_MARK, now))  # type: ignore[attr-defined]
+    item.stash[_CPU_MARK] = now
+    return report
+
+
 class TierTimes:
     """The time of each tier, printed at the end of the run (`.ci/run` shows it), so that
-    growth is seen when it happens: the sum of its tests' setup, call and teardown, and the
-    span of wall time from its first test's start to its last test's end."""
+    growth is seen when it happens: the sum of its tests' setup, call and teardown, the CPU
+    time they spent, and the span of wall time from its first test's start to its last
+    test's end. Then the tests that spent the most CPU, since the cores are the limit."""
 
     def __init__(self) -> None:
         self.seconds: dict[str, float] = defaultdict(float)
+        self.cpu: dict[str, float] = defaultdict(float)
+        self.cpu_by_test: dict[str, float] = defaultdict(float)
         self.tests: dict[str, int] = defaultdict(int)
         self.span: dict[str, list[float]] = {}
 
@@ -112,6 +134,9 @@ class TierTimes:
         parts = report.nodeid.split("/")
         tier = parts[1] if len(parts) > 2 and parts[0] == "tests" else "other"
         self.seconds[tier] += report.duration
+        cpu = float(getattr(report, "cpu", 0.0))
+        self.cpu[tier] += cpu
+        self.cpu_by_test[report.nodeid.split("@")[0]] += cpu
         if report.when == "call" or (report.when == "setup" and report.outcome != "passed"):
             self.tests[tier] += 1
         start, stop = getattr(report, "start", 0.0), getattr(report, "stop", 0.0)
@@ -123,13 +148,22 @@ class TierTimes:
         if not self.seconds:
             return
         terminalreporter.section("time by tier")
-        terminalreporter.write_line(f"{'tier':10} {'tests':>6} {'test time':>10} {'wall span':>10}")
+        terminalreporter.write_line(
+            f"{'tier':10} {'tests':>6} {'test time':>10} {'cpu time':>10} {'wall span':>10}"
+        )
         for tier in sorted(self.seconds, key=lambda t: -self.seconds[t]):
             first, last = self.span.get(tier, [0.0, 0.0])
             terminalreporter.write_line(
                 f"{tier:10} {self.tests[tier]:6d} {_clock(self.seconds[tier]):>10} "
-                f"{_clock(last - first):>10}"
+                f"{_clock(self.cpu[tier]):>10} {_clock(last - first):>10}"
             )
+        terminalreporter.write_line(
+            f"{'all':10} {'':6} {'':10} {_clock(sum(self.cpu.values())):>10}"
+        )
+        terminalreporter.section("most cpu time (setup, call and teardown)")
+        top = sorted(self.cpu_by_test.items(), key=lambda kv: -kv[1])[:25]
+        for nodeid, cpu in top:
+            terminalreporter.write_line(f"{_clock(cpu):>7}  {nodeid}")
 
 
 def _clock(seconds: float) -> str:

@@ -135,6 +135,20 @@ def kill(pids: dict[int, str]) -> None:
             os.kill(pid, signal.SIGKILL)
 
 
+def tree_cpu_seconds() -> float:
+    """The CPU time (user and system) spent so far by this process and every process below
+    it, the exited ones included once reaped: the 2 cores are what the suite runs out of."""
+    import psutil
+
+    me = psutil.Process()
+    total = 0.0
+    for process in [me, *me.children(recursive=True)]:
+        with contextlib.suppress(psutil.Error):
+            times = process.cpu_times()
+            total += times.user + times.system + times.children_user + times.children_system
+    return total
+
+
 def find_python(version: str) -> str | None:
     """An interpreter of `version` ("3.12") that runs: on PATH, or a pyenv installation
     (a pyenv shim on PATH runs only the version that pyenv has selected)."""
