@@ -20,6 +20,12 @@ if TYPE_CHECKING:
 FANOUT, DEPTH = 2, 2  # 8 events per root: the default synthetic tree
 
 
+def per_second(rate: float) -> float:
+    """A rate for a summary, to 3 significant figures: a tiny run on a busy machine can
+    go slower than one a second, and must not read as 0."""
+    return float(f"{rate:.3g}")
+
+
 def roots_for(events: int, fanout: int = FANOUT, depth: int = DEPTH) -> int:
     """How many synthetic roots make about `events` events."""
     return events // Synthetic(roots=1, fanout=fanout, depth=depth).events_per_root

@@ -29,6 +29,7 @@ from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
 
+from common import per_second
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -128,7 +129,7 @@ def timed(label: str, feed: Feed, client: object, url: str, run: object) -> floa
     run()  # type: ignore[operator]
     seconds = time.perf_counter() - start
     rate = len(feed.messages) / seconds
-    print(f"{label:<10} {len(feed.messages):,} messages in {seconds:5.1f} s = {rate:,.0f} msgs/s",
+    print(f"{label:<10} {len(feed.messages):,} messages in {seconds:5.1f} s = {rate:,.1f} msgs/s",
           flush=True)  # fmt: skip
     return rate
 
@@ -202,7 +203,7 @@ def main() -> None:
     sent = args.warm_up + args.rounds * args.messages
     figures: dict[str, object] = {
         "messages": args.messages, "rounds": args.rounds, "batch": args.batch,
-        "untracked_msgs_per_s": round(median["untracked"]),
+        "untracked_msgs_per_s": per_second(median["untracked"]),
     }  # fmt: skip
     for mode in MODES:
         overhead = 1 - median[mode] / median["untracked"]
@@ -214,7 +215,7 @@ def main() -> None:
             "per message"
         )
         figures.update({
-            f"{mode}_msgs_per_s": round(median[mode]), f"{mode}_overhead": round(overhead, 3),
+            f"{mode}_msgs_per_s": per_second(median[mode]), f"{mode}_overhead": round(overhead, 3),
             f"{mode}_rows_per_msg": round(rows / sent, 2),
             f"{mode}_bytes_per_msg": round(size / sent),
         })  # fmt: skip
