@@ -44,7 +44,18 @@ GROUPS = {
     "docs": "docs",
 }
 STACK_GROUP = "stack"
-SPARK_TEST_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+# Every Spark driver the tests start runs short and on tiny data, 2 cores for the whole run.
+# - C1 alone and the serial GC halve a short-lived driver's CPU time.
+# - A code cache of 1 GB: the default 240 MB filled up in a session that ran a few
+#   reconciles, and the JVM then stopped compiling ("CodeCache is full").
+# - Spark's interpreted expressions instead of generated code: on a few rows, compiling
+#   Java for every query is most of the work (a reconcile on a fresh ledger: 7.5 s, 5 s
+#   without). Spark keeps both paths equivalent and tests each; the bench tier runs its
+#   scripts with Spark's default, code generation, so that path is run here too.
+SPARK_TEST_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -XX:ReservedCodeCacheSize=1g"
+SPARK_INTERPRETED = (
+    "-Dspark.sql.codegen.wholeStage=false -Dspark.sql.codegen.factoryMode=NO_CODEGEN"
+)
 
 
 def _is_controller(config: pytest.Config) -> bool:
@@ -57,11 +68,10 @@ def pytest_configure(config: pytest.Config) -> None:
     if _is_controller(config) and suite.RUN_MARKER not in os.environ:
         os.environ[suite.RUN_MARKER] = uuid.uuid4().hex
         os.environ[suite.RUN_DIR] = tempfile.mkdtemp(prefix="ackfold-test-run-")
-    # Every Spark driver the tests start, in-process or by spark-submit (Airflow's too),
-    # is short-lived: C1 alone and the serial GC halve its CPU time (40 s to 18 s for a
-    # session with a few Delta commits), which is what 2 cores run out of. Spark's own
-    # launcher reads SPARK_SUBMIT_OPTS; a user's value wins.
-    os.environ.setdefault("SPARK_SUBMIT_OPTS", SPARK_TEST_JVM)
+    # Every Spark driver the tests start, in-process or by spark-submit (Airflow's too):
+    # Spark's launcher reads SPARK_SUBMIT_OPTS, and its `spark.*` properties are Spark
+    # settings. A user's value wins.
+    os.environ.setdefault("SPARK_SUBMIT_OPTS", f"{SPARK_TEST_JVM} {SPARK_INTERPRETED}")
     config.pluginmanager.register(TierTimes(), "ackfold-tier-times")
 
 
