@@ -25,6 +25,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from common import per_second
 from confluent_kafka import Producer
 from replay import failed_ledger, time_replay  # bench/replay.py
 
@@ -81,7 +82,7 @@ def main() -> None:
     spark = get_spark(settings, app_name="ackfold-bench-kafka")
     with KafkaBroker(settings, port=port, data_dir=work / "kafka", topics=[TOPIC]):
         seconds = produce(settings, args.records, args.payload)
-        results["produce_per_s"] = round(args.records / seconds)
+        results["produce_per_s"] = per_second(args.records / seconds)
         say(f"confluent-kafka produce alone: {args.records:,} records in {seconds:.1f} s "
             f"= {args.records / seconds:,.0f}/s")  # fmt: skip
 
@@ -103,7 +104,7 @@ def main() -> None:
         registered = spark.read.format("delta").load(ingest.path(ROOTS)).count()
         assert registered == args.records, registered
         batches = len(query.recentProgress)
-        results.update(ingest_per_s=round(args.records / seconds), ingest_batches=batches)
+        results.update(ingest_per_s=per_second(args.records / seconds), ingest_batches=batches)
         say(f"ingest (Kafka source, roots and init events to Delta): {args.records:,} "
             f"records in {seconds:.1f} s, {batches} micro-batches = "
             f"{args.records / seconds:,.0f}/s")  # fmt: skip
@@ -115,13 +116,13 @@ def main() -> None:
         for position in positions:
             assert position in topic.reread([position])
         seconds = time.perf_counter() - start
-        results["reread_one_by_one_per_s"] = round(args.replays / seconds)
+        results["reread_one_by_one_per_s"] = per_second(args.replays / seconds)
         say(f"re-read alone, one position at a time: {args.replays:,} records in "
             f"{seconds:.1f} s = {args.replays / seconds:,.0f}/s")  # fmt: skip
         start = time.perf_counter()
         assert len(topic.reread(positions)) == args.replays
         seconds = time.perf_counter() - start
-        results["reread_runs_per_s"] = round(args.replays / seconds)
+        results["reread_runs_per_s"] = per_second(args.replays / seconds)
         say(f"re-read alone, as a replay does (runs of nearby offsets): {args.replays:,} "
             f"records in {seconds:.1f} s = {args.replays / seconds:,.0f}/s")  # fmt: skip
         topic.close()

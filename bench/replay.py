@@ -18,6 +18,8 @@ import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from common import per_second
+
 from ackfold.config import load_settings
 from ackfold.ledger.tables import ROOT_STATE, ROOTS, Ledger
 from ackfold.local.elasticmq import ElasticMQ
@@ -81,7 +83,7 @@ def time_replay(spark, settings, count: int) -> dict[str, float]:  # type: ignor
     replayer.close()
     assert summary.sent == count, summary
     return {
-        "per_s": round(count / seconds),
+        "per_s": per_second(count / seconds),
         "replay_seconds": round(seconds, 1),
         "plan_seconds": round(planned - start, 1),
         "chunk": settings.replay.chunk,
@@ -118,7 +120,7 @@ def main() -> None:
             ]
             client.send_message_batch(QueueUrl=baseline_url, Entries=entries)
         seconds = time.perf_counter() - start
-        results["boto3_send_batch_msgs_per_s"] = round(args.messages / seconds)
+        results["boto3_send_batch_msgs_per_s"] = per_second(args.messages / seconds)
         print(f"boto3 SendMessageBatch alone: {args.messages:,} messages in {seconds:.1f} s "
               f"= {args.messages / seconds:,.0f} msgs/s", flush=True)  # fmt: skip
 
