@@ -139,6 +139,7 @@ class TierTimes:
         self.cpu_by_test: dict[str, float] = defaultdict(float)
         self.tests: dict[str, int] = defaultdict(int)
         self.span: dict[str, list[float]] = {}
+        self.machine_at_start = suite.machine_cpu()
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         parts = report.nodeid.split("/")
@@ -169,6 +170,14 @@ class TierTimes:
             )
         terminalreporter.write_line(
             f"{'all':10} {'':6} {'':10} {_clock(sum(self.cpu.values())):>10}"
+        )
+        (busy_then, then), (busy_now, now) = self.machine_at_start, suite.machine_cpu()
+        cores = os.cpu_count() or 1
+        busy, available = busy_now - busy_then, (now - then) * cores
+        terminalreporter.write_line(
+            f"{'machine':10} {'':6} {'':10} {_clock(busy):>10}  busy of {_clock(available)} "
+            f"on {cores} cores ({busy / max(available, 1e-9):.0%}): the tests, the processes "
+            "that outlived them, and anything else"
         )
         terminalreporter.section("most cpu time (setup, call and teardown)")
         top = sorted(self.cpu_by_test.items(), key=lambda kv: -kv[1])[:25]

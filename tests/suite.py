@@ -149,6 +149,16 @@ def tree_cpu_seconds() -> float:
     return total
 
 
+def machine_cpu() -> tuple[float, float]:
+    """(CPU seconds the whole machine has spent busy, seconds since boot): counts what
+    `tree_cpu_seconds` misses, such as a JVM that outlived the script that started it."""
+    import psutil
+
+    times = psutil.cpu_times()
+    busy = sum(times) - times.idle - getattr(times, "iowait", 0.0)
+    return busy, time.monotonic()
+
+
 def find_python(version: str) -> str | None:
     """An interpreter of `version` ("3.12") that runs: on PATH, or a pyenv installation
     (a pyenv shim on PATH runs only the version that pyenv has selected)."""
