@@ -150,12 +150,16 @@ def tree_cpu_seconds() -> float:
 
 
 def machine_cpu() -> tuple[float, float]:
-    """(CPU seconds the whole machine has spent busy, seconds since boot): counts what
+    """(the CPU seconds the whole machine has spent busy, a monotonic clock): counts what
     `tree_cpu_seconds` misses, such as a JVM that outlived the script that started it."""
     import psutil
 
     times = psutil.cpu_times()
-    busy = sum(times) - times.idle - getattr(times, "iowait", 0.0)
+    busy = (
+        times.user
+        + times.system
+        + sum(getattr(times, name, 0.0) for name in ("nice", "irq", "softirq"))
+    )  # guest time is counted in user already
     return busy, time.monotonic()
 
 
