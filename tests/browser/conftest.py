@@ -44,7 +44,8 @@ def browser() -> Iterator[Any]:
 @pytest.fixture
 def page(browser: Any) -> Iterator[Any]:
     context = browser.new_context(viewport={"width": 1400, "height": 900})
-    context.set_default_timeout(30_000)
+    # Airflow answers slowly while every other tier runs beside it on 2 cores.
+    context.set_default_timeout(90_000)
     yield context.new_page()
     context.close()
 

@@ -36,6 +36,10 @@ from tests.cluster.ledger import NOW, write_ledger
 from tests.sqs.conftest import sqs_server  # noqa: F401
 
 LOCAL = "local[2]"
+# The four runs take about 5 minutes beside the other tiers on 2 cores, and twice that on
+# a slower machine: the runs have RUNS_WAIT, and the first test, which waits for them, more.
+RUNS_WAIT = 1500
+pytestmark = pytest.mark.timeout(RUNS_WAIT + 300)
 MESSAGES = 200
 # No configured faults (`--no-faults`), then these: drops and fails that replays repair,
 # poison that two attempts dead-letter, and the count query killed once mid-batch.
@@ -106,7 +110,7 @@ def runs(
         done["reconcile"]["cluster"] = start("reconcile", "cluster")
         done["reconcile"]["local"] = start("reconcile", "local")
         done["wordcount"]["local"] = start("wordcount", "local")
-        deadline = time.monotonic() + 600
+        deadline = time.monotonic() + RUNS_WAIT
         while len(started) < 4 or not all(run.done() for run in started):
             if time.monotonic() > deadline:
                 break

@@ -16,7 +16,7 @@ from ackfold.config import Settings, load_settings
 from ackfold.local.connect import LocalConnectServer
 from ackfold.local.ports import free_port
 from ackfold.spark import get_spark
-from tests.conftest import JARS_DIR
+from tests.conftest import JARS_DIR, long_lived_jvm
 from tests.suite import shared_server
 
 
@@ -31,7 +31,8 @@ def connect_url(tmp_path_factory: pytest.TempPathFactory) -> str:
             spark={"master": "local[2]"},
         )
         server = LocalConnectServer(settings, port=free_port())
-        server.start()
+        with long_lived_jvm():
+            server.start()
         return {"url": server.url, "pgid": server.pid}
 
     return str(shared_server("connect", start)["url"])
