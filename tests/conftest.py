@@ -47,8 +47,10 @@ GROUPS = {
 STACK_GROUP = "stack"
 # Every Spark driver the tests start runs on tiny data, 2 cores for the whole run.
 # - C1 alone and the serial GC halve a short-lived driver's CPU time. A JVM that serves a
-#   whole tier (`long_lived_jvm`: the shared session, the Connect server) keeps C2: the
-#   spark and kafka tiers, alone, spent 14:14 CPU-minutes with it against 16:10 without.
+#   worker's whole group (`long_lived_jvm`: the shared session, the Connect server) keeps
+#   C2: the spark and kafka tiers, alone, spent 14:14 CPU-minutes with it against 16:10
+#   without. A session of a few tests does not: the pythons tier's took 64 s with C1
+#   alone, 149 s with C2.
 # - A code cache of 1 GB: the default 240 MB filled up in a session that ran a few
 #   reconciles, and the JVM then stopped compiling ("CodeCache is full").
 # - Spark's interpreted expressions instead of generated code: on a few rows, compiling
@@ -64,10 +66,11 @@ SPARK_INTERPRETED = (
 
 @contextmanager
 def long_lived_jvm() -> Iterator[None]:
-    """The JVMs started inside keep Spark's default tiered compilation (C1, then C2), unless
-    the user set SPARK_SUBMIT_OPTS."""
+    """In an xdist worker, whose JVMs serve its whole group of tests, the JVMs started
+    inside keep Spark's default tiered compilation (C1, then C2), unless the user set
+    SPARK_SUBMIT_OPTS. A run without workers (one module, the pythons tier's) is short."""
     default = os.environ.get("SPARK_SUBMIT_OPTS", "")
-    if not default.startswith(SPARK_TEST_JVM):
+    if "PYTEST_XDIST_WORKER" not in os.environ or not default.startswith(SPARK_TEST_JVM):
         yield
         return
     os.environ["SPARK_SUBMIT_OPTS"] = default.replace(f"{SHORT_LIVED} ", "", 1)

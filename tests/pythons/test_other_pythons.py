@@ -60,10 +60,13 @@ def test_the_fast_tier_and_the_spark_tracking_tests_pass_on(version: str) -> Non
         capture_output=True, text=True, check=True,
     )  # fmt: skip
     assert found.stdout.strip() == version
-    # A run of its own: its own marker and shared servers, not this run's; and no
-    # PYSPARK_PYTHON of this interpreter's, as in a fresh shell of that virtualenv.
+    # A run of its own: its own marker and shared servers, not this run's, and no xdist
+    # worker's variables; and no PYSPARK_PYTHON of this interpreter's, as in a fresh shell
+    # of that virtualenv.
     skip = (suite.RUN_MARKER, suite.RUN_DIR, "PYSPARK_PYTHON")
-    env = {k: v for k, v in os.environ.items() if k not in skip}
+    env = {
+        k: v for k, v in os.environ.items() if k not in skip and not k.startswith("PYTEST_XDIST")
+    }
     env["PATH"] = f"{venv_python.parent}{os.pathsep}{env.get('PATH', '')}"
     done = subprocess.run(
         [str(venv_python), "-m", "pytest", "-q", "-n", "0", "-p", "no:cacheprovider",
