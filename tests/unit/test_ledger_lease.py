@@ -19,10 +19,13 @@ from ackfold.config import load_settings
 from ackfold.ledger.lease import LedgerLease, ledger_turn
 from ackfold.ledger.lock import LedgerBusy, lock_path
 
+# SIGINT is a KeyboardInterrupt even when the test run was started in the background,
+# whose children inherit SIGINT ignored (the holder then slept its 120 s out).
 _HOLD = """
-import sys, time
+import signal, sys, time
 from datetime import timedelta
 from ackfold.ledger.lease import LedgerLease
+signal.signal(signal.SIGINT, signal.default_int_handler)
 lease = LedgerLease(sys.argv[1], ttl=timedelta(seconds=float(sys.argv[2])), host=sys.argv[3])
 with lease.held("reconcile run 7"):
     print("held", flush=True)
