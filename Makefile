@@ -101,7 +101,7 @@ test-e2e: setup
 test-browser: setup browser
 	$(BIN)/pytest -m browser
 
-## test-cluster: reconcile and the word count on a local Spark standalone cluster, as in local mode
+## test-cluster: reconcile and the word count on a local Spark standalone cluster
 test-cluster: setup
 	$(BIN)/pytest -m cluster
 

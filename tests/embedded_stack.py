@@ -32,6 +32,10 @@ DEMO_FAULTS: dict[str, Any] = {"seed": 1, "fail": {"split": 0.05}, "poison": 1, 
 # Three attempts, not the demo's five: two reconcile-and-replay cycles fewer to wait for,
 # on a machine that also runs Airflow's reconcile, replay and quality jobs.
 DEMO_MAX_ATTEMPTS = 3
+# How long the stack may take to answer its health check: about a minute here, over 5 on
+# CI's slower machine, where it starts beside every other tier's JVMs. Under the tests'
+# default timeout (900 s), which covers the first stack test's setup.
+START_WAIT = 720
 # How long a test waits for the demo's report, from the stack's start. On 2 cores shared
 # with every other tier the 100-message demo took 10 to 16 minutes; alone, about 5.
 DEMO_WAIT = 1800
@@ -186,7 +190,9 @@ def embedded_stack(var: Path) -> Iterator[Stack]:
         )  # fmt: skip
         stack = Stack(f"http://localhost:{port}", var, sqs, make, log_path)
         try:
-            wait_healthy(f"{stack.url}/api/v2/monitor/health", 300, lambda: make.poll() is None)
+            wait_healthy(
+                f"{stack.url}/api/v2/monitor/health", START_WAIT, lambda: make.poll() is None
+            )
             yield stack
         finally:
             stack.stop()
