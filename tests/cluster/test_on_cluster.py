@@ -1,6 +1,7 @@
 """The reconciler and the word-count app on a real Spark standalone cluster (a master and
-two workers), submitted as the DAGs submit them, give what they give in local mode; and
-they really ran on the workers' executors.
+two workers), submitted as the DAGs submit them: the reconciler gives what it gives in
+local mode, the word count loses nothing and counts exactly; and both really ran on the
+workers' executors.
 
 Three spark-submits: the reconcile on the cluster and with `local[2]`, compared row by
 row; and the word count on the cluster, whose report and counts are checked against the
