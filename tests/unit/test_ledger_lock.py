@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -11,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from ackfold.ledger.lock import LedgerBusy, ledger_lock, lock_path
+from ackfold.ledger.lock import AppBusy, LedgerBusy, app_lock, app_lock_path, ledger_lock, lock_path
 
 _HOLD = """
 import sys, time
@@ -87,3 +88,21 @@ def test_two_threads_of_one_process_take_turns(tmp_path: Path) -> None:
     for thread in threads:
         thread.join()
     assert overlaps == []
+
+
+def test_an_apps_lock_has_one_driver_and_is_apart_from_the_ledger_and_other_apps(
+    tmp_path: Path,
+) -> None:
+    said: list[str] = []
+    with app_lock(tmp_path, "wordcount", "ackfold demo"):
+        busy = pytest.raises(AppBusy, match=r"the app wordcount is busy: ackfold demo \(pid")
+        with busy, app_lock(tmp_path, "wordcount", "a DAG run", wait=0.3, say=said.append):
+            pytest.fail("the app's lock was taken twice")
+        assert said == [
+            f"waiting for ackfold demo (pid {os.getpid()}) to release the app wordcount "
+            f"({app_lock_path(tmp_path, 'wordcount')}) ..."
+        ]
+        with ledger_lock(tmp_path, "reconcile", wait=0.1), app_lock(tmp_path, "orders", "x"):
+            pass
+    with app_lock(tmp_path, "wordcount", "a DAG run", wait=0.1):
+        assert "a DAG run" in app_lock_path(tmp_path, "wordcount").read_text()

@@ -1,15 +1,20 @@
-"""One writer of `root_state` at a time on this host: reconciles and replays.
+"""Per-host exclusive locks: one writer of `root_state` at a time, and one driver of each
+app's queries.
 
-Both rewrite `root_state` rows with a MERGE. Delta resolves two concurrent MERGEs into
-the same files by failing one of them (`ConcurrentAppendException`), which would cost a
-task retry and a wasted Spark job; and two replays planning the same root at once would
-both send it. So they take this lock first, a replay from its plan on: an exclusive
-`flock` on `<var_dir>/run/ledger.lock`, which the kernel releases if the holder dies, so
-a killed process never leaves it held. The file names the holder for the waiting side.
+Reconciles and replays both rewrite `root_state` rows with a MERGE. Delta resolves two
+concurrent MERGEs into the same files by failing one of them (`ConcurrentAppendException`),
+which would cost a task retry and a wasted Spark job; and two replays planning the same
+root at once would both send it. So they take the ledger lock first, a replay from its
+plan on: an exclusive `flock` on `<var_dir>/run/ledger.lock`, which the kernel releases if
+the holder dies, so a killed process never leaves it held. The file names the holder for
+the waiting side.
 
-The lock is per host. `ackfold.ledger.lease.ledger_turn` takes it, then the ledger's
-lease, which every host sees (docs/decisions/many-hosts.md); the lock still frees the
-ledger the instant a holder on this host dies.
+The ledger lock is per host. `ackfold.ledger.lease.ledger_turn` takes it, then the
+ledger's lease, which every host sees (docs/decisions/many-hosts.md); the lock still frees
+the ledger the instant a holder on this host dies.
+
+`app_lock` is the same kind of lock for an app's streaming checkpoints, which take one
+driver at a time: `ackfold demo` holds it for its report while its app DAG's runs wait.
 
 Example:
     >>> import tempfile
@@ -40,8 +45,16 @@ class LedgerBusy(TimeoutError):
     """Another reconcile or replay held the ledger lock for too long."""
 
 
+class AppBusy(TimeoutError):
+    """Another driver of the app held its lock for too long."""
+
+
 def lock_path(var_dir: Path) -> Path:
     return var_dir / "run" / "ledger.lock"
+
+
+def app_lock_path(var_dir: Path, app: str) -> Path:
+    return var_dir / "run" / f"app-{app}.lock"
 
 
 @contextmanager
@@ -64,24 +77,61 @@ def ledger_lock(
         finally:
             _held.depth -= 1
         return
-    path = lock_path(var_dir)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a+") as handle:
-        _acquire(handle, path, wait, say)
-        handle.seek(0)
-        handle.truncate()
-        handle.write(f"{holder} (pid {os.getpid()})\n")
-        handle.flush()
+    with _exclusive(lock_path(var_dir), holder, wait, say, "the ledger", LedgerBusy):
         _held.depth = 1
         try:
             yield
         finally:
             _held.depth = 0
+
+
+@contextmanager
+def app_lock(
+    var_dir: Path,
+    app: str,
+    holder: str,
+    *,
+    wait: float = DEFAULT_WAIT,
+    say: Callable[[str], None] | None = None,
+) -> Iterator[None]:
+    """Hold `app`'s lock of `var_dir` for the block: the one process of this host that
+    drives the app's queries. Waits up to `wait` seconds, then raises `AppBusy`."""
+    path = app_lock_path(var_dir, app)
+    with _exclusive(path, holder, wait, say, f"the app {app}", AppBusy):
+        yield
+
+
+@contextmanager
+def _exclusive(
+    path: Path,
+    holder: str,
+    wait: float,
+    say: Callable[[str], None] | None,
+    what: str,
+    busy: type[TimeoutError],
+) -> Iterator[None]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a+") as handle:
+        _acquire(handle, path, wait, say, what, busy)
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"{holder} (pid {os.getpid()})\n")
+        handle.flush()
+        try:
+            yield
+        finally:
             handle.truncate(0)
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def _acquire(handle: IO[str], path: Path, wait: float, say: Callable[[str], None] | None) -> None:
+def _acquire(
+    handle: IO[str],
+    path: Path,
+    wait: float,
+    say: Callable[[str], None] | None,
+    what: str,
+    busy: type[TimeoutError],
+) -> None:
     deadline = time.monotonic() + wait
     told = False
     while True:
@@ -91,12 +141,12 @@ def _acquire(handle: IO[str], path: Path, wait: float, say: Callable[[str], None
         except BlockingIOError:
             holder = _holder(path)
             if time.monotonic() >= deadline:
-                raise LedgerBusy(
-                    f"the ledger is busy: {holder} has held {path} for more than {wait:g}s; "
+                raise busy(
+                    f"{what} is busy: {holder} has held {path} for more than {wait:g}s; "
                     "wait for it to finish, or stop it if it hangs"
                 ) from None
             if say is not None and not told:
-                say(f"waiting for {holder} to release the ledger ({path}) ...")
+                say(f"waiting for {holder} to release {what} ({path}) ...")
                 told = True
             time.sleep(_POLL)
 
