@@ -17,7 +17,7 @@ import sys
 
 from ackfold.config import load_settings
 from ackfold.demo.flags import add_demo_flags, demo_options
-from ackfold.demo.run import Demo
+from ackfold.demo.run import Demo, demo_lock
 from ackfold.spark import get_spark
 
 
@@ -34,8 +34,9 @@ if __name__ == "__main__":
         messages, faults = demo_options(settings.demo.faults, args)
     except ValueError as exc:
         parser.error(str(exc))
-    spark = get_spark(settings, app_name="ackfold-wordcount")
-    report = Demo(spark, settings, messages=messages, faults=faults, say=say).run()
-    print(json.dumps(report.as_dict(), sort_keys=True), flush=True)
-    spark.stop()
+    with demo_lock(settings, "spark_apps/wordcount.py", say=say):
+        spark = get_spark(settings, app_name="ackfold-wordcount")
+        report = Demo(spark, settings, messages=messages, faults=faults, say=say).run()
+        print(json.dumps(report.as_dict(), sort_keys=True), flush=True)
+        spark.stop()
     sys.exit(0 if report.ok else 1)

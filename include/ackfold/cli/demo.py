@@ -27,7 +27,8 @@ def add_commands(command: AddCommand) -> None:
     demo.add_argument(
         "--airflow",
         action="store_true",
-        help="with --keep-running: leave reconcile and replay to the Airflow DAGs (make run)",
+        help="with --keep-running: leave reconcile and replay to the Airflow DAGs, and the "
+        "app to its own DAG if apps.wordcount.dag gives it one (make run)",
     )
     demo.add_argument("--json", action="store_true", help="also print the report as JSON")
     status = command("status", _status, "the status of a running app, as it last wrote it")
@@ -47,29 +48,31 @@ def _demo(settings: Settings, args: argparse.Namespace) -> int:
 
     import threading
 
-    from ackfold.demo.run import Demo
+    from ackfold.demo.run import Demo, demo_lock
     from ackfold.local.stack import start_sources, stop_all
 
     # SQS or Kafka on loopback, unless remote or already running.
     sources = start_sources(settings, emit)
     try:
-        spark = spark_session(settings, "ackfold-demo")
-        try:
-            demo = Demo(spark, settings, messages=messages, faults=faults, say=emit)
-        except ValueError as exc:
-            raise UsageError(str(exc)) from None
-        report = demo.run()
-        if args.json:
-            emit(json.dumps(report.as_dict(), indent=2))
-        if args.keep_running:
-            stop = threading.Event()
+        # The app's DAG, if it has one, waits: one driver of its queries at a time.
+        with demo_lock(settings, "ackfold demo", say=emit):
+            spark = spark_session(settings, "ackfold-demo")
             try:
-                demo.keep_running(stop, airflow=args.airflow)
-            except KeyboardInterrupt:
-                stop.set()
-            except RuntimeError as exc:
-                print(f"ackfold: the demo app stopped: {exc}", file=sys.stderr)
-                return 1
+                demo = Demo(spark, settings, messages=messages, faults=faults, say=emit)
+            except ValueError as exc:
+                raise UsageError(str(exc)) from None
+            report = demo.run()
+            if args.json:
+                emit(json.dumps(report.as_dict(), indent=2))
+            if args.keep_running:
+                stop = threading.Event()
+                try:
+                    demo.keep_running(stop, airflow=args.airflow)
+                except KeyboardInterrupt:
+                    stop.set()
+                except RuntimeError as exc:
+                    print(f"ackfold: the demo app stopped: {exc}", file=sys.stderr)
+                    return 1
     finally:
         stop_all(sources)
     return 0 if report.ok else 1

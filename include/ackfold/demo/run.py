@@ -10,13 +10,16 @@ dead-lettered), or after `demo.max_cycles`.
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ackfold.app_dags import APP_DAG_PREFIX
 from ackfold.cli.progress import Progress
 from ackfold.config import Settings
 from ackfold.config.demo import FaultSettings
@@ -24,6 +27,7 @@ from ackfold.demo.delivery import DeliveryReport, assess
 from ackfold.demo.feed import Feed
 from ackfold.demo.wordcount import APP, STAGES, WordCount, demo_topics, with_demo_policy
 from ackfold.ledger.lease import ledger_turn
+from ackfold.ledger.lock import app_lock
 from ackfold.reconcile.reconciler import reconcile
 from ackfold.replay.replayer import Replayer, ReplaySummary
 from ackfold.replay.request import ReplayRequest
@@ -37,11 +41,49 @@ if TYPE_CHECKING:
 
 Say = Callable[[str], None]
 IDLE_WAIT = 2.0  # seconds, when a cycle did nothing but wait for timeouts and backoffs
+DEMO_DAG_ID = f"{APP_DAG_PREFIX}{APP}"  # the word count's DAG, when it has one (make run)
 
 
 def status_file(settings: Settings, app: str) -> Path:
     """Where a running app writes its status (`ackfold status` reads it)."""
     return settings.var_dir / "run" / f"{app}.json"
+
+
+def write_status(settings: Settings, app: str, **fields: Any) -> None:
+    """Update the app's status file with `fields` and the time; what they leave out (the
+    roots by status of the demo's last reconcile, say) stays as it was."""
+    path = status_file(settings, app)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        state: dict[str, Any] = json.loads(path.read_text())
+    except (OSError, ValueError):
+        state = {}
+    state.update(app=app, **fields, updated_at=datetime.now(UTC).isoformat())
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(state, indent=2))
+    tmp.replace(path)
+
+
+def demo_lock(settings: Settings, holder: str, say: Say = print) -> AbstractContextManager[None]:
+    """The word count's lock, for a demo to hold from before it makes its tables until it
+    hands the app over: meanwhile the app's DAG runs wait (`run_available_now`)."""
+    return app_lock(settings.var_dir, APP, holder, say=say)
+
+
+def run_available_now(spark: SparkSession, settings: Settings, say: Say = print) -> int:
+    """One run of the word count as its Airflow DAG runs it: take what its source holds,
+    run split and count to the end of their input, and stop. Waits while `ackfold demo`
+    drives the app (its report), so the app's checkpoints have one driver. Returns the
+    messages taken."""
+    settings = with_demo_policy(settings)
+    holder = DEMO_DAG_ID if settings.apps[APP].dag else "spark_apps/wordcount_app.py"
+    with app_lock(settings.var_dir, APP, holder, say=say):
+        app = WordCount(spark, settings)
+        taken = app.step()
+    write_status(settings, APP, phase=f"running as {holder}", last_run_taken=taken,
+                 queries_restarted=app.restarts)  # fmt: skip
+    say(f"{APP}: took {taken:,} message(s); split and count ran to the end of their input")
+    return taken
 
 
 class Demo:
@@ -68,6 +110,8 @@ class Demo:
         self.app = WordCount(spark, self.settings, faults=self.faults, stuck=self.feed.stuck)
 
     def run(self) -> DeliveryReport:
+        """Send the feed, run cycles until every message is settled, and report. The
+        caller holds the app's lock (`demo_lock`) from before this Demo is made."""
         started = time.monotonic()
         queue = self.app.queue
         where = "Kafka topic" if isinstance(queue, KafkaTopic) else "SQS queue"
@@ -104,8 +148,17 @@ class Demo:
     def keep_running(
         self, stop: threading.Event, every: float = 30.0, *, airflow: bool = False
     ) -> None:
-        """After the report: the app runs continuously. Every `every` s the demo reconciles
-        and replays, unless `airflow` says the Airflow DAGs do that (as under `make run`)."""
+        """After the report: the app keeps running. With `airflow` (as under `make run`),
+        the Airflow DAGs reconcile and replay, and an app that has its own DAG
+        (`apps.wordcount.dag`) is left to it. Else the app runs here continuously, and
+        every `every` s the demo reconciles and replays."""
+        dag = self.settings.apps[APP].dag if airflow else None
+        if dag is not None:
+            self._write_status(f"running as {DEMO_DAG_ID}", self.by_status)
+            self.say(f"demo: the app keeps running as the Airflow DAG {DEMO_DAG_ID} "
+                     f"({dag.schedule}); each run triggers ackfold_reconcile, and "
+                     "ackfold_replay follows it")  # fmt: skip
+            return
         if airflow:
             self.say("demo: the app keeps running (Ctrl-C stops it); the Airflow DAGs "
                      "ackfold_reconcile and ackfold_replay reconcile and replay it")  # fmt: skip
@@ -170,19 +223,8 @@ class Demo:
         )
 
     def _write_status(self, phase: str, by_status: dict[str, int]) -> None:
-        path = status_file(self.settings, APP)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        state: dict[str, Any] = {
-            "app": APP,
-            "phase": phase,
-            "updated_at": datetime.now(UTC).isoformat(),
-            "ingested": self.app.taken,
-            "queries_restarted": self.app.restarts,
-            "roots_by_status": by_status,
-        }
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(state, indent=2))
-        tmp.replace(path)
+        write_status(self.settings, APP, phase=phase, ingested=self.app.taken,
+                     queries_restarted=self.app.restarts, roots_by_status=by_status)  # fmt: skip
 
 
 def faults_from_flags(

@@ -1,0 +1,28 @@
+"""spark-submit entry point of the word-count app as its Airflow DAG runs it
+(`ackfold_app_wordcount`, which `make run` declares): one `availableNow` run that takes
+what the source holds (the SQS queue's messages, or the Kafka topic's new records), runs
+split and count to the end of their input, and stops.
+
+    spark-submit spark_apps/wordcount_app.py
+
+No seeded faults: those are `ackfold demo`'s. While the demo drives the app for its report,
+a run waits for it (`ackfold.ledger.lock.app_lock`). A failed query exits non-zero, so that
+Airflow retries the run.
+"""
+
+import sys
+
+from ackfold.config import load_settings
+from ackfold.demo.run import run_available_now
+from ackfold.spark import get_spark
+
+
+def say(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+if __name__ == "__main__":
+    settings = load_settings()
+    spark = get_spark(settings, app_name="ackfold-wordcount-app")
+    run_available_now(spark, settings, say=say)
+    spark.stop()
