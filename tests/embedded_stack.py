@@ -140,6 +140,15 @@ class Stack:
             time.sleep(3)
         raise AssertionError(f"{dag_id} run {run_id} still {run.get('state')} after {timeout:g}s")
 
+    def run_dag(self, dag_id: str, token: str, timeout: float) -> dict[str, Any]:
+        """Trigger `dag_id` by hand, as the UI's Trigger button does, and wait for its run
+        to finish."""
+        status, run = self.call(
+            "POST", f"/api/v2/dags/{dag_id}/dagRuns", {"logical_date": None}, token=token
+        )
+        assert status == 200, run
+        return self.wait_for_run(dag_id, run["dag_run_id"], token, timeout)
+
     def stop(self) -> None:
         if self.make.poll() is None:
             os.killpg(self.make.pid, signal.SIGINT)

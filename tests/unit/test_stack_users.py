@@ -1,14 +1,25 @@
 """The embedded stack's accounts (`airflow.users`): each with its role in Airflow's simple
-auth manager, and a password made once, kept with the admin's, readable by its owner only."""
+auth manager, and a password made once, kept with the admin's, readable by its owner only;
+and the word count's DAG that `make run` declares."""
 
 from __future__ import annotations
 
 import json
 import stat
 from collections.abc import Callable
+from pathlib import Path
 
-from ackfold.config import Settings
-from ackfold.local.stack import airflow_environment, passwords_file, user_passwords
+import pytest
+
+from ackfold.app_dags import app_dag_specs, application_path
+from ackfold.config import Settings, load_settings
+from ackfold.config.demo import DEMO_APP_DAG, DEMO_APP_POLICY
+from ackfold.local.stack import (
+    airflow_environment,
+    demo_app_dag_env,
+    passwords_file,
+    user_passwords,
+)
 
 
 def test_every_account_gets_its_role_and_a_password_made_once(
@@ -36,3 +47,20 @@ def test_without_users_only_the_admin(make_settings: Callable[..., Settings]) ->
         "admin:admin"
     )
     assert list(user_passwords(settings)) == ["admin"]
+
+
+def test_make_run_gives_the_demo_app_its_dag_unless_configured(
+    make_settings: Callable[..., Settings], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    env = demo_app_dag_env(make_settings())
+    assert list(env) == ["ACKFOLD_APPS__WORDCOUNT__DAG"]
+    # What the Airflow processes read from it: the word count's DAG, on a file that exists.
+    monkeypatch.setenv("ACKFOLD_APPS__WORDCOUNT__DAG", env["ACKFOLD_APPS__WORDCOUNT__DAG"])
+    settings = load_settings()
+    spec = app_dag_specs(settings)["wordcount"]
+    assert spec == DEMO_APP_DAG
+    assert Path(application_path("wordcount", spec, settings)).is_file()
+    assert settings.app("wordcount").timeout == DEMO_APP_POLICY.timeout  # the demo's policy
+    # A DAG of the user's own for the word count stays theirs.
+    own = {"wordcount": {"dag": {"application": "spark_apps/wordcount_app.py"}}}
+    assert demo_app_dag_env(make_settings(apps=own)) == {}

@@ -8,7 +8,7 @@ from typing import Final
 
 from pydantic import Field, field_validator
 
-from ackfold.config.policy import AppOverrides, QualityOverrides
+from ackfold.config.policy import AppDag, AppOverrides, QualityOverrides
 from ackfold.config.values import Duration, Section
 
 
@@ -90,6 +90,13 @@ DEMO_APP_POLICY: Final = AppOverrides(
     source="sqs",
     source_queue="wordcount-sentences",
     stages=("split", "count"),
+)
+
+# What `make run` adds after the demo's report (`ackfold.local.stack.demo_app_dag_env`): the
+# word count as its own DAG, `ackfold_app_wordcount`, every 10 minutes. Every run's asset
+# triggers a reconcile, and the replay and quality checks after it: four Spark jobs.
+DEMO_APP_DAG: Final = AppDag(
+    application="spark_apps/wordcount_app.py", schedule="*/10 * * * *", tags=("demo",)
 )
 
 

@@ -104,6 +104,18 @@ def airflow_environment(
     return env
 
 
+def demo_app_dag_env(settings: Settings) -> dict[str, str]:
+    """The environment that gives the demo's word count its DAG under `make run`
+    (`DEMO_APP_DAG`), unless the configuration already gives it one."""
+    from ackfold.config.demo import DEMO_APP, DEMO_APP_DAG
+    from ackfold.demo.wordcount import with_demo_policy
+
+    if with_demo_policy(settings).apps[DEMO_APP].dag is not None:
+        return {}
+    name = f"ACKFOLD_APPS__{DEMO_APP.upper()}__DAG"
+    return {name: DEMO_APP_DAG.model_dump_json(exclude_defaults=True)}
+
+
 def _airflow(env: Mapping[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [str(Path(sys.executable).parent / "airflow"), *args],
@@ -318,6 +330,9 @@ def run_stack(
     `verbose` passes `--verbose` to the demo: Spark's warnings and tracebacks in its output.
     """
     log = log or _say
+    if demo:
+        # Airflow declares the word count's DAG, and the demo hands the app to it.
+        os.environ.update(demo_app_dag_env(settings))
     env = airflow_environment(settings)
     passwords = user_passwords(settings)
     prepare_airflow(settings, env, log)
