@@ -149,6 +149,26 @@ class Stack:
         assert status == 200, run
         return self.wait_for_run(dag_id, run["dag_run_id"], token, timeout)
 
+    def wait_for_asset_triggered_run(
+        self, dag_id: str, after: str, token: str, timeout: float
+    ) -> dict[str, Any]:
+        """A successful run of `dag_id` that an asset triggered, started after `after` (an
+        ISO time from the API); fails on timeout."""
+        deadline = time.monotonic() + timeout
+        runs: list[dict[str, Any]] = []
+        while time.monotonic() < deadline:
+            status, body = self.call("GET", f"/api/v2/dags/{dag_id}/dagRuns", token=token)
+            assert status == 200, body
+            runs = body["dag_runs"]
+            for run in runs:
+                started = run["start_date"] or ""
+                if (run["run_type"], run["state"]) == ("asset_triggered", "success") and (
+                    started > after
+                ):
+                    return dict(run)
+            time.sleep(3)
+        raise AssertionError(f"no asset-triggered {dag_id} run after {after} succeeded: {runs}")
+
     def stop(self) -> None:
         if self.make.poll() is None:
             os.killpg(self.make.pid, signal.SIGINT)

@@ -154,16 +154,7 @@ def test_the_word_count_runs_as_its_dag_and_each_run_triggers_the_reconcile(
     app_run = stack.run_dag("ackfold_app_wordcount", token, JOB_WAIT)
     assert app_run["state"] == "success", app_run
     # The run's asset triggers a reconcile, which folds what the run wrote.
-    deadline = time.monotonic() + JOB_WAIT
-    after: list[dict[str, Any]] = []
-    while time.monotonic() < deadline and not after:
-        after = [
-            run for run in _runs(stack, "ackfold_reconcile", token)
-            if run["run_type"] == "asset_triggered" and run["state"] == "success"
-            and str(run["start_date"]) > str(app_run["end_date"])
-        ]  # fmt: skip
-        time.sleep(3)
-    assert after, "no reconcile triggered by the app's run succeeded"
+    stack.wait_for_asset_triggered_run("ackfold_reconcile", app_run["end_date"], token, JOB_WAIT)
     since = sent_at.strftime("%Y-%m-%dT%H:%M:%SZ")
     status, found = stack.call(
         "GET", f"/ackfold/api/roots?status=completed&since={since}", token=token

@@ -107,10 +107,11 @@ def test_replay_a_stuck_dead_letter_and_watch_it_complete(
     token = stack.token()
     assert stack.wait_for_run("ackfold_manual_replay", run_id, token, 600)["state"] == "success"
 
-    # The app's next run takes the new attempt from the queue (triggered here rather than
-    # waited for); a reconcile folds it.
-    assert stack.run_dag("ackfold_app_wordcount", token, 900)["state"] == "success"
-    assert stack.run_dag("ackfold_reconcile", token, 600)["state"] == "success"
+    # The app's next run (triggered here rather than waited for) takes the new attempt
+    # from the queue, and the reconcile that its asset triggers folds it.
+    app_run = stack.run_dag("ackfold_app_wordcount", token, 900)
+    assert app_run["state"] == "success", app_run
+    stack.wait_for_asset_triggered_run("ackfold_reconcile", app_run["end_date"], token, 900)
 
     page.goto(f"{stack.url}/ackfold/roots/{root_id}")
     attempts = page.locator("#root-attempts")
