@@ -17,6 +17,7 @@ import socket
 import subprocess
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -149,25 +150,31 @@ class Stack:
         assert status == 200, run
         return self.wait_for_run(dag_id, run["dag_run_id"], token, timeout)
 
-    def wait_for_asset_triggered_run(
-        self, dag_id: str, after: str, token: str, timeout: float
+    def wait_for_run_triggered_by(
+        self, source: dict[str, Any], dag_id: str, token: str, timeout: float
     ) -> dict[str, Any]:
-        """A successful run of `dag_id` that an asset triggered, started after `after` (an
-        ISO time from the API); fails on timeout."""
+        """The run of `dag_id` that the asset event of `source` (a finished run of another
+        DAG) triggered, once it has finished; fails on timeout."""
+        query = urllib.parse.urlencode(
+            {"source_dag_id": source["dag_id"], "source_run_id": source["dag_run_id"]}
+        )
         deadline = time.monotonic() + timeout
-        runs: list[dict[str, Any]] = []
+        events: list[dict[str, Any]] = []
         while time.monotonic() < deadline:
-            status, body = self.call("GET", f"/api/v2/dags/{dag_id}/dagRuns", token=token)
+            status, body = self.call("GET", f"/api/v2/assets/events?{query}", token=token)
             assert status == 200, body
-            runs = body["dag_runs"]
-            for run in runs:
-                started = run["start_date"] or ""
-                if (run["run_type"], run["state"]) == ("asset_triggered", "success") and (
-                    started > after
-                ):
-                    return dict(run)
+            events = body["asset_events"]
+            created = [
+                run["run_id"]
+                for event in events
+                for run in event["created_dagruns"]
+                if run["dag_id"] == dag_id
+            ]
+            if created:
+                left = max(deadline - time.monotonic(), 60.0)
+                return self.wait_for_run(dag_id, created[0], token, left)
             time.sleep(3)
-        raise AssertionError(f"no asset-triggered {dag_id} run after {after} succeeded: {runs}")
+        raise AssertionError(f"no {dag_id} run triggered by {source['dag_run_id']}: {events}")
 
     def stop(self) -> None:
         if self.make.poll() is None:

@@ -154,7 +154,8 @@ def test_the_word_count_runs_as_its_dag_and_each_run_triggers_the_reconcile(
     app_run = stack.run_dag("ackfold_app_wordcount", token, JOB_WAIT)
     assert app_run["state"] == "success", app_run
     # The run's asset triggers a reconcile, which folds what the run wrote.
-    stack.wait_for_asset_triggered_run("ackfold_reconcile", app_run["end_date"], token, JOB_WAIT)
+    reconciled = stack.wait_for_run_triggered_by(app_run, "ackfold_reconcile", token, JOB_WAIT)
+    assert reconciled["state"] == "success", reconciled
     since = sent_at.strftime("%Y-%m-%dT%H:%M:%SZ")
     status, found = stack.call(
         "GET", f"/ackfold/api/roots?status=completed&since={since}", token=token

@@ -111,7 +111,8 @@ def test_replay_a_stuck_dead_letter_and_watch_it_complete(
     # from the queue, and the reconcile that its asset triggers folds it.
     app_run = stack.run_dag("ackfold_app_wordcount", token, 900)
     assert app_run["state"] == "success", app_run
-    stack.wait_for_asset_triggered_run("ackfold_reconcile", app_run["end_date"], token, 900)
+    reconciled = stack.wait_for_run_triggered_by(app_run, "ackfold_reconcile", token, 900)
+    assert reconciled["state"] == "success", reconciled
 
     page.goto(f"{stack.url}/ackfold/roots/{root_id}")
     attempts = page.locator("#root-attempts")
