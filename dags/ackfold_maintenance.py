@@ -1,11 +1,9 @@
 """ackfold_maintenance: retention, OPTIMIZE and VACUUM of the ledger."""
 
-from datetime import UTC, datetime
-
 from airflow.sdk import DAG
 
 from ackfold.config import load_settings
-from ackfold.dags import LEDGER_POOL, default_args
+from ackfold.dags import LEDGER_POOL, default_args, from_next_tick
 from ackfold.spark_tasks import spark_job
 
 settings = load_settings()
@@ -30,8 +28,7 @@ Keeps the ledger small and fast to read:
 - The task submits `spark_apps/maintenance.py` on `spark_default`; its last log line is
   the JSON summary (roots expired, events deleted).
 """,
-    schedule=settings.airflow.maintenance_schedule,
-    start_date=datetime(2026, 1, 1, tzinfo=UTC),
+    schedule=from_next_tick(settings.airflow.maintenance_schedule),
     catchup=False,
     max_active_runs=1,
     is_paused_upon_creation=False,

@@ -23,6 +23,6 @@ def say(text: str) -> None:
 
 if __name__ == "__main__":
     settings = load_settings()
-    spark = get_spark(settings, app_name="ackfold-wordcount-app")
-    run_available_now(spark, settings, say=say)
-    spark.stop()
+    run_available_now(
+        lambda: get_spark(settings, app_name="ackfold-wordcount-app"), settings, say=say
+    )

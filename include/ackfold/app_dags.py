@@ -15,13 +15,12 @@ Airflow is imported inside the functions: the CLI imports the configuration this
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from ackfold.config import Settings
 from ackfold.config.policy import AppDag
-from ackfold.dags import PROJECT_DIR, default_args
+from ackfold.dags import PROJECT_DIR, default_args, from_next_tick
 from ackfold.spark_tasks import is_uri, spark_job
 
 if TYPE_CHECKING:
@@ -91,8 +90,7 @@ then stops (`availableNow`).
   `ackfold_reconcile`: its events are folded right after, and its failed roots go to
   the replay.
 """,
-        schedule=spec.schedule,
-        start_date=datetime(2026, 1, 1, tzinfo=UTC),
+        schedule=from_next_tick(spec.schedule),
         catchup=False,
         max_active_runs=1,
         is_paused_upon_creation=False,

@@ -20,7 +20,7 @@ from ackfold.config import Settings, load_settings
 from ackfold.spark_tasks import with_kafka_connection
 
 if TYPE_CHECKING:
-    from airflow.sdk import Asset, Param
+    from airflow.sdk import Asset, CronTriggerTimetable, Param
 
 log = logging.getLogger("ackfold.dags")
 
@@ -73,6 +73,18 @@ def default_args() -> dict[str, Any]:
         "max_retry_delay": timedelta(minutes=5),
         "on_failure_callback": on_failure,
     }
+
+
+def from_next_tick(schedule: str) -> CronTriggerTimetable:
+    """`schedule` (a cron or preset, in UTC) whose first run is its next tick after the DAG
+    appears. A DAG given this has no `start_date`: with one and `catchup=False`, Airflow
+    would also run the latest past tick at once, so `make run` (or a deploy) would start
+    maintenance and every app DAG while the demo is still running."""
+    from airflow.sdk import CronTriggerTimetable
+
+    # `run_immediately=False` would still run a tick less than 5 minutes (or a tenth of the
+    # interval) past; a zero window means none.
+    return CronTriggerTimetable(schedule, timezone="UTC", run_immediately=timedelta(0))
 
 
 def root_state_asset(settings: Settings | None = None) -> Asset:

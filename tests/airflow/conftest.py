@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 import tempfile
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -41,3 +42,14 @@ def airflow_db() -> None:
 
 # The alert tests' real SMTP server, webhook and the connections to them.
 from tests.alert_fixtures import connections, smtp, webhook  # noqa: E402, F401
+
+
+def first_run_after(dag) -> datetime:  # type: ignore[no-untyped-def]
+    """When the scheduler would start the DAG's first scheduled run, as it computes it
+    from the serialized DAG."""
+    from airflow.serialization.serialized_objects import DagSerialization
+
+    serialized = DagSerialization.from_dict(DagSerialization.to_dict(dag))
+    info = serialized.next_dagrun_info(last_automated_run_info=None)
+    assert info is not None, f"{dag.dag_id} is never scheduled"
+    return info.run_after

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import json
 import textwrap
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
 from ackfold.app_dags import app_asset, app_dags, reconcile_schedule
 from ackfold.config import Settings, load_settings
-from tests.airflow.conftest import SETTINGS
+from tests.airflow.conftest import SETTINGS, first_run_after
 from tests.conftest import PROJECT_DIR
 
 # A tracked app as a user writes one for its DAG: it gets its session from ackfold's
@@ -49,11 +49,13 @@ def test_an_app_dag_is_declared_from_its_configuration(tmp_path: Path) -> None:
     dags = app_dags(settings)
     assert list(dags) == ["ackfold_app_billing", "ackfold_app_orders"]
     dag = dags["ackfold_app_orders"]
-    assert dag.schedule == "*/10 * * * *"
+    assert dag.schedule.expression == "*/10 * * * *"
     assert dag.tags == {"ackfold", "app", "orders", "sqs"}
     assert dag.max_active_runs == 1, "one run at a time: one writer per checkpoint"
     assert dag.catchup is False
     assert dag.is_paused_upon_creation is False
+    # Its first run is the schedule's next tick, not a past one run the moment it appears.
+    assert first_run_after(dag) > datetime.now(UTC)
     (task,) = dag.tasks
     assert task.owner == "data-eng"
     assert task.task_type == "SparkSubmitOperator"
@@ -66,7 +68,7 @@ def test_an_app_dag_is_declared_from_its_configuration(tmp_path: Path) -> None:
     assert [a.name for a in task.outlets] == ["ackfold_app_orders"]
     # The defaults; a relative path is taken from the ackfold checkout.
     (billing,) = dags["ackfold_app_billing"].tasks
-    assert dags["ackfold_app_billing"].schedule == "@hourly"
+    assert dags["ackfold_app_billing"].schedule.expression == "0 * * * *"  # @hourly
     assert dags["ackfold_app_billing"].tags == {"ackfold", "app"}
     assert (billing.owner, billing.execution_timeout) == ("ackfold", None)
     assert billing.application == str(PROJECT_DIR / "spark_apps" / "smoke.py")
@@ -142,7 +144,7 @@ def test_the_dag_folder_declares_each_configured_app(configured: Path) -> None:
     bag = _dag_folder()
     assert bag.import_errors == {}
     assert {d for d in bag.dags if d.startswith("ackfold_app_")} == {"ackfold_app_orders"}
-    assert bag.dags["ackfold_app_orders"].schedule == "@daily"
+    assert bag.dags["ackfold_app_orders"].schedule.expression == "0 0 * * *"  # @daily
     assert isinstance(bag.dags["ackfold_reconcile"].schedule, AssetOrTimeSchedule)
 
     # A missing app file is the DAG file's import error, naming the setting.

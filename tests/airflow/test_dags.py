@@ -3,11 +3,12 @@ and ackfold_smoke runs a real spark-submit to success."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
-from tests.airflow.conftest import SETTINGS
+from tests.airflow.conftest import SETTINGS, first_run_after
 from tests.conftest import PROJECT_DIR
 
 
@@ -118,8 +119,11 @@ def test_quality_follows_every_reconcile_and_its_verdict_follows_the_checks(
 
 def test_maintenance_runs_daily_by_default(dagbag) -> None:  # type: ignore[no-untyped-def]
     dag = dagbag.dags["ackfold_maintenance"]
-    assert dag.schedule == SETTINGS.airflow.maintenance_schedule == "@daily"
+    assert SETTINGS.airflow.maintenance_schedule == "@daily"
+    assert dag.schedule.expression == "0 0 * * *"
     assert dag.catchup is False
+    # Not at once for last midnight: a deploy (or `make run`) does not start with it.
+    assert first_run_after(dag) > datetime.now(UTC)
     (task,) = dag.tasks
     _submits(task, "maintenance.py", [])
 

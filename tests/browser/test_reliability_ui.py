@@ -130,11 +130,23 @@ def test_the_quality_page_shows_the_checks_and_opens_the_data_docs(
         assert time.monotonic() < deadline, "no successful ackfold_quality run"
         time.sleep(3)
     _log_in(page, stack, "/ackfold/quality")
+    # The page shows the latest run's verdict and which checks failed. The demo's ledger
+    # passes them all (the airflow tier asserts it of the first run); a later run may not:
+    # the other tests' messages, on a machine this loaded, can take longer than the
+    # demo's 2 min latency objective, and then the page must say so.
+    latest = _latest_quality(page, stack)
+    while latest["run_id"] not in page.inner_text("#quality-verdict"):  # a newer run landed
+        page.reload()
+        latest = _latest_quality(page, stack)
     verdict = page.locator("#quality-verdict")
-    assert verdict.get_attribute("data-passed") == "true", verdict.inner_text()
+    assert verdict.get_attribute("data-passed") == str(latest["passed"]).lower()
     rows = page.locator("tr[data-testid=quality-row]")
     checks = {row.get_attribute("data-check") for row in rows.all()}
     assert {"no_lost_roots", "event_id_unique", "completed_xor_zero", "latency_p99"} <= checks
+    failed = page.locator("tr[data-testid=quality-row][data-success=false]")
+    assert sorted(row.get_attribute("data-check") for row in failed.all()) == sorted(
+        v["check"] for v in latest["violations"]
+    )
     shoot(page, "6-quality")
 
     href = str(page.get_attribute("#data-docs-link", "href"))
@@ -155,6 +167,13 @@ def test_the_quality_page_shows_the_checks_and_opens_the_data_docs(
     page.wait_for_load_state("domcontentloaded")
     assert "event_id identifies one event" in page.content()
     shoot(page, "7-data-docs")
+
+
+def _latest_quality(page: Any, stack: Stack) -> dict[str, Any]:
+    """The latest quality run, as the UI's API gives it to the logged-in page."""
+    response = page.request.get(f"{stack.url}/ackfold/api/quality")
+    assert response.ok, response.text()
+    return dict(response.json()["latest"])
 
 
 def _quality_runs(stack: Stack, token: str) -> list[dict[str, Any]]:

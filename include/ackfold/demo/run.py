@@ -70,16 +70,23 @@ def demo_lock(settings: Settings, holder: str, say: Say = print) -> AbstractCont
     return app_lock(settings.var_dir, APP, holder, say=say)
 
 
-def run_available_now(spark: SparkSession, settings: Settings, say: Say = print) -> int:
+def run_available_now(
+    start_spark: Callable[[], SparkSession], settings: Settings, say: Say = print
+) -> int:
     """One run of the word count as its Airflow DAG runs it: take what its source holds,
     run split and count to the end of their input, and stop. Waits while `ackfold demo`
-    drives the app (its report), so the app's checkpoints have one driver. Returns the
-    messages taken."""
+    drives the app (its report), so the app's checkpoints have one driver; the session
+    starts (`start_spark`) once the wait is over, so a waiting run holds none, and stops
+    at the end. Returns the messages taken."""
     settings = with_demo_policy(settings)
     holder = DEMO_DAG_ID if settings.apps[APP].dag else "spark_apps/wordcount_app.py"
     with app_lock(settings.var_dir, APP, holder, say=say):
-        app = WordCount(spark, settings)
-        taken = app.step()
+        spark = start_spark()
+        try:
+            app = WordCount(spark, settings)
+            taken = app.step()
+        finally:
+            spark.stop()
     write_status(settings, APP, phase=f"running as {holder}", last_run_taken=taken,
                  queries_restarted=app.restarts)  # fmt: skip
     say(f"{APP}: took {taken:,} message(s); split and count ran to the end of their input")
