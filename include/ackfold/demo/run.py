@@ -65,8 +65,9 @@ def write_status(settings: Settings, app: str, **fields: Any) -> None:
 
 
 def demo_lock(settings: Settings, holder: str, say: Say = print) -> AbstractContextManager[None]:
-    """The word count's lock, for a demo to hold from before it makes its tables until it
-    hands the app over: meanwhile the app's DAG runs wait (`run_available_now`)."""
+    """The word count's lock (`ackfold.ledger.lock.app_lock`): a demo holds it from before
+    it makes its tables until it hands the app over, and each run of the app's DAG
+    (`run_available_now`) for the run, so the app's checkpoints have one driver."""
     return app_lock(settings.var_dir, APP, holder, say=say)
 
 
@@ -80,7 +81,7 @@ def run_available_now(
     at the end. Returns the messages taken."""
     settings = with_demo_policy(settings)
     holder = DEMO_DAG_ID if settings.apps[APP].dag else "spark_apps/wordcount_app.py"
-    with app_lock(settings.var_dir, APP, holder, say=say):
+    with demo_lock(settings, holder, say=say):
         spark = start_spark()
         try:
             app = WordCount(spark, settings)
