@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import partial
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -263,6 +264,22 @@ class Ledger:
                 # Two first writers create the table at once: the loser finds it made.
                 retry_conflicts(partial(spark.sql, statement), what=f"creating {path}")
                 _CREATED.add(path)
+
+
+def local_dir(location: str) -> Path | None:
+    """`location` as a directory of this machine (a path or a file: URL); None for an
+    object store or any other URL: where delta-rs can read and write without credentials.
+
+    Example:
+        >>> local_dir("file:///srv/ware%20house"), local_dir("s3a://bucket/warehouse")
+        (PosixPath('/srv/ware house'), None)
+    """
+    from urllib.parse import unquote, urlparse
+
+    parsed = urlparse(location)
+    if parsed.scheme == "file":
+        return Path(unquote(parsed.path))
+    return Path(location) if parsed.scheme == "" else None
 
 
 # The tables this process has created or found (`Ledger.create`).

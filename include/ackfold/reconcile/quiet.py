@@ -33,13 +33,11 @@ import logging
 import os
 from dataclasses import fields
 from datetime import date, datetime
-from pathlib import Path
 from typing import Any, Final
-from urllib.parse import unquote, urlparse
 
 from ackfold.config import Settings
 from ackfold.ledger.sql import LedgerError, SqlReader, first_line, sql_str
-from ackfold.ledger.tables import ACK_EVENTS, ROOT_STATE, UNMATCHED_EVENTS, Ledger
+from ackfold.ledger.tables import ACK_EVENTS, ROOT_STATE, UNMATCHED_EVENTS, Ledger, local_dir
 from ackfold.reconcile.fold import RootFold, classify
 from ackfold.reconcile.state import open_partitions_sql
 
@@ -53,15 +51,6 @@ MARK_FORMAT: Final = 1
 COUNTERS: Final = ("events_read", "events_folded", "duplicates_dropped", "roots_updated")
 # What the classification of a root reads: its folded state (its event ids are not kept).
 _FOLD_COLUMNS: Final = tuple(f.name for f in fields(RootFold) if f.name != "seen_event_ids")
-
-
-def local_dir(location: str) -> Path | None:
-    """`location` as a directory of this machine (a path or a file: URL); None for an
-    object store or any other URL."""
-    parsed = urlparse(location)
-    if parsed.scheme == "file":
-        return Path(unquote(parsed.path))
-    return Path(location) if parsed.scheme == "" else None
 
 
 def table_version(path: str) -> tuple[str, int] | None:
