@@ -1,6 +1,6 @@
 """The tracking API through Spark Connect: the classic tier's tracking tests, unchanged, on
 a Connect session (every verb: spout, registered, emit, explode, aggregate, a join, ack,
-fail, write_batch); a re-run micro-batch of a real query writes nothing; and the README's
+fail, write_batch); a re-run micro-batch of a real query writes no output twice; and the README's
 example. A Connect session raises on anything that needs a JVM (`sparkContext`, `_jvm`,
 RDDs), so these passing shows the tracking path needs none."""
 
@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pyspark.sql import DataFrame, SparkSession
@@ -26,7 +27,7 @@ from tests.spark.test_tracking import (
     read,
     test_a_parent_anchored_twice_and_a_diamond_match_tracker,
     test_a_replayed_attempt_registers_the_tracker_root,
-    test_a_rerun_batch_writes_nothing_new,
+    test_a_rerun_batch_writes_its_outputs_once_and_changes_no_status,
     test_aggregate_and_join_across_roots_match_tracker,
     test_spark_ids_equal_the_python_ids,
     test_streaming_word_count_writes_the_tracker_events,
@@ -37,7 +38,7 @@ from tests.spark.test_tracking import (
 __all__ = [
     "test_a_parent_anchored_twice_and_a_diamond_match_tracker",
     "test_a_replayed_attempt_registers_the_tracker_root",
-    "test_a_rerun_batch_writes_nothing_new",
+    "test_a_rerun_batch_writes_its_outputs_once_and_changes_no_status",
     "test_aggregate_and_join_across_roots_match_tracker",
     "test_spark_ids_equal_the_python_ids",
     "test_streaming_word_count_writes_the_tracker_events",
@@ -50,10 +51,13 @@ def test_the_session_is_a_connect_client_with_no_jvm(spark: SparkSession) -> Non
         _ = spark.sparkContext
 
 
-def test_a_batch_rerun_by_its_query_writes_nothing(spark: SparkSession, tmp_path: Path) -> None:
+def test_a_batch_rerun_by_its_query_writes_no_output_twice(
+    spark: SparkSession, tmp_path: Path
+) -> None:
     """The query dies after its batch committed and before its checkpoint did (a marker
     file says so: the batch runs on the server, in a copy of this function); restarted,
-    it runs batch 0 again, and not one table gets a commit."""
+    it runs batch 0 again: its output gets no commit (the query's transaction id, found
+    under Connect too), and the ledger gets exact copies of its rows, nothing else."""
     source, marker = tmp_path / "in", tmp_path / "crashed-once"
     source.mkdir()
     (source / "a.json").write_text('{"id": "m-1", "text": "a b"}\n{"id": "m-2", "text": "c"}\n')
@@ -90,10 +94,19 @@ def test_a_batch_rerun_by_its_query_writes_nothing(spark: SparkSession, tmp_path
     versions = [version(path) for path in tables]
     counts = [len(read(spark, path)) for path in tables]
     assert counts == [3, 2, 4]  # 3 words; 2 roots; 2 inits and 2 acks
+    first = [read(spark, path) for path in tables]
     run()  # batch 0 again, from the checkpoint
     assert marker.read_text() == "0"
-    assert [version(path) for path in tables] == versions
-    assert [len(read(spark, path)) for path in tables] == counts
+    assert version(words_path) == versions[0]
+    again = [read(spark, path) for path in tables]
+    assert [len(rows) for rows in again] == [3, 4, 8]
+    for before, after in zip(first[1:], again[1:], strict=True):
+        assert sorted(map(copy, after)) == sorted(map(copy, before * 2))
+
+
+def copy(row: Any) -> tuple[Any, ...]:
+    """A ledger row without the time it was written: what a copy of it repeats."""
+    return tuple(v for k, v in row.asDict().items() if k not in ("event_time", "ingested_at"))
 
 
 def test_the_readme_example_runs_through_connect(

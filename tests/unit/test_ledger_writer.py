@@ -141,6 +141,42 @@ def test_append_writes_the_trackers_rows_as_they_are(tmp_path: Path) -> None:
     assert not (tmp_path / ROOT_STATE).exists(), "append makes only the tables it writes"
 
 
+def test_append_arrow_takes_a_trackers_columns_in_any_order_and_width(tmp_path: Path) -> None:
+    """What `write_batch` hands over from Spark (`DataFrame.toArrow()`): the contract's
+    columns, here reordered and with 64-bit ints where the table keeps 32, are cast to
+    the table's schema; every row is written, copies too (the fold reads them once)."""
+    _, events = _rows(n=2)
+    w = LedgerWriter(tmp_path)
+    data = pa.Table.from_pylist(events[::-1] + events[:1])
+    w.append_arrow(ACK_EVENTS, data.select(data.column_names[::-1]))
+    written = _read(w.ledger.path(ACK_EVENTS))
+    key = lambda row: row["event_id"]  # noqa: E731
+    assert sorted(written, key=key) == sorted(events + events[:1], key=key)
+
+
+def test_append_arrow_refuses_a_row_that_breaks_a_not_null(tmp_path: Path) -> None:
+    _, events = _rows(n=1)
+    w = LedgerWriter(tmp_path)
+    broken = pa.Table.from_pylist([{**events[0], "root_id": None}])
+    with pytest.raises(Exception, match="root_id"):
+        w.append_arrow(ACK_EVENTS, broken)
+    assert _read(w.ledger.path(ACK_EVENTS)) == []
+
+
+def test_appends_checkpoint_every_tenth_version_as_spark_does(tmp_path: Path) -> None:
+    """delta-rs's own default is every 100th: readers would replay up to 100 commits."""
+    w = LedgerWriter(tmp_path)
+    for i in range(11):
+        tracker = Tracker("orders", clock=Clock(T0))
+        tracker.spout(f"m-{i}", source="sqs")
+        w.append(tracker.drain_roots(), tracker.drain())
+    log = tmp_path / ACK_EVENTS / "_delta_log"
+    assert sorted(p.name for p in log.glob("*.checkpoint.parquet")) == [
+        f"{10:020d}.checkpoint.parquet"
+    ]
+    assert len(_read(w.ledger.path(ACK_EVENTS))) == 11  # read back through the checkpoint
+
+
 def test_roots_are_committed_before_their_events(tmp_path: Path) -> None:
     roots, events = _rows()
     w = LedgerWriter(tmp_path)

@@ -203,7 +203,7 @@ class WordCount:
         # Outputs, then (a kill may come here) the acks: the same batch id keeps both
         # idempotent, each table with its own transaction id.
         self.split.write_batch(batch_id, outputs={self.words_path: words})
-        if not rows.isEmpty():
+        if SPLIT in self.killer.pending and not rows.isEmpty():  # a job only when a kill is due
             self.killer.maybe_kill(SPLIT)
         self.split.write_batch(
             batch_id,

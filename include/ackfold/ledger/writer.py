@@ -42,14 +42,17 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from ackfold.ledger.conflicts import retry_conflicts
 from ackfold.ledger.contract import ContractError, check_rows, delta_schema
 from ackfold.ledger.sql import LedgerError, first_line
-from ackfold.ledger.tables import ACK_EVENTS, ROOTS, TABLE_PROPERTIES, TABLES, Ledger
+from ackfold.ledger.tables import ACK_EVENTS, ROOTS, TABLE_PROPERTIES, TABLES, Ledger, local_dir
 
-__all__ = ["Appended", "ContractError", "LedgerWriter", "SchemaMismatch"]
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+__all__ = ["Appended", "ContractError", "LedgerWriter", "SchemaMismatch", "driver_writer"]
 
 # What `append` writes, in this order.
 _APPEND_ORDER: Final = (ROOTS, ACK_EVENTS)
@@ -163,12 +166,35 @@ class LedgerWriter:
                 skipped.append(name)
         return Appended(written[ROOTS], written[ACK_EVENTS], tuple(skipped))
 
-    def _append(
-        self, name: str, rows: list[dict[str, Any]], app_id: str | None, version: int | None
-    ) -> bool:
-        """One commit of `rows` to `name`; False when `app_id` already wrote `version`."""
+    def append_arrow(self, name: str, data: Any) -> None:
+        """Append an Arrow table (``pyarrow.Table``) to ledger table `name` in one commit,
+        without checking its rows: for rows a tracker built in the contract's columns
+        (Spark's ``DataFrame.toArrow()`` of a stage's events). They are idempotent by
+        their ids, so a retry may append them again; the fold reads them once."""
         import pyarrow as pa
-        from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
+
+        self.create([name] if name not in self._checked else [])
+
+        def rows(schema: pa.Schema) -> pa.Table:
+            return data.select(schema.names).cast(schema)
+
+        retry_conflicts(
+            partial(self._append, name, rows, None, None),
+            what=f"append to {self.ledger.path(name)}",
+        )
+
+    def _append(self, name: str, rows: Any, app_id: str | None, version: int | None) -> bool:
+        """One commit to `name` of `rows` (row mappings, or a function of the table's
+        Arrow schema that returns the Arrow table); False when `app_id` already wrote
+        `version`."""
+        import pyarrow as pa
+        from deltalake import (
+            CommitProperties,
+            DeltaTable,
+            PostCommitHookProperties,
+            Transaction,
+            write_deltalake,
+        )
 
         path = self.ledger.path(name)
         with _writing(path):
@@ -180,15 +206,21 @@ class LedgerWriter:
                     return False  # as Delta Spark: a txnVersion at or below the last is done
                 properties = CommitProperties(app_transactions=[Transaction(app_id, version)])
             schema = pa.schema(table.schema().to_arrow())
-            columns = {
-                field.name: [row.get(field.name) for row in rows] for field in schema
-            }  # columns outside the contract (added to the table later) stay null
+            if callable(rows):
+                data = rows(schema)
+            else:
+                columns = {
+                    field.name: [row.get(field.name) for row in rows] for field in schema
+                }  # columns outside the contract (added to the table later) stay null
+                data = pa.table(columns, schema=schema)
             write_deltalake(
                 table,
-                pa.table(columns, schema=schema),
+                data,
                 mode="append",
                 commit_properties=properties,
+                post_commithook_properties=PostCommitHookProperties(create_checkpoint=False),
             )
+            _checkpoint_at_interval(table)
         return True
 
     def _check(self, name: str, table: Any) -> None:
@@ -215,6 +247,33 @@ class LedgerWriter:
                     "the writer cannot fill it"
                 )
         self._checked.add(name)
+
+
+def driver_writer(spark: SparkSession, ledger: Ledger) -> LedgerWriter | None:
+    """The delta-rs writer of `ledger` where this process can commit to it directly: a
+    classic session (this is its driver) and a warehouse on this machine; else None."""
+    from ackfold.spark import is_connect
+
+    directory = local_dir(ledger.root)
+    if directory is None or is_connect(spark):
+        return None
+    found = _DRIVER_WRITERS.get(directory)
+    if found is None:
+        found = _DRIVER_WRITERS[directory] = LedgerWriter(directory)
+    return found
+
+
+# One writer per warehouse: it checks each table's schema once.
+_DRIVER_WRITERS: dict[Path, LedgerWriter] = {}
+
+
+def _checkpoint_at_interval(table: Any) -> None:
+    """Checkpoint every `delta.checkpointInterval` versions, 10 unless the table says
+    otherwise, as Delta Spark does (delta-rs's own default is 100): readers, Spark's and
+    delta-rs's, then replay at most that many commits. It takes delta-rs milliseconds."""
+    interval = int(table.metadata().configuration.get("delta.checkpointInterval") or 10)
+    if table.version() % interval == 0:
+        table.create_checkpoint()
 
 
 @contextmanager

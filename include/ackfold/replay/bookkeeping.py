@@ -14,7 +14,9 @@ from typing import TYPE_CHECKING, Final
 
 from ackfold.ledger import dml, status
 from ackfold.ledger.conflicts import retry_conflicts
+from ackfold.ledger.contract import arrow_schema
 from ackfold.ledger.tables import DEAD_LETTERS, REPLAY_LOG, ROOT_STATE, Ledger, spark_schema
+from ackfold.ledger.writer import driver_writer
 from ackfold.replay.planner import DEAD_LETTER, REPLAY, SENT, Plan, Planned
 from ackfold.replay.request import REPLAYABLE
 from ackfold.sources.base import Sent
@@ -69,6 +71,14 @@ class Bookkeeper:
                  p.planned_at or now, now if event == SENT else None,
                  sent.message_id if sent else None, sent.error if sent else None)
             )  # fmt: skip
+        direct = driver_writer(self.spark, self.ledger)
+        if direct is not None:  # delta-rs, where the driver can: milliseconds, not a job
+            import pyarrow as pa
+
+            schema = arrow_schema(REPLAY_LOG)
+            rows_by_name = [dict(zip(schema.names, r, strict=True)) for r in records]
+            direct.append_arrow(REPLAY_LOG, pa.Table.from_pylist(rows_by_name))
+            return now
         frame = self.spark.createDataFrame(records, spark_schema(REPLAY_LOG))
         path = self.ledger.path(REPLAY_LOG)
         retry_conflicts(

@@ -47,7 +47,7 @@ def ack_rows(
         return _compact_rows(app, stage, own, children)
     if children is None:
         # No children: each row is its input's whole ack. Copies of one input give the
-        # same event id, which write_batch keeps once: no aggregation (no shuffle).
+        # same event id, which the fold reads once: no aggregation (no shuffle).
         return event_rows(app, stage, own, ACK, F.col("root_id"), F.col("tuple_id"), F.col("own"))
     combined = own.unionByName(_child_edges(stage, children))
     acks = (
@@ -67,31 +67,28 @@ def ack_rows(
 def _compact_rows(app: str, stage: str, own: DataFrame, children: DataFrame | None) -> DataFrame:
     """One row per root: the XOR of its inputs' acks, under the id of the set of inputs.
 
-    One shuffle, by root: the distinct (input, own value) pairs and the distinct (anchor,
-    child edge) pairs of each root, then the edges of anchors that are not among the
-    inputs are left out (they stay pending, as per tuple). Copies of an input or a child
-    count once, as per tuple.
+    One shuffle, by root, then three aggregations on that partitioning (no exchange
+    between them): distinct rows (copies of an input or a child count once), per input
+    its own value and the XOR of its children's edges, per root the count, the XOR of the
+    input ids (the set's signature) and the XOR of the acks. Edges of anchors that are not
+    among the inputs are left out (they stay pending, as per tuple). Plain aggregates, no
+    arrays: Spark generates code for all of it.
     """
     combined = own if children is None else own.unionByName(_child_edges(stage, children))
-    tuple_id, value, edge = F.col("tuple_id"), F.col("own"), F.col("edge")
-    grouped = combined.groupBy("root_id").agg(
-        F.collect_set(
-            F.when(value.isNotNull(), F.struct(tuple_id.alias("id"), value.alias("v")))
-        ).alias("inputs"),
-        F.collect_set(
-            F.when(edge.isNotNull(), F.struct(tuple_id.alias("id"), edge.alias("v")))
-        ).alias("edges"),
+    per_input = (
+        combined.repartition("root_id")
+        .dropDuplicates(["root_id", "tuple_id", "own", "edge"])
+        .groupBy("root_id", "tuple_id")
+        .agg(
+            F.max("own").alias("own"),  # one value per input: a function of the tuple
+            F.coalesce(F.bit_xor("edge"), zero()).alias("edges"),
+        )
+        .where(F.col("own").isNotNull())
     )
-    inputs, edges = F.col("inputs"), F.col("edges")
-    acked = F.transform(inputs, lambda x: x["id"])
-    kept = F.filter(edges, lambda e: F.array_contains(acked, e["id"]))
-    folded = grouped.where(F.size(inputs) > 0).select(
-        "root_id",
-        F.size(inputs).alias("n"),
-        sql_ids.xor_all(acked).alias("signature"),
-        sql_ids.xor_all(F.transform(inputs, lambda x: x["v"]))
-        .bitwiseXOR(sql_ids.xor_all(F.transform(kept, lambda e: e["v"])))
-        .alias("ack_val"),
+    folded = per_input.groupBy("root_id").agg(
+        F.count("*").alias("n"),
+        F.bit_xor("tuple_id").alias("signature"),
+        F.bit_xor(F.col("own").bitwiseXOR(F.col("edges"))).alias("ack_val"),
     )
     root = F.col("root_id")
     event_id = sql_ids.compact_event_id(app, root, stage, F.col("n"), F.col("signature"))

@@ -1,9 +1,21 @@
 """Writing a micro-batch to the ledger: every output table, then ``roots``, then all the
 batch's events in one commit to ``ack_events``.
 
-Each append carries ``txnAppId`` (the writer id) and ``txnVersion`` (the batch id), so
-Delta skips a table this batch already reached: a re-run writes what a crash left out and
-nothing twice. Acks go last because an ack claims its outputs are durable.
+An output append carries ``txnAppId`` (the writer id) and ``txnVersion`` (the batch id), so
+Delta skips an output table this batch already reached: a re-run writes no output twice.
+The ledger's own rows go without them. Their ids are derived from what they say, and a
+re-run reads the same offsets, so a re-run batch appends exact copies of what its first
+run wrote (if that run got so far), which the fold, the quality checks and ``ackfold
+show`` count once. That spares every stage micro-batch Delta's transaction-id lookup, a
+reconstruction of the table's state that cost 2-3 times the append itself. Acks go last
+because an ack claims its outputs are durable.
+
+In a classic session whose warehouse is a directory of this machine, the ledger's rows
+are collected to the driver (Arrow) and committed by delta-rs (``LedgerWriter``): a
+stage's compact events are about one row per root, and delta-rs commits them in
+milliseconds where a Spark append costs a job and, every tenth commit, a checkpoint.
+Elsewhere (Spark Connect, an object store, HDFS) Spark appends them.
+(``docs/decisions/lean-commits.md``)
 """
 
 from __future__ import annotations
@@ -15,6 +27,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from ackfold.ledger.conflicts import retry_conflicts
 from ackfold.ledger.tables import ACK_EVENTS, ROOTS, Ledger
+from ackfold.ledger.writer import driver_writer
 from ackfold.spark import is_connect
 from ackfold.track.tracker import EVENT_COLUMNS, ROOT_COLUMNS
 
@@ -39,19 +52,22 @@ def append_batch(
     spark = frames[0].sparkSession
     writer = (
         _txn_app_id(spark, batch_id, app=app, stage=stage, writer_id=writer_id, query=query)
-        if batch_id is not None
+        if batch_id is not None and outputs
         else None
     )
     ledger.create(spark, (ACK_EVENTS, ROOTS))
     for path, frame in (outputs or {}).items():
         _append(frame, path, writer, batch_id)
-    if roots is not None:
-        _append(roots.select(*ROOT_COLUMNS), ledger.path(ROOTS), writer, batch_id)
+    direct = driver_writer(spark, ledger)
+    ledger_rows = [(ROOTS, roots.select(*ROOT_COLUMNS))] if roots is not None else []
     if events:
         union = reduce(DataFrame.unionByName, [e.select(*EVENT_COLUMNS) for e in events])
-        # Two verbs can say the same thing (an input passed twice): one row per event.
-        deduped = union.dropDuplicates(["event_id"])
-        _append(deduped, ledger.path(ACK_EVENTS), writer, batch_id)
+        ledger_rows.append((ACK_EVENTS, union))
+    for name, frame in ledger_rows:
+        if direct is not None:
+            direct.append_arrow(name, frame.toArrow())
+        else:
+            _append(frame, ledger.path(name), None, None)
 
 
 def _txn_app_id(
