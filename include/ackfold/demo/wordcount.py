@@ -200,8 +200,8 @@ class WordCount:
         failed = ~dropped & ~stuck & hit(self.faults, "fail", SPLIT, seq, F.col("attempt"))
         good = rows.where(parsed & ~dropped & ~failed & ~stuck)
         words = self._words(good).cache()  # written, then acked: hash the words once
-        # Outputs, then (a kill may come here) the acks: the same batch id keeps both
-        # idempotent, each table with its own transaction id.
+        # Outputs, then (a kill may come here) the acks: a re-run skips the words (their
+        # transaction id is the batch id) and writes the same acks, read once.
         self.split.write_batch(batch_id, outputs={self.words_path: words})
         if SPLIT in self.killer.pending and not rows.isEmpty():  # a job only when a kill is due
             self.killer.maybe_kill(SPLIT)
