@@ -22,6 +22,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from ackfold.ledger import status
 from ackfold.ledger.tables import ACK_EVENTS, ROOT_STATE, ROOT_STATE_DDL, Ledger, spark_schema
 from ackfold.reconcile.state import append_new, merge_updates
+from ackfold.track import write
 from ackfold.track.stage import StageTracker
 
 DAY = date(2026, 11, 20)
@@ -124,11 +125,16 @@ def test_a_reconcile_merge_that_loses_to_a_concurrent_append_is_retried_and_both
 
 
 def test_a_tracking_append_that_loses_to_a_metadata_change_is_retried_and_written_once(
-    spark: SparkSession, tmp_path: Path, caplog: pytest.LogCaptureFixture
+    spark: SparkSession,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """A stage's micro-batch appends its events while the table's properties change
-    (what maintenance's retention setting does): the append is retried, and its rows,
-    like a re-run of the same batch, are in the table once."""
+    """A stage's micro-batch appends its events in Spark (as with an object store, or
+    through Connect) while the table's properties change (what maintenance's retention
+    setting does): the append is retried and its rows are in the table once; a re-run of
+    the same batch appends exact copies of them, nothing else."""
+    monkeypatch.setattr(write, "driver_writer", lambda spark, ledger: None)
     warehouse = str(tmp_path / "warehouse")
     ledger = Ledger(warehouse)
     ledger.create(spark, (ACK_EVENTS,))
@@ -151,5 +157,7 @@ def test_a_tracking_append_that_loses_to_a_metadata_change_is_retried_and_writte
     ]
     events = spark.read.format("delta").load(path)
     assert events.count() == 2
-    spout.write_batch(7, events=[out.events])  # the batch run again: nothing new
-    assert spark.read.format("delta").load(path).count() == 2
+    spout.write_batch(7, events=[out.events])  # the batch run again: copies, read once
+    again = spark.read.format("delta").load(path)
+    assert again.count() == 4
+    assert again.select("event_id", "root_id", "kind", "ack_val").distinct().count() == 2
