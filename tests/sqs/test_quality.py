@@ -210,7 +210,7 @@ def test_ledger_faults_trip_only_their_own_expectations(
 ) -> None:
     assert set(ledger_faults) == set(LEDGER_FAULTS)
     # The two rows sharing an id, not the redelivered event and root written twice.
-    assert ledger_faults["ledger.ack_events event_id_unique"].startswith("2 of ")
+    assert ledger_faults["ledger.ack_events event_id_unique"].startswith("2 unexpected row(s)")
     assert ledger_faults["ledger.roots root_id_unique"].startswith("2 of ")
     redelivered = f"root_id={hex64(healthy.good[9])}"
     assert not [check for check, seen in ledger_faults.items() if redelivered in seen]

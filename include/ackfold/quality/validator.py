@@ -54,7 +54,9 @@ class Validator:
                 "site_index_builder": {"class_name": "DefaultSiteIndexBuilder"},
             },
         )
-        self.source = self.context.data_sources.add_spark("ackfold")
+        # GX would persist every batch, and never unpersist it: `validate` caches the
+        # batches that gain by it, and releases them.
+        self.source = self.context.data_sources.add_spark("ackfold", persist=False)
 
     def validate(self, suite: Suite, frame: DataFrame) -> list[CheckResult]:
         import great_expectations as gx
@@ -67,7 +69,8 @@ class Validator:
         definition = self.context.validation_definitions.add(
             gx.ValidationDefinition(name=suite.name, data=batch, suite=expectations)
         )
-        frame = frame.cache()  # each expectation is a Spark job over the batch
+        if suite.cached:
+            frame = frame.cache()  # each expectation is a Spark job over the batch
         try:
             outcome = definition.run(
                 batch_parameters={"dataframe": frame},
