@@ -42,14 +42,7 @@ from ackfold.ledger.tables import (
     spark_schema,
 )
 from ackfold.reconcile import quiet
-from ackfold.reconcile.spark_fold import (
-    INSERT,
-    PARK,
-    UPDATE,
-    combine,
-    fold_events,
-    sort_aggregates,
-)
+from ackfold.reconcile.spark_fold import INSERT, PARK, UPDATE, combine, fold_events
 from ackfold.reconcile.state import append_new, known_roots, merge_updates, open_state
 from ackfold.spark import is_connect, start_query
 
@@ -182,14 +175,13 @@ class Reconciler:
         events = self._with_waiting(batch)
         new = fold_events(events, prior.select("root_id", "seen_event_hashes"), self._partitions())
         oldest = None
+        # Nothing new: `new` is empty by construction, and Spark prunes what joins it; no
+        # job to cache it or to find its oldest event, a few seconds of a quiet run.
+        if batch is not None:
+            new = new.cache()
         try:
-            # Nothing new: `new` is empty by construction, and Spark prunes what joins it; no
-            # job to cache it or to find its oldest event, a few seconds of a quiet run.
             if batch is not None:
-                # Only the fold's own aggregations: Delta's log replays keep their plans.
-                with sort_aggregates(new.sparkSession):  # the stream's session, not ours
-                    new = new.cache()
-                    oldest = new.agg(F.min("first_event_at")).first()[0]  # type: ignore[index]
+                oldest = new.agg(F.min("first_event_at")).first()[0]  # type: ignore[index]
             first_day = min(since, oldest.astimezone(UTC).date()) if oldest else since
             rows = combine(
                 new,

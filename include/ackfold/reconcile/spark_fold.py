@@ -9,8 +9,7 @@ with each row. The Delta plumbing around them (the stream of new events, what is
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from datetime import timedelta
 from typing import TYPE_CHECKING, Final
 
@@ -19,31 +18,12 @@ from ackfold.config.policy import AppPolicy
 from ackfold.ledger import status
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, DataFrame, SparkSession
+    from pyspark.sql import Column, DataFrame
 
 # What `combine` says to do with each row (its `change` column).
 UPDATE: Final = "update"  # a root with state whose state changed: MERGE it
 INSERT: Final = "insert"  # a root seen for the first time, its init folded: append it
 PARK: Final = "park"  # events of a root with no state and no init yet: keep them waiting
-
-OBJECT_HASH_AGGREGATE: Final = "spark.sql.execution.useObjectHashAggregateExec"
-
-
-@contextmanager
-def sort_aggregates(spark: SparkSession) -> Iterator[None]:
-    """While open, Spark plans `fold_events`'s aggregations as sort aggregates: one sort
-    of the events by (root, hash) serves both, where an object hash aggregate (chosen for
-    `collect_list`) gives up on its hash map past 128 roots and sorts its input again.
-    On 10M events the fold took 12.3 s so, against 15.9 s (`docs/decisions/reconcile.md`)."""
-    before = spark.conf.get(OBJECT_HASH_AGGREGATE, None)
-    spark.conf.set(OBJECT_HASH_AGGREGATE, "false")
-    try:
-        yield
-    finally:
-        if before is None:
-            spark.conf.unset(OBJECT_HASH_AGGREGATE)
-        else:
-            spark.conf.set(OBJECT_HASH_AGGREGATE, before)
 
 
 def fold_events(events: DataFrame, folded: DataFrame, partitions: int) -> DataFrame:
@@ -62,25 +42,18 @@ def fold_events(events: DataFrame, folded: DataFrame, partitions: int) -> DataFr
     """
     from pyspark.sql import functions as F
 
-    # The earliest copy of an event is the one folded (as in the reference): the min of a
-    # struct led by its time. Copies say the same thing by contract, so (root, hash) is
-    # the event's key; the rest rides along in the struct.
-    earliest = F.min(F.struct("event_time", "ack_val", "kind", "stage", "reason", "app")).alias(
-        "event"
-    )
     compact = events.select(
         "root_id", "app", "kind", "stage", "reason", "ack_val", "event_time", "waiting",
         event_hash(F.col("event_id")).alias("hash"),
     )  # fmt: skip
     distinct = (
         compact.repartition(partitions, "root_id")
-        .groupBy("root_id", "hash")
+        .groupBy("root_id", "hash", "app", "kind", "stage", "reason", "ack_val")
         .agg(
-            earliest,
+            F.min("event_time").alias("event_time"),  # the earliest copy wins
             F.count_if(~F.col("waiting")).alias("read"),
             F.count_if(F.col("waiting")).alias("waited"),
         )
-        .select("root_id", "hash", "event.*", "read", "waited")
     )
     seen = F.coalesce(F.array_contains("seen_event_hashes", F.col("hash")), F.lit(False))
     fresh = F.col("fresh")
