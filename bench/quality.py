@@ -6,8 +6,9 @@
 The ledger is synthetic (`ackfold.ledger.synth`, 8 events per root), written through the real
 tables and reconciled by the real reconciler; each quality run is the real one (every
 suite, Data Docs, `quality_results`), timed warm: a small run first warms the JVM and GX.
-Each window is checked an hour after its last root, right after its reconcile: its failed
-and timed-out roots count as awaiting their replay. Record the output in
+Each window is checked an hour after its last root, right after its reconcile. No replay
+runs, and a root's backoff counts from when it was due, so its failed and timed-out roots
+count as lost: `no_lost_roots` fails, as it would in production. Record the output in
 docs/benchmarks.md.
 """
 
