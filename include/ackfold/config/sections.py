@@ -245,6 +245,27 @@ class ReconcileSettings(Section):
     max_bytes_per_batch: str = Field("512m", pattern=r"^\d+[kmg]?$")
 
 
+class EngineSettings(Section):
+    """Which engine runs the jobs Airflow schedules: reconcile, replay planning, quality.
+
+    - `embedded`: DuckDB in the calling process, over the tables as delta-rs reads them;
+      no JVM, no cluster. Derived tables are committed by delta-rs.
+    - `spark`: a Spark session (`spark.master`, or `spark.remote` for Connect): for
+      ledgers larger than one machine, and teams that run everything on Spark.
+    - `auto` (the default): `embedded` wherever delta-rs reaches the warehouse (a local
+      path, `file:`, `s3://`, `s3a://`, `gs://`, `abfss://`, `az://`); `spark` elsewhere
+      (`hdfs://`, ...).
+
+    `memory_limit` caps DuckDB's memory (it spills to `<var_dir>/duckdb` beyond it), and
+    `reconcile.max_bytes_per_batch` caps the parquet bytes of new events one slice folds:
+    together they bound a reconcile's memory whatever the backlog.
+    """
+
+    kind: Literal["auto", "embedded", "spark"] = "auto"
+    memory_limit: str = Field("2GB", pattern=r"^\d+(\.\d+)?\s*(KB|MB|GB|TB|KiB|MiB|GiB|TiB)$")
+    threads: int | None = Field(None, ge=1, le=256)
+
+
 class ReplaySettings(Section):
     """How replays run. Each app's rate, backoff and attempts are in its policy."""
 

@@ -21,6 +21,7 @@ from ackfold.config.policy import AppOverrides, AppPolicy
 from ackfold.config.sections import (
     AirflowSettings,
     AlertSettings,
+    EngineSettings,
     KafkaSettings,
     MaintenanceSettings,
     MetricsSettings,
@@ -60,6 +61,7 @@ class Settings(BaseSettings):
     kafka: KafkaSettings = KafkaSettings()
     airflow: AirflowSettings = AirflowSettings()
     reconcile: ReconcileSettings = ReconcileSettings()
+    engine: EngineSettings = EngineSettings()
     replay: ReplaySettings = ReplaySettings()
     defaults: AppPolicy = AppPolicy()
     # Per-app policies. Unset, it holds the demo app `wordcount` (DEMO_APP_POLICY); an
