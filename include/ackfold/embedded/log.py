@@ -36,10 +36,12 @@ log = logging.getLogger("ackfold.embedded")
 
 @dataclass(frozen=True)
 class DataFile:
-    """One parquet file of a table: its URI (as delta-rs names it) and its size."""
+    """One parquet file of a table: its URI (as delta-rs names it), its size, and the
+    version that added it (the version read, for a table read whole)."""
 
     uri: str
     size: int
+    version: int
 
 
 @dataclass(frozen=True)
@@ -80,16 +82,16 @@ def appended_since(
             "table, and dropping what was folded already",
             uri, after + 1,
         )  # fmt: skip
-    return Appends(table_id, version, _current(table), whole=True)
+    return Appends(table_id, version, _current(table, version), whole=True)
 
 
-def _current(table: Any) -> tuple[DataFile, ...]:
+def _current(table: Any, version: int) -> tuple[DataFile, ...]:
     import pyarrow as pa
 
     actions = pa.table(table.get_add_actions(flatten=True)).select(["path", "size_bytes"])
     base = table.table_uri.rstrip("/")
     return tuple(
-        DataFile(_absolute(base, path), int(size))
+        DataFile(_absolute(base, path), int(size), version)
         for path, size in zip(*actions.to_pydict().values(), strict=True)
     )
 
@@ -116,7 +118,7 @@ def _from_log(table: Any, uri: str, after: int, version: int) -> tuple[DataFile,
         for action in actions:
             add = action.get("add")
             if add and add.get("dataChange", True):
-                files.append(DataFile(_absolute(base, add["path"]), int(add.get("size", 0))))
+                files.append(DataFile(_absolute(base, add["path"]), int(add.get("size", 0)), v))
     return tuple(files)
 
 
