@@ -268,6 +268,22 @@ def run_manual_replay(
         return result
 
 
+def reconcile_in_task() -> dict[str, Any]:
+    """The `reconcile` task of `ackfold_reconcile` on the embedded engine: the run in the
+    task's own process, its JSON summary logged and returned (XCom), its counters pushed
+    over OTLP when metrics are on."""
+    import json
+
+    from ackfold.metrics import export_run
+    from ackfold.reconcile.run import run_reconcile
+
+    settings = load_settings()
+    summary = run_reconcile(settings, holder="ackfold_reconcile")
+    export_run(settings, "reconcile", summary)
+    log.info("%s", json.dumps(summary, sort_keys=True))
+    return summary
+
+
 def quality_verdict(airflow_run_id: str, settings: Settings | None = None) -> dict[str, Any]:
     """The `verdict` task: read the `quality_results` of the DAG run's quality run (no
     JVM) and fail, without retries, listing each violated expectation with its observed

@@ -9,6 +9,7 @@ import json
 import os
 import runpy
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -87,6 +88,26 @@ def spark_job(
     return SparkSubmitOperator(
         task_id=task_id, **spark_submit_kwargs(app, settings, args=args), **operator
     )
+
+
+def engine_job(
+    task_id: str,
+    app: str,
+    settings: Settings,
+    *,
+    embedded: Callable[[], Any],
+    **operator: Any,
+) -> BaseOperator:
+    """The task that runs one of ackfold's jobs on the engine `engine.kind` chooses: on
+    the embedded engine, `embedded` in the task's own process (no JVM, no spark-submit);
+    on Spark, `spark_apps/<app>` as `spark_job` runs it."""
+    from ackfold.embedded import EMBEDDED, engine_for
+
+    if engine_for(settings) != EMBEDDED:
+        return spark_job(task_id, app, settings, **operator)
+    from airflow.providers.standard.operators.python import PythonOperator
+
+    return PythonOperator(task_id=task_id, python_callable=embedded, **operator)
 
 
 def connect_endpoint(settings: Settings) -> str:

@@ -81,11 +81,26 @@ def test_reconcile_runs_on_the_configured_cron_and_updates_the_root_state_asset(
     task = dag.get_task("reconcile")
     # The alerts and the metrics read root_state once the reconcile has written it.
     assert task.downstream_task_ids == {"alerts", "metrics"}
-    _submits(task, "reconcile.py", [])
+    # The embedded engine (the default): the run in the task's own process, no JVM.
+    assert task.task_type == "PythonOperator"
+    assert task.python_callable.__name__ == "reconcile_in_task"
     asset = root_state_asset(SETTINGS)
     assert task.outlets == [asset]
     assert asset.name == "ackfold_root_state"
     assert asset.uri == f"file://{SETTINGS.table_root}/root_state"
+
+
+def test_on_the_spark_engine_the_reconcile_task_submits_its_spark_app(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from airflow.dag_processing.dagbag import DagBag
+
+    monkeypatch.setenv("ACKFOLD_ENGINE__KIND", "spark")
+    bag = DagBag(dag_folder=str(PROJECT_DIR / "dags" / "ackfold_reconcile.py"))
+    assert bag.import_errors == {}
+    task = bag.dags["ackfold_reconcile"].get_task("reconcile")
+    _submits(task, "reconcile.py", [])
+    assert task.pool == "ackfold_ledger"
 
 
 def test_replay_is_scheduled_on_the_root_state_asset(dagbag) -> None:  # type: ignore[no-untyped-def]

@@ -252,9 +252,10 @@ class EngineSettings(Section):
       no JVM, no cluster. Derived tables are committed by delta-rs.
     - `spark`: a Spark session (`spark.master`, or `spark.remote` for Connect): for
       ledgers larger than one machine, and teams that run everything on Spark.
-    - `auto` (the default): `embedded` wherever delta-rs reaches the warehouse (a local
-      path, `file:`, `s3://`, `s3a://`, `gs://`, `abfss://`, `az://`); `spark` elsewhere
-      (`hdfs://`, ...).
+    - `auto` (the default): `spark` when `spark.remote` is set (the jobs then run on that
+      Spark Connect server, which may be the only one that reaches the warehouse); else
+      `embedded` wherever delta-rs reaches the warehouse (a local path, `file:`, `s3://`,
+      `s3a://`, `gs://`, `abfss://`, `az://`), and `spark` elsewhere (`hdfs://`, ...).
 
     `memory_limit` caps DuckDB's memory (it spills to `<var_dir>/duckdb` beyond it), and
     `reconcile.max_bytes_per_batch` caps the parquet bytes of new events one slice folds:

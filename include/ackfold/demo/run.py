@@ -28,7 +28,7 @@ from ackfold.demo.feed import Feed
 from ackfold.demo.wordcount import APP, STAGES, WordCount, demo_topics, with_demo_policy
 from ackfold.ledger.lease import ledger_turn
 from ackfold.ledger.lock import app_lock
-from ackfold.reconcile.reconciler import reconcile
+from ackfold.reconcile.run import run_reconcile
 from ackfold.replay.replayer import Replayer, ReplaySummary
 from ackfold.replay.request import ReplayRequest
 from ackfold.sources.kafka import KafkaTopic
@@ -197,7 +197,7 @@ class Demo:
         what the replay did."""
         # The Airflow DAGs may be reconciling too: one writer of root_state at a time.
         with ledger_turn(self.settings, "ackfold demo", say=self.say):
-            summary = reconcile(self.spark, self.settings, app=APP)
+            summary = run_reconcile(self.settings, app=APP, spark=self.spark, holder="ackfold demo")
             replayer = Replayer(self.spark, self.settings)
             request = ReplayRequest(automatic=True, app=APP, requested_by="demo")
             self.by_status = summary["by_status"]

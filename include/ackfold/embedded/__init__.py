@@ -35,9 +35,13 @@ def engine_for(settings: Settings) -> Literal["embedded", "spark"]:
         'embedded'
         >>> engine_for(load_settings(warehouse="hdfs://nn/warehouse"))
         'spark'
+        >>> engine_for(load_settings(warehouse="/srv/warehouse", engine={"kind": "spark"}))
+        'spark'
     """
     kind = settings.engine.kind
     if kind != "auto":
         return kind
+    if settings.spark.remote:  # the team runs its jobs on a Spark Connect server
+        return SPARK
     scheme = urlparse(settings.table_root).scheme.lower()
     return EMBEDDED if scheme in DELTA_RS_SCHEMES else SPARK

@@ -47,7 +47,7 @@ def run_reconcile(
     *,
     now: datetime | None = None,
     app: str | None = None,
-    spark: SparkSession | None = None,
+    spark: SparkSession | Callable[[], SparkSession] | None = None,
     engine: str | None = None,
     holder: str = "reconcile",
     wait: float = DEFAULT_WAIT,
@@ -56,7 +56,7 @@ def run_reconcile(
     """Fold what is new into `root_state` and return the run's summary.
 
     `engine` overrides `engine.kind` (`embedded` or `spark`); `spark` is the session of
-    the Spark engine (one is started if it is needed and not given). `holder` names the
+    the Spark engine, or what makes it when it is needed (else `get_spark`). `holder` names the
     run in the ledger's lease, and `wait` is how long to wait for another run's turn."""
     from ackfold.reconcile import quiet
     from ackfold.reconcile.reconciler import check_app_name, reconcile_checkpoint
@@ -84,7 +84,10 @@ def run_reconcile(
             from ackfold.reconcile.reconciler import Reconciler
             from ackfold.spark import get_spark
 
-            session = spark or get_spark(settings, app_name="ackfold-reconcile")
+            if spark is None:
+                session = get_spark(settings, app_name="ackfold-reconcile")
+            else:
+                session = spark() if callable(spark) else spark
             summary = Reconciler(session, settings, now=at, app=app).run()
     return {**summary, "engine": chosen}
 
