@@ -49,6 +49,8 @@ def connect(settings: Settings) -> duckdb.DuckDBPyConnection:
     if settings.engine.threads:
         config["threads"] = settings.engine.threads
     db = duckdb.connect(config=config)
+    # Dates and naive timestamps (Spark's INT96) are UTC, as in Spark's session.
+    db.execute("SET TimeZone = 'UTC'")
     db.create_function(
         "xxhash64", _xxhash64, ["varchar"], "bigint", type=PythonUDFType.ARROW, side_effects=False
     )
@@ -56,6 +58,11 @@ def connect(settings: Settings) -> duckdb.DuckDBPyConnection:
 
 
 def _xxhash64(ids: Any) -> Any:
+    # From a buffer of int64s: `pa.array` of a Python list would import pandas, a
+    # second of a short command's start. Event ids are never null (contract v1).
+    import array
+
     import pyarrow as pa
 
-    return pa.array([event_hash(i) for i in ids.to_pylist()], pa.int64())
+    hashes = array.array("q", (event_hash(i) for i in ids.to_pylist()))
+    return pa.Array.from_buffers(pa.int64(), len(hashes), [None, pa.py_buffer(hashes)])

@@ -86,12 +86,10 @@ def appended_since(
 
 
 def _current(table: Any, version: int) -> tuple[DataFile, ...]:
-    import pyarrow as pa
-
-    actions = pa.table(table.get_add_actions(flatten=True)).select(["path", "size_bytes"])
+    actions = arrow_table(table.get_add_actions(flatten=True)).select(["path", "size_bytes"])
     base = table.table_uri.rstrip("/")
     return tuple(
-        DataFile(_absolute(base, path), int(size), version)
+        DataFile(absolute_uri(base, path), int(size), version)
         for path, size in zip(*actions.to_pydict().values(), strict=True)
     )
 
@@ -118,11 +116,22 @@ def _from_log(table: Any, uri: str, after: int, version: int) -> tuple[DataFile,
         for action in actions:
             add = action.get("add")
             if add and add.get("dataChange", True):
-                files.append(DataFile(_absolute(base, add["path"]), int(add.get("size", 0)), v))
+                files.append(DataFile(absolute_uri(base, add["path"]), int(add.get("size", 0)), v))
     return tuple(files)
 
 
-def _absolute(base: str, path: str) -> str:
+def arrow_table(data: Any) -> Any:
+    """A `pyarrow.Table` of what delta-rs returns (an Arrow stream, such as arro3's
+    tables). Not `pyarrow.table(...)`, which imports pandas first, a second of a short
+    command's start."""
+    import pyarrow as pa
+
+    return pa.RecordBatchReader.from_stream(data).read_all()
+
+
+def absolute_uri(base: str, path: str) -> str:
+    """The URI of a data file from its table's URI and its path in the log (relative
+    and URL-encoded, or absolute)."""
     if "://" in path:
         return path
     return posixpath.join(base, unquote(path))

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import logging
 import shutil
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import UTC, date, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -51,7 +51,6 @@ from ackfold.reconcile import duck_fold, quiet
 from ackfold.reconcile.state import COLUMNS
 
 if TYPE_CHECKING:
-    import duckdb
     import pyarrow as pa
 
 log = logging.getLogger("ackfold.reconcile")
@@ -138,14 +137,11 @@ class EmbeddedReconciler:
         root_state, and classify the open roots again."""
         db = self.db
         since = (self.now - self.settings.reconcile.lookback).date()
-        prior = self._open_state(since)
-        db.execute("CREATE OR REPLACE TEMP TABLE prior AS SELECT * FROM prior_input")
+        self._open_state(since)
         db.execute(
             "CREATE OR REPLACE TEMP TABLE prior_seen AS "
             "SELECT root_id, seen_event_hashes FROM prior"
         )
-        db.unregister("prior_input")
-        del prior
         self._register_events(files)
         db.execute(f"CREATE OR REPLACE TEMP TABLE seen AS {duck_fold.SEEN_SQL}")
         db.execute(f"CREATE OR REPLACE TEMP TABLE marked AS {duck_fold.FOLD_SQL}")
@@ -163,79 +159,73 @@ class EmbeddedReconciler:
     # -- the inputs -------------------------------------------------------------------
 
     def _register_policy(self) -> None:
-        import pyarrow as pa
+        """`policy`: each configured app's timeout and idle timeout in microseconds, and
+        the defaults (app NULL). Rows inserted as parameters: building them in Arrow from
+        Python lists would import pandas, a second of a short command's start."""
 
         def micros(value: timedelta | None) -> int | None:
             return None if value is None else value // timedelta(microseconds=1)
 
-        names: list[str | None] = [None, *self.settings.apps]
-        policies = [self.settings.defaults, *(self.settings.app(a) for a in self.settings.apps)]
-        self.db.register(
-            "policy",
-            pa.table(
-                {
-                    "app": pa.array(names, pa.string()),
-                    "timeout_us": pa.array([micros(p.timeout) for p in policies], pa.int64()),
-                    "idle_us": pa.array([micros(p.idle_timeout) for p in policies], pa.int64()),
-                }
-            ),
+        self.db.execute("CREATE TEMP TABLE policy (app VARCHAR, timeout_us BIGINT, idle_us BIGINT)")
+        rows = [(None, self.settings.defaults)] + [
+            (a, self.settings.app(a)) for a in self.settings.apps
+        ]
+        self.db.executemany(
+            "INSERT INTO policy VALUES ($1, $2, $3)",
+            [[name, micros(p.timeout), micros(p.idle_timeout)] for name, p in rows],
         )
 
-    def _open_state(self, since: date) -> duckdb.DuckDBPyRelation:
-        """The state of the roots kept open: unsettled anywhere in time, superseded ones
-        first seen since `since` (`ackfold.reconcile.state.open_state`)."""
-        import pyarrow.compute as pc
+    def _open_state(self, since: date) -> None:
+        """`prior`: the state of the roots kept open, unsettled anywhere in time and
+        superseded ones first seen since `since` (`ackfold.reconcile.state.open_state`)."""
+        day = since.isoformat()
 
-        unsettled = pc.field("status").isin(list(status.UNSETTLED))
-        superseded = pc.field("status").isin(list(status.SUPERSEDED)) & (
-            pc.field("first_event_date") >= pc.scalar(since)
+        def open_partition(values: Mapping[str, str | None]) -> bool:
+            kept = values["status"]
+            return kept in status.UNSETTLED or (
+                kept in status.SUPERSEDED and (values["first_event_date"] or "") >= day
+            )
+
+        self._scan_state(open_partition).create_view("prior_input", replace=True)
+        self.db.execute(
+            "CREATE OR REPLACE TEMP TABLE prior AS SELECT * FROM prior_input "
+            "WHERE $app IS NULL OR app = $app",
+            {"app": self.app},
         )
-        dataset = self._state_dataset().filter(unsettled | superseded)
-        if self.app is not None:
-            dataset = dataset.filter(pc.field("app") == self.app)
-        self.db.register("prior_input", dataset)
-        return self.db.table("prior_input")
 
-    def _state_dataset(self) -> Any:
-        from deltalake import DeltaTable
-
-        return DeltaTable(self.ledger.path(ROOT_STATE)).to_pyarrow_dataset()
+    def _scan_state(self, keep: Callable[[Mapping[str, str | None]], bool]) -> Any:
+        return tables.scan(self.db, self.ledger.path(ROOT_STATE), keep=keep)
 
     def _register_settled(self, since: date) -> None:
-        """The ids of the roots first seen since `since` that are not unsettled: their
-        events are of roots with a final state (`ackfold.reconcile.state.known_roots`)."""
-        import pyarrow.compute as pc
+        """`settled`: the ids of the roots first seen since `since` that are not
+        unsettled, among those this step names: their events are of roots with a final
+        state (`ackfold.reconcile.state.known_roots`)."""
+        day = since.isoformat()
 
-        settled = (pc.field("first_event_date") >= pc.scalar(since)) & ~pc.field("status").isin(
-            list(status.UNSETTLED)
-        )
-        dataset = self._state_dataset().filter(settled)
-        if self.app is not None:
-            dataset = dataset.filter(pc.field("app") == self.app)
-        self.db.register("settled_input", dataset)
-        # Only the roots this step names: a join on the few, not a copy of the many.
+        def settled_partition(values: Mapping[str, str | None]) -> bool:
+            return (values["first_event_date"] or "") >= day and (
+                values["status"] not in status.UNSETTLED
+            )
+
+        self._scan_state(settled_partition).create_view("settled_input", replace=True)
         self.db.execute(
             "CREATE OR REPLACE TEMP TABLE settled AS SELECT s.root_id FROM settled_input s "
-            "SEMI JOIN new n ON n.root_id = s.root_id"
+            "SEMI JOIN new n ON n.root_id = s.root_id WHERE $app IS NULL OR s.app = $app",
+            {"app": self.app},
         )
-        self.db.unregister("settled_input")
 
     def _register_registrations(self, since: date) -> None:
-        """(root_id, attempt, origin_root_id) of the roots registered since `since` that
-        this step names: the replay chain of the roots seen for the first time."""
-        import pyarrow.compute as pc
-
+        """`registered`: (root_id, attempt, origin_root_id) of the roots registered since
+        `since` that this step names: the replay chain of the roots seen the first time."""
         start = datetime.combine(since, datetime.min.time(), tzinfo=UTC)
-        dataset = tables_dataset(self.ledger.path(ROOTS)).filter(
-            pc.field("ingested_at") >= pc.scalar(start)
-        )
-        self.db.register("roots_input", dataset)
+        tables.scan(self.db, self.ledger.path(ROOTS)).create_view("roots_input", replace=True)
         self.db.execute(
             "CREATE OR REPLACE TEMP TABLE registered AS "
             "SELECT r.root_id, min(r.attempt) AS attempt, min(r.origin_root_id) AS origin_root_id "
-            "FROM roots_input r SEMI JOIN new n ON n.root_id = r.root_id GROUP BY r.root_id"
+            "FROM roots_input r SEMI JOIN new n ON n.root_id = r.root_id "
+            "WHERE r.ingested_at >= $start GROUP BY r.root_id",
+            {"start": start},
         )
-        self.db.unregister("roots_input")
 
     def _register_events(self, files: Sequence[DataFile] | None) -> None:
         """`events`: the step's new events and the waiting ones, flagged (`waiting`). With
@@ -277,28 +267,23 @@ class EmbeddedReconciler:
             roots(duck_fold.INSERT), roots(duck_fold.PARK),
         )  # fmt: skip
         if duck_fold.UPDATE in totals or duck_fold.INSERT in totals:
-            written = db.sql(duck_fold.HASHES_SQL).to_arrow_table()
-            self._merge_updates(written)
-            self._append_new(written)
+            db.execute(f"CREATE OR REPLACE TEMP TABLE written AS {duck_fold.HASHES_SQL}")
+            self._merge_updates()
+            self._append_new()
         if duck_fold.PARK in totals or copies > read:
             self._park()
 
-    def _merge_updates(self, written: pa.Table) -> None:
-        import pyarrow.compute as pc
+    def _merge_updates(self) -> None:
         from deltalake import DeltaTable
 
-        updates = written.filter(pc.equal(written["change"], duck_fold.UPDATE))
+        updates = self._written(duck_fold.UPDATE, [*COLUMNS, "prior_date", "prior_status"])
         if updates.num_rows == 0:
             return
-        pairs = sorted(
-            set(
-                zip(
-                    updates["prior_date"].to_pylist(),
-                    updates["prior_status"].to_pylist(),
-                    strict=True,
-                )
-            )
-        )
+        pairs = self.db.execute(
+            "SELECT DISTINCT prior_date, prior_status FROM written WHERE change = $change "
+            "ORDER BY ALL",
+            {"change": duck_fold.UPDATE},
+        ).fetchall()
         days = ", ".join(sql_date(d) for d, _ in pairs)
         statuses = ", ".join(sql_str(status.checked(s)) for _, s in pairs)
         # Literal partition bounds first, so delta-rs reads only those partitions.
@@ -308,31 +293,37 @@ class EmbeddedReconciler:
             "AND t.root_id = s.root_id"
         )
         table = DeltaTable(self.ledger.path(ROOT_STATE))
-        source = updates.select([*COLUMNS, "prior_date", "prior_status"])
         metrics = (
-            table.merge(source, predicate, source_alias="s", target_alias="t")
+            table.merge(updates, predicate, source_alias="s", target_alias="t")
             .when_matched_update({c: f"s.{c}" for c in COLUMNS})
             .execute()
         )
         self.counts["roots_updated"] += int(metrics.get("num_target_rows_updated", 0))
 
-    def _append_new(self, written: pa.Table) -> None:
-        import pyarrow.compute as pc
-
-        inserts = written.filter(pc.equal(written["change"], duck_fold.INSERT))
-        tables.append(self.ledger.path(ROOT_STATE), inserts.select(list(COLUMNS)))
+    def _append_new(self) -> None:
+        inserts = self._written(duck_fold.INSERT, list(COLUMNS))
+        tables.append(self.ledger.path(ROOT_STATE), inserts)
         self.counts["roots_updated"] += inserts.num_rows
+
+    def _written(self, change: str, columns: Sequence[str]) -> pa.Table:
+        names = ", ".join(columns)  # the state's own column names
+        return self.db.sql(
+            f"SELECT {names} FROM written WHERE change = $change",  # noqa: S608
+            params={"change": change},
+        ).to_arrow_table()
 
     def _park(self) -> None:
         """Keep the events of roots with no state and no init in unmatched_events, for
         the next run with new events; the other apps' waiting events stay as they are."""
         tables.scan(self.db, self.ledger.path(UNMATCHED_EVENTS)).create_view("others_input")
-        rows = self.db.execute(PARK_SQL, {"app": self.app}).to_arrow_table()
+        rows = self.db.sql(PARK_SQL, params={"app": self.app}).to_arrow_table()
         tables.overwrite(self.ledger.path(UNMATCHED_EVENTS), rows)
 
     def summary(self) -> dict[str, Any]:
-        self.db.register("state_now", self._state_dataset())
-        self.db.register("waiting_now", tables_dataset(self.ledger.path(UNMATCHED_EVENTS)))
+        state = tables.scan(self.db, self.ledger.path(ROOT_STATE), columns=["app", "status"])
+        state.create_view("state_now", replace=True)
+        waiting = tables.scan(self.db, self.ledger.path(UNMATCHED_EVENTS), columns=["app"])
+        waiting.create_view("waiting_now", replace=True)
         by_status = {
             s: int(n)
             for s, n in self.db.execute(
@@ -345,12 +336,6 @@ class EmbeddedReconciler:
             "SELECT count(*) FROM waiting_now WHERE $app IS NULL OR app = $app", {"app": self.app}
         ).fetchall()[0][0]
         return quiet.summary(self.app, self.now, self.counts, int(unmatched), by_status)
-
-
-def tables_dataset(uri: str) -> Any:
-    from deltalake import DeltaTable
-
-    return DeltaTable(uri).to_pyarrow_dataset()
 
 
 def _arrow_schema(uri: str) -> pa.Schema:
