@@ -80,3 +80,13 @@ def test_what_it_answered_survives_a_restart(tmp_path: Path, crash: bool) -> Non
         assert keys == ["b", "big"]
         assert client.get_object(Bucket="kept", Key="big")["Body"].read() == b"x" * 100
         assert _create(client, "kept", "b", b"again") == 412
+
+
+def test_doctests() -> None:
+    import doctest
+
+    from ackfold.ledger import store
+    from ackfold.local import s3, s3_app
+
+    for module in (s3, s3_app, store):
+        assert doctest.testmod(module).failed == 0, module.__name__

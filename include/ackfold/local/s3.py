@@ -85,6 +85,11 @@ class LocalS3(LocalServer):
         )
 
     @property
+    def log_file(self) -> Path:
+        """Where the server logs each request with its answer's status."""
+        return self._process.log_file
+
+    @property
     def pid(self) -> int | None:
         return self._process.pid
 
@@ -131,14 +136,19 @@ class LocalS3(LocalServer):
             if READY.encode() in self._process.logged():
                 with contextlib.suppress(BotoCoreError, ClientError):
                     client.list_buckets()
-                    if self.bucket is not None:
-                        with contextlib.suppress(client.exceptions.BucketAlreadyOwnedByYou):
-                            client.create_bucket(Bucket=self.bucket)
-                    return
+                    break
             time.sleep(0.1)
-        raise LocalS3Error(
-            self._process.failure(f"did not answer on {self.endpoint_url} within {timeout:g} s")
-        )
+        else:
+            raise LocalS3Error(
+                self._process.failure(f"did not answer on {self.endpoint_url} within {timeout:g} s")
+            )
+        if self.bucket is not None:
+            try:
+                client.create_bucket(Bucket=self.bucket)
+            except client.exceptions.BucketAlreadyOwnedByYou:
+                pass
+            except ClientError as exc:
+                raise LocalS3Error(f"cannot create the bucket {self.bucket!r}: {exc}") from None
 
     def stop(self, grace: float = 10) -> None:
         """Stop the server's process group. Idempotent."""
