@@ -267,6 +267,9 @@ class LedgerLease:
         from deltalake.exceptions import DeltaError, TableNotFoundError
         from deltalake.schema import PrimitiveType
 
+        from ackfold.ledger.protocol import require_conditional_writes
+
+        require_conditional_writes(self.path, self.storage_options)  # once per process
         for _ in range(3):
             try:
                 table = DeltaTable(self.path, storage_options=self.storage_options)

@@ -115,6 +115,10 @@ class LedgerWriter:
         from deltalake import DeltaTable, Schema
         from deltalake.exceptions import DeltaError
 
+        from ackfold.ledger.protocol import require_conditional_writes
+
+        # Before the first commit: a store that ignores conditional writes is refused.
+        require_conditional_writes(self.ledger.root, self.storage_options)
         created = {}
         for name in tables:
             if name not in TABLES:
@@ -199,6 +203,31 @@ class LedgerWriter:
             partial(self._append, name, rows, None, None),
             what=f"append to {self.uri(name)}",
         )
+
+    def replace_where(self, name: str, data: Any, predicate: str) -> None:
+        """Replace the rows of ledger table `name` that match `predicate` (SQL over the
+        table's columns, built from ackfold's own names and quoted values only) with the
+        Arrow table `data`, in one commit: Delta's `replaceWhere`, in delta-rs."""
+        import pyarrow as pa
+        from deltalake import DeltaTable, PostCommitHookProperties, write_deltalake
+
+        self.create([name] if name not in self._checked else [])
+        path = self.uri(name)
+
+        def replace() -> None:
+            with _writing(path):
+                table = DeltaTable(path, storage_options=self.storage_options)
+                schema = pa.schema(table.schema().to_arrow())
+                write_deltalake(
+                    table,
+                    data.select(schema.names).cast(schema),
+                    mode="overwrite",
+                    predicate=predicate,
+                    post_commithook_properties=PostCommitHookProperties(create_checkpoint=False),
+                )
+                _checkpoint_at_interval(table)
+
+        retry_conflicts(replace, what=f"replace where {predicate} in {path}")
 
     def _append(self, name: str, rows: Any, app_id: str | None, version: int | None) -> bool:
         """One commit to `name` of `rows` (row mappings, or a function of the table's

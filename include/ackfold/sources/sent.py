@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from ackfold.ledger.conflicts import retry_conflicts
+from ackfold.ledger.protocol import refuse_spark_commit
 from ackfold.ledger.tables import SENT_MESSAGES, Ledger, spark_schema
 from ackfold.ledger.writer import driver_writer
 
@@ -49,6 +50,7 @@ def record_sent(
         named = [dict(zip(schema.names, row, strict=True)) for row in rows]
         direct.append_arrow(SENT_MESSAGES, pa.Table.from_pylist(named, schema=schema))
         return
+    refuse_spark_commit(ledger.root, SENT_MESSAGES)
     frame = spark.createDataFrame(rows, spark_schema(SENT_MESSAGES))
     ledger.create(spark, (SENT_MESSAGES,))
     path = ledger.path(SENT_MESSAGES)
