@@ -71,7 +71,7 @@ def test_ledger_writer_commits_by_conditional_create(
     warehouse = warehouse_of(bucket, scheme)
     writer = LedgerWriter(warehouse)
     assert writer.storage_options is not None
-    assert writer.storage_options["AWS_ENDPOINT_URL"] == s3.endpoint_url
+    assert writer.storage_options["AWS_ENDPOINT"] == s3.endpoint_url
     roots, events = _producer_rows(5)
     assert writer.append(roots, events, app_id="p", version=1).roots == 5
     assert writer.append(roots, events, app_id="p", version=1).skipped == (ROOTS, ACK_EVENTS)

@@ -130,6 +130,8 @@ def refuse_spark_commit(location: str, table: str, setting: str = "warehouse") -
 
 
 _CHECKED: set[tuple[str, str]] = set()
+# Where delta-rs (and so ackfold) finds an S3-compatible endpoint, in this order.
+_ENDPOINTS: Final = ("AWS_ENDPOINT_URL", "AWS_ENDPOINT")
 
 
 def require_conditional_writes(location: str, options: Mapping[str, str] | None) -> None:
@@ -138,17 +140,18 @@ def require_conditional_writes(location: str, options: Mapping[str, str] | None)
     if store_kind(location) != "s3":
         return
     options = dict(options or {})
-    endpoint = options.get("AWS_ENDPOINT_URL") or options.get("AWS_ENDPOINT") or "AWS S3"
+    variable = next((k for k in _ENDPOINTS if options.get(k)), _ENDPOINTS[0])
+    endpoint = options.get(variable) or "AWS S3"
     bucket, _, prefix = delta_uri(location).removeprefix("s3://").partition("/")
     if (endpoint, bucket) in _CHECKED:
         return
     second = probe_conditional_create(bucket, prefix, options)
     if second != 412:
         raise UnsafeStore(
-            f"the S3 store at {endpoint} (AWS_ENDPOINT_URL) did not refuse a second create of "
+            f"the S3 store at {endpoint} ({variable}) did not refuse a second create of "
             f"one object with If-None-Match: * (it answered {second}, not 412): two ledger "
             f"commits of one version could both succeed there, and one would be lost. Use a "
-            f"store that supports S3 conditional writes (AWS S3, MinIO since 2024-11, "
+            f"store that supports S3 conditional writes (AWS S3, MinIO releases of 2024 and later, "
             f"Cloudflare R2, Ceph RGW with conditional PUT), or keep the `warehouse` on a "
             f"local file system"
         )
@@ -158,9 +161,18 @@ def require_conditional_writes(location: str, options: Mapping[str, str] | None)
 def probe_conditional_create(bucket: str, prefix: str, options: Mapping[str, str]) -> int:
     """Create one probe object twice with `If-None-Match: *` under `prefix`, delete it;
     the HTTP status of the second create (412 where the store is safe)."""
-    from botocore.exceptions import ClientError
+    from botocore.exceptions import BotoCoreError
 
     client = _s3_client(options)
+    try:
+        return _create_twice(client, bucket, prefix)
+    except BotoCoreError as exc:  # unreachable, for now: a later try may get through
+        raise LedgerError(f"cannot reach the S3 store of s3://{bucket}/{prefix}: {exc}") from None
+
+
+def _create_twice(client: Any, bucket: str, prefix: str) -> int:
+    from botocore.exceptions import BotoCoreError, ClientError
+
     key = f"{prefix.strip('/')}/_ackfold_probe/{uuid.uuid4().hex}".lstrip("/")
     try:
         client.put_object(Bucket=bucket, Key=key, Body=b"1", IfNoneMatch="*")
@@ -172,11 +184,11 @@ def probe_conditional_create(bucket: str, prefix: str, options: Mapping[str, str
     except ClientError as exc:
         raise UnsafeStore(
             f"cannot write a probe object to s3://{bucket}/{key}: {exc} (check the "
-            "credentials and AWS_ENDPOINT_URL)"
+            "credentials, and AWS_ENDPOINT for an S3-compatible store)"
         ) from None
     finally:
         # A probe left behind is 1 byte: never hide the answer behind it.
-        with contextlib.suppress(ClientError):
+        with contextlib.suppress(ClientError, BotoCoreError):
             client.delete_object(Bucket=bucket, Key=key)
 
 
@@ -186,7 +198,7 @@ def _s3_client(options: Mapping[str, str]) -> Any:
 
     return boto3.client(
         "s3",
-        endpoint_url=options.get("AWS_ENDPOINT_URL") or options.get("AWS_ENDPOINT"),
+        endpoint_url=next((options[k] for k in _ENDPOINTS if options.get(k)), None),
         aws_access_key_id=options.get("AWS_ACCESS_KEY_ID"),
         aws_secret_access_key=options.get("AWS_SECRET_ACCESS_KEY"),
         aws_session_token=options.get("AWS_SESSION_TOKEN"),

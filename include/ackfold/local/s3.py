@@ -5,7 +5,7 @@ one machine (`ackfold s3`, `make s3`).
 It runs as its own Python process, in a process group of its own; stopping the server
 stops the group. With a journal (`var/s3/journal.jsonl` for `ackfold s3`) its buckets
 survive a restart. Clients find it through the standard AWS variables, which `env()`
-gives: `AWS_ENDPOINT_URL`, keys, region, and `AWS_ALLOW_HTTP` for delta-rs over http.
+gives: `AWS_ENDPOINT`, keys, region, and `AWS_ALLOW_HTTP` for delta-rs over http.
 
 Example:
     >>> import tempfile
@@ -60,9 +60,11 @@ class LocalS3(LocalServer):
         return f"http://{LOOPBACK}:{self.port}"
 
     def env(self) -> dict[str, str]:
-        """The environment that points boto3, delta-rs and ackfold at this server."""
+        """The environment that points delta-rs (and ackfold's checks) at this server.
+        `AWS_ENDPOINT`, not `AWS_ENDPOINT_URL`: boto3 ignores it, so an SQS client in the
+        same process keeps its own endpoint (the compose stack does the same)."""
         return {
-            "AWS_ENDPOINT_URL": self.endpoint_url,
+            "AWS_ENDPOINT": self.endpoint_url,
             "AWS_ACCESS_KEY_ID": ACCESS_KEY,
             "AWS_SECRET_ACCESS_KEY": SECRET_KEY,
             "AWS_REGION": REGION,
