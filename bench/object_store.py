@@ -30,7 +30,7 @@ from typing import Any
 from common import per_second
 
 from ackfold import LedgerWriter, Tracker
-from ackfold.ledger.tables import ACK_EVENTS, ROOTS
+from ackfold.ledger.tables import ROOTS
 from ackfold.local.s3 import LocalS3
 
 
