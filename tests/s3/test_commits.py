@@ -196,3 +196,43 @@ def test_the_cli_read_path_reads_s3a(bucket: str, s3_env: dict[str, str]) -> Non
 
 
 __all__ = ["Path"]
+
+
+def test_quality_results_replace_where_and_ledger_create_go_through_delta_rs(
+    s3: LocalS3, bucket: str, s3_env: dict[str, str]
+) -> None:
+    """`quality_results` is replaced run by run (Delta's replaceWhere, in delta-rs), and
+    `Ledger.create`, which Spark runs elsewhere, creates the tables by delta-rs here: each
+    commit a conditional create."""
+    import pyarrow as pa
+
+    from ackfold.ledger.contract import arrow_schema
+    from ackfold.ledger.tables import QUALITY_RESULTS, ROOT_STATE
+
+    ledger = Ledger(warehouse_of(bucket, "s3a"))
+    ledger.create(None, (ROOT_STATE, QUALITY_RESULTS))  # type: ignore[arg-type]
+    assert _rows(ledger.path(ROOT_STATE)) == 0
+    now = datetime.now(UTC)
+    schema = arrow_schema(QUALITY_RESULTS)
+
+    def results(run_id: str, checks: int) -> pa.Table:
+        rows = [
+            {name: None for name in schema.names} | {
+                "run_id": run_id, "run_at": now, "window_start": now, "scope": "all apps",
+                "suite": "ledger", "check_name": f"c{i}", "expectation": "e",
+                "description": "d", "success": True, "observed": "ok",
+            }
+            for i in range(checks)
+        ]  # fmt: skip
+        return pa.Table.from_pylist(rows, schema=schema)
+
+    writer = driver_writer(None, ledger)  # type: ignore[arg-type]
+    assert writer is not None
+    assert writer.table(ROOT_STATE).version() == 0  # what a MERGE by delta-rs would start from
+    writer.replace_where(QUALITY_RESULTS, results("run-1", 3), "run_id = 'run-1'")
+    writer.replace_where(QUALITY_RESULTS, results("run-2", 2), "run_id = 'run-2'")
+    writer.replace_where(QUALITY_RESULTS, results("run-1", 4), "run_id = 'run-1'")  # again
+    assert _rows(ledger.path(QUALITY_RESULTS)) == 6
+    puts = [p for p in _log_puts(s3, bucket) if "/quality_results/" in p["path"]]
+    assert len(puts) == 4
+    assert all(p["headers"].get("HTTP_IF_NONE_MATCH") == "*" for p in puts)

@@ -104,6 +104,16 @@ class LedgerWriter:
         """Where delta-rs finds ledger table `name`."""
         return delta_uri(self.ledger.path(name))
 
+    def table(self, name: str) -> Any:
+        """The `deltalake.DeltaTable` of ledger table `name` (created if missing), with this
+        writer's storage options: for commits beyond appends (a MERGE into a derived table
+        by the run that holds the lease), through the same protocol and checks."""
+        from deltalake import DeltaTable
+
+        self.create([name] if name not in self._checked else [])
+        with _writing(self.uri(name)):
+            return DeltaTable(self.uri(name), storage_options=self.storage_options)
+
     def create(self, tables: Sequence[str] = tuple(TABLES)) -> dict[str, bool]:
         """Create the tables of `tables` that do not exist yet, and check that the others
         can take the contract's rows. Returns, per table, whether this call created it.
