@@ -1,11 +1,13 @@
 """No commit lost, whoever writes at once (invariant 14), on the local S3 API.
 
 Two producers outside Spark, each in its own process, commit batches to one `s3a://`
-warehouse at once through `LedgerWriter`, while a maintenance run compacts and vacuums
-the same tables in delta-rs. One producer is SIGKILLed just after a batch, in the next
-batch's commits, and restarted; the S3 server is SIGKILLed once and restarted. Every root
-and event that a producer reported committed (its "messages deleted from the queue") must
-be in the tables: zero lost, and no root unregistered whose message was deleted.
+warehouse at once through `LedgerWriter`, beside a tracked Spark app (a classic session
+whose driver commits each micro-batch's roots and events through delta-rs), while a
+maintenance run compacts and vacuums the same tables in delta-rs. One producer is
+SIGKILLed just after a batch, in the next batch's commits, and restarted; the S3 server
+is SIGKILLed once and restarted. Every root and event that a writer reported committed
+(its "messages deleted from the queue") must be in the tables: zero lost, and no root
+unregistered whose message was deleted.
 """
 
 from __future__ import annotations
@@ -70,6 +72,15 @@ def test_two_producers_a_kill_a_server_restart_and_maintenance_lose_nothing(
         env = {**os.environ, **server.env(), "PYTHONPATH": os.environ.get("PYTHONPATH", "")}
         os.environ.update(server.env())
         warehouse = "s3a://no-commit-lost/warehouse"
+        # The Spark app first: its JVM takes a while to start.
+        spark_report, stop = tmp_path / "spark.jsonl", tmp_path / "stop"
+        spark_log = (tmp_path / "spark.log").open("wb")
+        spark_app = subprocess.Popen(
+            [sys.executable, "-m", "tests.s3.spark_writer", warehouse, str(spark_report),
+             str(tmp_path / "spark"), str(stop)],
+            cwd=PROJECT_DIR, env=env, stdout=spark_log, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+        _wait_for(spark_report, 1, spark_app)
         reports = {name: tmp_path / f"{name}.jsonl" for name in ("alpha", "beta")}
         procs = {name: _start(warehouse, name, reports[name], env) for name in reports}
         settings = load_settings(var_dir=tmp_path / "var", warehouse=warehouse)
@@ -103,6 +114,12 @@ def test_two_producers_a_kill_a_server_restart_and_maintenance_lose_nothing(
             assert proc.returncode == 0, f"{name}: {err.decode()[-2000:]}"
             retried += err.decode().count("; again")
         runner.join(timeout=600)
+        # The Spark app goes on past the restart by a few batches, then stops.
+        _wait_for(spark_report, len(_confirmed(spark_report)) + 3, spark_app)
+        stop.touch()
+        assert spark_app.wait(timeout=300) == 0, (tmp_path / "spark.log").read_text()[-3000:]
+        spark_log.close()
+        retried += (tmp_path / "spark.log").read_text(errors="replace").count("; again")
         assert len(maintenance) == 1
         assert not isinstance(maintenance[0], BaseException), maintenance
 
@@ -116,18 +133,27 @@ def test_two_producers_a_kill_a_server_restart_and_maintenance_lose_nothing(
         said_events = {e for b in every for e in b["events"]}
         lost_roots = said_roots - set(roots)
         lost_events = said_events - set(events)
+        spark_roots = {r for b in _confirmed(spark_report) for r in b["roots"]}
+        lost_spark = spark_roots - set(roots)
+        with_init = set(_ids(warehouse, ACK_EVENTS, "root_id"))
         print(
-            f"committed as reported: {len(said_roots)} roots, {len(said_events)} events; "
+            f"committed as reported: {len(said_roots)} roots, {len(said_events)} events by "
+            f"the producers, {len(spark_roots)} roots and their init events by the Spark app; "
             f"in the tables: {len(roots)} root rows, {len(events)} event rows; "
-            f"lost: {len(lost_roots)} roots, {len(lost_events)} events; alpha killed after "
+            f"lost: {len(lost_roots) + len(lost_spark)} roots, {len(lost_events)} events; "
+            f"alpha killed after "
             f"batch {killed_at}; server restarted once ({retried} appends failed meanwhile "
             "and were tried again)"
         )
         assert retried, "the server's restart met no append: it tested nothing"
         assert lost_roots == set()  # no root unregistered whose message left its queue
         assert lost_events == set()
+        assert lost_spark == set()
+        assert spark_roots <= with_init  # each Spark root's init event too
         assert len(said_roots) == 2 * BATCHES * SIZE
-        # Each batch was committed once: the killed batch's retry skipped what had landed.
-        assert len(roots) == len(set(roots)) == len(said_roots)
+        # Each producer batch was committed once: the killed batch's retry skipped what had
+        # landed (a Spark batch written again may append copies, which the fold reads once).
+        producer_rows = [r for r in roots if r in said_roots]
+        assert len(producer_rows) == len(said_roots)
     finally:
         server.stop()
