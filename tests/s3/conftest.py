@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -37,6 +36,3 @@ def s3_env(s3: LocalS3, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
 
 def warehouse_of(bucket: str, scheme: str = "s3") -> str:
     return f"{scheme}://{bucket}/warehouse"
-
-
-__all__ = ["Path", "warehouse_of"]

@@ -9,7 +9,6 @@ import json
 import sys
 import threading
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -193,9 +192,6 @@ def test_the_cli_read_path_reads_s3a(bucket: str, s3_env: dict[str, str]) -> Non
     reader = SqlReader(warehouse)
     rows = reader.query(ROOTS, ["count(*) AS n"], required=True)
     assert rows == [{"n": 3}]
-
-
-__all__ = ["Path"]
 
 
 def test_quality_results_replace_where_and_ledger_create_go_through_delta_rs(
