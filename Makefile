@@ -10,7 +10,7 @@ INSTALLED := $(VENV)/.installed
 TEST_WORKERS ?= 4
 
 .PHONY: run test lint format setup install jars schemas browser test-unit test-spark connect \
-        test-airflow test-sqs test-kafka test-e2e test-browser test-cluster test-connect test-pythons test-bench test-docs docs sqs kafka cluster demo bench bench-reconcile bench-replay \
+        test-airflow test-sqs test-kafka test-e2e test-browser test-cluster test-connect test-pythons test-bench test-docs docs sqs s3 kafka cluster demo bench bench-reconcile bench-replay \
         bench-wordcount bench-ui bench-quality bench-kafka bench-connect lock clean
 
 ## run: install what is missing, then start the embedded stack (Ctrl-C stops it)
@@ -24,6 +24,10 @@ demo: setup
 ## sqs: the local SQS server (ElasticMQ) with the demo queues on 127.0.0.1:9324 (Ctrl-C stops it)
 sqs: setup
 	$(BIN)/ackfold sqs
+
+## s3: the local S3 API (moto, atomic conditional writes) with the bucket `ackfold` on 127.0.0.1:9020 (Ctrl-C stops it)
+s3: setup
+	$(BIN)/ackfold s3
 
 ## kafka: the local Kafka broker (KRaft) with the demo topics on 127.0.0.1:9092 (Ctrl-C stops it)
 kafka: setup

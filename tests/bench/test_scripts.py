@@ -61,6 +61,7 @@ TINY: dict[str, list[str]] = {
     "connect.py": ["--events", "2000", "--workdir", "{work}", "--remote", "{connect}"],
     "generate.py": ["--roots", "200", "--warehouse", "{work}/warehouse"],
     "kafka.py": ["--records", "300", "--replays", "100"],
+    "object_store.py": ["--appends", "3", "--roots", "5", "--workdir", "{work}"],
     "quality.py": ["--events", "2000", "--increment", "1000", "--warm-up", "0",
                    "--workdir", "{work}"],
     "reconcile.py": ["--sizes", "2000", "--runs", "1", "--spark-sizes", "2000",
@@ -118,6 +119,14 @@ def _kafka(out: str, work: Path) -> None:
     assert all(rate > 0 for rate in rates), summary
 
 
+def _object_store(out: str, work: Path) -> None:
+    summary = summary_of(out)  # the script checks that every appended root is there
+    for key in ("local_1", "s3_1", "local_2", "s3_2"):
+        assert summary[key]["rows_per_s"] > 0, summary
+    assert summary["s3_1"]["requests_per_append"] > 0
+    assert (work / "s3" / "journal.jsonl").stat().st_size > 0
+
+
 def _quality(out: str, work: Path) -> None:
     summary = summary_of(out)
     # Each window's run says each suite's checks, then the window's total.
@@ -169,6 +178,7 @@ CHECKS: dict[str, Callable[[str, Path], None]] = {
     "connect.py": _connect,
     "generate.py": _generate,
     "kafka.py": _kafka,
+    "object_store.py": _object_store,
     "quality.py": _quality,
     "reconcile.py": _reconcile,
     "replay.py": _replay,

@@ -106,7 +106,6 @@ class AlertLog:
         if not done:
             return
         import pyarrow as pa
-        from deltalake import write_deltalake
 
         from ackfold.ledger.contract import arrow_schema
         from ackfold.ledger.writer import LedgerWriter
@@ -129,4 +128,4 @@ class AlertLog:
             for t in done
         ]
         table = pa.Table.from_pylist(rows, schema=arrow_schema(ALERT_LOG))
-        write_deltalake(writer.ledger.path(ALERT_LOG), table, mode="append")
+        writer.append_arrow(ALERT_LOG, table)  # delta-rs, with the store's options

@@ -1,4 +1,4 @@
-"""`ackfold setup`, `up`, `sqs`, `kafka`, `cluster` and `connect`: the jar cache, the embedded
+"""`ackfold setup`, `up`, `sqs`, `s3`, `kafka`, `cluster` and `connect`: the jar cache, the embedded
 stack, and the local servers, each run until Ctrl-C."""
 
 from __future__ import annotations
@@ -24,6 +24,13 @@ def add_commands(command: AddCommand) -> None:
         "--no-demo", action="store_true", help="do not start the word-count demo with it"
     )
     command("sqs", _sqs, "run the local ElasticMQ (SQS) server with the demo queues until Ctrl-C")
+    s3 = command(
+        "s3",
+        _s3,
+        "run the local S3 API (moto, atomic conditional writes) with a bucket until Ctrl-C",
+    )
+    s3.add_argument("--port", default="9020", help="its port on 127.0.0.1 (default 9020)")
+    s3.add_argument("--bucket", default="ackfold", help="the bucket to create (default ackfold)")
     command("kafka", _kafka, "run the local Kafka broker (KRaft) with the demo topics until Ctrl-C")
     cluster = command(
         "cluster",
@@ -68,6 +75,21 @@ def _sqs(settings: Settings, args: argparse.Namespace) -> int:
     try:
         return ElasticMQ(settings).serve_forever()
     except ElasticMQError as exc:
+        print(f"ackfold: {exc}", file=sys.stderr)
+        return 1
+
+
+def _s3(settings: Settings, args: argparse.Namespace) -> int:
+    from ackfold.local.s3 import LocalS3, LocalS3Error
+
+    port = _whole(args.port, "--port")
+    if port > 65535:
+        raise UsageError(f"--port must be a port number, 1 to 65535, got {port}")
+    # Its journal keeps the buckets across restarts, under var/s3.
+    server = LocalS3(settings.var_dir / "s3", port=port, bucket=args.bucket.strip() or None)
+    try:
+        return server.serve_forever()
+    except LocalS3Error as exc:
         print(f"ackfold: {exc}", file=sys.stderr)
         return 1
 

@@ -5,7 +5,7 @@ that does not answer) ends in one clear message on stderr and a non-zero exit, w
 traceback; Spark logs its errors only. `--verbose` (`-v`), before or after the command,
 brings back Spark's warnings, ackfold's log lines and the tracebacks. An unexpected
 exception is a bug: its traceback is always shown. Each command group is a module of this
-package (`local`, `replay`, `demo`, `ledger`, `jobs`, `read`).
+package (`local`, `replay`, `demo`, `ledger`, `doctor`, `jobs`, `read`).
 """
 
 from __future__ import annotations
@@ -19,11 +19,13 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
 from ackfold import __version__
-from ackfold.cli import demo, jobs, ledger, local, read, replay
+from ackfold.cli import demo, doctor, jobs, ledger, local, read, replay
 from ackfold.cli.common import EXIT_USAGE, Handler, UsageError, error_line, verbosity
 from ackfold.config import ConfigError, Settings, load_settings
 from ackfold.ledger.conflicts import LedgerConflict
 from ackfold.ledger.lock import LedgerBusy
+from ackfold.ledger.protocol import SparkCommitRefused, UnsafeStore
+from ackfold.ledger.writer import MissingDeltaRs
 from ackfold.local.jvm import JarsError
 from ackfold.sources.base import SourceError
 from ackfold.spark import SparkConnectError, SparkMasterUnreachable
@@ -51,6 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_commands(command)
     command("config", _config, "print the effective configuration as JSON")
     ledger.add_commands(command)
+    doctor.add_commands(command)
     jobs.add_commands(command)
     read.add_commands(command)
     return parser
@@ -90,6 +93,9 @@ def run(argv: Sequence[str] | None = None) -> int:
             SourceError,
             LedgerBusy,
             LedgerConflict,
+            UnsafeStore,
+            SparkCommitRefused,
+            MissingDeltaRs,
         ) as exc:
             # A source queue or a Spark endpoint that cannot be reached or refuses, a
             # ledger another run kept or kept changing: say which, no traceback.

@@ -17,9 +17,9 @@ other fails, re-reads, and finds it held.
   at once for a run on the holder's own host, which sees that its process is gone.
   Expiry compares the holders' clocks: hosts must keep them in sync (NTP), far inside `TTL`.
 
-It needs no JVM, so the CLI takes it before it starts Spark. On S3, commits are atomic
-only with a locking provider or conditional writes, as for every delta-rs writer
-(`docs/decisions/many-hosts.md`).
+It needs no JVM, so the CLI takes it before it starts Spark. On S3 the compare-and-swap
+is delta-rs's conditional create of the next log file (`If-None-Match: *`), as for every
+ledger commit there (`docs/decisions/object-stores.md`).
 
 Example:
     >>> import tempfile
@@ -113,9 +113,15 @@ class LedgerLease:
         clock: Callable[[], datetime] | None = None,
         host: str | None = None,
     ) -> None:
-        self.path = f"{warehouse.rstrip('/')}/{TABLE}"
+        from ackfold.ledger.store import delta_uri
+        from ackfold.ledger.store import storage_options as env_options
+
+        self.path = delta_uri(f"{warehouse.rstrip('/')}/{TABLE}")
         self.ttl = ttl
-        self.storage_options = storage_options
+        # The store's credentials from the environment unless given (as LedgerWriter's).
+        self.storage_options = (
+            storage_options if storage_options is not None else env_options(warehouse)
+        )
         self._clock = clock or (lambda: datetime.now(UTC))
         self.host = host or socket.gethostname()
 
@@ -261,6 +267,9 @@ class LedgerLease:
         from deltalake.exceptions import DeltaError, TableNotFoundError
         from deltalake.schema import PrimitiveType
 
+        from ackfold.ledger.protocol import require_conditional_writes
+
+        require_conditional_writes(self.path, self.storage_options)  # once per process
         for _ in range(3):
             try:
                 table = DeltaTable(self.path, storage_options=self.storage_options)

@@ -79,8 +79,18 @@ def maintain(
 
     It takes the ledger's turn (`ackfold.ledger.lease.ledger_turn`) for the whole run:
     reconciles, replays and maintenance take turns on every host. The apps go on
-    appending; a commit that meets one of theirs is retried (`ackfold.ledger.conflicts`)."""
+    appending; a commit that meets one of theirs is retried (`ackfold.ledger.conflicts`).
+
+    On an object store every step is delta-rs's (`ackfold.ledger.store_maintenance`),
+    never Spark's: the apps' appends there are delta-rs's conditional commits, which a
+    Spark commit (an unconditional PUT) could overwrite."""
+    from ackfold.ledger.store import is_object_store
+
     with ledger_turn(settings, "ackfold maintenance", say=log.info):
+        if is_object_store(settings.table_root):
+            from ackfold.ledger.store_maintenance import maintain_on_store
+
+            return maintain_on_store(settings, now=now)
         return _maintain(spark, settings, now)
 
 

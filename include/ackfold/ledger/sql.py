@@ -63,9 +63,11 @@ class SqlReader:
         from deltalake import DeltaTable, QueryBuilder
         from deltalake.exceptions import DeltaError, TableNotFoundError
 
+        from ackfold.ledger.store import delta_uri, storage_options
+
         path = self.ledger.path(name)
         try:
-            table: Any = DeltaTable(path)
+            table: Any = DeltaTable(delta_uri(path), storage_options=storage_options(path))
         except TableNotFoundError:
             if required:
                 raise NoLedger(

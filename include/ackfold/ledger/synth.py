@@ -149,6 +149,9 @@ class Synthetic:
         """Append the roots, then the on-time events, then the late ones, to `ledger`."""
         from pyspark.sql import functions as F
 
+        from ackfold.ledger.protocol import refuse_spark_commit
+
+        refuse_spark_commit(ledger.root, ROOTS)  # Spark appends: local warehouses only
         ledger.create(spark, (ACK_EVENTS, ROOTS))
         self.root_frame(spark).write.format("delta").mode("append").save(ledger.path(ROOTS))
         events = self.event_frame(spark)

@@ -254,9 +254,22 @@ class Ledger:
 
         Once per process and table: CREATE TABLE IF NOT EXISTS loads the table's snapshot
         every time, which a process that reconciles or tracks over and over would pay
-        on every run."""
-        from ackfold.ledger.conflicts import retry_conflicts
+        on every run.
 
+        On an object store delta-rs creates them (`LedgerWriter.create`): a Spark commit
+        there is an unconditional PUT, which could overwrite another writer's
+        (`docs/decisions/object-stores.md`)."""
+        from ackfold.ledger.conflicts import retry_conflicts
+        from ackfold.ledger.store import is_object_store
+
+        if is_object_store(self.root):
+            from ackfold.ledger.writer import object_store_writer
+
+            missing = [name for name in tables if self.path(name) not in _CREATED]
+            if missing:
+                object_store_writer(self.root).create(missing)
+                _CREATED.update(self.path(name) for name in missing)
+            return
         for name in tables:
             path = self.path(name)
             if path not in _CREATED:

@@ -37,6 +37,7 @@ Example:
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -47,12 +48,21 @@ from typing import TYPE_CHECKING, Any, Final
 from ackfold.ledger.conflicts import retry_conflicts
 from ackfold.ledger.contract import ContractError, check_rows, delta_schema
 from ackfold.ledger.sql import LedgerError, first_line
+from ackfold.ledger.store import delta_uri, is_object_store, storage_options
 from ackfold.ledger.tables import ACK_EVENTS, ROOTS, TABLE_PROPERTIES, TABLES, Ledger, local_dir
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["Appended", "ContractError", "LedgerWriter", "SchemaMismatch", "driver_writer"]
+__all__ = [
+    "Appended",
+    "ContractError",
+    "LedgerWriter",
+    "MissingDeltaRs",
+    "SchemaMismatch",
+    "driver_writer",
+    "object_store_writer",
+]
 
 # What `append` writes, in this order.
 _APPEND_ORDER: Final = (ROOTS, ACK_EVENTS)
@@ -74,14 +84,35 @@ class Appended:
 
 class LedgerWriter:
     """Creates and appends the ledger's tables under `warehouse` (`Settings.table_root`)
-    without a JVM. `storage_options` go to delta-rs (object store credentials)."""
+    without a JVM. `storage_options` go to delta-rs (object store credentials); by default
+    those of the environment (`ackfold.ledger.store.storage_options`). An `s3a://`
+    warehouse is written as `s3://`: the same objects, delta-rs's spelling."""
 
     def __init__(
         self, warehouse: str | Path, *, storage_options: Mapping[str, str] | None = None
     ) -> None:
         self.ledger = Ledger(str(warehouse))
+        if storage_options is None:
+            storage_options = _env_options(str(warehouse))
         self.storage_options = dict(storage_options) if storage_options else None
         self._checked: set[str] = set()
+        # The DeltaTable of each table appended to, per thread: the stages of one driver
+        # commit from their own threads, and a DeltaTable is not shared across them.
+        self._local = threading.local()
+
+    def uri(self, name: str) -> str:
+        """Where delta-rs finds ledger table `name`."""
+        return delta_uri(self.ledger.path(name))
+
+    def table(self, name: str) -> Any:
+        """The `deltalake.DeltaTable` of ledger table `name` (created if missing), with this
+        writer's storage options: for commits beyond appends (a MERGE into a derived table
+        by the run that holds the lease), through the same protocol and checks."""
+        from deltalake import DeltaTable
+
+        self.create([name] if name not in self._checked else [])
+        with _writing(self.uri(name)):
+            return DeltaTable(self.uri(name), storage_options=self.storage_options)
 
     def create(self, tables: Sequence[str] = tuple(TABLES)) -> dict[str, bool]:
         """Create the tables of `tables` that do not exist yet, and check that the others
@@ -98,11 +129,15 @@ class LedgerWriter:
         from deltalake import DeltaTable, Schema
         from deltalake.exceptions import DeltaError
 
+        from ackfold.ledger.protocol import require_conditional_writes
+
+        # Before the first commit: a store that ignores conditional writes is refused.
+        require_conditional_writes(self.ledger.root, self.storage_options)
         created = {}
         for name in tables:
             if name not in TABLES:
                 raise ValueError(f"unknown ledger table {name!r}; tables: {', '.join(TABLES)}")
-            path = self.ledger.path(name)
+            path = self.uri(name)
             made = False
             with _writing(path):
                 if not DeltaTable.is_deltatable(path, self.storage_options):
@@ -160,7 +195,7 @@ class LedgerWriter:
             if not rows[name]:
                 continue
             append = partial(self._append, name, rows[name], app_id, version)
-            if retry_conflicts(append, what=f"append to {self.ledger.path(name)}"):
+            if retry_conflicts(append, what=f"append to {self.uri(name)}"):
                 written[name] = len(rows[name])
             else:
                 skipped.append(name)
@@ -180,8 +215,33 @@ class LedgerWriter:
 
         retry_conflicts(
             partial(self._append, name, rows, None, None),
-            what=f"append to {self.ledger.path(name)}",
+            what=f"append to {self.uri(name)}",
         )
+
+    def replace_where(self, name: str, data: Any, predicate: str) -> None:
+        """Replace the rows of ledger table `name` that match `predicate` (SQL over the
+        table's columns, built from ackfold's own names and quoted values only) with the
+        Arrow table `data`, in one commit: Delta's `replaceWhere`, in delta-rs."""
+        import pyarrow as pa
+        from deltalake import DeltaTable, PostCommitHookProperties, write_deltalake
+
+        self.create([name] if name not in self._checked else [])
+        path = self.uri(name)
+
+        def replace() -> None:
+            with _writing(path):
+                table = DeltaTable(path, storage_options=self.storage_options)
+                schema = pa.schema(table.schema().to_arrow())
+                write_deltalake(
+                    table,
+                    data.select(schema.names).cast(schema),
+                    mode="overwrite",
+                    predicate=predicate,
+                    post_commithook_properties=PostCommitHookProperties(create_checkpoint=False),
+                )
+                _checkpoint_at_interval(table)
+
+        retry_conflicts(replace, what=f"replace where {predicate} in {path}")
 
     def _append(self, name: str, rows: Any, app_id: str | None, version: int | None) -> bool:
         """One commit to `name` of `rows` (row mappings, or a function of the table's
@@ -196,9 +256,16 @@ class LedgerWriter:
             write_deltalake,
         )
 
-        path = self.ledger.path(name)
+        path = self.uri(name)
         with _writing(path):
-            table = DeltaTable(path, storage_options=self.storage_options)
+            tables = self._local.__dict__.setdefault("tables", {})
+            table = tables.get(name)
+            if table is None:
+                table = tables[name] = DeltaTable(path, storage_options=self.storage_options)
+            else:
+                # Only the commits since the last append: on S3 a fresh load reads the
+                # checkpoint and up to 9 commits again (about 25 GETs an append).
+                table.update_incremental()
             properties = None
             if app_id is not None and version is not None:
                 done = table.transaction_version(app_id)
@@ -225,7 +292,7 @@ class LedgerWriter:
 
     def _check(self, name: str, table: Any) -> None:
         """Raise `SchemaMismatch` unless `table` takes the contract's rows of `name`."""
-        path = self.ledger.path(name)
+        path = self.uri(name)
         actual = {f["name"]: f for f in json.loads(table.schema().to_json())["fields"]}
         for want in delta_schema(name)["fields"]:
             have = actual.pop(want["name"], None)
@@ -250,21 +317,64 @@ class LedgerWriter:
 
 
 def driver_writer(spark: SparkSession, ledger: Ledger) -> LedgerWriter | None:
-    """The delta-rs writer of `ledger` where this process can commit to it directly: a
-    classic session (this is its driver) and a warehouse on this machine; else None."""
+    """The delta-rs writer of `ledger` where this process commits its rows: a classic
+    session (this is its driver) on a warehouse of this machine, and any process on an
+    object store (the only commit protocol there: `docs/decisions/object-stores.md`);
+    else None, and Spark appends (a local warehouse under Spark Connect, HDFS).
+
+    Under Spark Connect a stage's batch runs in a Python worker of the server: on an object
+    store that worker commits, with the server's environment, and must import deltalake."""
     from ackfold.spark import is_connect
 
     directory = local_dir(ledger.root)
-    if directory is None or is_connect(spark):
+    if directory is None:
+        if not is_object_store(ledger.root):
+            return None
+        _require_deltalake(ledger.root)
+        key = ledger.root
+    elif is_connect(spark):
         return None
-    found = _DRIVER_WRITERS.get(directory)
+    else:
+        key = str(directory)
+    found = _DRIVER_WRITERS.get(key)
     if found is None:
-        found = _DRIVER_WRITERS[directory] = LedgerWriter(directory)
+        found = _DRIVER_WRITERS[key] = LedgerWriter(directory or ledger.root)
     return found
 
 
+def object_store_writer(warehouse: str) -> LedgerWriter:
+    """The delta-rs writer of a ledger on an object store, with the environment's storage
+    options: what every commit there goes through (the embedded engine's too)."""
+    _require_deltalake(warehouse)
+    found = _DRIVER_WRITERS.get(warehouse)
+    if found is None:
+        found = _DRIVER_WRITERS[warehouse] = LedgerWriter(warehouse)
+    return found
+
+
+class MissingDeltaRs(LedgerError):
+    """This Python cannot import deltalake, which commits every ledger table on an object
+    store."""
+
+
+def _require_deltalake(warehouse: str) -> None:
+    try:
+        import deltalake  # noqa: F401
+    except ImportError:
+        raise MissingDeltaRs(
+            f"the warehouse {warehouse} is on an object store, where every ledger commit is "
+            "delta-rs's (conditional writes), and this Python cannot import deltalake: "
+            "install deltalake==1.6.6 here (on a Spark Connect server: in the Python its "
+            "workers run, PYSPARK_PYTHON), with the store's credentials in its environment"
+        ) from None
+
+
+def _env_options(warehouse: str) -> dict[str, str] | None:
+    return storage_options(warehouse)
+
+
 # One writer per warehouse: it checks each table's schema once.
-_DRIVER_WRITERS: dict[Path, LedgerWriter] = {}
+_DRIVER_WRITERS: dict[str, LedgerWriter] = {}
 
 
 def _checkpoint_at_interval(table: Any) -> None:

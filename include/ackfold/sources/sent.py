@@ -16,7 +16,9 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from ackfold.ledger.conflicts import retry_conflicts
+from ackfold.ledger.protocol import refuse_spark_commit
 from ackfold.ledger.tables import SENT_MESSAGES, Ledger, spark_schema
+from ackfold.ledger.writer import driver_writer
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -38,6 +40,17 @@ def record_sent(
     # Timezone-aware: Spark reads a naive datetime in the driver's local time zone.
     at = (sent_at or datetime.now(UTC)).astimezone(UTC)
     rows = [(app, source, source_queue, message_id, at) for message_id in message_ids]
+    direct = driver_writer(spark, ledger)
+    if direct is not None:  # delta-rs: the only protocol on an object store
+        import pyarrow as pa
+
+        from ackfold.ledger.contract import arrow_schema
+
+        schema = arrow_schema(SENT_MESSAGES)
+        named = [dict(zip(schema.names, row, strict=True)) for row in rows]
+        direct.append_arrow(SENT_MESSAGES, pa.Table.from_pylist(named, schema=schema))
+        return
+    refuse_spark_commit(ledger.root, SENT_MESSAGES)
     frame = spark.createDataFrame(rows, spark_schema(SENT_MESSAGES))
     ledger.create(spark, (SENT_MESSAGES,))
     path = ledger.path(SENT_MESSAGES)

@@ -14,7 +14,9 @@ In a classic session whose warehouse is a directory of this machine, the ledger'
 are collected to the driver (Arrow) and committed by delta-rs (``LedgerWriter``): a
 stage's compact events are about one row per root, and delta-rs commits them in
 milliseconds where a Spark append costs a job and, every tenth commit, a checkpoint.
-Elsewhere (Spark Connect, an object store, HDFS) Spark appends them.
+On an object store every process commits them so, a Spark Connect server's Python
+worker too (``docs/decisions/object-stores.md``). Elsewhere (Spark Connect on a local
+warehouse, HDFS) Spark appends them.
 (``docs/decisions/lean-commits.md``)
 """
 
@@ -26,6 +28,7 @@ from functools import reduce
 from pyspark.sql import DataFrame, SparkSession
 
 from ackfold.ledger.conflicts import retry_conflicts
+from ackfold.ledger.protocol import refuse_spark_commit
 from ackfold.ledger.tables import ACK_EVENTS, ROOTS, Ledger
 from ackfold.ledger.writer import driver_writer
 from ackfold.spark import is_connect
@@ -67,6 +70,7 @@ def append_batch(
         if direct is not None:
             direct.append_arrow(name, frame.toArrow())
         else:
+            refuse_spark_commit(ledger.root, name)  # never reached on an object store
             _append(frame, ledger.path(name), None, None)
 
 

@@ -1,0 +1,180 @@
+"""Ledger maintenance on an object store, all in delta-rs: the same three steps as
+`ackfold.ledger.maintenance` (retention, compaction, VACUUM), committed with the only
+protocol that is safe there while the apps go on appending.
+
+Spark's commits on `s3a://` are unconditional PUTs of the next log file: a retention
+MERGE, an OPTIMIZE or a property change by Spark could overwrite an app's append that
+delta-rs committed a moment before (`docs/decisions/object-stores.md`). So here:
+
+1. **Retention**: the settled roots are read from `root_state` (delta-rs, partitions
+   pruned by `first_event_date` and `status`), and their old events deleted from
+   `ack_events` by a delta-rs MERGE; `sent_messages` and `quality_results` older than
+   the cut-off by a delta-rs DELETE. delta-rs writes no deletion vectors: the tables stay
+   at reader version 1.
+2. **Compaction**: `ack_events` and `roots` Z-ordered by `root_id`
+   (`DeltaTable.optimize.z_order`), `replay_log` compacted (`optimize.compact`).
+3. **VACUUM**: `DeltaTable.vacuum`, keeping `maintenance.vacuum_retention`, set first as
+   the table property `delta.deletedFileRetentionDuration` where it differs.
+
+Each commit is retried on a conflict (`retry_conflicts`): an app's append that lands
+first makes the next try read the table again.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from datetime import UTC, datetime
+from functools import partial
+from typing import Any, Final
+
+from ackfold.config import Settings
+from ackfold.ledger import status
+from ackfold.ledger.conflicts import retry_conflicts
+from ackfold.ledger.tables import (
+    ACK_EVENTS,
+    QUALITY_RESULTS,
+    REPLAY_LOG,
+    ROOT_STATE,
+    ROOTS,
+    SENT_MESSAGES,
+    TABLES,
+)
+from ackfold.ledger.writer import object_store_writer
+
+log = logging.getLogger("ackfold.maintenance")
+RETENTION_PROPERTY: Final = "delta.deletedFileRetentionDuration"
+SETTLED: Final = (status.COMPLETED, status.COMPLETED_LATE)
+Z_ORDERED: Final = (ACK_EVENTS, ROOTS)
+COMPACTED: Final = (REPLAY_LOG,)
+
+
+class StoreMaintenanceError(RuntimeError):
+    """A table cannot be maintained safely as it is (reader version above 1)."""
+
+
+def maintain_on_store(settings: Settings, *, now: datetime | None = None) -> dict[str, Any]:
+    """Retention, compaction and VACUUM of the ledger under `settings.table_root` (an
+    object store), in delta-rs. The caller holds the ledger's turn."""
+    started = time.monotonic()
+    writer = object_store_writer(settings.table_root)
+    writer.create()
+    now = (now or datetime.now(UTC)).astimezone(UTC)
+    cutoff = now - settings.maintenance.retention
+    for name in TABLES:
+        _check_reader_version(_table(writer, name), writer.uri(name))
+    roots = _settled_roots(writer, cutoff)
+    deleted = _delete_events(writer, roots, cutoff) if roots.num_rows else 0
+    summary: dict[str, Any] = {
+        "retention_cutoff": cutoff.isoformat(),
+        "roots_expired": roots.num_rows,
+        "events_deleted": deleted,
+    }
+    summary["reports_deleted"] = {
+        name: _delete_older(writer, name, column, cutoff)
+        for name, column in ((SENT_MESSAGES, "sent_at"), (QUALITY_RESULTS, "run_at"))
+    }
+    for name in Z_ORDERED:
+        _commit(writer, name, lambda t: t.optimize.z_order(["root_id"]), "Z-order")
+    for name in COMPACTED:
+        _commit(writer, name, lambda t: t.optimize.compact(), "compaction")
+    hours = round(settings.maintenance.vacuum_retention.total_seconds() / 3600)
+    wanted = f"interval {hours} hours"
+    for name in TABLES:
+        table = _table(writer, name)
+        if table.metadata().configuration.get(RETENTION_PROPERTY) != wanted:
+            _commit(
+                writer, name,
+                lambda t: t.alter.set_table_properties({RETENTION_PROPERTY: wanted}),
+                "retention property",
+            )  # fmt: skip
+    for name in TABLES:
+        _commit(writer, name, partial(_vacuum, hours=hours), "VACUUM")
+    for name in TABLES:
+        _check_reader_version(_table(writer, name), writer.uri(name))
+    summary["optimized"] = [*Z_ORDERED, *COMPACTED]
+    summary["vacuumed"] = list(TABLES)
+    summary["protocol"] = "delta-rs"
+    summary["seconds"] = round(time.monotonic() - started, 1)
+    log.info("maintenance (delta-rs, object store): %s", summary)
+    return summary
+
+
+def _table(writer: Any, name: str) -> Any:
+    from deltalake import DeltaTable
+
+    return DeltaTable(writer.uri(name), storage_options=writer.storage_options)
+
+
+def _commit(writer: Any, name: str, action: Any, what: str) -> Any:
+    """`action(table)` on a fresh snapshot of `name`, retried on a conflict."""
+    return retry_conflicts(
+        lambda: action(_table(writer, name)), what=f"{what} of {writer.uri(name)}"
+    )
+
+
+def _vacuum(table: Any, *, hours: int) -> list[str]:
+    removed: list[str] = table.vacuum(retention_hours=hours, dry_run=False)
+    return removed
+
+
+def _settled_roots(writer: Any, cutoff: datetime) -> Any:
+    """The ids of the roots settled before `cutoff` (an Arrow table of `root_id`)."""
+    import pyarrow.compute as pc
+    import pyarrow.dataset as ds
+
+    table = _table(writer, ROOT_STATE)
+    found = (
+        table.to_pyarrow_dataset()
+        .to_table(
+            columns=["root_id"],
+            filter=(
+                (ds.field("first_event_date") < cutoff.date())  # prunes partitions
+                & ds.field("status").isin(list(SETTLED))
+                & (ds.field("status_changed_at") < cutoff)
+                & (ds.field("last_event_at") < cutoff)
+            ),
+        )
+        .group_by("root_id")
+        .aggregate([])
+    )
+    return found.filter(pc.is_valid(found["root_id"]))
+
+
+def _delete_events(writer: Any, roots: Any, cutoff: datetime) -> int:
+    """Delete the events of `roots` older than `cutoff` from `ack_events`: the count."""
+    moment = _timestamp(cutoff)
+
+    def merge(table: Any) -> Any:
+        return (
+            table.merge(
+                roots,
+                predicate=f"t.root_id = s.root_id AND t.event_time < {moment}",
+                source_alias="s",
+                target_alias="t",
+            )
+            .when_matched_delete()
+            .execute()
+        )
+
+    metrics = _commit(writer, ACK_EVENTS, merge, "retention MERGE")
+    return int(metrics.get("num_target_rows_deleted", 0))
+
+
+def _delete_older(writer: Any, name: str, column: str, cutoff: datetime) -> int:
+    predicate = f"{column} < {_timestamp(cutoff)}"
+    metrics = _commit(writer, name, lambda t: t.delete(predicate), "retention DELETE")
+    return int(metrics.get("num_deleted_rows", 0))
+
+
+def _timestamp(moment: datetime) -> str:
+    """A UTC timestamp literal for delta-rs's SQL (DataFusion), from a datetime."""
+    return f"'{moment.astimezone(UTC).strftime('%Y-%m-%dT%H:%M:%S.%fZ')}'::timestamp"
+
+
+def _check_reader_version(table: Any, path: str) -> None:
+    if table.protocol().min_reader_version != 1:
+        raise StoreMaintenanceError(
+            f"{path} has reader version {table.protocol().min_reader_version}: ackfold needs "
+            "reader version 1 for delta-rs (no deletion vectors, no column mapping)"
+        )

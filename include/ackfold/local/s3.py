@@ -1,0 +1,181 @@
+"""The local S3 API: moto's S3 server on loopback, with atomic conditional creates and a
+journal (`ackfold.local.s3_app`), for the tests and for trying the production layout on
+one machine (`ackfold s3`, `make s3`).
+
+It runs as its own Python process, in a process group of its own; stopping the server
+stops the group. With a journal (`var/s3/journal.jsonl` for `ackfold s3`) its buckets
+survive a restart. Clients find it through the standard AWS variables, which `env()`
+gives: `AWS_ENDPOINT`, keys, region, and `AWS_ALLOW_HTTP` for delta-rs over http.
+
+Example:
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> with LocalS3(Path(tempfile.mkdtemp()), bucket="ledger") as s3:
+    ...     s3.client().list_buckets()["Buckets"][0]["Name"]
+    'ledger'
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from pathlib import Path
+from typing import Any, Final
+
+from ackfold.local.ports import LOOPBACK, free_port, port_free
+from ackfold.local.server import JvmProcess, LocalServer
+
+DEFAULT_PORT: Final = 9020
+DEFAULT_BUCKET: Final = "ackfold"
+# moto accepts any keys; these say so.
+ACCESS_KEY: Final = "ackfold-local"
+SECRET_KEY: Final = "ackfold-local-secret"  # noqa: S105 - a loopback test server's, not a secret
+REGION: Final = "us-east-1"
+
+
+class LocalS3Error(RuntimeError):
+    """The local S3 server cannot start, or died."""
+
+
+class LocalS3(LocalServer):
+    """One local S3 server on 127.0.0.1 (`port`, else a free one), keeping its writes in
+    `directory`/journal.jsonl, with `bucket` created once it answers."""
+
+    def __init__(
+        self,
+        directory: Path,
+        *,
+        port: int | None = None,
+        bucket: str | None = DEFAULT_BUCKET,
+        journal: bool = True,
+    ) -> None:
+        self.directory = directory
+        self.port = port or free_port()
+        self.bucket = bucket
+        self.journal = directory / "journal.jsonl" if journal else None
+        self._process = JvmProcess("the local S3 server", directory / "s3.log")
+
+    @property
+    def endpoint_url(self) -> str:
+        return f"http://{LOOPBACK}:{self.port}"
+
+    def env(self) -> dict[str, str]:
+        """The environment that points delta-rs (and ackfold's checks) at this server.
+        `AWS_ENDPOINT`, not `AWS_ENDPOINT_URL`: boto3 ignores it, so an SQS client in the
+        same process keeps its own endpoint (the compose stack does the same)."""
+        return {
+            "AWS_ENDPOINT": self.endpoint_url,
+            "AWS_ACCESS_KEY_ID": ACCESS_KEY,
+            "AWS_SECRET_ACCESS_KEY": SECRET_KEY,
+            "AWS_REGION": REGION,
+            "AWS_DEFAULT_REGION": REGION,
+            "AWS_ALLOW_HTTP": "true",
+        }
+
+    def client(self) -> Any:
+        """A boto3 S3 client for this server."""
+        import boto3
+        from botocore.config import Config
+
+        return boto3.client(
+            "s3",
+            endpoint_url=self.endpoint_url,
+            aws_access_key_id=ACCESS_KEY,
+            aws_secret_access_key=SECRET_KEY,
+            region_name=REGION,
+            config=Config(retries={"max_attempts": 1}, s3={"addressing_style": "path"}),
+        )
+
+    @property
+    def log_file(self) -> Path:
+        """Where the server logs each request with its answer's status."""
+        return self._process.log_file
+
+    @property
+    def pid(self) -> int | None:
+        return self._process.pid
+
+    def start(self, timeout: float = 60) -> None:
+        """Start the server; return once it answers and the bucket exists."""
+        if self._process.running:
+            raise LocalS3Error(f"the local S3 server already runs on {self.endpoint_url}")
+        try:
+            import moto  # noqa: F401
+        except ImportError:
+            raise LocalS3Error(
+                "the local S3 server needs moto: pip install 'moto[s3]==5.2.5' flask-cors "
+                "(make setup installs it)"
+            ) from None
+        if not port_free(self.port):
+            raise LocalS3Error(
+                f"port {self.port} on 127.0.0.1 is already taken (another S3 server?): stop "
+                "that process, or choose another port (ackfold s3 --port)"
+            )
+        args = ["-m", "ackfold.local.s3_app", "--port", str(self.port)]
+        if self.journal is not None:
+            args += ["--journal", str(self.journal)]
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self._process.start(args, command=sys.executable)
+        try:
+            self._wait_ready(timeout)
+        except BaseException:
+            self.stop()
+            raise
+
+    def _wait_ready(self, timeout: float) -> None:
+        import time
+
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        from ackfold.local.s3_app import READY
+
+        client = self.client()
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            code = self._process.exit_code()
+            if code is not None:
+                raise LocalS3Error(self._process.failure(f"exited with {code}"))
+            if READY.encode() in self._process.logged():
+                with contextlib.suppress(BotoCoreError, ClientError):
+                    client.list_buckets()
+                    break
+            time.sleep(0.1)
+        else:
+            raise LocalS3Error(
+                self._process.failure(f"did not answer on {self.endpoint_url} within {timeout:g} s")
+            )
+        if self.bucket is not None:
+            try:
+                client.create_bucket(Bucket=self.bucket)
+            except client.exceptions.BucketAlreadyOwnedByYou:
+                pass
+            except ClientError as exc:
+                raise LocalS3Error(f"cannot create the bucket {self.bucket!r}: {exc}") from None
+
+    def stop(self, grace: float = 10) -> None:
+        """Stop the server's process group. Idempotent."""
+        self._process.stop(grace)
+
+    def kill(self) -> None:
+        """SIGKILL the server at once, as a crash would (the journal keeps what it answered)."""
+        import os
+        import signal
+
+        pid = self._process.pid
+        if pid is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(pid, signal.SIGKILL)
+        self._process.stop(grace=5)
+
+    def wait_for_exit(self) -> str:
+        code = self._process.wait()
+        return f"the local S3 server exited with {code}; see {self._process.log_file}"
+
+    def banner(self) -> str:
+        where = f"s3://{self.bucket}/" if self.bucket else "no bucket"
+        env = " ".join(f"{k}={v}" for k, v in self.env().items() if k != "AWS_DEFAULT_REGION")
+        return (
+            f"S3 (moto, atomic conditional writes) on {self.endpoint_url}, bucket {where} — "
+            f"point ackfold at it with:\n  {env} ACKFOLD_WAREHOUSE=s3://{self.bucket}/warehouse"
+            "\nCtrl-C stops it"
+        )
