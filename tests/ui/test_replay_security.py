@@ -13,6 +13,7 @@ from fastapi.routing import APIRoute
 from fastapi.testclient import TestClient
 
 from ackfold.ledger import status
+from ackfold.ledger.ids import parse_id
 from ackfold.replay.params import parse_replay_conf
 from ackfold.ui import replay_pages
 from ackfold.ui.redact import MASK, Redactor
@@ -141,8 +142,8 @@ def test_replay_of_the_current_filter(
         headers=SAME_ORIGIN,
     )
     assert confirm.status_code == 200
-    hidden = re.findall(r'name="root_id" value="(-?\d+)"', confirm.text)
-    assert sorted(int(i) for i in hidden) == sorted([sample.dead, sample.timed_out])
+    hidden = re.findall(r'name="root_id" value="(0x[0-9a-f]{16})"', confirm.text)
+    assert sorted(parse_id(i) for i in hidden) == sorted([sample.dead, sample.timed_out])
 
 
 @pytest.mark.parametrize(
@@ -356,8 +357,8 @@ def test_replay_of_the_filter_skips_what_cannot_be_replayed_before_the_cap(
             headers={**SAME_ORIGIN, "X-CSRF-Token": token},
         )
     assert confirm.status_code == 200, confirm.text
-    hidden = re.findall(r'name="root_id" value="(-?\d+)"', confirm.text)
-    assert sorted(int(i) for i in hidden) == sorted(day[:3])
+    hidden = re.findall(r'name="root_id" value="(0x[0-9a-f]{16})"', confirm.text)
+    assert sorted(parse_id(i) for i in hidden) == sorted(day[:3])
     assert 'id="confirm-count" data-count="3"' in confirm.text
     assert "27 replayed" in confirm.text
     assert only_replayed.status_code == 200
@@ -365,7 +366,7 @@ def test_replay_of_the_filter_skips_what_cannot_be_replayed_before_the_cap(
     assert 'id="nothing-replayable"' in only_replayed.text
     assert api.status_code == 200, api.text
     selection = api.json()["selection"]
-    assert sorted(int(i) for i in selection["root_ids"]) == sorted(day[:3])
+    assert sorted(parse_id(i) for i in selection["root_ids"]) == sorted(day[:3])
     assert (selection["matched"], selection["replayable"]) == (30, 3)
     assert selection["skipped"] == {"replayed": 27}
 

@@ -23,6 +23,7 @@ from urllib.parse import urlencode
 from ackfold.config import Settings
 from ackfold.config.policy import AppPolicy
 from ackfold.ledger import status
+from ackfold.ledger.ids import format_id
 from ackfold.ledger.sql import NoLedger, SqlReader, sql_str, sql_ts
 from ackfold.ledger.tables import ROOT_STATE
 from ackfold.ledger.values import utc
@@ -87,7 +88,7 @@ def span(seconds: float) -> str:
 
 def roots_link(app: str, root_ids: Sequence[int]) -> str:
     """The Reliability UI's roots table narrowed to `root_ids` of `app`, any status."""
-    pairs = [("app", app), *(("root_id", str(root_id)) for root_id in root_ids)]
+    pairs = [("app", app), *(("root_id", format_id(root_id)) for root_id in root_ids)]
     return "/roots?" + urlencode(pairs)
 
 

@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from datetime import date, datetime, timedelta
 from typing import Any, Final
 
+from ackfold.ledger.ids import format_id
 from ackfold.ledger.parse import RootQuery
 from ackfold.ledger.rows import (
     STATE_COLUMNS,
@@ -307,7 +308,7 @@ class LedgerReader(SqlReader):
         return attempts
 
     def _not_found(self, root_id: int, registered: bool, events: int) -> str:
-        message = f"no root {root_id} in {self.ledger.path(ROOT_STATE)}"
+        message = f"no root {format_id(root_id)} in {self.ledger.path(ROOT_STATE)}"
         if registered or events:
             seen = "it is registered in roots" if registered else f"{events} events in ack_events"
             message += f" ({seen} but not reconciled yet: run `ackfold reconcile`)"
