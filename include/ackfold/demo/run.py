@@ -68,7 +68,7 @@ def demo_lock(settings: Settings, holder: str, say: Say = print) -> AbstractCont
     """The word count's lock (`ackfold.ledger.lock.app_lock`): a demo holds it from before
     it makes its tables until it hands the app over, and each run of the app's DAG
     (`run_available_now`) for the run, so the app's checkpoints have one driver."""
-    return app_lock(settings.var_dir, APP, holder, say=say)
+    return app_lock(settings.var_dir, settings.table_root, APP, holder, say=say)
 
 
 def run_available_now(
