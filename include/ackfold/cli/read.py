@@ -200,6 +200,11 @@ def format_journey(journey: Journey) -> str:
         else:
             put("payload", one_line(src.payload_preview))
 
+    if journey.pending is not None:
+        lines.append("")
+        lines.append("why pending")
+        lines.extend(f"  {one_line(line)}" for line in journey.pending.lines())
+
     lines.append("")
     lines.append(f"events by stage ({len(journey.events)} in ack_events)")
     if not journey.events:

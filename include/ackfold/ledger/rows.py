@@ -9,11 +9,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 from datetime import date, datetime
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from ackfold.ledger.ids import format_id, shown_ids
 from ackfold.ledger.parse import RootQuery
 from ackfold.ledger.values import hex64, jsonable, utc
+
+if TYPE_CHECKING:
+    from ackfold.ledger.pending import PendingExplanation
 
 
 @dataclass(frozen=True)
@@ -107,13 +110,15 @@ class Attempt:
 
 @dataclass(frozen=True)
 class Journey:
-    """Everything `ackfold show` prints about one root."""
+    """Everything `ackfold show` prints about one root. `pending` says what a root that
+    has not completed waits for (`ackfold.ledger.pending`); None for a settled root."""
 
     state: RootState
     source: Source | None
     events: list[Event]
     origin_root_id: int
     attempts: list[Attempt]
+    pending: PendingExplanation | None = None
 
     @property
     def stages(self) -> list[tuple[str, list[Event]]]:
@@ -142,6 +147,7 @@ class Journey:
             "unreconciled_events": self.unreconciled,
             "origin_root_id": format_id(self.origin_root_id),
             "attempts": [attempt.to_json() for attempt in self.attempts],
+            "pending": self.pending.to_json() if self.pending else None,
         }
 
 
