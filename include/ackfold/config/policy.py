@@ -79,6 +79,9 @@ class AlertThresholds(Section):
     - `max_latency_p99`: the complete latency p99 of the roots completed within the
       window; unset, the app's `quality.latency_p99`, else its `timeout`.
     - `quality`: alert when the app's quality checks fail.
+    - `max_heartbeat_age`: the app is stalled when a query of it has not beaten for this
+      long, has stopped, or its source lag keeps growing (`ackfold.ledger.progress`);
+      unset, 5 minutes. Apps without a heartbeat are not judged.
     """
 
     max_failed: CountLimit = 10
@@ -87,6 +90,7 @@ class AlertThresholds(Section):
     max_unsettled_age: DurationLimit | None = None
     max_latency_p99: DurationLimit | None = None
     quality: bool = True
+    max_heartbeat_age: DurationLimit | None = None
 
 
 class AlertOverrides(Section):
@@ -98,6 +102,7 @@ class AlertOverrides(Section):
     max_unsettled_age: DurationLimit | None = None
     max_latency_p99: DurationLimit | None = None
     quality: bool | None = None
+    max_heartbeat_age: DurationLimit | None = None
 
 
 class AppPolicy(Section):
