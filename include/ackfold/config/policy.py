@@ -136,6 +136,11 @@ class AppDag(Section):
     - `execution_timeout`: the longest one try may run before Airflow stops it (Airflow's
       own setting; default: no limit): an app that never stops would otherwise hold back
       every later run.
+    - `mode`: `available_now` (the above), or `continuous`: one long task that runs the
+      app until it fails (`--continuous` is added to its `args`; `schedule` is
+      `@continuous`, one active run); a failed try is retried after `restart_backoff`,
+      doubling up to `max_restart_delay`, without end, so the app stays supervised. Its
+      runs update no asset: `ackfold_reconcile` keeps its own schedule for it.
     """
 
     application: str = Field(min_length=1)
@@ -144,6 +149,9 @@ class AppDag(Section):
     owner: str = Field("ackfold", min_length=1)
     tags: tuple[str, ...] = ()
     execution_timeout: Duration | None = None
+    mode: Literal["available_now", "continuous"] = "available_now"
+    restart_backoff: Duration = timedelta(seconds=30)
+    max_restart_delay: Duration = timedelta(minutes=10)
 
 
 class AppOverrides(Section):
