@@ -116,11 +116,11 @@ def manual_replay_params(settings: Settings | None = None) -> dict[str, Param]:
         "root_ids": Param(
             [],
             type="array",
-            items={"type": "string", "pattern": r"^\s*([+-]?\d+|0[xX][0-9a-fA-F]{1,16})\s*$"},
+            items={"type": "string", "pattern": r"^\s*([+-]?[0-9]+|(0[xX])?[0-9a-fA-F]{1,16})\s*$"},
             maxItems=MAX_ROOT_IDS,
             title="Root ids",
-            description="One per line: the decimal id `ackfold roots` lists, or its 0x hex "
-            "form. Empty: every root the filters below select.",
+            description="One per line, as `ackfold roots` lists it (0x and 16 hex digits), "
+            "or in decimal. Empty: every root the filters below select.",
             section=which,
         ),
         "app": Param(
@@ -218,8 +218,8 @@ def run_manual_replay(
     execute, and return the summary (with the first `SHOWN_SENDS` sends listed)."""
     from airflow.sdk.exceptions import AirflowFailException
 
+    from ackfold.ledger.ids import format_id
     from ackfold.ledger.lease import ledger_turn
-    from ackfold.ledger.values import hex64
     from ackfold.replay.params import parse_replay_conf
     from ackfold.replay.planner import UnknownRoots
     from ackfold.replay.replayer import Replayer, unsent_error
@@ -238,7 +238,7 @@ def run_manual_replay(
         verb = "would send" if request.dry_run else "sending"
         sends = [
             {
-                "root_id": hex64(p.root_id),
+                "root_id": format_id(p.root_id),
                 "app": p.app,
                 "status": p.prior_status,
                 "action": p.action,

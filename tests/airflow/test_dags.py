@@ -175,7 +175,7 @@ def test_manual_replay_form_defaults_to_a_dry_run_and_matches_the_library(
         assert param.schema.get("title"), key
         assert param.description, key
     # The form's JSON schema refuses what it can see is wrong.
-    for key, bad in (("root_ids", ["12abc"]), ("root_ids", [42]), ("limit", 0),
+    for key, bad in (("root_ids", ["12xyz"]), ("root_ids", [42]), ("limit", 0),
                      ("rate", 0), ("statuses", ["completed"]), ("app", "nope")):  # fmt: skip
         with pytest.raises(ParamValidationError):
             params.get_param(key).resolve(bad)

@@ -194,6 +194,7 @@ def test_an_alerts_link_opens_the_roots_it_names(stack: Stack, page: Any, shoot:
     from ackfold.alerts.message import compose
     from ackfold.alerts.rules import DEAD_LETTERED, evaluate_state
     from ackfold.config import load_settings
+    from ackfold.ledger.ids import parse_id
     from ackfold.ledger.sql import SqlReader
     from ackfold.ledger.tables import ROOT_STATE
 
@@ -210,9 +211,9 @@ def test_an_alerts_link_opens_the_roots_it_names(stack: Stack, page: Any, shoot:
     ]
     message = compose(finding.app, [Transition(finding, OPENED, at)], f"{stack.url}/ackfold", at)
     (link,) = re.findall(re.escape(stack.url) + r"(/ackfold/roots\?\S+)", message.text)
-    named = re.search(r"worst roots: ([-\d, ]+)", message.text)
+    named = re.search(r"worst roots: ([0-9a-fx, ]+)", message.text)
     assert named is not None, message.text
-    assert {int(i) for i in named.group(1).split(",")} == set(finding.root_ids)
+    assert {parse_id(i) for i in named.group(1).split(",")} == set(finding.root_ids)
 
     _log_in(page, stack, "/ackfold/roots")
     statuses = page.locator("input[id^=filter-status-]")
@@ -223,6 +224,6 @@ def test_an_alerts_link_opens_the_roots_it_names(stack: Stack, page: Any, shoot:
     assert all(box.is_checked() for box in statuses.all())
     assert page.locator("#filter-root-ids").count() == 1
     rows = page.locator("tr[data-testid=root-row]")
-    shown = {int(str(row.get_attribute("data-root-id"))) for row in rows.all()}
+    shown = {parse_id(str(row.get_attribute("data-root-id"))) for row in rows.all()}
     assert shown == set(finding.root_ids)
     shoot(page, "8-alert-link")

@@ -9,6 +9,7 @@ from pathlib import Path
 from fastapi.testclient import TestClient
 
 from ackfold.ledger import status
+from ackfold.ledger.ids import format_id, parse_id
 from ackfold.ledger.values import iso
 from ackfold.ui.filters import UNHEALTHY
 from tests.ledger_fixtures import DAY2, DAY3, Sample, bulk_ledger
@@ -17,7 +18,7 @@ from tests.ui.odd_ledger import odd_ledger
 
 
 def ids(body: dict) -> list[int]:
-    return [root["root_id"] for root in body["roots"]]
+    return [parse_id(root["root_id"]) for root in body["roots"]]
 
 
 def test_roots_default_to_the_unhealthy_statuses_newest_first(
@@ -73,10 +74,11 @@ def test_roots_sort_and_pages(client: TestClient, sample: Sample) -> None:
 
 def test_roots_page_links_rows_to_their_root_page(client: TestClient, sample: Sample) -> None:
     html = client.get("/roots").text
-    rows = re.findall(r'data-testid="root-row" data-root-id="(-?\d+)"', html)
-    assert [int(r) for r in rows] == [sample.dead, sample.timed_out, sample.replayed]
-    assert f'href="/roots/{sample.dead}"' in html
-    assert f'id="select-{sample.dead}" name="root_id" value="{sample.dead}"' in html
+    rows = re.findall(r'data-testid="root-row" data-root-id="(0x[0-9a-f]{16})"', html)
+    assert [parse_id(r) for r in rows] == [sample.dead, sample.timed_out, sample.replayed]
+    dead = format_id(sample.dead)
+    assert f'href="/roots/{dead}">{dead}</a>' in html
+    assert f'id="select-{dead}" name="root_id" value="{dead}"' in html
 
 
 SCRIPT = "<script>alert(1)</script>"
@@ -119,7 +121,7 @@ def test_markup_in_the_ledger_is_escaped_on_every_page(
     assert '<text class="stage"' in timeline
     assert "&#34;&gt;&lt;svg onload=alert(" in timeline  # the stage, cut and escaped
     assert f"{escaped['script']} {escaped['onload']}" in timeline  # the fail's tooltip
-    assert f'id="select-{odd.root_id}"' in pages["/dead-letters"].text
+    assert f'id="select-{format_id(odd.root_id)}"' in pages["/dead-letters"].text
 
 
 def test_bad_filters_are_400_naming_the_field(client: TestClient) -> None:
@@ -144,21 +146,27 @@ def test_bad_filters_are_400_naming_the_field(client: TestClient) -> None:
 def test_unknown_root_is_404_and_a_malformed_one_400(client: TestClient) -> None:
     response = client.get("/api/roots/123")
     assert response.status_code == 404
-    assert "no root 123" in response.json()["detail"]
+    assert "no root 0x000000000000007b" in response.json()["detail"]
     page = client.get("/roots/123")
     assert page.status_code == 404
-    assert "no root 123" in page.text
-    assert client.get("/api/roots/abc").status_code == 400
+    assert "no root 0x000000000000007b" in page.text
+    assert client.get("/api/roots/xyz").status_code == 400
+    assert client.get("/api/roots/18446744073709551616").status_code == 400, "not a 500"
 
 
 def test_root_page_shows_the_journey(client: TestClient, sample: Sample) -> None:
     body = client.get(f"/api/roots/{sample.retry}").json()
     assert body["state"]["status"] == status.COMPLETED
-    assert [a["root_id"] for a in body["attempts"]] == [sample.replayed, sample.retry]
+    assert [parse_id(a["root_id"]) for a in body["attempts"]] == [sample.replayed, sample.retry]
     assert [stage["stage"] for stage in body["stages"]] == ["spout", "parse", "sink"]
     html = client.get(f"/roots/{sample.retry}").text
     assert html.count('data-testid="attempt-link"') == 2
-    assert f'href="/roots/{sample.replayed}"' in html
+    assert f'href="/roots/{format_id(sample.replayed)}"' in html
+    assert f'<h1 class="mono">Root {format_id(sample.retry)} ' in html
+    # Every form a person may paste finds the same root.
+    unsigned = sample.retry & ((1 << 64) - 1)
+    for form in (str(sample.retry), str(unsigned), format_id(sample.retry)[2:]):
+        assert client.get(f"/api/roots/{form}").json()["root_id"] == format_id(sample.retry)
     assert '<svg class="chart"' in html
     assert 'id="root-timeline"' in html
 

@@ -65,9 +65,9 @@ def add_commands(command: AddCommand) -> None:
 
 
 def _replay(settings: Settings, args: argparse.Namespace) -> int:
+    from ackfold.ledger.ids import format_id
     from ackfold.ledger.reader import LedgerReader
     from ackfold.ledger.sql import LedgerError
-    from ackfold.ledger.values import hex64
 
     request = _replay_request(args)
     if args.auto and (args.root or args.status or args.since or args.until):
@@ -79,7 +79,7 @@ def _replay(settings: Settings, args: argparse.Namespace) -> int:
     except LedgerError as exc:
         return ledger_error(exc)
     if missing:
-        listed = ", ".join(hex64(r) for r in missing)
+        listed = ", ".join(format_id(r) for r in missing)
         return ledger_error(Exception(f"unknown root id(s), not in root_state: {listed}"))
 
     from ackfold.cli.progress import Progress
@@ -160,7 +160,8 @@ def _replay_request(args: argparse.Namespace) -> Any:
 def format_plan(plan: Any, redactor: Any) -> list[str]:
     """One line per planned send, its fail reason masked by `redactor` (an
     `ackfold.ui.redact.Redactor`), then the skipped roots by reason."""
-    from ackfold.ledger.values import hex64, one_line
+    from ackfold.ledger.ids import format_id
+    from ackfold.ledger.values import one_line
     from ackfold.ui.redact import masked_text
 
     verb = "would send" if plan.request.dry_run else "sending"
@@ -169,7 +170,7 @@ def format_plan(plan: Any, redactor: Any) -> list[str]:
         what = "dead letter" if p.action == "dead_letter" else f"attempt {p.attempt}"
         note = {"unsent": " (planned before, never marked sent)", "sent": " (already sent)"}
         lines.append(
-            f"{verb} {hex64(p.root_id)} {p.app} {p.prior_status} -> {what} to {p.target}"
+            f"{verb} {format_id(p.root_id)} {p.app} {p.prior_status} -> {what} to {p.target}"
             f"{note.get(p.state, '')}: {one_line(masked_text(redactor, p.reason), 80)}"
         )
     for reason, n in sorted(plan.skipped.items()):

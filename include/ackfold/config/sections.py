@@ -334,10 +334,13 @@ class MaintenanceSettings(Section):
       so that no event a reconcile may still read is deleted.
     - `vacuum_retention`: VACUUM removes files unreferenced for this long. Delta refuses
       less than its 7-day default (a running stream or a reader may still need them).
+    - `progress_retention`: the apps' heartbeat rows (`app_progress`) older than this are
+      deleted.
     """
 
     retention: Duration = timedelta(days=30)
     vacuum_retention: Duration = timedelta(days=7)
+    progress_retention: Duration = timedelta(days=7)
 
     @field_validator("vacuum_retention")
     @classmethod

@@ -45,6 +45,7 @@ from ackfold.ledger.tables import (
 from ackfold.reconcile import quiet
 from ackfold.reconcile.spark_fold import INSERT, PARK, UPDATE, combine, fold_events
 from ackfold.reconcile.state import append_new, known_roots, merge_updates, open_state
+from ackfold.reconcile.timeouts import explain_timeouts
 from ackfold.spark import is_connect, start_query
 
 if TYPE_CHECKING:
@@ -129,6 +130,8 @@ class Reconciler:
             self._take_back()
         if not self.batches:
             self.step(None)  # nothing new: the open roots are classified all the same
+        # Roots that timed out at a stage whose outputs no stage acks say so (issue 42).
+        explain_timeouts(self.spark, self.ledger, now=self.now, app=self.app)
         if read is not None:
             quiet.save_mark(self.checkpoint, read)
         return self.summary()

@@ -19,7 +19,6 @@ from ackfold.config import Settings
 from ackfold.config.policy import AppPolicy
 from ackfold.ledger import ids, status
 from ackfold.ledger.tables import REPLAY_LOG, ROOT_STATE, ROOTS, Ledger
-from ackfold.ledger.values import hex64
 from ackfold.replay.queues import SENDERS, SourceQueues
 from ackfold.replay.request import DEFAULT_STATUSES, REPLAYABLE, ReplayRequest
 from ackfold.sources.base import (
@@ -144,7 +143,7 @@ class Planner:
         if missing:
             raise UnknownRoots(
                 "unknown root id(s), not in root_state: "
-                + ", ".join(hex64(r) for r in sorted(missing))
+                + ", ".join(ids.format_id(r) for r in sorted(missing))
             )
         # A broadcast join, not isin(): thousands of literals cost seconds to plan.
         chosen = F.broadcast(

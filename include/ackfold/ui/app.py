@@ -22,6 +22,7 @@ Routes (under the mount prefix):
     GET  /quality               GET /api/quality           the latest quality run; the runs before
     GET  /quality/docs/{path}   Data Docs of the latest quality run (`quality.docs_dir`)
     GET  /api/apps              GET /api/csrf              app names; a CSRF token for scripts
+    GET  /apps/{app}            GET /api/apps/{app}        alive or stalled, rates, lag, roots
     POST /replay                the confirmation page for a selection or the current filter
     POST /replay/confirm        triggers `ackfold_manual_replay`, links to the run
     POST /api/replay            the same, in JSON
@@ -43,7 +44,7 @@ from ackfold.ledger.parse import QueryError
 from ackfold.ledger.reader import RootNotFound
 from ackfold.ledger.sql import LedgerError, NoLedger
 from ackfold.replay.params import ReplayParamsError
-from ackfold.ui import ledger_pages, quality_pages, replay_pages
+from ackfold.ui import app_pages, ledger_pages, quality_pages, replay_pages
 from ackfold.ui.context import UiContext, ViewerDependency
 from ackfold.ui.filters import FieldError
 from ackfold.ui.redact import redactor_for
@@ -140,4 +141,5 @@ def create_app(
     app.include_router(ledger_pages.router(ctx))
     app.include_router(quality_pages.router(ctx))
     app.include_router(replay_pages.router(ctx))
+    app.include_router(app_pages.router(ctx))
     return app

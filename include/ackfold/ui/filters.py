@@ -15,6 +15,7 @@ from datetime import datetime
 from typing import Any, Final
 
 from ackfold.ledger import status
+from ackfold.ledger.ids import format_id
 from ackfold.ledger.parse import QueryError, parse_root_id, parse_statuses, parse_time
 from ackfold.ledger.sql import sql_date, sql_str, sql_ts
 from ackfold.ledger.values import jsonable
@@ -162,7 +163,7 @@ class RootFilter:
         """This filter as query-string pairs (for links: pages, sort headers)."""
         f = replace(self, **changes)
         pairs = [("status", s) for s in f.statuses]
-        pairs += [("root_id", str(root_id)) for root_id in f.root_ids]
+        pairs += [("root_id", format_id(root_id)) for root_id in f.root_ids]
         for name, value in (
             ("app", f.app),
             ("since", f.since),
@@ -194,7 +195,7 @@ class RootFilter:
 
     def to_json(self) -> dict[str, Any]:
         out = {f.name: jsonable(getattr(self, f.name)) for f in fields(self)}
-        out["root_ids"] = list(self.root_ids)
+        out["root_ids"] = [format_id(r) for r in self.root_ids]
         return out
 
 

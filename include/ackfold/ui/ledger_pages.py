@@ -18,6 +18,7 @@ from ackfold.ledger.recovery import read_recovery
 from ackfold.ledger.rows import Journey
 from ackfold.replay.request import REPLAYABLE
 from ackfold.ui import charts
+from ackfold.ui.app_pages import app_states
 from ackfold.ui.context import UiContext, query
 from ackfold.ui.filters import DeadLetterFilter, FieldError, Params, RootFilter
 from ackfold.ui.queries import DeadLetter
@@ -68,13 +69,20 @@ def router(ctx: UiContext) -> APIRouter:
             latency_chart=charts.latency_lines(view.buckets, view.bucket_seconds),
             duration=charts.duration,
             recovery=data["recovery"],
+            app_states=app_states(ctx, data["apps"]),
         )
 
     @routes.get("/api/overview")
     def overview_json(request: Request, who: ViewerDep) -> dict[str, Any]:
         data = overview_data(query(request))
         recovery = data["recovery"].to_json() if data["recovery"] else None
-        return {"apps": data["apps"], **data["overview"].to_json(), "recovery": recovery}
+        states = app_states(ctx, data["apps"])
+        return {
+            "apps": data["apps"],
+            **data["overview"].to_json(),
+            "recovery": recovery,
+            "app_states": states,
+        }
 
     @routes.get("/roots", response_class=HTMLResponse)
     def roots_page(request: Request, who: ViewerDep) -> HTMLResponse:

@@ -18,6 +18,7 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse
 from starlette.datastructures import FormData
 
+from ackfold.ledger.ids import format_id
 from ackfold.replay.params import MANUAL_REPLAY_DAG_ID, conf_from_request, parse_replay_conf
 from ackfold.replay.request import REPLAYABLE
 from ackfold.ui.context import UiContext
@@ -57,7 +58,7 @@ def router(ctx: UiContext) -> APIRouter:
 
     async def trigger(who: Viewer, root_ids: list[int], dry_run: bool) -> Any:
         conf = {
-            "root_ids": [str(r) for r in root_ids],
+            "root_ids": [format_id(r) for r in root_ids],
             "statuses": list(REPLAYABLE),
             "dry_run": dry_run,
         }
