@@ -13,13 +13,12 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
 
-from ackfold.ledger.parse import parse_root_id
 from ackfold.ledger.recovery import read_recovery
 from ackfold.ledger.rows import Journey
 from ackfold.replay.request import REPLAYABLE
 from ackfold.ui import charts
 from ackfold.ui.context import UiContext, query
-from ackfold.ui.filters import DeadLetterFilter, FieldError, Params, RootFilter
+from ackfold.ui.filters import DeadLetterFilter, FieldError, Params, RootFilter, root_id_param
 from ackfold.ui.queries import DeadLetter
 from ackfold.ui.redact import Preview, masked_journey, masked_state, masked_text
 from ackfold.ui.security import Viewer
@@ -99,7 +98,7 @@ def router(ctx: UiContext) -> APIRouter:
     def journey(root_id: str) -> tuple[Journey, Preview | None]:
         # Read past the cut, so that masking sees a secret the cut would split.
         r = reader()
-        found = r.show_root(parse_root_id(root_id), preview_chars=ui.payload_preview_chars + 1024)
+        found = r.show_root(root_id_param(root_id), preview_chars=ui.payload_preview_chars + 1024)
         found = masked_journey(redactor, found)
         source = found.source
         preview = None

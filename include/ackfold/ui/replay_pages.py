@@ -11,7 +11,7 @@ selection runs in FastAPI's thread pool.
 # `ViewerDep` is local to `router`.
 import json
 import logging
-from typing import Annotated, Any
+from typing import Annotated, Any, Final
 
 from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.concurrency import run_in_threadpool
@@ -27,6 +27,10 @@ from ackfold.ui.selection import Selection, json_params, select_roots
 from ackfold.ui.trigger import trigger_manual_replay
 
 log = logging.getLogger(__name__)
+
+# A replay body names at most `ui.replay_max_roots` ids or one filter: far below these.
+MAX_BODY_BYTES: Final = 1 << 20
+MAX_BODY_DEPTH: Final = 8
 
 
 def router(ctx: UiContext) -> APIRouter:
@@ -108,12 +112,7 @@ def router(ctx: UiContext) -> APIRouter:
         (default true); header X-CSRF-Token (GET /api/csrf)."""
         may_replay(who)
         guard.check(request, who, request.headers.get(CSRF_HEADER))
-        try:
-            body = await request.json()
-        except json.JSONDecodeError:
-            raise FieldError("body", "not JSON") from None
-        if not isinstance(body, dict):
-            raise FieldError("body", "must be a JSON object")
+        body = json_body(await request.body())
         dry_run = body.get("dry_run", True)
         if not isinstance(dry_run, bool):
             raise FieldError("dry_run", "must be true or false")
@@ -130,6 +129,47 @@ def router(ctx: UiContext) -> APIRouter:
         }
 
     return routes
+
+
+def json_body(raw: bytes) -> dict[str, Any]:
+    """A replay request's body as a JSON object; `FieldError` (400) for anything else:
+    too long, not UTF-8, not JSON, nested past what a replay needs, numbers of thousands
+    of digits (Python's limit on converting text to integers raises `ValueError`)."""
+    if len(raw) > MAX_BODY_BYTES:
+        raise FieldError("body", f"longer than {MAX_BODY_BYTES:,} bytes")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise FieldError("body", "not UTF-8 text: send JSON encoded as UTF-8") from None
+    depth = max_depth(text)
+    if depth > MAX_BODY_DEPTH:
+        raise FieldError("body", f"nested {depth} levels deep: at most {MAX_BODY_DEPTH}")
+    try:
+        body = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        # JSONDecodeError is a ValueError; its message names the line and column.
+        where = (
+            f" ({exc.msg} at line {exc.lineno} column {exc.colno})"
+            if isinstance(exc, json.JSONDecodeError)
+            else ""
+        )
+        raise FieldError("body", f"not valid JSON{where}") from None
+    if not isinstance(body, dict):
+        raise FieldError("body", "must be a JSON object")
+    return body
+
+
+def max_depth(text: str) -> int:
+    """How deeply brackets nest in JSON `text` (brackets inside strings counted too: an
+    over-estimate that only refuses bodies no replay request needs)."""
+    depth = deepest = 0
+    for char in text:
+        if char in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in "]}":
+            depth -= 1
+    return deepest
 
 
 def _text(value: Any) -> str:
