@@ -154,7 +154,9 @@ def create_app(
         if name not in _STATIC:
             raise HTTPException(404, f"no static file {name}")
         body = files("ackfold.ui").joinpath("templates", name).read_bytes()
-        return Response(body, media_type=_STATIC[name])
+        # The same for every user: this browser may keep them a while (pages may not).
+        headers = {"Cache-Control": "private, max-age=300"}
+        return Response(body, media_type=_STATIC[name], headers=headers)
 
     app.include_router(ledger_pages.router(ctx))
     app.include_router(quality_pages.router(ctx))

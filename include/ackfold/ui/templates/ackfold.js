@@ -1,5 +1,11 @@
 // Select-all and the Replay button's state; the confirmation is a server page.
 document.addEventListener("DOMContentLoaded", () => {
+  // The error page's Back: the page before it, where there is one (no inline script).
+  document.querySelectorAll("a[data-back]").forEach((link) => {
+    link.addEventListener("click", (event) => {
+      if (window.history.length > 1) { event.preventDefault(); window.history.back(); }
+    });
+  });
   const form = document.getElementById("replay-form");
   if (!form) return;
   const all = document.getElementById("select-all");
