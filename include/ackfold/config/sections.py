@@ -215,9 +215,12 @@ class AirflowSettings(Section):
     - `spark_connect_conn_id`: with `spark.remote` set, the Spark tasks run through Spark
       Connect, on the endpoint of this Airflow connection (type `spark_connect`: host,
       port, the token as its password), or on `spark.remote` itself without one.
+    - `host`: the address `make run`'s api-server listens on: loopback only by default;
+      `0.0.0.0` (every interface) lets other machines reach it, and its login.
     """
 
     port: int = Field(8080, ge=1, le=65535)
+    host: str = Field("127.0.0.1", pattern=r"^[A-Za-z0-9.:\-]{1,253}$")
     spark_connect_conn_id: str = Field("spark_connect_default", pattern=r"^[A-Za-z0-9_.-]+$")
     admin_user: UserName = "admin"
     users: dict[UserName, Literal["viewer", "user", "op", "admin"]] = Field(default_factory=dict)
