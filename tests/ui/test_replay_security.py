@@ -58,7 +58,12 @@ def test_every_route_needs_a_login(sample: Sample, airflow: FakeAirflow) -> None
     """Walks every route of the app, anonymously: a route that forgets the viewer
     dependency answers something else than the login's 401 (API) or redirect (pages)."""
     # A valid value for each path parameter: a new parameter fails here until it has one.
-    values = {"root_id": str(sample.dead), "name": "ackfold.css", "path": "index.html"}
+    values = {
+        "root_id": str(sample.dead),
+        "name": "ackfold.css",
+        "path": "index.html",
+        "run_id": "manual__run1",
+    }
     walked = []
     with make_client(ui_settings(sample.warehouse), airflow, token=None) as anonymous:
         app = anonymous.app

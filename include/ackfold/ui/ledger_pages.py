@@ -14,7 +14,7 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
 
 from ackfold.ledger.recovery import read_recovery
-from ackfold.ledger.rows import Journey
+from ackfold.ledger.rows import Attempt, Journey
 from ackfold.replay.request import REPLAYABLE
 from ackfold.ui import charts
 from ackfold.ui.context import UiContext, query
@@ -121,6 +121,7 @@ def router(ctx: UiContext) -> APIRouter:
             preview=preview,
             timeline=charts.timeline(found),
             replayable=found.state.status in REPLAYABLE,
+            outcome=latest_attempt(found),
         )
 
     @routes.get("/api/roots/{root_id}")
@@ -168,3 +169,11 @@ def router(ctx: UiContext) -> APIRouter:
         return {"apps": reader().apps(), "configured": list(ctx.apps)}
 
     return routes
+
+
+def latest_attempt(j: Journey) -> Attempt | None:
+    """The newest attempt of a root's chain: the root's outcome, when it was replayed
+    (None for a root never replayed, whose own status says it all)."""
+    if len(j.attempts) < 2:
+        return None
+    return max(j.attempts, key=lambda a: a.attempt)

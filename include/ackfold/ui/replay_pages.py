@@ -12,6 +12,7 @@ selection runs in FastAPI's thread pool.
 import json
 import logging
 from typing import Annotated, Any, Final
+from urllib.parse import urlencode
 
 from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.concurrency import run_in_threadpool
@@ -21,20 +22,23 @@ from starlette.datastructures import FormData
 from ackfold.replay.params import MANUAL_REPLAY_DAG_ID, conf_from_request, parse_replay_conf
 from ackfold.replay.request import REPLAYABLE
 from ackfold.ui.context import UiContext
-from ackfold.ui.filters import FieldError, Params
+from ackfold.ui.filters import MAX_ROOT_IDS, FieldError, Params
 from ackfold.ui.security import CSRF_FIELD, CSRF_HEADER, Viewer
 from ackfold.ui.selection import Selection, json_params, select_roots
-from ackfold.ui.trigger import trigger_manual_replay
+from ackfold.ui.trigger import RUN_ID, RunStatus, run_status, trigger_manual_replay
 
 log = logging.getLogger(__name__)
 
 # A replay body names at most `ui.replay_max_roots` ids or one filter: far below these.
 MAX_BODY_BYTES: Final = 1 << 20
 MAX_BODY_DEPTH: Final = 8
+# The roots a run's page links to by name (the rest: one link to all of them).
+SHOWN_ROOTS: Final = 20
 
 
 def router(ctx: UiContext) -> APIRouter:
-    """GET /api/csrf; POST /replay (confirm), /replay/confirm (trigger) and /api/replay."""
+    """GET /api/csrf; POST /replay (confirm), /replay/confirm (trigger) and /api/replay;
+    GET /replay/runs/{run_id} and /api/replay/runs/{run_id} (the run's live state)."""
     site, guard, airflow = ctx.site, ctx.guard, ctx.airflow
     routes = APIRouter()
     ViewerDep = Annotated[Viewer, Depends(ctx.viewer)]
@@ -95,16 +99,45 @@ def router(ctx: UiContext) -> APIRouter:
         chosen = await run_in_threadpool(select, params)
         if not chosen.root_ids:
             raise FieldError("root_id", "none of the selected roots can be replayed")
-        run = await trigger(who, chosen.root_ids, params.given("dry_run"))
+        dry_run = params.given("dry_run")
+        run = await trigger(who, chosen.root_ids, dry_run)
+        # What Airflow said at creation (queued): nothing is sent until the run runs.
+        status = RunStatus(
+            run_id=run.run_id,
+            state=run.state or "queued",
+            url=run.url,
+            root_ids=tuple(str(r) for r in chosen.root_ids),
+            dry_run=dry_run,
+        )
+        return run_page(request, who, status)
+
+    def run_page(request: Request, who: Viewer, status: RunStatus) -> HTMLResponse:
+        roots_query = urlencode([("root_id", r) for r in status.root_ids[:MAX_ROOT_IDS]])
         return site.page(
             request,
             "triggered.html",
             who,
             active="roots",
-            run=run,
-            count=len(chosen.root_ids),
-            dry_run=params.given("dry_run"),
+            run=status,
+            shown_roots=SHOWN_ROOTS,
+            roots_query=roots_query,
         )
+
+    async def follow(who: Viewer, run_id: str) -> RunStatus:
+        if not RUN_ID.match(run_id):
+            raise FieldError("run_id", "not an Airflow run id")
+        airflow.check()
+        if who.token is None:
+            raise HTTPException(401, "no Airflow token to ask about the run with: log in again")
+        return await run_status(airflow, who.token, run_id, transport=ctx.transport)
+
+    @routes.get("/replay/runs/{run_id}", response_class=HTMLResponse)
+    async def run_state_page(request: Request, run_id: str, who: ViewerDep) -> HTMLResponse:
+        return run_page(request, who, await follow(who, run_id))
+
+    @routes.get("/api/replay/runs/{run_id}")
+    async def run_state_json(run_id: str, who: ViewerDep) -> dict[str, Any]:
+        return (await follow(who, run_id)).to_json()
 
     @routes.post("/api/replay")
     async def replay_json(request: Request, who: ViewerDep) -> dict[str, Any]:

@@ -26,3 +26,24 @@ document.addEventListener("DOMContentLoaded", () => {
   rows().forEach((box) => box.addEventListener("change", refresh));
   refresh();
 });
+
+// A replay run's page: ask the UI for the run's state every few seconds, and show the
+// page again when it changes (the server says what the new state means).
+document.addEventListener("DOMContentLoaded", () => {
+  const run = document.querySelector("[data-poll]");
+  if (!run) return;
+  const shown = run.dataset.state;
+  const ask = () => {
+    fetch(run.dataset.poll, { credentials: "same-origin", headers: { Accept: "application/json" } })
+      .then((response) => (response.ok ? response.json() : null))
+      .then((status) => {
+        if (status && status.state !== shown) {
+          window.location.replace(run.dataset.page);
+        } else {
+          window.setTimeout(ask, 3000);
+        }
+      })
+      .catch(() => window.setTimeout(ask, 10000));
+  };
+  window.setTimeout(ask, 3000);
+});
