@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/reconcile.py [--sizes 1000000,10000000,50000000]
         [--increment 1000000] [--fanout 2] [--depth 2] [--fail-rate 0.01]
-        [--missing-rate 0.01] [--late-rate 0.001] [--plot docs/images/bench-reconcile.png]
+        [--missing-rate 0.01] [--late-rate 0.001] [--plot var/bench/bench-reconcile.png]
 
 For each size, one synthetic ledger (`ackfold.ledger.synth`, written by Spark through the real
 tables) is folded, in this order, by:
@@ -14,8 +14,10 @@ tables) is folded, in this order, by:
 All four must find the same roots by status, or the benchmark stops. Then `--increment`
 new events, three days later (outside `reconcile.lookback`), are reconciled over that
 ledger: the incremental cost, also measured over an empty ledger. Spark is warm (one
-small run first). Prints a line per measurement, a JSON summary, and draws the plot.
-Record the output in docs/benchmarks.md with the command.
+small run first). Prints a line per measurement, a JSON summary, and draws the plot into
+var/bench/ (ignored by git: a run leaves the checkout clean). Record the output in
+docs/benchmarks.md with the command, and to update the page's picture, pass
+`--plot docs/images/bench-reconcile.png`.
 """
 
 from __future__ import annotations
@@ -39,7 +41,8 @@ from ackfold.ledger.tables import ACK_EVENTS, ROOT_STATE, Ledger
 from ackfold.spark import get_spark
 
 T = TypeVar("T")
-DEFAULT_PLOT = Path(__file__).resolve().parents[1] / "docs" / "images" / "bench-reconcile.png"
+# Under var/, not docs/images/: a benchmark run must not rewrite a tracked file.
+DEFAULT_PLOT = Path(__file__).resolve().parents[1] / "var" / "bench" / "bench-reconcile.png"
 
 
 def timed(run: Callable[[], T]) -> tuple[float, T]:

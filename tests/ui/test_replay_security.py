@@ -347,8 +347,11 @@ def test_replay_of_the_filter_skips_what_cannot_be_replayed_before_the_cap(
     settings = ui_settings(tmp_path / "w", replay_max_roots=10)
     with make_client(settings, airflow) as c:
         token = csrf(c)
+        both = ["failed", "replayed"]
         confirm = c.post(
-            "/replay", data={"csrf_token": token, "scope": "filter"}, headers=SAME_ORIGIN
+            "/replay",
+            data={"csrf_token": token, "scope": "filter", "status": both},
+            headers=SAME_ORIGIN,
         )
         only_replayed = c.post(
             "/replay",
@@ -357,7 +360,7 @@ def test_replay_of_the_filter_skips_what_cannot_be_replayed_before_the_cap(
         )
         api = c.post(
             "/api/replay",
-            json={"filter": {}, "dry_run": True},
+            json={"filter": {"status": both}, "dry_run": True},
             headers={**SAME_ORIGIN, "X-CSRF-Token": token},
         )
     assert confirm.status_code == 200, confirm.text

@@ -20,8 +20,10 @@ from ackfold.ledger.parse import QueryError, parse_root_id, parse_statuses, pars
 from ackfold.ledger.sql import sql_date, sql_str, sql_ts
 from ackfold.ledger.values import jsonable
 
-# What the roots table shows unless asked otherwise: the roots that need someone.
-UNHEALTHY: Final = (status.FAILED, status.TIMED_OUT, status.REPLAYED, status.DEAD_LETTERED)
+# What the roots table shows unless asked otherwise: the roots that need someone. Not
+# `replayed`: a replayed root is history, its new attempt is the root that counts (tick
+# it in the filter to see them).
+UNHEALTHY: Final = (status.FAILED, status.TIMED_OUT, status.DEAD_LETTERED)
 SORTABLE: Final = (
     "last_event_at",
     "first_event_at",

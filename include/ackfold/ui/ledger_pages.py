@@ -81,7 +81,23 @@ def router(ctx: UiContext) -> APIRouter:
         r = reader()
         result = r.roots_page(f)
         result = replace(result, roots=[masked_state(redactor, root) for root in result.roots])
-        return site.page(request, "roots.html", who, active="roots", apps=r.apps(), p=result, f=f)
+        # How many of the matches "Replay all matching" would send: all of them when the
+        # filter names replayable statuses only (no query), else counted by status.
+        replayable = result.total
+        if who.can_replay and result.total and not set(f.statuses) <= set(REPLAYABLE):
+            counts = r.count_by_status(f)
+            replayable = sum(n for name, n in counts.items() if name in REPLAYABLE)
+        return site.page(
+            request,
+            "roots.html",
+            who,
+            active="roots",
+            apps=r.apps(),
+            p=result,
+            f=f,
+            replayable=replayable,
+            REPLAYABLE=REPLAYABLE,
+        )
 
     @routes.get("/api/roots")
     def roots_json(request: Request, who: ViewerDep) -> dict[str, Any]:
