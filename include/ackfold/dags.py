@@ -33,6 +33,10 @@ SHOWN_SENDS: Final = 50
 # workers, queued rather than blocking a worker on the ledger's lease.
 LEDGER_POOL: Final = "ackfold_ledger"
 LEDGER_POOL_DESCRIPTION: Final = "ackfold: reconciles, replays and maintenance take turns"
+# A person's replay goes first in that pool: queued behind every scheduled reconcile, a
+# one-root replay by hand waited 40 minutes (the scheduler gives a free slot to the
+# queued task of highest weight; the scheduled tasks' weights are their few downstreams).
+MANUAL_PRIORITY: Final = 100
 
 
 def on_failure(context: dict[str, Any]) -> None:

@@ -218,6 +218,25 @@ def test_the_ledger_writers_take_turns_in_a_one_slot_pool_that_make_run_creates(
     assert int(pool["slots"]) == 1
 
 
+def test_a_persons_replay_goes_first_in_the_ledger_pool(dagbag) -> None:  # type: ignore[no-untyped-def]
+    """Queued for the one slot beside scheduled reconciles, replays and maintenance, the
+    manual replay's tasks outweigh every other task of ackfold's DAGs."""
+    from ackfold.dags import LEDGER_POOL
+
+    manual = dagbag.dags["ackfold_manual_replay"]
+    assert {task.task_id for task in manual.tasks} == {"validate", "replay"}
+    for task in manual.tasks:
+        assert str(task.weight_rule).lower().endswith("absolute"), task.task_id
+    weight = manual.get_task("replay").priority_weight
+    assert manual.get_task("replay").pool == LEDGER_POOL
+    # A task's weight under the default rule is its own plus its downstream tasks': at
+    # most the sum over its DAG.
+    for dag_id in OURS:
+        if dag_id != "ackfold_manual_replay":
+            most = sum(task.priority_weight for task in dagbag.dags[dag_id].tasks)
+            assert weight > most, dag_id
+
+
 def test_with_spark_remote_every_spark_task_runs_its_entry_point_through_connect(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

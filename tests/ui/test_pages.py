@@ -26,8 +26,10 @@ def test_roots_default_to_the_unhealthy_statuses_newest_first(
 ) -> None:
     body = client.get("/api/roots").json()
     assert body["filter"]["statuses"] == list(UNHEALTHY)
-    assert ids(body) == [sample.dead, sample.timed_out, sample.replayed]
-    assert body["total"] == 3
+    # Not the replayed root: it is history, its new attempt (completed) is what counts.
+    assert ids(body) == [sample.dead, sample.timed_out]
+    assert body["total"] == 2
+    assert "replayed" not in UNHEALTHY
 
 
 def test_roots_filter_by_app_status_time_and_stage(client: TestClient, sample: Sample) -> None:
@@ -40,7 +42,8 @@ def test_roots_filter_by_app_status_time_and_stage(client: TestClient, sample: S
     assert get(status=["completed", "pending"]) == [sample.pending, sample.retry, sample.completed]
     assert get(status="completed,replayed", until=iso(DAY2)) == [sample.replayed, sample.completed]
     assert get(since=iso(DAY2 + timedelta(hours=1))) == [sample.dead, sample.timed_out]
-    assert get(stage="sink") == [sample.replayed]
+    assert get(stage="sink") == []
+    assert get(stage="sink", status="replayed") == [sample.replayed]
     assert get(app="nope") == []
 
 
@@ -75,7 +78,7 @@ def test_roots_sort_and_pages(client: TestClient, sample: Sample) -> None:
 def test_roots_page_links_rows_to_their_root_page(client: TestClient, sample: Sample) -> None:
     html = client.get("/roots").text
     rows = re.findall(r'data-testid="root-row" data-root-id="(0x[0-9a-f]{16})"', html)
-    assert [parse_id(r) for r in rows] == [sample.dead, sample.timed_out, sample.replayed]
+    assert [parse_id(r) for r in rows] == [sample.dead, sample.timed_out]
     dead = format_id(sample.dead)
     assert f'href="/roots/{dead}">{dead}</a>' in html
     assert f'id="select-{dead}" name="root_id" value="{dead}"' in html
@@ -222,3 +225,58 @@ def test_no_ledger_is_a_friendly_empty_state(
     with make_client(ui_settings(empty_warehouse), airflow) as c:
         assert 'id="roots-empty"' in c.get("/roots").text
         assert c.get("/api/overview").json()["ingested"] == 0
+
+
+def test_replay_all_matching_is_off_when_most_matches_cannot_be_replayed(
+    tmp_path: Path, airflow: FakeAirflow
+) -> None:
+    # 3 failed roots, 27 replayed ones (history): replaying "all matching" would send 3.
+    bulk_ledger(
+        tmp_path / "w",
+        roots_per_day=30,
+        days=1,
+        statuses=lambda i: status.FAILED if i < 3 else status.REPLAYED,
+    )
+    with make_client(ui_settings(tmp_path / "w"), airflow) as c:
+        mixed = c.get("/roots", params={"status": ["failed", "replayed"]}).text
+        failed = c.get("/roots", params={"status": "failed"}).text
+        none = c.get("/roots", params={"status": "replayed"}).text
+    button = re.search(r'<button id="replay-filter"[^>]*>([^<]*)</button>', mixed)
+    assert button is not None
+    assert "disabled" in button.group(0)
+    assert 'data-replayable="3"' in button.group(0)
+    assert "Only 3 of the 30 matching roots can be replayed" in mixed
+    assert 'id="replay-filter-note"' not in failed
+    on = re.search(r'<button id="replay-filter"[^>]*>', failed)
+    assert on is not None
+    assert "disabled" not in on.group(0)
+    assert "None of the 27 matching roots can be replayed" in none
+
+
+def test_an_empty_page_shows_no_range(client: TestClient) -> None:
+    for path in ("/dead-letters?app=nope", "/roots?app=nope"):
+        html = client.get(path).text
+        assert "0–0" not in html
+        assert "1–0" not in html
+    assert "1–3" in client.get("/roots", params={"status": ",".join(status.ALL), "limit": 3}).text
+
+
+def test_the_overview_before_the_first_reconcile_says_why_it_is_empty(
+    empty_warehouse: Path, airflow: FakeAirflow
+) -> None:
+    with make_client(ui_settings(str(empty_warehouse)), airflow) as c:
+        response = c.get("/overview")
+    assert response.status_code == 200
+    note = re.search(r'<p class="notice" id="overview-empty">(.*?)</p>', response.text, re.S)
+    assert note is not None
+    assert "ackfold_reconcile" in note.group(1)
+    assert 'id="chart-latency"' not in response.text
+
+
+def test_the_latency_chart_draws_both_series(client: TestClient) -> None:
+    html = client.get("/overview").text
+    series = dict(re.findall(r'data-series="(p\d+)" data-points="(\d+)"', html))
+    assert set(series) == {"p50", "p99"}
+    assert series["p50"] == series["p99"] != "0"
+    # p99 first, p50 over it: where they are equal, both still show.
+    assert html.index('data-series="p99"') < html.index('data-series="p50"')

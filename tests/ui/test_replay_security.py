@@ -64,6 +64,7 @@ def test_every_route_needs_a_login(sample: Sample, airflow: FakeAirflow) -> None
         "name": "ackfold.css",
         "path": "index.html",
         "app": "orders",
+        "run_id": "manual__run1",
     }
     walked = []
     with make_client(ui_settings(sample.warehouse), airflow, token=None) as anonymous:
@@ -253,9 +254,9 @@ def test_redaction_masks_nested_cut_and_pattern_values() -> None:
 def test_doctests() -> None:
     import doctest
 
-    from ackfold.ui import charts, lazy, queries, redact
+    from ackfold.ui import app, charts, filters, lazy, queries, redact
 
-    for module in (charts, lazy, queries, redact):
+    for module in (app, charts, filters, lazy, queries, redact):
         result = doctest.testmod(module)
         assert result.failed == 0, module.__name__
         assert result.attempted > 0, module.__name__
@@ -348,8 +349,11 @@ def test_replay_of_the_filter_skips_what_cannot_be_replayed_before_the_cap(
     settings = ui_settings(tmp_path / "w", replay_max_roots=10)
     with make_client(settings, airflow) as c:
         token = csrf(c)
+        both = ["failed", "replayed"]
         confirm = c.post(
-            "/replay", data={"csrf_token": token, "scope": "filter"}, headers=SAME_ORIGIN
+            "/replay",
+            data={"csrf_token": token, "scope": "filter", "status": both},
+            headers=SAME_ORIGIN,
         )
         only_replayed = c.post(
             "/replay",
@@ -358,7 +362,7 @@ def test_replay_of_the_filter_skips_what_cannot_be_replayed_before_the_cap(
         )
         api = c.post(
             "/api/replay",
-            json={"filter": {}, "dry_run": True},
+            json={"filter": {"status": both}, "dry_run": True},
             headers={**SAME_ORIGIN, "X-CSRF-Token": token},
         )
     assert confirm.status_code == 200, confirm.text

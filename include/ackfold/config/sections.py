@@ -215,9 +215,12 @@ class AirflowSettings(Section):
     - `spark_connect_conn_id`: with `spark.remote` set, the Spark tasks run through Spark
       Connect, on the endpoint of this Airflow connection (type `spark_connect`: host,
       port, the token as its password), or on `spark.remote` itself without one.
+    - `host`: the address `make run`'s api-server listens on: loopback only by default;
+      `0.0.0.0` (every interface) lets other machines reach it, and its login.
     """
 
     port: int = Field(8080, ge=1, le=65535)
+    host: str = Field("127.0.0.1", pattern=r"^[A-Za-z0-9.:\-]{1,253}$")
     spark_connect_conn_id: str = Field("spark_connect_default", pattern=r"^[A-Za-z0-9_.-]+$")
     admin_user: UserName = "admin"
     users: dict[UserName, Literal["viewer", "user", "op", "admin"]] = Field(default_factory=dict)
@@ -317,12 +320,20 @@ class QualitySettings(Section):
     - `window`: the checks look at roots registered, and events written, this long before
       the run (their cost follows the window, not the ledger's history); by default
       `reconcile.lookback`, which outlasts every app's timeout.
-    - `docs_dir`: where Data Docs are built (default `<var_dir>/quality/data_docs`); the
-      Reliability UI serves them, behind the Airflow login.
+    - `docs_dir`: where Data Docs are published (default `<var_dir>/quality/data_docs`):
+      a symbolic link, swapped at each run to that run's site in `<docs_dir>.sites/`;
+      the Reliability UI serves them, behind the Airflow login.
+    - `docs_keep`: how many sites `<docs_dir>.sites/` keeps (the published one and the
+      ones before it, for a reader still on them); older ones are deleted at each run.
+    - `assets_dir`: the styles and scripts Data Docs use, fetched from npm by
+      `make setup` (default `<var_dir>/quality/assets`) and written into every page, so
+      the pages need no CDN.
     """
 
     window: Duration | None = None
     docs_dir: Path | None = None
+    docs_keep: int = Field(default=3, ge=1, le=100)
+    assets_dir: Path | None = None
 
 
 class MaintenanceSettings(Section):

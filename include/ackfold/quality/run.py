@@ -80,7 +80,12 @@ def run_quality(
         batches += zip(suites, (frames.overdue(name), frames.sent(name), delivery), strict=True)
 
     assert settings.quality.docs_dir is not None
-    validator = Validator(settings.quality.docs_dir, run_id)
+    validator = Validator(
+        settings.quality.docs_dir,
+        run_id,
+        keep=settings.quality.docs_keep,
+        assets_dir=settings.quality.assets_dir,
+    )
     results: list[CheckResult] = []
     for suite, frame in batches:
         started = time.monotonic()

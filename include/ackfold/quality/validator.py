@@ -3,9 +3,11 @@ with one dataframe asset per batch, a suite and a validation definition per batc
 Data Docs site built from the run's results.
 
 The context is ephemeral because ackfold generates every suite from its configuration:
-there is no GX project to keep. The Data Docs of each run go to a fresh directory, and
-`publish()` points `docs_dir` (a symbolic link) at it in one atomic step, so a reader
-never sees half a site; the trend of every check is in `quality_results`.
+there is no GX project to keep. The Data Docs of each run go to a fresh directory beside
+`docs_dir` (`<docs_dir>.sites/<run id>`, `site_dir`), their pages get the styles and
+scripts GX would load from CDNs (`docs_assets`), and `publish_site` points `docs_dir` (a
+symbolic link) at it in one atomic step, so a reader never sees half a site; it keeps
+the newest `quality.docs_keep` sites. The trend of every check is in `quality_results`.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from ackfold.ledger.values import hex64
+from ackfold.quality import docs_assets
 from ackfold.quality.expectations import Suite
 from ackfold.quality.report import CheckResult
 
@@ -28,19 +31,30 @@ if TYPE_CHECKING:
 
 SITE: Final = "ackfold"
 SAMPLE: Final = 5
-KEEP_SITES: Final = 2  # the one published and the one before (a reader may be on it)
+KEEP_SITES: Final = 3  # `quality.docs_keep`'s default
+
+log = logging.getLogger(__name__)
 
 
 class Validator:
     """Validates batches against suites; `publish()` builds and publishes Data Docs."""
 
-    def __init__(self, docs_dir: Path, run_id: str) -> None:
+    def __init__(
+        self,
+        docs_dir: Path,
+        run_id: str,
+        *,
+        keep: int = KEEP_SITES,
+        assets_dir: Path | None = None,
+    ) -> None:
         import great_expectations as gx
         from great_expectations.data_context.types.base import ProgressBarsConfig
 
         logging.getLogger("great_expectations").setLevel(logging.WARNING)
         self.docs_dir = docs_dir
-        self.site_dir = docs_dir.parent / f"{docs_dir.name}.sites" / run_id
+        self.site_dir = site_dir(docs_dir, run_id)
+        self.keep = keep
+        self.assets_dir = assets_dir
         self.context = gx.get_context(mode="ephemeral")
         self.context.variables.progress_bars = ProgressBarsConfig(globally=False)
         self.context.add_data_docs_site(
@@ -127,18 +141,67 @@ class Validator:
         """Build Data Docs from this run's results and make them the ones `docs_dir`
         shows; returns the index page."""
         self.context.build_data_docs(site_names=[SITE])
-        link = self.docs_dir.with_name(f".{self.docs_dir.name}.new")
-        link.unlink(missing_ok=True)
-        # Relative: the var directory may move.
-        link.symlink_to(Path(self.site_dir.parent.name) / self.site_dir.name, True)
-        if self.docs_dir.is_dir() and not self.docs_dir.is_symlink():
-            shutil.rmtree(self.docs_dir)  # a plain directory left by an older layout
-        os.replace(link, self.docs_dir)
-        sites = sorted(self.site_dir.parent.iterdir(), key=lambda p: p.stat().st_mtime)
-        for old in sites[:-KEEP_SITES]:
-            if old != self.site_dir:
-                shutil.rmtree(old, ignore_errors=True)
-        return self.docs_dir / "index.html"
+        if self.assets_dir is not None:
+            make_offline(self.site_dir, self.assets_dir)
+        return publish_site(self.docs_dir, self.site_dir, keep=self.keep)
+
+
+def site_dir(docs_dir: Path, run_id: str) -> Path:
+    """Where the site of run `run_id` is built: beside `docs_dir`, never inside it."""
+    return docs_dir.parent / f"{docs_dir.name}.sites" / run_id
+
+
+def make_offline(site: Path, assets_dir: Path) -> int:
+    """Write the styles and scripts GX's pages load from CDNs into the pages of `site`;
+    the number of pages. Without the assets (`make setup` not run), the pages keep their
+    CDN links, and the log says how to fix it."""
+    try:
+        assets = docs_assets.load(assets_dir)
+    except docs_assets.AssetsError as exc:
+        log.warning("Data Docs will need the internet for their styles: %s", exc)
+        return 0
+    pages = 0
+    for page in site.rglob("*.html"):
+        html = page.read_text(encoding="utf-8")
+        page.write_text(docs_assets.offline_html(html, assets), encoding="utf-8")
+        pages += 1
+    return pages
+
+
+def publish_site(docs_dir: Path, site: Path, *, keep: int = KEEP_SITES) -> Path:
+    """Point `docs_dir` (a symbolic link) at `site`, a directory of `site_dir`'s, in one
+    atomic step, and delete all but the newest `keep` sites beside it; the index page.
+
+    Example:
+        >>> import tempfile
+        >>> var = Path(tempfile.mkdtemp())
+        >>> for run in ("r1", "r2", "r3"):
+        ...     new = site_dir(var / "data_docs", run)
+        ...     new.mkdir(parents=True)
+        ...     _ = (new / "index.html").write_text(run)
+        ...     index = publish_site(var / "data_docs", new, keep=2)
+        >>> index.read_text(), sorted(p.name for p in new.parent.iterdir())
+        ('r3', ['r2', 'r3'])
+    """
+    sites = site.parent
+    if sites != site_dir(docs_dir, site.name).parent:
+        raise ValueError(f"{site} is not a site of {docs_dir}: build it in {sites}")
+    link = docs_dir.with_name(f".{docs_dir.name}.new")
+    link.unlink(missing_ok=True)
+    # Relative: the var directory may move.
+    link.symlink_to(Path(sites.name) / site.name, True)
+    if docs_dir.is_dir() and not docs_dir.is_symlink():
+        shutil.rmtree(docs_dir)  # a plain directory left by an older layout
+    os.replace(link, docs_dir)
+    # Newest first by the time each site was built; the one just published stays.
+    built = sorted(
+        (p for p in sites.iterdir() if p.is_dir() and p != site),
+        key=lambda p: p.stat().st_mtime_ns,
+        reverse=True,
+    )
+    for old in built[keep - 1 :]:
+        shutil.rmtree(old, ignore_errors=True)
+    return docs_dir / "index.html"
 
 
 def _observed(column: str | None, raw: Mapping[str, Any]) -> str:
