@@ -114,7 +114,8 @@ class Bookkeeper(ABC):
     @abstractmethod
     def _set_statuses(self, updates: list[tuple[int, str, date]], now: datetime) -> None:
         """Set each (root_id, status, first_event_date) root's status, changed at `now`,
-        where its status is still one of `REPLAYABLE`: one MERGE."""
+        where its status is still one of `REPLAYABLE` and not that one already (a
+        dead letter settled again keeps its time): one MERGE."""
 
     @abstractmethod
     def _record_letters(self, letters: list[tuple[Any, ...]], now: datetime) -> None:
@@ -157,7 +158,8 @@ class SparkBookkeeper(Bookkeeper):
                 frame,
                 on=f"{dml.in_list('t.first_event_date', dates)} AND t.root_id = s.root_id",
                 clauses=[
-                    f"WHEN MATCHED AND {dml.in_list('t.status', REPLAYABLE)} THEN UPDATE SET "
+                    f"WHEN MATCHED AND {dml.in_list('t.status', REPLAYABLE)} "
+                    "AND t.status <> s.status THEN UPDATE SET "
                     f"status = s.status, status_changed_at = {dml.literal(now)}"
                 ],
             ),

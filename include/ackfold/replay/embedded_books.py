@@ -73,7 +73,8 @@ class EmbeddedBookkeeper(Bookkeeper):
                 )
                 .when_matched_update(
                     {"status": "s.status", "status_changed_at": "s.changed_at"},
-                    predicate=f"t.status IN ({replayable})",
+                    # A dead letter settled twice keeps its time: nothing changed.
+                    predicate=f"t.status IN ({replayable}) AND t.status <> s.status",
                 )
                 .execute()
             )
