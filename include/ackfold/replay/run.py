@@ -52,6 +52,7 @@ def run_replay(
     progress: Progress | None = None,
     wait: float = DEFAULT_WAIT,
     say: Callable[[str], None] | None = None,
+    holder: str | None = None,
 ) -> ReplaySummary:
     """Plan and execute one replay run under the ledger's turn, on the engine `settings`
     choose; returns its summary (`summary.not_sent` counts what stayed unsent: see
@@ -59,9 +60,10 @@ def run_replay(
     `LedgerBusy` if the turn does not come within `wait` seconds.
 
     `spark`: the session for the Spark engine (or a function that starts it); ignored
-    by the embedded engine. `now`: the run's time for the policies' backoff."""
+    by the embedded engine. `now`: the run's time for the policies' backoff. `holder`:
+    who waits for the turn, as others see it (default: the requester)."""
     engine = engine_for(settings)
-    holder = f"replay by {request.requested_by}"
+    holder = holder or f"replay by {request.requested_by}"
     with ledger_turn(settings, holder, wait=wait, say=say or log.info):
         session = None
         if engine == SPARK:
