@@ -71,7 +71,7 @@ class Bookkeeper(ABC):
                 (plan.replay_id, event, who, described, p.root_id, p.app, p.action,
                  p.prior_status, p.attempt, p.origin_root_id, p.new_root_id, p.source,
                  p.target, p.reason, p.last_stage, p.first_event_date, dry_run,
-                 p.planned_at or now, now if event == SENT else None,
+                 p.planned_at or plan.logged_at or now, now if event == SENT else None,
                  sent.message_id if sent else None, sent.error if sent else None)
             )  # fmt: skip
         self._append_log(records)

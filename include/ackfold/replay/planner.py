@@ -97,6 +97,8 @@ class Plan:
     selected: int
     sends: list[Planned]
     skipped: dict[str, int]
+    # When this run logged its new sends `planned`: their `planned_at` in later rows.
+    logged_at: datetime | None = None
 
     @property
     def to_send(self) -> list[Planned]:
@@ -116,6 +118,7 @@ class Planner(ABC):
         self.ledger = Ledger(settings.table_root)
         self.now = now
         self.queues = queues
+        self._policies: dict[str, AppPolicy] = {}
 
     def plan(self, request: ReplayRequest) -> Plan:
         """Select and decide; writes nothing. Raises `UnknownRoots` for unknown root ids."""
@@ -140,6 +143,12 @@ class Planner(ABC):
             else:
                 sends.append(decision)
         return Plan(str(uuid.uuid4()), request, len(candidates), sends, skipped)
+
+    def _policy(self, app: str) -> AppPolicy:
+        """The app's policy, merged once per run (a plan may hold thousands of its roots)."""
+        if app not in self._policies:
+            self._policies[app] = self.settings.app(app)
+        return self._policies[app]
 
     # -- what an engine reads ---------------------------------------------------------------
 
@@ -196,7 +205,7 @@ class Planner(ABC):
             return "no payload stored"
         attempt = row["attempt"] or root["attempt"]
         origin = row["origin_root_id"] or root["origin_root_id"]
-        policy = self.settings.app(row["app"])
+        policy = self._policy(row["app"])
         action = REPLAY
         reason = _reason(row)
         if request.automatic and attempt >= policy.max_attempts:

@@ -36,9 +36,9 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 from ackfold.config import Settings
 from ackfold.embedded import EMBEDDED, SPARK
@@ -53,6 +53,7 @@ from ackfold.replay.queues import SourceQueues
 from ackfold.replay.request import ReplayRequest
 from ackfold.replay.spark_planner import SparkPlanner
 from ackfold.sources.base import Sent
+from ackfold.sources.kafka_records import Position
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -148,13 +149,10 @@ class Replayer:
         # The bookkeeping MERGE must not race a reconcile. Callers that plan should hold
         # the lock from the plan on (see `replay`): it is re-entrant.
         with ledger_turn(self.settings, f"replay {plan.replay_id}", say=log.info):
-            logged_at = self._books.append_log(plan, new, PLANNED)
-            plan.sends = [
-                replace(p, planned_at=logged_at) if p.state == NEW else p for p in plan.sends
-            ]
+            plan.logged_at = self._books.append_log(plan, new, PLANNED)
             done = [p for p in plan.sends if p.state == SENT]
             summary.already_sent = len(done)
-            pending = plan.to_send
+            pending = sorted(plan.to_send, key=_send_order)
             chunk = self.settings.replay.chunk
             pacer = _Pacer(request.rate or self._rate(request))
             delivered: list[Planned] = list(done)
@@ -260,18 +258,40 @@ class Replayer:
         return now_wall()
 
 
+def _send_order(planned: Planned) -> tuple[str, str, str, int, int]:
+    """Sends grouped by queue, and the records of a source that re-reads (Kafka) in log
+    order: each chunk then re-reads runs of nearby offsets, instead of seeking across the
+    whole topic for roots the plan ordered by time."""
+    try:
+        at = Position.parse(planned.source_position) if planned.source_position else None
+    except ValueError:
+        at = None
+    if at is None:
+        return (planned.source, planned.source_queue, "", -1, -1)
+    return (planned.source, planned.source_queue, at.topic, at.partition, at.offset)
+
+
 class _Pacer:
-    """Keeps sends at or under `rate` messages per second, in bursts of one batch."""
+    """Keeps sends at or under `rate` messages per second, in bursts of one batch.
+
+    A wait shorter than `MIN_SLEEP` is not slept but carried over to the next batch:
+    at high rates a sleep of a fraction of a millisecond costs more than the wait asked
+    (thousands of them took seconds of a 10,000-message run), while the average rate
+    stays exact."""
+
+    MIN_SLEEP: Final = 0.005
 
     def __init__(self, rate: float) -> None:
         self.interval = 1.0 / rate
         self.next_at = time.monotonic()
 
     def wait(self, messages: int) -> None:
-        delay = self.next_at - time.monotonic()
-        if delay > 0:
+        now = time.monotonic()
+        delay = self.next_at - now
+        if delay >= self.MIN_SLEEP:
             time.sleep(delay)
-        self.next_at = max(self.next_at, time.monotonic()) + messages * self.interval
+            now = time.monotonic()
+        self.next_at = max(self.next_at, now) + messages * self.interval
 
 
 def replay(
