@@ -43,7 +43,7 @@ class SqsQueue(PullSource):
     source = "sqs"
     # A replay has a few SendMessageBatch calls (of `BATCH` each) under way at once: one
     # at a time, the round trips, not the server, set the pace.
-    parallel: ClassVar[int] = 4
+    parallel: ClassVar[int] = 8
 
     def __init__(
         self,
