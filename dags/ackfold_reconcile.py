@@ -57,7 +57,7 @@ acker, in batch), then re-classifies the roots still in flight: each root become
         "reconcile",
         "reconcile.py",
         settings,
-        embedded=reconcile_in_task,
+        reconcile_in_task,
         pool=LEDGER_POOL,
         outlets=[root_state_asset(settings)],
     )

@@ -219,28 +219,24 @@ def run_manual_replay(
     conf: dict[str, Any], requested_by: str, settings: Settings | None = None
 ) -> dict[str, Any]:
     """The `replay` task: plan, log each send (root, status, target; never a payload),
-    execute, and return the summary (with the first `SHOWN_SENDS` sends listed)."""
+    execute (`run_replay`: on the embedded engine in this process, or on Spark), and
+    return the summary (with the first `SHOWN_SENDS` sends listed)."""
     from airflow.sdk.exceptions import AirflowFailException
 
     from ackfold.ledger.ids import format_id
-    from ackfold.ledger.lease import ledger_turn
     from ackfold.replay.params import parse_replay_conf
-    from ackfold.replay.planner import UnknownRoots
-    from ackfold.replay.replayer import Replayer, unsent_error
+    from ackfold.replay.planner import Plan, UnknownRoots
+    from ackfold.replay.replayer import unsent_error
+    from ackfold.replay.run import run_replay
     from ackfold.spark import get_spark
 
     settings = with_kafka_connection(settings or load_settings())
     request = parse_replay_conf(conf, apps=list(settings.apps), requested_by=requested_by)
-    replayer = Replayer(get_spark(settings, app_name="ackfold-manual-replay"), settings)
-    # From the plan on: an automatic replay planning the same roots meanwhile would send
-    # them too.
-    with ledger_turn(settings, f"manual replay by {requested_by}", say=log.info):
-        try:
-            plan = replayer.plan(request)
-        except UnknownRoots as exc:
-            raise AirflowFailException(str(exc)) from None
+    sends: list[dict[str, Any]] = []
+
+    def show(plan: Plan) -> None:
         verb = "would send" if request.dry_run else "sending"
-        sends = [
+        sends.extend(
             {
                 "root_id": format_id(p.root_id),
                 "app": p.app,
@@ -251,7 +247,7 @@ def run_manual_replay(
                 "state": p.state,
             }
             for p in plan.sends
-        ]
+        )
         log.info(
             "manual replay by %s: %s; %d selected", requested_by, request.describe(), plan.selected
         )
@@ -259,17 +255,33 @@ def run_manual_replay(
             log.info("%s %s", verb, json.dumps(send))
         for reason, count in sorted(plan.skipped.items()):
             log.info("skipping %d root(s): %s", count, reason)
-        summary = replayer.execute(plan)
-        from ackfold.metrics import export_run
 
-        export_run(settings, "replay", summary.as_dict(), requested_by=requested_by)
-        result = summary.as_dict()
-        result["sends"] = sends[:SHOWN_SENDS]
-        result["sends_not_shown"] = max(0, len(sends) - SHOWN_SENDS)
-        log.info("manual replay summary: %s", json.dumps(summary.as_dict(), default=str))
-        if summary.not_sent:
-            raise unsent_error(summary)
-        return result
+    try:
+        summary = run_replay(
+            settings,
+            request,
+            spark=lambda: get_spark(settings, app_name="ackfold-manual-replay"),
+            on_plan=show,
+            holder=f"manual replay by {requested_by}",
+        )
+    except UnknownRoots as exc:
+        raise AirflowFailException(str(exc)) from None
+    result = summary.as_dict()
+    result["sends"] = sends[:SHOWN_SENDS]
+    result["sends_not_shown"] = max(0, len(sends) - SHOWN_SENDS)
+    log.info("manual replay summary: %s", json.dumps(summary.as_dict(), default=str))
+    if summary.not_sent:
+        raise unsent_error(summary)
+    return result
+
+
+def run_automatic_replay(settings: Settings | None = None) -> dict[str, Any]:
+    """The `replay` task of `ackfold_replay` on the embedded engine, in the task's own
+    process (`spark_apps/replay.py --auto` runs the same on Spark): each app's policy.
+    Fails, naming the error, if messages stayed unsent: the next run sends exactly those."""
+    from ackfold.replay.run import automatic_replay
+
+    return automatic_replay(with_kafka_connection(settings or load_settings()))
 
 
 def reconcile_in_task() -> dict[str, Any]:

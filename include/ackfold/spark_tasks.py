@@ -94,20 +94,21 @@ def engine_job(
     task_id: str,
     app: str,
     settings: Settings,
+    run: Callable[[], Any],
     *,
-    embedded: Callable[[], Any],
+    args: list[str] | None = None,
     **operator: Any,
 ) -> BaseOperator:
-    """The task that runs one of ackfold's jobs on the engine `engine.kind` chooses: on
-    the embedded engine, `embedded` in the task's own process (no JVM, no spark-submit);
-    on Spark, `spark_apps/<app>` as `spark_job` runs it."""
+    """The task of a job that runs on either engine (`engine.kind`): `run` in the task's
+    own process on the embedded engine (no JVM, no spark-submit), else `spark_job` of
+    `spark_apps/<app>`."""
     from ackfold.embedded import EMBEDDED, engine_for
 
-    if engine_for(settings) != EMBEDDED:
-        return spark_job(task_id, app, settings, **operator)
-    from airflow.providers.standard.operators.python import PythonOperator
+    if engine_for(settings) == EMBEDDED:
+        from airflow.providers.standard.operators.python import PythonOperator
 
-    return PythonOperator(task_id=task_id, python_callable=embedded, **operator)
+        return PythonOperator(task_id=task_id, python_callable=run, **operator)
+    return spark_job(task_id, app, settings, args=args, **operator)
 
 
 def connect_endpoint(settings: Settings) -> str:

@@ -113,6 +113,20 @@ def test_replay_is_scheduled_on_the_root_state_asset(dagbag) -> None:  # type: i
     assert list(dag.schedule) == [root_state_asset(SETTINGS)]
     assert dag.max_active_runs == 1
     (task,) = dag.tasks
+    # The embedded engine (`engine.kind` auto, a local warehouse): in the task's process.
+    assert task.task_type == "PythonOperator"
+    assert task.python_callable.__name__ == "run_automatic_replay"
+
+
+def test_on_the_spark_engine_the_replay_is_a_spark_submit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from airflow.dag_processing.dagbag import DagBag
+
+    monkeypatch.setenv("ACKFOLD_ENGINE__KIND", "spark")
+    bag = DagBag(dag_folder=str(PROJECT_DIR / "dags" / "ackfold_replay.py"))
+    assert bag.import_errors == {}
+    (task,) = bag.dags["ackfold_replay"].tasks
     _submits(task, "replay.py", ["--auto"])
 
 
@@ -245,6 +259,8 @@ def test_with_spark_remote_every_spark_task_runs_its_entry_point_through_connect
     from airflow.dag_processing.dagbag import DagBag
 
     monkeypatch.setenv("ACKFOLD_SPARK__REMOTE", "sc://spark.example.com:443/;token=t0k")
+    # The jobs that run on either engine run on Spark only when it is chosen.
+    monkeypatch.setenv("ACKFOLD_ENGINE__KIND", "spark")
     bag = DagBag(dag_folder=str(PROJECT_DIR / "dags"))
     assert bag.import_errors == {}
     expected = {

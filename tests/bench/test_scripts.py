@@ -153,6 +153,8 @@ def _replay(out: str, work: Path) -> None:
     assert summary["messages"] == 100
     assert summary["replay_msgs_per_s"] > 0
     assert summary["boto3_send_batch_msgs_per_s"] > 0
+    # The replay ran on the embedded engine, next to the queue alone, in the same run.
+    assert summary["embedded_replay_seconds"] >= summary["embedded_plan_seconds"] > 0
 
 
 def _ui(out: str, work: Path) -> None:

@@ -29,8 +29,9 @@ from ackfold.demo.wordcount import APP, STAGES, WordCount, demo_topics, with_dem
 from ackfold.ledger.lease import ledger_turn
 from ackfold.ledger.lock import app_lock
 from ackfold.reconcile.run import run_reconcile
-from ackfold.replay.replayer import Replayer, ReplaySummary
+from ackfold.replay.replayer import ReplaySummary
 from ackfold.replay.request import ReplayRequest
+from ackfold.replay.run import run_replay
 from ackfold.sources.kafka import KafkaTopic
 from ackfold.sources.kafka_client import create_topics
 from ackfold.sources.sent import record_sent
@@ -233,13 +234,9 @@ class Demo:
         # The Airflow DAGs may be reconciling too: one writer of root_state at a time.
         with ledger_turn(self.settings, "ackfold demo", say=self.say):
             summary = run_reconcile(self.settings, app=APP, spark=self.spark, holder="ackfold demo")
-            replayer = Replayer(self.spark, self.settings)
             request = ReplayRequest(automatic=True, app=APP, requested_by="demo")
             self.by_status = summary["by_status"]
-            try:
-                return self.by_status, replayer.execute(replayer.plan(request))
-            finally:
-                replayer.close()
+            return self.by_status, run_replay(self.settings, request, spark=self.spark)
 
     def _assess(self, message_ids: list[str], *, check_words: bool) -> DeliveryReport:
         report = assess(
