@@ -38,7 +38,7 @@ def add(spark, settings, synthetic: Synthetic) -> None:  # type: ignore[no-untyp
 
 def timed_quality(spark, settings, synthetic: Synthetic) -> tuple[float, object]:  # type: ignore[no-untyped-def]
     start = time.perf_counter()
-    report = run_quality(spark, settings, now=synthetic.end + timedelta(hours=1), say=print)
+    report = run_quality(settings, spark=spark, now=synthetic.end + timedelta(hours=1), say=print)
     return time.perf_counter() - start, report
 
 

@@ -61,7 +61,7 @@ def test_roots_get_their_timeout_idle_timeout_and_backoff_before_they_count_as_l
     reconcile(spark, settings, now=now - timedelta(minutes=20))  # the failure is seen
     reconcile(spark, settings, now=now)
 
-    report = run_quality(spark, settings, now=now, app=APP)
+    report = run_quality(settings, spark=spark, now=now, app=APP)
     assert report.scope == f"app {APP}"
     assert report.apps == (APP,)
     (lost,) = [r for r in report.results if r.check == "no_lost_roots"]
@@ -82,7 +82,7 @@ def test_roots_get_their_timeout_idle_timeout_and_backoff_before_they_count_as_l
     }
 
     # Three hours on, with no event and no replay since: all four are lost.
-    later = run_quality(spark, settings, now=now + timedelta(hours=3), app=APP)
+    later = run_quality(settings, spark=spark, now=now + timedelta(hours=3), app=APP)
     (lost,) = [r for r in later.results if r.check == "no_lost_roots"]
     assert not lost.success
     assert lost.unexpected_count == 4
