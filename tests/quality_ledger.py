@@ -254,3 +254,63 @@ def _dead_letter(state: dict[str, Any], at: datetime) -> dict[str, Any]:
         "dead_letter_queue": f"{QUEUE}-dlq", "reason": "max attempts",
         "last_stage": state["last_stage"], "dead_lettered_at": at,
     }  # fmt: skip
+
+
+TIMING_APP = "wc"
+
+
+def timing_settings(var: Path, **overrides: Any) -> Settings:
+    policy = {"timeout": "5m", "idle_timeout": "10m", "replay_backoff": "10m", "max_attempts": 3}
+    return load_settings(var_dir=var, apps={TIMING_APP: policy}, **overrides)
+
+
+def timing_ledger(warehouse: str | Path, now: datetime) -> dict[str, int]:
+    """Roots at the edges of their policy's times, as a reconcile at `now` leaves them
+    (`timing_settings`): `busy` (pending past its timeout, events within its idle
+    timeout), `failed` (attempt 1 of 3, failed 20 minutes ago: within its backoff), `last`
+    (attempt 3 of 3, failed 20 minutes ago: no backoff is owed), `fresh` (registered a
+    minute ago). Returns their root ids by name."""
+    clock = Clock(now)
+    tracker = Tracker(TIMING_APP, clock=clock)
+    named: dict[str, int] = {}
+    states: list[dict[str, Any]] = []
+
+    clock.at(now - timedelta(hours=1))
+    busy = tracker.spout("busy")
+    clock.at(now - timedelta(minutes=2))
+    tracker.emit([busy], stage="split")
+    tracker.ack(busy, stage="split")
+    clock.at(now - timedelta(minutes=30))
+    failed = tracker.spout("failed")
+    clock.at(now - timedelta(minutes=20))
+    tracker.fail(failed, stage="split", reason="bad input")
+    clock.at(now - timedelta(minutes=30))
+    last = tracker.spout("last", attempt=3, origin_root_id=ids.root_id(TIMING_APP, "test::last"))
+    clock.at(now - timedelta(minutes=20))
+    tracker.fail(last, stage="split", reason="bad input")
+    clock.at(now - timedelta(minutes=1))
+    fresh = tracker.spout("fresh")
+    roots = [dict(r) for r in tracker.drain_roots()]
+    events = [dict(e) for e in tracker.drain()]
+    folds = fold(events)
+    for name, t, root_status in (
+        ("busy", busy, status.PENDING),
+        ("failed", failed, status.FAILED),
+        ("last", last, status.FAILED),
+        ("fresh", fresh, status.PENDING),
+    ):
+        root = t.roots[0]
+        named[name] = root
+        row = next(r for r in roots if r["root_id"] == root)
+        states.append(
+            state_row(
+                folds[root],
+                root_status=root_status,
+                attempt=row["attempt"],
+                origin_root_id=row["origin_root_id"],
+            )
+        )
+    write_rows(warehouse, ROOTS, roots)
+    write_rows(warehouse, ACK_EVENTS, events)
+    write_rows(warehouse, ROOT_STATE, states)
+    return named

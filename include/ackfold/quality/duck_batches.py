@@ -99,7 +99,9 @@ class LedgerViews:
 
     # -- reading ---------------------------------------------------------------------------
 
-    def _read(self, name: str, columns: Sequence[str] | None = None) -> duckdb.DuckDBPyRelation:
+    def _read(
+        self, name: str, columns: Sequence[str] | None = None, exclude: Sequence[str] = ()
+    ) -> duckdb.DuckDBPyRelation:
         """Ledger table `name` (its current version); only `app`'s rows when the run is
         for one app. An unpartitioned local table is read by DuckDB's parquet reader
         (row groups skipped by their statistics), the others through delta-rs."""
@@ -110,7 +112,7 @@ class LedgerViews:
         table = DeltaTable(uri)
         schema = {f["name"]: spark_type(f["type"]) for f in _fields(table.schema().to_json())}
         self._schemas[name] = schema
-        wanted = [c for c in (columns or schema) if c in schema]
+        wanted = [c for c in (columns or schema) if c in schema and c not in exclude]
         if self.app is not None and "app" in schema and "app" not in wanted:
             wanted.append("app")  # what the filter below reads
         if not table.metadata().partition_columns:
@@ -135,10 +137,11 @@ class LedgerViews:
         column: str,
         margin: timedelta = timedelta(0),
         columns: Sequence[str] | None = None,
+        exclude: Sequence[str] = (),
     ) -> duckdb.DuckDBPyRelation:
         import duckdb
 
-        relation = self._read(name, columns)
+        relation = self._read(name, columns, exclude)
         start = self.window.start - margin
         return relation.filter(duckdb.ColumnExpression(column) >= duckdb.ConstantExpression(start))
 
@@ -161,10 +164,18 @@ class LedgerViews:
         """The window's roots, one row per identity (redeliveries), with the earliest
         `ingested_at` of its copies; materialized once, every batch joins it."""
         if not self._roots_ready:
-            roots = self._since(ROOTS, "ingested_at", CLOCK_SKEW)
+            # Not the payloads: nulled (their type is what the schema checks see).
+            roots = self._since(ROOTS, "ingested_at", CLOCK_SKEW, exclude=("payload",))
             self._view("q_roots_read", roots)
             schema = self.schema(ROOTS)
             keys = [c for c in ROOT_IDENTITY if c in schema]
+            # Grouped by the root id and one hash of the rest of the identity: numbers,
+            # not strings, for the same groups.
+            by = ", ".join(
+                [_quoted(keys[0]), "hash(" + ", ".join(_quoted(k) for k in keys[1:]) + ")"]
+                if len(keys) > 1 and keys[0] == "root_id"
+                else [_quoted(k) for k in keys]
+            )
             rest = [
                 f"min({_quoted(c)}) AS {_quoted(c)}"
                 if c == "ingested_at"
@@ -172,14 +183,11 @@ class LedgerViews:
                 if c == "payload"
                 else f"any_value({_quoted(c)}) AS {_quoted(c)}"
                 for c in schema
-                if c not in keys
             ]
-            by = ", ".join(_quoted(k) for k in keys)
             # Rows from a day before the window too: `sent` matches messages against them.
             self.db.execute(
-                f"CREATE OR REPLACE TEMP TABLE q_roots_skew AS SELECT {by}"  # noqa: S608
-                + "".join(", " + r for r in rest)
-                + f" FROM q_roots_read GROUP BY {by}"
+                f"CREATE OR REPLACE TEMP TABLE q_roots_skew AS SELECT {', '.join(rest)} "  # noqa: S608
+                f"FROM q_roots_read GROUP BY {by}"
             )
             self.db.execute(
                 "CREATE OR REPLACE TEMP TABLE q_roots_window AS SELECT * FROM q_roots_skew "
@@ -328,7 +336,14 @@ class LedgerViews:
             "LEFT JOIN next n ON n.origin_root_id = o.origin_root_id AND n.attempt = o.attempt "
             "LEFT JOIN expired x ON x.root_id = o.root_id"
         )
-        return self.db.execute(query, {"app": app, "expired": EXPIRED, **params}).df()
+        rows: Any = self.db.execute(
+            query, {"app": app, "expired": EXPIRED, **params}
+        ).to_arrow_table()
+        # A row per overdue root, a handful of distinct outcomes: categories for pandas.
+        for name in ("status", "outcome"):
+            index = rows.schema.get_field_index(name)
+            rows = rows.set_column(index, name, rows.column(name).dictionary_encode())
+        return rows.to_pandas()
 
     def sent(self, app: str) -> pd.DataFrame:
         """The messages producers report they sent for `app`, old enough to have been
