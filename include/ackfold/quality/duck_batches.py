@@ -22,7 +22,6 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Final
 
 from ackfold.config import Settings
-from ackfold.config.policy import AppPolicy
 from ackfold.embedded import tables
 from ackfold.embedded.log import appended_since
 from ackfold.ledger import status
@@ -36,7 +35,7 @@ from ackfold.ledger.tables import (
     Ledger,
 )
 from ackfold.quality.batches import CLOCK_SKEW, EVENT_CONTENT, ROOT_IDENTITY, VALID_CHAIN, Window
-from ackfold.quality.outcomes import AWAITING_REPLAY, IN_PROGRESS, SETTLED_OUTCOMES
+from ackfold.quality.outcomes import overdue_outcome_sql
 from ackfold.replay.bookkeeping import AUTOMATIC
 from ackfold.replay.planner import REPLAY, SENT
 from ackfold.sources.base import EXPIRED
@@ -325,7 +324,7 @@ class LedgerViews:
             self._since(DEAD_LETTERS, "dead_lettered_at", CLOCK_SKEW, ["root_id", "reason",
                         "dead_lettered_at"]),
         )  # fmt: skip
-        outcome, params = outcome_sql(policy, self.window)
+        outcome, params = overdue_outcome_sql(policy, self.window.now)
         query = (
             "WITH next AS (SELECT DISTINCT origin_root_id, attempt - 1 AS attempt "  # noqa: S608
             f"  FROM {roots} WHERE app = $app), "
@@ -407,61 +406,6 @@ class LedgerViews:
             f"SELECT app FROM {roots} UNION SELECT app FROM q_sent_apps"  # noqa: S608
         ).fetchall()
         return sorted({*self.settings.apps, *(row[0] for row in seen if row[0] is not None)})
-
-
-def outcome_sql(policy: AppPolicy, window: Window) -> tuple[str, dict[str, Any]]:
-    """The `outcome` of an overdue root as a SQL expression over `s` (its `root_state`
-    row), `o` (its attempt), `n` (its next attempt, if registered) and `x` (dead-lettered
-    because the source deleted it), with its named parameters: the same rules as
-    `ackfold.quality.outcomes.overdue_outcome`."""
-    now, grace = window.now, policy.quality.grace
-    params: dict[str, Any] = {}
-
-    def bind(value: Any) -> str:
-        name = f"o{len(params)}"
-        params[name] = value
-        return "$" + name
-
-    timeout_due = f"s.first_event_at + to_microseconds({bind(_micros(policy.timeout))})"
-    if policy.idle_timeout is not None:
-        idle = f"s.last_event_at + to_microseconds({bind(_micros(policy.idle_timeout))})"
-        timeout_due = f"greatest({timeout_due}, {idle})"
-    # The wait counts from when the root was due (its fail event, or its timeout).
-    due = f"least(s.status_changed_at, coalesce(s.fail_at, {timeout_due}))"
-    backoff = (
-        f"CASE WHEN o.attempt >= {bind(policy.max_attempts)} THEN 0.0 "
-        f"ELSE {bind(policy.replay_backoff.total_seconds())} * pow(2, o.attempt - 1) END"
-    )
-    awaiting = (
-        f"(epoch_us({bind(now)}) - epoch_us({due})) / 1e6 "
-        f"<= {backoff} + {bind(grace.total_seconds())}"
-    )
-    active = "false"
-    if policy.idle_timeout is not None:  # pending past the timeout while events come
-        active = f"s.last_event_at >= {bind(now - policy.idle_timeout - grace)}"
-    in_flight = f"s.status_changed_at >= {bind(now - grace)}"
-    settled = ", ".join(bind(o) for o in SETTLED_OUTCOMES)
-    replayed, dead = bind(status.REPLAYED), bind(status.DEAD_LETTERED)
-    failed, timed_out, pending = bind(status.FAILED), bind(status.TIMED_OUT), bind(status.PENDING)
-    case = (
-        f"CASE WHEN s.status IS NULL THEN {bind('never reconciled: no event of it folded')} "
-        f"WHEN x.root_id IS NOT NULL AND s.status = {dead} "
-        f"  THEN {bind(f'dead-lettered: {EXPIRED} before its replay')} "
-        f"WHEN s.status IN ({settled}) AND s.status <> {replayed} THEN s.status "
-        f"WHEN s.status = {replayed} AND (n.attempt IS NOT NULL OR {in_flight}) THEN s.status "
-        f"WHEN s.status = {replayed} "
-        f"  THEN {bind('replayed, but the next attempt never registered')} "
-        f"WHEN s.status IN ({failed}, {timed_out}) AND {awaiting} THEN {bind(AWAITING_REPLAY)} "
-        f"WHEN s.status = {failed} THEN {bind('failed, and not replayed')} "
-        f"WHEN s.status = {timed_out} THEN {bind('timed out, and not replayed')} "
-        f"WHEN s.status = {pending} AND {active} THEN {bind(IN_PROGRESS)} "
-        f"ELSE s.status || {bind(' past its timeout')} END"
-    )
-    return case, params
-
-
-def _micros(value: timedelta) -> int:
-    return int(value / timedelta(microseconds=1))
 
 
 def _quoted(name: str) -> str:
