@@ -162,7 +162,7 @@ bench-wordcount: setup
 bench-ui: setup
 	$(BIN)/python bench/ui.py
 
-## bench-quality: the quality checks on a 10M-event ledger, and on a 1M-event window over it
+## bench-quality: the quality checks on the embedded engine and on Spark, side by side: 10M events, and 1M over them
 bench-quality: setup
 	$(BIN)/python bench/quality.py
 

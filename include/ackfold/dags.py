@@ -300,6 +300,21 @@ def reconcile_in_task() -> dict[str, Any]:
     return summary
 
 
+def quality_check(airflow_run_id: str, settings: Settings | None = None) -> dict[str, Any]:
+    """The `check` task of `ackfold_quality` on the embedded engine: the quality run in the
+    task's own process (no JVM, no spark-submit), as `spark_apps/quality.py` runs it on
+    Spark. A violation is a result, not an error: the `verdict` task fails on it."""
+    from ackfold.quality import run_quality
+    from ackfold.quality.run import quality_run_id
+
+    settings = settings or load_settings()
+    report = run_quality(
+        settings, run_id=quality_run_id(airflow_run_id), say=lambda text: log.info("%s", text)
+    )
+    log.info("%s", report.format())
+    return {"run_id": report.run_id, "checks": len(report.results), "passed": report.passed}
+
+
 def quality_verdict(airflow_run_id: str, settings: Settings | None = None) -> dict[str, Any]:
     """The `verdict` task: read the `quality_results` of the DAG run's quality run (no
     JVM) and fail, without retries, listing each violated expectation with its observed

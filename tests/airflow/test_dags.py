@@ -142,8 +142,24 @@ def test_quality_follows_every_reconcile_and_its_verdict_follows_the_checks(
     # The alerts run after any check, and leave the verdict a leaf that fails the run.
     assert dag.get_task("alerts").trigger_rule == "all_done"
     assert not dag.get_task("verdict").downstream_task_ids
+    # On the embedded engine (the default), the checks run in the task's own process.
+    check = dag.get_task("check")
+    assert check.task_type == "_PythonDecoratedOperator"
+    assert "quality_check" in check.python_callable.__code__.co_names
+
+
+def test_on_the_spark_engine_the_quality_check_is_submitted(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from airflow.dag_processing.dagbag import DagBag
+
+    monkeypatch.setenv("ACKFOLD_ENGINE__KIND", "spark")
+    bag = DagBag(dag_folder=str(PROJECT_DIR / "dags"))
+    assert bag.import_errors == {}
     # The run id ties the results the check writes to the verdict that reads them.
-    _submits(dag.get_task("check"), "quality.py", ["--airflow-run-id", "{{ run_id }}"])
+    check = bag.dags["ackfold_quality"].get_task("check")
+    _submits(check, "quality.py", ["--airflow-run-id", "{{ run_id }}"])
+    assert check.downstream_task_ids == {"verdict", "alerts"}
 
 
 def test_maintenance_runs_daily_by_default(dagbag) -> None:  # type: ignore[no-untyped-def]

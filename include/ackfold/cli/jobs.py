@@ -107,11 +107,17 @@ def _quality(settings: Settings, args: argparse.Namespace) -> int:
     except LedgerError as exc:
         return ledger_error(exc)
 
+    from ackfold.embedded import SPARK, engine_for
     from ackfold.quality import run_quality
 
-    spark = spark_session(settings, "ackfold-quality")
+    # On the embedded engine (the default) no JVM starts: DuckDB runs in this process.
+    spark = spark_session(settings, "ackfold-quality") if engine_for(settings) == SPARK else None
     report = run_quality(
-        spark, settings, app=args.app, now=now, say=lambda text: print(text, file=sys.stderr)
+        settings,
+        spark=spark,
+        app=args.app,
+        now=now,
+        say=lambda text: print(text, file=sys.stderr),
     )
     emit(json.dumps(report.as_dict(), indent=2) if args.json else report.format(verbose=args.all))
     return 0 if report.passed else 1

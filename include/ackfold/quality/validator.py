@@ -1,6 +1,8 @@
-"""Great Expectations, run the GX 1.x way: an ephemeral data context, a Spark data source
-with one dataframe asset per batch, a suite and a validation definition per batch, and a
-Data Docs site built from the run's results.
+"""Great Expectations, run the GX 1.x way: an ephemeral data context, a data source with
+one dataframe asset per batch (Spark's on the Spark engine, pandas on the embedded one), a
+suite and a validation definition per batch, and a Data Docs site built from the run's
+results. On the embedded engine, the ledger suites are computed by DuckDB in one pass
+over their tables (`ackfold.quality.duck_checks`) and `record`ed as GX results.
 
 The context is ephemeral because ackfold generates every suite from its configuration:
 there is no GX project to keep. The Data Docs of each run go to a fresh directory beside
@@ -13,9 +15,11 @@ the newest `quality.docs_keep` sites. The trend of every check is in `quality_re
 from __future__ import annotations
 
 import logging
+import numbers
 import os
 import shutil
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
@@ -27,6 +31,10 @@ from ackfold.quality.report import CheckResult
 os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
 
 if TYPE_CHECKING:
+    import pandas as pd
+    from great_expectations.core.expectation_validation_result import (
+        ExpectationValidationResult,
+    )
     from pyspark.sql import DataFrame
 
 SITE: Final = "ackfold"
@@ -44,6 +52,7 @@ class Validator:
         docs_dir: Path,
         run_id: str,
         *,
+        engine: str = "spark",
         keep: int = KEEP_SITES,
         assets_dir: Path | None = None,
     ) -> None:
@@ -70,9 +79,13 @@ class Validator:
         )
         # GX would persist every batch, and never unpersist it: `validate` caches the
         # batches that gain by it, and releases them.
-        self.source = self.context.data_sources.add_spark("ackfold", persist=False)
+        self.source: Any
+        if engine == "spark":
+            self.source = self.context.data_sources.add_spark("ackfold", persist=False)
+        else:  # the embedded engine's batches: small pandas frames
+            self.source = self.context.data_sources.add_pandas("ackfold")
 
-    def validate(self, suite: Suite, frame: DataFrame) -> list[CheckResult]:
+    def validate(self, suite: Suite, frame: DataFrame | pd.DataFrame) -> list[CheckResult]:
         import great_expectations as gx
 
         asset = self.source.add_dataframe_asset(suite.name)
@@ -83,7 +96,8 @@ class Validator:
         definition = self.context.validation_definitions.add(
             gx.ValidationDefinition(name=suite.name, data=batch, suite=expectations)
         )
-        if suite.cached:
+        spark = hasattr(frame, "unpersist")
+        if suite.cached and spark:
             frame = frame.cache()  # each expectation is a Spark job over the batch
         try:
             outcome = definition.run(
@@ -94,11 +108,62 @@ class Validator:
                     "partial_unexpected_count": SAMPLE,
                 },
             )
-            return [self._result(suite, r, frame) for r in outcome.results]
+            return [self._result(suite, r, frame if spark else None) for r in outcome.results]
         finally:
-            frame.unpersist()
+            if spark:
+                frame.unpersist()
 
-    def _result(self, suite: Suite, result: Any, frame: DataFrame) -> CheckResult:
+    def record(
+        self, suite: Suite, results: Sequence[ExpectationValidationResult]
+    ) -> list[CheckResult]:
+        """Keep `results`, computed outside GX (`ackfold.quality.duck_checks`), as the
+        validation of `suite`: Data Docs show them like the others."""
+        import great_expectations as gx
+        from great_expectations.core.expectation_validation_result import (
+            ExpectationSuiteValidationResult,
+        )
+        from great_expectations.core.run_identifier import RunIdentifier
+        from great_expectations.data_context.types.resource_identifiers import (
+            ExpectationSuiteIdentifier,
+            ValidationResultIdentifier,
+        )
+
+        self.context.suites.add(
+            gx.ExpectationSuite(name=suite.name, expectations=suite.expectations)
+        )
+        run = RunIdentifier(run_name=self.site_dir.name, run_time=datetime.now(UTC))
+        passed = sum(bool(r.success) for r in results)
+        validation = ExpectationSuiteValidationResult(
+            success=passed == len(results),
+            results=list(results),
+            suite_name=suite.name,
+            statistics={
+                "evaluated_expectations": len(results),
+                "successful_expectations": passed,
+                "unsuccessful_expectations": len(results) - passed,
+                "success_percent": 100.0 * passed / len(results) if results else None,
+            },
+            meta={
+                "run_id": run,
+                "validation_time": run.run_time,
+                # What Data Docs name the batch by, as GX's own runs record it.
+                "active_batch_definition": {
+                    "datasource_name": "ackfold (DuckDB)",
+                    "data_connector_name": "fluent",
+                    "data_asset_name": suite.name,
+                    "batch_identifiers": {},
+                },
+            },
+        )
+        key = ValidationResultIdentifier(
+            expectation_suite_identifier=ExpectationSuiteIdentifier(name=suite.name),
+            run_id=run,
+            batch_identifier=suite.name,
+        )
+        self.context.validation_results_store.store_validation_results(validation, key)
+        return [self._result(suite, r, None) for r in results]
+
+    def _result(self, suite: Suite, result: Any, frame: DataFrame | None) -> CheckResult:
         config = result.expectation_config
         kwargs = dict(config.kwargs)
         raw: Mapping[str, Any] = result.result or {}
@@ -109,8 +174,11 @@ class Validator:
         elif config.type == "unexpected_rows_expectation":
             count = int(raw.get("observed_value") or 0)
             observed = f"{count} unexpected row(s)"
-            if count:
+            if count and frame is not None:
                 sample = self._unexpected_rows(kwargs["unexpected_rows_query"], frame)
+            elif count:  # rows the embedded engine found
+                rows = (raw.get("details") or {}).get("unexpected_rows") or []
+                sample = tuple(_describe_row(row) for row in rows[:SAMPLE])
         elif "observed_value" in raw:
             observed = _observed(config.kwargs.get("column"), raw)
         else:
@@ -221,7 +289,10 @@ def _observed(column: str | None, raw: Mapping[str, Any]) -> str:
 def _index_sample(raw: Mapping[str, Any]) -> tuple[str, ...]:
     rows = raw.get("partial_unexpected_index_list") or []
     if rows:
-        return tuple(_describe_row(row) for row in rows[:SAMPLE])
+        # The index columns first, as Spark's results give them (pandas' put them last).
+        index = list(raw.get("unexpected_index_column_names") or [])
+        ordered = [{**{k: row[k] for k in index if k in row}, **row} for row in rows]
+        return tuple(_describe_row(row) for row in ordered[:SAMPLE])
     return tuple(repr(v) for v in (raw.get("partial_unexpected_list") or [])[:SAMPLE])
 
 
@@ -229,7 +300,7 @@ def _describe_row(row: Mapping[str, Any]) -> str:
     """`root_id=0x…, attempt=6`: ids as the CLI and the UI show them."""
     parts = []
     for key, value in row.items():
-        if key.endswith("root_id") and isinstance(value, int):
-            value = hex64(value)
+        if key.endswith("root_id") and isinstance(value, numbers.Integral):
+            value = hex64(int(value))  # an int, or numpy's from a pandas batch
         parts.append(f"{key}={value}")
     return ", ".join(parts)
