@@ -68,13 +68,14 @@ def appended_since(
     file of the table), up to its current version."""
     from deltalake import DeltaTable
 
-    table = DeltaTable(uri, storage_options=dict(storage_options or {}) or None)
+    options = dict(storage_options or {}) or None
+    table = DeltaTable(uri, storage_options=options)
     version = int(table.version())
     table_id = str(table.metadata().id)
     if after is not None and after >= version:
         return Appends(table_id, version, (), whole=False)
     if after is not None:
-        files = _from_log(table, uri, after, version)
+        files = _from_log(table, uri, after, version, options)
         if files is not None:
             return Appends(table_id, version, files, whole=False)
         log.warning(
@@ -94,7 +95,9 @@ def _current(table: Any, version: int) -> tuple[DataFile, ...]:
     )
 
 
-def _from_log(table: Any, uri: str, after: int, version: int) -> tuple[DataFile, ...] | None:
+def _from_log(
+    table: Any, uri: str, after: int, version: int, options: dict[str, str] | None
+) -> tuple[DataFile, ...] | None:
     """The data files of the appends in versions after..version, or None if the log no
     longer holds one of them."""
     from deltalake.fs import DeltaStorageHandler

@@ -76,7 +76,7 @@ def scan(
     elif all(_local_path(uri) is not None for uri, _ in files):
         rel = _local_partitioned(db, files, data, columns_of, typed)
     else:
-        rel = _remote_partitioned(db, files, data, columns_of, typed, table)
+        rel = _remote_partitioned(db, files, data, columns_of, typed, storage_options)
     return _project(rel, columns or schema.names)
 
 
@@ -134,7 +134,7 @@ def _remote_partitioned(
     data: Sequence[Any],
     partitions: Sequence[str],
     typed: Mapping[str, Any],
-    table: Any,
+    storage_options: Mapping[str, str] | None,
 ) -> duckdb.DuckDBPyRelation:
     """The files of each partition read through delta-rs's file system (an object
     store), with that partition's values as constants, all in one relation."""
@@ -145,9 +145,8 @@ def _remote_partitioned(
         groups.setdefault(tuple(values[c] for c in partitions), []).append(uri)
     rel: duckdb.DuckDBPyRelation | None = None
     for group, uris in groups.items():
-        part = _project(
-            _dataset_of(db, uris, pa.schema(data), table._storage_options), [f.name for f in data]
-        )
+        dataset = _dataset_of(db, uris, pa.schema(data), storage_options)
+        part = _register(db, dataset, [f.name for f in data])
         consts = [
             f"CAST({_literal(v)} AS {_duck_type(typed[c])}) AS {_quoted(c)}"
             for c, v in zip(partitions, group, strict=True)

@@ -94,6 +94,10 @@ class EmbeddedReconciler:
     ) -> None:
         self.settings = settings
         self.ledger = Ledger(settings.table_root)
+        # Every table through the ledger's writer: its URI as delta-rs spells it, and the
+        # store's options (credentials, endpoint) from the environment.
+        self.writer = LedgerWriter(settings.table_root)
+        self.options = self.writer.storage_options
         self.now = (now or datetime.now(UTC)).astimezone(UTC)
         self.app = app
         self.checkpoint = checkpoint
@@ -104,12 +108,12 @@ class EmbeddedReconciler:
     # -- the run ----------------------------------------------------------------------
 
     def run(self) -> dict[str, Any]:
-        LedgerWriter(self.settings.table_root).create(
-            [ACK_EVENTS, ROOTS, ROOT_STATE, UNMATCHED_EVENTS]
-        )
-        _check_layout(self.ledger.path(ROOT_STATE))
+        self.writer.create([ACK_EVENTS, ROOTS, ROOT_STATE, UNMATCHED_EVENTS])
+        _check_layout(self.writer.table(ROOT_STATE), self.uri(ROOT_STATE))
         mark = quiet.read_mark(self.checkpoint)
-        appends = appended_since(self.ledger.path(ACK_EVENTS), _after(mark, self.ledger))
+        events = self.writer.table(ACK_EVENTS)
+        after = mark[1] if mark is not None and mark[0] == str(events.metadata().id) else None
+        appends = appended_since(self.uri(ACK_EVENTS), after, storage_options=self.options)
         steps = 0
         for files, version in _slices(appends, _bytes(self.settings.reconcile.max_bytes_per_batch)):
             self.step(files)
@@ -120,6 +124,13 @@ class EmbeddedReconciler:
             self.step(None)  # nothing new: the open roots are classified all the same
         self._mark((appends.table_id, appends.version))
         return self.summary()
+
+    def uri(self, table: str) -> str:
+        return self.writer.uri(table)
+
+    def scan(self, table: str, **how: Any) -> Any:
+        """Ledger table `table` as a DuckDB relation (`ackfold.embedded.tables.scan`)."""
+        return tables.scan(self.db, self.uri(table), storage_options=self.options, **how)
 
     def _mark(self, read: tuple[str, int]) -> None:
         """Say what has been folded, for both engines: Spark's stream state in the same
@@ -194,7 +205,7 @@ class EmbeddedReconciler:
         )
 
     def _scan_state(self, keep: Callable[[Mapping[str, str | None]], bool]) -> Any:
-        return tables.scan(self.db, self.ledger.path(ROOT_STATE), keep=keep)
+        return self.scan(ROOT_STATE, keep=keep)
 
     def _register_settled(self, since: date) -> None:
         """`settled`: the ids of the roots first seen since `since` that are not
@@ -218,7 +229,7 @@ class EmbeddedReconciler:
         """`registered`: (root_id, attempt, origin_root_id) of the roots registered since
         `since` that this step names: the replay chain of the roots seen the first time."""
         start = datetime.combine(since, datetime.min.time(), tzinfo=UTC)
-        tables.scan(self.db, self.ledger.path(ROOTS)).create_view("roots_input", replace=True)
+        self.scan(ROOTS).create_view("roots_input", replace=True)
         self.db.execute(
             "CREATE OR REPLACE TEMP TABLE registered AS "
             "SELECT r.root_id, min(r.attempt) AS attempt, min(r.origin_root_id) AS origin_root_id "
@@ -230,9 +241,10 @@ class EmbeddedReconciler:
     def _register_events(self, files: Sequence[DataFile] | None) -> None:
         """`events`: the step's new events and the waiting ones, flagged (`waiting`). With
         no new events the waiting ones wait for the next run that has some, as in Spark."""
-        schema = _arrow_schema(self.ledger.path(ACK_EVENTS))
-        tables.scan_files(self.db, list(files or ()), schema).create_view("new_input")
-        waiting = tables.scan(self.db, self.ledger.path(UNMATCHED_EVENTS))
+        schema = tables.arrow_table_schema(self.writer.table(ACK_EVENTS))
+        new = tables.scan_files(self.db, list(files or ()), schema, storage_options=self.options)
+        new.create_view("new_input")
+        waiting = self.scan(UNMATCHED_EVENTS)
         if files is None:
             waiting = waiting.limit(0)
         waiting.create_view("waiting_input")
@@ -274,7 +286,6 @@ class EmbeddedReconciler:
             self._park()
 
     def _merge_updates(self) -> None:
-        from deltalake import DeltaTable
 
         updates = self._written(duck_fold.UPDATE, [*COLUMNS, "prior_date", "prior_status"])
         if updates.num_rows == 0:
@@ -292,7 +303,7 @@ class EmbeddedReconciler:
             "AND t.first_event_date = s.prior_date AND t.status = s.prior_status "
             "AND t.root_id = s.root_id"
         )
-        table = DeltaTable(self.ledger.path(ROOT_STATE))
+        table = self.writer.table(ROOT_STATE)
         metrics = (
             table.merge(updates, predicate, source_alias="s", target_alias="t")
             .when_matched_update({c: f"s.{c}" for c in COLUMNS})
@@ -302,7 +313,7 @@ class EmbeddedReconciler:
 
     def _append_new(self) -> None:
         inserts = self._written(duck_fold.INSERT, list(COLUMNS))
-        tables.append(self.ledger.path(ROOT_STATE), inserts)
+        tables.append(self.uri(ROOT_STATE), inserts, storage_options=self.options)
         self.counts["roots_updated"] += inserts.num_rows
 
     def _written(self, change: str, columns: Sequence[str]) -> pa.Table:
@@ -315,14 +326,14 @@ class EmbeddedReconciler:
     def _park(self) -> None:
         """Keep the events of roots with no state and no init in unmatched_events, for
         the next run with new events; the other apps' waiting events stay as they are."""
-        tables.scan(self.db, self.ledger.path(UNMATCHED_EVENTS)).create_view("others_input")
+        self.scan(UNMATCHED_EVENTS).create_view("others_input")
         rows = self.db.sql(PARK_SQL, params={"app": self.app}).to_arrow_table()
-        tables.overwrite(self.ledger.path(UNMATCHED_EVENTS), rows)
+        tables.overwrite(self.uri(UNMATCHED_EVENTS), rows, storage_options=self.options)
 
     def summary(self) -> dict[str, Any]:
-        state = tables.scan(self.db, self.ledger.path(ROOT_STATE), columns=["app", "status"])
+        state = self.scan(ROOT_STATE, columns=["app", "status"])
         state.create_view("state_now", replace=True)
-        waiting = tables.scan(self.db, self.ledger.path(UNMATCHED_EVENTS), columns=["app"])
+        waiting = self.scan(UNMATCHED_EVENTS, columns=["app"])
         waiting.create_view("waiting_now", replace=True)
         by_status = {
             s: int(n)
@@ -336,23 +347,6 @@ class EmbeddedReconciler:
             "SELECT count(*) FROM waiting_now WHERE $app IS NULL OR app = $app", {"app": self.app}
         ).fetchall()[0][0]
         return quiet.summary(self.app, self.now, self.counts, int(unmatched), by_status)
-
-
-def _arrow_schema(uri: str) -> pa.Schema:
-    import pyarrow as pa
-    from deltalake import DeltaTable
-
-    return pa.schema(DeltaTable(uri).schema().to_arrow())
-
-
-def _after(mark: tuple[str, int] | None, ledger: Ledger) -> int | None:
-    """The version folded up to, if the mark is of this very table (not one made anew)."""
-    if mark is None:
-        return None
-    from deltalake import DeltaTable
-
-    table_id = str(DeltaTable(ledger.path(ACK_EVENTS)).metadata().id)
-    return mark[1] if mark[0] == table_id else None
 
 
 def _slices(appends: Appends, limit: int) -> Iterator[tuple[list[DataFile], int | None]]:
@@ -378,10 +372,8 @@ def _bytes(text: str) -> int:
     return int(text[:-1]) * _UNITS[unit] if unit in _UNITS else int(text)
 
 
-def _check_layout(uri: str) -> None:
-    from deltalake import DeltaTable
-
-    partitions = tuple(DeltaTable(uri).metadata().partition_columns)
+def _check_layout(table: Any, uri: str) -> None:
+    partitions = tuple(table.metadata().partition_columns)
     if partitions != ROOT_STATE_PARTITIONS:
         raise LedgerError(
             f"{uri} is partitioned by ({', '.join(partitions)}), an earlier ackfold's layout: "
