@@ -47,6 +47,7 @@ from ackfold.ledger.writer import LedgerWriter
 
 BENCH = Path(__file__).resolve().parent
 ACKFOLD = str(Path(sys.executable).parent / "ackfold")
+DEFAULT_PLOT = Path("var", "bench", "bench-reconcile.png")  # under var/: never a tracked file
 DERIVED = ("root_state", "unmatched_events", "_checkpoints", "_ledger_lease")
 
 
@@ -114,7 +115,7 @@ def main() -> None:
     parser.add_argument("--increment", type=int, default=1_000_000, help="new events")
     parser.add_argument("--histories", default="0,10000000,50000000", help="events before them")
     parser.add_argument("--workdir", default=None, help="where ledgers go (default: a temp dir)")
-    parser.add_argument("--plot", type=Path, default=Path("var/bench/bench-reconcile.png"))
+    parser.add_argument("--plot", type=Path, default=DEFAULT_PLOT, help="the PNG to draw")
     args = parser.parse_args()
     work = Path(args.workdir or tempfile.mkdtemp(prefix="ackfold-bench-"))
     spark_sizes = {int(s) for s in args.spark_sizes.split(",") if s}
