@@ -156,7 +156,9 @@ class EmbeddedReconciler:
         self._register_events(files)
         db.execute(f"CREATE OR REPLACE TEMP TABLE seen AS {duck_fold.SEEN_SQL}")
         db.execute(f"CREATE OR REPLACE TEMP TABLE marked AS {duck_fold.FOLD_SQL}")
-        db.execute(f"CREATE OR REPLACE TEMP TABLE new AS {duck_fold.NEW_SQL}")
+        (seen,) = db.execute("SELECT count(*) FROM seen").fetchall()[0]
+        new = duck_fold.NEW_SQL if seen else duck_fold.NEW_SQL_ALL_FRESH
+        db.execute(f"CREATE OR REPLACE TEMP TABLE new AS {new}")
         oldest = db.execute("SELECT min(first_event_at) FROM new").fetchall()[0][0]
         first_day = min(since, oldest.astimezone(UTC).date()) if oldest else since
         self._register_settled(first_day)

@@ -63,7 +63,10 @@ def run_replay(
     by the embedded engine. `now`: the run's time for the policies' backoff. `holder`:
     who waits for the turn, as others see it (default: the requester)."""
     engine = engine_for(settings)
-    holder = holder or f"replay by {request.requested_by}"
+    # As others waiting for the turn read it: "waiting for the automatic replay (pid ...)".
+    holder = holder or (
+        "the automatic replay" if request.automatic else f"a replay by {request.requested_by}"
+    )
     with ledger_turn(settings, holder, wait=wait, say=say or log.info):
         session = None
         if engine == SPARK:
