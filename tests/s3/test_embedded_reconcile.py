@@ -18,7 +18,7 @@ from ackfold.reconcile.run import run_reconcile
 from tests.s3.conftest import warehouse_of
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
-from arrow_ledger import ArrowLedger  # noqa: E402
+from arrow_ledger import ArrowLedger
 
 
 def _state(warehouse: str) -> dict[int, dict[str, object]]:
