@@ -185,13 +185,16 @@ kept AS (
     SELECT root_id FROM written
     WHERE status NOT IN ('{status.COMPLETED}', '{status.COMPLETED_LATE}')
 ),
+kept_fresh AS (  -- the events folded into the kept roots, by root and id hash
+    SELECT root_id, h FROM marked SEMI JOIN kept USING (root_id) WHERE fresh
+),
 ids AS (
     SELECT DISTINCT e.root_id, hash(e.event_id) AS h, e.event_id
     FROM events e SEMI JOIN kept USING (root_id)
 ),
 folded AS (
     SELECT i.root_id, list(xxhash64(i.event_id)) AS hashes
-    FROM ids i JOIN marked m ON m.root_id = i.root_id AND m.h = i.h AND m.fresh
+    FROM ids i SEMI JOIN kept_fresh k ON k.root_id = i.root_id AND k.h = i.h
     GROUP BY i.root_id
 )
 SELECT r.* EXCLUDE (prior_seen),
