@@ -26,7 +26,7 @@ def test_every_pasted_form_parses_to_the_stored_bigint(value: int) -> None:
     unsigned = value & ((1 << 64) - 1)
     shown = ids.format_id(value)
     # 16 bare digits 0-9 are ambiguous (below): a + says decimal.
-    signed, plain = (f"+{n}" if len(str(n)) == 16 and n >= 0 else str(n) for n in (value, unsigned))
+    signed, plain = (f"+{n}" if n >= 0 and len(str(n)) == 16 else str(n) for n in (value, unsigned))
     forms = [shown, shown.upper().replace("0X", "0x"), signed, f"  {signed}\n", plain]
     if not shown[2:].isdigit():  # 16 digits 0-9 without 0x are ambiguous (below)
         forms.append(shown[2:])
