@@ -122,6 +122,8 @@ class EmbeddedReconciler:
                 self._mark((appends.table_id, version))
         if not steps:
             self.step(None)  # nothing new: the open roots are classified all the same
+        # Roots that timed out at a stage whose outputs no stage acks say so (issue 42).
+        self._explain_timeouts()
         self._mark((appends.table_id, appends.version))
         return self.summary()
 
@@ -326,6 +328,50 @@ class EmbeddedReconciler:
             f"SELECT {names} FROM written WHERE change = $change",  # noqa: S608
             params={"change": change},
         ).to_arrow_table()
+
+    def _explain_timeouts(self) -> None:
+        """`fail_reason` of the roots this run timed out at a stage whose outputs no stage
+        has ever acked, as the Spark engine writes it (`ackfold.reconcile.timeouts`)."""
+        from ackfold.reconcile.timeouts import app_histories
+
+        self.scan(ROOT_STATE, keep=lambda v: v["status"] == status.TIMED_OUT).create_view(
+            "timed_input", replace=True
+        )
+        timed = self.db.execute(
+            "SELECT root_id, app, last_stage, first_event_date FROM timed_input "
+            "WHERE status_changed_at = $now AND fail_at IS NULL AND fail_reason IS NULL "
+            "AND ($app IS NULL OR app = $app)",
+            {"now": self.now, "app": self.app},
+        ).fetchall()
+        if not timed:
+            return
+        histories = {h.app: h for h in app_histories(self.ledger, sorted({r[1] for r in timed}))}
+        reasons = [
+            [root, day, reason]
+            for root, app, stage, day in timed
+            if app in histories and (reason := histories[app].timeout_reason(stage))
+        ]
+        if not reasons:
+            return
+        self.db.execute(
+            "CREATE OR REPLACE TEMP TABLE reasons "
+            "(root_id BIGINT, first_event_date DATE, reason VARCHAR)"
+        )
+        self.db.executemany("INSERT INTO reasons VALUES (?, ?, ?)", reasons)
+        source = self.db.sql("SELECT * FROM reasons").to_arrow_table()
+        days = ", ".join(sql_date(d) for d in sorted({r[1] for r in reasons}))
+        predicate = (
+            f"t.first_event_date IN ({days}) AND t.status = {sql_str(status.TIMED_OUT)} "
+            "AND t.first_event_date = s.first_event_date AND t.root_id = s.root_id "
+            "AND t.fail_at IS NULL"
+        )
+        (
+            self.writer.table(ROOT_STATE)
+            .merge(source, predicate, source_alias="s", target_alias="t")
+            .when_matched_update({"fail_reason": "s.reason"})
+            .execute()
+        )
+        log.info("reconcile: %d timed-out root(s) waited on a stage no stage acks", len(reasons))
 
     def _park(self) -> None:
         """Keep the events of roots with no state and no init in unmatched_events, for
