@@ -5,6 +5,7 @@ in the middle of a run (nothing lost; the next run sends exactly the rest)."""
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from collections.abc import Callable
 from datetime import timedelta
@@ -49,6 +50,28 @@ def failed_records(settings: Settings, topic: str, count: int) -> list[Failed]:
     ]
     write_failed(settings.table_root, roots)
     return roots
+
+
+def leader_of(settings: Settings, topic: str, wait: float = 60) -> None:
+    """Wait until partition 0 of `topic` has a leader again: a broker that restarts answers
+    before it has loaded its partitions (Not leader for partition)."""
+    from confluent_kafka import Consumer, KafkaException, TopicPartition
+
+    from ackfold.sources.kafka_client import client_config
+
+    consumer = Consumer(client_config(settings, **{"group.id": "test-leader"}))
+    deadline = time.monotonic() + wait
+    try:
+        while True:
+            try:
+                consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=2)
+                return
+            except KafkaException:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
+    finally:
+        consumer.close()
 
 
 def replays(settings: Settings, topic: str) -> list[Any]:
@@ -104,6 +127,7 @@ def test_the_broker_down_mid_run_loses_nothing_and_the_next_run_sends_exactly_th
         assert done == {status.REPLAYED: 10, status.FAILED: 20}
 
         broker.start()  # the same data: the first chunk's records are there
+        leader_of(settings, "in")
         rerun = run_replay(settings, AUTO, now=NOW + timedelta(hours=1))
         assert (rerun.selected, rerun.sent, rerun.resent, rerun.not_sent) == (20, 20, 20, 0)
         assert origins(replays(settings, "in")) == Counter(r.origin for r in roots), "once each"

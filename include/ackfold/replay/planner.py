@@ -153,10 +153,11 @@ class Planner(ABC):
 
     @abstractmethod
     def _select(self, request: ReplayRequest, limit: int | None) -> list[dict[str, Any]]:
-        """The `root_state` rows `request` selects (every column but
-        `seen_event_hashes`), by `status_changed_at` then `root_id`, at most `limit`: for
-        an automatic run, the failed and timed-out roots whose backoff has passed
-        (`backoff_seconds`); for a manual one, by its filters."""
+        """The `root_state` rows `request` selects (at least the columns `_decide` reads),
+        by `status_changed_at` then `root_id`, at most `limit`: for
+        an automatic run, the failed and timed-out roots whose backoff has passed (attempt
+        k waits `replay_backoff * 2**(k-1)` after its status changed; a root out of
+        attempts does not wait); for a manual one, by its filters."""
 
     @abstractmethod
     def _roots_of(self, candidates: list[dict[str, Any]]) -> dict[int, dict[str, Any]]:
@@ -266,19 +267,6 @@ class Planner(ABC):
             unreadable.update(bad)
             expired |= queue.expired([p for p in found if p not in bad])
         return expired, unreadable
-
-
-def backoff_seconds(policy: AppPolicy, attempt: int) -> float:
-    """How long attempt `attempt` of a root waits after its status changed before an
-    automatic run replays it: `replay_backoff * 2**(attempt - 1)`. (A root out of
-    attempts, `attempt >= max_attempts`, does not wait: there is nothing to space out.)
-
-    Example:
-        >>> from ackfold.config.policy import AppPolicy
-        >>> backoff_seconds(AppPolicy(replay_backoff="30s"), 3)
-        120.0
-    """
-    return policy.replay_backoff.total_seconds() * 2.0 ** (attempt - 1)
 
 
 def _fold_log(rows: list[dict[str, Any]]) -> dict[tuple[int, str], dict[str, Any]]:

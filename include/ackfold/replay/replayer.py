@@ -9,7 +9,9 @@ A run has two halves:
   root: send a new attempt, dead-letter it, resend what an earlier run planned but never
   marked sent, finish the bookkeeping of what it sent, or skip it (with the reason).
 - `Replayer.execute(plan)` appends a `planned` row per send to `replay_log` BEFORE
-  sending anything, then sends chunk by chunk at the requested rate, and marks each sent
+  sending anything, then sends chunk by chunk at the requested rate, in the queues' batch
+  calls (`SourceQueue.batch_size`, several at once where `SourceQueue.parallel` says
+  so), and marks each sent
   chunk with a `sent` row (with the new message id) or a `failed` row (with the error) per
   message, appended while the next chunks are sent (`ackfold.replay.marks`). At the end
   it sets `root_state` to `replayed` or `dead_lettered` and records dead letters and
@@ -22,8 +24,11 @@ copies share the new root id (derived from the origin and the attempt) and, on F
 queues, the deduplication id. An unreachable queue is retried with backoff; what still
 fails stays in the log as unsent, and the run says so.
 
+Either half runs on either engine (`engine`: embedded or spark); `ackfold.replay.run`
+holds the one run function that the DAGs, the CLI and the demo call.
+
 Example:
-    >>> replayer = Replayer(spark, settings)                     # doctest: +SKIP
+    >>> replayer = Replayer(None, settings)                      # doctest: +SKIP
     >>> plan = replayer.plan(ReplayRequest(app="wordcount"))     # doctest: +SKIP
     >>> replayer.execute(plan).sent                              # doctest: +SKIP
     12
@@ -147,7 +152,7 @@ class Replayer:
             summary.seconds = time.monotonic() - started
             return summary
         # The bookkeeping MERGE must not race a reconcile. Callers that plan should hold
-        # the lock from the plan on (see `replay`): it is re-entrant.
+        # the lock from the plan on (as `run_replay` does): it is re-entrant.
         with ledger_turn(self.settings, f"replay {plan.replay_id}", say=log.info):
             plan.logged_at = self._books.append_log(plan, new, PLANNED)
             done = [p for p in plan.sends if p.state == SENT]

@@ -22,6 +22,7 @@ Example:
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Callable
 from datetime import datetime
@@ -97,7 +98,7 @@ def automatic_replay(
 
     request = ReplayRequest(automatic=True, app=app, requested_by=AUTOMATIC)
     summary = run_replay(settings, request, now=now, spark=spark)
-    log.info("automatic replay: %s", summary.as_dict())
+    log.info("automatic replay: %s", json.dumps(summary.as_dict(), default=str))
     if summary.not_sent:
         raise unsent_error(summary)
     return summary.as_dict()
