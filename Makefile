@@ -9,7 +9,7 @@ INSTALLED := $(VENV)/.installed
 # (tests/conftest.py GROUPS), each on one worker, mostly waiting on their servers.
 TEST_WORKERS ?= 4
 
-.PHONY: run test lint format setup install jars schemas browser test-unit test-spark connect \
+.PHONY: run test lint format setup install jars schemas docs-assets browser test-unit test-spark connect \
         test-airflow test-sqs test-kafka test-e2e test-browser test-cluster test-connect test-pythons test-bench test-docs docs sqs s3 kafka cluster demo bench bench-reconcile bench-replay \
         bench-wordcount bench-ui bench-quality bench-kafka bench-connect lock clean
 
@@ -45,8 +45,8 @@ connect: setup
 test: setup schemas browser lint
 	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadgroup
 
-## setup: Python packages in .venv, JVM jars in var/jars (both idempotent)
-setup: install jars
+## setup: Python packages in .venv, JVM jars in var/jars, Data Docs' styles and scripts (all idempotent)
+setup: install jars docs-assets
 
 install: $(INSTALLED)
 
@@ -63,6 +63,12 @@ $(INSTALLED): requirements.txt requirements-dev.txt pyproject.toml
 schemas: install
 	@scripts/system-deps.sh --npm
 	@$(BIN)/python -m ackfold.local.compose_schema var/schemas
+
+# The styles and scripts GX's Data Docs load from CDNs: from npm, pinned by version and
+# sha256, into quality.assets_dir (var/quality/assets); each published page carries them.
+docs-assets: install
+	@scripts/system-deps.sh --npm
+	@$(BIN)/python -m ackfold.quality.docs_assets
 
 # Debian's Chromium, for the browser tier (tests/browser).
 browser:
@@ -156,7 +162,7 @@ bench-wordcount: setup
 bench-ui: setup
 	$(BIN)/python bench/ui.py
 
-## bench-quality: the quality checks on a 10M-event ledger, and on a 1M-event window over it
+## bench-quality: the quality checks on the embedded engine and on Spark, side by side: 10M events, and 1M over them
 bench-quality: setup
 	$(BIN)/python bench/quality.py
 

@@ -152,3 +152,14 @@ class StormAcker:
             else:
                 counts["pending"] += 1
         return dict(counts)
+
+
+if __name__ == "__main__":
+    # `python bench/baselines.py TABLE DEADLINE OUT`: DuckDB's fold of the Delta table's
+    # current files as a command of its own, timed as a whole as ackfold's command is.
+    import json
+    import sys
+
+    table, deadline, out = sys.argv[1:4]
+    statuses = duckdb_fold(table_files(table), datetime.fromisoformat(deadline), Path(out))
+    print(json.dumps(statuses, sort_keys=True), flush=True)

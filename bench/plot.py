@@ -7,10 +7,9 @@ from pathlib import Path
 from typing import Any
 
 ENGINES = {  # results key -> legend, in the order drawn
-    "duckdb": "DuckDB (same files, same fold)",
-    "spark_sql": "Spark SQL (same files, same fold)",
-    "ackfold": "ackfold reconcile, end to end",
-    "storm_acker": "Storm's acker in Python (no de-duplication)",
+    "duckdb": "DuckDB's bare fold (same files), whole command",
+    "ackfold": "ackfold reconcile, embedded engine, whole command",
+    "spark": "ackfold reconcile, Spark engine, whole command",
 }
 
 
@@ -37,7 +36,7 @@ def plot_reconcile(results: dict[str, Any], path: Path) -> None:
     right.bar([f"{over / 1e6:g}M" for over, _ in increments],
               [row["seconds"] for _, row in increments], color="tab:green")  # fmt: skip
     right.set(xlabel="events already reconciled", ylabel="seconds",
-              title=f"Reconciling {results['shape']['increment']:,} new events")  # fmt: skip
+              title=f"Reconciling {results['increment_events']:,} new events")  # fmt: skip
     right.grid(True, axis="y", alpha=0.3)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -1,97 +1,143 @@
-"""Quality-check benchmark: the cost of `ackfold quality` on a 10M-event ledger, and on a
-1M-event window over that ledger as history.
+"""Quality-check benchmark: `ackfold quality` on the embedded engine and on Spark, side by
+side on the same ledger, each the whole command in a fresh process: on a window of 10M
+events, and on a 1M-event window over that ledger as history.
 
     .venv/bin/python bench/quality.py [--events 10000000] [--increment 1000000]
 
-The ledger is synthetic (`ackfold.ledger.synth`, 8 events per root), written through the real
-tables and reconciled by the real reconciler; each quality run is the real one (every
-suite, Data Docs, `quality_results`), timed warm: a small run first warms the JVM and GX.
-Each window is checked an hour after its last root, right after its reconcile. No replay
-runs, and a root's backoff counts from when it was due, so its failed and timed-out roots
-count as lost: `no_lost_roots` fails, as it would in production. Record the output in
-docs/benchmarks.md.
+The ledger is synthetic (`bench/arrow_ledger.py`, 8 events per root, written by delta-rs
+with no JVM) and reconciled by the real `ackfold reconcile`. Each quality run is the real
+command (every suite, Data Docs, `quality_results`), an hour after the window's last
+root: no replay runs, so its failed and timed-out roots count as lost and
+`no_lost_roots` fails, as it would in production (the command exits 1). The script stops
+if the two engines disagree on any check's verdict or observed value. Record the output
+in docs/benchmarks.md.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import re
 import shutil
+import subprocess
 import sys
+import tempfile
 import time
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import DEPTH, FANOUT, WARM_UP_ROOTS, Workdir, reconcile_after, roots_for
+from arrow_ledger import ArrowLedger
 
-from ackfold.ledger.synth import Synthetic
-from ackfold.ledger.tables import Ledger
-from ackfold.quality import run_quality
-from ackfold.spark import get_spark
+from ackfold.config import load_settings
+from ackfold.ledger.reader import LedgerReader
+from ackfold.ledger.writer import LedgerWriter
 
-
-def add(spark, settings, synthetic: Synthetic) -> None:  # type: ignore[no-untyped-def]
-    synthetic.write(spark, Ledger(settings.table_root))
-    reconcile_after(spark, settings, synthetic)
+ENGINES = ("embedded", "spark")
+SUITE_LINE = re.compile(r"^quality: [\w.]+: \d+ checks")
 
 
-def timed_quality(spark, settings, synthetic: Synthetic) -> tuple[float, object]:  # type: ignore[no-untyped-def]
+def ackfold(args: list[str], var: Path, engine: str | None) -> tuple[float, int, str]:
+    """Run `ackfold ARGS` in a fresh process on the ledger under `var`: its wall time in
+    seconds, its peak RSS in MB (GNU time, when there), and what it said on stderr."""
+    env = dict(os.environ, ACKFOLD_VAR_DIR=str(var))
+    if engine is not None:
+        env["ACKFOLD_ENGINE__KIND"] = engine
+    command = [str(Path(sys.executable).with_name("ackfold")), *args]
+    rss_file = var / "rss.txt"
+    gnu_time = shutil.which("time") or "/usr/bin/time"
+    measured = Path(gnu_time).is_file()
+    if measured:
+        command = [gnu_time, "-f", "%M", "-o", str(rss_file), *command]
     start = time.perf_counter()
-    report = run_quality(spark, settings, now=synthetic.end + timedelta(hours=1), say=print)
-    return time.perf_counter() - start, report
+    done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
+    seconds = time.perf_counter() - start
+    if done.returncode not in (0, 1):  # 1: a check failed, as expected here
+        raise SystemExit(f"ackfold {' '.join(args)} exited {done.returncode}:\n{done.stderr}")
+    rss = int(rss_file.read_text().split()[-1]) // 1024 if measured else 0
+    return seconds, rss, done.stderr
+
+
+def reconcile(var: Path, now: datetime, engine: str | None) -> None:
+    ackfold(["reconcile", "--now", now.isoformat()], var, engine)
+
+
+def checks(var: Path) -> dict[str, tuple[bool, str]]:
+    """The latest quality run's verdicts and observed values, by suite and check."""
+    rows = LedgerReader(load_settings(var_dir=var).table_root).quality_run()
+    return {f"{r['suite']} {r['check_name']}": (r["success"], r["observed"]) for r in rows}
+
+
+def compare(var: Path, now: datetime) -> dict[str, dict[str, float]]:
+    """Both engines' whole `ackfold quality` on the ledger under `var`, checked to agree."""
+    found: dict[str, dict[str, float]] = {}
+    verdicts = {}
+    for engine in ENGINES:
+        seconds, rss, said = ackfold(["quality", "--now", now.isoformat()], var, engine)
+        if engine == "embedded":  # what each suite took
+            print("\n".join(t for t in said.splitlines() if SUITE_LINE.match(t)), flush=True)
+        verdicts[engine] = checks(var)
+        found[engine] = {"seconds": round(seconds, 2), "peak_rss_mb": rss}
+    if verdicts["embedded"] != verdicts["spark"]:
+        differ = {
+            k: (verdicts["embedded"].get(k), verdicts["spark"].get(k))
+            for k in set(verdicts["embedded"]) | set(verdicts["spark"])
+            if verdicts["embedded"].get(k) != verdicts["spark"].get(k)
+        }
+        raise SystemExit(f"the engines disagree: {json.dumps(differ, indent=2)}")
+    found["checks"] = {"count": len(verdicts["embedded"])}
+    return found
+
+
+def line(label: str, events: int, run: dict[str, dict[str, float]]) -> str:
+    e, s = run["embedded"], run["spark"]
+    return (
+        f"quality over {events:>11,} events {label}: embedded {e['seconds']:6.1f} s "
+        f"({e['peak_rss_mb']:,} MB), Spark {s['seconds']:6.1f} s ({s['peak_rss_mb']:,} MB), "
+        f"{s['seconds'] / e['seconds']:.1f}x"
+    )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=10_000_000, help="events in the window")
     parser.add_argument("--increment", type=int, default=1_000_000, help="a later window's events")
-    parser.add_argument("--workdir", default=None, help="where ledgers go (default: a temp dir)")
     parser.add_argument(
-        "--warm-up", type=int, default=WARM_UP_ROOTS, help="roots of the warm-up run (0: none)"
+        "--workdir", default=None, help="where the ledger goes (default: a temp dir)"
     )
+    parser.add_argument(
+        "--reconcile-engine", choices=["auto", *ENGINES], default=None,
+        help="the engine that reconciles the ledger (default: engine.kind's)",
+    )  # fmt: skip
     args = parser.parse_args()
-    work = Workdir(args.workdir, "ackfold-bench-")
+    work = Path(args.workdir or tempfile.mkdtemp(prefix="ackfold-bench-quality-"))
+    var = work / "quality"
+    shutil.rmtree(var, ignore_errors=True)
     results: dict[str, object] = {}
 
-    warm = work.settings("warmup")
-    spark = get_spark(warm, app_name="ackfold-bench-quality")
-    if args.warm_up:
-        warm_synth = Synthetic(roots=args.warm_up, fanout=FANOUT, depth=DEPTH)
-        add(spark, warm, warm_synth)
-        timed_quality(spark, warm, warm_synth)
-
-    settings = work.settings("ledger")
-    big = Synthetic(roots=roots_for(args.events), fanout=FANOUT, depth=DEPTH)
-    add(spark, settings, big)
-    seconds, report = timed_quality(spark, settings, big)
-    checks = len(report.results)  # type: ignore[attr-defined]
-    failed = len(report.violations)  # type: ignore[attr-defined]
-    print(
-        f"quality over {big.events:>11,} events ({big.roots:,} roots) in the window: "
-        f"{seconds:6.1f} s  {big.events / seconds:>10,.0f} events/s  "
-        f"({checks} checks, {failed} failed)",
-        flush=True,
-    )
-    results["window_all"] = {"events": big.events, "seconds": seconds, "checks": checks}
+    big = ArrowLedger(roots=max(1, args.events // ArrowLedger(roots=1).events_per_root))
+    events = big.write(LedgerWriter(load_settings(var_dir=var).table_root))
+    now = big.end + timedelta(hours=1)
+    reconcile(var, now, args.reconcile_engine)
+    run = compare(var, now)
+    print(line("in the window", events, run), flush=True)
+    results["window_all"] = {"events": events, "roots": big.roots, **run}
 
     # Five days on (past the 2-day window and its day of margin), later events: only they
     # are read.
-    later = Synthetic(
-        roots=roots_for(args.increment), fanout=FANOUT, depth=DEPTH,
-        first_root=big.roots, start=big.start + timedelta(days=5),
+    later = ArrowLedger(
+        roots=max(1, args.increment // big.events_per_root), first_root=big.roots,
+        start=big.start + timedelta(days=5), seed=big.seed + 1,  # other root ids
     )  # fmt: skip
-    add(spark, settings, later)
-    seconds, report = timed_quality(spark, settings, later)
-    print(
-        f"quality over {later.events:>11,} events in the window, {big.events:,} before it: "
-        f"{seconds:6.1f} s  {later.events / seconds:>10,.0f} events/s",
-        flush=True,
-    )
-    results["window_increment"] = {"events": later.events, "seconds": seconds}
+    added = later.write(LedgerWriter(load_settings(var_dir=var).table_root))
+    now = later.end + timedelta(hours=1)
+    reconcile(var, now, args.reconcile_engine)
+    run = compare(var, now)
+    print(line(f"in the window, {events:,} before it", added, run), flush=True)
+    results["window_increment"] = {"events": added, "history": events, **run}
     print(json.dumps(results, indent=2))
-    spark.stop()
-    shutil.rmtree(work.path, ignore_errors=True)
+    shutil.rmtree(var, ignore_errors=True)
 
 
 if __name__ == "__main__":

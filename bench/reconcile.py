@@ -1,169 +1,187 @@
-"""Reconcile benchmark: ackfold against single-node baselines, and its incremental cost.
+"""Reconcile benchmark: ackfold's reconcile as a user runs it, against DuckDB's bare fold.
 
-    .venv/bin/python bench/reconcile.py [--sizes 1000000,10000000,50000000]
-        [--increment 1000000] [--fanout 2] [--depth 2] [--fail-rate 0.01]
-        [--missing-rate 0.01] [--late-rate 0.001] [--plot docs/images/bench-reconcile.png]
+    .venv/bin/python bench/reconcile.py [--sizes 10000000,50000000] [--runs 3]
+        [--spark-sizes 10000000] [--increment 1000000] [--histories 0,10000000,50000000]
+        [--workdir DIR] [--plot var/bench/bench-reconcile.png]
 
-For each size, one synthetic ledger (`ackfold.ledger.synth`, written by Spark through the real
-tables) is folded, in this order, by:
-- DuckDB, over the table's current files as delta-rs lists them (`baselines.duckdb_fold`);
-- Spark SQL, the same query over the same files (`baselines.spark_sql_fold`);
-- Storm's acker in Python, an in-memory map fed event by event (`baselines.StormAcker`);
-- ackfold's reconcile, end to end: the Delta streaming read, de-duplication, XOR fold,
-  classification, MERGE into `root_state`, the timeout sweep and the summary.
-All four must find the same roots by status, or the benchmark stops. Then `--increment`
-new events, three days later (outside `reconcile.lookback`), are reconciled over that
-ledger: the incremental cost, also measured over an empty ledger. Spark is warm (one
-small run first). Prints a line per measurement, a JSON summary, and draws the plot.
-Record the output in docs/benchmarks.md with the command.
+Every figure is a whole command in a fresh process, its start included, timed from
+outside with its peak memory (the largest resident set of the process):
+
+- `ackfold reconcile` on the embedded engine (the default), on a ledger whose derived
+  tables are removed before each run, so every run folds the whole ledger;
+- DuckDB's bare fold of the same files: the de-duplication, XOR fold and classification
+  in one SQL query and no state kept (`baselines.py`), what a DuckDB user would write;
+- `ackfold reconcile` on the Spark engine (`ACKFOLD_ENGINE__KIND=spark`, JVM start
+  included), at the sizes of `--spark-sizes`.
+
+The runs of each size alternate (ackfold, DuckDB, ackfold, ...), and the medians and the
+ratio of the medians are printed. All must find the same roots by status, as the ledger
+was written, or the benchmark stops. Then the cost of `--increment` new events, three
+days later (outside `reconcile.lookback`), over each history of `--histories` events.
+The ledgers are written by `arrow_ledger.py`, without a JVM. Prints a line per
+measurement and a JSON summary, and draws the plot.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import shutil
+import statistics
+import subprocess
 import sys
+import tempfile
 import time
-from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from baselines import StormAcker, duckdb_fold, spark_sql_fold, table_files
-from common import WARM_UP_ROOTS, Workdir, reconcile_after, roots_for, warm_up
+from arrow_ledger import ArrowLedger
 from plot import plot_reconcile
 
-from ackfold.ledger.synth import Synthetic
-from ackfold.ledger.tables import ACK_EVENTS, ROOT_STATE, Ledger
-from ackfold.spark import get_spark
+from ackfold.config import load_settings
+from ackfold.ledger.tables import ACK_EVENTS
+from ackfold.ledger.writer import LedgerWriter
 
-T = TypeVar("T")
-DEFAULT_PLOT = Path(__file__).resolve().parents[1] / "docs" / "images" / "bench-reconcile.png"
-
-
-def timed(run: Callable[[], T]) -> tuple[float, T]:
-    start = time.perf_counter()
-    result = run()
-    return time.perf_counter() - start, result
+BENCH = Path(__file__).resolve().parent
+ACKFOLD = str(Path(sys.executable).parent / "ackfold")
+DEFAULT_PLOT = Path("var", "bench", "bench-reconcile.png")  # under var/: never a tracked file
+DERIVED = ("root_state", "unmatched_events", "_checkpoints", "_ledger_lease")
 
 
-def bytes_per_row(table: Path, rows: int) -> float:
-    return sum(p.stat().st_size for p in table.rglob("*.parquet")) / max(rows, 1)
+def run(argv: list[str], env: dict[str, str]) -> tuple[float, int, str]:
+    """Wall seconds, peak RSS (KiB, of the process and the children it waited for) and
+    stdout of one command in a fresh process."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        start = time.perf_counter()
+        proc = subprocess.Popen(argv, env=env, stdout=out, stderr=err)
+        _, status, usage = os.wait4(proc.pid, 0)  # reaped here: its own resource usage
+        seconds = time.perf_counter() - start
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        if proc.returncode != 0:
+            sys.exit(f"{' '.join(argv)} failed ({proc.returncode}):\n{err.read().decode()[-3000:]}")
+        return seconds, int(usage.ru_maxrss), out.read().decode()
 
 
-def report(label: str, events: int, seconds: float, extra: str = "") -> dict[str, float]:
+def ledger(var: Path, synthetic: ArrowLedger) -> int:
+    shutil.rmtree(var, ignore_errors=True)
+    writer = LedgerWriter(var / "warehouse")
+    writer.create()
+    return synthetic.write(writer)
+
+
+def reset(var: Path) -> None:
+    for name in DERIVED:
+        shutil.rmtree(var / "warehouse" / name, ignore_errors=True)
+    shutil.rmtree(var / "airflow", ignore_errors=True)
+
+
+def env_for(var: Path, **extra: str) -> dict[str, str]:
+    """A ledger's own settings, with the project's jar cache wherever the ledger lives."""
+    jars = str(load_settings().jars_dir)
+    return {**os.environ, "ACKFOLD_VAR_DIR": str(var), "ACKFOLD_JARS_DIR": jars, **extra}
+
+
+def reconcile(var: Path, now: str, **extra: str) -> tuple[float, int, dict[str, Any]]:
+    seconds, peak, out = run([ACKFOLD, "reconcile", "--now", now], env_for(var, **extra))
+    return seconds, peak, json.loads(out)
+
+
+def duckdb(var: Path, deadline: str) -> tuple[float, int, dict[str, int]]:
+    out_file = var / "duckdb.parquet"
+    table = str(var / "warehouse" / ACK_EVENTS)
+    argv = [sys.executable, str(BENCH / "baselines.py"), table, deadline, str(out_file)]
+    seconds, peak, out = run(argv, env_for(var))
+    return seconds, peak, json.loads(out.strip().splitlines()[-1])
+
+
+def line(label: str, events: int, seconds: float, peak: int) -> dict[str, float]:
     rate = events / seconds
-    print(f"  {label:<34} {seconds:8.1f} s  {rate:>12,.0f} events/s  {extra}".rstrip(), flush=True)
-    return {"seconds": round(seconds, 2), "events_per_s": round(rate)}
+    print(f"  {label:<36} {seconds:7.2f} s {rate:>13,.0f} events/s  peak {peak / 1024:6.0f} MB",
+          flush=True)  # fmt: skip
+    peak_mb = round(peak / 1024)
+    return {"seconds": round(seconds, 2), "events_per_s": round(rate), "peak_mb": peak_mb}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", default="1000000,10000000,50000000", help="events per ledger")
-    parser.add_argument("--increment", type=int, default=1_000_000, help="new events over each")
-    parser.add_argument("--fanout", type=int, default=2, help="children per tuple")
-    parser.add_argument("--depth", type=int, default=2, help="levels below the spout tuple")
-    parser.add_argument("--fail-rate", type=float, default=0.01, help="roots failed at a leaf")
-    parser.add_argument("--missing-rate", type=float, default=0.01, help="roots missing an ack")
-    parser.add_argument("--late-rate", type=float, default=0.001, help="events appended late")
-    parser.add_argument("--no-acker", action="store_true", help="skip the Python acker")
-    parser.add_argument("--plot", type=Path, default=DEFAULT_PLOT, help="the PNG to draw")
+    parser.add_argument("--sizes", default="10000000,50000000", help="events per ledger")
+    parser.add_argument("--runs", type=int, default=3, help="runs of each command per size")
+    parser.add_argument("--spark-sizes", default="10000000", help="sizes also run on Spark")
+    parser.add_argument("--increment", type=int, default=1_000_000, help="new events")
+    parser.add_argument("--histories", default="0,10000000,50000000", help="events before them")
     parser.add_argument("--workdir", default=None, help="where ledgers go (default: a temp dir)")
-    parser.add_argument(
-        "--warm-up", type=int, default=WARM_UP_ROOTS, help="roots of the warm-up run (0: none)"
-    )
+    parser.add_argument("--plot", type=Path, default=DEFAULT_PLOT, help="the PNG to draw")
     args = parser.parse_args()
-    sizes = sorted(int(s) for s in args.sizes.split(","))
-    work = Workdir(args.workdir, "ackfold-bench-")
+    work = Path(args.workdir or tempfile.mkdtemp(prefix="ackfold-bench-"))
+    spark_sizes = {int(s) for s in args.spark_sizes.split(",") if s}
+    results: dict[str, Any] = {
+        "sizes": {}, "increment": {}, "runs": args.runs, "increment_events": args.increment
+    }  # fmt: skip
 
-    def synthetic(events: int, **shape: Any) -> Synthetic:
-        return Synthetic(
-            roots=roots_for(events, args.fanout, args.depth), fanout=args.fanout,
-            depth=args.depth, fail_rate=args.fail_rate, missing_rate=args.missing_rate,
-            late_rate=args.late_rate, **shape,
-        )  # fmt: skip
-
-    spark = get_spark(work.settings("spark"), app_name="ackfold-bench")
-    warm_up(spark, work, args.warm_up)
-    results: dict[str, Any] = {"sizes": {}, "increment": {}, "shape": vars(args) | {"plot": None}}
-
-    def increment_over(settings: Any, history: Synthetic | None) -> None:
-        start = (history.start if history else Synthetic(roots=1).start) + timedelta(days=3)
-        first = history.first_root + history.roots if history else 0
-        new = synthetic(args.increment, first_root=first, start=start)
-        new.write(spark, Ledger(settings.table_root))
-        seconds, summary = timed(lambda: reconcile_after(spark, settings, new))
-        over = history.events if history else 0
-        print(f"{summary['events_read']:,} new events over {over:,} reconciled:", flush=True)
-        results["increment"][over] = report("ackfold reconcile", summary["events_read"], seconds)
-
-    empty = work.settings("history-0")
-    Ledger(empty.table_root).create(spark)  # as the other ledgers have theirs: not timed
-    increment_over(empty, None)
-    work.remove("history-0")
-
-    def one_size(size: int) -> None:
-        settings = work.settings(f"ledger-{size}")
-        ledger = Ledger(settings.table_root)
-        synth = synthetic(size)
-        print(f"{synth.events:,} events, {synth.roots:,} roots:", flush=True)
-        seconds, _ = timed(lambda: synth.write(spark, ledger))
-        row: dict[str, Any] = {"events": synth.events, "roots": synth.roots}
-        size_per_event = bytes_per_row(Path(ledger.path(ACK_EVENTS)), synth.events)
-        row["generate"] = report(
-            "generate (Spark -> Delta)", synth.events, seconds,
-            f"ack_events {size_per_event:.0f} B/event",
-        )  # fmt: skip
-        row["ack_events_bytes_per_event"] = round(size_per_event, 1)
-
-        now = synth.end + timedelta(hours=1)
-        deadline = now - settings.app(synth.app).timeout
-        files = table_files(ledger.path(ACK_EVENTS))
-        out = work.path / f"ledger-{size}"
-        runs: list[tuple[str, Callable[[], dict[str, int]]]] = [
-            ("duckdb", lambda: duckdb_fold(files, deadline, out / "duckdb.parquet")),
-            ("spark_sql", lambda: spark_sql_fold(spark, files, deadline, out / "spark-sql")),
-        ]
-        if not args.no_acker:
-            acker = StormAcker()
-            deadline_us = int(deadline.timestamp() * 1_000_000)
-            runs.append(
-                ("storm_acker", lambda: (acker.fold_files(files), acker.statuses(deadline_us))[1])
-            )
-        statuses: dict[str, dict[str, int]] = {}
-        for name, run in runs:
-            seconds, statuses[name] = timed(run)
-            row[name] = report(name.replace("_", " "), synth.events, seconds)
-        if not args.no_acker:
-            acker.pending.clear()  # its map holds gigabytes at 50M events
-        seconds, summary = timed(lambda: reconcile_after(spark, settings, synth))
-        statuses["ackfold"] = summary["by_status"]
-        state = bytes_per_row(Path(settings.table_root) / ROOT_STATE, synth.roots)
-        row["ackfold"] = report(
-            "ackfold reconcile (end to end)", summary["events_read"], seconds,
-            f"root_state {state:.0f} B/root",
-        )  # fmt: skip
-        row["ratio_to_duckdb"] = {
-            name: round(row[name]["seconds"] / row["duckdb"]["seconds"], 1) for name in statuses
-        }
-        print(f"  time / DuckDB's: {row['ratio_to_duckdb']}", flush=True)
-        if len({json.dumps(s, sort_keys=True) for s in statuses.values()}) != 1:
-            sys.exit(f"the engines disagree on the roots by status: {statuses}")
-        row["by_status"] = statuses["ackfold"]
+    for size in sorted(int(s) for s in args.sizes.split(",")):
+        synthetic = ArrowLedger(roots=max(size // 8, 1))
+        var = work / f"ledger-{size}"
+        events = ledger(var, synthetic)
+        expected = synthetic.expected()
+        print(f"{events:,} events, {synthetic.roots:,} roots:", flush=True)
+        now = synthetic.end + timedelta(hours=1)
+        deadline = (now - timedelta(minutes=5)).isoformat()  # the default timeout
+        timings: dict[str, list[tuple[float, int]]] = {"ackfold": [], "duckdb": []}
+        for _ in range(args.runs):
+            reset(var)
+            seconds, peak, summary = reconcile(var, now.isoformat())
+            _agree("ackfold (embedded)", summary["by_status"], expected)
+            timings["ackfold"].append((seconds, peak))
+            seconds, peak, statuses = duckdb(var, deadline)
+            _agree("DuckDB", statuses, expected)
+            timings["duckdb"].append((seconds, peak))
+        row: dict[str, Any] = {"events": events, "roots": synthetic.roots, "by_status": expected}
+        named = (("ackfold", "ackfold reconcile (embedded)"), ("duckdb", "DuckDB bare fold"))
+        for name, label in named:
+            seconds = statistics.median(s for s, _ in timings[name])
+            row[name] = line(label, events, seconds, max(p for _, p in timings[name]))
+        if size in spark_sizes:
+            reset(var)
+            seconds, peak, summary = reconcile(var, now.isoformat(), ACKFOLD_ENGINE__KIND="spark")
+            _agree("ackfold (Spark)", summary["by_status"], expected)
+            row["spark"] = line("ackfold reconcile (Spark, JVM start)", events, seconds, peak)
+        row["ratio_to_duckdb"] = round(row["ackfold"]["seconds"] / row["duckdb"]["seconds"], 2)
+        print(f"  ackfold / DuckDB: {row['ratio_to_duckdb']}x (medians of {args.runs})", flush=True)
         results["sizes"][size] = row
-        if size >= args.increment:
-            increment_over(settings, synth)
-        work.remove(f"ledger-{size}")
+        shutil.rmtree(var, ignore_errors=True)
 
-    for size in sizes:
-        one_size(size)
+    for history in sorted(int(h) for h in args.histories.split(",") if h):
+        var = work / f"history-{history}"
+        old = ArrowLedger(roots=history // 8) if history else None
+        ledger(var, old or ArrowLedger(roots=0))
+        if old:
+            reconcile(var, (old.end + timedelta(hours=1)).isoformat())  # the history, folded
+        start = (old.start if old else ArrowLedger(roots=0).start) + timedelta(days=3)
+        new = ArrowLedger(roots=args.increment // 8, first_root=old.roots if old else 0,
+                          start=start, seed=11)  # fmt: skip
+        new.write(LedgerWriter(var / "warehouse"))
+        seconds, peak, summary = reconcile(var, (new.end + timedelta(hours=1)).isoformat())
+        print(f"{summary['events_read']:,} new events over {history:,}:", flush=True)
+        results["increment"][history] = line(
+            "ackfold reconcile (embedded)", summary["events_read"], seconds, peak
+        )
+        shutil.rmtree(var, ignore_errors=True)
 
-    spark.stop()
     print(json.dumps(results, indent=2, default=str))
     if args.plot:
+        args.plot.parent.mkdir(parents=True, exist_ok=True)
         plot_reconcile(results, args.plot)
         print(f"plot: {args.plot}")
+
+
+def _agree(name: str, found: dict[str, int], expected: dict[str, int]) -> None:
+    if {k: v for k, v in found.items() if v} != {k: v for k, v in expected.items() if v}:
+        sys.exit(f"{name} found {found}, the ledger holds {expected}")
 
 
 if __name__ == "__main__":

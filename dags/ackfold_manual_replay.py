@@ -8,6 +8,7 @@ from airflow.sdk import DAG, get_current_context, task
 from ackfold.config import load_settings
 from ackfold.dags import (
     LEDGER_POOL,
+    MANUAL_PRIORITY,
     default_args,
     manual_replay_params,
     requester,
@@ -54,11 +55,11 @@ client mode); the work is small: a manual replay touches the roots picked, not t
     tags=["ackfold", "replay"],
 ):
 
-    @task
+    @task(priority_weight=MANUAL_PRIORITY, weight_rule="absolute")
     def validate() -> dict[str, Any]:
         return validate_manual_conf(get_current_context()["dag_run"].conf, settings)
 
-    @task(pool=LEDGER_POOL)
+    @task(pool=LEDGER_POOL, priority_weight=MANUAL_PRIORITY, weight_rule="absolute")
     def replay(conf: dict[str, Any]) -> dict[str, Any]:
         requested_by = requester(get_current_context()["dag_run"])
         return run_manual_replay(conf, requested_by, settings)

@@ -10,9 +10,11 @@ from ackfold.config import load_settings
 from ackfold.dags import (
     default_args,
     quality_alerts,
+    quality_check,
     quality_verdict,
     root_state_asset,
 )
+from ackfold.embedded import SPARK, engine_for
 from ackfold.spark_tasks import spark_job
 
 settings = load_settings()
@@ -34,8 +36,10 @@ itself is sound, over the last `quality.window` (default 2 days):
   thresholds (`defaults.quality`, `apps.<app>.quality`).
 
 - **Runs** whenever `ackfold_reconcile` updates the `ackfold_root_state` asset.
-- `check` submits `spark_apps/quality.py`: one `quality_results` row per expectation,
-  and Data Docs (the Reliability UI's *Quality* page links them).
+- `check` runs the checks in the task's own process on the embedded engine (DuckDB, no
+  JVM), or submits `spark_apps/quality.py` when `engine.kind` is `spark`: one
+  `quality_results` row per expectation, and Data Docs (the Reliability UI's *Quality*
+  page links them).
 - `verdict` fails when any expectation failed, listing each with its observed value.
 - `alerts` (beside the verdict, after any check) sends one message per app when its checks
   start failing and one when they pass again (`alerts.*`, `apps.<app>.alerts.quality`).
@@ -48,7 +52,19 @@ itself is sound, over the last `quality.window` (default 2 days):
     default_args=default_args(),
     tags=["ackfold", "quality"],
 ):
-    check = spark_job("check", "quality.py", settings, args=["--airflow-run-id", "{{ run_id }}"])
+    if engine_for(settings) == SPARK:
+        check = spark_job(
+            "check", "quality.py", settings, args=["--airflow-run-id", "{{ run_id }}"]
+        )
+    else:
+
+        @task(task_id="check")
+        def check_embedded() -> dict[str, object]:
+            from airflow.sdk import get_current_context
+
+            return quality_check(get_current_context()["run_id"])
+
+        check = check_embedded()
 
     @task
     def verdict() -> dict[str, object]:

@@ -11,10 +11,11 @@ from ackfold.dags import (
     LEDGER_POOL,
     default_args,
     ledger_metrics,
+    reconcile_in_task,
     root_state_asset,
     state_alerts,
 )
-from ackfold.spark_tasks import spark_job
+from ackfold.spark_tasks import engine_job
 
 settings = load_settings()
 
@@ -34,8 +35,10 @@ acker, in batch), then re-classifies the roots still in flight: each root become
   `<warehouse>/_checkpoints/reconcile`), `roots`, `unmatched_events`, `root_state`.
 - **Writes** `root_state` (the `ackfold_root_state` asset: each successful run triggers
   `ackfold_replay`) and `unmatched_events` (events whose root is not registered yet).
-- `reconcile` submits `spark_apps/reconcile.py` on `spark_default`; its last log
-  line is the run's JSON summary (events read, duplicates dropped, roots by status).
+- `reconcile` runs on the engine `engine.kind` chooses: by default the embedded one
+  (DuckDB over delta-rs) in the task's own process, with no JVM; with `spark`, it
+  submits `spark_apps/reconcile.py` on `spark_default`. Its last log line is the run's
+  JSON summary (events read, duplicates dropped, roots by status, the engine).
 - `alerts` holds each app's thresholds (`defaults.alerts`, `apps.<app>.alerts`) against
   `root_state` and sends one message when a breach opens and one when it resolves, by
   e-mail and webhook (`alerts.*`; no JVM).
@@ -50,10 +53,11 @@ acker, in batch), then re-classifies the roots still in flight: each root become
     default_args=default_args(),
     tags=["ackfold", "reconcile"],
 ):
-    reconcile = spark_job(
+    reconcile = engine_job(
         "reconcile",
         "reconcile.py",
         settings,
+        reconcile_in_task,
         pool=LEDGER_POOL,
         outlets=[root_state_asset(settings)],
     )

@@ -5,8 +5,8 @@ from datetime import UTC, datetime
 from airflow.sdk import DAG
 
 from ackfold.config import load_settings
-from ackfold.dags import LEDGER_POOL, default_args, root_state_asset
-from ackfold.spark_tasks import spark_job
+from ackfold.dags import LEDGER_POOL, default_args, root_state_asset, run_automatic_replay
+from ackfold.spark_tasks import engine_job
 
 settings = load_settings()
 
@@ -25,9 +25,11 @@ dead-lettered instead: a `dead_letters` row and a copy in its dead-letter queue.
 - **Reads** `root_state`, `roots` (the payloads), `replay_log`.
 - **Writes** `replay_log` (each send `planned` before it is sent, then `sent` or
   `failed`), `root_state` (`replayed`, `dead_lettered`), `dead_letters`, and the SQS queues.
-- The task submits `spark_apps/replay.py --auto` on `spark_default`; its last log line is
-  the run's JSON summary. It fails, naming the error, if messages could not be sent: they
-  stay planned in `replay_log`, and the next run sends exactly those.
+- The task runs on the engine `engine.kind` chooses: the embedded one (DuckDB and delta-rs
+  in the task's own process, no JVM), or Spark (it submits `spark_apps/replay.py --auto`
+  on `spark_default`). Its log ends with the run's JSON summary. It fails, naming the
+  error, if messages could not be sent: they stay planned in `replay_log`, and the next
+  run sends exactly those.
 - For replays chosen by a person, use `ackfold_manual_replay`.
 """,
     schedule=[root_state_asset(settings)],
@@ -38,4 +40,6 @@ dead-lettered instead: a `dead_letters` row and a copy in its dead-letter queue.
     default_args=default_args(),
     tags=["ackfold", "replay"],
 ):
-    spark_job("replay", "replay.py", settings, args=["--auto"], pool=LEDGER_POOL)
+    engine_job(
+        "replay", "replay.py", settings, run_automatic_replay, args=["--auto"], pool=LEDGER_POOL
+    )

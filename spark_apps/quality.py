@@ -27,9 +27,13 @@ if __name__ == "__main__":
     args = parser.parse_args()
     settings = load_settings()
     spark = get_spark(settings, app_name="ackfold-quality")
+    # spark-submitted: the Spark engine, whatever `engine.kind` says.
+    settings = settings.model_copy(
+        update={"engine": settings.engine.model_copy(update={"kind": "spark"})}
+    )
     run_id = quality_run_id(args.airflow_run_id) if args.airflow_run_id else None
     report = run_quality(
-        spark, settings, app=args.app, now=args.now, run_id=run_id,
+        settings, spark=spark, app=args.app, now=args.now, run_id=run_id,
         say=lambda text: print(text, file=sys.stderr, flush=True),
     )  # fmt: skip
     print(report.format(), flush=True)

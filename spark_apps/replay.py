@@ -3,9 +3,11 @@ policy (attempts, backoff, rate), of the failed and timed-out roots a reconcile 
 
     spark-submit spark_apps/replay.py --auto [--app APP] [--now ISO-TIME]
 
-Prints the run's JSON summary on the last line of stdout (and pushes its counters over
-OTLP when metrics are on). Exits 1 with one line on stderr
-if messages could not be sent (they stay planned in replay_log: the next run sends them).
+Runs `ackfold.replay.run.automatic_replay` on the engine `engine.kind` chooses (the
+`ackfold_replay` DAG submits it only when that is Spark). Prints the run's JSON summary on
+the last line of stdout (and pushes its counters over OTLP when metrics are on). Exits 1
+with one line on stderr if messages could not be sent (they stay planned in replay_log:
+the next run sends them).
 """
 
 import argparse
@@ -14,10 +16,9 @@ import sys
 
 from ackfold.config import load_settings
 from ackfold.ledger.parse import parse_time
-from ackfold.metrics import export_run
 from ackfold.reconcile.reconciler import check_app_name
-from ackfold.replay.replayer import ReplayError, replay
-from ackfold.replay.request import ReplayRequest
+from ackfold.replay.replayer import ReplayError
+from ackfold.replay.run import automatic_replay
 from ackfold.spark import get_spark
 
 if __name__ == "__main__":
@@ -29,14 +30,18 @@ if __name__ == "__main__":
     parser.add_argument("--now", type=lambda text: parse_time(text, "--now"))
     args = parser.parse_args()
     settings = load_settings()
-    spark = get_spark(settings, app_name="ackfold-replay")
-    request = ReplayRequest(automatic=True, app=args.app, requested_by="auto")
+    started = []
+
+    def session():  # type: ignore[no-untyped-def]
+        started.append(get_spark(settings, app_name="ackfold-replay"))
+        return started[0]
+
     try:
-        summary = replay(spark, settings, request, now=args.now)
+        summary = automatic_replay(settings, app=args.app, now=args.now, spark=session)
     except ReplayError as exc:
         print(f"ackfold replay: {exc}", file=sys.stderr, flush=True)
-        spark.stop()
         sys.exit(1)
-    export_run(settings, "replay", summary.as_dict())
-    print(json.dumps(summary.as_dict(), sort_keys=True), flush=True)
-    spark.stop()
+    finally:
+        for spark in started:
+            spark.stop()
+    print(json.dumps(summary, sort_keys=True), flush=True)

@@ -3,7 +3,10 @@
 what the source holds (the SQS queue's messages, or the Kafka topic's new records), runs
 split and count to the end of their input, and stops.
 
-    spark-submit spark_apps/wordcount_app.py
+    spark-submit spark_apps/wordcount_app.py [--continuous]
+
+With `--continuous` (`apps.wordcount.dag.mode: continuous`) it runs its queries on their
+triggers until it fails, and records its heartbeat: the DAG restarts it with backoff.
 
 No seeded faults: those are `ackfold demo`'s. While the demo drives the app for its report,
 a run waits for it (`ackfold.ledger.lock.app_lock`). A failed query exits non-zero, so that
@@ -13,7 +16,7 @@ Airflow retries the run.
 import sys
 
 from ackfold.config import load_settings
-from ackfold.demo.run import run_available_now
+from ackfold.demo.run import run_available_now, run_continuously
 from ackfold.spark import get_spark
 
 
@@ -23,6 +26,5 @@ def say(text: str) -> None:
 
 if __name__ == "__main__":
     settings = load_settings()
-    run_available_now(
-        lambda: get_spark(settings, app_name="ackfold-wordcount-app"), settings, say=say
-    )
+    run = run_continuously if "--continuous" in sys.argv[1:] else run_available_now
+    run(lambda: get_spark(settings, app_name="ackfold-wordcount-app"), settings, say=say)

@@ -26,7 +26,7 @@ PROJECT_DIR = Path(__file__).resolve().parents[1]
 JARS_DIR = PROJECT_DIR / "var" / "jars"
 TIERS = (
     "spark", "airflow", "sqs", "kafka", "e2e", "browser", "cluster", "connect", "pythons",
-    "bench", "docs", "s3",
+    "bench", "docs", "conformance", "s3",
 )  # fmt: skip
 # The xdist group of each tier that starts servers or a JVM: a group runs on one worker, in
 # order, and shares that worker's Spark session. Tests on the `make run` stack form the group
@@ -110,6 +110,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(getattr(pytest.mark, tier))
         on_stack = "stack" in getattr(item, "fixturenames", ())
         group = STACK_GROUP if on_stack else GROUPS.get(tier, item.nodeid.split("::")[0])
+        if tier == "conformance" and _engine(item) == "spark":
+            # The Spark engine's run of a conformance test: on the spark tier's session.
+            item.add_marker(pytest.mark.spark)
+            group = GROUPS["spark"]
         item.add_marker(pytest.mark.xdist_group(group))
     # The tests on the shared `make run` stack run one after the other, the one that
     # Ctrl-C's it last.
@@ -123,6 +127,11 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     # (the pythons tier, 10 to 16 minutes) starts first, so that it does not end the run
     # alone on one core.
     items.sort(key=lambda item: _tier(item) != "pythons")
+
+
+def _engine(item: pytest.Item) -> str | None:
+    callspec = getattr(item, "callspec", None)
+    return callspec.params.get("engine") if callspec is not None else None
 
 
 def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:

@@ -211,6 +211,8 @@ def embedded_stack(var: Path) -> Iterator[Stack]:
         **{k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "ACKFOLD_"))},
         "ACKFOLD_VAR_DIR": str(var),
         "ACKFOLD_JARS_DIR": str(JARS_DIR),
+        # Data Docs' styles and scripts, as `make setup` fetched them (not again per stack).
+        "ACKFOLD_QUALITY__ASSETS_DIR": str(PROJECT_DIR / "var" / "quality" / "assets"),
         "ACKFOLD_AIRFLOW__PORT": str(port),
         "ACKFOLD_SQS__ENDPOINT_URL": sqs,
         "ACKFOLD_DEMO__MESSAGES": str(DEMO_MESSAGES),

@@ -34,6 +34,7 @@ _TYPES: dict[str, pa.DataType] = {
     "BIGINT": pa.int64(),
     "INT": pa.int32(),
     "BOOLEAN": pa.bool_(),
+    "DOUBLE": pa.float64(),
     "DATE": pa.date32(),
     "TIMESTAMP": pa.timestamp("us", tz="UTC"),
     "ARRAY<STRING>": pa.list_(pa.string()),

@@ -10,11 +10,16 @@ assets, so the events a run wrote are folded right after it, and the replay foll
 A file that is missing, or a bad entry, is the import error of `dags/ackfold_apps.py`:
 Airflow then loads none of its DAGs until it is fixed, and says why.
 
+With `apps.<app>.dag.mode: continuous` the app runs as one long supervised task instead
+(`@continuous`, restarted with backoff when it fails), and `ackfold_reconcile` keeps its
+own schedule for it.
+
 Airflow is imported inside the functions: the CLI imports the configuration this reads.
 """
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
@@ -27,6 +32,11 @@ if TYPE_CHECKING:
     from airflow.sdk import DAG, Asset
 
 APP_DAG_PREFIX: Final = "ackfold_app_"
+CONTINUOUS: Final = "continuous"
+# A supervised app is restarted for as long as it fails (Airflow needs a number).
+CONTINUOUS_RETRIES: Final = 100_000
+# `@continuous` needs a start date; the run starts as soon as the DAG appears.
+CONTINUOUS_START: Final = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 def app_dag_specs(settings: Settings) -> dict[str, AppDag]:
@@ -75,6 +85,8 @@ def _app_dag(app: str, spec: AppDag, settings: Settings) -> DAG:
     from airflow.sdk import DAG
 
     application = application_path(app, spec, settings)
+    if spec.mode == CONTINUOUS:
+        return _continuous_dag(app, spec, settings, application)
     with DAG(
         dag_id=f"{APP_DAG_PREFIX}{app}",
         doc_md=f"""
@@ -111,10 +123,50 @@ then stops (`availableNow`).
     return dag
 
 
+def _continuous_dag(app: str, spec: AppDag, settings: Settings, application: str) -> DAG:
+    """`apps.<app>.dag.mode: continuous`: the app as one long task, always one run, its
+    failures retried with a doubling backoff without end."""
+    from airflow.sdk import DAG
+
+    with DAG(
+        dag_id=f"{APP_DAG_PREFIX}{app}",
+        doc_md=f"""
+### ackfold app `{app}` (continuous)
+Runs the tracked app `{app}` (`{application} --continuous`) as one long task: its queries
+run on their triggers until it fails or is stopped.
+
+- **Runs** `@continuous`, one run at a time: when a run ends, the next starts.
+- A failed try (the driver killed, a query failed) is **restarted** after
+  `apps.{app}.dag.restart_backoff` (`{spec.restart_backoff}`), doubling up to
+  `max_restart_delay` (`{spec.max_restart_delay}`), without end. The app resumes from
+  its checkpoints: nothing is lost, and its heartbeat (`app_progress`) shows it alive
+  again on the app's page.
+- `ackfold_reconcile` keeps its own schedule (`airflow.reconcile_schedule`) for it.
+""",
+        schedule="@continuous",
+        start_date=CONTINUOUS_START,
+        catchup=False,
+        max_active_runs=1,
+        is_paused_upon_creation=False,
+        default_args={
+            **default_args(),
+            "owner": spec.owner,
+            "retries": CONTINUOUS_RETRIES,
+            "retry_delay": spec.restart_backoff,
+            "retry_exponential_backoff": True,
+            "max_retry_delay": spec.max_restart_delay,
+            **({"execution_timeout": spec.execution_timeout} if spec.execution_timeout else {}),
+        },
+        tags=["ackfold", "app", "continuous", *spec.tags],
+    ) as dag:
+        spark_job("run", application, settings, args=[*spec.args, "--continuous"])
+    return dag
+
+
 def reconcile_schedule(settings: Settings) -> Any:
     """When `ackfold_reconcile` runs: on `airflow.reconcile_schedule`, and also after any
-    app DAG's successful run (its asset), when there are app DAGs."""
-    apps = app_dag_specs(settings)
+    `available_now` app DAG's successful run (its asset), when there are such DAGs."""
+    apps = {name: spec for name, spec in app_dag_specs(settings).items() if spec.mode != CONTINUOUS}
     if not apps:
         return settings.airflow.reconcile_schedule
     from airflow.sdk import AssetAny, AssetOrTimeSchedule, CronTriggerTimetable

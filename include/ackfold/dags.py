@@ -33,6 +33,10 @@ SHOWN_SENDS: Final = 50
 # workers, queued rather than blocking a worker on the ledger's lease.
 LEDGER_POOL: Final = "ackfold_ledger"
 LEDGER_POOL_DESCRIPTION: Final = "ackfold: reconciles, replays and maintenance take turns"
+# A person's replay goes first in that pool: queued behind every scheduled reconcile, a
+# one-root replay by hand waited 40 minutes (the scheduler gives a free slot to the
+# queued task of highest weight; the scheduled tasks' weights are their few downstreams).
+MANUAL_PRIORITY: Final = 100
 
 
 def on_failure(context: dict[str, Any]) -> None:
@@ -116,11 +120,11 @@ def manual_replay_params(settings: Settings | None = None) -> dict[str, Param]:
         "root_ids": Param(
             [],
             type="array",
-            items={"type": "string", "pattern": r"^\s*([+-]?\d+|0[xX][0-9a-fA-F]{1,16})\s*$"},
+            items={"type": "string", "pattern": r"^\s*([+-]?[0-9]+|(0[xX])?[0-9a-fA-F]{1,16})\s*$"},
             maxItems=MAX_ROOT_IDS,
             title="Root ids",
-            description="One per line: the decimal id `ackfold roots` lists, or its 0x hex "
-            "form. Empty: every root the filters below select.",
+            description="One per line, as `ackfold roots` lists it (0x and 16 hex digits), "
+            "or in decimal. Empty: every root the filters below select.",
             section=which,
         ),
         "app": Param(
@@ -215,30 +219,26 @@ def run_manual_replay(
     conf: dict[str, Any], requested_by: str, settings: Settings | None = None
 ) -> dict[str, Any]:
     """The `replay` task: plan, log each send (root, status, target; never a payload),
-    execute, and return the summary (with the first `SHOWN_SENDS` sends listed)."""
+    execute (`run_replay`: on the embedded engine in this process, or on Spark), and
+    return the summary (with the first `SHOWN_SENDS` sends listed)."""
     from airflow.sdk.exceptions import AirflowFailException
 
-    from ackfold.ledger.lease import ledger_turn
-    from ackfold.ledger.values import hex64
+    from ackfold.ledger.ids import format_id
     from ackfold.replay.params import parse_replay_conf
-    from ackfold.replay.planner import UnknownRoots
-    from ackfold.replay.replayer import Replayer, unsent_error
+    from ackfold.replay.planner import Plan, UnknownRoots
+    from ackfold.replay.replayer import unsent_error
+    from ackfold.replay.run import run_replay
     from ackfold.spark import get_spark
 
     settings = with_kafka_connection(settings or load_settings())
     request = parse_replay_conf(conf, apps=list(settings.apps), requested_by=requested_by)
-    replayer = Replayer(get_spark(settings, app_name="ackfold-manual-replay"), settings)
-    # From the plan on: an automatic replay planning the same roots meanwhile would send
-    # them too.
-    with ledger_turn(settings, f"manual replay by {requested_by}", say=log.info):
-        try:
-            plan = replayer.plan(request)
-        except UnknownRoots as exc:
-            raise AirflowFailException(str(exc)) from None
+    sends: list[dict[str, Any]] = []
+
+    def show(plan: Plan) -> None:
         verb = "would send" if request.dry_run else "sending"
-        sends = [
+        sends.extend(
             {
-                "root_id": hex64(p.root_id),
+                "root_id": format_id(p.root_id),
                 "app": p.app,
                 "status": p.prior_status,
                 "action": p.action,
@@ -247,7 +247,7 @@ def run_manual_replay(
                 "state": p.state,
             }
             for p in plan.sends
-        ]
+        )
         log.info(
             "manual replay by %s: %s; %d selected", requested_by, request.describe(), plan.selected
         )
@@ -255,17 +255,64 @@ def run_manual_replay(
             log.info("%s %s", verb, json.dumps(send))
         for reason, count in sorted(plan.skipped.items()):
             log.info("skipping %d root(s): %s", count, reason)
-        summary = replayer.execute(plan)
-        from ackfold.metrics import export_run
 
-        export_run(settings, "replay", summary.as_dict(), requested_by=requested_by)
-        result = summary.as_dict()
-        result["sends"] = sends[:SHOWN_SENDS]
-        result["sends_not_shown"] = max(0, len(sends) - SHOWN_SENDS)
-        log.info("manual replay summary: %s", json.dumps(summary.as_dict(), default=str))
-        if summary.not_sent:
-            raise unsent_error(summary)
-        return result
+    try:
+        summary = run_replay(
+            settings,
+            request,
+            spark=lambda: get_spark(settings, app_name="ackfold-manual-replay"),
+            on_plan=show,
+            holder=f"manual replay by {requested_by}",
+        )
+    except UnknownRoots as exc:
+        raise AirflowFailException(str(exc)) from None
+    result = summary.as_dict()
+    result["sends"] = sends[:SHOWN_SENDS]
+    result["sends_not_shown"] = max(0, len(sends) - SHOWN_SENDS)
+    log.info("manual replay summary: %s", json.dumps(summary.as_dict(), default=str))
+    if summary.not_sent:
+        raise unsent_error(summary)
+    return result
+
+
+def run_automatic_replay(settings: Settings | None = None) -> dict[str, Any]:
+    """The `replay` task of `ackfold_replay` on the embedded engine, in the task's own
+    process (`spark_apps/replay.py --auto` runs the same on Spark): each app's policy.
+    Fails, naming the error, if messages stayed unsent: the next run sends exactly those."""
+    from ackfold.replay.run import automatic_replay
+
+    return automatic_replay(with_kafka_connection(settings or load_settings()))
+
+
+def reconcile_in_task() -> dict[str, Any]:
+    """The `reconcile` task of `ackfold_reconcile` on the embedded engine: the run in the
+    task's own process, its JSON summary logged and returned (XCom), its counters pushed
+    over OTLP when metrics are on."""
+    import json
+
+    from ackfold.metrics import export_run
+    from ackfold.reconcile.run import run_reconcile
+
+    settings = load_settings()
+    summary = run_reconcile(settings, holder="ackfold_reconcile")
+    export_run(settings, "reconcile", summary)
+    log.info("%s", json.dumps(summary, sort_keys=True))
+    return summary
+
+
+def quality_check(airflow_run_id: str, settings: Settings | None = None) -> dict[str, Any]:
+    """The `check` task of `ackfold_quality` on the embedded engine: the quality run in the
+    task's own process (no JVM, no spark-submit), as `spark_apps/quality.py` runs it on
+    Spark. A violation is a result, not an error: the `verdict` task fails on it."""
+    from ackfold.quality import run_quality
+    from ackfold.quality.run import quality_run_id
+
+    settings = settings or load_settings()
+    report = run_quality(
+        settings, run_id=quality_run_id(airflow_run_id), say=lambda text: log.info("%s", text)
+    )
+    log.info("%s", report.format())
+    return {"run_id": report.run_id, "checks": len(report.results), "passed": report.passed}
 
 
 def quality_verdict(airflow_run_id: str, settings: Settings | None = None) -> dict[str, Any]:

@@ -9,6 +9,7 @@ import json
 import os
 import runpy
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -87,6 +88,27 @@ def spark_job(
     return SparkSubmitOperator(
         task_id=task_id, **spark_submit_kwargs(app, settings, args=args), **operator
     )
+
+
+def engine_job(
+    task_id: str,
+    app: str,
+    settings: Settings,
+    run: Callable[[], Any],
+    *,
+    args: list[str] | None = None,
+    **operator: Any,
+) -> BaseOperator:
+    """The task of a job that runs on either engine (`engine.kind`): `run` in the task's
+    own process on the embedded engine (no JVM, no spark-submit), else `spark_job` of
+    `spark_apps/<app>`."""
+    from ackfold.embedded import EMBEDDED, engine_for
+
+    if engine_for(settings) == EMBEDDED:
+        from airflow.providers.standard.operators.python import PythonOperator
+
+        return PythonOperator(task_id=task_id, python_callable=run, **operator)
+    return spark_job(task_id, app, settings, args=args, **operator)
 
 
 def connect_endpoint(settings: Settings) -> str:

@@ -176,3 +176,26 @@ def test_an_app_run_submits_the_app_and_updates_its_asset(configured: Path) -> N
     table = deltalake.DeltaTable(f"{SETTINGS.table_root}/orders_runs").to_pandas()
     assert sorted(table["arg"]) == ["--from", "airflow"], json.dumps(table.to_dict())
     assert asset_events() == before + 1, "the run's success is the reconcile's trigger"
+
+
+def test_a_continuous_app_dag_is_one_supervised_long_task(tmp_path: Path) -> None:
+    settings = _settings(
+        tmp_path, mode="continuous", args=["--region", "eu"], restart_backoff="10s",
+        max_restart_delay="2m",
+    )  # fmt: skip
+    dag = app_dags(settings)["ackfold_app_orders"]
+    assert type(dag.timetable).__name__ == "ContinuousTimetable"
+    assert dag.max_active_runs == 1, "one run at a time: one driver per checkpoint"
+    assert "continuous" in dag.tags
+    assert dag.is_paused_upon_creation is False
+    (task,) = dag.tasks
+    assert task.application_args == ["--region", "eu", "--continuous"]
+    # Restarted when it fails, with a doubling backoff, for as long as it fails.
+    assert task.retries >= 10_000
+    assert task.retry_delay == timedelta(seconds=10)
+    assert task.retry_exponential_backoff
+    assert task.max_retry_delay == timedelta(minutes=2)
+    assert list(task.outlets) == [], "no asset: the reconcile keeps its own schedule"
+    # The reconcile follows only the available_now app (billing) on its asset.
+    schedule = reconcile_schedule(settings)
+    assert list(schedule.asset_condition.objects) == [app_asset("billing")]

@@ -81,11 +81,26 @@ def test_reconcile_runs_on_the_configured_cron_and_updates_the_root_state_asset(
     task = dag.get_task("reconcile")
     # The alerts and the metrics read root_state once the reconcile has written it.
     assert task.downstream_task_ids == {"alerts", "metrics"}
-    _submits(task, "reconcile.py", [])
+    # The embedded engine (the default): the run in the task's own process, no JVM.
+    assert task.task_type == "PythonOperator"
+    assert task.python_callable.__name__ == "reconcile_in_task"
     asset = root_state_asset(SETTINGS)
     assert task.outlets == [asset]
     assert asset.name == "ackfold_root_state"
     assert asset.uri == f"file://{SETTINGS.table_root}/root_state"
+
+
+def test_on_the_spark_engine_the_reconcile_task_submits_its_spark_app(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from airflow.dag_processing.dagbag import DagBag
+
+    monkeypatch.setenv("ACKFOLD_ENGINE__KIND", "spark")
+    bag = DagBag(dag_folder=str(PROJECT_DIR / "dags" / "ackfold_reconcile.py"))
+    assert bag.import_errors == {}
+    task = bag.dags["ackfold_reconcile"].get_task("reconcile")
+    _submits(task, "reconcile.py", [])
+    assert task.pool == "ackfold_ledger"
 
 
 def test_replay_is_scheduled_on_the_root_state_asset(dagbag) -> None:  # type: ignore[no-untyped-def]
@@ -98,6 +113,20 @@ def test_replay_is_scheduled_on_the_root_state_asset(dagbag) -> None:  # type: i
     assert list(dag.schedule) == [root_state_asset(SETTINGS)]
     assert dag.max_active_runs == 1
     (task,) = dag.tasks
+    # The embedded engine (`engine.kind` auto, a local warehouse): in the task's process.
+    assert task.task_type == "PythonOperator"
+    assert task.python_callable.__name__ == "run_automatic_replay"
+
+
+def test_on_the_spark_engine_the_replay_is_a_spark_submit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from airflow.dag_processing.dagbag import DagBag
+
+    monkeypatch.setenv("ACKFOLD_ENGINE__KIND", "spark")
+    bag = DagBag(dag_folder=str(PROJECT_DIR / "dags" / "ackfold_replay.py"))
+    assert bag.import_errors == {}
+    (task,) = bag.dags["ackfold_replay"].tasks
     _submits(task, "replay.py", ["--auto"])
 
 
@@ -113,8 +142,24 @@ def test_quality_follows_every_reconcile_and_its_verdict_follows_the_checks(
     # The alerts run after any check, and leave the verdict a leaf that fails the run.
     assert dag.get_task("alerts").trigger_rule == "all_done"
     assert not dag.get_task("verdict").downstream_task_ids
+    # On the embedded engine (the default), the checks run in the task's own process.
+    check = dag.get_task("check")
+    assert check.task_type == "_PythonDecoratedOperator"
+    assert "quality_check" in check.python_callable.__code__.co_names
+
+
+def test_on_the_spark_engine_the_quality_check_is_submitted(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from airflow.dag_processing.dagbag import DagBag
+
+    monkeypatch.setenv("ACKFOLD_ENGINE__KIND", "spark")
+    bag = DagBag(dag_folder=str(PROJECT_DIR / "dags"))
+    assert bag.import_errors == {}
     # The run id ties the results the check writes to the verdict that reads them.
-    _submits(dag.get_task("check"), "quality.py", ["--airflow-run-id", "{{ run_id }}"])
+    check = bag.dags["ackfold_quality"].get_task("check")
+    _submits(check, "quality.py", ["--airflow-run-id", "{{ run_id }}"])
+    assert check.downstream_task_ids == {"verdict", "alerts"}
 
 
 def test_maintenance_runs_daily_by_default(dagbag) -> None:  # type: ignore[no-untyped-def]
@@ -160,7 +205,7 @@ def test_manual_replay_form_defaults_to_a_dry_run_and_matches_the_library(
         assert param.schema.get("title"), key
         assert param.description, key
     # The form's JSON schema refuses what it can see is wrong.
-    for key, bad in (("root_ids", ["12abc"]), ("root_ids", [42]), ("limit", 0),
+    for key, bad in (("root_ids", ["12xyz"]), ("root_ids", [42]), ("limit", 0),
                      ("rate", 0), ("statuses", ["completed"]), ("app", "nope")):  # fmt: skip
         with pytest.raises(ParamValidationError):
             params.get_param(key).resolve(bad)
@@ -203,6 +248,25 @@ def test_the_ledger_writers_take_turns_in_a_one_slot_pool_that_make_run_creates(
     assert int(pool["slots"]) == 1
 
 
+def test_a_persons_replay_goes_first_in_the_ledger_pool(dagbag) -> None:  # type: ignore[no-untyped-def]
+    """Queued for the one slot beside scheduled reconciles, replays and maintenance, the
+    manual replay's tasks outweigh every other task of ackfold's DAGs."""
+    from ackfold.dags import LEDGER_POOL
+
+    manual = dagbag.dags["ackfold_manual_replay"]
+    assert {task.task_id for task in manual.tasks} == {"validate", "replay"}
+    for task in manual.tasks:
+        assert str(task.weight_rule).lower().endswith("absolute"), task.task_id
+    weight = manual.get_task("replay").priority_weight
+    assert manual.get_task("replay").pool == LEDGER_POOL
+    # A task's weight under the default rule is its own plus its downstream tasks': at
+    # most the sum over its DAG.
+    for dag_id in OURS:
+        if dag_id != "ackfold_manual_replay":
+            most = sum(task.priority_weight for task in dagbag.dags[dag_id].tasks)
+            assert weight > most, dag_id
+
+
 def test_with_spark_remote_every_spark_task_runs_its_entry_point_through_connect(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -211,6 +275,8 @@ def test_with_spark_remote_every_spark_task_runs_its_entry_point_through_connect
     from airflow.dag_processing.dagbag import DagBag
 
     monkeypatch.setenv("ACKFOLD_SPARK__REMOTE", "sc://spark.example.com:443/;token=t0k")
+    # The jobs that run on either engine run on Spark only when it is chosen.
+    monkeypatch.setenv("ACKFOLD_ENGINE__KIND", "spark")
     bag = DagBag(dag_folder=str(PROJECT_DIR / "dags"))
     assert bag.import_errors == {}
     expected = {

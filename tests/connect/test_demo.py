@@ -77,5 +77,5 @@ def test_the_demo_with_faults_through_connect_loses_nothing_and_counts_exactly(
     assert counted == sum(everything.true_counts().values())
 
     # The quality checks run through Connect too, and pass an hour on.
-    checked = run_quality(spark, demo.settings, now=datetime.now(UTC) + timedelta(hours=1))
+    checked = run_quality(demo.settings, spark=spark, now=datetime.now(UTC) + timedelta(hours=1))
     assert checked.passed, checked.violation_message()

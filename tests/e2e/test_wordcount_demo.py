@@ -162,7 +162,7 @@ def test_a_replay_by_hand_completes_the_stuck_dead_letters(
 
     # The demo's ledger passes every quality check, an hour on (every root overdue): the
     # attempts past max_attempts were sent by hand, and every message sent is registered.
-    checked = run_quality(spark, demo.settings, now=datetime.now(UTC) + timedelta(hours=1))
+    checked = run_quality(demo.settings, spark=spark, now=datetime.now(UTC) + timedelta(hours=1))
     assert checked.passed, checked.violation_message()
     results = {r.check: r for r in checked.results if r.app == "wordcount"}
     assert results["sent_registered"].element_count == MESSAGES

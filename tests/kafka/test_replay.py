@@ -196,7 +196,7 @@ def test_an_expired_record_is_dead_lettered_and_the_quality_checks_count_it_lost
     assert again.skipped == {f"{EXPIRED}: nothing left to replay": 3}
 
     report = run_quality(
-        spark, settings, app="wordcount", now=datetime.now(UTC) + timedelta(hours=1)
+        settings, spark=spark, app="wordcount", now=datetime.now(UTC) + timedelta(hours=1)
     )
     [lost] = [r for r in report.results if r.check == "no_lost_roots"]
     assert not lost.success

@@ -13,6 +13,7 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 from ackfold.config import load_settings
+from ackfold.ledger.ids import format_id
 from ackfold.ledger.tables import Ledger
 from ackfold.reconcile.quiet import MARK
 from ackfold.reconcile.reconciler import reconcile_checkpoint
@@ -68,7 +69,7 @@ def test_reconcile_then_list_and_show_through_the_cli(spark: SparkSession, tmp_p
     listed = _ackfold(tmp_path, "roots", "--status", "failed", "--json")
     assert listed.returncode == 0, listed.stderr
     (failed,) = json.loads(listed.stdout)
-    assert (failed["root_id"], failed["fail_reason"]) == (bad.roots[0], "no words")
+    assert (failed["root_id"], failed["fail_reason"]) == (format_id(bad.roots[0]), "no words")
 
     shown = _ackfold(tmp_path, "show", str(bad.roots[0]))
     assert shown.returncode == 0, shown.stderr

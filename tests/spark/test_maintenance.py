@@ -89,7 +89,11 @@ def test_maintenance_expires_only_long_completed_roots_and_reconcile_carries_on(
 
     assert summary["roots_expired"] == 1
     assert summary["events_deleted"] == events[done_long_ago] == 3  # init, split, count
-    assert summary["reports_deleted"] == {"sent_messages": 1, "quality_results": 0}
+    assert summary["reports_deleted"] == {
+        "sent_messages": 1,
+        "quality_results": 0,
+        "app_progress": 0,
+    }
     sent = spark.read.format("delta").load(ledger.path(SENT_MESSAGES)).collect()
     assert [row["source_message_id"] for row in sent] == ["sent-lately"]
     after = _events_by_root(spark, ledger)

@@ -74,7 +74,7 @@ def test_a_root_in_flight_when_the_reconciler_stops_times_out_when_it_returns(
 
     back = T0 + away
     # The reconciler is still away: the quality checks see the root, however old.
-    lost = _lost(run_quality(spark, settings, now=back, app=APP))
+    lost = _lost(run_quality(settings, spark=spark, now=back, app=APP))
     assert lost == [f"root_id={hex64(root)}, outcome=pending past its timeout"]
 
     summary = reconcile(spark, settings, now=back)
@@ -83,7 +83,7 @@ def test_a_root_in_flight_when_the_reconciler_stops_times_out_when_it_returns(
     assert summary["by_status"] == {status.COMPLETED: 1, status.TIMED_OUT: 1}
 
     # Timed out days after it was due: no replay backoff is owed any more.
-    lost = _lost(run_quality(spark, settings, now=back, app=APP))
+    lost = _lost(run_quality(settings, spark=spark, now=back, app=APP))
     assert lost == [f"root_id={hex64(root)}, outcome=timed out, and not replayed"]
     replayer = Replayer(spark, settings, now=back + timedelta(minutes=1))
     try:

@@ -122,7 +122,7 @@ def caught(report: QualityReport) -> dict[str, str]:
 def test_a_healthy_ledger_passes_every_check(spark: SparkSession, healthy: Healthy) -> None:
     settings = quality_settings(healthy.var, healthy.endpoint)
     later = datetime.now(UTC) + timedelta(hours=1)  # every root is past timeout and grace
-    report = run_quality(spark, settings, now=later)
+    report = run_quality(settings, spark=spark, now=later)
 
     assert caught(report) == {}
     assert report.apps == (APP,)
@@ -187,7 +187,7 @@ def ledger_faults(
         f"UPDATE {{root_state}} SET status = 'failed', fail_reason = NULL WHERE root_id = {g[8]}",
     )
     # As of the healthy ledger's end: no root is overdue, whatever the tests took before.
-    return caught(run_quality(spark, settings, now=healthy.built_at + timedelta(minutes=1)))
+    return caught(run_quality(settings, spark=spark, now=healthy.built_at + timedelta(minutes=1)))
 
 
 LEDGER_FAULTS = {
@@ -338,7 +338,7 @@ def test_the_dag_verdict_fails_with_the_same_message(
     settings, ledger = broken_copy(healthy, tmp_path)
     sql(spark, ledger, f"UPDATE {{root_state}} SET xor_acc = 7 WHERE root_id = {healthy.good[0]}")
     airflow_run = "asset_triggered__2026-11-23T10:00:00+00:00"
-    report = run_quality(spark, settings, run_id=quality_run_id(airflow_run))
+    report = run_quality(settings, spark=spark, run_id=quality_run_id(airflow_run))
     with pytest.raises(AirflowFailException) as failed:
         quality_verdict(airflow_run, settings)
     message = str(failed.value)
@@ -348,7 +348,7 @@ def test_the_dag_verdict_fails_with_the_same_message(
     assert f"root_id={hex64(healthy.good[0])}" in message
     # A retry of the task runs it again: its rows are replaced, not added to.
     rows = len(LedgerReader(settings.table_root).quality_run(quality_run_id(airflow_run)))
-    run_quality(spark, settings, run_id=quality_run_id(airflow_run))
+    run_quality(settings, spark=spark, run_id=quality_run_id(airflow_run))
     assert len(LedgerReader(settings.table_root).quality_run(quality_run_id(airflow_run))) == rows
 
 
@@ -364,7 +364,7 @@ def test_a_schema_break_is_caught(spark: SparkSession, healthy: Healthy, tmp_pat
     roots.write.format("delta").mode("overwrite").option("overwriteSchema", "true").save(
         ledger.path(ROOTS)
     )
-    violations = caught(run_quality(spark, settings))
+    violations = caught(run_quality(settings, spark=spark))
     assert "missing columns stage" in violations.pop("ledger.ack_events columns")
     assert "BinaryType" in violations.pop("ledger.roots type.payload")
     # The missing column's own checks cannot pass either; nothing else fails.

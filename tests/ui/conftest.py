@@ -96,8 +96,14 @@ class FakeAirflow:
     calls: list[dict[str, Any]] = field(default_factory=list)
     answer: int = 200
     detail: str = "Forbidden"
+    # GET: each run's state as Airflow reports it now, and its replay task's return value.
+    runs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    summaries: dict[str, dict[str, Any]] = field(default_factory=dict)
+    gets: list[dict[str, Any]] = field(default_factory=list)
 
     def handle(self, request: httpx.Request) -> httpx.Response:
+        if request.method == "GET":
+            return self.get(request)
         self.calls.append(
             {
                 "url": str(request.url),
@@ -107,9 +113,27 @@ class FakeAirflow:
         )
         if self.answer != 200:
             return httpx.Response(self.answer, json={"detail": self.detail})
-        return httpx.Response(
-            200, json={"dag_run_id": f"manual__run{len(self.calls)}", "state": "queued"}
-        )
+        run_id = f"manual__run{len(self.calls)}"
+        self.runs[run_id] = {
+            "dag_run_id": run_id,
+            "state": "queued",
+            "conf": self.calls[-1]["body"]["conf"],
+        }
+        return httpx.Response(200, json={"dag_run_id": run_id, "state": "queued"})
+
+    def get(self, request: httpx.Request) -> httpx.Response:
+        path = request.url.path
+        self.gets.append({"path": path, "auth": request.headers.get("authorization")})
+        prefix = "/api/v2/dags/ackfold_manual_replay/dagRuns/"
+        run_id, _, rest = path.removeprefix(prefix).partition("/")
+        if not path.startswith(prefix) or run_id not in self.runs:
+            return httpx.Response(404, json={"detail": "not found"})
+        if rest == "taskInstances/replay/xcomEntries/return_value":
+            if run_id not in self.summaries:
+                return httpx.Response(404, json={"detail": "no XCom"})
+            # Airflow's native XCom answer: the value as its JSON text.
+            return httpx.Response(200, json={"value": json.dumps(self.summaries[run_id])})
+        return httpx.Response(200, json=self.runs[run_id])
 
 
 @pytest.fixture(scope="session")

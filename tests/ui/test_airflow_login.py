@@ -34,6 +34,7 @@ broken = c.get("/roots").status_code
 del os.environ["ACKFOLD_CONFIG"]  # fixed: the next request builds the app
 page, api = c.get("/roots?app=orders"), c.get("/api/roots")
 forged = c.get("/api/roots", cookies={"_token": "forged"})
+forged_page = c.get("/roots", cookies={"_token": "forged"})
 post = c.post("/replay/confirm", data={"root_id": "1"})
 from airflow.configuration import conf
 from ackfold.ui import airflow_auth
@@ -51,6 +52,7 @@ print(json.dumps({
     "at_import": at_import, "broken": broken,
     "page": [page.status_code, page.headers.get("location")],
     "api": api.status_code, "forged": forged.status_code,
+    "forged_page": [forged_page.status_code, forged_page.headers.get("location")],
     "post": [post.status_code, post.headers.get("location")],
     "views": ackfold_ui.AckfoldUiPlugin.external_views,
     "prefix": ackfold_ui.AckfoldUiPlugin.fastapi_apps[0]["url_prefix"],
@@ -69,7 +71,8 @@ def plugin(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         "AIRFLOW__API__PORT": "8793",
         "AIRFLOW_HOME": str(tmp_path / "airflow"),
         "ACKFOLD_VAR_DIR": str(tmp_path / "var"),
-        "PYTHONPATH": str(PROJECT_DIR),
+        # This checkout's library first, as the tests' own process has it.
+        "PYTHONPATH": os.pathsep.join([str(PROJECT_DIR / "include"), str(PROJECT_DIR)]),
     }
     done = subprocess.run(
         [sys.executable, "-c", SCRIPT],
@@ -96,7 +99,10 @@ def test_the_plugin_refuses_anonymous_users_with_airflows_own_check(
         "/auth/login?next=http%3A%2F%2Ftestserver%2Froots%3Fapp%3Dorders",
     ]
     assert result["api"] == 401
-    assert result["forged"] == 403
+    # A token Airflow cannot use (another secret, revoked, expired) is no login at all:
+    # the API says 401, a page goes to the login page, not to an error page.
+    assert result["forged"] == 401
+    assert result["forged_page"] == [303, "/auth/login?next=http%3A%2F%2Ftestserver%2Froots"]
     assert result["post"] == [303, "/auth/login?next=http%3A%2F%2Ftestserver%2Froots"]
     assert result["prefix"] == "/ackfold"
     assert {v["href"] for v in result["views"]} == {

@@ -11,6 +11,7 @@ from fastapi.testclient import TestClient
 
 from ackfold.alerts.rules import roots_link
 from ackfold.ledger import status
+from ackfold.ledger.ids import format_id, parse_id
 from tests.alert_fixtures import ago, state, write_state
 from tests.ledger_fixtures import Sample
 from tests.ui.conftest import HOST, FakeAirflow, make_client, ui_settings
@@ -19,22 +20,22 @@ from tests.ui.conftest import HOST, FakeAirflow, make_client, ui_settings
 def test_an_alerts_link_shows_its_roots_in_any_status(client: TestClient, sample: Sample) -> None:
     link = roots_link("orders", [sample.replayed, sample.completed])
     body = client.get("/api" + link).json()
-    assert sorted(root["root_id"] for root in body["roots"]) == sorted(
+    assert sorted(parse_id(root["root_id"]) for root in body["roots"]) == sorted(
         [sample.replayed, sample.completed]
     )
-    assert body["filter"]["root_ids"] == [sample.replayed, sample.completed]
+    assert body["filter"]["root_ids"] == [format_id(sample.replayed), format_id(sample.completed)]
     assert body["filter"]["statuses"] == list(status.ALL)
     page = client.get(link)
     assert page.status_code == 200
     assert 'id="filter-root-ids"' in page.text
     # Paging, sorting and the filter form keep the ids; "Show every root" drops them.
-    assert f'name="root_id" value="{sample.replayed}"' in page.text
+    assert f'name="root_id" value="{format_id(sample.replayed)}"' in page.text
     clear = re.search(r'id="filter-root-ids-clear" href="([^"]+)"', page.text)
     assert clear is not None
     assert "root_id" not in clear.group(1)
     # A status given explicitly still narrows; too many ids are refused, naming the field.
     completed = client.get(f"/api{link}&status=completed").json()
-    assert [root["root_id"] for root in completed["roots"]] == [sample.completed]
+    assert [root["root_id"] for root in completed["roots"]] == [format_id(sample.completed)]
     many = "&".join(f"root_id={i}" for i in range(1, 102))
     refused = client.get(f"/api/roots?{many}")
     assert refused.status_code == 400

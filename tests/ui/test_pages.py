@@ -9,6 +9,7 @@ from pathlib import Path
 from fastapi.testclient import TestClient
 
 from ackfold.ledger import status
+from ackfold.ledger.ids import format_id, parse_id
 from ackfold.ledger.values import iso
 from ackfold.ui.filters import UNHEALTHY
 from tests.ledger_fixtures import DAY2, DAY3, Sample, bulk_ledger
@@ -17,7 +18,7 @@ from tests.ui.odd_ledger import odd_ledger
 
 
 def ids(body: dict) -> list[int]:
-    return [root["root_id"] for root in body["roots"]]
+    return [parse_id(root["root_id"]) for root in body["roots"]]
 
 
 def test_roots_default_to_the_unhealthy_statuses_newest_first(
@@ -25,8 +26,10 @@ def test_roots_default_to_the_unhealthy_statuses_newest_first(
 ) -> None:
     body = client.get("/api/roots").json()
     assert body["filter"]["statuses"] == list(UNHEALTHY)
-    assert ids(body) == [sample.dead, sample.timed_out, sample.replayed]
-    assert body["total"] == 3
+    # Not the replayed root: it is history, its new attempt (completed) is what counts.
+    assert ids(body) == [sample.dead, sample.timed_out]
+    assert body["total"] == 2
+    assert "replayed" not in UNHEALTHY
 
 
 def test_roots_filter_by_app_status_time_and_stage(client: TestClient, sample: Sample) -> None:
@@ -39,7 +42,8 @@ def test_roots_filter_by_app_status_time_and_stage(client: TestClient, sample: S
     assert get(status=["completed", "pending"]) == [sample.pending, sample.retry, sample.completed]
     assert get(status="completed,replayed", until=iso(DAY2)) == [sample.replayed, sample.completed]
     assert get(since=iso(DAY2 + timedelta(hours=1))) == [sample.dead, sample.timed_out]
-    assert get(stage="sink") == [sample.replayed]
+    assert get(stage="sink") == []
+    assert get(stage="sink", status="replayed") == [sample.replayed]
     assert get(app="nope") == []
 
 
@@ -73,10 +77,11 @@ def test_roots_sort_and_pages(client: TestClient, sample: Sample) -> None:
 
 def test_roots_page_links_rows_to_their_root_page(client: TestClient, sample: Sample) -> None:
     html = client.get("/roots").text
-    rows = re.findall(r'data-testid="root-row" data-root-id="(-?\d+)"', html)
-    assert [int(r) for r in rows] == [sample.dead, sample.timed_out, sample.replayed]
-    assert f'href="/roots/{sample.dead}"' in html
-    assert f'id="select-{sample.dead}" name="root_id" value="{sample.dead}"' in html
+    rows = re.findall(r'data-testid="root-row" data-root-id="(0x[0-9a-f]{16})"', html)
+    assert [parse_id(r) for r in rows] == [sample.dead, sample.timed_out]
+    dead = format_id(sample.dead)
+    assert f'href="/roots/{dead}">{dead}</a>' in html
+    assert f'id="select-{dead}" name="root_id" value="{dead}"' in html
 
 
 SCRIPT = "<script>alert(1)</script>"
@@ -119,7 +124,7 @@ def test_markup_in_the_ledger_is_escaped_on_every_page(
     assert '<text class="stage"' in timeline
     assert "&#34;&gt;&lt;svg onload=alert(" in timeline  # the stage, cut and escaped
     assert f"{escaped['script']} {escaped['onload']}" in timeline  # the fail's tooltip
-    assert f'id="select-{odd.root_id}"' in pages["/dead-letters"].text
+    assert f'id="select-{format_id(odd.root_id)}"' in pages["/dead-letters"].text
 
 
 def test_bad_filters_are_400_naming_the_field(client: TestClient) -> None:
@@ -144,21 +149,27 @@ def test_bad_filters_are_400_naming_the_field(client: TestClient) -> None:
 def test_unknown_root_is_404_and_a_malformed_one_400(client: TestClient) -> None:
     response = client.get("/api/roots/123")
     assert response.status_code == 404
-    assert "no root 123" in response.json()["detail"]
+    assert "no root 0x000000000000007b" in response.json()["detail"]
     page = client.get("/roots/123")
     assert page.status_code == 404
-    assert "no root 123" in page.text
-    assert client.get("/api/roots/abc").status_code == 400
+    assert "no root 0x000000000000007b" in page.text
+    assert client.get("/api/roots/xyz").status_code == 400
+    assert client.get("/api/roots/18446744073709551616").status_code == 400, "not a 500"
 
 
 def test_root_page_shows_the_journey(client: TestClient, sample: Sample) -> None:
     body = client.get(f"/api/roots/{sample.retry}").json()
     assert body["state"]["status"] == status.COMPLETED
-    assert [a["root_id"] for a in body["attempts"]] == [sample.replayed, sample.retry]
+    assert [parse_id(a["root_id"]) for a in body["attempts"]] == [sample.replayed, sample.retry]
     assert [stage["stage"] for stage in body["stages"]] == ["spout", "parse", "sink"]
     html = client.get(f"/roots/{sample.retry}").text
     assert html.count('data-testid="attempt-link"') == 2
-    assert f'href="/roots/{sample.replayed}"' in html
+    assert f'href="/roots/{format_id(sample.replayed)}"' in html
+    assert f'<h1 class="mono">Root {format_id(sample.retry)} ' in html
+    # Every form a person may paste finds the same root.
+    unsigned = sample.retry & ((1 << 64) - 1)
+    for form in (str(sample.retry), str(unsigned), format_id(sample.retry)[2:]):
+        assert client.get(f"/api/roots/{form}").json()["root_id"] == format_id(sample.retry)
     assert '<svg class="chart"' in html
     assert 'id="root-timeline"' in html
 
@@ -214,3 +225,58 @@ def test_no_ledger_is_a_friendly_empty_state(
     with make_client(ui_settings(empty_warehouse), airflow) as c:
         assert 'id="roots-empty"' in c.get("/roots").text
         assert c.get("/api/overview").json()["ingested"] == 0
+
+
+def test_replay_all_matching_is_off_when_most_matches_cannot_be_replayed(
+    tmp_path: Path, airflow: FakeAirflow
+) -> None:
+    # 3 failed roots, 27 replayed ones (history): replaying "all matching" would send 3.
+    bulk_ledger(
+        tmp_path / "w",
+        roots_per_day=30,
+        days=1,
+        statuses=lambda i: status.FAILED if i < 3 else status.REPLAYED,
+    )
+    with make_client(ui_settings(tmp_path / "w"), airflow) as c:
+        mixed = c.get("/roots", params={"status": ["failed", "replayed"]}).text
+        failed = c.get("/roots", params={"status": "failed"}).text
+        none = c.get("/roots", params={"status": "replayed"}).text
+    button = re.search(r'<button id="replay-filter"[^>]*>([^<]*)</button>', mixed)
+    assert button is not None
+    assert "disabled" in button.group(0)
+    assert 'data-replayable="3"' in button.group(0)
+    assert "Only 3 of the 30 matching roots can be replayed" in mixed
+    assert 'id="replay-filter-note"' not in failed
+    on = re.search(r'<button id="replay-filter"[^>]*>', failed)
+    assert on is not None
+    assert "disabled" not in on.group(0)
+    assert "None of the 27 matching roots can be replayed" in none
+
+
+def test_an_empty_page_shows_no_range(client: TestClient) -> None:
+    for path in ("/dead-letters?app=nope", "/roots?app=nope"):
+        html = client.get(path).text
+        assert "0–0" not in html
+        assert "1–0" not in html
+    assert "1–3" in client.get("/roots", params={"status": ",".join(status.ALL), "limit": 3}).text
+
+
+def test_the_overview_before_the_first_reconcile_says_why_it_is_empty(
+    empty_warehouse: Path, airflow: FakeAirflow
+) -> None:
+    with make_client(ui_settings(str(empty_warehouse)), airflow) as c:
+        response = c.get("/overview")
+    assert response.status_code == 200
+    note = re.search(r'<p class="notice" id="overview-empty">(.*?)</p>', response.text, re.S)
+    assert note is not None
+    assert "ackfold_reconcile" in note.group(1)
+    assert 'id="chart-latency"' not in response.text
+
+
+def test_the_latency_chart_draws_both_series(client: TestClient) -> None:
+    html = client.get("/overview").text
+    series = dict(re.findall(r'data-series="(p\d+)" data-points="(\d+)"', html))
+    assert set(series) == {"p50", "p99"}
+    assert series["p50"] == series["p99"] != "0"
+    # p99 first, p50 over it: where they are equal, both still show.
+    assert html.index('data-series="p99"') < html.index('data-series="p50"')

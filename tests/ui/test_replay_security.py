@@ -13,6 +13,7 @@ from fastapi.routing import APIRoute
 from fastapi.testclient import TestClient
 
 from ackfold.ledger import status
+from ackfold.ledger.ids import parse_id
 from ackfold.replay.params import parse_replay_conf
 from ackfold.ui import replay_pages
 from ackfold.ui.redact import MASK, Redactor
@@ -58,7 +59,13 @@ def test_every_route_needs_a_login(sample: Sample, airflow: FakeAirflow) -> None
     """Walks every route of the app, anonymously: a route that forgets the viewer
     dependency answers something else than the login's 401 (API) or redirect (pages)."""
     # A valid value for each path parameter: a new parameter fails here until it has one.
-    values = {"root_id": str(sample.dead), "name": "ackfold.css", "path": "index.html"}
+    values = {
+        "root_id": str(sample.dead),
+        "name": "ackfold.css",
+        "path": "index.html",
+        "app": "orders",
+        "run_id": "manual__run1",
+    }
     walked = []
     with make_client(ui_settings(sample.warehouse), airflow, token=None) as anonymous:
         app = anonymous.app
@@ -141,8 +148,8 @@ def test_replay_of_the_current_filter(
         headers=SAME_ORIGIN,
     )
     assert confirm.status_code == 200
-    hidden = re.findall(r'name="root_id" value="(-?\d+)"', confirm.text)
-    assert sorted(int(i) for i in hidden) == sorted([sample.dead, sample.timed_out])
+    hidden = re.findall(r'name="root_id" value="(0x[0-9a-f]{16})"', confirm.text)
+    assert sorted(parse_id(i) for i in hidden) == sorted([sample.dead, sample.timed_out])
 
 
 @pytest.mark.parametrize(
@@ -247,9 +254,9 @@ def test_redaction_masks_nested_cut_and_pattern_values() -> None:
 def test_doctests() -> None:
     import doctest
 
-    from ackfold.ui import charts, lazy, queries, redact
+    from ackfold.ui import app, charts, filters, lazy, queries, redact
 
-    for module in (charts, lazy, queries, redact):
+    for module in (app, charts, filters, lazy, queries, redact):
         result = doctest.testmod(module)
         assert result.failed == 0, module.__name__
         assert result.attempted > 0, module.__name__
@@ -342,8 +349,11 @@ def test_replay_of_the_filter_skips_what_cannot_be_replayed_before_the_cap(
     settings = ui_settings(tmp_path / "w", replay_max_roots=10)
     with make_client(settings, airflow) as c:
         token = csrf(c)
+        both = ["failed", "replayed"]
         confirm = c.post(
-            "/replay", data={"csrf_token": token, "scope": "filter"}, headers=SAME_ORIGIN
+            "/replay",
+            data={"csrf_token": token, "scope": "filter", "status": both},
+            headers=SAME_ORIGIN,
         )
         only_replayed = c.post(
             "/replay",
@@ -352,12 +362,12 @@ def test_replay_of_the_filter_skips_what_cannot_be_replayed_before_the_cap(
         )
         api = c.post(
             "/api/replay",
-            json={"filter": {}, "dry_run": True},
+            json={"filter": {"status": both}, "dry_run": True},
             headers={**SAME_ORIGIN, "X-CSRF-Token": token},
         )
     assert confirm.status_code == 200, confirm.text
-    hidden = re.findall(r'name="root_id" value="(-?\d+)"', confirm.text)
-    assert sorted(int(i) for i in hidden) == sorted(day[:3])
+    hidden = re.findall(r'name="root_id" value="(0x[0-9a-f]{16})"', confirm.text)
+    assert sorted(parse_id(i) for i in hidden) == sorted(day[:3])
     assert 'id="confirm-count" data-count="3"' in confirm.text
     assert "27 replayed" in confirm.text
     assert only_replayed.status_code == 200
@@ -365,7 +375,7 @@ def test_replay_of_the_filter_skips_what_cannot_be_replayed_before_the_cap(
     assert 'id="nothing-replayable"' in only_replayed.text
     assert api.status_code == 200, api.text
     selection = api.json()["selection"]
-    assert sorted(int(i) for i in selection["root_ids"]) == sorted(day[:3])
+    assert sorted(parse_id(i) for i in selection["root_ids"]) == sorted(day[:3])
     assert (selection["matched"], selection["replayable"]) == (30, 3)
     assert selection["skipped"] == {"replayed": 27}
 

@@ -134,7 +134,7 @@ def test_each_rule_finds_its_breach_and_names_the_worst_roots(tmp_path: Path) ->
     assert unsettled.root_ids == (7,)
     latency = found[("orders", rules.LATENCY_P99)]
     assert (latency.threshold, latency.root_ids) == ("at most 5m", (6,))
-    assert latency.link == "/roots?app=orders&root_id=6"
+    assert latency.link == "/roots?app=orders&root_id=0x0000000000000006"
     assert all(SECRET_PAYLOAD not in repr(f) for f in found.values())
 
 
@@ -167,18 +167,18 @@ def test_one_message_per_channel_when_a_breach_opens_none_while_it_lasts_one_whe
     (mail,) = smtp.messages
     assert mail["Subject"] == "[ackfold] orders: failed opened"
     assert mail["To"] == "ops@example.test"
-    link = f"{UI}/roots?app=orders&amp;root_id=11"
+    link = f"{UI}/roots?app=orders&amp;root_id=0x000000000000000b"
     body = html_of(mail)
     assert "1 root(s) failed in the last 15m (at most 0)" in body
-    assert "worst roots: <code>11</code>" in body
+    assert "worst roots: <code>0x000000000000000b</code>" in body
     assert link in body
     (text,) = webhook.texts()
     assert webhook.posts[0]["path"] == "/hooks/T1/B2/secret"
     assert webhook.posts[0]["content_type"] == "application/json"
     assert text.splitlines()[1:] == [
         "OPENED failed: 1 root(s) failed in the last 15m (at most 0)",
-        "  worst roots: 11",
-        f"  {UI}/roots?app=orders&root_id=11",
+        "  worst roots: 0x000000000000000b",
+        f"  {UI}/roots?app=orders&root_id=0x000000000000000b",
     ]
     assert SECRET_PAYLOAD not in body
     assert SECRET_PAYLOAD not in text
@@ -244,7 +244,8 @@ def test_without_a_channel_breaches_are_logged_and_nothing_is_recorded(
         result = check_state(settings_for(warehouse), now=NOW)
     assert result["breached"] == ["orders:failed"]
     assert result["sent"] == {}
-    assert "alert breach: app=orders rule=failed value=1 limit=at most 0 roots=11" in caplog.text
+    breach = "alert breach: app=orders rule=failed value=1 limit=at most 0"
+    assert f"{breach} roots=0x000000000000000b" in caplog.text
     assert "no channel configured" in caplog.text
     assert SECRET_PAYLOAD not in caplog.text
     assert not DeltaTable.is_deltatable(Ledger(str(warehouse)).path(ALERT_LOG))

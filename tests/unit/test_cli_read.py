@@ -26,6 +26,7 @@ import pytest
 
 from ackfold.cli import main as cli_module
 from ackfold.ledger import parse, status, values
+from ackfold.ledger.ids import format_id, parse_id
 from ackfold.ledger.parse import (
     DEFAULT_LIMIT,
     QueryError,
@@ -115,7 +116,7 @@ def _invocations(s: Sample, ledgers: Ledgers) -> dict[str, Invocation]:
         "show_completed_json": (w, ["show", str(s.completed), "--json"], 0),
         "show_retry_json": (w, ["show", str(s.retry), "--json"], 0),
         "show_unknown": (w, ["show", "123"], 1),
-        "show_not_a_number": (w, ["show", "12abc"], 2),
+        "show_not_a_number": (w, ["show", "12xyz"], 2),
         "roots_missing": (ledgers.missing, ["roots"], 1),
         "show_missing": (ledgers.missing, ["show", "1"], 1),
     }
@@ -181,7 +182,7 @@ def run_here(
 
 def _ids(run: Run) -> list[int]:
     assert run.code == 0, run.err
-    return [item["root_id"] for item in run.json()]
+    return [parse_id(item["root_id"]) for item in run.json()]
 
 
 # --- ackfold roots ------------------------------------------------------------------------
@@ -208,7 +209,8 @@ def test_roots_prints_an_aligned_table_newest_last_event_first(
     for header in ("APP", "STATUS", "LAST_STAGE", "LAST_EVENT_AT"):
         column = lines[0].index(header)
         assert all(line[column - 2 : column] == "  " for line in lines[1:]), header
-    ids = [int(line.split()[0]) for line in lines[1:]]
+    ids = [parse_id(line.split()[0]) for line in lines[1:]]
+    assert all(re.fullmatch(r"0x[0-9a-f]{16}", line.split()[0]) for line in lines[1:])
     assert ids == [
         sample.pending,
         sample.dead,
@@ -218,7 +220,7 @@ def test_roots_prints_an_aligned_table_newest_last_event_first(
         sample.completed,
     ]
     assert sample.unreconciled not in ids  # registered but not in root_state yet
-    replayed = next(line for line in lines if line.split()[0] == str(sample.replayed))
+    replayed = next(line for line in lines if line.split()[0] == format_id(sample.replayed))
     assert replayed.split()[1:7] == [
         "orders",
         "replayed",
@@ -240,9 +242,10 @@ def test_roots_escapes_control_characters_in_the_table(cli: dict[str, Run]) -> N
 def test_roots_json_is_an_array_of_root_states(cli: dict[str, Run], sample: Sample) -> None:
     s = cli["roots_json"]
     items = s.json()
-    table_order = [int(line.split()[0]) for line in cli["roots"].out.splitlines()[1:]]
+    table_order = [line.split()[0] for line in cli["roots"].out.splitlines()[1:]]
+    # Ids in JSON are the text people see: a JSON number loses 64 bits in JavaScript and jq.
     assert [item["root_id"] for item in items] == table_order
-    by_id = {item["root_id"]: item for item in items}
+    by_id = {parse_id(item["root_id"]): item for item in items}
     replayed = by_id[sample.replayed]
     assert replayed["status"] == "replayed"
     assert replayed["fail_reason"] == "bad record: missing field 'sku'"
@@ -250,7 +253,7 @@ def test_roots_json_is_an_array_of_root_states(cli: dict[str, Run], sample: Samp
     assert replayed["last_event_at"] == "2026-11-20T09:10:02.000000Z"
     assert replayed["first_event_date"] == "2026-11-20"
     assert by_id[sample.completed]["xor_acc"] == "0x0000000000000000"
-    assert by_id[sample.retry]["origin_root_id"] == sample.replayed
+    assert by_id[sample.retry]["origin_root_id"] == format_id(sample.replayed)
     # One root per line, so grep works too.
     assert len(s.out.splitlines()) == len(items) + 2
 
@@ -287,7 +290,7 @@ def test_roots_limit_keeps_the_newest_and_says_there_are_more(
 ) -> None:
     s = cli["roots_limit"]
     assert s.code == 0
-    assert [int(line.split()[0]) for line in s.out.splitlines()[1:]] == [
+    assert [parse_id(line.split()[0]) for line in s.out.splitlines()[1:]] == [
         sample.pending,
         sample.dead,
     ]
@@ -368,12 +371,12 @@ def test_show_prints_state_events_by_stage_and_attempts(
     s = cli["show_replayed"]
     assert s.code == 0, s.err
     out = s.out
-    assert out.startswith(f"root {sample.replayed} ({hex64(sample.replayed)})\n")
+    assert out.startswith(f"root {format_id(sample.replayed)}\n")
     assert re.search(r"^  status +replayed \(since 2026-11-20T09:10:02.000Z\)$", out, re.M)
     xor = _xor(sample, sample.replayed)
     assert xor != 0
     assert re.search(rf"^  xor_acc +{hex64(xor)} \(init seen, tree incomplete\)$", out, re.M)
-    assert re.search(rf"^  attempt +1 of origin {sample.replayed}$", out, re.M)
+    assert re.search(rf"^  attempt +1 of origin {format_id(sample.replayed)}$", out, re.M)
     assert re.search(r"^  last stage +sink$", out, re.M)
     assert re.search(
         r"^  fail reason +bad record: missing field 'sku' "
@@ -399,10 +402,10 @@ def test_show_prints_state_events_by_stage_and_attempts(
     assert [r[2] for r in rows] == expected_vals
     assert events.splitlines()[-1].endswith("reason: bad record: missing field 'sku'")
     # The attempts: this root (marked) and its replay, each with its status.
-    attempts = out.split(f"attempts (origin {sample.replayed})\n")[1].splitlines()
+    attempts = out.split(f"attempts (origin {format_id(sample.replayed)})\n")[1].splitlines()
     assert [line.split()[:4] for line in attempts] == [
-        ["*", "#1", str(sample.replayed), "replayed"],
-        ["#2", str(sample.retry), "completed", "ingested"],
+        ["*", "#1", format_id(sample.replayed), "replayed"],
+        ["#2", format_id(sample.retry), "completed", "ingested"],
     ]
 
 
@@ -445,14 +448,15 @@ def test_show_json_has_the_journey(cli: dict[str, Run], sample: Sample) -> None:
     s = cli["show_retry_json"]
     assert s.code == 0, s.err
     journey = s.json()
-    assert journey["root_id"] == sample.retry
+    assert journey["root_id"] == journey["state"]["root_id"] == format_id(sample.retry)
+    assert "root_id_hex" not in journey, "one form"
     assert journey["state"]["status"] == "completed"
     assert journey["state"]["attempt"] == 2
     assert journey["state"]["xor_acc"] == "0x0000000000000000"
-    assert journey["origin_root_id"] == sample.replayed
+    assert journey["origin_root_id"] == format_id(sample.replayed)
     assert [(a["root_id"], a["attempt"], a["status"]) for a in journey["attempts"]] == [
-        (sample.replayed, 1, "replayed"),
-        (sample.retry, 2, "completed"),
+        (format_id(sample.replayed), 1, "replayed"),
+        (format_id(sample.retry), 2, "completed"),
     ]
     assert [stage["stage"] for stage in journey["stages"]] == ["spout", "parse", "sink"]
     first = journey["stages"][0]["events"][0]
@@ -476,16 +480,24 @@ def test_show_of_an_unknown_root_names_the_table(
     cli: dict[str, Run], run_here: Callable[..., Run], ledgers: Ledgers
 ) -> None:
     w = ledgers.sample.warehouse
-    assert _one_error(cli["show_unknown"], 1) == f"ackfold: no root 123 in {w}/root_state"
+    shown = format_id(123)
+    assert _one_error(cli["show_unknown"], 1) == f"ackfold: no root {shown} in {w}/root_state"
     # A negative id is an id, not an option.
     negative = run_here(w, "show", "-5")
-    assert _one_error(negative, 1) == f"ackfold: no root -5 in {w}/root_state"
+    assert _one_error(negative, 1) == f"ackfold: no root {format_id(-5)} in {w}/root_state"
 
 
-def test_show_takes_the_hex_form_of_an_id(run_here: Callable[..., Run], sample: Sample) -> None:
-    s = run_here(sample.warehouse, "show", hex64(sample.retry), "--json")
-    assert s.code == 0, s.err
-    assert s.json()["root_id"] == sample.retry
+def test_show_takes_every_form_of_an_id(run_here: Callable[..., Run], sample: Sample) -> None:
+    unsigned = sample.retry & ((1 << 64) - 1)
+    for form in (
+        format_id(sample.retry),
+        format_id(sample.retry)[2:],
+        str(sample.retry),
+        str(unsigned),
+    ):
+        s = run_here(sample.warehouse, "show", form, "--json")
+        assert s.code == 0, (form, s.err)
+        assert s.json()["root_id"] == format_id(sample.retry)
 
 
 def test_show_of_a_root_not_reconciled_yet_says_so(
@@ -493,13 +505,14 @@ def test_show_of_a_root_not_reconciled_yet_says_so(
 ) -> None:
     root = ledgers.sample.unreconciled
     line = _one_error(run_here(ledgers.sample.warehouse, "show", str(root)), 1)
-    assert line.startswith(f"ackfold: no root {root} in {ledgers.sample.warehouse}/root_state")
+    shown = format_id(root)
+    assert line.startswith(f"ackfold: no root {shown} in {ledgers.sample.warehouse}/root_state")
     assert "registered in roots but not reconciled yet: run `ackfold reconcile`" in line
 
 
 def test_show_rejects_a_non_numeric_root_id(cli: dict[str, Run]) -> None:
     line = _one_error(cli["show_not_a_number"], 2)
-    assert "root id '12abc' is not a number" in line
+    assert "root id '12xyz' is not a 64-bit id" in line
 
 
 def test_show_without_a_ledger_says_how_to_make_one(cli: dict[str, Run], ledgers: Ledgers) -> None:
@@ -524,7 +537,7 @@ def test_a_reader_that_stops_early_is_not_an_error(
     ) as proc:
         assert proc.stdout is not None
         assert proc.stderr is not None
-        assert proc.stdout.readline().startswith("             ROOT_ID  APP")
+        assert proc.stdout.readline().startswith("ROOT_ID             APP")
         proc.stdout.close()
         err = proc.stderr.read()
         code = proc.wait(timeout=60)
@@ -621,10 +634,13 @@ def test_parse_limit_and_root_id() -> None:
     assert parse_root_id("+17") == 17
     assert parse_root_id(hex64(-2)) == -2
     assert parse_root_id("0x2A") == 42
+    assert parse_root_id(str(1 << 63)) == -(1 << 63), "unsigned decimal"
     with pytest.raises(QueryError, match="out of range"):
-        parse_root_id(str(1 << 63))
-    for bad in ("", "abc", "1.5", "0x", "0x12345678901234567"):
-        with pytest.raises(QueryError, match="is not a number"):
+        parse_root_id(str(1 << 64))
+    with pytest.raises(QueryError, match="out of range"):
+        parse_root_id("0x12345678901234567")
+    for bad in ("", "xyz", "1.5", "0x"):
+        with pytest.raises(QueryError, match="is not a 64-bit id"):
             parse_root_id(bad)
 
 
@@ -693,7 +709,7 @@ def test_show_root_builds_the_journey(reader: LedgerReader, ledgers: Ledgers) ->
     assert journey.source.payload_preview is None
     with pytest.raises(RootNotFound, match="registered in roots but not reconciled yet"):
         reader.show_root(s.unreconciled)
-    with pytest.raises(RootNotFound, match=r"^no root 42 in .*/root_state$"):
+    with pytest.raises(RootNotFound, match=r"^no root 0x000000000000002a in .*/root_state$"):
         reader.show_root(42)
 
 
@@ -717,7 +733,8 @@ def test_show_root_finds_a_state_outside_the_expected_partition(tmp_path: Path) 
     assert journey.state.first_event_date == date(2026, 6, 1)
     assert journey.source is None  # no roots table at all
     assert [a.root_id for a in journey.attempts] == [7]
-    state_scans = [scan.sql for scan in reader.scans if scan.table == ROOT_STATE]
+    # The look-ups of the root (not the reads of why it is pending, `ledger.pending`).
+    state_scans = [s.sql for s in reader.scans if s.table == ROOT_STATE and "root_id IN" in s.sql]
     assert len(state_scans) == 2
     assert "first_event_date BETWEEN DATE '2026-05-01' AND DATE '2026-05-01'" in state_scans[0]
     assert "first_event_date" not in state_scans[1].split(" WHERE ")[1]

@@ -75,7 +75,7 @@ def _error(run: Run, code: int) -> str:
         (["--until", "2026-13-01"], "--until"),
         (["--status", "completed"], "cannot replay status completed"),
         (["--status", "bogus"], "bogus"),
-        (["--root", "12abc"], "12abc"),
+        (["--root", "12xyz"], "12xyz"),
         (["--app", "../etc"], "is not an app name"),
         (["--auto", "--status", "failed"], "--auto follows each app's policy"),
     ],

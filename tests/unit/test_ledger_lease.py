@@ -144,9 +144,9 @@ def test_a_turn_takes_this_hosts_lock_and_the_lease_and_is_reentrant(tmp_path: P
     settings = load_settings(var_dir=tmp_path / "var")
     lease = LedgerLease(settings.table_root)
     with ledger_turn(settings, "ackfold replay"):
-        assert "ackfold replay (pid" in lock_path(settings.var_dir).read_text()
+        assert "ackfold replay (pid" in lock_path(settings.var_dir, settings.table_root).read_text()
         assert (lease.holder() or "").startswith("ackfold replay on ")
         with ledger_turn(settings, "replay 42", wait=0):  # the sends, inside the plan's turn
             assert (lease.holder() or "").startswith("ackfold replay on ")
     assert lease.holder() is None
-    assert lock_path(settings.var_dir).read_text() == ""
+    assert lock_path(settings.var_dir, settings.table_root).read_text() == ""

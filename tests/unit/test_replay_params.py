@@ -73,7 +73,7 @@ def test_every_bad_field_is_named_with_its_fix_in_one_error() -> None:
     found = problems(
         {
             "root_id": ["1"],
-            "root_ids": ["12abc", 5],
+            "root_ids": ["12xyz", 5],
             "app": "nope",
             "statuses": ["completed"],
             "since": "yesterday",
@@ -86,7 +86,7 @@ def test_every_bad_field_is_named_with_its_fix_in_one_error() -> None:
         "root_id", "root_ids", "app", "statuses", "since", "limit", "rate", "dry_run"
     }  # fmt: skip
     assert "did you mean root_ids?" in found["root_id"]
-    assert "'12abc' is not a number" in found["root_ids"]
+    assert "'12xyz' is not a 64-bit id" in found["root_ids"]
     assert "5 is not a string: give root ids as strings" in found["root_ids"]
     assert "use one of orders, wordcount, or null" in found["app"]
     assert "choose from failed, timed_out, dead_lettered" in found["statuses"]

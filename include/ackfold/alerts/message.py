@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from ackfold.alerts.log import OPENED, Transition
 from ackfold.alerts.rules import LEDGER_APP, span
+from ackfold.ledger.ids import format_id
 from ackfold.ledger.values import iso
 
 if TYPE_CHECKING:
@@ -52,12 +53,12 @@ def compose(app: str, changes: Sequence[Transition], base_url: str, now: datetim
         >>> from ackfold.alerts.rules import Finding
         >>> t0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
         >>> hit = Finding("orders", "failed", True, "3", "at most 0", "3 root(s) failed",
-        ...               (7, 9), "/roots?app=orders&root_id=7&root_id=9")
+        ...               (7, 9), "/roots?app=orders")
         >>> m = compose("orders", [Transition(hit, "opened", t0)], "http://ui/ackfold", t0)
         >>> m.subject
         '[ackfold] orders: failed opened'
         >>> print(m.text.splitlines()[2])
-          worst roots: 7, 9
+          worst roots: 0x0000000000000007, 0x0000000000000009
     """
     who = "the ledger" if app == LEDGER_APP else app
     opened = [c.finding.rule for c in changes if c.event == OPENED]
@@ -78,7 +79,7 @@ def compose(app: str, changes: Sequence[Transition], base_url: str, now: datetim
         item = f"<li><strong>{html.escape(head.split(':', 1)[0])}</strong>:"
         item += html.escape(head.split(":", 1)[1])
         if finding.root_ids:
-            ids = ", ".join(str(root_id) for root_id in finding.root_ids)
+            ids = ", ".join(format_id(root_id) for root_id in finding.root_ids)
             lines.append(f"  worst roots: {ids}")
             item += f"<br>worst roots: <code>{html.escape(ids)}</code>"
         if link:

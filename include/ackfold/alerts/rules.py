@@ -18,11 +18,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Final
-from urllib.parse import urlencode
+from urllib.parse import quote, urlencode
 
 from ackfold.config import Settings
 from ackfold.config.policy import AppPolicy
-from ackfold.ledger import status
+from ackfold.ledger import progress, status
+from ackfold.ledger.ids import format_id
+from ackfold.ledger.progress import liveness
 from ackfold.ledger.sql import NoLedger, SqlReader, sql_str, sql_ts
 from ackfold.ledger.tables import ROOT_STATE
 from ackfold.ledger.values import utc
@@ -34,8 +36,9 @@ DEAD_LETTERED: Final = status.DEAD_LETTERED
 UNSETTLED_AGE: Final = "unsettled_age"
 LATENCY_P99: Final = "latency_p99"
 QUALITY: Final = "quality"
+STALLED: Final = "stalled"
 # The rules each evaluation owns: only it opens or resolves their breaches.
-STATE_RULES: Final = (FAILED, TIMED_OUT, DEAD_LETTERED, UNSETTLED_AGE, LATENCY_P99)
+STATE_RULES: Final = (FAILED, TIMED_OUT, DEAD_LETTERED, UNSETTLED_AGE, LATENCY_P99, STALLED)
 QUALITY_RULES: Final = (QUALITY,)
 # The app of the ledger's own soundness checks, which belong to no app.
 LEDGER_APP: Final = "*"
@@ -87,8 +90,21 @@ def span(seconds: float) -> str:
 
 def roots_link(app: str, root_ids: Sequence[int]) -> str:
     """The Reliability UI's roots table narrowed to `root_ids` of `app`, any status."""
-    pairs = [("app", app), *(("root_id", str(root_id)) for root_id in root_ids)]
+    pairs = [("app", app), *(("root_id", format_id(root_id)) for root_id in root_ids)]
     return "/roots?" + urlencode(pairs)
+
+
+def app_link(app: str) -> str:
+    """The Reliability UI's page of `app`: alive or stalled, its rates, its roots."""
+    return "/apps/" + quote(app, safe="")
+
+
+def heartbeat_limit(policy: AppPolicy) -> timedelta | None:
+    """How long an app may go without a heartbeat, or None when the rule is off."""
+    limit = policy.alerts.max_heartbeat_age
+    if limit == "off":
+        return None
+    return limit or progress.DEFAULT_STALL_AFTER
 
 
 def unsettled_limit(policy: AppPolicy) -> timedelta | None:
@@ -155,6 +171,7 @@ class StateRules:
                 findings.append(self._count(app, rule, counts.get((app, rule), 0), limit))
             findings.append(self._unsettled(app, oldest.get(app), unsettled_limit(policy)))
             findings.append(self._latency(app, p99.get(app), latency_limit(policy)))
+            findings.append(self._stalled(app, heartbeat_limit(policy)))
         return findings
 
     # -- the rules ---------------------------------------------------------------------
@@ -187,6 +204,16 @@ class StateRules:
         allowed = f"at most {span(limit.total_seconds())}"
         over = [f"{_LATENCY} > {limit.total_seconds()!r}"]
         return self._finding(app, LATENCY_P99, breached, value, allowed, headline, over)
+
+    def _stalled(self, app: str, limit: timedelta | None) -> Finding:
+        """The app's heartbeat (`ledger.progress`); an app without one is not judged."""
+        if limit is None:
+            return Finding(app, STALLED, False, "-", "off", "heartbeat not checked")
+        alive = liveness(self.reader, app, self.now, limit)
+        allowed = f"a heartbeat within {span(limit.total_seconds())}"
+        headline = f"{app} is {alive.state}: {alive.why}"
+        breached = alive.state == progress.STALLED
+        return Finding(app, STALLED, breached, alive.state, allowed, headline, (), app_link(app))
 
     def _finding(
         self,

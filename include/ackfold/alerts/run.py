@@ -28,6 +28,7 @@ from ackfold.alerts.rules import (
     evaluate_state,
 )
 from ackfold.config import Settings
+from ackfold.ledger.ids import format_id
 from ackfold.ledger.sql import SqlReader, first_line
 
 log = logging.getLogger("ackfold.alerts")
@@ -83,7 +84,7 @@ def deliver(
     for f in breached:
         log.warning(
             "alert breach: app=%s rule=%s value=%s limit=%s roots=%s",
-            f.app, f.rule, f.value, f.threshold, ",".join(map(str, f.root_ids)) or "-",
+            f.app, f.rule, f.value, f.threshold, ",".join(map(format_id, f.root_ids)) or "-",
         )  # fmt: skip
     summary: dict[str, Any] = {
         "findings": len(findings),

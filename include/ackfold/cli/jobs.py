@@ -70,27 +70,31 @@ def _reconcile(settings: Settings, args: argparse.Namespace) -> int:
         return ledger_error(exc)
 
     from ackfold.ledger.lease import ledger_turn
-    from ackfold.reconcile.reconciler import reconcile, reconcile_quietly
+    from ackfold.reconcile.run import run_reconcile
 
-    # Taken before Spark starts, and held through --replay: a DAG run on another host may
-    # hold it.
+    # Taken before any engine starts, and held through --replay: a DAG run on another
+    # host may hold it.
     with ledger_turn(settings, "ackfold reconcile", wait=args.wait, say=say_on_stderr):
-        # Nothing new and no timeout due: no Spark session at all, unless --replay.
-        summary = reconcile_quietly(settings, now=now, app=args.app)
-        if summary is None or args.replay:
-            spark = spark_session(settings, "ackfold-reconcile")
-            if summary is None:
-                summary = reconcile(spark, settings, now=now, app=args.app)
-            if args.replay:
-                from ackfold.replay.replayer import ReplayError, replay
-                from ackfold.replay.request import ReplayRequest
+        # Nothing new and no timeout due: no engine at all; else the embedded engine in
+        # this process, or Spark (engine.kind).
+        summary = run_reconcile(
+            settings,
+            now=now,
+            app=args.app,
+            spark=lambda: spark_session(settings, "ackfold-reconcile"),
+            holder="ackfold reconcile",
+        )
+        if args.replay:
+            from ackfold.replay.replayer import ReplayError, replay
+            from ackfold.replay.request import ReplayRequest
 
-                request = ReplayRequest(automatic=True, app=args.app, requested_by="auto")
-                try:
-                    summary["replay"] = replay(spark, settings, request, now=now).as_dict()
-                except ReplayError as exc:
-                    emit(json.dumps(summary, indent=2))
-                    return ledger_error(exc)
+            spark = spark_session(settings, "ackfold-reconcile")
+            request = ReplayRequest(automatic=True, app=args.app, requested_by="auto")
+            try:
+                summary["replay"] = replay(spark, settings, request, now=now).as_dict()
+            except ReplayError as exc:
+                emit(json.dumps(summary, indent=2))
+                return ledger_error(exc)
     emit(json.dumps(summary, indent=2))
     return 0
 
@@ -103,11 +107,17 @@ def _quality(settings: Settings, args: argparse.Namespace) -> int:
     except LedgerError as exc:
         return ledger_error(exc)
 
+    from ackfold.embedded import SPARK, engine_for
     from ackfold.quality import run_quality
 
-    spark = spark_session(settings, "ackfold-quality")
+    # On the embedded engine (the default) no JVM starts: DuckDB runs in this process.
+    spark = spark_session(settings, "ackfold-quality") if engine_for(settings) == SPARK else None
     report = run_quality(
-        spark, settings, app=args.app, now=now, say=lambda text: print(text, file=sys.stderr)
+        settings,
+        spark=spark,
+        app=args.app,
+        now=now,
+        say=lambda text: print(text, file=sys.stderr),
     )
     emit(json.dumps(report.as_dict(), indent=2) if args.json else report.format(verbose=args.all))
     return 0 if report.passed else 1

@@ -10,6 +10,7 @@ from typing import Final
 
 from ackfold.cli.common import AddCommand, UsageError, emit, ledger_error
 from ackfold.config import Settings
+from ackfold.ledger.ids import format_id
 from ackfold.ledger.reader import PAYLOAD_PREVIEW
 from ackfold.ledger.rows import Journey, RootPage
 from ackfold.ledger.status import ALL as STATUSES
@@ -115,7 +116,7 @@ def format_roots(page: RootPage) -> str:
     """`ackfold roots`: an aligned table, newest first (no trailing newline)."""
     rows = [_ROOTS_HEADER] + [
         (
-            str(r.root_id),
+            format_id(r.root_id),
             one_line(r.app, 24),
             one_line(r.status, 16),
             str(r.attempt) if r.attempt is not None else "-",
@@ -128,7 +129,7 @@ def format_roots(page: RootPage) -> str:
     ]
     widths = [max(len(row[i]) for row in rows) for i in range(len(_ROOTS_HEADER))]
     # Right-align the numbers, left-align the rest; no padding after the last column.
-    right = {0, 3, 5}
+    right = {3, 5}
     lines = []
     for row in rows:
         cells = [
@@ -150,7 +151,7 @@ def format_roots_json(page: RootPage) -> str:
 def format_journey(journey: Journey) -> str:
     """`ackfold show`: the root's state, its source, its events by stage, its attempts."""
     s = journey.state
-    lines = [f"root {s.root_id} ({hex64(s.root_id)})"]
+    lines = [f"root {format_id(s.root_id)}"]
 
     def put(label: str, value: str) -> None:
         lines.append(f"  {label:<13} {value}")
@@ -165,7 +166,7 @@ def format_journey(journey: Journey) -> str:
         tree = "init seen, tree incomplete"
     put("xor_acc", f"{hex64(s.xor_acc)} ({tree})")
     attempt = str(s.attempt) if s.attempt is not None else "-"
-    put("attempt", f"{attempt} of origin {journey.origin_root_id}")
+    put("attempt", f"{attempt} of origin {format_id(journey.origin_root_id)}")
     put("events", f"{s.event_count} folded, {iso(s.first_event_at)} .. {iso(s.last_event_at)}")
     if journey.unreconciled:
         put("", f"{journey.unreconciled} more in ack_events, not reconciled yet")
@@ -199,6 +200,11 @@ def format_journey(journey: Journey) -> str:
         else:
             put("payload", one_line(src.payload_preview))
 
+    if journey.pending is not None:
+        lines.append("")
+        lines.append("why pending")
+        lines.extend(f"  {one_line(line)}" for line in journey.pending.lines())
+
     lines.append("")
     lines.append(f"events by stage ({len(journey.events)} in ack_events)")
     if not journey.events:
@@ -214,13 +220,12 @@ def format_journey(journey: Journey) -> str:
             lines.append(line)
 
     lines.append("")
-    lines.append(f"attempts (origin {journey.origin_root_id})")
-    width = max(len(str(a.root_id)) for a in journey.attempts)
+    lines.append(f"attempts (origin {format_id(journey.origin_root_id)})")
     for a in journey.attempts:
         mark = "*" if a.root_id == s.root_id else " "
         shown = a.status if a.status is not None else "(not reconciled)"
         lines.append(
-            f"  {mark} #{a.attempt:<3} {a.root_id:>{width}}  {shown:<16}"
+            f"  {mark} #{a.attempt:<3} {format_id(a.root_id)}  {shown:<16}"
             f"  ingested {iso(a.ingested_at)}"
         )
     return "\n".join(lines)

@@ -65,9 +65,9 @@ def add_commands(command: AddCommand) -> None:
 
 
 def _replay(settings: Settings, args: argparse.Namespace) -> int:
+    from ackfold.ledger.ids import format_id
     from ackfold.ledger.reader import LedgerReader
     from ackfold.ledger.sql import LedgerError
-    from ackfold.ledger.values import hex64
 
     request = _replay_request(args)
     if args.auto and (args.root or args.status or args.since or args.until):
@@ -79,29 +79,22 @@ def _replay(settings: Settings, args: argparse.Namespace) -> int:
     except LedgerError as exc:
         return ledger_error(exc)
     if missing:
-        listed = ", ".join(hex64(r) for r in missing)
+        listed = ", ".join(format_id(r) for r in missing)
         return ledger_error(Exception(f"unknown root id(s), not in root_state: {listed}"))
 
     from ackfold.cli.progress import Progress
-    from ackfold.ledger.lease import ledger_turn
-    from ackfold.replay.planner import UnknownRoots
-    from ackfold.replay.replayer import Replayer, unsent_error
+    from ackfold.replay.planner import Plan, UnknownRoots
+    from ackfold.replay.replayer import unsent_error
+    from ackfold.replay.run import run_replay
+    from ackfold.ui.redact import redactor_for
 
-    # From the plan to the last send: another replay planning the same roots would send
-    # them too. Taken before Spark starts: a DAG run on another host may hold it.
-    holder = f"ackfold replay ({request.requested_by})"
-    with ledger_turn(settings, holder, wait=args.wait, say=say_on_stderr):
-        replayer = Replayer(spark_session(settings, "ackfold-replay"), settings)
-        try:
-            plan = replayer.plan(request)
-        except UnknownRoots as exc:
-            return ledger_error(exc)
+    shown: list[Plan] = []
+    bar: list[Progress] = []
+
+    def show(plan: Plan) -> None:
+        """The plan, before anything is sent; asks above `replay.confirm_above`."""
         if not plan.selected:
-            return ledger_error(
-                Exception(f"no roots match {request.describe()}: nothing to replay")
-            )
-        from ackfold.ui.redact import redactor_for
-
+            raise _NothingToReplay(f"no roots match {request.describe()}: nothing to replay")
         # Fail reasons can quote records: masked as in the UI (`ui.redact_*`).
         for line in format_plan(plan, redactor_for(settings.ui)):
             print(line, file=sys.stderr)
@@ -114,14 +107,36 @@ def _replay(settings: Settings, args: argparse.Namespace) -> int:
                 sys.stdin.isatty() and input(f"{question} [y/N] ").strip().lower() in ("y", "yes")
             ):
                 raise UsageError(f"{question} Not without --yes (or try --dry-run first).")
-        progress = Progress("replay", count, unit="sent")
-        summary = replayer.execute(plan, progress=progress.update)
-    if count and not request.dry_run:
-        progress.close()
+        shown.append(plan)
+        bar.append(Progress("replay", count, unit="sent"))
+
+    # The ledger's turn is taken before Spark starts (a DAG run on another host may hold
+    # it), and held from the plan to the last send: another replay planning the same
+    # roots would send them too.
+    try:
+        summary = run_replay(
+            settings,
+            request,
+            spark=lambda: spark_session(settings, "ackfold-replay"),
+            on_plan=show,
+            progress=lambda done, total: bar[0].update(done, total),
+            wait=args.wait,
+            say=say_on_stderr,
+            holder=f"ackfold replay ({request.requested_by})",
+        )
+    except (UnknownRoots, _NothingToReplay) as exc:
+        return ledger_error(exc)
+    plan = shown[0]
+    if plan.to_send and not request.dry_run:
+        bar[0].close()
     emit(json.dumps(summary.as_dict(), indent=2) if args.json else format_summary(summary))
     if summary.not_sent:
         return ledger_error(unsent_error(summary))
     return 0 if (plan.to_send or plan.sends) else 1
+
+
+class _NothingToReplay(Exception):
+    """The request selects no root: said before anything is logged."""
 
 
 def _replay_request(args: argparse.Namespace) -> Any:
@@ -160,7 +175,8 @@ def _replay_request(args: argparse.Namespace) -> Any:
 def format_plan(plan: Any, redactor: Any) -> list[str]:
     """One line per planned send, its fail reason masked by `redactor` (an
     `ackfold.ui.redact.Redactor`), then the skipped roots by reason."""
-    from ackfold.ledger.values import hex64, one_line
+    from ackfold.ledger.ids import format_id
+    from ackfold.ledger.values import one_line
     from ackfold.ui.redact import masked_text
 
     verb = "would send" if plan.request.dry_run else "sending"
@@ -169,7 +185,7 @@ def format_plan(plan: Any, redactor: Any) -> list[str]:
         what = "dead letter" if p.action == "dead_letter" else f"attempt {p.attempt}"
         note = {"unsent": " (planned before, never marked sent)", "sent": " (already sent)"}
         lines.append(
-            f"{verb} {hex64(p.root_id)} {p.app} {p.prior_status} -> {what} to {p.target}"
+            f"{verb} {format_id(p.root_id)} {p.app} {p.prior_status} -> {what} to {p.target}"
             f"{note.get(p.state, '')}: {one_line(masked_text(redactor, p.reason), 80)}"
         )
     for reason, n in sorted(plan.skipped.items()):

@@ -79,6 +79,9 @@ class AlertThresholds(Section):
     - `max_latency_p99`: the complete latency p99 of the roots completed within the
       window; unset, the app's `quality.latency_p99`, else its `timeout`.
     - `quality`: alert when the app's quality checks fail.
+    - `max_heartbeat_age`: the app is stalled when a query of it has not beaten for this
+      long, has stopped, or its source lag keeps growing (`ackfold.ledger.progress`);
+      unset, 5 minutes. Apps without a heartbeat are not judged.
     """
 
     max_failed: CountLimit = 10
@@ -87,6 +90,7 @@ class AlertThresholds(Section):
     max_unsettled_age: DurationLimit | None = None
     max_latency_p99: DurationLimit | None = None
     quality: bool = True
+    max_heartbeat_age: DurationLimit | None = None
 
 
 class AlertOverrides(Section):
@@ -98,6 +102,7 @@ class AlertOverrides(Section):
     max_unsettled_age: DurationLimit | None = None
     max_latency_p99: DurationLimit | None = None
     quality: bool | None = None
+    max_heartbeat_age: DurationLimit | None = None
 
 
 class AppPolicy(Section):
@@ -131,6 +136,11 @@ class AppDag(Section):
     - `execution_timeout`: the longest one try may run before Airflow stops it (Airflow's
       own setting; default: no limit): an app that never stops would otherwise hold back
       every later run.
+    - `mode`: `available_now` (the above), or `continuous`: one long task that runs the
+      app until it fails (`--continuous` is added to its `args`; `schedule` is
+      `@continuous`, one active run); a failed try is retried after `restart_backoff`,
+      doubling up to `max_restart_delay`, without end, so the app stays supervised. Its
+      runs update no asset: `ackfold_reconcile` keeps its own schedule for it.
     """
 
     application: str = Field(min_length=1)
@@ -139,6 +149,9 @@ class AppDag(Section):
     owner: str = Field("ackfold", min_length=1)
     tags: tuple[str, ...] = ()
     execution_timeout: Duration | None = None
+    mode: Literal["available_now", "continuous"] = "available_now"
+    restart_backoff: Duration = timedelta(seconds=30)
+    max_restart_delay: Duration = timedelta(minutes=10)
 
 
 class AppOverrides(Section):

@@ -215,9 +215,12 @@ class AirflowSettings(Section):
     - `spark_connect_conn_id`: with `spark.remote` set, the Spark tasks run through Spark
       Connect, on the endpoint of this Airflow connection (type `spark_connect`: host,
       port, the token as its password), or on `spark.remote` itself without one.
+    - `host`: the address `make run`'s api-server listens on: loopback only by default;
+      `0.0.0.0` (every interface) lets other machines reach it, and its login.
     """
 
     port: int = Field(8080, ge=1, le=65535)
+    host: str = Field("127.0.0.1", pattern=r"^[A-Za-z0-9.:\-]{1,253}$")
     spark_connect_conn_id: str = Field("spark_connect_default", pattern=r"^[A-Za-z0-9_.-]+$")
     admin_user: UserName = "admin"
     users: dict[UserName, Literal["viewer", "user", "op", "admin"]] = Field(default_factory=dict)
@@ -243,6 +246,28 @@ class ReconcileSettings(Section):
 
     lookback: Duration = timedelta(days=2)
     max_bytes_per_batch: str = Field("512m", pattern=r"^\d+[kmg]?$")
+
+
+class EngineSettings(Section):
+    """Which engine runs the jobs Airflow schedules: reconcile, replay planning, quality.
+
+    - `embedded`: DuckDB in the calling process, over the tables as delta-rs reads them;
+      no JVM, no cluster. Derived tables are committed by delta-rs.
+    - `spark`: a Spark session (`spark.master`, or `spark.remote` for Connect): for
+      ledgers larger than one machine, and teams that run everything on Spark.
+    - `auto` (the default): `spark` when `spark.remote` is set (the jobs then run on that
+      Spark Connect server, which may be the only one that reaches the warehouse); else
+      `embedded` wherever delta-rs reaches the warehouse (a local path, `file:`, `s3://`,
+      `s3a://`, `gs://`, `abfss://`, `az://`), and `spark` elsewhere (`hdfs://`, ...).
+
+    `memory_limit` caps DuckDB's memory (it spills to `<var_dir>/duckdb` beyond it), and
+    `reconcile.max_bytes_per_batch` caps the parquet bytes of new events one slice folds:
+    together they bound a reconcile's memory whatever the backlog.
+    """
+
+    kind: Literal["auto", "embedded", "spark"] = "auto"
+    memory_limit: str = Field("2GB", pattern=r"^\d+(\.\d+)?\s*(KB|MB|GB|TB|KiB|MiB|GiB|TiB)$")
+    threads: int | None = Field(None, ge=1, le=256)
 
 
 class ReplaySettings(Section):
@@ -295,12 +320,20 @@ class QualitySettings(Section):
     - `window`: the checks look at roots registered, and events written, this long before
       the run (their cost follows the window, not the ledger's history); by default
       `reconcile.lookback`, which outlasts every app's timeout.
-    - `docs_dir`: where Data Docs are built (default `<var_dir>/quality/data_docs`); the
-      Reliability UI serves them, behind the Airflow login.
+    - `docs_dir`: where Data Docs are published (default `<var_dir>/quality/data_docs`):
+      a symbolic link, swapped at each run to that run's site in `<docs_dir>.sites/`;
+      the Reliability UI serves them, behind the Airflow login.
+    - `docs_keep`: how many sites `<docs_dir>.sites/` keeps (the published one and the
+      ones before it, for a reader still on them); older ones are deleted at each run.
+    - `assets_dir`: the styles and scripts Data Docs use, fetched from npm by
+      `make setup` (default `<var_dir>/quality/assets`) and written into every page, so
+      the pages need no CDN.
     """
 
     window: Duration | None = None
     docs_dir: Path | None = None
+    docs_keep: int = Field(default=3, ge=1, le=100)
+    assets_dir: Path | None = None
 
 
 class MaintenanceSettings(Section):
@@ -312,10 +345,13 @@ class MaintenanceSettings(Section):
       so that no event a reconcile may still read is deleted.
     - `vacuum_retention`: VACUUM removes files unreferenced for this long. Delta refuses
       less than its 7-day default (a running stream or a reader may still need them).
+    - `progress_retention`: the apps' heartbeat rows (`app_progress`) older than this are
+      deleted.
     """
 
     retention: Duration = timedelta(days=30)
     vacuum_retention: Duration = timedelta(days=7)
+    progress_retention: Duration = timedelta(days=7)
 
     @field_validator("vacuum_retention")
     @classmethod

@@ -21,6 +21,7 @@ from ackfold.config.policy import AppOverrides, AppPolicy
 from ackfold.config.sections import (
     AirflowSettings,
     AlertSettings,
+    EngineSettings,
     KafkaSettings,
     MaintenanceSettings,
     MetricsSettings,
@@ -60,6 +61,7 @@ class Settings(BaseSettings):
     kafka: KafkaSettings = KafkaSettings()
     airflow: AirflowSettings = AirflowSettings()
     reconcile: ReconcileSettings = ReconcileSettings()
+    engine: EngineSettings = EngineSettings()
     replay: ReplaySettings = ReplaySettings()
     defaults: AppPolicy = AppPolicy()
     # Per-app policies. Unset, it holds the demo app `wordcount` (DEMO_APP_POLICY); an
@@ -167,8 +169,12 @@ class Settings(BaseSettings):
         object.__setattr__(self, "jars_dir", (self.jars_dir or var / "jars").expanduser().resolve())
         home = self.airflow_home or var / "airflow"
         object.__setattr__(self, "airflow_home", home.expanduser().resolve())
-        docs = self.quality.docs_dir or var / "quality" / "data_docs"
-        quality = self.quality.model_copy(update={"docs_dir": docs.expanduser().resolve()})
+        docs = (self.quality.docs_dir or var / "quality" / "data_docs").expanduser()
+        assets = (self.quality.assets_dir or var / "quality" / "assets").expanduser()
+        # Not `docs.resolve()`: `docs_dir` is a link to the last run's site, and following
+        # it would publish the next site inside that one (and so on, link after link).
+        docs = docs.parent.resolve() / docs.name
+        quality = self.quality.model_copy(update={"docs_dir": docs, "assets_dir": assets.resolve()})
         object.__setattr__(self, "quality", quality)
         return self
 

@@ -28,9 +28,10 @@ from ackfold.demo.feed import Feed
 from ackfold.demo.wordcount import APP, STAGES, WordCount, demo_topics, with_demo_policy
 from ackfold.ledger.lease import ledger_turn
 from ackfold.ledger.lock import app_lock
-from ackfold.reconcile.reconciler import reconcile
-from ackfold.replay.replayer import Replayer, ReplaySummary
+from ackfold.reconcile.run import run_reconcile
+from ackfold.replay.replayer import ReplaySummary
 from ackfold.replay.request import ReplayRequest
+from ackfold.replay.run import run_replay
 from ackfold.sources.kafka import KafkaTopic
 from ackfold.sources.kafka_client import create_topics
 from ackfold.sources.sent import record_sent
@@ -68,7 +69,7 @@ def demo_lock(settings: Settings, holder: str, say: Say = print) -> AbstractCont
     """The word count's lock (`ackfold.ledger.lock.app_lock`): a demo holds it from before
     it makes its tables until it hands the app over, and each run of the app's DAG
     (`run_available_now`) for the run, so the app's checkpoints have one driver."""
-    return app_lock(settings.var_dir, APP, holder, say=say)
+    return app_lock(settings.var_dir, settings.table_root, APP, holder, say=say)
 
 
 def run_available_now(
@@ -92,6 +93,41 @@ def run_available_now(
                  queries_restarted=app.restarts)  # fmt: skip
     say(f"{APP}: took {taken:,} message(s); split and count ran to the end of their input")
     return taken
+
+
+def run_continuously(
+    start_spark: Callable[[], SparkSession],
+    settings: Settings,
+    say: Say = print,
+    *,
+    stop: threading.Event | None = None,
+    every: float = 5.0,
+) -> None:
+    """The word count as its continuous app DAG runs it (`apps.wordcount.dag.mode:
+    continuous`): its queries on their triggers, its heartbeat in `app_progress`, until
+    `stop` is set or the app fails; a failure raises, so that Airflow restarts the task
+    (from the checkpoints: nothing is lost)."""
+    settings = with_demo_policy(settings)
+    stop = stop or threading.Event()
+    with demo_lock(settings, f"{DEMO_DAG_ID} (continuous)", say=say):
+        spark = start_spark()
+        try:
+            app = WordCount(spark, settings)
+            worker = threading.Thread(target=app.start, args=(stop,), daemon=True)
+            worker.start()
+            write_status(settings, APP, phase=f"running as {DEMO_DAG_ID} (continuous)")
+            say(f"{APP}: running continuously (its heartbeat: app_progress)")
+            failure = None
+            while not stop.wait(every):
+                failure = app.failure()
+                if failure is not None or not worker.is_alive():
+                    break
+            stop.set()
+            worker.join(timeout=60)
+        finally:
+            spark.stop()
+    if failure is not None or not stop.is_set():
+        raise RuntimeError(f"{APP}: {failure or 'the ingest loop stopped'}")
 
 
 class Demo:
@@ -197,14 +233,10 @@ class Demo:
         what the replay did."""
         # The Airflow DAGs may be reconciling too: one writer of root_state at a time.
         with ledger_turn(self.settings, "ackfold demo", say=self.say):
-            summary = reconcile(self.spark, self.settings, app=APP)
-            replayer = Replayer(self.spark, self.settings)
+            summary = run_reconcile(self.settings, app=APP, spark=self.spark, holder="ackfold demo")
             request = ReplayRequest(automatic=True, app=APP, requested_by="demo")
             self.by_status = summary["by_status"]
-            try:
-                return self.by_status, replayer.execute(replayer.plan(request))
-            finally:
-                replayer.close()
+            return self.by_status, run_replay(self.settings, request, spark=self.spark)
 
     def _assess(self, message_ids: list[str], *, check_words: bool) -> DeliveryReport:
         report = assess(

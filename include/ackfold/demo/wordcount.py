@@ -41,6 +41,7 @@ from ackfold.sources.kafka_spout import KafkaSpout, restart_gets_past
 from ackfold.sources.sqs import SqsQueue
 from ackfold.spark import is_connect, start_query
 from ackfold.track.compact import COMPACT
+from ackfold.track.heartbeat import install_heartbeat
 from ackfold.track.stage import StageTracker
 from ackfold.track.write import query_name
 
@@ -336,7 +337,9 @@ class WordCount:
 
     def start(self, stop: threading.Event, trigger: str = "2 seconds") -> None:
         """Run continuously until `stop` is set: the ingester (SQS) in this thread, the
-        two queries on their own triggers. Used after the demo's report, to keep the app up."""
+        two queries on their own triggers. Used after the demo's report, to keep the app up.
+        While it runs, its queries' progress is its heartbeat (`app_progress`)."""
+        beat = install_heartbeat(self.spark, self.settings, self.app)
         self.queries = [
             self._start(s, src, b, {"processingTime": trigger}) for s, src, b in self._queries()
         ]
@@ -349,6 +352,8 @@ class WordCount:
         finally:
             for query in self.queries:
                 query.stop()
+            self.spark.streams.removeListener(beat.listener)
+            beat.flush()
 
     def failure(self) -> str | None:
         """Why a continuously running query died, if one did."""

@@ -74,6 +74,12 @@ _TYPES: Final[dict[str, tuple[Any, dict[str, Any], Callable[[Any], bool], str]]]
         "an int in the signed 32-bit range",
     ),
     "BOOLEAN": ("boolean", {"type": "boolean"}, lambda v: isinstance(v, bool), "a bool"),
+    "DOUBLE": (
+        "double",
+        {"type": "number"},
+        lambda v: isinstance(v, int | float) and not isinstance(v, bool),
+        "a float",
+    ),
     "DATE": (
         "date",
         {"type": "string", "format": "date"},

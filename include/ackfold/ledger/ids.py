@@ -10,6 +10,11 @@ is mapped to 1, because an id of 0 would vanish from an XOR; the SQL side does t
 
 See ``docs/decisions/ids-and-edges.md`` for why tuples are tracked by edges.
 
+People see an id in one form, ``format_id``: ``0x`` and 16 hex digits, the stored bigint's
+two's complement. ``parse_id`` takes every form a person may paste: that one, hex without
+``0x``, signed decimal (the Delta column's value) and unsigned decimal
+(``docs/decisions/readable-ids.md``).
+
 Example:
     >>> from ackfold.ledger import ids
     >>> r = ids.root_id("orders", "sqs:orders-in:m-1")
@@ -24,6 +29,7 @@ Example:
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Iterable, Sequence
 
 import xxhash
@@ -32,6 +38,15 @@ SEP = "\x1f"
 SEED = 42
 _U64 = 1 << 64
 _I64_MAX = (1 << 63) - 1
+_I64_MIN = -(1 << 63)
+_MASK64 = _U64 - 1
+_DECIMAL = re.compile(r"[+-]?[0-9]+")
+_HEX_PREFIXED = re.compile(r"0[xX][0-9a-fA-F]+")
+_HEX_BARE = re.compile(r"[0-9a-fA-F]+")
+# The display form's digit count: a bare string this long of only 0-9 could be either base.
+_HEX_DIGITS = 16
+# Longer text is no 64-bit id in any form (and int() of it would be slow).
+_MOST_CHARS = 40
 # The `kind` of ack events (`ackfold.track.tracker.ACK`; ids does not import the tracker).
 ACK_KIND = "ack"
 
@@ -198,3 +213,98 @@ def event_hash(event_id: str) -> int:
     """
     unsigned = xxhash.xxh64_intdigest(event_id.encode("utf-8"), seed=SEED)
     return unsigned - _U64 if unsigned > _I64_MAX else unsigned
+
+
+class IdError(ValueError):
+    """Text that is not a 64-bit id in any accepted form; the message says which forms are."""
+
+
+def format_id(value: int) -> str:
+    """An id as people see it everywhere (UI, CLI, JSON, alerts, logs): ``0x`` and 16
+    lowercase hex digits, the two's complement of the signed bigint stored.
+
+    Example:
+        >>> format_id(-7661393185244144625), format_id(42)
+        ('0x95ad437d64ec9c0f', '0x000000000000002a')
+        >>> format_id(1 << 63)
+        Traceback (most recent call last):
+        ...
+        ackfold.ledger.ids.IdError: 9223372036854775808 is not a signed 64-bit id
+    """
+    if isinstance(value, bool) or not isinstance(value, int) or not _I64_MIN <= value <= _I64_MAX:
+        raise IdError(f"{value!r} is not a signed 64-bit id")
+    return f"0x{value & _MASK64:016x}"
+
+
+def parse_id(text: str, what: str = "root id") -> int:
+    """The signed bigint of an id pasted in any form: ``0x`` hex (``format_id``), hex
+    without ``0x``, signed decimal, or unsigned decimal. ``what`` names the input in errors.
+
+    A bare string of exactly 16 digits 0-9 is both a hex id without its ``0x`` and a
+    decimal number: it is refused, with the two ways to say which one it is.
+
+    Example:
+        >>> r = -7661393185244144625
+        >>> {parse_id(t) for t in ("0x95ad437d64ec9c0f", "95AD437D64EC9C0F",
+        ...                        "-7661393185244144625", "10785350888465406991")} == {r}
+        True
+        >>> parse_id("18446744073709551616")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        ackfold.ledger.ids.IdError: root id '18446744073709551616' is out of range: ...
+    """
+    if not isinstance(text, str):
+        raise IdError(f"{what} must be text, got {type(text).__name__}")
+    value = text.strip()
+    shown = value if len(value) <= _MOST_CHARS else value[:_MOST_CHARS] + "..."
+    forms = (
+        "give it as ackfold shows it (0x and 16 hex digits), as hex without 0x, "
+        "or in decimal (signed or unsigned)"
+    )
+    if not value or len(value) > _MOST_CHARS:
+        raise IdError(f"{what} '{shown}' is not a 64-bit id: {forms}")
+    if _HEX_PREFIXED.fullmatch(value):
+        number = int(value, 16)
+    elif _DECIMAL.fullmatch(value):
+        if len(value) == _HEX_DIGITS and value[0] not in "+-":
+            raise IdError(
+                f"{what} '{shown}' is ambiguous: 16 digits may be hex or decimal; "
+                f"write 0x{value} for hex, or +{value} for decimal"
+            )
+        number = int(value)
+    elif _HEX_BARE.fullmatch(value):
+        number = int(value, 16)
+    else:
+        raise IdError(f"{what} '{shown}' is not a 64-bit id: {forms}")
+    if not _I64_MIN <= number <= _MASK64:
+        raise IdError(
+            f"{what} '{shown}' is out of range: ids are 64-bit (signed from {_I64_MIN}, "
+            f"unsigned up to {_MASK64}, hex up to 0x{_MASK64:x})"
+        )
+    return number - _U64 if number > _I64_MAX else number
+
+
+# The fields of JSON rows that hold one id, and the one that holds a list of them.
+ID_FIELDS = frozenset({"root_id", "origin_root_id", "new_root_id", "redrive_root_id"})
+ID_LIST_FIELDS = frozenset({"root_ids"})
+
+
+def shown_ids(row: dict[str, object]) -> dict[str, object]:
+    """``row`` (a JSON-ready dict) with its id fields in the form of ``format_id``.
+
+    JSON numbers lose 64-bit precision in JavaScript and jq, and a person copies ids from
+    JSON too: ids go out as text in the one form people see.
+
+    Example:
+        >>> shown_ids({"root_id": -1, "origin_root_id": None, "root_ids": [1], "n": 3})
+        ... # doctest: +NORMALIZE_WHITESPACE
+        {'root_id': '0xffffffffffffffff', 'origin_root_id': None,
+         'root_ids': ['0x0000000000000001'], 'n': 3}
+    """
+    out = dict(row)
+    for name, value in row.items():
+        if name in ID_FIELDS and isinstance(value, int):
+            out[name] = format_id(value)
+        elif name in ID_LIST_FIELDS and isinstance(value, list | tuple):
+            out[name] = [format_id(v) if isinstance(v, int) else v for v in value]
+    return out

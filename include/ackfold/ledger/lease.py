@@ -84,21 +84,24 @@ def ledger_turn(
     (every host). Re-entrant within a thread: a replay holding its turn from the plan on
     runs the sends inside it."""
     started = time.monotonic()
-    with ledger_lock(settings.var_dir, holder, wait=wait, say=say):
-        if getattr(_turns, "depth", 0):
-            _turns.depth += 1
+    with ledger_lock(settings.var_dir, settings.table_root, holder, wait=wait, say=say):
+        # Re-entrant per warehouse: a turn of another ledger takes that ledger's lease.
+        depths: dict[str, int] = _turns.__dict__.setdefault("depths", {})
+        key = settings.table_root
+        if depths.get(key, 0):
+            depths[key] += 1
             try:
                 yield
             finally:
-                _turns.depth -= 1
+                depths[key] -= 1
             return
         left = max(0.0, wait - (time.monotonic() - started))
         with LedgerLease(settings.table_root).held(holder, wait=left, say=say):
-            _turns.depth = 1
+            depths[key] = 1
             try:
                 yield
             finally:
-                _turns.depth = 0
+                depths[key] = 0
 
 
 class LedgerLease:

@@ -47,6 +47,7 @@ from ackfold.ledger.conflicts import retry_conflicts
 from ackfold.ledger.lease import ledger_turn
 from ackfold.ledger.tables import (
     ACK_EVENTS,
+    APP_PROGRESS,
     QUALITY_RESULTS,
     REPLAY_LOG,
     ROOT_STATE,
@@ -173,13 +174,19 @@ def expire_events(
 
 
 def expire_reports(spark: SparkSession, settings: Settings, *, now: datetime) -> dict[str, int]:
-    """Delete the `sent_messages` and `quality_results` rows older than the retention;
-    the number deleted per table."""
+    """Delete the `sent_messages` and `quality_results` rows older than the retention, and
+    the `app_progress` rows older than `maintenance.progress_retention`; the number deleted
+    per table."""
     ledger = Ledger(settings.table_root)
     cutoff = now.astimezone(UTC) - settings.maintenance.retention
+    beats = now.astimezone(UTC) - settings.maintenance.progress_retention
     deleted = {}
-    for table, column in ((SENT_MESSAGES, "sent_at"), (QUALITY_RESULTS, "run_at")):
-        old = f"{column} < {dml.literal(cutoff)}"
+    for table, column, before in (
+        (SENT_MESSAGES, "sent_at", cutoff),
+        (QUALITY_RESULTS, "run_at", cutoff),
+        (APP_PROGRESS, "recorded_at", beats),
+    ):
+        old = f"{column} < {dml.literal(before)}"
         deleted[table] = spark.read.format("delta").load(ledger.path(table)).where(old).count()
         if deleted[table]:  # no empty commit
             what = f"retention delete in {ledger.path(table)}"

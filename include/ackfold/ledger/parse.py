@@ -25,13 +25,12 @@ Example:
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Final
 
-from ackfold.ledger import status
+from ackfold.ledger import ids, status
 
 DEFAULT_LIMIT: Final = 50
 EARLIEST: Final = datetime(1970, 1, 1, tzinfo=UTC)
@@ -42,11 +41,7 @@ MAX_LIMIT: Final = 10_000_000
 # 100,000 a second, no queue keeps up.
 MIN_RATE: Final = 0.1
 MAX_RATE: Final = 100_000.0
-_I64_MIN: Final = -(1 << 63)
-_I64_MAX: Final = (1 << 63) - 1
 _TIME_EXAMPLE: Final = "2026-11-22T10:00:00Z"
-_DECIMAL = re.compile(r"^[+-]?\d+$")
-_HEX = re.compile(r"^0[xX][0-9a-fA-F]{1,16}$")
 
 
 class QueryError(ValueError):
@@ -170,27 +165,18 @@ def _shown(value: object, most: int = 40) -> str:
     return text if len(text) <= most else f"{text[:most]}..."
 
 
-def parse_root_id(text: str) -> int:
-    """A root id as `root_state` stores it (signed 64-bit), from its decimal form or from
-    the `0x%016x` form that ackfold's messages print.
+def parse_root_id(text: str, what: str = "root id") -> int:
+    """A root id as `root_state` stores it (signed 64-bit), from any form a person may
+    paste (`ids.parse_id`: 0x hex as ackfold shows it, bare hex, signed or unsigned decimal).
 
     Example:
         >>> parse_root_id("-42"), parse_root_id("0x000000000000002a")
         (-42, 42)
     """
-    value = text.strip()
-    if _DECIMAL.match(value):
-        number = int(value)
-        if not _I64_MIN <= number <= _I64_MAX:
-            raise QueryError(f"root id {value} is out of range: root ids are signed 64-bit")
-        return number
-    if _HEX.match(value):
-        unsigned = int(value, 16)
-        return unsigned - (1 << 64) if unsigned > _I64_MAX else unsigned
-    raise QueryError(
-        f"root id '{text}' is not a number: give the decimal id that `ackfold roots` "
-        "lists (or its 0x hex form)"
-    )
+    try:
+        return ids.parse_id(text, what)
+    except ids.IdError as exc:
+        raise QueryError(str(exc)) from None
 
 
 @dataclass(frozen=True)

@@ -24,10 +24,12 @@ answer (exit 1).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import date, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from typing import Any, Final
 
+from ackfold.ledger.ids import format_id
 from ackfold.ledger.parse import RootQuery
+from ackfold.ledger.pending import PendingExplanation, app_stages, explain_pending
 from ackfold.ledger.rows import (
     STATE_COLUMNS,
     Attempt,
@@ -200,9 +202,16 @@ class LedgerReader(SqlReader):
             order="suite, check_name",
         )
 
-    def show_root(self, root_id: int, *, preview_chars: int = PAYLOAD_PREVIEW) -> Journey:
-        """The journey of one root: its state, its events, where it came from, its attempts.
-        Of the payload, only its first `preview_chars` characters are read.
+    def show_root(
+        self,
+        root_id: int,
+        *,
+        preview_chars: int = PAYLOAD_PREVIEW,
+        now: datetime | None = None,
+    ) -> Journey:
+        """The journey of one root: its state, its events, where it came from, its attempts,
+        and, if it has not completed, what it waits for (as of `now`). Of the payload, only
+        its first `preview_chars` characters are read.
 
         Raises `NoLedger` when `root_state` is missing, `RootNotFound` when it has no row
         for `root_id`.
@@ -226,7 +235,17 @@ class LedgerReader(SqlReader):
         origin = (root["origin_root_id"] if root else None) or state.origin_root_id or root_id
         source = _source(root, preview_chars) if root else None
         attempts = self._attempts(root_id, origin, ingested if origin == root_id else None, state)
-        return Journey(state, source, events, origin, attempts)
+        return Journey(state, source, events, origin, attempts, self._why(state, events, now))
+
+    def _why(
+        self, state: RootState, events: list[Event], now: datetime | None
+    ) -> PendingExplanation | None:
+        """What a root that waits for events waits for (two more reads: what the app's
+        completed roots went through); None for a settled root."""
+        at = now or datetime.now(UTC)
+        if explain_pending(state, events, None, at) is None:
+            return None
+        return explain_pending(state, events, app_stages(self, state.app), at)
 
     def _events(self, root_id: int, ingested: datetime | None) -> list[Event]:
         where = [f"root_id = {int(root_id)}"]
@@ -307,7 +326,7 @@ class LedgerReader(SqlReader):
         return attempts
 
     def _not_found(self, root_id: int, registered: bool, events: int) -> str:
-        message = f"no root {root_id} in {self.ledger.path(ROOT_STATE)}"
+        message = f"no root {format_id(root_id)} in {self.ledger.path(ROOT_STATE)}"
         if registered or events:
             seen = "it is registered in roots" if registered else f"{events} events in ack_events"
             message += f" ({seen} but not reconciled yet: run `ackfold reconcile`)"

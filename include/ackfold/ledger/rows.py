@@ -1,17 +1,22 @@
 """The ledger's rows as the CLI and the UI read them: a root's state, its events, where it
 came from and its attempts (together, its `Journey`), and a page of roots.
 
-Each has `to_json()`: times as ISO-8601 UTC, 64-bit values as 0x hex, ids as integers.
+Each has `to_json()`: times as ISO-8601 UTC, 64-bit values and ids as 0x hex
+(`ids.format_id`: a JSON number loses 64-bit precision in JavaScript and jq).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
 from datetime import date, datetime
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
+from ackfold.ledger.ids import format_id, shown_ids
 from ackfold.ledger.parse import RootQuery
 from ackfold.ledger.values import hex64, jsonable, utc
+
+if TYPE_CHECKING:
+    from ackfold.ledger.pending import PendingExplanation
 
 
 @dataclass(frozen=True)
@@ -36,10 +41,10 @@ class RootState:
     first_event_date: date
 
     def to_json(self) -> dict[str, Any]:
-        """JSON-ready: times as ISO-8601 UTC, `xor_acc` as 0x hex, ids as integers."""
+        """JSON-ready: times as ISO-8601 UTC, `xor_acc` and the ids as 0x hex."""
         out = {f.name: jsonable(getattr(self, f.name)) for f in fields(self)}
         out["xor_acc"] = hex64(self.xor_acc)
-        return out
+        return shown_ids(out)
 
 
 STATE_COLUMNS: Final = tuple(f.name for f in fields(RootState))
@@ -100,18 +105,20 @@ class Attempt:
     status: str | None
 
     def to_json(self) -> dict[str, Any]:
-        return {f.name: jsonable(getattr(self, f.name)) for f in fields(self)}
+        return shown_ids({f.name: jsonable(getattr(self, f.name)) for f in fields(self)})
 
 
 @dataclass(frozen=True)
 class Journey:
-    """Everything `ackfold show` prints about one root."""
+    """Everything `ackfold show` prints about one root. `pending` says what a root that
+    has not completed waits for (`ackfold.ledger.pending`); None for a settled root."""
 
     state: RootState
     source: Source | None
     events: list[Event]
     origin_root_id: int
     attempts: list[Attempt]
+    pending: PendingExplanation | None = None
 
     @property
     def stages(self) -> list[tuple[str, list[Event]]]:
@@ -130,8 +137,7 @@ class Journey:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "root_id": self.state.root_id,
-            "root_id_hex": hex64(self.state.root_id),
+            "root_id": format_id(self.state.root_id),
             "state": self.state.to_json(),
             "source": self.source.to_json() if self.source else None,
             "stages": [
@@ -139,8 +145,9 @@ class Journey:
                 for stage, events in self.stages
             ],
             "unreconciled_events": self.unreconciled,
-            "origin_root_id": self.origin_root_id,
+            "origin_root_id": format_id(self.origin_root_id),
             "attempts": [attempt.to_json() for attempt in self.attempts],
+            "pending": self.pending.to_json() if self.pending else None,
         }
 
 

@@ -40,6 +40,7 @@ DEAD_LETTERS = "dead_letters"
 SENT_MESSAGES = "sent_messages"
 QUALITY_RESULTS = "quality_results"
 ALERT_LOG = "alert_log"
+APP_PROGRESS = "app_progress"
 
 # Contract v1: every writer supplies exactly these.
 ACK_EVENTS_DDL = """
@@ -212,6 +213,27 @@ ALERT_LOG_DDL = """
     airflow_run_id STRING
 """
 
+# The apps' heartbeat (`ackfold.track.heartbeat`), append only: each streaming query's latest
+# progress, at most one row per query per `heartbeat.interval`, written by the tracked
+# session's listener with delta-rs. `event`: progress, idle (a heartbeat without a batch),
+# started or terminated (`exception` says why, if it failed). `source_lag`: the largest
+# offsets-behind-latest any source reports (Kafka), null where none does.
+APP_PROGRESS_DDL = """
+    app STRING NOT NULL,
+    query_id STRING NOT NULL,
+    run_id STRING NOT NULL,
+    query_name STRING,
+    event STRING NOT NULL,
+    batch_id BIGINT,
+    batch_at TIMESTAMP,
+    input_rows BIGINT,
+    input_rows_per_second DOUBLE,
+    processed_rows_per_second DOUBLE,
+    source_lag BIGINT,
+    exception STRING,
+    recorded_at TIMESTAMP NOT NULL
+"""
+
 TABLES = {
     ACK_EVENTS: (ACK_EVENTS_DDL, (), "ledger of tuple-tree events, contract v1"),
     ROOTS: (ROOTS_DDL, (), "one row per root: where it came from, how to replay it"),
@@ -226,6 +248,7 @@ TABLES = {
     SENT_MESSAGES: (SENT_MESSAGES_DDL, (), "what producers report they sent (optional)"),
     QUALITY_RESULTS: (QUALITY_RESULTS_DDL, (), "one row per expectation per quality run"),
     ALERT_LOG: (ALERT_LOG_DDL, (), "each alert opened or resolved, per channel"),
+    APP_PROGRESS: (APP_PROGRESS_DDL, (), "each streaming query's progress: the heartbeat"),
 }
 
 TABLE_PROPERTIES = {

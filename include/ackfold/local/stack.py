@@ -1,4 +1,11 @@
-"""The embedded stack behind `make run`: `airflow standalone` with ackfold's DAGs and plugin.
+"""The embedded stack behind `make run`: Airflow's components, as `airflow standalone` runs
+them (SQLite, LocalExecutor, the simple auth manager), with ackfold's DAGs and plugin.
+
+The api-server starts first, listening on `airflow.host` (loopback unless told
+otherwise); the scheduler, the DAG processor and the triggerer start once it answers, so
+that no task's first attempt fails on an execution API that is not up yet. Neither the
+scheduler nor the triggerer serves logs on a port of its own (8793, 8794 on every
+interface): every component shares this machine's log folder, which the api-server reads.
 
 Every process the stack starts runs in a process group of its own and carries a marker in
 its environment. Stopping the stack stops each group, then any marked process that left
@@ -26,94 +33,32 @@ from ackfold.config import Settings
 from ackfold.dags import (
     LEDGER_POOL,
     LEDGER_POOL_DESCRIPTION,
-    PROJECT_DIR,
 )
+from ackfold.local.airflow_env import (
+    airflow_environment,
+    airflow_url,
+    demo_app_dag_env,
+    listen_address,
+    local_api_url,
+    user_passwords,
+)
+from ackfold.local.airflow_env import airflow_users as airflow_users  # re-exported
+from ackfold.local.airflow_env import passwords_file as passwords_file  # re-exported
 from ackfold.local.elasticmq import ElasticMQ, ElasticMQError
 from ackfold.local.ports import is_loopback_host
 from ackfold.local.server import LocalServer
-from ackfold.spark import on_loopback
 from ackfold.spark_tasks import SPARK_CONN_ID, spark_connect_connection, spark_connection
 
 if TYPE_CHECKING:
     from ackfold.local.kafka_broker import KafkaBroker
 
 MARKER = "ACKFOLD_STACK_ID"
-
-
-def airflow_users(settings: Settings) -> dict[str, str]:
-    """The embedded Airflow's accounts, name -> role: the admin, then `airflow.users`."""
-    return {settings.airflow.admin_user: "admin", **settings.airflow.users}
-
-
-def user_passwords(settings: Settings) -> dict[str, str]:
-    """The password of every account of `airflow_users`, made once each and kept in
-    Airflow's simple-auth-manager passwords file (readable by its owner only)."""
-    path = passwords_file(settings)
-    kept: dict[str, str] = json.loads(path.read_text()) if path.is_file() else {}
-    wanted = airflow_users(settings)
-    missing = [name for name in wanted if name not in kept]
-    if missing:
-        kept.update({name: secrets.token_urlsafe(12) for name in missing})
-        path.parent.mkdir(parents=True, exist_ok=True)
-        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(descriptor, "w") as handle:
-            handle.write(json.dumps(kept) + "\n")
-    return {name: kept[name] for name in wanted}
-
-
-def passwords_file(settings: Settings) -> Path:
-    assert settings.airflow_home is not None
-    return settings.airflow_home / "passwords.json"
-
-
-def airflow_environment(
-    settings: Settings, base: Mapping[str, str] | None = None
-) -> dict[str, str]:
-    """The environment for every Airflow process of the embedded stack."""
-    env = dict(os.environ if base is None else base)
-    venv_bin = str(Path(sys.executable).parent)
-    port = settings.airflow.port
-    env.update(
-        {
-            # `airflow standalone` spawns `airflow`; spark-submit must be the venv's too.
-            "PATH": f"{venv_bin}{os.pathsep}{env.get('PATH', '')}",
-            "AIRFLOW_HOME": str(settings.airflow_home),
-            "AIRFLOW__CORE__DAGS_FOLDER": str(PROJECT_DIR / "dags"),
-            "AIRFLOW__CORE__PLUGINS_FOLDER": str(PROJECT_DIR / "plugins"),
-            "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
-            "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": ",".join(
-                f"{name}:{role}" for name, role in airflow_users(settings).items()
-            ),
-            "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(passwords_file(settings)),
-            "AIRFLOW__API__PORT": str(port),
-            "AIRFLOW__API__BASE_URL": f"http://localhost:{port}",
-            "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"http://localhost:{port}/execution/",
-            "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "30",
-            "GX_ANALYTICS_ENABLED": "false",
-            # Tasks and spark-submit read the same settings as this process.
-            "ACKFOLD_VAR_DIR": str(settings.var_dir),
-            "ACKFOLD_WAREHOUSE": str(settings.warehouse),
-            "ACKFOLD_JARS_DIR": str(settings.jars_dir),
-            "ACKFOLD_AIRFLOW_HOME": str(settings.airflow_home),
-        }
-    )
-    if on_loopback(settings.spark.master):
-        # Drivers on loopback only; one that a remote cluster's executors must reach
-        # cannot be.
-        env.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    return env
-
-
-def demo_app_dag_env(settings: Settings) -> dict[str, str]:
-    """The environment that gives the demo's word count its DAG under `make run`
-    (`DEMO_APP_DAG`), unless the configuration already gives it one."""
-    from ackfold.config.demo import DEMO_APP, DEMO_APP_DAG
-    from ackfold.demo.wordcount import with_demo_policy
-
-    if with_demo_policy(settings).apps[DEMO_APP].dag is not None:
-        return {}
-    name = f"ACKFOLD_APPS__{DEMO_APP.upper()}__DAG"
-    return {name: DEMO_APP_DAG.model_dump_json(exclude_defaults=True)}
+# Started once the api-server answers; no log server listens (see the module doc).
+COMPONENTS = (
+    ("scheduler", "--skip-serve-logs"),
+    ("dag-processor",),
+    ("triggerer", "--skip-serve-logs"),
+)
 
 
 def _airflow(env: Mapping[str, str], *args: str) -> subprocess.CompletedProcess[str]:
@@ -312,6 +257,26 @@ def start_sources(settings: Settings, log: Callable[[str], None]) -> list[LocalS
     return started
 
 
+def source_lines(settings: Settings, started: list[LocalServer]) -> str:
+    """The banner's lines for the sources the apps read: what this stack started, and
+    where it found a server already running; nothing for a source no app reads."""
+    from ackfold.demo.wordcount import with_demo_policy
+    from ackfold.sources.sqs_client import is_loopback
+
+    used = {app.source or "sqs" for app in with_demo_policy(settings).apps.values()}
+    ours = {type(server).__name__ for server in started}
+    lines = ""
+    if "sqs" in used:
+        sqs = settings.sqs.endpoint_url
+        where = "started here" if "ElasticMQ" in ours else "already running"
+        lines += f"  SQS          {sqs} ({where if is_loopback(sqs) else 'not started here'})\n"
+    if "kafka" in used:
+        kafka = settings.kafka.bootstrap_servers
+        where = "started here" if "KafkaBroker" in ours else "not started here"
+        lines += f"  Kafka        {kafka} ({where})\n"
+    return lines
+
+
 def stop_all(servers: list[LocalServer]) -> None:
     for server in reversed(servers):
         server.stop()
@@ -325,7 +290,7 @@ def run_stack(
     demo: bool = True,
     verbose: bool = False,
 ) -> int:
-    """Run `airflow standalone` until Ctrl-C or SIGTERM, then stop every process it started.
+    """Run Airflow's components until Ctrl-C or SIGTERM, then stop every process started.
 
     `verbose` passes `--verbose` to the demo: Spark's warnings and tracebacks in its output.
     """
@@ -347,20 +312,28 @@ def run_stack(
     # non-interactive shell inherits SIGINT ignored, and Ctrl-C must still stop the stack.
     previous = signal.signal(signal.SIGTERM, _stop)
     previous_int = signal.signal(signal.SIGINT, _stop)
-    url = f"http://localhost:{settings.airflow.port}"
+    url = airflow_url(settings)
     # ElasticMQ inherits this environment: the supervisor finds it by the marker too.
     os.environ[MARKER] = supervisor.token
     sources: list[LocalServer] = []
     try:
         sources = start_sources(settings, log)
         with log_path.open("ab") as out:
-            log(f"starting airflow standalone (log: {log_path}) ...")
-            airflow = supervisor.start(
-                [str(Path(sys.executable).parent / "airflow"), "standalone"], env, out
+            airflow_bin = str(Path(sys.executable).parent / "airflow")
+            log(
+                f"starting Airflow's api-server on {listen_address(settings)} (log: {log_path}) ..."
             )
+            api = supervisor.start([airflow_bin, "api-server"], env, out)
             wait_healthy(
-                f"{url}/api/v2/monitor/health", ready_timeout, lambda: airflow.poll() is None
+                f"{local_api_url(settings)}/api/v2/monitor/health",
+                ready_timeout,
+                lambda: api.poll() is None,
             )
+            # Only now: a task started before the api-server answers fails its first try.
+            log("the api-server answers: starting the scheduler, DAG processor and triggerer")
+            components = {"api-server": api}
+            for args in COMPONENTS:
+                components[args[0]] = supervisor.start([airflow_bin, *args], env, out)
             admin = settings.airflow.admin_user
             others = "".join(
                 f"  {'also' if i == 0 else '':12} {name} ({role}), password {passwords[name]}\n"
@@ -368,13 +341,13 @@ def run_stack(
             )
             log(
                 "\n"
-                f"  Airflow UI   {url}\n"
+                f"  Airflow UI   {url}  (Plugins -> Reliability for ackfold's pages)\n"
+                f"  listening on {listen_address(settings)}\n"
                 f"  user         {admin}\n"
                 f"  password     {passwords[admin]}\n"
                 f"{others}"
                 f"  warehouse    {settings.warehouse}\n"
-                f"  SQS          {settings.sqs.endpoint_url}\n"
-                f"  Kafka        {settings.kafka.bootstrap_servers}\n"
+                f"{source_lines(settings, sources)}"
                 "\n  Ctrl-C stops everything.\n"
             )
             if demo:
@@ -385,10 +358,11 @@ def run_stack(
                 if verbose:
                     demo_cmd.append("--verbose")
                 supervisor.start(demo_cmd, dict(os.environ), None)
-            while airflow.poll() is None:
+            while all(proc.poll() is None for proc in components.values()):
                 time.sleep(1)
-            log(f"airflow standalone exited with {airflow.returncode}; see {log_path}")
-            return airflow.returncode or 1
+            name, proc = next((n, p) for n, p in components.items() if p.poll() is not None)
+            log(f"Airflow's {name} exited with {proc.returncode}; see {log_path}")
+            return proc.returncode or 1
     except KeyboardInterrupt:
         log("stopping ...")
         return 0

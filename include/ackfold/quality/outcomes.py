@@ -9,8 +9,8 @@ itself. `ackfold.quality.batches` joins what the classification reads; the expec
 
 from __future__ import annotations
 
-from datetime import datetime
-from typing import TYPE_CHECKING, Final
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any, Final
 
 from ackfold.config.policy import AppPolicy
 from ackfold.ledger import status
@@ -89,3 +89,58 @@ def timeout_due(policy: AppPolicy) -> Column:
         return due
     idle = F.expr(f"INTERVAL '{policy.idle_timeout.total_seconds():.6f}' SECOND")
     return F.greatest(due, F.col("last_event_at") + idle)
+
+
+def overdue_outcome_sql(policy: AppPolicy, now: datetime) -> tuple[str, dict[str, Any]]:
+    """The `outcome` of an overdue root as a SQL expression over `s` (its `root_state`
+    row), `o` (its attempt), `n` (its next attempt, if registered) and `x` (dead-lettered
+    because the source deleted it), with its named parameters: the same rules as
+    `overdue_outcome`, for the embedded engine (`ackfold.quality.duck_batches`)."""
+    grace = policy.quality.grace
+    params: dict[str, Any] = {}
+
+    def bind(value: Any) -> str:
+        name = f"o{len(params)}"
+        params[name] = value
+        return "$" + name
+
+    timeout_due = f"s.first_event_at + to_microseconds({bind(_micros(policy.timeout))})"
+    if policy.idle_timeout is not None:
+        idle = f"s.last_event_at + to_microseconds({bind(_micros(policy.idle_timeout))})"
+        timeout_due = f"greatest({timeout_due}, {idle})"
+    # The wait counts from when the root was due (its fail event, or its timeout).
+    due = f"least(s.status_changed_at, coalesce(s.fail_at, {timeout_due}))"
+    backoff = (
+        f"CASE WHEN o.attempt >= {bind(policy.max_attempts)} THEN 0.0 "
+        f"ELSE {bind(policy.replay_backoff.total_seconds())} * pow(2, o.attempt - 1) END"
+    )
+    awaiting = (
+        f"(epoch_us({bind(now)}) - epoch_us({due})) / 1e6 "
+        f"<= {backoff} + {bind(grace.total_seconds())}"
+    )
+    active = "false"
+    if policy.idle_timeout is not None:  # pending past the timeout while events come
+        active = f"s.last_event_at >= {bind(now - policy.idle_timeout - grace)}"
+    in_flight = f"s.status_changed_at >= {bind(now - grace)}"
+    settled = ", ".join(bind(o) for o in SETTLED_OUTCOMES)
+    replayed, dead = bind(status.REPLAYED), bind(status.DEAD_LETTERED)
+    failed, timed_out, pending = bind(status.FAILED), bind(status.TIMED_OUT), bind(status.PENDING)
+    case = (
+        f"CASE WHEN s.status IS NULL THEN {bind('never reconciled: no event of it folded')} "
+        f"WHEN x.root_id IS NOT NULL AND s.status = {dead} "
+        f"  THEN {bind(f'dead-lettered: {EXPIRED} before its replay')} "
+        f"WHEN s.status IN ({settled}) AND s.status <> {replayed} THEN s.status "
+        f"WHEN s.status = {replayed} AND (n.attempt IS NOT NULL OR {in_flight}) THEN s.status "
+        f"WHEN s.status = {replayed} "
+        f"  THEN {bind('replayed, but the next attempt never registered')} "
+        f"WHEN s.status IN ({failed}, {timed_out}) AND {awaiting} THEN {bind(AWAITING_REPLAY)} "
+        f"WHEN s.status = {failed} THEN {bind('failed, and not replayed')} "
+        f"WHEN s.status = {timed_out} THEN {bind('timed out, and not replayed')} "
+        f"WHEN s.status = {pending} AND {active} THEN {bind(IN_PROGRESS)} "
+        f"ELSE s.status || {bind(' past its timeout')} END"
+    )
+    return case, params
+
+
+def _micros(value: timedelta) -> int:
+    return int(value / timedelta(microseconds=1))

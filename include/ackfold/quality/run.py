@@ -1,6 +1,10 @@
 """One quality run: build the batches, validate each against its suite, keep the results
 in `quality_results`, publish Data Docs. `ackfold quality` and `ackfold_quality` call it.
 
+On the embedded engine (`engine.kind`) it runs in the calling process with no JVM: DuckDB
+computes the checks' inputs over the ledger as delta-rs reads it, and delta-rs commits the
+results. On Spark, the batches are Spark DataFrames that GX validates.
+
 It takes no ledger lock: it reads the ledger and appends only to `quality_results`.
 """
 
@@ -14,6 +18,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from ackfold.config import Settings
+from ackfold.embedded import EMBEDDED, engine_for
 from ackfold.ledger.conflicts import retry_conflicts
 from ackfold.ledger.store import is_object_store
 from ackfold.ledger.tables import QUALITY_RESULTS, Ledger, spark_schema
@@ -24,6 +29,7 @@ from ackfold.quality.report import CheckResult, QualityReport
 from ackfold.quality.validator import Validator
 
 if TYPE_CHECKING:
+    import pandas as pd
     from pyspark.sql import DataFrame, SparkSession
 
 
@@ -45,27 +51,85 @@ class QualityViolation(RuntimeError):
 
 
 def run_quality(
-    spark: SparkSession,
     settings: Settings,
     *,
+    spark: SparkSession | None = None,
     app: str | None = None,
     now: datetime | None = None,
     run_id: str | None = None,
     say: Callable[[str], None] = lambda text: None,
 ) -> QualityReport:
     """Check the ledger (the rows of `app` only, if given) over `quality.window` before
-    `now`. Returns the report; it does not raise on a violation (see `check`).
+    `now`, on the engine `settings` choose (`ackfold.embedded.engine_for`): embedded, in
+    this process with no JVM, or Spark (`spark`, else a session started for the run).
+    Returns the report; it does not raise on a violation (see `check`).
 
     Running again with the same `run_id` (a retried Airflow task) replaces that run's
     rows in `quality_results`."""
     if run_id is not None and not RUN_ID.match(run_id):
         raise ValueError(f"run id {run_id!r}: use letters, digits and . _ : + - only")
-    ledger = Ledger(settings.table_root)
-    ledger.create(spark)
     run_at = datetime.now(UTC)
     assert settings.quality.window is not None  # Settings resolves it
     window = Window.ending(now or run_at, settings.quality.window)
     run_id = run_id or f"{run_at:%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:6]}"
+    assert settings.quality.docs_dir is not None
+    engine = engine_for(settings)
+    validator = Validator(
+        settings.quality.docs_dir,
+        run_id,
+        engine=engine,
+        keep=settings.quality.docs_keep,
+        assets_dir=settings.quality.assets_dir,
+    )
+    if engine == EMBEDDED:
+        _create_missing(settings)
+        results, apps = _check_embedded(settings, window, app, validator, say)
+    else:
+        if spark is None:
+            from ackfold.spark import get_spark
+
+            spark = get_spark(settings, app_name="ackfold-quality")
+        Ledger(settings.table_root).create(spark)
+        results, apps = _check_on_spark(spark, settings, window, app, validator, say)
+    docs = validator.publish()
+    report = QualityReport(
+        run_id=run_id,
+        run_at=run_at,
+        window_start=window.start,
+        results=tuple(results),
+        docs=docs,
+        apps=tuple(apps),
+        scope=f"app {app}" if app else "all apps",
+    )
+    if engine == EMBEDDED:
+        _keep_embedded(settings, report)
+    else:
+        assert spark is not None
+        _keep_on_spark(spark, settings, report)
+    return report
+
+
+def _timed(
+    suite: Suite, check: Callable[[], list[CheckResult]], say: Callable[[str], None]
+) -> list[CheckResult]:
+    started = time.monotonic()
+    found = check()
+    failed = sum(not r.success for r in found)
+    say(
+        f"quality: {suite.name}: {len(found)} checks, {failed} failed "
+        f"({time.monotonic() - started:.1f} s)"
+    )
+    return found
+
+
+def _check_on_spark(
+    spark: SparkSession,
+    settings: Settings,
+    window: Window,
+    app: str | None,
+    validator: Validator,
+    say: Callable[[str], None],
+) -> tuple[list[CheckResult], list[str]]:
     frames = LedgerFrames(spark, settings, window, app=app)
     batches: list[tuple[Suite, DataFrame]] = list(
         zip(
@@ -78,46 +142,103 @@ def run_quality(
         completed = bool(delivery.first()["completed"])  # type: ignore[index]
         suites = delivery_suites(settings.app(name), name, latency=completed)
         batches += zip(suites, (frames.overdue(name), frames.sent(name), delivery), strict=True)
-
-    assert settings.quality.docs_dir is not None
-    validator = Validator(settings.quality.docs_dir, run_id)
     results: list[CheckResult] = []
     for suite, frame in batches:
-        started = time.monotonic()
-        found = validator.validate(suite, frame)
-        failed = sum(not r.success for r in found)
-        say(
-            f"quality: {suite.name}: {len(found)} checks, {failed} failed "
-            f"({time.monotonic() - started:.1f} s)"
-        )
-        results += found
-    docs = validator.publish()
-    report = QualityReport(
-        run_id=run_id,
-        run_at=run_at,
-        window_start=window.start,
-        results=tuple(results),
-        docs=docs,
-        apps=tuple(apps),
-        scope=f"app {app}" if app else "all apps",
-    )
+        results += _timed(suite, lambda: validator.validate(suite, frame), say)  # noqa: B023
+    return results, apps
+
+
+def _check_embedded(
+    settings: Settings,
+    window: Window,
+    app: str | None,
+    validator: Validator,
+    say: Callable[[str], None],
+) -> tuple[list[CheckResult], list[str]]:
+    """The ledger suites computed by DuckDB, one pass per table, and recorded as GX
+    results; the delivery suites' small batches validated by GX as pandas frames."""
+    from ackfold.embedded import duck
+    from ackfold.quality.duck_batches import LedgerViews
+    from ackfold.quality.duck_checks import evaluate
+
+    db = duck.connect(settings)
+    try:
+        db.execute("SET TimeZone = 'UTC'")
+        views = LedgerViews(db, settings, window, app=app)
+        results: list[CheckResult] = []
+        for suite, batch in zip(
+            ledger_suites(), (views.ack_events, views.roots, views.root_state), strict=True
+        ):
+            results += _timed(
+                suite,
+                lambda: validator.record(suite, evaluate(db, suite, batch())),  # noqa: B023
+                say,
+            )
+        apps = views.apps()
+        for name in apps:
+            delivery = views.delivery(name)
+            completed = bool(delivery["completed"].iloc[0])
+            suites = delivery_suites(settings.app(name), name, latency=completed)
+            frames: tuple[Callable[[], pd.DataFrame], ...] = (
+                lambda: views.overdue(name),  # noqa: B023
+                lambda: views.sent(name),  # noqa: B023
+                lambda: delivery,  # noqa: B023
+            )
+            for suite, frame in zip(suites, frames, strict=True):
+                results += _timed(suite, lambda: validator.validate(suite, frame()), say)  # noqa: B023
+        return results, apps
+    finally:
+        db.close()
+
+
+def _create_missing(settings: Settings) -> None:
+    """The ledger's tables that do not exist yet, made by delta-rs (existing ones are
+    left as they are, whatever their schema: a broken schema is for the checks)."""
+    from ackfold.embedded.tables import exists
+    from ackfold.ledger.tables import TABLES
+    from ackfold.ledger.writer import LedgerWriter
+
+    ledger = Ledger(settings.table_root)
+    missing = [name for name in TABLES if not exists(ledger.path(name))]
+    if missing:
+        LedgerWriter(settings.table_root).create(missing)
+
+
+def _keep_on_spark(spark: SparkSession, settings: Settings, report: QualityReport) -> None:
     rows = spark.createDataFrame(report.rows(), spark_schema(QUALITY_RESULTS))
     # The id matched RUN_ID: no quote can reach this predicate.
+    ledger = Ledger(settings.table_root)
     path = ledger.path(QUALITY_RESULTS)
     if is_object_store(ledger.root):  # delta-rs commits every ledger table there (issue 38)
         writer = object_store_writer(ledger.root)
-        writer.replace_where(QUALITY_RESULTS, rows.toArrow(), f"run_id = '{run_id}'")
-        return report
+        writer.replace_where(QUALITY_RESULTS, rows.toArrow(), f"run_id = '{report.run_id}'")
+        return
     retry_conflicts(
         lambda: (
             rows.write.format("delta")
             .mode("overwrite")
-            .option("replaceWhere", f"run_id = '{run_id}'")
+            .option("replaceWhere", f"run_id = '{report.run_id}'")
             .save(path)
         ),
-        what=f"write of quality run {run_id} to {path}",
+        what=f"write of quality run {report.run_id} to {path}",
     )
-    return report
+
+
+def _keep_embedded(settings: Settings, report: QualityReport) -> None:
+    """The run's `quality_results` rows, replacing any of the same run, in one delta-rs
+    commit, on whatever store the ledger is."""
+    import pyarrow as pa
+
+    from ackfold.ledger.writer import LedgerWriter
+
+    writer = LedgerWriter(settings.table_root)
+    schema = pa.schema(writer.table(QUALITY_RESULTS).schema().to_arrow())
+    columns = list(zip(*report.rows(), strict=True)) or [() for _ in schema]
+    rows = pa.Table.from_arrays(
+        [pa.array(list(c), f.type) for c, f in zip(columns, schema, strict=True)], schema=schema
+    )
+    # The id matched RUN_ID: no quote can reach this predicate.
+    writer.replace_where(QUALITY_RESULTS, rows, f"run_id = '{report.run_id}'")
 
 
 def check(report: QualityReport) -> QualityReport:

@@ -1,46 +1,69 @@
-"""Great Expectations, run the GX 1.x way: an ephemeral data context, a Spark data source
-with one dataframe asset per batch, a suite and a validation definition per batch, and a
-Data Docs site built from the run's results.
+"""Great Expectations, run the GX 1.x way: an ephemeral data context, a data source with
+one dataframe asset per batch (Spark's on the Spark engine, pandas on the embedded one), a
+suite and a validation definition per batch, and a Data Docs site built from the run's
+results. On the embedded engine, the ledger suites are computed by DuckDB in one pass
+over their tables (`ackfold.quality.duck_checks`) and `record`ed as GX results.
 
 The context is ephemeral because ackfold generates every suite from its configuration:
-there is no GX project to keep. The Data Docs of each run go to a fresh directory, and
-`publish()` points `docs_dir` (a symbolic link) at it in one atomic step, so a reader
-never sees half a site; the trend of every check is in `quality_results`.
+there is no GX project to keep. The Data Docs of each run go to a fresh directory beside
+`docs_dir` (`<docs_dir>.sites/<run id>`, `site_dir`), their pages get the styles and
+scripts GX would load from CDNs (`docs_assets`), and `publish_site` points `docs_dir` (a
+symbolic link) at it in one atomic step, so a reader never sees half a site; it keeps
+the newest `quality.docs_keep` sites. The trend of every check is in `quality_results`.
 """
 
 from __future__ import annotations
 
 import logging
+import numbers
 import os
 import shutil
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from ackfold.ledger.values import hex64
+from ackfold.quality import docs_assets
 from ackfold.quality.expectations import Suite
 from ackfold.quality.report import CheckResult
 
 os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
 
 if TYPE_CHECKING:
+    import pandas as pd
+    from great_expectations.core.expectation_validation_result import (
+        ExpectationValidationResult,
+    )
     from pyspark.sql import DataFrame
 
 SITE: Final = "ackfold"
 SAMPLE: Final = 5
-KEEP_SITES: Final = 2  # the one published and the one before (a reader may be on it)
+KEEP_SITES: Final = 3  # `quality.docs_keep`'s default
+
+log = logging.getLogger(__name__)
 
 
 class Validator:
     """Validates batches against suites; `publish()` builds and publishes Data Docs."""
 
-    def __init__(self, docs_dir: Path, run_id: str) -> None:
+    def __init__(
+        self,
+        docs_dir: Path,
+        run_id: str,
+        *,
+        engine: str = "spark",
+        keep: int = KEEP_SITES,
+        assets_dir: Path | None = None,
+    ) -> None:
         import great_expectations as gx
         from great_expectations.data_context.types.base import ProgressBarsConfig
 
         logging.getLogger("great_expectations").setLevel(logging.WARNING)
         self.docs_dir = docs_dir
-        self.site_dir = docs_dir.parent / f"{docs_dir.name}.sites" / run_id
+        self.site_dir = site_dir(docs_dir, run_id)
+        self.keep = keep
+        self.assets_dir = assets_dir
         self.context = gx.get_context(mode="ephemeral")
         self.context.variables.progress_bars = ProgressBarsConfig(globally=False)
         self.context.add_data_docs_site(
@@ -56,9 +79,13 @@ class Validator:
         )
         # GX would persist every batch, and never unpersist it: `validate` caches the
         # batches that gain by it, and releases them.
-        self.source = self.context.data_sources.add_spark("ackfold", persist=False)
+        self.source: Any
+        if engine == "spark":
+            self.source = self.context.data_sources.add_spark("ackfold", persist=False)
+        else:  # the embedded engine's batches: small pandas frames
+            self.source = self.context.data_sources.add_pandas("ackfold")
 
-    def validate(self, suite: Suite, frame: DataFrame) -> list[CheckResult]:
+    def validate(self, suite: Suite, frame: DataFrame | pd.DataFrame) -> list[CheckResult]:
         import great_expectations as gx
 
         asset = self.source.add_dataframe_asset(suite.name)
@@ -69,7 +96,8 @@ class Validator:
         definition = self.context.validation_definitions.add(
             gx.ValidationDefinition(name=suite.name, data=batch, suite=expectations)
         )
-        if suite.cached:
+        spark = hasattr(frame, "unpersist")
+        if suite.cached and spark:
             frame = frame.cache()  # each expectation is a Spark job over the batch
         try:
             outcome = definition.run(
@@ -80,11 +108,62 @@ class Validator:
                     "partial_unexpected_count": SAMPLE,
                 },
             )
-            return [self._result(suite, r, frame) for r in outcome.results]
+            return [self._result(suite, r, frame if spark else None) for r in outcome.results]
         finally:
-            frame.unpersist()
+            if spark:
+                frame.unpersist()
 
-    def _result(self, suite: Suite, result: Any, frame: DataFrame) -> CheckResult:
+    def record(
+        self, suite: Suite, results: Sequence[ExpectationValidationResult]
+    ) -> list[CheckResult]:
+        """Keep `results`, computed outside GX (`ackfold.quality.duck_checks`), as the
+        validation of `suite`: Data Docs show them like the others."""
+        import great_expectations as gx
+        from great_expectations.core.expectation_validation_result import (
+            ExpectationSuiteValidationResult,
+        )
+        from great_expectations.core.run_identifier import RunIdentifier
+        from great_expectations.data_context.types.resource_identifiers import (
+            ExpectationSuiteIdentifier,
+            ValidationResultIdentifier,
+        )
+
+        self.context.suites.add(
+            gx.ExpectationSuite(name=suite.name, expectations=suite.expectations)
+        )
+        run = RunIdentifier(run_name=self.site_dir.name, run_time=datetime.now(UTC))
+        passed = sum(bool(r.success) for r in results)
+        validation = ExpectationSuiteValidationResult(
+            success=passed == len(results),
+            results=list(results),
+            suite_name=suite.name,
+            statistics={
+                "evaluated_expectations": len(results),
+                "successful_expectations": passed,
+                "unsuccessful_expectations": len(results) - passed,
+                "success_percent": 100.0 * passed / len(results) if results else None,
+            },
+            meta={
+                "run_id": run,
+                "validation_time": run.run_time,
+                # What Data Docs name the batch by, as GX's own runs record it.
+                "active_batch_definition": {
+                    "datasource_name": "ackfold (DuckDB)",
+                    "data_connector_name": "fluent",
+                    "data_asset_name": suite.name,
+                    "batch_identifiers": {},
+                },
+            },
+        )
+        key = ValidationResultIdentifier(
+            expectation_suite_identifier=ExpectationSuiteIdentifier(name=suite.name),
+            run_id=run,
+            batch_identifier=suite.name,
+        )
+        self.context.validation_results_store.store_validation_results(validation, key)
+        return [self._result(suite, r, None) for r in results]
+
+    def _result(self, suite: Suite, result: Any, frame: DataFrame | None) -> CheckResult:
         config = result.expectation_config
         kwargs = dict(config.kwargs)
         raw: Mapping[str, Any] = result.result or {}
@@ -95,8 +174,11 @@ class Validator:
         elif config.type == "unexpected_rows_expectation":
             count = int(raw.get("observed_value") or 0)
             observed = f"{count} unexpected row(s)"
-            if count:
+            if count and frame is not None:
                 sample = self._unexpected_rows(kwargs["unexpected_rows_query"], frame)
+            elif count:  # rows the embedded engine found
+                rows = (raw.get("details") or {}).get("unexpected_rows") or []
+                sample = tuple(_describe_row(row) for row in rows[:SAMPLE])
         elif "observed_value" in raw:
             observed = _observed(config.kwargs.get("column"), raw)
         else:
@@ -127,18 +209,67 @@ class Validator:
         """Build Data Docs from this run's results and make them the ones `docs_dir`
         shows; returns the index page."""
         self.context.build_data_docs(site_names=[SITE])
-        link = self.docs_dir.with_name(f".{self.docs_dir.name}.new")
-        link.unlink(missing_ok=True)
-        # Relative: the var directory may move.
-        link.symlink_to(Path(self.site_dir.parent.name) / self.site_dir.name, True)
-        if self.docs_dir.is_dir() and not self.docs_dir.is_symlink():
-            shutil.rmtree(self.docs_dir)  # a plain directory left by an older layout
-        os.replace(link, self.docs_dir)
-        sites = sorted(self.site_dir.parent.iterdir(), key=lambda p: p.stat().st_mtime)
-        for old in sites[:-KEEP_SITES]:
-            if old != self.site_dir:
-                shutil.rmtree(old, ignore_errors=True)
-        return self.docs_dir / "index.html"
+        if self.assets_dir is not None:
+            make_offline(self.site_dir, self.assets_dir)
+        return publish_site(self.docs_dir, self.site_dir, keep=self.keep)
+
+
+def site_dir(docs_dir: Path, run_id: str) -> Path:
+    """Where the site of run `run_id` is built: beside `docs_dir`, never inside it."""
+    return docs_dir.parent / f"{docs_dir.name}.sites" / run_id
+
+
+def make_offline(site: Path, assets_dir: Path) -> int:
+    """Write the styles and scripts GX's pages load from CDNs into the pages of `site`;
+    the number of pages. Without the assets (`make setup` not run), the pages keep their
+    CDN links, and the log says how to fix it."""
+    try:
+        assets = docs_assets.load(assets_dir)
+    except docs_assets.AssetsError as exc:
+        log.warning("Data Docs will need the internet for their styles: %s", exc)
+        return 0
+    pages = 0
+    for page in site.rglob("*.html"):
+        html = page.read_text(encoding="utf-8")
+        page.write_text(docs_assets.offline_html(html, assets), encoding="utf-8")
+        pages += 1
+    return pages
+
+
+def publish_site(docs_dir: Path, site: Path, *, keep: int = KEEP_SITES) -> Path:
+    """Point `docs_dir` (a symbolic link) at `site`, a directory of `site_dir`'s, in one
+    atomic step, and delete all but the newest `keep` sites beside it; the index page.
+
+    Example:
+        >>> import tempfile
+        >>> var = Path(tempfile.mkdtemp())
+        >>> for run in ("r1", "r2", "r3"):
+        ...     new = site_dir(var / "data_docs", run)
+        ...     new.mkdir(parents=True)
+        ...     _ = (new / "index.html").write_text(run)
+        ...     index = publish_site(var / "data_docs", new, keep=2)
+        >>> index.read_text(), sorted(p.name for p in new.parent.iterdir())
+        ('r3', ['r2', 'r3'])
+    """
+    sites = site.parent
+    if sites != site_dir(docs_dir, site.name).parent:
+        raise ValueError(f"{site} is not a site of {docs_dir}: build it in {sites}")
+    link = docs_dir.with_name(f".{docs_dir.name}.new")
+    link.unlink(missing_ok=True)
+    # Relative: the var directory may move.
+    link.symlink_to(Path(sites.name) / site.name, True)
+    if docs_dir.is_dir() and not docs_dir.is_symlink():
+        shutil.rmtree(docs_dir)  # a plain directory left by an older layout
+    os.replace(link, docs_dir)
+    # Newest first by the time each site was built; the one just published stays.
+    built = sorted(
+        (p for p in sites.iterdir() if p.is_dir() and p != site),
+        key=lambda p: p.stat().st_mtime_ns,
+        reverse=True,
+    )
+    for old in built[keep - 1 :]:
+        shutil.rmtree(old, ignore_errors=True)
+    return docs_dir / "index.html"
 
 
 def _observed(column: str | None, raw: Mapping[str, Any]) -> str:
@@ -158,7 +289,10 @@ def _observed(column: str | None, raw: Mapping[str, Any]) -> str:
 def _index_sample(raw: Mapping[str, Any]) -> tuple[str, ...]:
     rows = raw.get("partial_unexpected_index_list") or []
     if rows:
-        return tuple(_describe_row(row) for row in rows[:SAMPLE])
+        # The index columns first, as Spark's results give them (pandas' put them last).
+        index = list(raw.get("unexpected_index_column_names") or [])
+        ordered = [{**{k: row[k] for k in index if k in row}, **row} for row in rows]
+        return tuple(_describe_row(row) for row in ordered[:SAMPLE])
     return tuple(repr(v) for v in (raw.get("partial_unexpected_list") or [])[:SAMPLE])
 
 
@@ -166,7 +300,7 @@ def _describe_row(row: Mapping[str, Any]) -> str:
     """`root_id=0x…, attempt=6`: ids as the CLI and the UI show them."""
     parts = []
     for key, value in row.items():
-        if key.endswith("root_id") and isinstance(value, int):
-            value = hex64(value)
+        if key.endswith("root_id") and isinstance(value, numbers.Integral):
+            value = hex64(int(value))  # an int, or numpy's from a pandas batch
         parts.append(f"{key}={value}")
     return ", ".join(parts)

@@ -70,11 +70,14 @@ def table_version(path: str) -> tuple[str, int] | None:
 
 def save_mark(checkpoint: str, read: tuple[str, int]) -> None:
     """Say in `checkpoint` that its stream has folded `ack_events` (id, version) `read`."""
-    directory = local_dir(checkpoint)
-    if directory is None or not directory.is_dir():
-        return
     table_id, version = read
     mark = {"format": MARK_FORMAT, "ack_events_id": table_id, "ack_events_version": version}
+    directory = local_dir(checkpoint)
+    if directory is None:
+        _put_remote(checkpoint, json.dumps(mark).encode())
+        return
+    if not directory.is_dir():
+        return
     staged = directory / f".{MARK}.{os.getpid()}"
     try:
         staged.write_text(json.dumps(mark))
@@ -90,14 +93,63 @@ def save_mark(checkpoint: str, read: tuple[str, int]) -> None:
 def read_mark(checkpoint: str) -> tuple[str, int] | None:
     """What `save_mark` last said in `checkpoint`; None if nothing (or nothing legible)."""
     directory = local_dir(checkpoint)
-    if directory is None:
-        return None
     try:
-        mark = json.loads((directory / MARK).read_text())
+        text = _get_remote(checkpoint) if directory is None else (directory / MARK).read_text()
+        if text is None:
+            return None
+        mark = json.loads(text)
         if mark.get("format") != MARK_FORMAT:  # another ackfold's mark: Spark decides
             return None
         return str(mark["ack_events_id"]), int(mark["ack_events_version"])
     except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _remote(checkpoint: str) -> tuple[Any, str]:
+    """Arrow's file system of the object store `checkpoint` is on, with the ledger's
+    storage options (the tables' credentials and endpoint), and the mark's path in it."""
+    from urllib.parse import urlparse
+
+    import pyarrow.fs as pafs
+
+    from ackfold.ledger.store import delta_uri, storage_options, store_kind
+
+    uri = delta_uri(checkpoint)
+    if store_kind(uri) != "s3":
+        found, path = pafs.FileSystem.from_uri(uri)
+        return found, f"{path.rstrip('/')}/{MARK}"
+    options = storage_options(uri) or {}
+    # delta-rs takes either name for the endpoint (`AWS_ENDPOINT`, which boto3 ignores).
+    given = options.get("AWS_ENDPOINT_URL") or options.get("AWS_ENDPOINT")
+    endpoint = urlparse(given) if given else None
+    found = pafs.S3FileSystem(
+        access_key=options.get("AWS_ACCESS_KEY_ID"),
+        secret_key=options.get("AWS_SECRET_ACCESS_KEY"),
+        session_token=options.get("AWS_SESSION_TOKEN"),
+        region=options.get("AWS_REGION") or options.get("AWS_DEFAULT_REGION") or "us-east-1",
+        endpoint_override=endpoint.netloc if endpoint else None,
+        scheme=endpoint.scheme if endpoint else "https",
+    )
+    parsed = urlparse(uri)
+    return found, f"{parsed.netloc}{parsed.path.rstrip('/')}/{MARK}"
+
+
+def _put_remote(checkpoint: str, data: bytes) -> None:
+    """The mark on an object store: one PUT, which a reader sees whole or not at all."""
+    try:
+        found, path = _remote(checkpoint)
+        with found.open_output_stream(path) as out:
+            out.write(data)
+    except Exception as exc:  # the run itself succeeded: only the next run's head start
+        log.warning("reconcile: could not mark %s (%s)", checkpoint, first_line(exc))
+
+
+def _get_remote(checkpoint: str) -> str | None:
+    try:
+        found, path = _remote(checkpoint)
+        with found.open_input_stream(path) as mark:
+            return bytes(mark.read()).decode("utf-8")
+    except (FileNotFoundError, OSError):
         return None
 
 

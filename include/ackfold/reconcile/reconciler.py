@@ -39,11 +39,13 @@ from ackfold.ledger.tables import (
     ROOTS,
     UNMATCHED_EVENTS,
     Ledger,
+    local_dir,
     spark_schema,
 )
 from ackfold.reconcile import quiet
 from ackfold.reconcile.spark_fold import INSERT, PARK, UPDATE, combine, fold_events
 from ackfold.reconcile.state import append_new, known_roots, merge_updates, open_state
+from ackfold.reconcile.timeouts import explain_timeouts
 from ackfold.spark import is_connect, start_query
 
 if TYPE_CHECKING:
@@ -110,6 +112,9 @@ class Reconciler:
             .option("skipChangeCommits", "true")
         )
         read = self._version_to_read()
+        start = self._starting_version()
+        if start is not None:
+            events = events.option("startingVersion", start)
         stream = events.load(self.ledger.path(ACK_EVENTS))
         if self.app:
             stream = stream.where(stream.app == self.app)
@@ -125,6 +130,8 @@ class Reconciler:
             self._take_back()
         if not self.batches:
             self.step(None)  # nothing new: the open roots are classified all the same
+        # Roots that timed out at a stage whose outputs no stage acks say so (issue 42).
+        explain_timeouts(self.spark, self.ledger, now=self.now, app=self.app)
         if read is not None:
             quiet.save_mark(self.checkpoint, read)
         return self.summary()
@@ -140,6 +147,20 @@ class Reconciler:
             if detail is None or detail["id"] != read[0]:
                 return None
         return read
+
+    def _starting_version(self) -> int | None:
+        """Where the stream starts when the embedded engine folded last: its checkpoint
+        holds the mark of what was folded and no stream state of Spark's (the embedded
+        engine retires it, `ackfold.reconcile.embedded`), so the stream starts after the
+        mark instead of from the first version. None: the checkpoint decides."""
+        directory = local_dir(self.checkpoint)
+        if directory is None or (directory / "offsets").exists():
+            return None
+        mark = quiet.read_mark(self.checkpoint)
+        read = quiet.table_version(self.ledger.path(ACK_EVENTS))
+        if mark is None or read is None or mark[0] != read[0]:
+            return None
+        return mark[1] + 1
 
     def _batch(self, batch: DataFrame, batch_id: int) -> None:
         copy = "spark" not in self.__dict__  # this object, pickled to a Connect server

@@ -226,6 +226,8 @@ def combine(
         ),
         F.coalesce(F.col("n.read"), F.lit(0)).alias("read"),
         F.coalesce(F.col("n.waited"), F.lit(0)).alias("waited"),
+        # A reason without a fail event: why the root timed out (`reconcile.timeouts`).
+        F.when(F.col("s.fail_at").isNull(), F.col("s.fail_reason")).alias("prior_reason"),
     )
     prior_status = F.col("prior_status")
     last, fail = F.col("last"), F.col("fail")
@@ -262,7 +264,9 @@ def combine(
         "attempt",
         "origin_root_id",
         last["stage"].alias("last_stage"),
-        F.nullif(fail["reason"], F.lit("")).alias("fail_reason"),
+        F.coalesce(
+            F.nullif(fail["reason"], F.lit("")), F.when(fail.isNull(), F.col("prior_reason"))
+        ).alias("fail_reason"),
         fail["stage"].alias("fail_stage"),
         fail["event_time"].alias("fail_at"),
         "init_seen",

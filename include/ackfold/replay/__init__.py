@@ -3,18 +3,22 @@ roots out of attempts go to `dead_letters` and their dead-letter queue.
 
 - `request`: `ReplayRequest`, what a replay is asked; `params`: the same as the
   `ackfold_manual_replay` DAG and the Reliability UI take it (a run conf);
-- `planner`: a run's first half, `Plan` (select roots, decide per root);
-- `replayer`: `Replayer` (plan, then execute: send at a rate, retry) and `replay()`,
-  one run end to end;
-- `queues`: where each root goes back to; `bookkeeping`: what a run records in the ledger.
+- `run`: `run_replay()`, one run end to end (the ledger's turn, the engine, the
+  metrics): what the DAGs, the CLI and the demo call;
+- `planner`: a run's first half, `Plan` (select roots, decide per root), read by
+  `spark_planner` (Spark) or `duck_planner` (the embedded engine: DuckDB, delta-rs);
+- `replayer`: `Replayer` (plan, then execute: send in batches at a rate, retry);
+- `queues`: where each root goes back to; `bookkeeping`: what a run records in the
+  ledger (`embedded_books`: the same through delta-rs).
 
 Example:
-    >>> from ackfold.replay import ReplayRequest, replay
-    >>> replay(spark, settings, ReplayRequest(app="wordcount")).sent   # doctest: +SKIP
+    >>> from ackfold.replay import ReplayRequest, run_replay
+    >>> run_replay(settings, ReplayRequest(app="wordcount")).sent   # doctest: +SKIP
     12
 """
 
 from ackfold.replay.replayer import Replayer, replay
 from ackfold.replay.request import ReplayRequest
+from ackfold.replay.run import run_replay
 
-__all__ = ["ReplayRequest", "Replayer", "replay"]
+__all__ = ["ReplayRequest", "Replayer", "replay", "run_replay"]

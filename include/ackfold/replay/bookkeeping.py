@@ -8,9 +8,10 @@ A re-run plans from these rows: it sends exactly what was not yet marked sent
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Final
+from datetime import UTC, date, datetime
+from typing import TYPE_CHECKING, Any, Final
 
 from ackfold.ledger import dml, status
 from ackfold.ledger.conflicts import retry_conflicts
@@ -38,11 +39,12 @@ def now_wall() -> datetime:
     return datetime.now(UTC)
 
 
-class Bookkeeper:
-    """Writes a replay run's rows to the ledger under `ledger`."""
+class Bookkeeper(ABC):
+    """Writes a replay run's rows to the ledger under `ledger`: the rows are built here,
+    an engine commits them (`SparkBookkeeper`; `EmbeddedBookkeeper` in
+    `ackfold.replay.embedded_books`)."""
 
-    def __init__(self, spark: SparkSession, ledger: Ledger) -> None:
-        self.spark = spark
+    def __init__(self, ledger: Ledger) -> None:
         self.ledger = ledger
 
     def append_log(
@@ -61,30 +63,18 @@ class Bookkeeper:
             return now
         request = plan.request
         who = AUTOMATIC if request.automatic else request.requested_by
+        described = request.describe()
         records = []
         for p in rows:
             sent = results.get(p.root_id) if results else None
             records.append(
-                (plan.replay_id, event, who, request.describe(), p.root_id, p.app, p.action,
+                (plan.replay_id, event, who, described, p.root_id, p.app, p.action,
                  p.prior_status, p.attempt, p.origin_root_id, p.new_root_id, p.source,
                  p.target, p.reason, p.last_stage, p.first_event_date, dry_run,
-                 p.planned_at or now, now if event == SENT else None,
+                 p.planned_at or plan.logged_at or now, now if event == SENT else None,
                  sent.message_id if sent else None, sent.error if sent else None)
             )  # fmt: skip
-        direct = driver_writer(self.spark, self.ledger)
-        if direct is not None:  # delta-rs, where the driver can: milliseconds, not a job
-            import pyarrow as pa
-
-            schema = arrow_schema(REPLAY_LOG)
-            rows_by_name = [dict(zip(schema.names, r, strict=True)) for r in records]
-            direct.append_arrow(REPLAY_LOG, pa.Table.from_pylist(rows_by_name))
-            return now
-        frame = self.spark.createDataFrame(records, spark_schema(REPLAY_LOG))
-        path = self.ledger.path(REPLAY_LOG)
-        retry_conflicts(
-            lambda: frame.write.format("delta").mode("append").save(path),
-            what=f"append to {path}",
-        )
+        self._append_log(records)
         return now
 
     def mark(self, plan: Plan, batch: Sequence[Planned], results: dict[int, Sent]) -> None:
@@ -95,31 +85,17 @@ class Bookkeeper:
         self.append_log(plan, failed, FAILED_SEND, results=results)
 
     def settle(self, done: Sequence[Planned], results: dict[int, Sent]) -> None:
-        """After a send: root_state to replayed/dead_lettered; dead letters recorded."""
+        """After a send: root_state to replayed/dead_lettered (only from a replayable
+        status: a re-run changes nothing); dead letters recorded, redrives noted."""
         if not done:
             return
         now = now_wall()
-        updates = self.spark.createDataFrame(
-            [
-                (p.root_id, status.REPLAYED if p.action == REPLAY else status.DEAD_LETTERED)
-                for p in done
-            ],
-            "root_id BIGINT, status STRING",
-        )
-        dates = sorted({p.first_event_date for p in done})
-        path = self.ledger.path(ROOT_STATE)
-        retry_conflicts(
-            lambda: dml.merge(
-                path,
-                updates,
-                on=f"{dml.in_list('t.first_event_date', dates)} AND t.root_id = s.root_id",
-                clauses=[
-                    f"WHEN MATCHED AND {dml.in_list('t.status', REPLAYABLE)} THEN UPDATE SET "
-                    f"status = s.status, status_changed_at = {dml.literal(now)}"
-                ],
-            ),
-            what=f"MERGE into {path}",
-        )
+        updates = [
+            (p.root_id, status.REPLAYED if p.action == REPLAY else status.DEAD_LETTERED,
+             p.first_event_date)
+            for p in done
+        ]  # fmt: skip
+        self._set_statuses(updates, now)
         letters = [
             (p.root_id, p.app, p.origin_root_id, p.attempt - 1, p.source, p.source_queue,
              p.target, p.reason or p.prior_status, p.last_stage,
@@ -128,8 +104,69 @@ class Bookkeeper:
             for p in done
             if p.action == DEAD_LETTER or p.prior_status == status.DEAD_LETTERED
         ]  # fmt: skip
-        if not letters:
+        if letters:
+            self._record_letters(letters, now)
+
+    @abstractmethod
+    def _append_log(self, records: list[tuple[Any, ...]]) -> None:
+        """Append `records` (tuples in `replay_log`'s columns) in one commit."""
+
+    @abstractmethod
+    def _set_statuses(self, updates: list[tuple[int, str, date]], now: datetime) -> None:
+        """Set each (root_id, status, first_event_date) root's status, changed at `now`,
+        where its status is still one of `REPLAYABLE` and not that one already (a
+        dead letter settled again keeps its time): one MERGE."""
+
+    @abstractmethod
+    def _record_letters(self, letters: list[tuple[Any, ...]], now: datetime) -> None:
+        """MERGE `letters` (`dead_letters`' columns, then `redrive` and `new_root_id`):
+        a dead letter is inserted once; a redrive marks its row `redriven_at` = `now`."""
+
+
+class SparkBookkeeper(Bookkeeper):
+    """Commits a run's rows through `spark` (the log by delta-rs where the driver can)."""
+
+    def __init__(self, spark: SparkSession, ledger: Ledger) -> None:
+        super().__init__(ledger)
+        self.spark = spark
+
+    def _append_log(self, records: list[tuple[Any, ...]]) -> None:
+        direct = driver_writer(self.spark, self.ledger)
+        if direct is not None:  # delta-rs, where the driver can: milliseconds, not a job
+            import pyarrow as pa
+
+            schema = arrow_schema(REPLAY_LOG)
+            rows_by_name = [dict(zip(schema.names, r, strict=True)) for r in records]
+            direct.append_arrow(REPLAY_LOG, pa.Table.from_pylist(rows_by_name))
             return
+        frame = self.spark.createDataFrame(records, spark_schema(REPLAY_LOG))
+        path = self.ledger.path(REPLAY_LOG)
+        retry_conflicts(
+            lambda: frame.write.format("delta").mode("append").save(path),
+            what=f"append to {path}",
+        )
+
+    def _set_statuses(self, updates: list[tuple[int, str, date]], now: datetime) -> None:
+        frame = self.spark.createDataFrame(
+            [(root_id, new) for root_id, new, _ in updates], "root_id BIGINT, status STRING"
+        )
+        dates = sorted({day for _, _, day in updates})
+        path = self.ledger.path(ROOT_STATE)
+        retry_conflicts(
+            lambda: dml.merge(
+                path,
+                frame,
+                on=f"{dml.in_list('t.first_event_date', dates)} AND t.root_id = s.root_id",
+                clauses=[
+                    f"WHEN MATCHED AND {dml.in_list('t.status', REPLAYABLE)} "
+                    "AND t.status <> s.status THEN UPDATE SET "
+                    f"status = s.status, status_changed_at = {dml.literal(now)}"
+                ],
+            ),
+            what=f"MERGE into {path}",
+        )
+
+    def _record_letters(self, letters: list[tuple[Any, ...]], now: datetime) -> None:
         source = self.spark.createDataFrame(
             letters,
             spark_schema(DEAD_LETTERS) + ", redrive BOOLEAN, new_root_id BIGINT",

@@ -10,18 +10,17 @@ or skip it (with the reason). Planning writes nothing.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field, replace
 from datetime import date, datetime, timedelta
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 from ackfold.config import Settings
 from ackfold.config.policy import AppPolicy
 from ackfold.ledger import ids, status
-from ackfold.ledger.tables import REPLAY_LOG, ROOT_STATE, ROOTS, Ledger
-from ackfold.ledger.values import hex64
+from ackfold.ledger.tables import Ledger
 from ackfold.replay.queues import SENDERS, SourceQueues
-from ackfold.replay.request import DEFAULT_STATUSES, REPLAYABLE, ReplayRequest
+from ackfold.replay.request import REPLAYABLE, ReplayRequest
 from ackfold.sources.base import (
     EXPIRED,
     Outbound,
@@ -30,9 +29,6 @@ from ackfold.sources.base import (
     Unreadable,
     dead_letter_attributes,
 )
-
-if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
 
 REPLAY: Final = "replay"
 DEAD_LETTER: Final = "dead_letter"
@@ -47,6 +43,10 @@ SENT: Final = "sent"
 # queue down), or SENT, after which only the statuses may be left to update.
 NEW: Final = "new"
 UNSENT: Final = "unsent"
+# What a planner reads of `roots` and of `replay_log`.
+ROOT_COLUMNS: Final = ("root_id", "attempt", "origin_root_id", "source", "source_queue",
+                       "source_message_id", "source_position", "payload")  # fmt: skip
+LOG_COLUMNS: Final = ("root_id", "action", "event", "planned_at", "error")
 
 
 class UnknownRoots(LookupError):
@@ -96,62 +96,41 @@ class Plan:
     selected: int
     sends: list[Planned]
     skipped: dict[str, int]
+    # When this run logged its new sends `planned`: their `planned_at` in later rows.
+    logged_at: datetime | None = None
 
     @property
     def to_send(self) -> list[Planned]:
         return [p for p in self.sends if p.state != SENT]
 
 
-class Planner:
+class Planner(ABC):
     """Plans replay runs over the ledger under `settings.table_root`, as of `now`; `queues`
-    are the run's source queues (a source that re-reads is asked what it still holds)."""
+    are the run's source queues (a source that re-reads is asked what it still holds).
 
-    def __init__(
-        self, spark: SparkSession, settings: Settings, queues: SourceQueues, *, now: datetime
-    ) -> None:
-        self.spark = spark
+    The decisions are here, once; an engine reads the tables: `SparkPlanner`
+    (`ackfold.replay.spark_planner`) or `EmbeddedPlanner` (`ackfold.replay.duck_planner`).
+    Both hand over rows as dicts of Python values, so both plan alike."""
+
+    def __init__(self, settings: Settings, queues: SourceQueues, *, now: datetime) -> None:
         self.settings = settings
         self.ledger = Ledger(settings.table_root)
         self.now = now
         self.queues = queues
+        self._policies: dict[str, AppPolicy] = {}
 
     def plan(self, request: ReplayRequest) -> Plan:
         """Select and decide; writes nothing. Raises `UnknownRoots` for unknown root ids."""
-        from pyspark.sql import functions as F
-
-        self.ledger.create(self.spark)
-        state = self._read(ROOT_STATE)
-        if request.automatic:
-            # Wherever they sit in time (roots a long reconciler outage left behind too):
-            # `status` partitions root_state, so only these statuses' files are read.
-            state = state.where(F.col("status").isin(*DEFAULT_STATUSES) & self._backoff_passed())
-        elif not request.root_ids:
-            state = state.where(F.col("status").isin(*request.statuses))
-        if request.app:
-            state = state.where(F.col("app") == F.lit(request.app))
-        if request.root_ids:
-            state = state.where(F.col("root_id").isin(*request.root_ids))
-        if request.since:
-            state = state.where(F.col("status_changed_at") >= F.lit(request.since))
-        if request.until:
-            state = state.where(F.col("status_changed_at") < F.lit(request.until))
         limit = request.limit or (self.settings.replay.max_per_run if request.automatic else None)
-        state = state.orderBy("status_changed_at", "root_id")
-        if limit:
-            state = state.limit(limit)
-        candidates = [row.asDict() for row in state.drop("seen_event_hashes").collect()]
+        candidates = self._select(request, limit)
         missing = set(request.root_ids) - {row["root_id"] for row in candidates}
         if missing:
             raise UnknownRoots(
                 "unknown root id(s), not in root_state: "
-                + ", ".join(hex64(r) for r in sorted(missing))
+                + ", ".join(ids.format_id(r) for r in sorted(missing))
             )
-        # A broadcast join, not isin(): thousands of literals cost seconds to plan.
-        chosen = F.broadcast(
-            self.spark.createDataFrame([(r["root_id"],) for r in candidates], "root_id BIGINT")
-        )
-        roots = self._roots_of(candidates, chosen)
-        logged = self._log_of(candidates, chosen)
+        roots = self._roots_of(candidates) if candidates else {}
+        logged = _fold_log(self._log_rows(candidates)) if candidates else {}
         expired, unreadable = self._expired(candidates, roots)
         sends: list[Planned] = []
         skipped: dict[str, int] = {}
@@ -163,6 +142,34 @@ class Planner:
             else:
                 sends.append(decision)
         return Plan(str(uuid.uuid4()), request, len(candidates), sends, skipped)
+
+    def _policy(self, app: str) -> AppPolicy:
+        """The app's policy, merged once per run (a plan may hold thousands of its roots)."""
+        if app not in self._policies:
+            self._policies[app] = self.settings.app(app)
+        return self._policies[app]
+
+    # -- what an engine reads ---------------------------------------------------------------
+
+    @abstractmethod
+    def _select(self, request: ReplayRequest, limit: int | None) -> list[dict[str, Any]]:
+        """The `root_state` rows `request` selects (every column but
+        `seen_event_hashes`), by `status_changed_at` then `root_id`, at most `limit`: for
+        an automatic run, the failed and timed-out roots whose backoff has passed
+        (`backoff_seconds`); for a manual one, by its filters."""
+
+    @abstractmethod
+    def _roots_of(self, candidates: list[dict[str, Any]]) -> dict[int, dict[str, Any]]:
+        """The `roots` rows of the candidates (`ROOT_COLUMNS`), by root id, from those
+        ingested after the earliest candidate's first event less `CLOCK_SKEW`."""
+
+    @abstractmethod
+    def _log_rows(self, candidates: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The `replay_log` rows about the candidates (`LOG_COLUMNS`), not dry runs,
+        planned at or after the earliest candidate's `status_changed_at` (older rows
+        cannot be about them: a root is planned after its status changed)."""
+
+    # -- the decisions ------------------------------------------------------------------------
 
     def _decide(
         self,
@@ -197,7 +204,7 @@ class Planner:
             return "no payload stored"
         attempt = row["attempt"] or root["attempt"]
         origin = row["origin_root_id"] or root["origin_root_id"]
-        policy = self.settings.app(row["app"])
+        policy = self._policy(row["app"])
         action = REPLAY
         reason = _reason(row)
         if request.automatic and attempt >= policy.max_attempts:
@@ -237,21 +244,6 @@ class Planner:
         state = SENT if entry["sent"] else UNSENT
         return replace(planned, state=state, planned_at=entry["planned_at"])
 
-    def _roots_of(
-        self, candidates: list[dict[str, Any]], chosen: DataFrame
-    ) -> dict[int, dict[str, Any]]:
-        from pyspark.sql import functions as F
-
-        if not candidates:
-            return {}
-        earliest = min(row["first_event_at"] for row in candidates) - CLOCK_SKEW
-        roots = (
-            self._read(ROOTS).where(F.col("ingested_at") >= F.lit(earliest)).join(chosen, "root_id")
-        )
-        columns = ("root_id", "attempt", "origin_root_id", "source", "source_queue",
-                   "source_message_id", "source_position", "payload")  # fmt: skip
-        return {row["root_id"]: row.asDict() for row in roots.select(*columns).collect()}
-
     def _expired(
         self, candidates: list[dict[str, Any]], roots: dict[int, dict[str, Any]]
     ) -> tuple[set[str], dict[str, Unreadable]]:
@@ -275,50 +267,33 @@ class Planner:
             expired |= queue.expired([p for p in found if p not in bad])
         return expired, unreadable
 
-    def _log_of(
-        self, candidates: list[dict[str, Any]], chosen: DataFrame
-    ) -> dict[tuple[int, str], dict[str, Any]]:
-        from pyspark.sql import functions as F
 
-        if not candidates:
-            return {}
-        # A root is planned after its status changed: older log rows cannot be about it.
-        earliest = min(row["status_changed_at"] for row in candidates)
-        entries = (
-            self._read(REPLAY_LOG)
-            .where(~F.col("dry_run") & (F.col("planned_at") >= F.lit(earliest)))
-            .join(chosen, "root_id")
+def backoff_seconds(policy: AppPolicy, attempt: int) -> float:
+    """How long attempt `attempt` of a root waits after its status changed before an
+    automatic run replays it: `replay_backoff * 2**(attempt - 1)`. (A root out of
+    attempts, `attempt >= max_attempts`, does not wait: there is nothing to space out.)
+
+    Example:
+        >>> from ackfold.config.policy import AppPolicy
+        >>> backoff_seconds(AppPolicy(replay_backoff="30s"), 3)
+        120.0
+    """
+    return policy.replay_backoff.total_seconds() * 2.0 ** (attempt - 1)
+
+
+def _fold_log(rows: list[dict[str, Any]]) -> dict[tuple[int, str], dict[str, Any]]:
+    """Per (root, action): when it was first planned, whether it was sent, and whether a
+    send found its message gone at the source."""
+    found: dict[tuple[int, str], dict[str, Any]] = {}
+    for row in rows:
+        entry = found.setdefault(
+            (row["root_id"], row["action"]),
+            {"planned_at": row["planned_at"], "sent": False, "gone": False},
         )
-        found: dict[tuple[int, str], dict[str, Any]] = {}
-        rows = entries.select("root_id", "action", "event", "planned_at", "error").collect()
-        for row in rows:
-            entry = found.setdefault(
-                (row["root_id"], row["action"]),
-                {"planned_at": row["planned_at"], "sent": False, "gone": False},
-            )
-            entry["sent"] = entry["sent"] or row["event"] == SENT
-            entry["gone"] = entry["gone"] or Sent(0, error=row["error"]).gone
-        return found
-
-    def _backoff_passed(self) -> Any:
-        """Per app: attempt k waits replay_backoff * 2**(k-1) after its status changed. A
-        root out of attempts does not wait: there is nothing to space out, it is dead."""
-        from pyspark.sql import functions as F
-
-        from ackfold.reconcile.spark_fold import policy_column
-
-        def per_app(value: Callable[[AppPolicy], float]) -> Any:
-            return policy_column(self.settings, F.col("app"), lambda p: F.lit(value(p)))
-
-        base = per_app(lambda p: p.replay_backoff.total_seconds())
-        attempt = F.coalesce(F.col("attempt"), F.lit(1))
-        wait = base * F.pow(F.lit(2.0), attempt - 1)
-        # As doubles, not unix_timestamp(): that drops the fraction of a second.
-        waited = F.lit(self.now).cast("double") - F.col("status_changed_at").cast("double")
-        return (waited >= wait) | (attempt >= per_app(lambda p: float(p.max_attempts)))
-
-    def _read(self, table: str) -> DataFrame:
-        return self.spark.read.format("delta").load(self.ledger.path(table))
+        entry["planned_at"] = min(entry["planned_at"], row["planned_at"])
+        entry["sent"] = entry["sent"] or row["event"] == SENT
+        entry["gone"] = entry["gone"] or Sent(0, error=row["error"]).gone
+    return found
 
 
 def _reason(row: dict[str, Any]) -> str:

@@ -114,6 +114,9 @@ class SourceQueue(ABC):
     rereads: ClassVar[bool] = False
     # Messages per `republish` / `dead_letter` call (and per pause of a rate-limited run).
     batch_size: ClassVar[int] = 10
+    # How many such calls a replay may have under way at once (from as many threads): a
+    # queue whose batches are small round trips (SQS) keeps its server busy this way.
+    parallel: ClassVar[int] = 1
 
     def __init__(self, queue: str) -> None:
         self.queue = queue

@@ -12,6 +12,7 @@ have `<partition>:<offset>`: `docs/sources.md` says what that means for an upgra
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Final
 
@@ -73,18 +74,25 @@ class Position:
 
     @classmethod
     def parse(cls, text: str) -> Position:
-        topic, _, rest = text.rpartition(":")
-        topic, _, partition = topic.rpartition(":")
-        try:
-            position = cls(topic, int(partition), int(rest))
-        except ValueError:
-            position = cls("", -1, -1)
-        if not position.topic or position.partition < 0 or position.offset < 0:
-            raise ValueError(f"{text!r} is not a Kafka position topic:partition:offset")
-        return position
+        return _parse(text)
 
     def __str__(self) -> str:
         return f"{self.topic}:{self.partition}:{self.offset}"
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _parse(text: str) -> Position:
+    """`Position.parse`, once per text: a replay parses each root's position several
+    times (plan, order, re-read, produce), and positions are immutable."""
+    topic, _, rest = text.rpartition(":")
+    topic, _, partition = topic.rpartition(":")
+    try:
+        position = Position(topic, int(partition), int(rest))
+    except ValueError:
+        position = Position("", -1, -1)
+    if not position.topic or position.partition < 0 or position.offset < 0:
+        raise ValueError(f"{text!r} is not a Kafka position topic:partition:offset")
+    return position
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from ackfold.config import Settings
 from ackfold.sources.base import (
@@ -41,6 +41,9 @@ class SqsQueue(PullSource):
     a RedrivePolicy on the queue is only a safety net."""
 
     source = "sqs"
+    # A replay has a few SendMessageBatch calls (of `BATCH` each) under way at once: one
+    # at a time, the round trips, not the server, set the pace.
+    parallel: ClassVar[int] = 8
 
     def __init__(
         self,

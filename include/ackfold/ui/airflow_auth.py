@@ -2,11 +2,12 @@
 which secret, and where Airflow's API and the browser's origin are.
 
 Imported by the plugin only (it imports Airflow). Every route of the UI depends on
-`airflow_viewer`, which runs Airflow's own `requires_access_view(AccessView.PLUGINS)`
-(anonymous: 401, no right to plugins: 403) and `get_user` (a Bearer header, else the
-`_token` cookie of Airflow's UI), and asks the auth manager whether the user may trigger
-the manual replay DAG (`Viewer.can_replay`): any auth manager's roles apply (the simple
-one's viewer/user/op/admin, FAB's Viewer/User/Op/Admin, Keycloak's).
+`airflow_viewer`, which runs Airflow's own `get_user` (a Bearer header, else the `_token`
+cookie of Airflow's UI; anonymous, expired or unusable: 401) and the check of
+`requires_access_view(AccessView.PLUGINS)` (no right to plugins: 403), and asks the auth
+manager whether the user may trigger the manual replay DAG (`Viewer.can_replay`): any auth
+manager's roles apply (the simple one's viewer/user/op/admin, FAB's Viewer/User/Op/Admin,
+Keycloak's).
 """
 
 from __future__ import annotations
@@ -19,19 +20,36 @@ from airflow.api_fastapi.auth.managers.models.resource_details import (
     DagAccessEntity,
     DagDetails,
 )
-from airflow.api_fastapi.core_api.security import get_user, requires_access_view
+from airflow.api_fastapi.core_api.security import (
+    bearer_scheme,
+    get_user,
+    requires_access_view,
+)
 from airflow.configuration import conf
-from fastapi import Depends, Request
+from fastapi import Depends, HTTPException, Request
 
 from ackfold.replay.params import MANUAL_REPLAY_DAG_ID
 from ackfold.ui.security import Viewer, request_token
 
 
+async def airflow_user(request: Request, bearer: Annotated[Any, Depends(bearer_scheme)]) -> Any:
+    """Airflow's `get_user`, except that a token Airflow cannot use (signed with another
+    secret, revoked at logout, malformed: its 403 "Invalid JWT token") is 401, as no
+    token is: the pages send the browser to log in again instead of an error page."""
+    try:
+        return await get_user(request, None, bearer)
+    except HTTPException as exc:
+        if exc.status_code == 403:
+            raise HTTPException(401, f"{exc.detail}: log in again") from None
+        raise
+
+
 async def airflow_viewer(
     request: Request,
-    _access: Annotated[None, Depends(requires_access_view(AccessView.PLUGINS))],
-    user: Annotated[Any, Depends(get_user)],
+    user: Annotated[Any, Depends(airflow_user)],
 ) -> Viewer:
+    # Airflow's own check of the right to see plugins (403 without it), on that user.
+    requires_access_view(AccessView.PLUGINS)(request, user)
     token, bearer = request_token(request)
     # What Airflow's REST API checks when the UI triggers the run: POST a DAG run.
     can_replay = get_auth_manager().is_authorized_dag(

@@ -22,6 +22,7 @@ Routes (under the mount prefix):
     GET  /quality               GET /api/quality           the latest quality run; the runs before
     GET  /quality/docs/{path}   Data Docs of the latest quality run (`quality.docs_dir`)
     GET  /api/apps              GET /api/csrf              app names; a CSRF token for scripts
+    GET  /apps/{app}            GET /api/apps/{app}        alive or stalled, rates, lag, roots
     POST /replay                the confirmation page for a selection or the current filter
     POST /replay/confirm        triggers `ackfold_manual_replay`, links to the run
     POST /api/replay            the same, in JSON
@@ -31,6 +32,7 @@ Routes (under the mount prefix):
 # No `from __future__ import annotations`: FastAPI reads the routes' annotations, and
 # `ViewerDep` is local to `create_app`.
 import logging
+import re
 from collections.abc import Callable, Sequence
 from importlib.resources import files
 from typing import Annotated, Any
@@ -43,7 +45,7 @@ from ackfold.ledger.parse import QueryError
 from ackfold.ledger.reader import RootNotFound
 from ackfold.ledger.sql import LedgerError, NoLedger
 from ackfold.replay.params import ReplayParamsError
-from ackfold.ui import ledger_pages, quality_pages, replay_pages
+from ackfold.ui import app_pages, ledger_pages, quality_pages, replay_pages
 from ackfold.ui.context import UiContext, ViewerDependency
 from ackfold.ui.filters import FieldError
 from ackfold.ui.redact import redactor_for
@@ -54,6 +56,22 @@ from ackfold.ui.trigger import AirflowApi, TriggerError
 log = logging.getLogger(__name__)
 
 _STATIC = {"ackfold.css": "text/css", "ackfold.js": "text/javascript"}
+
+
+def without_paths(message: str, warehouse: str) -> str:
+    """`message` with the warehouse's location, and any other absolute path, left out:
+    a ledger error as the UI shows it.
+
+    Example:
+        >>> without_paths("no root 7 in /srv/wh/root_state (not reconciled yet)", "/srv/wh")
+        'no root 7 in table root_state (not reconciled yet)'
+        >>> without_paths("no ledger at file:///srv/wh: none", "file:///srv/wh")
+        'no ledger at the warehouse: none'
+    """
+    base = re.escape(warehouse.rstrip("/"))
+    message = re.sub(base + r"/+([\w.-]+)\S*", r"table \1", message)
+    message = re.sub(base, "the warehouse", message)
+    return re.sub(r"(?:\b[a-z][a-z0-9+.-]*://)?(?<![\w.])/[^\s'\"()<>]+", "(a path)", message)
 
 
 def create_app(
@@ -121,23 +139,28 @@ def create_app(
 
     @app.exception_handler(LedgerError)
     async def ledger_error(request: Request, exc: LedgerError) -> Response:
+        # The server log keeps the paths; the user is told what, not where on disk.
+        message = without_paths(str(exc), settings.table_root)
         if isinstance(exc, RootNotFound):
-            return site.failure(request, 404, str(exc))
+            return site.failure(request, 404, message)
         if isinstance(exc, NoLedger):
             if site.is_api(request):
-                return JSONResponse({"detail": str(exc), "no_ledger": True}, status_code=404)
-            return site.page(request, "empty.html", None, message=str(exc))
+                return JSONResponse({"detail": message, "no_ledger": True}, status_code=404)
+            return site.page(request, "empty.html", None, message=message)
         log.warning("ledger unreadable: %s", exc)
-        return site.failure(request, 503, str(exc))
+        return site.failure(request, 503, message)
 
     @app.get("/static/{name}", include_in_schema=False)
     def static(name: str, who: ViewerDep) -> Response:
         if name not in _STATIC:
             raise HTTPException(404, f"no static file {name}")
         body = files("ackfold.ui").joinpath("templates", name).read_bytes()
-        return Response(body, media_type=_STATIC[name])
+        # The same for every user: this browser may keep them a while (pages may not).
+        headers = {"Cache-Control": "private, max-age=300"}
+        return Response(body, media_type=_STATIC[name], headers=headers)
 
     app.include_router(ledger_pages.router(ctx))
     app.include_router(quality_pages.router(ctx))
     app.include_router(replay_pages.router(ctx))
+    app.include_router(app_pages.router(ctx))
     return app

@@ -76,20 +76,25 @@ def latency_lines(buckets: Sequence[Bucket], bucket_seconds: int, height: int = 
         f'<text class="axis" x="{_LEFT - 6}" y="{plot}" text-anchor="end">0</text>',
         f'<line class="axis" x1="{_LEFT}" y1="{plot}" x2="{WIDTH}" y2="{plot}"/>',
     ]
-    for name in ("p50", "p99"):
-        points = []
+    # p99 first, wide and pale, p50 over it, narrow: where they are equal (latencies of
+    # one size), both still show.
+    for name, radius in (("p99", 4.5), ("p50", 2.5)):
+        points, marks = [], []
         for i, bucket in enumerate(buckets):
             value = getattr(bucket, f"{name}_seconds")
             if value is not None:
                 x = _LEFT + (i + 0.5) * step
                 y = plot - value / top * (plot - 8)
                 points.append(f"{x:.1f},{y:.1f}")
-                body.append(
-                    f'<circle class="l-{name}" cx="{x:.1f}" cy="{y:.1f}" r="2.5">'
+                marks.append(
+                    f'<circle class="l-{name}" cx="{x:.1f}" cy="{y:.1f}" r="{radius}">'
                     f"<title>{name} {duration(value)}</title></circle>"
                 )
+        body.append(f'<g class="series" data-series="{name}" data-points="{len(points)}">')
         if len(points) > 1:
             body.append(f'<polyline class="l-{name}" points="{" ".join(points)}"/>')
+        body += marks
+        body.append("</g>")
     body += _x_labels([b.start for b in buckets], bucket_seconds, step, height)
     return _svg(height, body, "complete latency p50 and p99 over time")
 

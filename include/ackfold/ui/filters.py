@@ -9,18 +9,22 @@ never reaches the SQL raw. Every error is a `FieldError` naming its field (the U
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from datetime import datetime
 from typing import Any, Final
 
 from ackfold.ledger import status
+from ackfold.ledger.ids import format_id
 from ackfold.ledger.parse import QueryError, parse_root_id, parse_statuses, parse_time
 from ackfold.ledger.sql import sql_date, sql_str, sql_ts
 from ackfold.ledger.values import jsonable
 
-# What the roots table shows unless asked otherwise: the roots that need someone.
-UNHEALTHY: Final = (status.FAILED, status.TIMED_OUT, status.REPLAYED, status.DEAD_LETTERED)
+# What the roots table shows unless asked otherwise: the roots that need someone. Not
+# `replayed`: a replayed root is history, its new attempt is the root that counts (tick
+# it in the filter to see them).
+UNHEALTHY: Final = (status.FAILED, status.TIMED_OUT, status.DEAD_LETTERED)
 SORTABLE: Final = (
     "last_event_at",
     "first_event_at",
@@ -37,6 +41,12 @@ MAX_OFFSET: Final = 1_000_000
 # Root ids one link may name (an alert links to its worst roots this way).
 MAX_ROOT_IDS: Final = 100
 _MAX_TEXT: Final = 200
+# The longest a root id is written ("-9223372036854775808", or 0x and 16 hex digits),
+# with room for spaces and leading zeros. Longer text is refused before `int()`, which
+# raises on thousands of digits (Python's limit on converting strings to integers).
+_MAX_ROOT_ID_CHARS: Final = 40
+# C0 and C1 control characters and DEL: never a valid app, stage or filter value.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
 class FieldError(QueryError):
@@ -50,6 +60,30 @@ class FieldError(QueryError):
 # --- input ----------------------------------------------------------------------------
 
 
+def root_id_param(text: str, name: str = "root_id") -> int:
+    """A root id as the UI is given it (a path, a query or form field, a JSON string):
+    `parse_root_id`'s, after refusing text no root id is written as.
+
+    Example:
+        >>> root_id_param("0x000000000000002a")
+        42
+        >>> root_id_param("9" * 5000)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        ackfold.ui.filters.FieldError: root_id: a root id has at most 40 characters, got 5000
+    """
+    if len(text) > _MAX_ROOT_ID_CHARS:
+        raise FieldError(
+            name, f"a root id has at most {_MAX_ROOT_ID_CHARS} characters, got {len(text)}"
+        )
+    if _CONTROL.search(text):
+        raise FieldError(name, "a root id has no control characters")
+    try:
+        return parse_root_id(text)
+    except QueryError as exc:
+        raise FieldError(name, str(exc)) from None
+
+
 class Params:
     """A request's query or form values (every value of each name), parsed field by field
     into typed values; every error names its field. Empty values mean "not given"."""
@@ -58,7 +92,12 @@ class Params:
         self._values = {k: [v.strip() for v in vs if v.strip()] for k, vs in values.items()}
 
     def all(self, name: str) -> list[str]:
-        return self._values.get(name, [])
+        values = self._values.get(name, [])
+        for value in values:
+            # Refused, not stripped: such a value is never a typo, and never echoed.
+            if _CONTROL.search(value):
+                raise FieldError(name, "contains a control character")
+        return values
 
     def given(self, name: str) -> bool:
         return name in self._values
@@ -109,10 +148,7 @@ class Params:
             raise FieldError(name, str(exc)) from None
 
     def root_ids(self, name: str) -> list[int]:
-        try:
-            return list(dict.fromkeys(parse_root_id(v) for v in self.all(name)))
-        except QueryError as exc:
-            raise FieldError(name, str(exc)) from None
+        return list(dict.fromkeys(root_id_param(v, name) for v in self.all(name)))
 
 
 def _check_range(since: datetime | None, until: datetime | None) -> None:
@@ -162,7 +198,7 @@ class RootFilter:
         """This filter as query-string pairs (for links: pages, sort headers)."""
         f = replace(self, **changes)
         pairs = [("status", s) for s in f.statuses]
-        pairs += [("root_id", str(root_id)) for root_id in f.root_ids]
+        pairs += [("root_id", format_id(root_id)) for root_id in f.root_ids]
         for name, value in (
             ("app", f.app),
             ("since", f.since),
@@ -194,7 +230,7 @@ class RootFilter:
 
     def to_json(self) -> dict[str, Any]:
         out = {f.name: jsonable(getattr(self, f.name)) for f in fields(self)}
-        out["root_ids"] = list(self.root_ids)
+        out["root_ids"] = [format_id(r) for r in self.root_ids]
         return out
 
 

@@ -13,13 +13,13 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
 
-from ackfold.ledger.parse import parse_root_id
 from ackfold.ledger.recovery import read_recovery
-from ackfold.ledger.rows import Journey
+from ackfold.ledger.rows import Attempt, Journey
 from ackfold.replay.request import REPLAYABLE
 from ackfold.ui import charts
+from ackfold.ui.app_pages import app_states
 from ackfold.ui.context import UiContext, query
-from ackfold.ui.filters import DeadLetterFilter, FieldError, Params, RootFilter
+from ackfold.ui.filters import DeadLetterFilter, FieldError, Params, RootFilter, root_id_param
 from ackfold.ui.queries import DeadLetter
 from ackfold.ui.redact import Preview, masked_journey, masked_state, masked_text
 from ackfold.ui.security import Viewer
@@ -68,13 +68,20 @@ def router(ctx: UiContext) -> APIRouter:
             latency_chart=charts.latency_lines(view.buckets, view.bucket_seconds),
             duration=charts.duration,
             recovery=data["recovery"],
+            app_states=app_states(ctx, data["apps"]),
         )
 
     @routes.get("/api/overview")
     def overview_json(request: Request, who: ViewerDep) -> dict[str, Any]:
         data = overview_data(query(request))
         recovery = data["recovery"].to_json() if data["recovery"] else None
-        return {"apps": data["apps"], **data["overview"].to_json(), "recovery": recovery}
+        states = app_states(ctx, data["apps"])
+        return {
+            "apps": data["apps"],
+            **data["overview"].to_json(),
+            "recovery": recovery,
+            "app_states": states,
+        }
 
     @routes.get("/roots", response_class=HTMLResponse)
     def roots_page(request: Request, who: ViewerDep) -> HTMLResponse:
@@ -82,7 +89,23 @@ def router(ctx: UiContext) -> APIRouter:
         r = reader()
         result = r.roots_page(f)
         result = replace(result, roots=[masked_state(redactor, root) for root in result.roots])
-        return site.page(request, "roots.html", who, active="roots", apps=r.apps(), p=result, f=f)
+        # How many of the matches "Replay all matching" would send: all of them when the
+        # filter names replayable statuses only (no query), else counted by status.
+        replayable = result.total
+        if who.can_replay and result.total and not set(f.statuses) <= set(REPLAYABLE):
+            counts = r.count_by_status(f)
+            replayable = sum(n for name, n in counts.items() if name in REPLAYABLE)
+        return site.page(
+            request,
+            "roots.html",
+            who,
+            active="roots",
+            apps=r.apps(),
+            p=result,
+            f=f,
+            replayable=replayable,
+            REPLAYABLE=REPLAYABLE,
+        )
 
     @routes.get("/api/roots")
     def roots_json(request: Request, who: ViewerDep) -> dict[str, Any]:
@@ -99,7 +122,7 @@ def router(ctx: UiContext) -> APIRouter:
     def journey(root_id: str) -> tuple[Journey, Preview | None]:
         # Read past the cut, so that masking sees a secret the cut would split.
         r = reader()
-        found = r.show_root(parse_root_id(root_id), preview_chars=ui.payload_preview_chars + 1024)
+        found = r.show_root(root_id_param(root_id), preview_chars=ui.payload_preview_chars + 1024)
         found = masked_journey(redactor, found)
         source = found.source
         preview = None
@@ -122,6 +145,7 @@ def router(ctx: UiContext) -> APIRouter:
             preview=preview,
             timeline=charts.timeline(found),
             replayable=found.state.status in REPLAYABLE,
+            outcome=latest_attempt(found),
         )
 
     @routes.get("/api/roots/{root_id}")
@@ -169,3 +193,11 @@ def router(ctx: UiContext) -> APIRouter:
         return {"apps": reader().apps(), "configured": list(ctx.apps)}
 
     return routes
+
+
+def latest_attempt(j: Journey) -> Attempt | None:
+    """The newest attempt of a root's chain: the root's outcome, when it was replayed
+    (None for a root never replayed, whose own status says it all)."""
+    if len(j.attempts) < 2:
+        return None
+    return max(j.attempts, key=lambda a: a.attempt)

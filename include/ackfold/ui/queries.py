@@ -21,6 +21,7 @@ from datetime import datetime, timedelta
 from typing import Any, Final
 
 from ackfold.ledger import status
+from ackfold.ledger.ids import shown_ids
 from ackfold.ledger.reader import LedgerReader
 from ackfold.ledger.rows import STATE_COLUMNS, RootState, state_from_row
 from ackfold.ledger.sql import NoLedger, app_since, sql_date, sql_str, sql_ts
@@ -81,7 +82,7 @@ class DeadLetter:
     redrive_root_id: int | None
 
     def to_json(self) -> dict[str, Any]:
-        return {f.name: jsonable(getattr(self, f.name)) for f in fields(self)}
+        return shown_ids({f.name: jsonable(getattr(self, f.name)) for f in fields(self)})
 
 
 DEAD_LETTER_COLUMNS: Final = tuple(f.name for f in fields(DeadLetter))

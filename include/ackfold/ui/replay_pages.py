@@ -11,26 +11,35 @@ selection runs in FastAPI's thread pool.
 # `ViewerDep` is local to `router`.
 import json
 import logging
-from typing import Annotated, Any
+from typing import Annotated, Any, Final
+from urllib.parse import urlencode
 
 from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse
 from starlette.datastructures import FormData
 
+from ackfold.ledger.ids import format_id
 from ackfold.replay.params import MANUAL_REPLAY_DAG_ID, conf_from_request, parse_replay_conf
 from ackfold.replay.request import REPLAYABLE
 from ackfold.ui.context import UiContext
-from ackfold.ui.filters import FieldError, Params
+from ackfold.ui.filters import MAX_ROOT_IDS, FieldError, Params
 from ackfold.ui.security import CSRF_FIELD, CSRF_HEADER, Viewer
 from ackfold.ui.selection import Selection, json_params, select_roots
-from ackfold.ui.trigger import trigger_manual_replay
+from ackfold.ui.trigger import RUN_ID, RunStatus, run_status, trigger_manual_replay
 
 log = logging.getLogger(__name__)
 
+# A replay body names at most `ui.replay_max_roots` ids or one filter: far below these.
+MAX_BODY_BYTES: Final = 1 << 20
+MAX_BODY_DEPTH: Final = 8
+# The roots a run's page links to by name (the rest: one link to all of them).
+SHOWN_ROOTS: Final = 20
+
 
 def router(ctx: UiContext) -> APIRouter:
-    """GET /api/csrf; POST /replay (confirm), /replay/confirm (trigger) and /api/replay."""
+    """GET /api/csrf; POST /replay (confirm), /replay/confirm (trigger) and /api/replay;
+    GET /replay/runs/{run_id} and /api/replay/runs/{run_id} (the run's live state)."""
     site, guard, airflow = ctx.site, ctx.guard, ctx.airflow
     routes = APIRouter()
     ViewerDep = Annotated[Viewer, Depends(ctx.viewer)]
@@ -57,7 +66,7 @@ def router(ctx: UiContext) -> APIRouter:
 
     async def trigger(who: Viewer, root_ids: list[int], dry_run: bool) -> Any:
         conf = {
-            "root_ids": [str(r) for r in root_ids],
+            "root_ids": [format_id(r) for r in root_ids],
             "statuses": list(REPLAYABLE),
             "dry_run": dry_run,
         }
@@ -91,16 +100,45 @@ def router(ctx: UiContext) -> APIRouter:
         chosen = await run_in_threadpool(select, params)
         if not chosen.root_ids:
             raise FieldError("root_id", "none of the selected roots can be replayed")
-        run = await trigger(who, chosen.root_ids, params.given("dry_run"))
+        dry_run = params.given("dry_run")
+        run = await trigger(who, chosen.root_ids, dry_run)
+        # What Airflow said at creation (queued): nothing is sent until the run runs.
+        status = RunStatus(
+            run_id=run.run_id,
+            state=run.state or "queued",
+            url=run.url,
+            root_ids=tuple(str(r) for r in chosen.root_ids),
+            dry_run=dry_run,
+        )
+        return run_page(request, who, status)
+
+    def run_page(request: Request, who: Viewer, status: RunStatus) -> HTMLResponse:
+        roots_query = urlencode([("root_id", r) for r in status.root_ids[:MAX_ROOT_IDS]])
         return site.page(
             request,
             "triggered.html",
             who,
             active="roots",
-            run=run,
-            count=len(chosen.root_ids),
-            dry_run=params.given("dry_run"),
+            run=status,
+            shown_roots=SHOWN_ROOTS,
+            roots_query=roots_query,
         )
+
+    async def follow(who: Viewer, run_id: str) -> RunStatus:
+        if not RUN_ID.match(run_id):
+            raise FieldError("run_id", "not an Airflow run id")
+        airflow.check()
+        if who.token is None:
+            raise HTTPException(401, "no Airflow token to ask about the run with: log in again")
+        return await run_status(airflow, who.token, run_id, transport=ctx.transport)
+
+    @routes.get("/replay/runs/{run_id}", response_class=HTMLResponse)
+    async def run_state_page(request: Request, run_id: str, who: ViewerDep) -> HTMLResponse:
+        return run_page(request, who, await follow(who, run_id))
+
+    @routes.get("/api/replay/runs/{run_id}")
+    async def run_state_json(run_id: str, who: ViewerDep) -> dict[str, Any]:
+        return (await follow(who, run_id)).to_json()
 
     @routes.post("/api/replay")
     async def replay_json(request: Request, who: ViewerDep) -> dict[str, Any]:
@@ -108,12 +146,7 @@ def router(ctx: UiContext) -> APIRouter:
         (default true); header X-CSRF-Token (GET /api/csrf)."""
         may_replay(who)
         guard.check(request, who, request.headers.get(CSRF_HEADER))
-        try:
-            body = await request.json()
-        except json.JSONDecodeError:
-            raise FieldError("body", "not JSON") from None
-        if not isinstance(body, dict):
-            raise FieldError("body", "must be a JSON object")
+        body = json_body(await request.body())
         dry_run = body.get("dry_run", True)
         if not isinstance(dry_run, bool):
             raise FieldError("dry_run", "must be true or false")
@@ -130,6 +163,47 @@ def router(ctx: UiContext) -> APIRouter:
         }
 
     return routes
+
+
+def json_body(raw: bytes) -> dict[str, Any]:
+    """A replay request's body as a JSON object; `FieldError` (400) for anything else:
+    too long, not UTF-8, not JSON, nested past what a replay needs, numbers of thousands
+    of digits (Python's limit on converting text to integers raises `ValueError`)."""
+    if len(raw) > MAX_BODY_BYTES:
+        raise FieldError("body", f"longer than {MAX_BODY_BYTES:,} bytes")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise FieldError("body", "not UTF-8 text: send JSON encoded as UTF-8") from None
+    depth = max_depth(text)
+    if depth > MAX_BODY_DEPTH:
+        raise FieldError("body", f"nested {depth} levels deep: at most {MAX_BODY_DEPTH}")
+    try:
+        body = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        # JSONDecodeError is a ValueError; its message names the line and column.
+        where = (
+            f" ({exc.msg} at line {exc.lineno} column {exc.colno})"
+            if isinstance(exc, json.JSONDecodeError)
+            else ""
+        )
+        raise FieldError("body", f"not valid JSON{where}") from None
+    if not isinstance(body, dict):
+        raise FieldError("body", "must be a JSON object")
+    return body
+
+
+def max_depth(text: str) -> int:
+    """How deeply brackets nest in JSON `text` (brackets inside strings counted too: an
+    over-estimate that only refuses bodies no replay request needs)."""
+    depth = deepest = 0
+    for char in text:
+        if char in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in "]}":
+            depth -= 1
+    return deepest
 
 
 def _text(value: Any) -> str:

@@ -48,6 +48,18 @@ REPLAY_ROLE: Final = (
 )
 FRAME_SELF: Final = "frame-ancestors 'self'"
 FRAME_NONE: Final = "frame-ancestors 'none'"
+# What the pages load: the stylesheet and the small script from this server (no inline
+# script, no inline style, no CDN); the charts are inline SVG. Forms post here only.
+PAGE_POLICY: Final = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "connect-src 'self'; font-src 'self'; object-src 'none'; base-uri 'none'; "
+    "form-action 'self'"
+)
+# JSON and static files load nothing.
+OTHER_POLICY: Final = "default-src 'none'"
+# Links to Airflow or elsewhere carry this origin, never a page's path and query (a
+# filter may name roots, apps, stages).
+REFERRER_POLICY: Final = "same-origin"
 
 
 @dataclass(frozen=True)
@@ -126,8 +138,11 @@ def _host(url: str) -> str:
 
 class FramingHeaders:
     """ASGI middleware: every response says who may frame it. An HTML page: this origin
-    (Airflow's UI shows the pages in its own frames); anything else: nobody. A response
-    that sets its own Content-Security-Policy (Data Docs) keeps it."""
+    (Airflow's UI shows the pages in its own frames); anything else: nobody. Its
+    Content-Security-Policy also says what a page may load (`PAGE_POLICY`); a response
+    that sets its own (Data Docs) keeps it. Every response has a `Referrer-Policy`, and
+    none is cached unless it says so (pages and JSON show payload previews and reasons:
+    `Cache-Control: no-store`; the static files may be cached by this browser only)."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -142,9 +157,12 @@ class FramingHeaders:
                 headers = MutableHeaders(scope=message)
                 if "content-security-policy" not in headers:
                     page = headers.get("content-type", "").startswith("text/html")
-                    headers["Content-Security-Policy"] = FRAME_SELF if page else FRAME_NONE
+                    policy = (PAGE_POLICY, FRAME_SELF) if page else (OTHER_POLICY, FRAME_NONE)
+                    headers["Content-Security-Policy"] = "; ".join(policy)
                     headers["X-Frame-Options"] = "SAMEORIGIN" if page else "DENY"
                 headers.setdefault("X-Content-Type-Options", "nosniff")
+                headers.setdefault("Referrer-Policy", REFERRER_POLICY)
+                headers.setdefault("Cache-Control", "no-store")
             await send(message)
 
         await self.app(scope, receive, framed)

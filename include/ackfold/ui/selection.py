@@ -9,6 +9,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ackfold.config.sections import UiSettings
+from ackfold.ledger.ids import format_id
 from ackfold.replay.request import REPLAYABLE
 from ackfold.ui.filters import FieldError, Params, RootFilter
 from ackfold.ui.queries import UiReader
@@ -28,7 +29,7 @@ class Selection:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "root_ids": [str(r) for r in self.root_ids],
+            "root_ids": [format_id(r) for r in self.root_ids],
             "matched": self.matched,
             "replayable": self.replayable,
             "considered": self.considered,

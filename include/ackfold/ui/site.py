@@ -13,6 +13,8 @@ from fastapi.responses import HTMLResponse, JSONResponse, Response
 from jinja2 import Environment, PackageLoader, select_autoescape
 
 from ackfold.ledger import status
+from ackfold.ledger.ids import format_id
+from ackfold.ledger.pending import span
 from ackfold.ledger.values import hex64, iso
 from ackfold.ui.filters import SORTABLE
 from ackfold.ui.security import REPLAY_ROLE, CsrfGuard, Viewer
@@ -42,7 +44,13 @@ class Site:
             autoescape=select_autoescape(default=True, default_for_string=True),
         )
         env.globals.update(
-            iso=iso, hex64=hex64, STATUSES=status.ALL, SORTABLE=SORTABLE, REPLAY_ROLE=REPLAY_ROLE
+            iso=iso,
+            hex64=hex64,
+            rid=format_id,
+            span=span,
+            STATUSES=status.ALL,
+            SORTABLE=SORTABLE,
+            REPLAY_ROLE=REPLAY_ROLE,
         )
         env.filters["urlencode_pairs"] = urlencode
 

@@ -1,4 +1,5 @@
-"""Trigger the manual replay DAG through Airflow's REST API, as the logged-in user.
+"""Trigger the manual replay DAG through Airflow's REST API, as the logged-in user, and
+follow the run it created (`run_status`): queued, running, then what it sent or why not.
 
 The call carries the user's own JWT, so Airflow checks the user's right to trigger the
 DAG and records the run as theirs. It is made with `httpx.AsyncClient` from an async
@@ -12,6 +13,8 @@ the request's `Host` header would send the user's token wherever a caller points
 
 from __future__ import annotations
 
+import json
+import re
 from dataclasses import dataclass
 from typing import Any, Final
 from urllib.parse import quote
@@ -29,6 +32,12 @@ UNKNOWN_API: Final = (
     "[api] base_url (AIRFLOW__API__BASE_URL) to the address users open Airflow at, e.g. "
     "https://airflow.example.com"
 )
+
+
+# Airflow's run ids (`manual__2026-11-28T14:00:00.123+00:00`, or given over REST).
+RUN_ID: Final = re.compile(r"^[\w.:+\-]{1,250}$")
+# The run's states in which nothing will change any more.
+FINISHED: Final = ("success", "failed")
 
 
 class TriggerError(Exception):
@@ -119,3 +128,86 @@ def _detail(response: httpx.Response) -> str:
         detail = None
     text = detail if isinstance(detail, str) else str(detail) if detail else response.reason_phrase
     return f"Airflow answered {response.status_code}: {one_line(text, DETAIL_CHARS)}"
+
+
+@dataclass(frozen=True)
+class RunStatus:
+    """A manual replay run as Airflow reports it: `state` is Airflow's (`queued`,
+    `running`, `success`, `failed`); `root_ids` what it was asked to replay (its conf);
+    `summary` the replay task's return value once the run succeeded (`sent`, `planned`,
+    `skipped`, `dry_run`, ...)."""
+
+    run_id: str
+    state: str
+    url: str
+    root_ids: tuple[str, ...] = ()
+    dry_run: bool | None = None
+    summary: dict[str, Any] | None = None
+
+    @property
+    def finished(self) -> bool:
+        return self.state in FINISHED
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "run_id": self.run_id,
+            "state": self.state,
+            "finished": self.finished,
+            "url": self.url,
+            "root_ids": list(self.root_ids),
+            "dry_run": self.dry_run,
+            "summary": self.summary,
+        }
+
+
+async def run_status(
+    api: AirflowApi,
+    token: str,
+    run_id: str,
+    *,
+    transport: httpx.AsyncBaseTransport | None = None,
+) -> RunStatus:
+    """The state of manual replay run `run_id`, and once it succeeded, what it did."""
+    base = api.target
+    run_path = f"/dags/{MANUAL_REPLAY_DAG_ID}/dagRuns/{quote(run_id, safe='')}"
+    headers = {"Authorization": f"Bearer {token}"}
+    try:
+        async with httpx.AsyncClient(transport=transport, timeout=TIMEOUT_SECONDS) as client:
+            response = await client.get(f"{base}/api/v2{run_path}", headers=headers)
+            if response.status_code != 200:
+                raise TriggerError(response.status_code, _detail(response))
+            run = response.json()
+            state = str(run.get("state") or "queued")
+            summary = None
+            if state == "success":
+                xcom = await client.get(
+                    f"{base}/api/v2{run_path}/taskInstances/replay/xcomEntries/return_value",
+                    headers=headers,
+                )
+                if xcom.status_code == 200:
+                    summary = _value(xcom.json().get("value"))
+    except httpx.HTTPError as exc:
+        raise TriggerError(502, f"cannot reach Airflow's API at {base}: {exc}") from None
+    conf = run.get("conf")
+    conf = conf if isinstance(conf, dict) else {}
+    ids = conf.get("root_ids")
+    ids = ids if isinstance(ids, list) else []
+    dry_run = conf.get("dry_run")
+    return RunStatus(
+        run_id=run_id,
+        state=state,
+        url=api.link(f"/dags/{MANUAL_REPLAY_DAG_ID}/runs/{quote(run_id, safe='')}"),
+        root_ids=tuple(str(i) for i in ids),
+        dry_run=dry_run if isinstance(dry_run, bool) else None,
+        summary=summary,
+    )
+
+
+def _value(raw: Any) -> dict[str, Any] | None:
+    """An XCom value as Airflow's API returns it: the object, or its JSON text."""
+    if isinstance(raw, str):
+        try:
+            raw = json.loads(raw)
+        except ValueError:
+            return None
+    return raw if isinstance(raw, dict) else None

@@ -1,4 +1,4 @@
-"""The Spark reconciler against the plain-Python reference fold, on real Delta tables."""
+"""Each engine against the plain-Python reference fold, on real Delta tables."""
 
 from __future__ import annotations
 
@@ -9,16 +9,15 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from pyspark.sql import SparkSession
 
 from ackfold.config import Settings, load_settings
 from ackfold.ledger import status
-from ackfold.ledger.tables import ROOT_STATE, UNMATCHED_EVENTS, Ledger
+from ackfold.ledger.tables import Ledger
 from ackfold.reconcile.fold import classify, fold
-from ackfold.reconcile.reconciler import reconcile
 from ackfold.track.tracker import Tracker
+from tests.conformance.conftest import Reconcile, set_status, state, waiting
+from tests.conformance.conftest import append as _append
 from tests.conftest import JARS_DIR
-from tests.spark.ledger_io import append, state
 
 T0 = datetime(2026, 11, 22, 10, 0, tzinfo=UTC)
 TIMEOUT = timedelta(minutes=5)
@@ -72,87 +71,90 @@ def _expected(events: list[dict[str, Any]], now: datetime) -> dict[int, tuple[st
     }
 
 
-def _actual(spark: SparkSession, ledger: Ledger) -> dict[int, tuple[str, int, str]]:
+def _actual(ledger: Ledger) -> dict[int, tuple[str, int, str]]:
     return {
-        r: (row["status"], row["xor_acc"], row["last_stage"])
-        for r, row in state(spark, ledger).items()
+        r: (row["status"], row["xor_acc"], row["last_stage"]) for r, row in state(ledger).items()
     }
 
 
+def append(ledger: Ledger, table: str, rows: list[dict[str, Any]]) -> None:
+    _append(ledger, table, rows)
+
+
 def test_one_run_matches_the_reference_fold(
-    spark: SparkSession, settings: Settings, ledger: Ledger
+    reconcile: Reconcile, settings: Settings, ledger: Ledger
 ) -> None:
     tracker = Tracker("wordcount", clock=_clock().__next__)
     _topology(tracker)
     events, roots = tracker.drain(), tracker.drain_roots()
-    append(spark, ledger, "roots", roots)
-    append(spark, ledger, "ack_events", events)
+    append(ledger, "roots", roots)
+    append(ledger, "ack_events", events)
 
     now = T0 + timedelta(minutes=10)
-    summary = reconcile(spark, settings, now=now)
+    summary = reconcile(settings, now=now)
 
-    assert _actual(spark, ledger) == _expected(events, now)
+    assert _actual(ledger) == _expected(events, now)
     assert summary["by_status"] == {"completed": 3, "failed": 1, "timed_out": 1}
     assert summary["events_read"] == len(events)
-    failed = next(row for row in state(spark, ledger).values() if row["status"] == status.FAILED)
+    failed = next(row for row in state(ledger).values() if row["status"] == status.FAILED)
     assert (failed["fail_reason"], failed["fail_stage"]) == ("unparseable sentence", "split")
-    assert {row["attempt"] for row in state(spark, ledger).values()} == {1}
+    assert {row["attempt"] for row in state(ledger).values()} == {1}
 
 
 def test_order_splits_and_duplicates_change_nothing(
-    spark: SparkSession, settings: Settings, ledger: Ledger
+    reconcile: Reconcile, settings: Settings, ledger: Ledger
 ) -> None:
     tracker = Tracker("wordcount", clock=_clock().__next__)
     _topology(tracker)
     events = tracker.drain()
-    append(spark, ledger, "roots", tracker.drain_roots())
+    append(ledger, "roots", tracker.drain_roots())
 
     shuffled = random.Random(7).sample(events, len(events))
     runs = [shuffled[:4], shuffled[4:9] + shuffled[:2], shuffled[9:] + shuffled[5:7]]
     for batch in runs:
-        append(spark, ledger, "ack_events", batch)
-        reconcile(spark, settings, now=T0 + timedelta(minutes=1))
+        append(ledger, "ack_events", batch)
+        reconcile(settings, now=T0 + timedelta(minutes=1))
 
     now = T0 + timedelta(minutes=10)
-    summary = reconcile(spark, settings, now=now)
-    assert _actual(spark, ledger) == _expected(events, now)
+    summary = reconcile(settings, now=now)
+    assert _actual(ledger) == _expected(events, now)
     assert summary["events_read"] == 0
-    counts = {r: row["event_count"] for r, row in state(spark, ledger).items()}
+    counts = {r: row["event_count"] for r, row in state(ledger).items()}
     assert counts == {r: f.event_count for r, f in fold(events).items()}
 
 
 def test_running_twice_on_the_same_input_changes_nothing(
-    spark: SparkSession, settings: Settings, ledger: Ledger
+    reconcile: Reconcile, settings: Settings, ledger: Ledger
 ) -> None:
     tracker = Tracker("wordcount", clock=_clock().__next__)
     _topology(tracker)
-    append(spark, ledger, "roots", tracker.drain_roots())
-    append(spark, ledger, "ack_events", tracker.drain())
+    append(ledger, "roots", tracker.drain_roots())
+    append(ledger, "ack_events", tracker.drain())
     now = T0 + timedelta(minutes=10)
-    reconcile(spark, settings, now=now)
-    before = state(spark, ledger)
-    summary = reconcile(spark, settings, now=now)
-    assert state(spark, ledger) == before
+    reconcile(settings, now=now)
+    before = state(ledger)
+    summary = reconcile(settings, now=now)
+    assert state(ledger) == before
     assert summary["roots_updated"] == 0
 
 
 def test_timeouts_per_app_and_idle_timeout_keeps_progressing_roots_pending(
-    spark: SparkSession, settings: Settings, ledger: Ledger
+    reconcile: Reconcile, settings: Settings, ledger: Ledger
 ) -> None:
     fast = Tracker("wordcount", clock=_clock().__next__)
     fast.emit([fast.spout("f1")], stage="split")
     slow = Tracker("slow", clock=_clock().__next__)
     root = slow.spout("s1")
-    append(spark, ledger, "ack_events", fast.drain() + slow.drain())
+    append(ledger, "ack_events", fast.drain() + slow.drain())
 
-    reconcile(spark, settings, now=T0 + timedelta(minutes=1))
-    assert {row["app"]: row["status"] for row in state(spark, ledger).values()} == {
+    reconcile(settings, now=T0 + timedelta(minutes=1))
+    assert {row["app"]: row["status"] for row in state(ledger).values()} == {
         "wordcount": status.PENDING,
         "slow": status.PENDING,
     }
     # Past wordcount's 5 min timeout; slow's 1 h timeout is far away.
-    reconcile(spark, settings, now=T0 + timedelta(minutes=6))
-    assert {row["app"]: row["status"] for row in state(spark, ledger).values()} == {
+    reconcile(settings, now=T0 + timedelta(minutes=6))
+    assert {row["app"]: row["status"] for row in state(ledger).values()} == {
         "wordcount": status.TIMED_OUT,
         "slow": status.PENDING,
     }
@@ -161,80 +163,80 @@ def test_timeouts_per_app_and_idle_timeout_keeps_progressing_roots_pending(
     slow.emit([root], stage="split")
     slow.ack(root, stage="split")  # progress: one ack, a minute before `later`
     ack_row = {**slow.drain()[0], "event_time": later - timedelta(minutes=1)}
-    append(spark, ledger, "ack_events", [ack_row])
-    reconcile(spark, settings, now=later)
-    slow_state = next(row for row in state(spark, ledger).values() if row["app"] == "slow")
+    append(ledger, "ack_events", [ack_row])
+    reconcile(settings, now=later)
+    slow_state = next(row for row in state(ledger).values() if row["app"] == "slow")
     assert slow_state["status"] == status.PENDING
-    reconcile(spark, settings, now=later + timedelta(minutes=3))
-    slow_state = next(row for row in state(spark, ledger).values() if row["app"] == "slow")
+    reconcile(settings, now=later + timedelta(minutes=3))
+    slow_state = next(row for row in state(ledger).values() if row["app"] == "slow")
     assert slow_state["status"] == status.TIMED_OUT
 
 
 def test_a_replayed_root_that_completes_late_is_a_duplicate_delivery(
-    spark: SparkSession, settings: Settings, ledger: Ledger
+    reconcile: Reconcile, settings: Settings, ledger: Ledger
 ) -> None:
     tracker = Tracker("wordcount", clock=_clock().__next__)
     root = tracker.spout("m1")
     word = tracker.emit([root], stage="split")
     tracker.ack(root, stage="split")
     early = tracker.drain()
-    append(spark, ledger, "ack_events", early)
-    reconcile(spark, settings, now=T0 + timedelta(minutes=10))
+    append(ledger, "ack_events", early)
+    reconcile(settings, now=T0 + timedelta(minutes=10))
     # The replay engine marks it replayed (here: by hand, as it will through Delta).
-    spark.sql(f"UPDATE delta.`{ledger.path(ROOT_STATE)}` SET status = 'replayed'")
+    set_status(ledger, status.REPLAYED)
     tracker.ack(word, stage="count")  # the old attempt finishes after all
-    append(spark, ledger, "ack_events", tracker.drain())
-    reconcile(spark, settings, now=T0 + timedelta(minutes=11))
-    (row,) = state(spark, ledger).values()
+    append(ledger, "ack_events", tracker.drain())
+    reconcile(settings, now=T0 + timedelta(minutes=11))
+    (row,) = state(ledger).values()
     assert row["status"] == status.COMPLETED_LATE
     assert row["xor_acc"] == 0
 
 
 def test_events_of_an_unknown_root_wait_until_their_init_arrives(
-    spark: SparkSession, settings: Settings, ledger: Ledger
+    reconcile: Reconcile, settings: Settings, ledger: Ledger
 ) -> None:
     tracker = Tracker("wordcount", clock=_clock().__next__)
     root = tracker.spout("m1")
     init = tracker.drain()
     tracker.ack(root, stage="split")
-    append(spark, ledger, "ack_events", tracker.drain())  # the ack, before its init
+    append(ledger, "ack_events", tracker.drain())  # the ack, before its init
 
-    summary = reconcile(spark, settings, now=T0 + timedelta(seconds=30))
+    summary = reconcile(settings, now=T0 + timedelta(seconds=30))
     assert summary["unmatched_events"] == 1
-    assert state(spark, ledger) == {}
+    assert state(ledger) == {}
 
-    append(spark, ledger, "ack_events", init)
-    summary = reconcile(spark, settings, now=T0 + timedelta(minutes=1))
+    append(ledger, "ack_events", init)
+    summary = reconcile(settings, now=T0 + timedelta(minutes=1))
     assert summary["unmatched_events"] == 0
-    assert spark.read.format("delta").load(ledger.path(UNMATCHED_EVENTS)).count() == 0
-    (row,) = state(spark, ledger).values()
+    assert waiting(ledger) == []
+    (row,) = state(ledger).values()
     assert (row["status"], row["event_count"]) == (status.COMPLETED, 2)
 
 
 def test_reconcile_of_one_app_leaves_other_apps_alone(
-    spark: SparkSession, settings: Settings, ledger: Ledger
+    reconcile: Reconcile, settings: Settings, ledger: Ledger
 ) -> None:
     a = Tracker("wordcount", clock=_clock().__next__)
     a.spout("m1")
     b = Tracker("slow", clock=_clock().__next__)
     b.spout("m1")
-    append(spark, ledger, "ack_events", a.drain() + b.drain())
-    summary = reconcile(spark, settings, now=T0, app="slow")
+    append(ledger, "ack_events", a.drain() + b.drain())
+    summary = reconcile(settings, now=T0, app="slow")
     assert summary["by_status"] == {"pending": 1}
-    assert {row["app"] for row in state(spark, ledger).values()} == {"slow"}
+    assert {row["app"] for row in state(ledger).values()} == {"slow"}
 
 
 def test_a_root_older_than_the_lookback_keeps_one_row_when_its_events_come_again(
-    spark: SparkSession, settings: Settings, ledger: Ledger
+    reconcile: Reconcile, settings: Settings, ledger: Ledger
 ) -> None:
     tracker = Tracker("wordcount", clock=_clock().__next__)
     root = tracker.spout("m1")
     tracker.ack(root, stage="split")
-    append(spark, ledger, "ack_events", tracker.drain())
-    reconcile(spark, settings, now=T0 + timedelta(minutes=1), app="wordcount")
+    append(ledger, "ack_events", tracker.drain())
+    reconcile(settings, now=T0 + timedelta(minutes=1), app="wordcount")
     # A full run ten days later reads the same events again (its checkpoint is new): the
     # root's row is found on the day its events name, and they are dropped as duplicates.
-    summary = reconcile(spark, settings, now=T0 + timedelta(days=10))
-    (row,) = state(spark, ledger).values()
+    summary = reconcile(settings, now=T0 + timedelta(days=10))
+    (row,) = state(ledger).values()
     assert row["status"] == status.COMPLETED
     assert (summary["unmatched_events"], summary["duplicates_dropped"]) == (0, 2)

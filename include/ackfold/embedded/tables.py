@@ -1,0 +1,298 @@
+"""Ledger tables as DuckDB reads them, and Arrow rows committed back through delta-rs.
+
+Reads: `scan` gives a DuckDB relation over a table (its current version, pruned to some
+partitions), or over a list of its data files (`ackfold.embedded.log`). Files on this
+machine are read by DuckDB's own parquet reader, the fastest path; files on an object
+store through an Arrow dataset that delta-rs's file system opens with the ledger's
+storage options, so no DuckDB extension is needed.
+
+Writes go through delta-rs, the ledger's one commit protocol: `append`, and `merge` for
+rows that replace others.
+
+Example:
+    >>> rel = scan(db, "/srv/warehouse/root_state", columns=["root_id"],   # doctest: +SKIP
+    ...            partitions=[("status", "in", ["pending", "timed_out"])])
+    >>> rel.count("*").fetchall()                                            # doctest: +SKIP
+    [(12,)]
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from ackfold.embedded.log import DataFile, absolute_uri, arrow_table
+
+if TYPE_CHECKING:
+    import duckdb
+    import pyarrow as pa
+
+_names = itertools.count()
+# A partition filter as delta-rs takes it: (column, "=" | "!=" | "in" | "not in", value(s)).
+PartitionFilter = tuple[str, str, Any]
+
+
+def exists(uri: str, storage_options: Mapping[str, str] | None = None) -> bool:
+    from deltalake import DeltaTable
+
+    return bool(DeltaTable.is_deltatable(uri, dict(storage_options or {}) or None))
+
+
+def scan(
+    db: duckdb.DuckDBPyConnection,
+    uri: str,
+    *,
+    columns: Sequence[str] | None = None,
+    keep: Callable[[Mapping[str, str | None]], bool] | None = None,
+    partitions: Sequence[PartitionFilter] | None = None,
+    storage_options: Mapping[str, str] | None = None,
+) -> duckdb.DuckDBPyRelation:
+    """The Delta table at `uri` (current version) as a relation, read only from the
+    files whose partition values `keep` accepts (values as the log writes them: strings,
+    None for null) and that match every filter of `partitions` (delta-rs's form:
+    `(column, "=" | "!=" | "in" | "not in", value or values)`). Partition values come
+    from the log, never from paths."""
+    from deltalake import DeltaTable
+
+    if partitions:
+        keep = _and(keep, partitions)
+
+    table = DeltaTable(uri, storage_options=dict(storage_options or {}) or None)
+    schema = arrow_table_schema(table)
+    columns_of = list(table.metadata().partition_columns)
+    actions = arrow_table(table.get_add_actions(flatten=True))
+    wanted = ["path", *(f"partition.{c}" for c in columns_of)]
+    base = table.table_uri.rstrip("/")
+    files: list[tuple[str, dict[str, str | None]]] = []
+    for row in actions.select(wanted).to_pylist():
+        values = {c: _text(row[f"partition.{c}"]) for c in columns_of}
+        if keep is None or keep(values):
+            files.append((absolute_uri(base, row["path"]), values))
+    data = [f for f in schema if f.name not in columns_of]
+    typed = {f.name: f.type for f in schema}
+    if not files:
+        rel = _register(db, _empty(schema), None)
+    elif all(_local_path(uri) is not None for uri, _ in files):
+        rel = _local_partitioned(db, files, data, columns_of, typed)
+    else:
+        rel = _remote_partitioned(db, files, data, columns_of, typed, storage_options)
+    return _project(rel, columns or schema.names)
+
+
+def _and(
+    keep: Callable[[Mapping[str, str | None]], bool] | None,
+    filters: Sequence[PartitionFilter],
+) -> Callable[[Mapping[str, str | None]], bool]:
+    def matches(values: Mapping[str, str | None]) -> bool:
+        for column, op, wanted in filters:
+            value = values.get(column)
+            choices = {str(w) for w in wanted} if op in ("in", "not in") else {str(wanted)}
+            if (value in choices) != (op in ("=", "in")):
+                return False
+        return keep is None or keep(values)
+
+    return matches
+
+
+def _text(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+def _local_partitioned(
+    db: duckdb.DuckDBPyConnection,
+    files: Sequence[tuple[str, Mapping[str, str | None]]],
+    data: Sequence[Any],
+    partitions: Sequence[str],
+    typed: Mapping[str, Any],
+) -> duckdb.DuckDBPyRelation:
+    """One scan of every file by DuckDB's parquet reader, each row joined to its file's
+    partition values."""
+    paths = [str(_local_path(uri)) for uri, _ in files]
+    rel = _project(db.read_parquet(paths, union_by_name=True), [f.name for f in data])
+    if not partitions:
+        return rel
+    name = f"_ackfold_files_{next(_names)}"
+    # Built from ackfold's own names only; the values go in as parameters.
+    declared = ", ".join(f"{_quoted(c)} VARCHAR" for c in partitions)
+    db.execute(f"CREATE TEMP TABLE {name} (filename VARCHAR, {declared})")
+    markers = ", ".join("?" for _ in range(len(partitions) + 1))
+    rows = [[path, *(v[c] for c in partitions)] for path, (_, v) in zip(paths, files, strict=True)]
+    db.executemany(f"INSERT INTO {name} VALUES ({markers})", rows)  # noqa: S608
+    db.read_parquet(paths, union_by_name=True, filename=True).create_view(f"{name}_rows")
+    cols = [f"p.{_quoted(f.name)}" for f in data] + [
+        f"CAST(f.{_quoted(c)} AS {_duck_type(typed[c])}) AS {_quoted(c)}" for c in partitions
+    ]
+    return db.sql(
+        f"SELECT {', '.join(cols)} FROM {name}_rows p JOIN {name} f USING (filename)"  # noqa: S608
+    )
+
+
+def _remote_partitioned(
+    db: duckdb.DuckDBPyConnection,
+    files: Sequence[tuple[str, Mapping[str, str | None]]],
+    data: Sequence[Any],
+    partitions: Sequence[str],
+    typed: Mapping[str, Any],
+    storage_options: Mapping[str, str] | None,
+) -> duckdb.DuckDBPyRelation:
+    """The files of each partition read through delta-rs's file system (an object
+    store), with that partition's values as constants, all in one relation."""
+    import pyarrow as pa
+
+    groups: dict[tuple[str | None, ...], list[str]] = {}
+    for uri, values in files:
+        groups.setdefault(tuple(values[c] for c in partitions), []).append(uri)
+    rel: duckdb.DuckDBPyRelation | None = None
+    for group, uris in groups.items():
+        dataset = _dataset_of(db, uris, pa.schema(data), storage_options)
+        part = _register(db, dataset, [f.name for f in data])
+        consts = [
+            f"CAST({_literal(v)} AS {_duck_type(typed[c])}) AS {_quoted(c)}"
+            for c, v in zip(partitions, group, strict=True)
+        ]
+        view = f"_ackfold_part_{next(_names)}"
+        part.create_view(view)
+        names = ", ".join([*(_quoted(f.name) for f in data), *consts])
+        part = db.sql(f"SELECT {names} FROM {view}")  # noqa: S608 (own names, quoted values)
+        rel = part if rel is None else rel.union(part)
+    assert rel is not None
+    return rel
+
+
+def _literal(value: str | None) -> str:
+    return "NULL" if value is None else "'" + value.replace("'", "''") + "'"
+
+
+def _duck_type(arrow_type: Any) -> str:
+    import pyarrow as pa
+
+    if pa.types.is_date(arrow_type):
+        return "DATE"
+    if pa.types.is_integer(arrow_type):
+        return "BIGINT"
+    if pa.types.is_boolean(arrow_type):
+        return "BOOLEAN"
+    if pa.types.is_timestamp(arrow_type):
+        return "TIMESTAMPTZ"
+    return "VARCHAR"
+
+
+def arrow_table_schema(table: Any) -> pa.Schema:
+    import pyarrow as pa
+
+    return pa.schema(table.schema().to_arrow())
+
+
+def _empty(schema: pa.Schema) -> pa.Table:
+    import pyarrow as pa
+
+    return pa.Table.from_batches([], schema=schema)  # `empty_table()` would import pandas
+
+
+def scan_files(
+    db: duckdb.DuckDBPyConnection,
+    files: Sequence[DataFile],
+    schema: pa.Schema,
+    *,
+    storage_options: Mapping[str, str] | None = None,
+) -> duckdb.DuckDBPyRelation:
+    """The rows of `files` (data files of an unpartitioned table) in the columns of
+    `schema`; no file: no rows."""
+
+    if not files:
+        return _register(db, _empty(schema), None)
+    local = [path for f in files if (path := _local_path(f.uri)) is not None]
+    if len(local) == len(files):
+        return _project(db.read_parquet(local, union_by_name=True), schema.names)
+    return _register(
+        db, _dataset_of(db, [f.uri for f in files], schema, storage_options), schema.names
+    )
+
+
+def _dataset_of(
+    db: duckdb.DuckDBPyConnection,
+    uris: Sequence[str],
+    schema: pa.Schema,
+    storage_options: Mapping[str, str] | None,
+) -> Any:
+    """An Arrow dataset of parquet files on an object store, read through delta-rs's
+    file system with the ledger's storage options."""
+    import pyarrow.dataset as ds
+    import pyarrow.fs as pafs
+    from deltalake.fs import DeltaStorageHandler
+
+    base = _common_base(uris)
+    handler = DeltaStorageHandler(base, dict(storage_options or {}) or None)
+    return ds.dataset(
+        [u[len(base) + 1 :] for u in uris],
+        schema=schema,
+        format="parquet",
+        filesystem=pafs.PyFileSystem(handler),
+    )
+
+
+def append(uri: str, rows: pa.Table, *, storage_options: Mapping[str, str] | None = None) -> None:
+    """Append `rows` (cast to the table's schema) in one delta-rs commit; none if empty."""
+    if rows.num_rows == 0:
+        return
+    from deltalake import DeltaTable, write_deltalake
+
+    table = DeltaTable(uri, storage_options=dict(storage_options or {}) or None)
+    write_deltalake(table, conform(rows, table), mode="append")
+
+
+def overwrite(
+    uri: str, rows: pa.Table, *, storage_options: Mapping[str, str] | None = None
+) -> None:
+    """Replace every row of the table with `rows`, in one delta-rs commit."""
+    from deltalake import DeltaTable, write_deltalake
+
+    table = DeltaTable(uri, storage_options=dict(storage_options or {}) or None)
+    write_deltalake(table, conform(rows, table), mode="overwrite")
+
+
+def conform(rows: pa.Table, table: Any) -> pa.Table:
+    """`rows` in the table's column order and types (columns it lacks are null)."""
+    import pyarrow as pa
+
+    schema = pa.schema(table.schema().to_arrow())
+    columns = [
+        rows.column(f.name).cast(f.type)
+        if f.name in rows.column_names
+        else pa.nulls(len(rows), f.type)
+        for f in schema
+    ]
+    return pa.Table.from_arrays(columns, schema=schema)
+
+
+def _register(
+    db: duckdb.DuckDBPyConnection, data: Any, columns: Sequence[str] | None
+) -> duckdb.DuckDBPyRelation:
+    return _project(db.from_arrow(data), columns)
+
+
+def _project(
+    relation: duckdb.DuckDBPyRelation, columns: Sequence[str] | None
+) -> duckdb.DuckDBPyRelation:
+    return relation.project(*(_quoted(c) for c in columns)) if columns else relation
+
+
+def _quoted(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _local_path(uri: str) -> str | None:
+    from urllib.parse import unquote, urlparse
+
+    parsed = urlparse(uri)
+    if parsed.scheme == "file":
+        return unquote(parsed.path)
+    return uri if parsed.scheme == "" else None
+
+
+def _common_base(uris: Sequence[str]) -> str:
+    base = uris[0].rsplit("/", 1)[0]
+    while not all(u.startswith(base + "/") for u in uris):
+        base = base.rsplit("/", 1)[0]
+    return base

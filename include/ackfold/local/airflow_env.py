@@ -1,0 +1,143 @@
+"""The embedded Airflow's environment and accounts, and where it listens: what every
+process of `make run`'s stack (`ackfold.local.stack`) is started with.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+
+from ackfold.config import Settings
+from ackfold.dags import PROJECT_DIR
+from ackfold.local.ports import is_loopback_host
+from ackfold.spark import on_loopback
+
+SIMPLE_AUTH_MANAGER = (
+    "airflow.api_fastapi.auth.managers.simple.simple_auth_manager.SimpleAuthManager"
+)
+# What a bind to every interface is written as: named, never bound, here.
+_WILDCARDS = ("0.0.0.0", "::", "")  # noqa: S104
+
+
+def listen_address(settings: Settings) -> str:
+    """Where the api-server listens, as a person reads it.
+
+    Example:
+        >>> from ackfold.config import load_settings
+        >>> listen_address(load_settings(airflow={"port": 8080}))
+        '127.0.0.1:8080 (this machine only; airflow.host widens it)'
+        >>> listen_address(load_settings(airflow={"host": "0.0.0.0", "port": 8080}))
+        '0.0.0.0:8080 (every interface: other machines reach the login page)'
+    """
+    host, port = settings.airflow.host, settings.airflow.port
+    if host in _WILDCARDS:
+        every = host or "0.0.0.0"  # noqa: S104 - named, not bound
+        return f"{every}:{port} (every interface: other machines reach the login page)"
+    if is_loopback_host(host):
+        return f"{host}:{port} (this machine only; airflow.host widens it)"
+    return f"{host}:{port}"
+
+
+def airflow_url(settings: Settings) -> str:
+    """The address a browser or a task on this machine opens Airflow at."""
+    host = settings.airflow.host
+    if host in _WILDCARDS or is_loopback_host(host):
+        host = "localhost"
+    elif ":" in host:
+        host = f"[{host}]"
+    return f"http://{host}:{settings.airflow.port}"
+
+
+def local_api_url(settings: Settings) -> str:
+    """The api-server's address for this machine's own calls (tasks, the health check):
+    an address it listens on, never a name that may resolve to another family first."""
+    host = settings.airflow.host
+    if host in _WILDCARDS or host == "localhost":
+        host = "127.0.0.1"
+    elif ":" in host:
+        host = f"[{host}]"
+    return f"http://{host}:{settings.airflow.port}"
+
+
+def airflow_users(settings: Settings) -> dict[str, str]:
+    """The embedded Airflow's accounts, name -> role: the admin, then `airflow.users`."""
+    return {settings.airflow.admin_user: "admin", **settings.airflow.users}
+
+
+def user_passwords(settings: Settings) -> dict[str, str]:
+    """The password of every account of `airflow_users`, made once each and kept in
+    Airflow's simple-auth-manager passwords file (readable by its owner only)."""
+    path = passwords_file(settings)
+    kept: dict[str, str] = json.loads(path.read_text()) if path.is_file() else {}
+    wanted = airflow_users(settings)
+    missing = [name for name in wanted if name not in kept]
+    if missing:
+        kept.update({name: secrets.token_urlsafe(12) for name in missing})
+        path.parent.mkdir(parents=True, exist_ok=True)
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(descriptor, "w") as handle:
+            handle.write(json.dumps(kept) + "\n")
+    return {name: kept[name] for name in wanted}
+
+
+def passwords_file(settings: Settings) -> Path:
+    assert settings.airflow_home is not None
+    return settings.airflow_home / "passwords.json"
+
+
+def airflow_environment(
+    settings: Settings, base: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """The environment for every Airflow process of the embedded stack."""
+    env = dict(os.environ if base is None else base)
+    venv_bin = str(Path(sys.executable).parent)
+    port = settings.airflow.port
+    env.update(
+        {
+            # `airflow standalone` spawns `airflow`; spark-submit must be the venv's too.
+            "PATH": f"{venv_bin}{os.pathsep}{env.get('PATH', '')}",
+            "AIRFLOW_HOME": str(settings.airflow_home),
+            "AIRFLOW__CORE__DAGS_FOLDER": str(PROJECT_DIR / "dags"),
+            "AIRFLOW__CORE__PLUGINS_FOLDER": str(PROJECT_DIR / "plugins"),
+            "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+            "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": ",".join(
+                f"{name}:{role}" for name, role in airflow_users(settings).items()
+            ),
+            "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(passwords_file(settings)),
+            # What `airflow standalone` forces; set here, as the stack runs each component.
+            "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
+            "AIRFLOW__CORE__AUTH_MANAGER": SIMPLE_AUTH_MANAGER,
+            "AIRFLOW__API__HOST": settings.airflow.host,
+            "AIRFLOW__API__PORT": str(port),
+            "AIRFLOW__API__BASE_URL": airflow_url(settings),
+            "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"{local_api_url(settings)}/execution/",
+            "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "30",
+            "GX_ANALYTICS_ENABLED": "false",
+            # Tasks and spark-submit read the same settings as this process.
+            "ACKFOLD_VAR_DIR": str(settings.var_dir),
+            "ACKFOLD_WAREHOUSE": str(settings.warehouse),
+            "ACKFOLD_JARS_DIR": str(settings.jars_dir),
+            "ACKFOLD_AIRFLOW_HOME": str(settings.airflow_home),
+        }
+    )
+    if on_loopback(settings.spark.master):
+        # Drivers on loopback only; one that a remote cluster's executors must reach
+        # cannot be.
+        env.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    return env
+
+
+def demo_app_dag_env(settings: Settings) -> dict[str, str]:
+    """The environment that gives the demo's word count its DAG under `make run`
+    (`DEMO_APP_DAG`), unless the configuration already gives it one."""
+    from ackfold.config.demo import DEMO_APP, DEMO_APP_DAG
+    from ackfold.demo.wordcount import with_demo_policy
+
+    if with_demo_policy(settings).apps[DEMO_APP].dag is not None:
+        return {}
+    name = f"ACKFOLD_APPS__{DEMO_APP.upper()}__DAG"
+    return {name: DEMO_APP_DAG.model_dump_json(exclude_defaults=True)}

@@ -1,0 +1,384 @@
+"""The reconcile on the embedded engine: DuckDB in this process, delta-rs for the tables.
+
+The same run as `ackfold.reconcile.reconciler` (Spark), step for step, on the same
+tables, and with the same result row for row (`tests/conformance`):
+
+1. what is new: the `ack_events` appended since the mark the last run left
+   (`ackfold.reconcile.quiet`: the table's id and the version folded up to, shared by both
+   engines), read from the table's log (`ackfold.embedded.log`);
+2. in slices of at most `reconcile.max_bytes_per_batch` of parquet, each one a step:
+   the slice's events and those waiting in `unmatched_events` folded per root
+   (`duck_fold`), joined to the state of the open roots, every open root classified
+   again; the changed rows MERGEd into `root_state` and the new ones appended, by
+   delta-rs; the events of roots still unknown kept waiting; then the mark moves on;
+3. the summary, as the Spark run gives it.
+
+A step run again (killed between its writes and its mark) writes nothing twice: the state
+it reads has its events already, as in the Spark run. Memory is bounded by the slice and
+by `engine.memory_limit`, beyond which DuckDB spills to disk.
+
+Example:
+    >>> summary = EmbeddedReconciler(settings).run()      # doctest: +SKIP
+    >>> summary["by_status"]                               # doctest: +SKIP
+    {'completed': 1998, 'failed': 2}
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from datetime import UTC, date, datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from ackfold.config import Settings
+from ackfold.embedded import duck, tables
+from ackfold.embedded.log import Appends, DataFile, appended_since
+from ackfold.ledger import status
+from ackfold.ledger.sql import LedgerError, sql_date, sql_str
+from ackfold.ledger.tables import (
+    ACK_EVENTS,
+    ACK_EVENTS_COLUMNS,
+    ROOT_STATE,
+    ROOT_STATE_PARTITIONS,
+    ROOTS,
+    UNMATCHED_EVENTS,
+    Ledger,
+    local_dir,
+)
+from ackfold.ledger.writer import LedgerWriter
+from ackfold.reconcile import duck_fold, quiet
+from ackfold.reconcile.state import COLUMNS
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+log = logging.getLogger("ackfold.reconcile")
+
+# A root's `roots` row and its first event come from different writers: only clock skew
+# puts the registration after the event (as `reconciler.CLOCK_SKEW`).
+CLOCK_SKEW = timedelta(days=1)
+_UNITS = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
+# What a Spark stream keeps in its checkpoint: retired when the embedded engine folds.
+SPARK_STREAM_STATE = ("offsets", "commits", "sources", "metadata", "state")
+_EVENT_COLUMNS = ", ".join(ACK_EVENTS_COLUMNS)
+# The step's events (`$app`: one app's, or every app's when NULL), flagged.
+EVENTS_SQL = (  # built from ackfold's own column names only
+    f"CREATE OR REPLACE TEMP TABLE events AS "  # noqa: S608
+    f"SELECT {_EVENT_COLUMNS}, false AS waiting FROM new_input "
+    f"WHERE $app IS NULL OR app = $app "
+    f"UNION ALL SELECT {_EVENT_COLUMNS}, true AS waiting FROM waiting_input "
+    f"WHERE $app IS NULL OR app = $app"
+)
+# What unmatched_events holds after a step: the other apps' waiting events (a run of
+# one app, `$app`), and every event of the roots the step parked, once.
+PARK_SQL = (  # built from ackfold's own names only
+    f"SELECT {_EVENT_COLUMNS} FROM others_input "  # noqa: S608
+    f"WHERE $app IS NOT NULL AND app <> $app "
+    f"UNION SELECT {_EVENT_COLUMNS} FROM events "
+    f"SEMI JOIN (SELECT root_id FROM rows WHERE change = '{duck_fold.PARK}') p USING (root_id)"
+)
+
+
+class EmbeddedReconciler:
+    """One reconcile run on the embedded engine: `run()` folds what is new and classifies
+    the open roots, then returns the summary."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        now: datetime | None = None,
+        app: str | None = None,
+        checkpoint: str,
+    ) -> None:
+        self.settings = settings
+        self.ledger = Ledger(settings.table_root)
+        # Every table through the ledger's writer: its URI as delta-rs spells it, and the
+        # store's options (credentials, endpoint) from the environment.
+        self.writer = LedgerWriter(settings.table_root)
+        self.options = self.writer.storage_options
+        self.now = (now or datetime.now(UTC)).astimezone(UTC)
+        self.app = app
+        self.checkpoint = checkpoint
+        self.counts = dict.fromkeys(quiet.COUNTERS, 0)
+        self.db = duck.connect(settings)
+        self._register_policy()
+
+    # -- the run ----------------------------------------------------------------------
+
+    def run(self) -> dict[str, Any]:
+        self.writer.create([ACK_EVENTS, ROOTS, ROOT_STATE, UNMATCHED_EVENTS])
+        _check_layout(self.writer.table(ROOT_STATE), self.uri(ROOT_STATE))
+        mark = quiet.read_mark(self.checkpoint)
+        events = self.writer.table(ACK_EVENTS)
+        after = mark[1] if mark is not None and mark[0] == str(events.metadata().id) else None
+        appends = appended_since(self.uri(ACK_EVENTS), after, storage_options=self.options)
+        steps = 0
+        for files, version in _slices(appends, _bytes(self.settings.reconcile.max_bytes_per_batch)):
+            self.step(files)
+            steps += 1
+            if version is not None:
+                self._mark((appends.table_id, version))
+        if not steps:
+            self.step(None)  # nothing new: the open roots are classified all the same
+        self._mark((appends.table_id, appends.version))
+        return self.summary()
+
+    def uri(self, table: str) -> str:
+        return self.writer.uri(table)
+
+    def scan(self, table: str, **how: Any) -> Any:
+        """Ledger table `table` as a DuckDB relation (`ackfold.embedded.tables.scan`)."""
+        return tables.scan(self.db, self.uri(table), storage_options=self.options, **how)
+
+    def _mark(self, read: tuple[str, int]) -> None:
+        """Say what has been folded, for both engines: Spark's stream state in the same
+        checkpoint is behind it now, so it is retired, and a Spark run next starts its
+        stream after the mark (`Reconciler._starting_version`)."""
+        directory = local_dir(self.checkpoint)
+        if directory is not None:
+            directory.mkdir(parents=True, exist_ok=True)
+            for stale in SPARK_STREAM_STATE:
+                shutil.rmtree(directory / stale, ignore_errors=True)
+        quiet.save_mark(self.checkpoint, read)
+
+    def step(self, files: Sequence[DataFile] | None) -> None:
+        """Fold the events of `files` (None: no new events) and the waiting ones into
+        root_state, and classify the open roots again."""
+        db = self.db
+        since = (self.now - self.settings.reconcile.lookback).date()
+        self._open_state(since)
+        db.execute(
+            "CREATE OR REPLACE TEMP TABLE prior_seen AS "
+            "SELECT root_id, seen_event_hashes FROM prior"
+        )
+        self._register_events(files)
+        db.execute(f"CREATE OR REPLACE TEMP TABLE seen AS {duck_fold.SEEN_SQL}")
+        db.execute(f"CREATE OR REPLACE TEMP TABLE marked AS {duck_fold.FOLD_SQL}")
+        (seen,) = db.execute("SELECT count(*) FROM seen").fetchall()[0]
+        new = duck_fold.NEW_SQL if seen else duck_fold.NEW_SQL_ALL_FRESH
+        db.execute(f"CREATE OR REPLACE TEMP TABLE new AS {new}")
+        oldest = db.execute("SELECT min(first_event_at) FROM new").fetchall()[0][0]
+        first_day = min(since, oldest.astimezone(UTC).date()) if oldest else since
+        self._register_settled(first_day)
+        self._register_registrations(first_day - CLOCK_SKEW)
+        db.execute(
+            f"CREATE OR REPLACE TEMP TABLE rows AS {duck_fold.COMBINE_SQL}",
+            {"now": self.now},
+        )
+        self._write()
+
+    # -- the inputs -------------------------------------------------------------------
+
+    def _register_policy(self) -> None:
+        """`policy`: each configured app's timeout and idle timeout in microseconds, and
+        the defaults (app NULL). Rows inserted as parameters: building them in Arrow from
+        Python lists would import pandas, a second of a short command's start."""
+
+        def micros(value: timedelta | None) -> int | None:
+            return None if value is None else value // timedelta(microseconds=1)
+
+        self.db.execute("CREATE TEMP TABLE policy (app VARCHAR, timeout_us BIGINT, idle_us BIGINT)")
+        rows = [(None, self.settings.defaults)] + [
+            (a, self.settings.app(a)) for a in self.settings.apps
+        ]
+        self.db.executemany(
+            "INSERT INTO policy VALUES ($1, $2, $3)",
+            [[name, micros(p.timeout), micros(p.idle_timeout)] for name, p in rows],
+        )
+
+    def _open_state(self, since: date) -> None:
+        """`prior`: the state of the roots kept open, unsettled anywhere in time and
+        superseded ones first seen since `since` (`ackfold.reconcile.state.open_state`)."""
+        day = since.isoformat()
+
+        def open_partition(values: Mapping[str, str | None]) -> bool:
+            kept = values["status"]
+            return kept in status.UNSETTLED or (
+                kept in status.SUPERSEDED and (values["first_event_date"] or "") >= day
+            )
+
+        self._scan_state(open_partition).create_view("prior_input", replace=True)
+        self.db.execute(
+            "CREATE OR REPLACE TEMP TABLE prior AS SELECT * FROM prior_input "
+            "WHERE $app IS NULL OR app = $app",
+            {"app": self.app},
+        )
+
+    def _scan_state(self, keep: Callable[[Mapping[str, str | None]], bool]) -> Any:
+        return self.scan(ROOT_STATE, keep=keep)
+
+    def _register_settled(self, since: date) -> None:
+        """`settled`: the ids of the roots first seen since `since` that are not
+        unsettled, among those this step names: their events are of roots with a final
+        state (`ackfold.reconcile.state.known_roots`)."""
+        day = since.isoformat()
+
+        def settled_partition(values: Mapping[str, str | None]) -> bool:
+            return (values["first_event_date"] or "") >= day and (
+                values["status"] not in status.UNSETTLED
+            )
+
+        self._scan_state(settled_partition).create_view("settled_input", replace=True)
+        self.db.execute(
+            "CREATE OR REPLACE TEMP TABLE settled AS SELECT s.root_id FROM settled_input s "
+            "SEMI JOIN new n ON n.root_id = s.root_id WHERE $app IS NULL OR s.app = $app",
+            {"app": self.app},
+        )
+
+    def _register_registrations(self, since: date) -> None:
+        """`registered`: (root_id, attempt, origin_root_id) of the roots registered since
+        `since` that this step names: the replay chain of the roots seen the first time."""
+        start = datetime.combine(since, datetime.min.time(), tzinfo=UTC)
+        self.scan(ROOTS).create_view("roots_input", replace=True)
+        self.db.execute(
+            "CREATE OR REPLACE TEMP TABLE registered AS "
+            "SELECT r.root_id, min(r.attempt) AS attempt, min(r.origin_root_id) AS origin_root_id "
+            "FROM roots_input r SEMI JOIN new n ON n.root_id = r.root_id "
+            "WHERE r.ingested_at >= $start GROUP BY r.root_id",
+            {"start": start},
+        )
+
+    def _register_events(self, files: Sequence[DataFile] | None) -> None:
+        """`events`: the step's new events and the waiting ones, flagged (`waiting`). With
+        no new events the waiting ones wait for the next run that has some, as in Spark."""
+        schema = tables.arrow_table_schema(self.writer.table(ACK_EVENTS))
+        new = tables.scan_files(self.db, list(files or ()), schema, storage_options=self.options)
+        new.create_view("new_input")
+        waiting = self.scan(UNMATCHED_EVENTS)
+        if files is None:
+            waiting = waiting.limit(0)
+        waiting.create_view("waiting_input")
+        self.db.execute(EVENTS_SQL, {"app": self.app})
+
+    # -- the outputs ------------------------------------------------------------------
+
+    def _write(self) -> None:
+        db = self.db
+        totals = {
+            change: (int(roots), int(fresh or 0), int(copies or 0), int(read or 0))
+            for change, roots, fresh, copies, read in db.execute(
+                "SELECT change, count(*), sum(fresh), sum(read + waited), sum(read) "
+                "FROM rows GROUP BY change"
+            ).fetchall()
+        }
+        read = sum(t[3] for t in totals.values())
+        copies = sum(t[2] for t in totals.values())
+        folded = sum(totals[c][1] for c in (duck_fold.UPDATE, duck_fold.INSERT) if c in totals)
+        parked = totals[duck_fold.PARK][2] if duck_fold.PARK in totals else 0
+        self.counts["events_read"] += read
+        self.counts["events_folded"] += folded
+        self.counts["duplicates_dropped"] += copies - folded - parked
+
+        def roots(change: str) -> int:
+            return totals[change][0] if change in totals else 0
+
+        log.info(
+            "reconcile (app=%s): %d new events, %d waiting, %d folded, %d root(s) changed, "
+            "%d new, %d waiting for their init",
+            self.app or "*", read, copies - read, folded, roots(duck_fold.UPDATE),
+            roots(duck_fold.INSERT), roots(duck_fold.PARK),
+        )  # fmt: skip
+        if duck_fold.UPDATE in totals or duck_fold.INSERT in totals:
+            db.execute(f"CREATE OR REPLACE TEMP TABLE written AS {duck_fold.HASHES_SQL}")
+            self._merge_updates()
+            self._append_new()
+        if duck_fold.PARK in totals or copies > read:
+            self._park()
+
+    def _merge_updates(self) -> None:
+
+        updates = self._written(duck_fold.UPDATE, [*COLUMNS, "prior_date", "prior_status"])
+        if updates.num_rows == 0:
+            return
+        pairs = self.db.execute(
+            "SELECT DISTINCT prior_date, prior_status FROM written WHERE change = $change "
+            "ORDER BY ALL",
+            {"change": duck_fold.UPDATE},
+        ).fetchall()
+        days = ", ".join(sql_date(d) for d, _ in pairs)
+        statuses = ", ".join(sql_str(status.checked(s)) for _, s in pairs)
+        # Literal partition bounds first, so delta-rs reads only those partitions.
+        predicate = (
+            f"t.first_event_date IN ({days}) AND t.status IN ({statuses}) "
+            "AND t.first_event_date = s.prior_date AND t.status = s.prior_status "
+            "AND t.root_id = s.root_id"
+        )
+        table = self.writer.table(ROOT_STATE)
+        metrics = (
+            table.merge(updates, predicate, source_alias="s", target_alias="t")
+            .when_matched_update({c: f"s.{c}" for c in COLUMNS})
+            .execute()
+        )
+        self.counts["roots_updated"] += int(metrics.get("num_target_rows_updated", 0))
+
+    def _append_new(self) -> None:
+        inserts = self._written(duck_fold.INSERT, list(COLUMNS))
+        tables.append(self.uri(ROOT_STATE), inserts, storage_options=self.options)
+        self.counts["roots_updated"] += inserts.num_rows
+
+    def _written(self, change: str, columns: Sequence[str]) -> pa.Table:
+        names = ", ".join(columns)  # the state's own column names
+        return self.db.sql(
+            f"SELECT {names} FROM written WHERE change = $change",  # noqa: S608
+            params={"change": change},
+        ).to_arrow_table()
+
+    def _park(self) -> None:
+        """Keep the events of roots with no state and no init in unmatched_events, for
+        the next run with new events; the other apps' waiting events stay as they are."""
+        self.scan(UNMATCHED_EVENTS).create_view("others_input")
+        rows = self.db.sql(PARK_SQL, params={"app": self.app}).to_arrow_table()
+        tables.overwrite(self.uri(UNMATCHED_EVENTS), rows, storage_options=self.options)
+
+    def summary(self) -> dict[str, Any]:
+        state = self.scan(ROOT_STATE, columns=["app", "status"])
+        state.create_view("state_now", replace=True)
+        waiting = self.scan(UNMATCHED_EVENTS, columns=["app"])
+        waiting.create_view("waiting_now", replace=True)
+        by_status = {
+            s: int(n)
+            for s, n in self.db.execute(
+                "SELECT status, count(*) FROM state_now WHERE $app IS NULL OR app = $app "
+                "GROUP BY status",
+                {"app": self.app},
+            ).fetchall()
+        }
+        unmatched = self.db.execute(
+            "SELECT count(*) FROM waiting_now WHERE $app IS NULL OR app = $app", {"app": self.app}
+        ).fetchall()[0][0]
+        return quiet.summary(self.app, self.now, self.counts, int(unmatched), by_status)
+
+
+def _slices(appends: Appends, limit: int) -> Iterator[tuple[list[DataFile], int | None]]:
+    """The files in slices of at most `limit` bytes (or one version's files, if more),
+    each with the version it has read all of: a slice ends where a version does, so the
+    mark can move on after it. A table read whole is one version: its slices end
+    anywhere, and only the run's end moves the mark (None)."""
+    batch: list[DataFile] = []
+    size = 0
+    for f in appends.files:
+        ends_version = not batch or batch[-1].version != f.version
+        if batch and size + f.size > limit and (ends_version or appends.whole):
+            yield batch, None if appends.whole else batch[-1].version
+            batch, size = [], 0
+        batch.append(f)
+        size += f.size
+    if batch:
+        yield batch, None if appends.whole else batch[-1].version
+
+
+def _bytes(text: str) -> int:
+    unit = text[-1].lower()
+    return int(text[:-1]) * _UNITS[unit] if unit in _UNITS else int(text)
+
+
+def _check_layout(table: Any, uri: str) -> None:
+    partitions = tuple(table.metadata().partition_columns)
+    if partitions != ROOT_STATE_PARTITIONS:
+        raise LedgerError(
+            f"{uri} is partitioned by ({', '.join(partitions)}), an earlier ackfold's layout: "
+            "run one reconcile with engine.kind=spark (ACKFOLD_ENGINE__KIND=spark) to "
+            "rewrite it, then the embedded engine can take over"
+        )

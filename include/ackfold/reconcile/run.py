@@ -1,0 +1,96 @@
+"""`run_reconcile`: one reconcile run, whoever asks for it (the DAG, the CLI, the demo).
+
+It owns what every run needs, in this order:
+
+1. the ledger's turn (`ackfold.ledger.lease.ledger_turn`): one writer of `root_state` at a
+   time, on every host;
+2. the quiet path (`ackfold.reconcile.quiet`): nothing new and no timeout due is answered
+   from the tables as they stand, with no engine at all;
+3. the engine that `engine.kind` chooses (`ackfold.embedded.engine_for`): the embedded
+   one in this process (`ackfold.reconcile.embedded`), or Spark
+   (`ackfold.reconcile.reconciler`), on the session given or a new one;
+4. the summary, with the engine that made it (`engine`: `quiet`, `embedded` or `spark`).
+
+Both engines read and move the same mark of what has been folded, so a ledger reconciled
+by one is reconciled next by the other without folding anything twice.
+
+Example:
+    >>> from ackfold.config import load_settings
+    >>> summary = run_reconcile(load_settings())                 # doctest: +SKIP
+    >>> summary["engine"], summary["by_status"]                   # doctest: +SKIP
+    ('embedded', {'completed': 1998, 'failed': 2})
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, Final
+
+from ackfold.config import Settings
+from ackfold.embedded import EMBEDDED, engine_for
+from ackfold.ledger.lease import ledger_turn
+from ackfold.ledger.lock import DEFAULT_WAIT
+from ackfold.ledger.tables import Ledger
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+log = logging.getLogger("ackfold.reconcile")
+
+QUIET: Final = "quiet"
+
+
+def run_reconcile(
+    settings: Settings,
+    *,
+    now: datetime | None = None,
+    app: str | None = None,
+    spark: SparkSession | Callable[[], SparkSession] | None = None,
+    engine: str | None = None,
+    holder: str = "reconcile",
+    wait: float = DEFAULT_WAIT,
+    say: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
+    """Fold what is new into `root_state` and return the run's summary.
+
+    `engine` overrides `engine.kind` (`embedded` or `spark`); `spark` is the session of
+    the Spark engine, or what makes it when it is needed (else `get_spark`). `holder` names the
+    run in the ledger's lease, and `wait` is how long to wait for another run's turn."""
+    from ackfold.reconcile import quiet
+    from ackfold.reconcile.reconciler import check_app_name, reconcile_checkpoint
+
+    at = (now or datetime.now(UTC)).astimezone(UTC)
+    if app is not None:
+        check_app_name(app)
+    chosen = engine or engine_for(settings)
+    checkpoint = reconcile_checkpoint(Ledger(settings.table_root), app)
+    with ledger_turn(settings, _holder(holder, app), wait=wait, say=say or log.info):
+        summary = quiet.quiet_summary(
+            settings,
+            checkpoint=checkpoint,
+            now=at,
+            since=(at - settings.reconcile.lookback).date(),
+            app=app,
+        )
+        if summary is not None:
+            return {**summary, "engine": QUIET}
+        if chosen == EMBEDDED:
+            from ackfold.reconcile.embedded import EmbeddedReconciler
+
+            summary = EmbeddedReconciler(settings, now=at, app=app, checkpoint=checkpoint).run()
+        else:
+            from ackfold.reconcile.reconciler import Reconciler
+            from ackfold.spark import get_spark
+
+            if spark is None:
+                session = get_spark(settings, app_name="ackfold-reconcile")
+            else:
+                session = spark() if callable(spark) else spark
+            summary = Reconciler(session, settings, now=at, app=app).run()
+    return {**summary, "engine": chosen}
+
+
+def _holder(holder: str, app: str | None) -> str:
+    return f"{holder} --app {app}" if app else holder

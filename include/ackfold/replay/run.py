@@ -1,0 +1,110 @@
+"""One replay run, end to end: `run_replay`. The DAGs, the CLI and the demo call it and
+format what it returns.
+
+It owns what every run needs, in this order:
+
+- the ledger's turn (`ledger_turn`: this host's lock, then the lease every host sees),
+  from the plan to the last status: two runs planning the same root at once would both
+  send it;
+- the engine, by `engine.kind` (`ackfold.embedded.engine_for`): the embedded one (DuckDB
+  and delta-rs in this process, no JVM) unless that says Spark; then the session given,
+  or one started for the run (after the turn is taken: another host may hold it);
+- the plan, shown to the caller (`on_plan`: the CLI prints it and may ask before sending;
+  raising there ends the run with nothing sent), then the sends and the bookkeeping
+  (`ackfold.replay.replayer.Replayer.execute`);
+- its metrics (`ackfold.metrics.export_run`, when metrics are on).
+
+Example:
+    >>> summary = run_replay(settings, ReplayRequest(automatic=True))   # doctest: +SKIP
+    >>> summary.sent, summary.not_sent                                  # doctest: +SKIP
+    (12, 0)
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from ackfold.config import Settings
+from ackfold.embedded import SPARK, engine_for
+from ackfold.ledger.lease import ledger_turn
+from ackfold.ledger.lock import DEFAULT_WAIT
+from ackfold.replay.bookkeeping import AUTOMATIC
+from ackfold.replay.planner import Plan
+from ackfold.replay.replayer import Progress, Replayer, ReplaySummary
+from ackfold.replay.request import ReplayRequest
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+log = logging.getLogger("ackfold.replay")
+
+
+def run_replay(
+    settings: Settings,
+    request: ReplayRequest,
+    *,
+    now: datetime | None = None,
+    spark: SparkSession | Callable[[], SparkSession] | None = None,
+    on_plan: Callable[[Plan], None] | None = None,
+    progress: Progress | None = None,
+    wait: float = DEFAULT_WAIT,
+    say: Callable[[str], None] | None = None,
+    holder: str | None = None,
+) -> ReplaySummary:
+    """Plan and execute one replay run under the ledger's turn, on the engine `settings`
+    choose; returns its summary (`summary.not_sent` counts what stayed unsent: see
+    `unsent_error`). Raises `UnknownRoots` for root ids `root_state` does not know,
+    `LedgerBusy` if the turn does not come within `wait` seconds.
+
+    `spark`: the session for the Spark engine (or a function that starts it); ignored
+    by the embedded engine. `now`: the run's time for the policies' backoff. `holder`:
+    who waits for the turn, as others see it (default: the requester)."""
+    engine = engine_for(settings)
+    # As others waiting for the turn read it: "waiting for the automatic replay (pid ...)".
+    holder = holder or (
+        "the automatic replay" if request.automatic else f"a replay by {request.requested_by}"
+    )
+    with ledger_turn(settings, holder, wait=wait, say=say or log.info):
+        session = None
+        if engine == SPARK:
+            session = spark() if callable(spark) else spark
+        replayer = Replayer(session, settings, now=now, engine=engine)
+        try:
+            plan = replayer.plan(request)
+            if on_plan is not None:
+                on_plan(plan)
+            summary = replayer.execute(plan, progress=progress)
+        finally:
+            replayer.close()
+    _export(settings, request, summary)
+    return summary
+
+
+def automatic_replay(
+    settings: Settings,
+    *,
+    app: str | None = None,
+    now: datetime | None = None,
+    spark: SparkSession | Callable[[], SparkSession] | None = None,
+) -> dict[str, Any]:
+    """The automatic replay of `ackfold_replay` (in the task's process, or through
+    `spark_apps/replay.py`): each app's policy; the summary as a dict. Raises
+    `ReplayError` if messages stayed unsent (the next run sends exactly those)."""
+    from ackfold.replay.replayer import unsent_error
+
+    request = ReplayRequest(automatic=True, app=app, requested_by=AUTOMATIC)
+    summary = run_replay(settings, request, now=now, spark=spark)
+    log.info("automatic replay: %s", summary.as_dict())
+    if summary.not_sent:
+        raise unsent_error(summary)
+    return summary.as_dict()
+
+
+def _export(settings: Settings, request: ReplayRequest, summary: ReplaySummary) -> None:
+    from ackfold.metrics import export_run
+
+    who = AUTOMATIC if request.automatic else request.requested_by
+    export_run(settings, "replay", summary.as_dict(), requested_by=who)
