@@ -66,7 +66,8 @@ RETENTION_PROPERTY = "delta.deletedFileRetentionDuration"
 # Complete trees: every event a later reconcile could read for them is ignored.
 SETTLED: Final = (status.COMPLETED, status.COMPLETED_LATE)
 Z_ORDERED: Final = (ACK_EVENTS, ROOTS)
-COMPACTED: Final = (REPLAY_LOG,)
+# Small appends: the replay log, and the heartbeat (a commit per app every 30 s).
+COMPACTED: Final = (REPLAY_LOG, APP_PROGRESS)
 
 
 class MaintenanceError(RuntimeError):

@@ -248,7 +248,7 @@ TABLES = {
     SENT_MESSAGES: (SENT_MESSAGES_DDL, (), "what producers report they sent (optional)"),
     QUALITY_RESULTS: (QUALITY_RESULTS_DDL, (), "one row per expectation per quality run"),
     ALERT_LOG: (ALERT_LOG_DDL, (), "each alert opened or resolved, per channel"),
-    APP_PROGRESS: (APP_PROGRESS_DDL, (), "each streaming query's progress: the heartbeat"),
+    APP_PROGRESS: (APP_PROGRESS_DDL, (), "the progress of each streaming query: the heartbeat"),
 }
 
 TABLE_PROPERTIES = {

@@ -118,7 +118,9 @@ WITH joined AS (
                DATE '1970-01-01' + CAST(floor(epoch_us(n.first_event_at) / 86400000000) AS INT)
            ) AS first_event_date,
            coalesce(n.read, 0) AS read,
-           coalesce(n.waited, 0) AS waited
+           coalesce(n.waited, 0) AS waited,
+           -- A reason without a fail event: why the root timed out (`reconcile.timeouts`).
+           CASE WHEN s.fail_at IS NULL THEN s.fail_reason END AS prior_reason
     FROM new n
     FULL OUTER JOIN prior s ON n.root_id = s.root_id
     LEFT JOIN settled k ON k.root_id = coalesce(n.root_id, s.root_id)
@@ -157,7 +159,8 @@ SELECT root_id, app, status, xor_acc, event_count, first_event_at,
            AS status_changed_at,
        attempt, origin_root_id,
        last.stage AS last_stage,
-       nullif(fail.reason, '') AS fail_reason,
+       coalesce(nullif(fail.reason, ''), CASE WHEN fail IS NULL THEN prior_reason END)
+           AS fail_reason,
        fail.stage AS fail_stage,
        fail.event_time AS fail_at,
        init_seen,
@@ -185,13 +188,16 @@ kept AS (
     SELECT root_id FROM written
     WHERE status NOT IN ('{status.COMPLETED}', '{status.COMPLETED_LATE}')
 ),
+kept_fresh AS (  -- the events folded into the kept roots, by root and id hash
+    SELECT root_id, h FROM marked SEMI JOIN kept USING (root_id) WHERE fresh
+),
 ids AS (
     SELECT DISTINCT e.root_id, hash(e.event_id) AS h, e.event_id
     FROM events e SEMI JOIN kept USING (root_id)
 ),
 folded AS (
     SELECT i.root_id, list(xxhash64(i.event_id)) AS hashes
-    FROM ids i JOIN marked m ON m.root_id = i.root_id AND m.h = i.h AND m.fresh
+    FROM ids i SEMI JOIN kept_fresh k ON k.root_id = i.root_id AND k.h = i.h
     GROUP BY i.root_id
 )
 SELECT r.* EXCLUDE (prior_seen),

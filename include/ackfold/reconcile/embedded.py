@@ -62,13 +62,13 @@ _UNITS = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
 # What a Spark stream keeps in its checkpoint: retired when the embedded engine folds.
 SPARK_STREAM_STATE = ("offsets", "commits", "sources", "metadata", "state")
 _EVENT_COLUMNS = ", ".join(ACK_EVENTS_COLUMNS)
-# The step's events (`$app`: one app's, or every app's when NULL), flagged.
+# The step's events (of the apps `{mine}` accepts), flagged. A view, not a copy: the fold
+# reads the files once, and the few lookups after it (events of the roots that stay open)
+# read only the columns they need.
 EVENTS_SQL = (  # built from ackfold's own column names only
-    f"CREATE OR REPLACE TEMP TABLE events AS "  # noqa: S608
-    f"SELECT {_EVENT_COLUMNS}, false AS waiting FROM new_input "
-    f"WHERE $app IS NULL OR app = $app "
-    f"UNION ALL SELECT {_EVENT_COLUMNS}, true AS waiting FROM waiting_input "
-    f"WHERE $app IS NULL OR app = $app"
+    f"CREATE OR REPLACE TEMP VIEW events AS "  # noqa: S608
+    f"SELECT {_EVENT_COLUMNS}, false AS waiting FROM new_input WHERE {{mine}} "
+    f"UNION ALL SELECT {_EVENT_COLUMNS}, true AS waiting FROM waiting_input WHERE {{mine}}"
 )
 # What unmatched_events holds after a step: the other apps' waiting events (a run of
 # one app, `$app`), and every event of the roots the step parked, once.
@@ -122,6 +122,8 @@ class EmbeddedReconciler:
                 self._mark((appends.table_id, version))
         if not steps:
             self.step(None)  # nothing new: the open roots are classified all the same
+        # Roots that timed out at a stage whose outputs no stage acks say so (issue 42).
+        self._explain_timeouts()
         self._mark((appends.table_id, appends.version))
         return self.summary()
 
@@ -250,7 +252,9 @@ class EmbeddedReconciler:
         if files is None:
             waiting = waiting.limit(0)
         waiting.create_view("waiting_input")
-        self.db.execute(EVENTS_SQL, {"app": self.app})
+        # A view takes no parameters: the app is a checked name (`check_app_name`), quoted.
+        mine = "true" if self.app is None else f"app = {sql_str(self.app)}"
+        self.db.execute(EVENTS_SQL.format(mine=mine))
 
     # -- the outputs ------------------------------------------------------------------
 
@@ -324,6 +328,50 @@ class EmbeddedReconciler:
             f"SELECT {names} FROM written WHERE change = $change",  # noqa: S608
             params={"change": change},
         ).to_arrow_table()
+
+    def _explain_timeouts(self) -> None:
+        """`fail_reason` of the roots this run timed out at a stage whose outputs no stage
+        has ever acked, as the Spark engine writes it (`ackfold.reconcile.timeouts`)."""
+        from ackfold.reconcile.timeouts import app_histories
+
+        self.scan(ROOT_STATE, keep=lambda v: v["status"] == status.TIMED_OUT).create_view(
+            "timed_input", replace=True
+        )
+        timed = self.db.execute(
+            "SELECT root_id, app, last_stage, first_event_date FROM timed_input "
+            "WHERE status_changed_at = $now AND fail_at IS NULL AND fail_reason IS NULL "
+            "AND ($app IS NULL OR app = $app)",
+            {"now": self.now, "app": self.app},
+        ).fetchall()
+        if not timed:
+            return
+        histories = {h.app: h for h in app_histories(self.ledger, sorted({r[1] for r in timed}))}
+        reasons = [
+            [root, day, reason]
+            for root, app, stage, day in timed
+            if app in histories and (reason := histories[app].timeout_reason(stage))
+        ]
+        if not reasons:
+            return
+        self.db.execute(
+            "CREATE OR REPLACE TEMP TABLE reasons "
+            "(root_id BIGINT, first_event_date DATE, reason VARCHAR)"
+        )
+        self.db.executemany("INSERT INTO reasons VALUES (?, ?, ?)", reasons)
+        source = self.db.sql("SELECT * FROM reasons").to_arrow_table()
+        days = ", ".join(sql_date(d) for d in sorted({r[1] for r in reasons}))
+        predicate = (
+            f"t.first_event_date IN ({days}) AND t.status = {sql_str(status.TIMED_OUT)} "
+            "AND t.first_event_date = s.first_event_date AND t.root_id = s.root_id "
+            "AND t.fail_at IS NULL"
+        )
+        (
+            self.writer.table(ROOT_STATE)
+            .merge(source, predicate, source_alias="s", target_alias="t")
+            .when_matched_update({"fail_reason": "s.reason"})
+            .execute()
+        )
+        log.info("reconcile: %d timed-out root(s) waited on a stage no stage acks", len(reasons))
 
     def _park(self) -> None:
         """Keep the events of roots with no state and no init in unmatched_events, for

@@ -51,7 +51,7 @@ def explain_timeouts(
     stops = timed.select("app", "last_stage", "first_event_date").distinct().collect()
     if not stops:
         return 0
-    histories = _histories(ledger, sorted({row["app"] for row in stops}))
+    histories = app_histories(ledger, sorted({row["app"] for row in stops}))
     flagged = [h for h in histories if any(h.never_acked(r["last_stage"]) for r in stops)]
     if not flagged:
         return 0
@@ -98,7 +98,9 @@ def reason_column(histories: Sequence[AppStages]) -> Column:
     return reason
 
 
-def _histories(ledger: Ledger, apps: Sequence[str]) -> list[AppStages]:
+def app_histories(ledger: Ledger, apps: Sequence[str]) -> list[AppStages]:
+    """What the completed roots of each of `apps` went through (those that cannot be
+    read are left out, with a warning: their roots time out without a reason)."""
     reader = LedgerReader(ledger.root)
     out = []
     for app in apps:

@@ -1,5 +1,5 @@
 """A root that times out at a stage whose outputs no stage has ever acked says so in its
-timeout reason (`fail_reason`): the sink mistake, reconciled by the Spark reconciler."""
+timeout reason (`fail_reason`): the sink mistake, reconciled by each engine."""
 
 from __future__ import annotations
 
@@ -7,19 +7,17 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from pyspark.sql import SparkSession
 
 from ackfold.config import Settings, load_settings
 from ackfold.ledger import status
 from ackfold.ledger.pending import AppStages
 from ackfold.ledger.reader import LedgerReader
 from ackfold.ledger.tables import Ledger
-from ackfold.reconcile.reconciler import reconcile
 from ackfold.track.tracker import Tracker
+from tests.conformance.conftest import Reconcile, append, state
 from tests.conftest import JARS_DIR
 from tests.ledger_fixtures import Clock
 from tests.sink_mistake import APP, START, word_count
-from tests.spark.ledger_io import append, state
 
 
 @pytest.fixture
@@ -28,7 +26,7 @@ def settings(tmp_path: Any) -> Settings:
 
 
 def test_the_sink_mistake_times_out_with_a_reason_that_points_at_to(
-    spark: SparkSession, settings: Settings
+    reconcile: Reconcile, settings: Settings
 ) -> None:
     ledger = Ledger(settings.table_root)
     clock = Clock(START)
@@ -39,16 +37,16 @@ def test_the_sink_mistake_times_out_with_a_reason_that_points_at_to(
     tracker.emit([t], stage="split")
     tracker.ack(t, stage="split")
     at_split = t.roots[0]
-    append(spark, ledger, "roots", run.registrations + tracker.drain_roots())
-    append(spark, ledger, "ack_events", run.events + tracker.drain())
+    append(ledger, "roots", run.registrations + tracker.drain_roots())
+    append(ledger, "ack_events", run.events + tracker.drain())
 
-    reconcile(spark, settings, now=START + timedelta(minutes=5))
-    first = state(spark, ledger)
+    reconcile(settings, now=START + timedelta(minutes=5))
+    first = state(ledger)
     assert first[run.empty]["status"] == status.COMPLETED
     assert {first[r]["status"] for r in run.roots if r != run.empty} == {status.PENDING}
 
-    reconcile(spark, settings, now=START + timedelta(hours=2))
-    rows = state(spark, ledger)
+    reconcile(settings, now=START + timedelta(hours=2))
+    rows = state(ledger)
     stuck = [r for r in run.roots if r != run.empty]
     assert {rows[r]["status"] for r in stuck} == {status.TIMED_OUT}
     expected = AppStages(APP, frozenset({"spout", "split"}), 1).timeout_reason("count")
@@ -70,9 +68,9 @@ def test_the_sink_mistake_times_out_with_a_reason_that_points_at_to(
         "event_time": START + timedelta(hours=2, minutes=1),
         "reason": None,
     }
-    append(spark, ledger, "ack_events", [late])
-    reconcile(spark, settings, now=START + timedelta(hours=2, minutes=2))
-    again = state(spark, ledger)[stuck[0]]
+    append(ledger, "ack_events", [late])
+    reconcile(settings, now=START + timedelta(hours=2, minutes=2))
+    again = state(ledger)[stuck[0]]
     assert (again["status"], again["event_count"]) == (status.TIMED_OUT, 4)
     assert again["fail_reason"] == expected
     journey = LedgerReader(settings.table_root).show_root(stuck[1])
