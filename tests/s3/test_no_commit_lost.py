@@ -3,7 +3,8 @@
 Two producers outside Spark, each in its own process, commit batches to one `s3a://`
 warehouse at once through `LedgerWriter`, beside a tracked Spark app (a classic session
 whose driver commits each micro-batch's roots and events through delta-rs), while a
-maintenance run compacts and vacuums the same tables in delta-rs. One producer is
+maintenance run compacts and vacuums the same tables in delta-rs and replay runs append
+their replay_log rows, each taking the ledger's turn. One producer is
 SIGKILLed just after a batch, in the next batch's commits, and restarted; the S3 server
 is SIGKILLed once and restarted. Every root and event that a writer reported committed
 (its "messages deleted from the queue") must be in the tables: zero lost, and no root
@@ -20,17 +21,34 @@ import subprocess
 import sys
 import threading
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+
+from ackfold import LedgerWriter
 from ackfold.config import load_settings
+from ackfold.ledger.contract import arrow_schema
+from ackfold.ledger.lease import ledger_turn
 from ackfold.ledger.maintenance import maintain
 from ackfold.ledger.store import delta_uri, storage_options
-from ackfold.ledger.tables import ACK_EVENTS, ROOTS
+from ackfold.ledger.tables import ACK_EVENTS, REPLAY_LOG, ROOTS
 from ackfold.local.s3 import LocalS3
 from tests.conftest import PROJECT_DIR
 
 BATCHES, SIZE = 30, 5
+LOG = arrow_schema(REPLAY_LOG)
+
+
+def _log_row(replay_id: str, root: int) -> dict[str, Any]:
+    now = datetime.now(UTC)
+    return {name: None for name in LOG.names} | {
+        "replay_id": replay_id, "event": "planned", "requested_by": "test", "request": "{}",
+        "root_id": root, "app": "orders", "action": "replay", "prior_status": "failed",
+        "attempt": 2, "origin_root_id": root, "source": "sqs", "target": "orders",
+        "first_event_date": now.date(), "dry_run": False, "planned_at": now,
+    }  # fmt: skip
 
 
 def _start(warehouse: str, name: str, report: Path, env: dict[str, str]) -> subprocess.Popen[bytes]:
@@ -63,7 +81,7 @@ def _ids(warehouse: str, table: str, column: str) -> list[Any]:
     return list(dt.to_pyarrow_table(columns=[column]).column(column).to_pylist())
 
 
-def test_two_producers_a_kill_a_server_restart_and_maintenance_lose_nothing(
+def test_producers_a_spark_app_replays_maintenance_a_kill_and_a_restart_lose_nothing(
     tmp_path: Path, s3_env: dict[str, str]
 ) -> None:
     server = LocalS3(tmp_path / "s3", bucket="no-commit-lost")
@@ -92,6 +110,18 @@ def test_two_producers_a_kill_a_server_restart_and_maintenance_lose_nothing(
             except BaseException as exc:
                 maintenance.append(exc)
 
+        # Replay bookkeeping: each run takes the ledger's turn (lease) and appends its
+        # replay_log rows, taking turns with maintenance.
+        logged: list[int] = []
+
+        def replay_meanwhile() -> None:
+            writer = LedgerWriter(warehouse)
+            for run in range(4):
+                rows = [_log_row(f"replay-{run}", root) for root in range(3)]
+                with ledger_turn(settings, f"replay {run}"):
+                    writer.append_arrow(REPLAY_LOG, pa.Table.from_pylist(rows, schema=LOG))
+                logged.append(len(rows))
+
         # alpha: killed in the middle of its writes, then restarted where its report ends.
         _wait_for(reports["alpha"], 6, procs["alpha"])
         time.sleep(random.uniform(0, 0.05))
@@ -107,13 +137,16 @@ def test_two_producers_a_kill_a_server_restart_and_maintenance_lose_nothing(
         server.start()
 
         runner = threading.Thread(target=maintain_meanwhile)
+        replayer = threading.Thread(target=replay_meanwhile)
         runner.start()
+        replayer.start()
         retried = 0
         for name, proc in procs.items():
             _, err = proc.communicate(timeout=600)
             assert proc.returncode == 0, f"{name}: {err.decode()[-2000:]}"
             retried += err.decode().count("; again")
         runner.join(timeout=600)
+        replayer.join(timeout=600)
         # The Spark app goes on past the restart by a few batches, then stops.
         _wait_for(spark_report, len(_confirmed(spark_report)) + 3, spark_app)
         stop.touch()
@@ -149,6 +182,7 @@ def test_two_producers_a_kill_a_server_restart_and_maintenance_lose_nothing(
         assert lost_roots == set()  # no root unregistered whose message left its queue
         assert lost_events == set()
         assert lost_spark == set()
+        assert len(_ids(warehouse, REPLAY_LOG, "replay_id")) == sum(logged) == 12
         assert spark_roots <= with_init  # each Spark root's init event too
         assert len(said_roots) == 2 * BATCHES * SIZE
         # Each producer batch was committed once: the killed batch's retry skipped what had

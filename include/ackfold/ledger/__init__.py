@@ -3,10 +3,14 @@
 - `tables`: names, explicit schemas, layout, idempotent creation (`Ledger`);
 - `contract`: the contract as Delta, Arrow, JSON Schema and SQL, and the check of a row;
 - `writer`: `LedgerWriter`, the tables created and appended without a JVM (delta-rs);
+- `store`: where the warehouse lives (local, S3, GCS, ADLS), its delta-rs URI and
+  storage options; `protocol`: who commits each table there, and the checks that refuse
+  an unsafe setup at start;
 - `ids`: derived ids of roots, tuples, edges and events; `status`: a root's statuses;
 - `reader`: the ledger read without a JVM (delta-rs), for the CLI and the UI;
 - `lock`, `lease`: one writer of `root_state` at a time, on a host and on every host;
 - `conflicts`: Delta's concurrent-modification conflicts, retried by every writer;
-- `maintenance`: retention, OPTIMIZE, VACUUM;
+- `maintenance`: retention, OPTIMIZE, VACUUM; `store_maintenance`: the same in delta-rs,
+  on an object store;
 - `synth`: synthetic ledgers, for benchmarks and scale tests.
 """

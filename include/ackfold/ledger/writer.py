@@ -96,9 +96,13 @@ class LedgerWriter:
             storage_options = _env_options(str(warehouse))
         self.storage_options = dict(storage_options) if storage_options else None
         self._checked: set[str] = set()
-        # The DeltaTable of each table appended to, per thread: the stages of one driver
-        # commit from their own threads, and a DeltaTable is not shared across them.
+        # On an object store, the DeltaTable of each table appended to, per thread (the
+        # stages of one driver commit from their own threads; a DeltaTable is not shared
+        # across them), brought up to date before each append. Not on a local disk, where
+        # a fresh load costs milliseconds and a table deleted and made anew at its path
+        # (tests, a reset) must not be written from the old one's snapshot.
         self._local = threading.local()
+        self._keep_snapshots = is_object_store(str(warehouse))
 
     def uri(self, name: str) -> str:
         """Where delta-rs finds ledger table `name`."""
@@ -261,7 +265,9 @@ class LedgerWriter:
             tables = self._local.__dict__.setdefault("tables", {})
             table = tables.get(name)
             if table is None:
-                table = tables[name] = DeltaTable(path, storage_options=self.storage_options)
+                table = DeltaTable(path, storage_options=self.storage_options)
+                if self._keep_snapshots:
+                    tables[name] = table
             else:
                 # Only the commits since the last append: on S3 a fresh load reads the
                 # checkpoint and up to 9 commits again (about 25 GETs an append).
