@@ -138,7 +138,7 @@ docs: install
 ## bench: every benchmark, about an hour (figures go to docs/benchmarks.md)
 bench: bench-reconcile bench-replay bench-wordcount bench-ui bench-quality bench-kafka bench-connect
 
-## bench-reconcile: ackfold against DuckDB, Spark SQL and a Python acker at 1M, 10M, 50M events; the plot
+## bench-reconcile: ackfold reconcile (embedded, and Spark at 10M) against DuckDB's bare fold, whole commands, at 10M and 50M events; 1M new over 0, 10M, 50M; the plot
 bench-reconcile: setup
 	$(BIN)/python bench/reconcile.py
 
