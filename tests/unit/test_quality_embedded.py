@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import contextlib
 import io
+import subprocess
+import sys
 from pathlib import Path
 
 import pyarrow as pa
@@ -19,6 +21,7 @@ from ackfold.ledger.tables import ACK_EVENTS, ROOTS, Ledger
 from ackfold.ledger.values import hex64
 from ackfold.quality import QualityReport, run_quality
 from ackfold.quality.run import quality_run_id
+from tests.conftest import PROJECT_DIR
 from tests.quality_ledger import APP, FaultyLedger, faulty_ledger, quality_settings
 
 
@@ -69,12 +72,24 @@ def test_a_healthy_ledger_passes_every_check(tmp_path: Path) -> None:
 
 
 def test_no_jvm_starts(faulty: tuple[Path, FaultyLedger]) -> None:
-    from pyspark import SparkContext
-
+    """In a process of its own: this worker may hold a JVM of another tier's tests."""
     var, ledger = faulty
-    run_quality(quality_settings(var), now=ledger.early)
-    assert SparkContext._gateway is None
-    assert SparkContext._active_spark_context is None
+    script = (
+        "import os, sys\n"
+        "from datetime import datetime\n"
+        "from pyspark import SparkContext\n"
+        "from ackfold.quality import run_quality\n"
+        "from tests.quality_ledger import quality_settings\n"
+        "run_quality(quality_settings(sys.argv[1]), now=datetime.fromisoformat(sys.argv[2]))\n"
+        "ok = SparkContext._gateway is None and SparkContext._active_spark_context is None\n"
+        "sys.stdout.flush()\n"
+        "os._exit(0 if ok else 3)\n"  # delta-rs may abort at exit (DESIGN.md)
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(var), ledger.early.isoformat()],
+        cwd=PROJECT_DIR, capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
 
 
 @pytest.fixture(scope="module")

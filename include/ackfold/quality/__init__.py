@@ -11,11 +11,13 @@ over `quality.window`:
   registered, and the duplicate rate, dead-letter rate and complete latency p99 within
   the app's thresholds (`defaults.quality`, `apps.<app>.quality`).
 
-Results go to the `quality_results` table and to Data Docs (`quality.docs_dir`).
+Results go to the `quality_results` table and to Data Docs (`quality.docs_dir`). The checks
+run on the engine `engine.kind` chooses: embedded (DuckDB in this process, no JVM) or
+Spark.
 
 Example:
     >>> from ackfold.quality import check, run_quality
-    >>> check(run_quality(spark, settings)).passed      # doctest: +SKIP
+    >>> check(run_quality(settings)).passed      # doctest: +SKIP
     True
 """
 

@@ -280,7 +280,9 @@ class LedgerViews:
                     *(duckdb.ConstantExpression(s) for s in status.UNSETTLED)
                 )
             )
-            self._view("q_states", relation)
+            self._view("q_states_read", relation)
+            # Read once: the root_state batch and every app's delivery batches join it.
+            self.db.execute("CREATE OR REPLACE TEMP TABLE q_states AS SELECT * FROM q_states_read")
             self._schemas["q_states"] = self.schema(ROOT_STATE)
         return "q_states"
 

@@ -29,7 +29,6 @@ from ackfold.quality.report import CheckResult, QualityReport
 from ackfold.quality.validator import Validator
 
 if TYPE_CHECKING:
-    import pandas as pd
     from pyspark.sql import DataFrame, SparkSession
 
 
@@ -74,22 +73,29 @@ def run_quality(
     run_id = run_id or f"{run_at:%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:6]}"
     assert settings.quality.docs_dir is not None
     engine = engine_for(settings)
-    validator = Validator(
-        settings.quality.docs_dir,
-        run_id,
-        engine=engine,
-        keep=settings.quality.docs_keep,
-        assets_dir=settings.quality.assets_dir,
-    )
+    docs_dir = settings.quality.docs_dir
+
+    def validator_for(kind: str) -> Validator:
+        return Validator(
+            docs_dir,
+            run_id,
+            engine=kind,
+            keep=settings.quality.docs_keep,
+            assets_dir=settings.quality.assets_dir,
+        )
+
     if engine == EMBEDDED:
         _create_missing(settings)
-        results, apps = _check_embedded(settings, window, app, validator, say)
+        validator, results, apps = _check_embedded(
+            settings, window, app, lambda: validator_for(EMBEDDED), say
+        )
     else:
         if spark is None:
             from ackfold.spark import get_spark
 
             spark = get_spark(settings, app_name="ackfold-quality")
         Ledger(settings.table_root).create(spark)
+        validator = validator_for(engine)
         results, apps = _check_on_spark(spark, settings, window, app, validator, say)
     docs = validator.publish()
     report = QualityReport(
@@ -152,43 +158,56 @@ def _check_embedded(
     settings: Settings,
     window: Window,
     app: str | None,
-    validator: Validator,
+    validator_for: Callable[[], Validator],
     say: Callable[[str], None],
-) -> tuple[list[CheckResult], list[str]]:
+) -> tuple[Validator, list[CheckResult], list[str]]:
     """The ledger suites computed by DuckDB, one pass per table, and recorded as GX
-    results; the delivery suites' small batches validated by GX as pandas frames."""
+    results; the delivery suites' small batches validated by GX as pandas frames.
+
+    GX takes seconds to import, and DuckDB runs its queries without holding the GIL: GX
+    is imported in a thread while DuckDB builds the batches that need no suite."""
+    import threading
+
+    import pandas  # noqa: F401  (both threads need it: imported once, before them)
+
     from ackfold.embedded import duck
     from ackfold.quality.duck_batches import LedgerViews
     from ackfold.quality.duck_checks import evaluate
 
+    gx = threading.Thread(target=_import_gx, name="ackfold-import-gx", daemon=True)
+    gx.start()
     db = duck.connect(settings)
     try:
         db.execute("SET TimeZone = 'UTC'")
         views = LedgerViews(db, settings, window, app=app)
+        ledger = (views.ack_events(), views.roots(), views.root_state())
+        apps = views.apps()
+        delivery = {}
+        for name in apps:
+            rates = views.delivery(name)
+            delivery[name] = (views.overdue(name), views.sent(name), rates)
+        gx.join()
+        validator = validator_for()
         results: list[CheckResult] = []
-        for suite, batch in zip(
-            ledger_suites(), (views.ack_events, views.roots, views.root_state), strict=True
-        ):
+        for suite, batch in zip(ledger_suites(), ledger, strict=True):
             results += _timed(
                 suite,
-                lambda: validator.record(suite, evaluate(db, suite, batch())),  # noqa: B023
+                lambda: validator.record(suite, evaluate(db, suite, batch)),  # noqa: B023
                 say,
             )
-        apps = views.apps()
         for name in apps:
-            delivery = views.delivery(name)
-            completed = bool(delivery["completed"].iloc[0])
+            completed = bool(delivery[name][2]["completed"].iloc[0])
             suites = delivery_suites(settings.app(name), name, latency=completed)
-            frames: tuple[Callable[[], pd.DataFrame], ...] = (
-                lambda: views.overdue(name),  # noqa: B023
-                lambda: views.sent(name),  # noqa: B023
-                lambda: delivery,  # noqa: B023
-            )
-            for suite, frame in zip(suites, frames, strict=True):
-                results += _timed(suite, lambda: validator.validate(suite, frame()), say)  # noqa: B023
-        return results, apps
+            for suite, frame in zip(suites, delivery[name], strict=True):
+                results += _timed(suite, lambda: validator.validate(suite, frame), say)  # noqa: B023
+        return validator, results, apps
     finally:
         db.close()
+
+
+def _import_gx() -> None:
+    import great_expectations
+    import great_expectations.expectations  # noqa: F401
 
 
 def _create_missing(settings: Settings) -> None:
