@@ -62,7 +62,7 @@ def test_the_reconcile_dags_alerts_and_metrics_tasks_deliver(
         assert result["breached"] == ["wordcount:failed"]
         assert result["sent"] == {"email": 1, "webhook": 1}
         assert smtp.messages[0]["Subject"] == "[ackfold] wordcount: failed opened"
-        assert "worst roots: 1" in webhook.texts()[0]
+        assert "worst roots: 0x0000000000000001" in webhook.texts()[0]  # ids as shown
         metrics = dag.get_task("metrics").python_callable(run_id="scheduled__t", dag_run=run)
         assert metrics == {"exported": True, "roots": 2, "detected": 1}
         points = otlp_points(collector)
