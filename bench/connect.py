@@ -48,6 +48,8 @@ def timed_reconcile(
     the Connect handshake) included; and the summary it printed."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("ACKFOLD_")}
     env.update(ACKFOLD_VAR_DIR=str(settings.var_dir), ACKFOLD_JARS_DIR=str(settings.jars_dir))
+    # Spark both ways, classic and Connect: the embedded engine is bench/reconcile.py's.
+    env["ACKFOLD_ENGINE__KIND"] = "spark"
     if remote:
         env["ACKFOLD_SPARK__REMOTE"] = remote
     command = [str(Path(sys.executable).parent / "ackfold"), "reconcile", "--now", now]

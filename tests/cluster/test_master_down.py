@@ -19,7 +19,10 @@ def test_ackfold_reconcile_names_spark_master_when_the_master_is_down(tmp_path: 
     down = f"spark://127.0.0.1:{free_port()}"
     env = {k: v for k, v in os.environ.items() if not k.startswith("ACKFOLD_")}
     env.update(
-        ACKFOLD_VAR_DIR=str(tmp_path), ACKFOLD_JARS_DIR=str(JARS_DIR), ACKFOLD_SPARK__MASTER=down
+        ACKFOLD_VAR_DIR=str(tmp_path),
+        ACKFOLD_JARS_DIR=str(JARS_DIR),
+        ACKFOLD_SPARK__MASTER=down,
+        ACKFOLD_ENGINE__KIND="spark",  # the Spark engine's start; the embedded one needs none
     )
     started = time.monotonic()
     result = subprocess.run(
