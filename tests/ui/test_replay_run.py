@@ -8,6 +8,7 @@ import re
 
 from fastapi.testclient import TestClient
 
+from ackfold.ledger.ids import format_id
 from tests.ledger_fixtures import Sample
 from tests.ui.conftest import HOST, FakeAirflow
 
@@ -44,7 +45,7 @@ def test_a_hand_replay_is_queued_then_running_then_sent(
     assert "Replay queued" in words
     assert "sent" not in words.replace("nothing is sent until it runs", "")
     # Back to the root, and what must happen next.
-    assert f'href="/roots/{sample.dead}"' in page.text
+    assert f'href="/roots/{format_id(sample.dead)}"' in page.text
     assert "ackfold_app_&lt;app&gt;" in page.text
     # The page follows the run (ackfold.js asks the JSON, and shows the page again).
     assert 'data-poll="/api/replay/runs/manual__run1"' in page.text
@@ -112,6 +113,6 @@ def test_a_roots_page_says_how_its_replays_ended(client: TestClient, sample: Sam
     assert outcome is not None
     assert outcome.groups() == ("completed", "2")
     assert "Outcome: completed at attempt 2 (root" in text_of(first)
-    assert f'href="/roots/{sample.retry}"' in first
+    assert f'href="/roots/{format_id(sample.retry)}"' in first
     # A root never replayed has no outcome line: its status says it all.
     assert 'id="root-outcome"' not in client.get(f"/roots/{sample.completed}").text

@@ -107,7 +107,7 @@ def router(ctx: UiContext) -> APIRouter:
             run_id=run.run_id,
             state=run.state or "queued",
             url=run.url,
-            root_ids=tuple(str(r) for r in chosen.root_ids),
+            root_ids=tuple(format_id(r) for r in chosen.root_ids),
             dry_run=dry_run,
         )
         return run_page(request, who, status)
