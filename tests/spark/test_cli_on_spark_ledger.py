@@ -27,7 +27,14 @@ ACKFOLD = str(PROJECT_DIR / ".venv" / "bin" / "ackfold")
 
 
 def _ackfold(var: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "ACKFOLD_VAR_DIR": str(var), "ACKFOLD_JARS_DIR": str(JARS_DIR)}
+    # The Spark engine's CLI (its stream checkpoint remembers what a removed mark forgets);
+    # the embedded engine's is tests/conformance's and tests/s3's.
+    env = {
+        **os.environ,
+        "ACKFOLD_VAR_DIR": str(var),
+        "ACKFOLD_JARS_DIR": str(JARS_DIR),
+        "ACKFOLD_ENGINE__KIND": "spark",
+    }
     return subprocess.run([ACKFOLD, *args], env=env, capture_output=True, text=True, timeout=600)
 
 

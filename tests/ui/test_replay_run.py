@@ -59,7 +59,7 @@ def test_a_hand_replay_is_queued_then_running_then_sent(
     body, html = follow()
     assert body["state"] == "queued"
     assert body["finished"] is False
-    assert body["root_ids"] == [str(sample.dead)]
+    assert body["root_ids"] == [format_id(sample.dead)]
     assert state_of(html) == "queued"
 
     airflow.runs["manual__run1"]["state"] = "running"

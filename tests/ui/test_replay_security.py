@@ -13,7 +13,7 @@ from fastapi.routing import APIRoute
 from fastapi.testclient import TestClient
 
 from ackfold.ledger import status
-from ackfold.ledger.ids import parse_id
+from ackfold.ledger.ids import format_id, parse_id
 from ackfold.replay.params import parse_replay_conf
 from ackfold.ui import replay_pages
 from ackfold.ui.redact import MASK, Redactor
@@ -122,7 +122,7 @@ def test_replay_of_selected_roots_asks_then_triggers_as_the_user(
     assert call["auth"] == "Bearer jwt-ann"
     assert call["body"]["logical_date"] is None
     conf = call["body"]["conf"]
-    assert conf["root_ids"] == [str(sample.dead)]
+    assert conf["root_ids"] == [format_id(sample.dead)]
     assert conf["dry_run"] is True
     assert (
         'id="run-link" href="http://airflow.test/dags/ackfold_manual_replay/runs/manual__run1"'
@@ -209,7 +209,7 @@ def test_json_replay_with_a_bearer_token(sample: Sample, airflow: FakeAirflow) -
         )
         assert bad.status_code == 400
         assert bad.json()["field"] == "root_ids"
-    assert airflow.calls[0]["body"]["conf"]["root_ids"] == [str(sample.timed_out)]
+    assert airflow.calls[0]["body"]["conf"]["root_ids"] == [format_id(sample.timed_out)]
 
 
 def test_airflow_refusing_the_run_is_shown(

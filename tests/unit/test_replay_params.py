@@ -162,7 +162,7 @@ def test_conf_from_request_is_json_ready_and_parses_back_to_the_same_request() -
     )
     conf = conf_from_request(request)
     assert tuple(conf) == CONF_KEYS
-    assert conf["root_ids"] == ["-1", "9223372036854775807"]
+    assert conf["root_ids"] == ["0xffffffffffffffff", "0x7fffffffffffffff"]  # as ids are shown
     assert parse(json.loads(json.dumps(conf)), requested_by="airflow:bob") == request
 
 

@@ -30,7 +30,7 @@ Example:
     >>> request.root_ids, request.dry_run, request.requested_by
     ((42,), False, 'airflow')
     >>> conf_from_request(request)["root_ids"]
-    ['42']
+    ['0x000000000000002a']
     >>> parse_replay_conf({"limit": 0, "sttuses": []}, apps=[])  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
@@ -49,6 +49,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Final
 
+from ackfold.ledger import ids
 from ackfold.ledger.parse import (
     MAX_LIMIT,
     QueryError,
@@ -141,14 +142,15 @@ def parse_replay_conf(
 
 
 def conf_from_request(request: ReplayRequest) -> dict[str, Any]:
-    """The run conf that asks for `request`: JSON-ready, root ids as decimal strings.
+    """The run conf that asks for `request`: JSON-ready, root ids as ackfold shows them
+    (`0x` and 16 hex digits: `ackfold.ledger.ids.format_id`).
 
     `parse_replay_conf` of it gives `request` back (with the caller's `requested_by`).
     """
     if request.automatic:
         raise ValueError("an automatic replay follows each app's policy: it has no manual conf")
     return {
-        "root_ids": [str(root_id) for root_id in request.root_ids],
+        "root_ids": [ids.format_id(root_id) for root_id in request.root_ids],
         "app": request.app,
         "statuses": list(request.statuses),
         "since": request.since.isoformat() if request.since else None,
