@@ -133,7 +133,9 @@ def test_producers_a_spark_app_replays_maintenance_a_kill_and_a_restart_lose_not
         # The S3 server: killed once while both write, and back on the same port.
         _wait_for(reports["beta"], 12, procs["beta"])
         server.kill()
-        time.sleep(1)
+        # Down long enough that a producer's append meets it down, even on a loaded
+        # machine where a batch takes a second or more.
+        time.sleep(4)
         server.start()
 
         runner = threading.Thread(target=maintain_meanwhile)
