@@ -34,14 +34,14 @@ if [[ "$created" == *"already exists"* ]]; then
 fi
 
 # One slot: reconciles, replays and maintenance take turns on every worker (the DAGs'
-# tasks name it; ackfold.dags.LEDGER_POOL). Without it those tasks are never scheduled.
+# tasks name it; ackfold.airflow.defaults.LEDGER_POOL). Without it those tasks are never scheduled.
 airflow pools set ackfold_ledger 1 "ackfold: reconciles, replays and maintenance take turns"
 
 if airflow connections get spark_default >/dev/null 2>&1; then
   echo "airflow-init: connection spark_default exists"
 else
   conn="$(python -c 'from ackfold.config import load_settings
-from ackfold.dags import spark_connection_json
+from ackfold.airflow.connections import spark_connection_json
 print(spark_connection_json(load_settings()))')"
   airflow connections add spark_default --conn-json "$conn"
 fi

@@ -17,7 +17,7 @@ import os
 import sys
 from pathlib import Path
 
-from ackfold.local.jvm import BUNDLES, Bundle, resolve, spark_jars_dir
+from ackfold.spark.jars import BUNDLES, Bundle, resolve, spark_jars_dir
 
 
 def main(coordinates: list[str]) -> int:

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from ackfold.app_dags import app_asset, app_dags, reconcile_schedule
+from ackfold.airflow.app_dags import app_dags, reconcile_schedule
+from ackfold.airflow.assets import app_asset
 from ackfold.config import Settings, load_settings
 from tests.airflow.conftest import SETTINGS, first_run_after
 from tests.conftest import PROJECT_DIR
@@ -33,11 +34,22 @@ spark.stop()
 """
 
 
+@pytest.fixture(autouse=True)
+def config_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A configuration file in `tmp_path`, the directory relative application paths are
+    taken from, with the billing app's file under it."""
+    (tmp_path / "ackfold.yaml").write_text("{}\n")
+    (tmp_path / "jobs").mkdir()
+    (tmp_path / "jobs" / "billing.py").write_text(APP)
+    monkeypatch.setenv("ACKFOLD_CONFIG", str(tmp_path / "ackfold.yaml"))
+    return tmp_path
+
+
 def _settings(tmp_path: Path, **dag: object) -> Settings:
     app = tmp_path / "orders_app.py"
     app.write_text(APP)
     spec = {"application": str(app), **dag}
-    apps = {"orders": {"dag": spec}, "billing": {"dag": {"application": "spark_apps/smoke.py"}}}
+    apps = {"orders": {"dag": spec}, "billing": {"dag": {"application": "jobs/billing.py"}}}
     return SETTINGS.model_copy(update={"apps": load_settings(var_dir=tmp_path, apps=apps).apps})
 
 
@@ -66,12 +78,12 @@ def test_an_app_dag_is_declared_from_its_configuration(tmp_path: Path) -> None:
     assert task.retries >= 1
     assert task.on_failure_callback
     assert [a.name for a in task.outlets] == ["ackfold_app_orders"]
-    # The defaults; a relative path is taken from the ackfold checkout.
+    # The defaults; a relative path is taken from the configuration file's directory.
     (billing,) = dags["ackfold_app_billing"].tasks
     assert dags["ackfold_app_billing"].schedule.expression == "0 * * * *"  # @hourly
     assert dags["ackfold_app_billing"].tags == {"ackfold", "app"}
     assert (billing.owner, billing.execution_timeout) == ("ackfold", None)
-    assert billing.application == str(PROJECT_DIR / "spark_apps" / "smoke.py")
+    assert billing.application == str(tmp_path / "jobs" / "billing.py")
     assert billing.application_args == []
 
 
@@ -149,7 +161,7 @@ def test_the_dag_folder_declares_each_configured_app(configured: Path) -> None:
 
     # A missing app file is the DAG file's import error, naming the setting.
     configured.unlink()
-    (error,) = [e for f, e in _dag_folder().import_errors.items() if f.endswith("ackfold_apps.py")]
+    (error,) = [e for f, e in _dag_folder().import_errors.items() if f.endswith("ackfold_dags.py")]
     assert "apps.orders.dag.application" in error
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from ackfold.spark.apps import APPS_DIR
 from tests.airflow.conftest import SETTINGS, first_run_after
 from tests.conftest import PROJECT_DIR
 
@@ -46,7 +47,7 @@ def test_smoke_dag_submits_to_spark_default(dagbag) -> None:  # type: ignore[no-
     (task,) = dag.tasks
     assert task.task_type == "SparkSubmitOperator"
     assert task._conn_id == "spark_default"
-    assert Path(task.application) == PROJECT_DIR / "spark_apps" / "smoke.py"
+    assert Path(task.application) == APPS_DIR / "smoke.py"
     assert "delta-spark_4.1_2.13-4.4.0.jar" in task.jars
     assert task.conf["spark.sql.extensions"] == "io.delta.sql.DeltaSparkSessionExtension"
 
@@ -64,15 +65,15 @@ def test_smoke_dag_runs_to_success_with_a_real_spark_submit(dagbag) -> None:  # 
 def _submits(task, app: str, args: list[str]) -> None:  # type: ignore[no-untyped-def]
     assert task.task_type == "SparkSubmitOperator"
     assert task._conn_id == "spark_default"
-    assert Path(task.application) == PROJECT_DIR / "spark_apps" / app
+    assert Path(task.application) == APPS_DIR / app
     assert task.application_args == args
-    assert (PROJECT_DIR / "spark_apps" / app).is_file()
+    assert (APPS_DIR / app).is_file()
 
 
 def test_reconcile_runs_on_the_configured_cron_and_updates_the_root_state_asset(
     dagbag,  # type: ignore[no-untyped-def]
 ) -> None:
-    from ackfold.dags import root_state_asset
+    from ackfold.airflow.assets import root_state_asset
 
     dag = dagbag.dags["ackfold_reconcile"]
     assert dag.schedule == SETTINGS.airflow.reconcile_schedule == "*/5 * * * *"
@@ -96,7 +97,7 @@ def test_on_the_spark_engine_the_reconcile_task_submits_its_spark_app(
     from airflow.dag_processing.dagbag import DagBag
 
     monkeypatch.setenv("ACKFOLD_ENGINE__KIND", "spark")
-    bag = DagBag(dag_folder=str(PROJECT_DIR / "dags" / "ackfold_reconcile.py"))
+    bag = DagBag(dag_folder=str(PROJECT_DIR / "dags" / "ackfold_dags.py"))
     assert bag.import_errors == {}
     task = bag.dags["ackfold_reconcile"].get_task("reconcile")
     _submits(task, "reconcile.py", [])
@@ -106,7 +107,7 @@ def test_on_the_spark_engine_the_reconcile_task_submits_its_spark_app(
 def test_replay_is_scheduled_on_the_root_state_asset(dagbag) -> None:  # type: ignore[no-untyped-def]
     from airflow.sdk.definitions.timetables.assets import AssetTriggeredTimetable
 
-    from ackfold.dags import root_state_asset
+    from ackfold.airflow.assets import root_state_asset
 
     dag = dagbag.dags["ackfold_replay"]
     assert isinstance(dag.timetable, AssetTriggeredTimetable)
@@ -124,7 +125,7 @@ def test_on_the_spark_engine_the_replay_is_a_spark_submit(
     from airflow.dag_processing.dagbag import DagBag
 
     monkeypatch.setenv("ACKFOLD_ENGINE__KIND", "spark")
-    bag = DagBag(dag_folder=str(PROJECT_DIR / "dags" / "ackfold_replay.py"))
+    bag = DagBag(dag_folder=str(PROJECT_DIR / "dags" / "ackfold_dags.py"))
     assert bag.import_errors == {}
     (task,) = bag.dags["ackfold_replay"].tasks
     _submits(task, "replay.py", ["--auto"])
@@ -133,7 +134,7 @@ def test_on_the_spark_engine_the_replay_is_a_spark_submit(
 def test_quality_follows_every_reconcile_and_its_verdict_follows_the_checks(
     dagbag,  # type: ignore[no-untyped-def]
 ) -> None:
-    from ackfold.dags import root_state_asset
+    from ackfold.airflow.assets import root_state_asset
 
     dag = dagbag.dags["ackfold_quality"]
     assert list(dag.schedule) == [root_state_asset(SETTINGS)]
@@ -227,7 +228,7 @@ def test_the_ledger_writers_take_turns_in_a_one_slot_pool_that_make_run_creates(
     import subprocess
     import sys
 
-    from ackfold.dags import LEDGER_POOL
+    from ackfold.airflow.defaults import LEDGER_POOL
     from ackfold.local.stack import prepare_airflow
 
     in_pool = {
@@ -251,7 +252,7 @@ def test_the_ledger_writers_take_turns_in_a_one_slot_pool_that_make_run_creates(
 def test_a_persons_replay_goes_first_in_the_ledger_pool(dagbag) -> None:  # type: ignore[no-untyped-def]
     """Queued for the one slot beside scheduled reconciles, replays and maintenance, the
     manual replay's tasks outweigh every other task of ackfold's DAGs."""
-    from ackfold.dags import LEDGER_POOL
+    from ackfold.airflow.defaults import LEDGER_POOL
 
     manual = dagbag.dags["ackfold_manual_replay"]
     assert {task.task_id for task in manual.tasks} == {"validate", "replay"}
@@ -291,7 +292,7 @@ def test_with_spark_remote_every_spark_task_runs_its_entry_point_through_connect
         assert task.task_type == "PythonOperator", (dag_id, task_id)
         assert task.python_callable.__name__ == "run_spark_app"
         assert task.op_args == [app, args]
-        assert (PROJECT_DIR / "spark_apps" / app).is_file()
+        assert (APPS_DIR / app).is_file()
         assert task.pool == (
             "ackfold_ledger" if (dag_id, task_id) in LEDGER_WRITERS else "default_pool"
         )

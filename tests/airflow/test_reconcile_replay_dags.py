@@ -147,7 +147,7 @@ def test_a_bad_manual_conf_fails_validation_naming_each_field(
         "since": "2026-11-23T00:00:00Z",
         "until": "2026-11-22T00:00:00Z",
     }
-    with caplog.at_level(logging.ERROR, logger="ackfold.dags"):
+    with caplog.at_level(logging.ERROR, logger="ackfold.airflow"):
         run = dags["ackfold_manual_replay"].test(run_conf=conf)
     assert run.state == DagRunState.FAILED
     states = {ti.task_id: ti.state for ti in run.get_task_instances()}

@@ -1,6 +1,7 @@
 """The cluster tier: a Spark standalone master and two workers from the pyspark install,
-and spark-submits built as the DAGs build them (`ackfold.spark_tasks.spark_submit_kwargs`, the
-`spark_default` connection), the same run on the cluster and in local mode."""
+and spark-submits built as the DAGs build them
+(`ackfold.airflow.spark_jobs.spark_submit_kwargs`, the `spark_default` connection), the
+same run on the cluster and in local mode."""
 
 from __future__ import annotations
 
@@ -19,9 +20,10 @@ from typing import Any
 import pytest
 import yaml
 
+from ackfold.airflow.connections import spark_connection
+from ackfold.airflow.spark_jobs import spark_submit_kwargs
 from ackfold.config import Settings, load_settings
 from ackfold.local.cluster import LocalCluster
-from ackfold.spark_tasks import spark_connection, spark_submit_kwargs
 from tests.conftest import JARS_DIR
 
 VENV_BIN = Path(sys.executable).parent
@@ -40,7 +42,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
 
 @dataclass
 class Submitted:
-    """One spark-submit of a `spark_apps/` entry point, running or done."""
+    """One spark-submit of a `ackfold/spark/apps/` entry point, running or done."""
 
     app: str
     settings: Settings
@@ -121,8 +123,9 @@ def settings_file(var: Path, **overrides: Any) -> tuple[Path, Settings]:
 
 
 def spark_submit(app: str, config: Path, settings: Settings, args: list[str]) -> Submitted:
-    """Start `spark_apps/<app>` under spark-submit with the settings of `config`, in the
-    environment the embedded stack gives its tasks (venv on PATH, loopback Spark)."""
+    """Start the packaged entry point `<app>` (`ackfold.spark.apps`) under spark-submit
+    with the settings of `config`, in the environment the embedded stack gives its tasks
+    (venv on PATH, loopback Spark)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("ACKFOLD_")}
     env.update(
         PATH=f"{VENV_BIN}{os.pathsep}{env.get('PATH', '')}",

@@ -1,5 +1,5 @@
 """The DAGs through Spark Connect: with `spark.remote` set, `ackfold_smoke`'s task runs
-`spark_apps/smoke.py` in the task's process, its endpoint the Airflow `spark_connect`
+`ackfold/spark/apps/smoke.py` in the task's process, its endpoint the Airflow `spark_connect`
 connection, and succeeds."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-from ackfold.spark_tasks import spark_connect_connection
+from ackfold.airflow.connections import spark_connect_connection
 from tests.conftest import JARS_DIR, PROJECT_DIR
 
 # In a child of its own: Airflow reads its configuration once, at import, and this test

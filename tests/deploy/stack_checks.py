@@ -16,7 +16,7 @@ from typing import Any
 import jsonschema
 import yaml
 
-from ackfold.dags import LEDGER_POOL
+from ackfold.airflow.defaults import LEDGER_POOL
 
 PROJECT_DIR = Path(__file__).resolve().parents[2]
 COMPOSE_FILE = PROJECT_DIR / "docker-compose.yml"

@@ -17,7 +17,8 @@ from pyspark.sql import functions as F
 from ackfold.config import load_settings
 from ackfold.ledger.tables import ACK_EVENTS, ROOT_STATE, ROOTS, Ledger
 from ackfold.reconcile.reconciler import reconcile
-from tests.conftest import JARS_DIR, PROJECT_DIR
+from ackfold.spark.apps import APPS_DIR
+from tests.conftest import JARS_DIR
 from tests.spark.ledger_io import state
 
 T0 = datetime(2026, 11, 22, 10, 0, tzinfo=UTC)
@@ -81,7 +82,7 @@ def test_killed_mid_merge_then_rerun_equals_an_uninterrupted_run(
     env = {**os.environ, "ACKFOLD_VAR_DIR": str(killed_dir), "ACKFOLD_JARS_DIR": str(JARS_DIR)}
     argv = [
         sys.executable,
-        str(PROJECT_DIR / "spark_apps" / "reconcile.py"),
+        str(APPS_DIR / "reconcile.py"),
         "--now",
         NOW.isoformat(),
     ]

@@ -333,7 +333,7 @@ def test_the_dag_verdict_fails_with_the_same_message(
 ) -> None:
     from airflow.sdk.exceptions import AirflowFailException
 
-    from ackfold.dags import quality_verdict
+    from ackfold.airflow.tasks import quality_verdict
 
     settings, ledger = broken_copy(healthy, tmp_path)
     sql(spark, ledger, f"UPDATE {{root_state}} SET xor_acc = 7 WHERE root_id = {healthy.good[0]}")

@@ -21,9 +21,8 @@ from tests.conftest import PROJECT_DIR
 
 SCRIPT = """
 import json, os, sys
-sys.path.insert(0, "plugins")
 os.environ["ACKFOLD_CONFIG"] = "/nonexistent/ackfold.yaml"  # a broken configuration
-import ackfold_ui
+from ackfold.airflow import plugin as ackfold_ui  # as the airflow.plugins entry point
 heavy = ["fastapi", "ackfold.config", "ackfold.ui.app", "airflow.api_fastapi.app"]
 at_import = {"built": ackfold_ui._app.built, "loaded": [m for m in heavy if m in sys.modules]}
 from airflow.api_fastapi.app import create_auth_manager

@@ -286,7 +286,7 @@ def test_the_failure_hook_tells_the_channels_which_task_failed(
 ) -> None:
     from types import SimpleNamespace
 
-    from ackfold.dags import on_failure
+    from ackfold.airflow.defaults import on_failure
 
     monkeypatch.setenv("ACKFOLD_VAR_DIR", str(tmp_path / "var"))
     monkeypatch.setenv("ACKFOLD_ALERTS__WEBHOOK_CONN_ID", "ackfold_alerts")

@@ -18,14 +18,14 @@ from ackfold.cli import main as cli
 from ackfold.config import Settings
 from ackfold.local import ports
 from ackfold.local.cluster import ClusterError, LocalCluster
-from ackfold.spark import (
+from ackfold.spark.python import worker_python, workers_run
+from ackfold.spark.session import (
     SparkMasterUnreachable,
     check_master,
     get_spark,
     master_addresses,
     spark_conf,
 )
-from ackfold.spark_python import worker_python, workers_run
 
 
 def test_docstring_examples_run() -> None:
@@ -212,7 +212,7 @@ def test_make_run_points_spark_default_at_spark_master(
 def test_a_worker_python_of_another_version_is_refused_before_spark_starts(
     make_settings: Callable[..., Settings], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from ackfold.spark_python import WorkerPythonMismatch, check_worker_python
+    from ackfold.spark.python import WorkerPythonMismatch, check_worker_python
     from tests.suite import find_python
 
     mine = f"{sys.version_info.major}.{sys.version_info.minor}"

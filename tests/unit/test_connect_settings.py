@@ -11,12 +11,13 @@ from collections.abc import Callable
 
 import pytest
 
-from ackfold import spark, spark_tasks
+from ackfold.airflow import connections as spark_tasks
 from ackfold.cli import main as cli
 from ackfold.config import ConfigError, Settings, load_settings, sections
 from ackfold.ledger import dml
 from ackfold.local.ports import free_port
-from ackfold.spark import SparkConnectError, connect_address, connect_conf, get_spark
+from ackfold.spark import session as spark
+from ackfold.spark.session import SparkConnectError, connect_address, connect_conf, get_spark
 
 
 def test_docstring_examples_run() -> None:

@@ -3,7 +3,7 @@ from pathlib import Path
 
 import pytest
 
-from ackfold.local.jvm import BUNDLES, MANIFEST, JarsError, _artifact_id, bundle_jars
+from ackfold.spark.jars import BUNDLES, MANIFEST, JarsError, _artifact_id, bundle_jars
 
 
 def _fake_cache(root: Path, content: bytes = b"jar bytes") -> Path:

@@ -11,11 +11,12 @@ from pathlib import Path
 
 import pytest
 
+from ackfold.airflow.connections import kafka_credential_env
+from ackfold.airflow.spark_jobs import spark_submit_kwargs
 from ackfold.config import ConfigError, Settings, load_settings
 from ackfold.sources import kafka_security
 from ackfold.sources.kafka_client import client_config
 from ackfold.sources.kafka_security import KafkaSecurityError, client_security, spark_security
-from ackfold.spark_tasks import kafka_credential_env, spark_submit_kwargs
 
 PASSWORD = 'pa"ss\\word-7'  # a quote and a backslash: the JAAS string must escape both
 

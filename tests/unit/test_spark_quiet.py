@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from ackfold.spark import jvm_notices_dropped
+from ackfold.spark.session import jvm_notices_dropped
 
 CHILD = (
     "import sys, time\n"

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from ackfold.app_dags import app_dag_specs, application_path
+from ackfold.airflow.app_dags import app_dag_specs, application_path
 from ackfold.config import Settings, load_settings
 from ackfold.config.demo import DEMO_APP_DAG, DEMO_APP_POLICY
 from ackfold.local.stack import (
@@ -20,6 +20,7 @@ from ackfold.local.stack import (
     passwords_file,
     user_passwords,
 )
+from ackfold.spark.apps import app_path
 
 
 def test_every_account_gets_its_role_and_a_password_made_once(
@@ -58,9 +59,12 @@ def test_make_run_gives_the_demo_app_its_dag_unless_configured(
     monkeypatch.setenv("ACKFOLD_APPS__WORDCOUNT__DAG", env["ACKFOLD_APPS__WORDCOUNT__DAG"])
     settings = load_settings()
     spec = app_dag_specs(settings)["wordcount"]
-    assert spec == DEMO_APP_DAG
+    # The packaged entry point, wherever the package is installed.
+    assert spec == DEMO_APP_DAG.model_copy(
+        update={"application": str(app_path("wordcount_app.py"))}
+    )
     assert Path(application_path("wordcount", spec, settings)).is_file()
     assert settings.app("wordcount").timeout == DEMO_APP_POLICY.timeout  # the demo's policy
     # A DAG of the user's own for the word count stays theirs.
-    own = {"wordcount": {"dag": {"application": "spark_apps/wordcount_app.py"}}}
+    own = {"wordcount": {"dag": {"application": "jobs/wordcount_app.py"}}}
     assert demo_app_dag_env(make_settings(apps=own)) == {}

@@ -51,10 +51,30 @@ def add_commands(command: AddCommand) -> None:
     )
     quality.add_argument("--all", action="store_true", help="list every check, not only failures")
     quality.add_argument("--json", action="store_true", help="print the report as JSON")
+    spark_app = command(
+        "spark-app",
+        _spark_app,
+        "print the file of a packaged spark-submit entry point (without NAME: list them)",
+    )
+    spark_app.add_argument("name", nargs="?", metavar="NAME", help="e.g. reconcile.py")
+
+
+def _spark_app(settings: Settings, args: argparse.Namespace) -> int:
+    # For spark-submit by hand: `spark-submit ... "$(ackfold spark-app reconcile.py)"`.
+    from ackfold.spark.apps import app_path, entry_points
+
+    if args.name is None:
+        print("\n".join(entry_points()))
+        return 0
+    name = args.name if args.name.endswith(".py") else f"{args.name}.py"
+    if name not in entry_points():
+        raise UsageError(f"no entry point {args.name!r}: one of {', '.join(entry_points())}")
+    print(app_path(name))
+    return 0
 
 
 def _smoke(settings: Settings, args: argparse.Namespace) -> int:
-    from ackfold.smoke import check, run_smoke
+    from ackfold.spark.smoke import check, run_smoke
 
     report = run_smoke(spark_session(settings, "ackfold-smoke"), f"{settings.table_root}/smoke")
     print(json.dumps(report, sort_keys=True))

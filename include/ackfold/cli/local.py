@@ -8,8 +8,8 @@ import sys
 
 from ackfold.cli.common import AddCommand, UsageError
 from ackfold.config import Settings
-from ackfold.local.jvm import BUNDLES
 from ackfold.sources.base import SourceError
+from ackfold.spark.jars import BUNDLES
 
 
 def add_commands(command: AddCommand) -> None:
@@ -55,7 +55,7 @@ def add_commands(command: AddCommand) -> None:
 
 
 def _setup(settings: Settings, args: argparse.Namespace) -> int:
-    from ackfold.local.jvm import setup
+    from ackfold.spark.jars import setup
 
     assert settings.jars_dir is not None
     setup(settings.jars_dir, args.bundle or None)

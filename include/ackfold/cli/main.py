@@ -26,10 +26,10 @@ from ackfold.ledger.conflicts import LedgerConflict
 from ackfold.ledger.lock import LedgerBusy
 from ackfold.ledger.protocol import SparkCommitRefused, UnsafeStore
 from ackfold.ledger.writer import MissingDeltaRs
-from ackfold.local.jvm import JarsError
 from ackfold.sources.base import SourceError
 from ackfold.spark import SparkConnectError, SparkMasterUnreachable
-from ackfold.spark_python import WorkerPythonMismatch
+from ackfold.spark.jars import JarsError
+from ackfold.spark.python import WorkerPythonMismatch
 
 
 def build_parser() -> argparse.ArgumentParser:

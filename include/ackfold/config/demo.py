@@ -95,8 +95,9 @@ DEMO_APP_POLICY: Final = AppOverrides(
 # What `make run` adds after the demo's report (`ackfold.local.stack.demo_app_dag_env`): the
 # word count as its own DAG, `ackfold_app_wordcount`, hourly (the default). Every run's
 # asset triggers a reconcile, then the replay and quality checks: four Spark jobs, so a
-# tighter schedule would keep a laptop busy for a queue that only replays refill.
-DEMO_APP_DAG: Final = AppDag(application="spark_apps/wordcount_app.py", tags=("demo",))
+# tighter schedule would keep a laptop busy for a queue that only replays refill. Its
+# application is the packaged entry point of that name (`ackfold.spark.apps`).
+DEMO_APP_DAG: Final = AppDag(application="wordcount_app.py", tags=("demo",))
 
 
 def with_app_defaults(

@@ -129,8 +129,8 @@ class AppDag(Section):
     (`ackfold_app_<app>`), which triggers `ackfold_reconcile`.
 
     - `application`: the app's entry point: a file (a relative path is taken from the
-      ackfold checkout, as `spark_apps/...`), or a URI spark-submit fetches itself
-      (`s3a://...`, `hdfs://...`, `local:///...`).
+      directory of the configuration file, else the working directory), or a URI
+      spark-submit fetches itself (`s3a://...`, `hdfs://...`, `local:///...`).
     - `args`: its arguments; `schedule`: a cron or a preset (default `@hourly`);
       `owner` and `tags`: as the Airflow UI shows and filters them.
     - `execution_timeout`: the longest one try may run before Airflow stops it (Airflow's

@@ -57,7 +57,7 @@ class SparkSettings(Section):
     master: str = "local[*]"
     remote: str | None = None
     # The Python of PySpark's workers on the executors (`spark.pyspark.python`); unset,
-    # this interpreter on local and spark:// masters (`ackfold.spark_python.worker_python`).
+    # this interpreter on local and spark:// masters (`ackfold.spark.python.worker_python`).
     python: str | None = Field(None, min_length=1)
     driver_memory: str = Field("2g", pattern=r"^\d+[kmgt]?$")
     shuffle_partitions: int = Field(4, ge=1)
@@ -285,7 +285,7 @@ class ReplaySettings(Section):
 
 
 class UiSettings(Section):
-    """The Reliability UI (the Airflow plugin `plugins/ackfold_ui.py`).
+    """The Reliability UI (the Airflow plugin `ackfold.airflow.plugin`).
 
     - `payload_preview_chars`: the most payload characters a root page shows (0: none).
     - `redact_keys`: JSON keys (any depth, case-insensitive) whose values are masked.

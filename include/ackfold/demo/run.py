@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ackfold.app_dags import APP_DAG_PREFIX
+from ackfold.airflow.assets import APP_DAG_PREFIX
 from ackfold.cli.progress import Progress
 from ackfold.config import Settings
 from ackfold.config.demo import FaultSettings
@@ -81,7 +81,7 @@ def run_available_now(
     starts (`start_spark`) once the wait is over, so a waiting run holds none, and stops
     at the end. Returns the messages taken."""
     settings = with_demo_policy(settings)
-    holder = DEMO_DAG_ID if settings.apps[APP].dag else "spark_apps/wordcount_app.py"
+    holder = DEMO_DAG_ID if settings.apps[APP].dag else "ackfold/spark/apps/wordcount_app.py"
     with demo_lock(settings, holder, say=say):
         spark = start_spark()
         try:

@@ -1,10 +1,18 @@
 """What ackfold runs on this machine, for development, tests and `make run`.
 
-- `jvm`: the JVM jars ackfold needs, resolved once from Maven Central into a local cache;
 - `server`: what the local servers share; `ports`: loopback hosts and free ports;
 - `elasticmq`: a real SQS API (ElasticMQ); `kafka_broker`: a one-node Kafka (KRaft);
 - `cluster`: a Spark standalone cluster from the pyspark install;
 - `stack`: the embedded stack behind `make run` (`airflow standalone`, the demo);
 - `compose_schema`: the Compose Specification's schema that `docker-compose.yml` is
-  validated against (there is no Docker engine here to run it).
+  validated against (there is no Docker engine here to run it);
+- `s3`, `s3_app`: a local S3 API (moto) with atomic conditional writes.
+
+Nothing a production session needs lives here: its jars and session are `ackfold.spark`.
+These run from a checkout: their configuration files are the repository's `conf/`.
 """
+
+from pathlib import Path
+
+# The checkout these development servers run from (`conf/`, `dags/`).
+PROJECT_DIR = Path(__file__).resolve().parents[3]

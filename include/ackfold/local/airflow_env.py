@@ -12,9 +12,9 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from ackfold.config import Settings
-from ackfold.dags import PROJECT_DIR
-from ackfold.local.ports import is_loopback_host
-from ackfold.spark import on_loopback
+from ackfold.config.hosts import is_loopback_host
+from ackfold.local import PROJECT_DIR
+from ackfold.spark.session import on_loopback
 
 SIMPLE_AUTH_MANAGER = (
     "airflow.api_fastapi.auth.managers.simple.simple_auth_manager.SimpleAuthManager"
@@ -102,7 +102,6 @@ def airflow_environment(
             "PATH": f"{venv_bin}{os.pathsep}{env.get('PATH', '')}",
             "AIRFLOW_HOME": str(settings.airflow_home),
             "AIRFLOW__CORE__DAGS_FOLDER": str(PROJECT_DIR / "dags"),
-            "AIRFLOW__CORE__PLUGINS_FOLDER": str(PROJECT_DIR / "plugins"),
             "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
             "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": ",".join(
                 f"{name}:{role}" for name, role in airflow_users(settings).items()
@@ -136,8 +135,11 @@ def demo_app_dag_env(settings: Settings) -> dict[str, str]:
     (`DEMO_APP_DAG`), unless the configuration already gives it one."""
     from ackfold.config.demo import DEMO_APP, DEMO_APP_DAG
     from ackfold.demo.wordcount import with_demo_policy
+    from ackfold.spark.apps import app_path
 
     if with_demo_policy(settings).apps[DEMO_APP].dag is not None:
         return {}
+    # The packaged entry point, wherever the package is installed.
+    dag = DEMO_APP_DAG.model_copy(update={"application": str(app_path(DEMO_APP_DAG.application))})
     name = f"ACKFOLD_APPS__{DEMO_APP.upper()}__DAG"
-    return {name: DEMO_APP_DAG.model_dump_json(exclude_defaults=True)}
+    return {name: dag.model_dump_json(exclude_defaults=True)}

@@ -26,12 +26,13 @@ from datetime import timedelta
 from pathlib import Path
 
 from ackfold.config import Settings
-from ackfold.dags import PROJECT_DIR
-from ackfold.local.jvm import bundle_jars
-from ackfold.local.ports import free_port, is_loopback_host, port_free
+from ackfold.config.hosts import is_loopback_host
+from ackfold.local import PROJECT_DIR
+from ackfold.local.ports import free_port, port_free
 from ackfold.local.server import JvmProcess, JvmServer, java
 from ackfold.sources.base import SourceError
 from ackfold.sources.kafka_client import create_topics, existing_topics
+from ackfold.spark.jars import bundle_jars
 
 MAIN_CLASS = "kafka.Kafka"
 STORAGE_TOOL = "kafka.tools.StorageTool"

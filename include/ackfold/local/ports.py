@@ -1,17 +1,13 @@
-"""Loopback hosts and ports, for the local servers ackfold starts (ElasticMQ, a Spark
-cluster) and for telling a local endpoint from a remote one.
+"""Free loopback ports, for the local servers ackfold starts (ElasticMQ, a Spark cluster).
 
 Example:
     >>> port = free_port()
     >>> port_free(port)
     True
-    >>> is_loopback_host("127.0.0.2"), is_loopback_host("10.0.0.5")
-    (True, False)
 """
 
 from __future__ import annotations
 
-import ipaddress
 import socket
 
 LOOPBACK = "127.0.0.1"
@@ -35,13 +31,3 @@ def free_port(host: str = LOOPBACK) -> int:
         probe.bind((host, 0))
         port: int = probe.getsockname()[1]
         return port
-
-
-def is_loopback_host(host: str) -> bool:
-    """True for a host on this machine: 127.0.0.0/8, ::1 or localhost."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False

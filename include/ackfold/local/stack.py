@@ -29,11 +29,10 @@ from pathlib import Path
 from types import FrameType
 from typing import IO, TYPE_CHECKING, Any
 
+from ackfold.airflow.connections import SPARK_CONN_ID, spark_connect_connection, spark_connection
+from ackfold.airflow.defaults import LEDGER_POOL, LEDGER_POOL_DESCRIPTION
 from ackfold.config import Settings
-from ackfold.dags import (
-    LEDGER_POOL,
-    LEDGER_POOL_DESCRIPTION,
-)
+from ackfold.config.hosts import is_loopback_host
 from ackfold.local.airflow_env import (
     airflow_environment,
     airflow_url,
@@ -45,9 +44,7 @@ from ackfold.local.airflow_env import (
 from ackfold.local.airflow_env import airflow_users as airflow_users  # re-exported
 from ackfold.local.airflow_env import passwords_file as passwords_file  # re-exported
 from ackfold.local.elasticmq import ElasticMQ, ElasticMQError
-from ackfold.local.ports import is_loopback_host
 from ackfold.local.server import LocalServer
-from ackfold.spark_tasks import SPARK_CONN_ID, spark_connect_connection, spark_connection
 
 if TYPE_CHECKING:
     from ackfold.local.kafka_broker import KafkaBroker

@@ -92,7 +92,7 @@ def automatic_replay(
     spark: SparkSession | Callable[[], SparkSession] | None = None,
 ) -> dict[str, Any]:
     """The automatic replay of `ackfold_replay` (in the task's process, or through
-    `spark_apps/replay.py`): each app's policy; the summary as a dict. Raises
+    `ackfold/spark/apps/replay.py`): each app's policy; the summary as a dict. Raises
     `ReplayError` if messages stayed unsent (the next run sends exactly those)."""
     from ackfold.replay.replayer import unsent_error
 

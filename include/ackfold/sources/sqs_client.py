@@ -21,7 +21,7 @@ import botocore
 from botocore.config import Config
 
 from ackfold.config import Settings
-from ackfold.local.ports import is_loopback_host
+from ackfold.config.hosts import is_loopback_host
 
 CONNECT_TIMEOUT = 5.0
 # A long poll holds the request open for `wait_time`: the read timeout must outlast it.

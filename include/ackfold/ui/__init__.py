@@ -10,5 +10,5 @@
 - `app`: the FastAPI app (`create_app`), its pages sharing `site` (templates, links, the
   error page) and `context` (what one app's routes share): `ledger_pages`,
   `quality_pages`, `replay_pages`; `lazy`: `LazyApp`, which builds it on the first
-  request, so that `plugins/ackfold_ui.py` (imported by every Airflow task) stays cheap.
+  request, so that `ackfold.airflow.plugin` (imported by every Airflow task) stays cheap.
 """

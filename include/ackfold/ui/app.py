@@ -1,7 +1,7 @@
 """The Reliability UI as a FastAPI app: server-rendered pages and their JSON twins.
 
 `create_app` builds it without Airflow (tests pass their own `viewer` dependency); the
-plugin (`plugins/ackfold_ui.py`) passes Airflow's and mounts it under `/ackfold`. Every
+plugin (`ackfold.airflow.plugin`) passes Airflow's and mounts it under `/ackfold`. Every
 route depends on the viewer, so nothing answers an anonymous request: pages (GET or
 POST) redirect it to Airflow's login, `/api/...` answers 401/403. Reads are sync routes
 (FastAPI runs them in its thread pool); the replay trigger is async. Reasons are masked

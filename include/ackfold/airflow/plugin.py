@@ -13,7 +13,7 @@ request to /ackfold, in the api-server only.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any
 
 from airflow.plugins_manager import AirflowPlugin
 
@@ -47,10 +47,10 @@ def _view(name: str, path: str, route: str) -> dict[str, str]:
 
 class AckfoldUiPlugin(AirflowPlugin):
     name = "ackfold_ui"
-    fastapi_apps: ClassVar[list[dict[str, Any]]] = [
+    fastapi_apps: list[Any] = [  # noqa: RUF012 (AirflowPlugin's own declaration)
         {"app": _app, "url_prefix": PREFIX, "name": "ackfold reliability"}
     ]
-    external_views: ClassVar[list[dict[str, str]]] = [
+    external_views: list[Any] = [  # noqa: RUF012 (AirflowPlugin's own declaration)
         _view("Overview", "overview", "ackfold-overview"),
         _view("Failed roots", "roots", "ackfold-roots"),
         _view("Dead letters", "dead-letters", "ackfold-dead-letters"),

@@ -2,7 +2,7 @@
 longer ago than `maintenance.retention`, Z-order `ack_events` and `roots` by root_id,
 compact `replay_log`, and VACUUM the ledger.
 
-    spark-submit spark_apps/maintenance.py [--now ISO-TIME]
+    spark-submit "$(ackfold spark-app maintenance.py)" [--now ISO-TIME]
 
 Prints the run's JSON summary on the last line of stdout.
 """

@@ -1,7 +1,7 @@
 """spark-submit entry point of `ackfold_replay`: the automatic replay, under each app's
 policy (attempts, backoff, rate), of the failed and timed-out roots a reconcile found.
 
-    spark-submit spark_apps/replay.py --auto [--app APP] [--now ISO-TIME]
+    spark-submit "$(ackfold spark-app replay.py)" --auto [--app APP] [--now ISO-TIME]
 
 Runs `ackfold.replay.run.automatic_replay` on the engine `engine.kind` chooses (the
 `ackfold_replay` DAG submits it only when that is Spark). Prints the run's JSON summary on
@@ -13,6 +13,8 @@ the next run sends them).
 import argparse
 import json
 import sys
+
+from pyspark.sql import SparkSession
 
 from ackfold.config import load_settings
 from ackfold.ledger.parse import parse_time
@@ -30,9 +32,9 @@ if __name__ == "__main__":
     parser.add_argument("--now", type=lambda text: parse_time(text, "--now"))
     args = parser.parse_args()
     settings = load_settings()
-    started = []
+    started: list[SparkSession] = []
 
-    def session():  # type: ignore[no-untyped-def]
+    def session() -> SparkSession:
         started.append(get_spark(settings, app_name="ackfold-replay"))
         return started[0]
 

@@ -2,7 +2,7 @@
 (send the sentences, run reconcile-and-replay cycles until every message is settled),
 on whatever master spark-submit names, against the SQS of `sqs.endpoint_url`.
 
-    spark-submit spark_apps/wordcount.py [--messages N] [--seed S] [--drop STAGE=F]
+    spark-submit "$(ackfold spark-app wordcount.py)" [--messages N] [--seed S] [--drop STAGE=F]
         [--fail STAGE=F] [--poison N] [--stuck N] [--slow STAGE=DURATION] [--kill STAGE]
         [--no-faults]
 
@@ -34,7 +34,7 @@ if __name__ == "__main__":
         messages, faults = demo_options(settings.demo.faults, args)
     except ValueError as exc:
         parser.error(str(exc))
-    with demo_lock(settings, "spark_apps/wordcount.py", say=say):
+    with demo_lock(settings, "ackfold/spark/apps/wordcount.py", say=say):
         spark = get_spark(settings, app_name="ackfold-wordcount")
         report = Demo(spark, settings, messages=messages, faults=faults, say=say).run()
         print(json.dumps(report.as_dict(), sort_keys=True), flush=True)

@@ -2,7 +2,7 @@
 spark`): fold new ledger events into root_state. On the embedded engine the DAG runs
 `ackfold.reconcile.run.run_reconcile` in its task instead, with no spark-submit.
 
-    spark-submit spark_apps/reconcile.py [--app APP] [--now ISO-TIME]
+    spark-submit "$(ackfold spark-app reconcile.py)" [--app APP] [--now ISO-TIME]
 
 Prints the run's JSON summary on the last line of stdout, and pushes its counters over
 OTLP when metrics are on (`ackfold.metrics`).
@@ -10,6 +10,8 @@ OTLP when metrics are on (`ackfold.metrics`).
 
 import argparse
 import json
+
+from pyspark.sql import SparkSession
 
 from ackfold.config import load_settings
 from ackfold.embedded import SPARK
@@ -25,9 +27,11 @@ if __name__ == "__main__":
     parser.add_argument("--now", type=lambda text: parse_time(text, "--now"))
     args = parser.parse_args()
     settings = load_settings()
-    started = []
+    started: list[SparkSession] = []
 
-    def session():  # only when there is something to fold: a quiet run starts no Spark
+    def session() -> (
+        SparkSession
+    ):  # only when there is something to fold: a quiet run starts no Spark
         started.append(get_spark(settings, app_name="ackfold-reconcile"))
         return started[0]
 

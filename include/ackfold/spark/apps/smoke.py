@@ -4,8 +4,8 @@ import json
 import sys
 
 from ackfold.config import load_settings
-from ackfold.smoke import check, run_smoke
 from ackfold.spark import get_spark
+from ackfold.spark.smoke import check, run_smoke
 
 if __name__ == "__main__":
     settings = load_settings()

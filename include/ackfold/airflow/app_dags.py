@@ -1,5 +1,6 @@
 """The tracked apps as Airflow DAGs: one `ackfold_app_<app>` for each app with a `dag:`
-entry under `apps:` (`ackfold.config.policy.AppDag`), declared by `dags/ackfold_apps.py`.
+entry under `apps:` (`ackfold.config.policy.AppDag`), declared with the others by `ackfold_dags()`
+(`ackfold.airflow.dags`).
 
 A run spark-submits the app on `spark_default` (through Spark Connect with
 `spark.remote` set), and the app takes what its source holds and stops: the batch-replay
@@ -7,8 +8,8 @@ style of `trigger(availableNow=True)`, so a schedule decides how fresh the resul
 and no cluster sits idle between runs. A run that ends well updates the app's asset,
 `ackfold_app_<app>`; `ackfold_reconcile` is scheduled on its cron *or* any of those
 assets, so the events a run wrote are folded right after it, and the replay follows.
-A file that is missing, or a bad entry, is the import error of `dags/ackfold_apps.py`:
-Airflow then loads none of its DAGs until it is fixed, and says why.
+A file that is missing, or a bad entry, is the import error of the DAG file that calls
+`ackfold_dags()`: Airflow then loads none of its DAGs until it is fixed, and says why.
 
 With `apps.<app>.dag.mode: continuous` the app runs as one long supervised task instead
 (`@continuous`, restarted with backoff when it fails), and `ackfold_reconcile` keeps its
@@ -23,15 +24,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
+from ackfold.airflow.assets import APP_DAG_PREFIX, app_asset
+from ackfold.airflow.defaults import default_args, from_next_tick
+from ackfold.airflow.spark_jobs import is_uri, spark_job
 from ackfold.config import Settings
 from ackfold.config.policy import AppDag
-from ackfold.dags import PROJECT_DIR, default_args, from_next_tick
-from ackfold.spark_tasks import is_uri, spark_job
+from ackfold.config.settings import config_file
 
 if TYPE_CHECKING:
-    from airflow.sdk import DAG, Asset
+    from airflow.sdk import DAG
 
-APP_DAG_PREFIX: Final = "ackfold_app_"
 CONTINUOUS: Final = "continuous"
 # A supervised app is restarted for as long as it fails (Airflow needs a number).
 CONTINUOUS_RETRIES: Final = 100_000
@@ -44,18 +46,12 @@ def app_dag_specs(settings: Settings) -> dict[str, AppDag]:
     return {name: app.dag for name, app in sorted(settings.apps.items()) if app.dag is not None}
 
 
-def app_asset(app: str) -> Asset:
-    """What a successful run of `ackfold_app_<app>` updates: the asset of the same name."""
-    from airflow.sdk import Asset
-
-    return Asset(name=f"{APP_DAG_PREFIX}{app}", group="ackfold")
-
-
 def application_path(app: str, spec: AppDag, settings: Settings) -> str:
     """The app's entry point: a URI (`s3a://`, `local:`, ...) as it is, for spark-submit
-    to fetch; else a file, a relative path taken from the ackfold checkout. A file that
-    is not there (or a URI under Spark Connect, where the task runs the file itself) is a
-    clear error, which Airflow shows as the DAG file's import error."""
+    to fetch; else a file, a relative path taken from the directory of the configuration
+    file (`ACKFOLD_CONFIG`, else `./ackfold.yaml`), or from the working directory without
+    one. A file that is not there (or a URI under Spark Connect, where the task runs the
+    file itself) is a clear error, which Airflow shows as the DAG file's import error."""
     if is_uri(spec.application):
         if settings.spark.remote:
             raise ValueError(
@@ -63,12 +59,14 @@ def application_path(app: str, spec: AppDag, settings: Settings) -> str:
                 f"task's own process, so it must be a file, not {spec.application!r}"
             )
         return spec.application
+    config = config_file()
+    base = config.resolve().parent if config is not None else Path.cwd()
     path = Path(spec.application).expanduser()
-    path = path if path.is_absolute() else PROJECT_DIR / path
+    path = path if path.is_absolute() else base / path
     if not path.is_file():
         raise ValueError(
             f"apps.{app}.dag.application: no file {str(path)!r} on this host (a relative "
-            f"path is taken from {str(PROJECT_DIR)!r})"
+            f"path is taken from {str(base)!r})"
         )
     return str(path)
 

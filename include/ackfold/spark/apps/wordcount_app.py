@@ -3,7 +3,7 @@
 what the source holds (the SQS queue's messages, or the Kafka topic's new records), runs
 split and count to the end of their input, and stops.
 
-    spark-submit spark_apps/wordcount_app.py [--continuous]
+    spark-submit "$(ackfold spark-app wordcount_app.py)" [--continuous]
 
 With `--continuous` (`apps.wordcount.dag.mode: continuous`) it runs its queries on their
 triggers until it fails, and records its heartbeat: the DAG restarts it with backoff.

@@ -1,7 +1,8 @@
 """spark-submit entry point of `ackfold_quality`: the Great Expectations checks of the
 ledger and of each app's delivery guarantees.
 
-    spark-submit spark_apps/quality.py [--app APP] [--now ISO-TIME] [--airflow-run-id ID]
+    spark-submit "$(ackfold spark-app quality.py)" [--app APP] [--now ISO-TIME]
+        [--airflow-run-id ID]
 
 Writes one `quality_results` row per expectation (replacing the rows of the same Airflow
 run if a retry runs it again), builds Data Docs, and prints the report. A violation is a result,

@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
 from ackfold.config import Settings, load_settings
-from ackfold.local.jvm import BUNDLES, bundle_jars
-from ackfold.local.ports import is_loopback_host
-from ackfold.spark_python import check_worker_python, worker_python, workers_run
+from ackfold.config.hosts import is_loopback_host
+from ackfold.spark.jars import BUNDLES, bundle_jars
+from ackfold.spark.python import check_worker_python, worker_python, workers_run
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -36,7 +36,7 @@ log = logging.getLogger(__name__)
 # user sees ackfold's lines and real errors, not Spark's warnings (the native-hadoop notice
 # at start, AQE "not supported in streaming" at every query start, ...). A log4j2 file, not
 # setLogLevel: the first warnings come while the JVM starts, before a session exists.
-QUIET_LOG_CONFIG = Path(__file__).with_name("spark-quiet-log4j2.properties")
+QUIET_LOG_CONFIG = Path(__file__).with_name("quiet-log4j2.properties")
 DRIVER_JAVA_OPTIONS = "spark.driver.extraJavaOptions"
 # What the JVM itself prints at start, which no option turns off: Spark's launcher always
 # adds the incubating Vector API (`--add-modules=jdk.incubator.vector`), and Java warns.
@@ -346,7 +346,8 @@ def get_spark(
     level changes.
 
     Under `spark-submit` pass the same `spark_conf()` and jars on the command line, as
-    `ackfold.spark_tasks.spark_submit_kwargs()` does: the driver's classpath is fixed by then.
+    `ackfold.airflow.spark_jobs.spark_submit_kwargs()` does: the driver's classpath is
+    fixed by then.
     Raises `SparkMasterUnreachable` at once when a `spark://` master does not answer.
     """
     from pyspark.sql import SparkSession

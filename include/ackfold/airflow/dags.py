@@ -1,0 +1,215 @@
+"""ackfold's DAGs, declared by one call in a file of your DAGs folder:
+
+    from ackfold.airflow.dags import ackfold_dags
+
+    globals().update(ackfold_dags())
+
+That gives `ackfold_reconcile`, `ackfold_replay`, `ackfold_manual_replay`,
+`ackfold_quality`, `ackfold_maintenance`, `ackfold_smoke`, and an `ackfold_app_<app>`
+for each app with a `dag:` entry (`ackfold.airflow.app_dags`). What each runs is in its
+`doc_md` (`ackfold.airflow.dag_docs`); the task bodies are `ackfold.airflow.tasks`.
+A bad setting is the DAG file's import error, which Airflow shows with its reason.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from ackfold.airflow import dag_docs
+from ackfold.airflow.app_dags import app_dags, reconcile_schedule
+from ackfold.airflow.assets import root_state_asset
+from ackfold.airflow.defaults import LEDGER_POOL, MANUAL_PRIORITY, default_args, from_next_tick
+from ackfold.airflow.params import manual_replay_params, requester, validate_manual_conf
+from ackfold.airflow.spark_jobs import engine_job, spark_job
+from ackfold.airflow.tasks import (
+    ledger_metrics,
+    quality_alerts,
+    quality_check,
+    quality_verdict,
+    reconcile_in_task,
+    run_automatic_replay,
+    run_manual_replay,
+    state_alerts,
+)
+from ackfold.config import Settings, load_settings
+from ackfold.embedded import SPARK, engine_for
+from ackfold.replay.params import MANUAL_REPLAY_DAG_ID
+
+if TYPE_CHECKING:
+    from airflow.sdk import DAG
+
+START: Any = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def ackfold_dags(settings: Settings | None = None) -> dict[str, DAG]:
+    """Every ackfold DAG for `settings` (else `load_settings()`), by DAG id."""
+    settings = settings or load_settings()
+    dags = [
+        reconcile_dag(settings),
+        replay_dag(settings),
+        manual_replay_dag(settings),
+        quality_dag(settings),
+        maintenance_dag(settings),
+        smoke_dag(settings),
+    ]
+    return {dag.dag_id: dag for dag in dags} | app_dags(settings)
+
+
+def reconcile_dag(settings: Settings) -> DAG:
+    from airflow.sdk import DAG, task
+
+    with DAG(
+        dag_id="ackfold_reconcile",
+        doc_md=dag_docs.RECONCILE,
+        schedule=reconcile_schedule(settings),
+        start_date=START,
+        catchup=False,
+        max_active_runs=1,
+        is_paused_upon_creation=False,
+        default_args=default_args(),
+        tags=["ackfold", "reconcile"],
+    ) as dag:
+        reconcile = engine_job(
+            "reconcile",
+            "reconcile.py",
+            settings,
+            reconcile_in_task,
+            pool=LEDGER_POOL,
+            outlets=[root_state_asset(settings)],
+        )
+
+        @task
+        def alerts(**context: Any) -> dict[str, object]:
+            return state_alerts(context)
+
+        @task
+        def metrics(**context: Any) -> dict[str, object]:
+            return ledger_metrics(context)
+
+        reconcile >> [alerts(), metrics()]
+    return dag
+
+
+def replay_dag(settings: Settings) -> DAG:
+    from airflow.sdk import DAG
+
+    with DAG(
+        dag_id="ackfold_replay",
+        doc_md=dag_docs.REPLAY,
+        schedule=[root_state_asset(settings)],
+        start_date=START,
+        catchup=False,
+        max_active_runs=1,
+        is_paused_upon_creation=False,
+        default_args=default_args(),
+        tags=["ackfold", "replay"],
+    ) as dag:
+        engine_job(
+            "replay", "replay.py", settings, run_automatic_replay, args=["--auto"], pool=LEDGER_POOL
+        )
+    return dag
+
+
+def manual_replay_dag(settings: Settings) -> DAG:
+    from airflow.sdk import DAG, get_current_context, task
+
+    with DAG(
+        dag_id=MANUAL_REPLAY_DAG_ID,
+        doc_md=dag_docs.MANUAL_REPLAY,
+        schedule=None,
+        start_date=START,
+        catchup=False,
+        is_paused_upon_creation=False,  # a paused DAG's triggered runs never start
+        default_args=default_args(),
+        params=manual_replay_params(settings),
+        tags=["ackfold", "replay"],
+    ) as dag:
+
+        @task(priority_weight=MANUAL_PRIORITY, weight_rule="absolute")
+        def validate() -> dict[str, Any]:
+            return validate_manual_conf(get_current_context()["dag_run"].conf, settings)
+
+        @task(pool=LEDGER_POOL, priority_weight=MANUAL_PRIORITY, weight_rule="absolute")
+        def replay(conf: Any) -> dict[str, Any]:  # the validated conf (XCom)
+            requested_by = requester(get_current_context()["dag_run"])
+            return run_manual_replay(conf, requested_by, settings)
+
+        replay(validate())
+    return dag
+
+
+def quality_dag(settings: Settings) -> DAG:
+    from airflow.sdk import DAG, get_current_context, task
+
+    with DAG(
+        dag_id="ackfold_quality",
+        doc_md=dag_docs.QUALITY,
+        schedule=[root_state_asset(settings)],
+        start_date=START,
+        catchup=False,
+        max_active_runs=1,
+        is_paused_upon_creation=False,
+        default_args=default_args(),
+        tags=["ackfold", "quality"],
+    ) as dag:
+        check: Any
+        if engine_for(settings) == SPARK:
+            check = spark_job(
+                "check", "quality.py", settings, args=["--airflow-run-id", "{{ run_id }}"]
+            )
+        else:
+
+            @task(task_id="check")
+            def check_embedded() -> dict[str, object]:
+                return quality_check(get_current_context()["run_id"])
+
+            check = check_embedded()
+
+        @task
+        def verdict() -> dict[str, object]:
+            return quality_verdict(get_current_context()["run_id"])
+
+        # Beside the verdict, not after it: a failed verdict stays a leaf and fails the
+        # run. After the check however it ended (a check that wrote nothing changes no
+        # alert).
+        @task(trigger_rule="all_done")
+        def alerts(**context: Any) -> dict[str, object]:
+            return quality_alerts(context)
+
+        check >> [verdict(), alerts()]
+    return dag
+
+
+def maintenance_dag(settings: Settings) -> DAG:
+    from airflow.sdk import DAG
+
+    with DAG(
+        dag_id="ackfold_maintenance",
+        doc_md=dag_docs.MAINTENANCE,
+        schedule=from_next_tick(settings.airflow.maintenance_schedule),
+        catchup=False,
+        max_active_runs=1,
+        is_paused_upon_creation=False,
+        default_args=default_args(),
+        tags=["ackfold", "maintenance"],
+    ) as dag:
+        spark_job("maintain", "maintenance.py", settings, pool=LEDGER_POOL)
+    return dag
+
+
+def smoke_dag(settings: Settings) -> DAG:
+    from airflow.sdk import DAG
+
+    with DAG(
+        dag_id="ackfold_smoke",
+        doc_md=dag_docs.SMOKE,
+        schedule="@once",
+        start_date=START,
+        catchup=False,
+        is_paused_upon_creation=False,
+        default_args=default_args(),
+        tags=["ackfold", "smoke"],
+    ) as dag:
+        spark_job("delta_round_trip", "smoke.py", settings)
+    return dag

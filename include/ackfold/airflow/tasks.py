@@ -1,0 +1,175 @@
+"""The bodies of ackfold's Airflow tasks: each calls the run of `ackfold.reconcile`,
+`ackfold.replay`, `ackfold.quality`, `ackfold.alerts` or `ackfold.metrics`, logs it and
+returns its summary (XCom). A run that will not get better by retrying (a bad conf, a
+violated expectation) fails the task without retries. Tests call these without a
+scheduler."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping
+from typing import Any, Final
+
+from ackfold.airflow.connections import with_kafka_connection
+from ackfold.config import Settings, load_settings
+
+log = logging.getLogger("ackfold.airflow")
+
+# The sends a manual replay's return value lists (all of them are in the task log).
+SHOWN_SENDS: Final = 50
+
+
+def run_manual_replay(
+    conf: dict[str, Any], requested_by: str, settings: Settings | None = None
+) -> dict[str, Any]:
+    """The `replay` task: plan, log each send (root, status, target; never a payload),
+    execute (`run_replay`: on the embedded engine in this process, or on Spark), and
+    return the summary (with the first `SHOWN_SENDS` sends listed)."""
+    from airflow.sdk.exceptions import AirflowFailException
+
+    from ackfold.ledger.ids import format_id
+    from ackfold.replay.params import parse_replay_conf
+    from ackfold.replay.planner import Plan, UnknownRoots
+    from ackfold.replay.replayer import unsent_error
+    from ackfold.replay.run import run_replay
+    from ackfold.spark import get_spark
+
+    settings = with_kafka_connection(settings or load_settings())
+    request = parse_replay_conf(conf, apps=list(settings.apps), requested_by=requested_by)
+    sends: list[dict[str, Any]] = []
+
+    def show(plan: Plan) -> None:
+        verb = "would send" if request.dry_run else "sending"
+        sends.extend(
+            {
+                "root_id": format_id(p.root_id),
+                "app": p.app,
+                "status": p.prior_status,
+                "action": p.action,
+                "attempt": p.attempt,
+                "target": p.target,
+                "state": p.state,
+            }
+            for p in plan.sends
+        )
+        log.info(
+            "manual replay by %s: %s; %d selected", requested_by, request.describe(), plan.selected
+        )
+        for send in sends:
+            log.info("%s %s", verb, json.dumps(send))
+        for reason, count in sorted(plan.skipped.items()):
+            log.info("skipping %d root(s): %s", count, reason)
+
+    try:
+        summary = run_replay(
+            settings,
+            request,
+            spark=lambda: get_spark(settings, app_name="ackfold-manual-replay"),
+            on_plan=show,
+            holder=f"manual replay by {requested_by}",
+        )
+    except UnknownRoots as exc:
+        raise AirflowFailException(str(exc)) from None
+    result = summary.as_dict()
+    result["sends"] = sends[:SHOWN_SENDS]
+    result["sends_not_shown"] = max(0, len(sends) - SHOWN_SENDS)
+    log.info("manual replay summary: %s", json.dumps(summary.as_dict(), default=str))
+    if summary.not_sent:
+        raise unsent_error(summary)
+    return result
+
+
+def run_automatic_replay(settings: Settings | None = None) -> dict[str, Any]:
+    """The `replay` task of `ackfold_replay` on the embedded engine, in the task's own
+    process (`ackfold/spark/apps/replay.py --auto` runs the same on Spark): each app's policy.
+    Fails, naming the error, if messages stayed unsent: the next run sends exactly those."""
+    from ackfold.replay.run import automatic_replay
+
+    return automatic_replay(with_kafka_connection(settings or load_settings()))
+
+
+def reconcile_in_task() -> dict[str, Any]:
+    """The `reconcile` task of `ackfold_reconcile` on the embedded engine: the run in the
+    task's own process, its JSON summary logged and returned (XCom), its counters pushed
+    over OTLP when metrics are on."""
+    import json
+
+    from ackfold.metrics import export_run
+    from ackfold.reconcile.run import run_reconcile
+
+    settings = load_settings()
+    summary = run_reconcile(settings, holder="ackfold_reconcile")
+    export_run(settings, "reconcile", summary)
+    log.info("%s", json.dumps(summary, sort_keys=True))
+    return summary
+
+
+def quality_check(airflow_run_id: str, settings: Settings | None = None) -> dict[str, Any]:
+    """The `check` task of `ackfold_quality` on the embedded engine: the quality run in the
+    task's own process (no JVM, no spark-submit), as `ackfold/spark/apps/quality.py` runs it on
+    Spark. A violation is a result, not an error: the `verdict` task fails on it."""
+    from ackfold.quality import run_quality
+    from ackfold.quality.run import quality_run_id
+
+    settings = settings or load_settings()
+    report = run_quality(
+        settings, run_id=quality_run_id(airflow_run_id), say=lambda text: log.info("%s", text)
+    )
+    log.info("%s", report.format())
+    return {"run_id": report.run_id, "checks": len(report.results), "passed": report.passed}
+
+
+def quality_verdict(airflow_run_id: str, settings: Settings | None = None) -> dict[str, Any]:
+    """The `verdict` task: read the `quality_results` of the DAG run's quality run (no
+    JVM) and fail, without retries, listing each violated expectation with its observed
+    value."""
+    from airflow.sdk.exceptions import AirflowFailException
+
+    from ackfold.ledger.reader import LedgerReader
+    from ackfold.quality import QualityReport
+    from ackfold.quality.run import quality_run_id
+
+    settings = settings or load_settings()
+    quality_run = quality_run_id(airflow_run_id)
+    rows = LedgerReader(settings.table_root).quality_run(quality_run)
+    if not rows:
+        raise AirflowFailException(f"quality run {quality_run} wrote no results: see `check`")
+    report = QualityReport.from_rows(rows, settings.quality.docs_dir)
+    log.info("%s", report.headline())
+    if not report.passed:
+        raise AirflowFailException(report.violation_message())
+    return {"run_id": report.run_id, "checks": len(report.results), "passed": True}
+
+
+def state_alerts(context: Mapping[str, Any], settings: Settings | None = None) -> dict[str, Any]:
+    """The `alerts` task of `ackfold_reconcile`: the `root_state` rules of every app, one
+    message per breach that opened or resolved (`ackfold.alerts`)."""
+    from ackfold.alerts import check_state
+
+    settings = settings or load_settings()
+    return check_state(settings, context=context, airflow_run_id=str(context.get("run_id")))
+
+
+def quality_alerts(context: Mapping[str, Any], settings: Settings | None = None) -> dict[str, Any]:
+    """The `alerts` task of `ackfold_quality`: the quality rule over the DAG run's quality
+    run, whatever its verdict (it runs after a failed one too)."""
+    from ackfold.alerts import check_quality
+    from ackfold.ledger.reader import LedgerReader
+    from ackfold.quality.run import quality_run_id
+
+    settings = settings or load_settings()
+    run_id = str(context["run_id"])
+    rows = LedgerReader(settings.table_root).quality_run(quality_run_id(run_id))
+    return check_quality(settings, rows, context=context, airflow_run_id=run_id)
+
+
+def ledger_metrics(context: Mapping[str, Any], settings: Settings | None = None) -> dict[str, Any]:
+    """The `metrics` task of `ackfold_reconcile`: what `root_state` says after the run,
+    over OTLP (`ackfold.metrics`); the time to detect of what this DAG run marked counts
+    from the run's start."""
+    from ackfold.metrics import export_ledger
+
+    dag_run = context.get("dag_run")
+    since = getattr(dag_run, "start_date", None)
+    return export_ledger(settings or load_settings(), since=since)

@@ -1,0 +1,37 @@
+"""What a Spark session of ackfold's needs, and nothing of the development servers:
+
+- `session`: the one place a session is made (Delta configured, quiet, sized for small
+  machines; local, a cluster's master or Spark Connect);
+- `python`: the executors' Python, checked against the driver's;
+- `jars`: the JVM jars (Delta, the Kafka connector), resolved from Maven and verified;
+- `apps`: the spark-submit entry points of ackfold's jobs, inside the package;
+- `smoke`: the smoke job's body.
+
+Example:
+    >>> from ackfold.spark import get_spark
+    >>> spark = get_spark()  # local[*] unless ACKFOLD_SPARK__MASTER says otherwise
+    >>> spark.range(3).count()
+    3
+"""
+
+from ackfold.spark.session import (
+    SparkConnectError,
+    SparkMasterUnreachable,
+    connect_address,
+    get_spark,
+    is_connect,
+    spark_conf,
+    spark_jars,
+    start_query,
+)
+
+__all__ = [
+    "SparkConnectError",
+    "SparkMasterUnreachable",
+    "connect_address",
+    "get_spark",
+    "is_connect",
+    "spark_conf",
+    "spark_jars",
+    "start_query",
+]
