@@ -3,6 +3,7 @@ and ackfold_smoke runs a real spark-submit to success."""
 
 from __future__ import annotations
 
+import shutil
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -42,8 +43,19 @@ def test_every_dag_is_documented_tagged_and_retried(dagbag) -> None:  # type: ig
             assert task.on_failure_callback, f"{dag_id}.{task.task_id} has no failure hook"
 
 
-def test_smoke_dag_submits_to_spark_default(dagbag) -> None:  # type: ignore[no-untyped-def]
-    dag = dagbag.dags["ackfold_smoke"]
+def _spark_engine_bag(monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
+    from airflow.dag_processing.dagbag import DagBag
+
+    monkeypatch.setenv("ACKFOLD_ENGINE__KIND", "spark")
+    bag = DagBag(dag_folder=str(PROJECT_DIR / "dags" / "ackfold_dags.py"))
+    assert bag.import_errors == {}
+    return bag
+
+
+def test_on_the_spark_engine_the_smoke_dag_submits_to_spark_default(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    dag = _spark_engine_bag(monkeypatch).dags["ackfold_smoke"]
     (task,) = dag.tasks
     assert task.task_type == "SparkSubmitOperator"
     assert task._conn_id == "spark_default"
@@ -52,14 +64,27 @@ def test_smoke_dag_submits_to_spark_default(dagbag) -> None:  # type: ignore[no-
     assert task.conf["spark.sql.extensions"] == "io.delta.sql.DeltaSparkSessionExtension"
 
 
-def test_smoke_dag_runs_to_success_with_a_real_spark_submit(dagbag) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize("engine", ["embedded", "spark"])
+def test_smoke_dag_runs_to_success_on_either_engine(
+    engine: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On the embedded engine, a delta-rs round trip in the task's process (an Airflow
+    without a JVM); on Spark, a real spark-submit of the packaged `smoke.py`."""
     import deltalake
+    from airflow.dag_processing.dagbag import DagBag
     from airflow.utils.state import DagRunState
 
-    run = dagbag.dags["ackfold_smoke"].test()
+    monkeypatch.setenv("ACKFOLD_ENGINE__KIND", engine)
+    smoke = f"{SETTINGS.table_root}/smoke"
+    shutil.rmtree(smoke, ignore_errors=True)
+    dag = DagBag(dag_folder=str(PROJECT_DIR / "dags" / "ackfold_dags.py")).dags["ackfold_smoke"]
+    (task,) = dag.tasks
+    expected_type = "PythonOperator" if engine == "embedded" else "SparkSubmitOperator"
+    assert task.task_type == expected_type
+    run = dag.test()
     assert run.state == DagRunState.SUCCESS
-    table = deltalake.DeltaTable(f"{SETTINGS.table_root}/smoke").to_pandas()
-    assert dict(zip(table["word"], table["n"], strict=True)) == {"storm": 1, "spark": 3, "delta": 1}
+    table = deltalake.DeltaTable(smoke).to_pyarrow_table().to_pylist()
+    assert {row["word"]: row["n"] for row in table} == {"storm": 1, "spark": 3, "delta": 1}
 
 
 def _submits(task, app: str, args: list[str]) -> None:  # type: ignore[no-untyped-def]
@@ -171,7 +196,18 @@ def test_maintenance_runs_daily_by_default(dagbag) -> None:  # type: ignore[no-u
     # Not at once for last midnight: a deploy (or `make run`) does not start with it.
     assert first_run_after(dag) > datetime.now(UTC)
     (task,) = dag.tasks
+    # The embedded engine: delta-rs in the task's process; on Spark, the packaged app.
+    assert task.task_type == "PythonOperator"
+    assert task.python_callable.__name__ == "maintenance_in_task"
+    assert task.pool == "ackfold_ledger"
+
+
+def test_on_the_spark_engine_maintenance_submits_its_packaged_app(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    (task,) = _spark_engine_bag(monkeypatch).dags["ackfold_maintenance"].tasks
     _submits(task, "maintenance.py", [])
+    assert task.pool == "ackfold_ledger"
 
 
 def test_manual_replay_is_triggered_only_and_validates_before_it_replays(

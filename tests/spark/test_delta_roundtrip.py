@@ -6,7 +6,8 @@ import deltalake
 from delta.tables import DeltaTable
 from pyspark.sql import SparkSession
 
-from ackfold.spark.smoke import EXPECTED, check, run_smoke
+from ackfold.embedded.smoke import EXPECTED
+from ackfold.spark.smoke import check, run_smoke
 
 
 def test_round_trip_creates_appends_merges_and_time_travels(

@@ -24,12 +24,14 @@ from ackfold.airflow.params import manual_replay_params, requester, validate_man
 from ackfold.airflow.spark_jobs import engine_job, spark_job
 from ackfold.airflow.tasks import (
     ledger_metrics,
+    maintenance_in_task,
     quality_alerts,
     quality_check,
     quality_verdict,
     reconcile_in_task,
     run_automatic_replay,
     run_manual_replay,
+    smoke_in_task,
     state_alerts,
 )
 from ackfold.config import Settings, load_settings
@@ -194,7 +196,7 @@ def maintenance_dag(settings: Settings) -> DAG:
         default_args=default_args(),
         tags=["ackfold", "maintenance"],
     ) as dag:
-        spark_job("maintain", "maintenance.py", settings, pool=LEDGER_POOL)
+        engine_job("maintain", "maintenance.py", settings, maintenance_in_task, pool=LEDGER_POOL)
     return dag
 
 
@@ -211,5 +213,5 @@ def smoke_dag(settings: Settings) -> DAG:
         default_args=default_args(),
         tags=["ackfold", "smoke"],
     ) as dag:
-        spark_job("delta_round_trip", "smoke.py", settings)
+        engine_job("delta_round_trip", "smoke.py", settings, smoke_in_task)
     return dag

@@ -105,6 +105,34 @@ def reconcile_in_task() -> dict[str, Any]:
     return summary
 
 
+def maintenance_in_task() -> dict[str, Any]:
+    """The `maintain` task of `ackfold_maintenance` on the embedded engine: retention,
+    compaction and VACUUM in delta-rs, in the task's own process (the packaged
+    `maintenance.py` runs them on Spark); its JSON summary logged and returned."""
+    from ackfold.ledger.maintenance import maintain
+
+    summary = maintain(None, load_settings())
+    log.info("%s", json.dumps(summary, sort_keys=True, default=str))
+    return summary
+
+
+def smoke_in_task() -> dict[str, Any]:
+    """The `delta_round_trip` task of `ackfold_smoke` on the embedded engine: a Delta
+    round trip in delta-rs in the warehouse (the packaged `smoke.py` makes it on Spark).
+    Fails unless it read exactly what it wrote."""
+    from airflow.sdk.exceptions import AirflowFailException
+
+    from ackfold.embedded.smoke import check, run_smoke
+    from ackfold.ledger.writer import LedgerWriter
+
+    writer = LedgerWriter(load_settings().table_root)
+    report = run_smoke(writer.uri("smoke"), writer.storage_options)
+    log.info("%s", json.dumps(report, sort_keys=True))
+    if not check(report):
+        raise AirflowFailException(f"the Delta round trip read back {report['words']}")
+    return report
+
+
 def quality_check(airflow_run_id: str, settings: Settings | None = None) -> dict[str, Any]:
     """The `check` task of `ackfold_quality` on the embedded engine: the quality run in the
     task's own process (no JVM, no spark-submit), as `ackfold/spark/apps/quality.py` runs it on

@@ -75,7 +75,7 @@ class MaintenanceError(RuntimeError):
 
 
 def maintain(
-    spark: SparkSession, settings: Settings, *, now: datetime | None = None
+    spark: SparkSession | None, settings: Settings, *, now: datetime | None = None
 ) -> dict[str, Any]:
     """Retention, then OPTIMIZE, then VACUUM; returns what each step did.
 
@@ -85,11 +85,13 @@ def maintain(
 
     On an object store every step is delta-rs's (`ackfold.ledger.store_maintenance`),
     never Spark's: the apps' appends there are delta-rs's conditional commits, which a
-    Spark commit (an unconditional PUT) could overwrite."""
+    Spark commit (an unconditional PUT) could overwrite. Without a session (`spark`
+    None: the embedded engine, in an Airflow task with no JVM) the steps are delta-rs's
+    on any warehouse."""
     from ackfold.ledger.store import is_object_store
 
     with ledger_turn(settings, "ackfold maintenance", say=log.info):
-        if is_object_store(settings.table_root):
+        if spark is None or is_object_store(settings.table_root):
             from ackfold.ledger.store_maintenance import maintain_on_store
 
             return maintain_on_store(settings, now=now)

@@ -55,7 +55,8 @@ class StoreMaintenanceError(RuntimeError):
 
 def maintain_on_store(settings: Settings, *, now: datetime | None = None) -> dict[str, Any]:
     """Retention, compaction and VACUUM of the ledger under `settings.table_root` (an
-    object store), in delta-rs. The caller holds the ledger's turn."""
+    object store, or any warehouse on the embedded engine), in delta-rs. The caller holds
+    the ledger's turn."""
     started = time.monotonic()
     writer = object_store_writer(settings.table_root)
     writer.create()

@@ -10,10 +10,11 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
+from ackfold.embedded.smoke import check
 from ackfold.ledger import dml
 
 SCHEMA = "id BIGINT NOT NULL, word STRING NOT NULL, n BIGINT NOT NULL"
-EXPECTED = {"storm": 1, "spark": 3, "delta": 1}
+__all__ = ["check", "run_smoke"]
 
 
 def run_smoke(spark: SparkSession, path: str) -> dict[str, Any]:
@@ -43,8 +44,3 @@ def run_smoke(spark: SparkSession, path: str) -> dict[str, Any]:
         "words": {r.word: r.n for r in spark.read.format("delta").load(path).collect()},
         "rows_after_append": after_append.count(),
     }
-
-
-def check(report: dict[str, Any]) -> bool:
-    """True when the round trip saw exactly what it wrote."""
-    return bool(report["words"] == EXPECTED and report["rows_after_append"] == 2)
