@@ -1,0 +1,237 @@
+"""ackfold installed as a team installs it into its Airflow: the wheel, built from a
+copy of the checkout and installed with the README's own lines into a fresh virtualenv
+with nothing from the checkout on its path, then `airflow standalone` on a DAGs folder
+that holds only the README's DAG file. Every ackfold DAG loads, the Reliability UI's
+pages answer after login (and only after), the provider is listed, and a reconcile run
+folds what a producer wrote, all without a JVM."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from ackfold.local.stack import wait_healthy
+from tests.conftest import JARS_DIR, PROJECT_DIR
+from tests.docs.test_examples import Block, blocks
+from tests.embedded_stack import Stack, free_port
+
+# The README's blocks this test runs, in order: the install, the DAG file, the pool.
+MARK = "tests/install"
+DAGS = {
+    "ackfold_reconcile", "ackfold_replay", "ackfold_manual_replay", "ackfold_quality",
+    "ackfold_maintenance", "ackfold_smoke",
+}  # fmt: skip
+# A fresh Airflow on 2 cores shared with the other tiers: minutes to answer its health
+# check and to parse the DAG file.
+START_WAIT = 600
+RUN_WAIT = 600
+# A producer outside Spark, as the README's tour writes one: a completed root and a
+# failed one.
+PRODUCER = """
+from ackfold import LedgerWriter, Tracker, load_settings
+
+tracker = Tracker("webhooks")
+good = tracker.spout("evt-1", source="sqs", source_queue="webhooks", payload="{}")
+tracker.ack(good, stage="store")
+bad = tracker.spout("evt-2", source="sqs", source_queue="webhooks", payload="{}")
+tracker.fail(bad, stage="store", reason="no quantity")
+writer = LedgerWriter(load_settings().table_root)
+print(writer.append(tracker.drain_roots(), tracker.drain(), app_id="webhooks", version=1))
+"""
+# Where the packaged entry points are, from the installed package alone.
+ENTRY_POINTS = """
+import json, sys
+from ackfold.airflow.dags import ackfold_dags
+task = ackfold_dags()["ackfold_reconcile"].get_task("reconcile")
+print(json.dumps({"application": getattr(task, "application", None), "path": sys.path}))
+"""
+
+
+def readme_blocks() -> tuple[Block, Block, Block]:
+    found = [b for b in blocks(PROJECT_DIR / "README.md") if MARK in (b.note or "")]
+    assert [b.lang for b in found] == ["bash", "python", "bash"], found
+    install, dag_file, pool = found
+    return install, dag_file, pool
+
+
+def _run(argv: list[str], env: dict[str, str], cwd: Path, timeout: float = 900) -> str:
+    done = subprocess.run(
+        argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, check=False
+    )
+    assert done.returncode == 0, (
+        f"{' '.join(argv)[:300]} exited {done.returncode}:\n--- stdout\n"
+        f"{done.stdout[-3000:]}\n--- stderr\n{done.stderr[-3000:]}"
+    )
+    return done.stdout
+
+
+def _copy_checkout(to: Path) -> None:
+    """The repository's tracked files as they are now, as a fresh clone has them."""
+    listed = _run(["git", "ls-files", "-z"], dict(os.environ), PROJECT_DIR).split("\0")
+    for name in filter(None, listed):
+        source = PROJECT_DIR / name
+        if source.is_file():
+            (to / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, to / name)
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
+    """A fresh virtualenv with ackfold installed by the README's lines, and the
+    environment a user's shell has there: its `bin` first, nothing of the checkout's."""
+    root = tmp_path_factory.mktemp("install")
+    checkout, venv = root / "checkout", root / "venv"
+    _copy_checkout(checkout)
+    system_python = shutil.which("python3.11") or sys.executable
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("AIRFLOW", "ACKFOLD_", "PYTHON", "PYTEST", "VIRTUAL_ENV"))
+    }
+    _run([system_python, "-m", "venv", str(venv)], env, root)
+    # `pip install` runs as uv's pip, with the same arguments: the packages come from uv's
+    # cache that `make test` filled, not downloaded again by pip on every run.
+    shims = root / "shims"
+    shims.mkdir()
+    uv = Path(sys.executable).parent / "uv"
+    (shims / "pip").write_text(
+        f'#!/bin/sh\nexec "{uv}" pip "$@" --python "{venv / "bin" / "python"}"\n'
+    )
+    (shims / "pip").chmod(0o755)
+    env["PATH"] = f"{venv / 'bin'}{os.pathsep}{shims}{os.pathsep}{env['PATH']}"
+    env["VIRTUAL_ENV"] = str(venv)
+    install, _, _ = readme_blocks()
+    _run(["bash", "-euo", "pipefail", "-c", install.code], env, checkout)
+    del env["VIRTUAL_ENV"]
+    env["PATH"] = f"{venv / 'bin'}{os.pathsep}{env['PATH'].split(os.pathsep, 2)[2]}"
+    return venv, env
+
+
+@pytest.fixture(scope="module")
+def airflow(
+    installed: tuple[Path, dict[str, str]], tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[Stack, dict[str, str]]]:
+    """`airflow standalone` of the fresh virtualenv, run outside the checkout, on a DAGs
+    folder with only the README's DAG file; the README's pool created once it is up."""
+    venv, user_env = installed
+    home = tmp_path_factory.mktemp("deployment")
+    (home / "dags").mkdir()
+    _, dag_file, pool = readme_blocks()
+    (home / "dags" / "ackfold_dags.py").write_text(dag_file.code)
+    var = home / "var"
+    (var / "airflow").mkdir(parents=True)
+    passwords = var / "airflow" / "passwords.json"
+    passwords.write_text(json.dumps({"admin": secrets.token_urlsafe(12)}))
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    env = {
+        **user_env,
+        "AIRFLOW_HOME": str(var / "airflow"),
+        "AIRFLOW__CORE__DAGS_FOLDER": str(home / "dags"),
+        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": "admin:admin",
+        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(passwords),
+        "AIRFLOW__API__HOST": "127.0.0.1",
+        "AIRFLOW__API__PORT": str(port),
+        "AIRFLOW__API__BASE_URL": url,
+        "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"{url}/execution/",
+        "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "5",
+        "ACKFOLD_VAR_DIR": str(var),
+        "GX_ANALYTICS_ENABLED": "false",
+    }
+    log_path = home / "standalone.log"
+    with log_path.open("wb") as log:
+        process = subprocess.Popen(
+            [str(venv / "bin" / "airflow"), "standalone"], cwd=home, env=env, stdout=log,
+            stderr=subprocess.STDOUT, start_new_session=True,
+        )  # fmt: skip
+        stack = Stack(url, var, "", process, log_path)  # type: ignore[arg-type]
+        try:
+            wait_healthy(f"{url}/api/v2/monitor/health", START_WAIT, lambda: process.poll() is None)
+            _run(["bash", "-euo", "pipefail", "-c", pool.code], env, home)
+            yield stack, env
+        finally:
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGTERM)
+                try:
+                    process.wait(timeout=60)
+                except subprocess.TimeoutExpired:
+                    os.killpg(process.pid, signal.SIGKILL)
+                    process.wait(timeout=30)
+
+
+def test_nothing_of_the_checkout_is_on_the_installed_path(
+    installed: tuple[Path, dict[str, str]],
+) -> None:
+    venv, env = installed
+    found = json.loads(_run([str(venv / "bin" / "python"), "-c", ENTRY_POINTS], env, venv))
+    assert not [p for p in found["path"] if str(PROJECT_DIR) in p], found["path"]
+    site = venv / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}"
+    # The Spark engine's job is the packaged entry point, in the virtualenv's site-packages.
+    # (Its spark-submit passes the jars of `ackfold setup`: the suite's cache, data only.)
+    env_spark = {
+        **env,
+        "ACKFOLD_ENGINE__KIND": "spark",
+        "ACKFOLD_VAR_DIR": str(venv / "var"),
+        "ACKFOLD_JARS_DIR": str(JARS_DIR),
+    }
+    found = json.loads(_run([str(venv / "bin" / "python"), "-c", ENTRY_POINTS], env_spark, venv))
+    assert Path(found["application"]).is_file()
+    assert Path(found["application"]).is_relative_to(site / "site-packages" / "ackfold")
+    printed = _run([str(venv / "bin" / "ackfold"), "spark-app", "reconcile.py"], env, venv)
+    assert Path(printed.strip()) == Path(found["application"])
+
+
+def test_every_ackfold_dag_loads_and_the_provider_is_listed(
+    airflow: tuple[Stack, dict[str, str]],
+) -> None:
+    stack, env = airflow
+    token = stack.token()
+    deadline = time.monotonic() + START_WAIT
+    loaded: set[str] = set()
+    while time.monotonic() < deadline and loaded != DAGS:
+        status, body = stack.call("GET", "/api/v2/dags?limit=100", token=token)
+        assert status == 200, body
+        loaded = {dag["dag_id"] for dag in body["dags"]}
+        time.sleep(3)
+    assert loaded == DAGS, "the DAG file declares every ackfold DAG and nothing else"
+    status, errors = stack.call("GET", "/api/v2/importErrors", token=token)
+    assert (status, errors["total_entries"]) == (200, 0), errors
+    listed = _run(["airflow", "providers", "list", "--output", "json"], env, stack.var)
+    (ours,) = [p for p in json.loads(listed) if p["package_name"] == "ackfold"]
+    assert ours["version"] == _run(["ackfold", "--version"], env, stack.var).split()[-1]
+
+
+def test_the_reliability_ui_answers_after_login_only(airflow: tuple[Stack, dict[str, str]]) -> None:
+    stack, _ = airflow
+    assert stack.call("GET", "/ackfold/api/apps")[0] == 401
+    token = stack.token()
+    for path in ("/ackfold/overview", "/ackfold/roots", "/ackfold/dead-letters"):
+        status, page = stack.page(path, token)
+        assert status == 200, (path, page[-500:])
+        assert "ackfold" in page
+    status, apps = stack.call("GET", "/ackfold/api/apps", token=token)
+    assert status == 200, apps
+
+
+def test_a_reconcile_run_folds_what_a_producer_wrote(airflow: tuple[Stack, dict[str, str]]) -> None:
+    stack, env = airflow
+    _run(["python", "-c", PRODUCER], env, stack.var)
+    run = stack.run_dag("ackfold_reconcile", stack.token(), RUN_WAIT)
+    assert run["state"] == "success", stack.log.read_text()[-3000:]
+    for status, reason in (("failed", "no quantity"), ("completed", None)):
+        listed = _run(
+            ["ackfold", "roots", "--app", "webhooks", "--status", status, "--json"], env, stack.var
+        )
+        (root,) = json.loads(listed)
+        assert root["fail_reason"] == reason
