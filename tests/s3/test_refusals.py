@@ -12,13 +12,9 @@ from typing import Any
 import pytest
 
 from ackfold import LedgerWriter
+from ackfold.ledger.errors import SparkCommitRefused, UnsafeStore
 from ackfold.ledger.lease import LedgerLease
-from ackfold.ledger.protocol import (
-    SparkCommitRefused,
-    UnsafeStore,
-    refuse_spark_commit,
-    require_conditional_writes,
-)
+from ackfold.ledger.protocol import refuse_spark_commit, require_conditional_writes
 from ackfold.ledger.synth import Synthetic
 from ackfold.ledger.tables import ROOTS, TABLES, Ledger
 from ackfold.local.ports import free_port

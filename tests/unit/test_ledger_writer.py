@@ -26,8 +26,8 @@ from ackfold.ledger.contract import (
     json_schema,
     json_schemas,
 )
+from ackfold.ledger.errors import SchemaMismatch
 from ackfold.ledger.tables import ACK_EVENTS, ROOT_STATE, ROOTS, TABLE_PROPERTIES, TABLES
-from ackfold.ledger.writer import SchemaMismatch
 from ackfold.track import tracker as tracker_module
 from tests.ledger_fixtures import Clock
 from tests.ledger_fixtures import arrow_schema as fixture_arrow_schema

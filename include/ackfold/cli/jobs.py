@@ -62,7 +62,7 @@ def _smoke(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def _reconcile(settings: Settings, args: argparse.Namespace) -> int:
-    from ackfold.ledger.sql import LedgerError
+    from ackfold.ledger.errors import LedgerError
 
     try:
         now = _checked_now(settings, args)
@@ -100,7 +100,7 @@ def _reconcile(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def _quality(settings: Settings, args: argparse.Namespace) -> int:
-    from ackfold.ledger.sql import LedgerError
+    from ackfold.ledger.errors import LedgerError
 
     try:
         now = _checked_now(settings, args)

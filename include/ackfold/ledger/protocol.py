@@ -31,13 +31,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from ackfold.ledger.lease import TABLE as LEASE_TABLE
-from ackfold.ledger.sql import LedgerError
+from ackfold.ledger.errors import LedgerError, SparkCommitRefused, UnsafeStore
 from ackfold.ledger.store import delta_uri, is_object_store, store_kind
 from ackfold.ledger.tables import (
     ACK_EVENTS,
     ALERT_LOG,
     DEAD_LETTERS,
+    LEASE,
     QUALITY_RESULTS,
     REPLAY_LOG,
     ROOT_STATE,
@@ -62,14 +62,6 @@ def _conditional(kind: str) -> str:
     return f"delta-rs: conditional create of the next log file ({_PRECONDITION[kind]})"
 
 
-class UnsafeStore(LedgerError):
-    """The store, as configured, could let two commits of one version both succeed."""
-
-
-class SparkCommitRefused(LedgerError):
-    """A Spark commit to a ledger table that delta-rs commits on this object store."""
-
-
 @dataclass(frozen=True)
 class TableProtocol:
     """How one table is committed on the configured store, and by whom."""
@@ -83,8 +75,8 @@ def table_protocols(warehouse: str) -> list[TableProtocol]:
     """Per ledger table (and the lease): who commits it on `warehouse`'s store, and how."""
     kind = store_kind(warehouse)
     rows = []
-    for name in (*TABLES, LEASE_TABLE):
-        if name == LEASE_TABLE:
+    for name in (*TABLES, LEASE):
+        if name == LEASE:
             writers = "reconcile, replay, maintenance runs (compare-and-swap, no retry)"
             protocol = _conditional(kind) if kind in _PRECONDITION else _ATOMIC
             protocol = protocol.replace("delta-rs or Spark", "delta-rs")

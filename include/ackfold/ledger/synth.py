@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
+from ackfold.ledger.create import create_tables
 from ackfold.ledger.tables import ACK_EVENTS, ROOTS, Ledger
 
 if TYPE_CHECKING:
@@ -152,7 +153,7 @@ class Synthetic:
         from ackfold.ledger.protocol import refuse_spark_commit
 
         refuse_spark_commit(ledger.root, ROOTS)  # Spark appends: local warehouses only
-        ledger.create(spark, (ACK_EVENTS, ROOTS))
+        create_tables(spark, ledger, (ACK_EVENTS, ROOTS))
         self.root_frame(spark).write.format("delta").mode("append").save(ledger.path(ROOTS))
         events = self.event_frame(spark)
         # Late events land in a later commit; with none, skip the second pass over the frame.

@@ -5,7 +5,7 @@ For producers outside Spark (a web service, a Lambda, a batch job): `Tracker.dra
 and `Tracker.drain()` give the rows, `LedgerWriter.append` writes them, and a reconcile
 (Spark, as ever) folds them like any app's.
 
-- `create` makes the missing tables as `Ledger.create` does in Spark: the same Delta
+- `create` makes the missing tables as `create_tables` does in Spark: the same Delta
   schema (types, NOT NULLs), partition columns, description and `TABLE_PROPERTIES`, at
   the same protocol (reader 1, writer 2). delta-rs accepts every property; it does not
   act on `delta.autoOptimize.optimizeWrite` itself (Spark's writers and OPTIMIZE do).
@@ -47,7 +47,8 @@ from typing import TYPE_CHECKING, Any, Final
 
 from ackfold.ledger.conflicts import retry_conflicts
 from ackfold.ledger.contract import ContractError, check_rows, delta_schema
-from ackfold.ledger.sql import LedgerError, first_line
+from ackfold.ledger.errors import LedgerError, MissingDeltaRs, SchemaMismatch
+from ackfold.ledger.sql import first_line
 from ackfold.ledger.store import delta_uri, is_object_store, storage_options
 from ackfold.ledger.tables import ACK_EVENTS, ROOTS, TABLE_PROPERTIES, TABLES, Ledger, local_dir
 
@@ -66,10 +67,6 @@ __all__ = [
 
 # What `append` writes, in this order.
 _APPEND_ORDER: Final = (ROOTS, ACK_EVENTS)
-
-
-class SchemaMismatch(LedgerError):
-    """A ledger table exists with columns the contract's rows cannot be written to."""
 
 
 @dataclass(frozen=True)
@@ -356,11 +353,6 @@ def object_store_writer(warehouse: str) -> LedgerWriter:
     if found is None:
         found = _DRIVER_WRITERS[warehouse] = LedgerWriter(warehouse)
     return found
-
-
-class MissingDeltaRs(LedgerError):
-    """This Python cannot import deltalake, which commits every ledger table on an object
-    store."""
 
 
 def _require_deltalake(warehouse: str) -> None:

@@ -35,7 +35,8 @@ from ackfold.config import Settings
 from ackfold.embedded import duck, tables
 from ackfold.embedded.log import Appends, DataFile, appended_since
 from ackfold.ledger import status
-from ackfold.ledger.sql import LedgerError, sql_date, sql_str
+from ackfold.ledger.errors import LedgerError
+from ackfold.ledger.sql import sql_date, sql_str
 from ackfold.ledger.tables import (
     ACK_EVENTS,
     ACK_EVENTS_COLUMNS,

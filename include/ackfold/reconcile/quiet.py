@@ -36,7 +36,8 @@ from datetime import date, datetime
 from typing import Any, Final
 
 from ackfold.config import Settings
-from ackfold.ledger.sql import LedgerError, SqlReader, first_line, sql_str
+from ackfold.ledger.errors import LedgerError
+from ackfold.ledger.sql import SqlReader, first_line, sql_str
 from ackfold.ledger.tables import ACK_EVENTS, ROOT_STATE, UNMATCHED_EVENTS, Ledger, local_dir
 from ackfold.reconcile.fold import RootFold, classify
 from ackfold.reconcile.state import open_partitions_sql

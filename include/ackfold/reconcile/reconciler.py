@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, Final
 from ackfold.config import Settings
 from ackfold.config.values import APP_NAME
 from ackfold.ledger.conflicts import retry_conflicts
+from ackfold.ledger.create import create_tables
 from ackfold.ledger.layout import upgrade_root_state
 from ackfold.ledger.lease import ledger_turn
 from ackfold.ledger.tables import (
@@ -102,7 +103,7 @@ class Reconciler:
     # -- the run ----------------------------------------------------------------------
 
     def run(self) -> dict[str, Any]:
-        self.ledger.create(self.spark, (ACK_EVENTS, ROOTS, ROOT_STATE, UNMATCHED_EVENTS))
+        create_tables(self.spark, self.ledger, (ACK_EVENTS, ROOTS, ROOT_STATE, UNMATCHED_EVENTS))
         upgrade_root_state(self.spark, self.ledger)
         events = (
             self.spark.readStream.format("delta")
