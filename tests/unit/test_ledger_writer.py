@@ -28,7 +28,6 @@ from ackfold.ledger.contract import (
 )
 from ackfold.ledger.errors import SchemaMismatch
 from ackfold.ledger.tables import ACK_EVENTS, ROOT_STATE, ROOTS, TABLE_PROPERTIES, TABLES
-from ackfold.track import tracker as tracker_module
 from tests.ledger_fixtures import Clock
 from tests.ledger_fixtures import arrow_schema as fixture_arrow_schema
 
@@ -345,8 +344,13 @@ def test_create_sql_is_what_spark_runs() -> None:
         assert f"'{key}' = '{value}'" in sql
 
 
-def test_the_event_kinds_are_the_trackers() -> None:
-    assert EVENT_KINDS == tracker_module.KINDS
+def test_a_tracker_writes_exactly_the_contracts_event_kinds() -> None:
+    tracker = Tracker("orders")
+    done = tracker.spout("order-1", source="sqs", source_queue="orders", payload="{}")
+    tracker.ack(done, stage="store")
+    bad = tracker.spout("order-2", source="sqs", source_queue="orders", payload="{}")
+    tracker.fail(bad, stage="parse", reason="bad json")
+    assert sorted({event["kind"] for event in tracker.drain()}) == sorted(EVENT_KINDS)
 
 
 def test_doctests() -> None:

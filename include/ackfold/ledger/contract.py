@@ -25,8 +25,12 @@ if TYPE_CHECKING:
 
 # The tables any writer may append (contract v1); the others are ackfold's own.
 CONTRACT_TABLES: Final = (ACK_EVENTS, ROOTS)
-# `ack_events.kind`: the one column whose values the contract fixes.
-EVENT_KINDS: Final = ("init", "ack", "fail")
+# `ack_events.kind`: the one column whose values the contract fixes. Every module that
+# writes, folds or checks events names the kinds from here.
+INIT: Final = "init"
+ACK: Final = "ack"
+FAIL: Final = "fail"
+EVENT_KINDS: Final = (INIT, ACK, FAIL)
 JSON_SCHEMA_DIALECT: Final = "https://json-schema.org/draft/2020-12/schema"
 
 _INT64: Final = (-(2**63), 2**63 - 1)

@@ -38,6 +38,7 @@ from datetime import datetime
 from typing import Final
 
 from ackfold.ledger import status
+from ackfold.ledger.contract import INIT
 from ackfold.ledger.rows import Event, PendingExplanation, RootState, StageWait
 from ackfold.ledger.sql import SqlReader, sql_str, sql_ts
 from ackfold.ledger.tables import ACK_EVENTS, ROOT_STATE
@@ -122,7 +123,7 @@ def explain_pending(
     stopped = stages[0].stage if stages else None
     if not folded:
         waiting = "waiting for its first event: no event of this root is in ack_events"
-    elif not any(event.kind == "init" for event in folded):
+    elif not any(event.kind == INIT for event in folded):
         waiting = (
             "waiting for its init event: the spout's registration of the root is not in "
             "ack_events, so the tree cannot complete"
