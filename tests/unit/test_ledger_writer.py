@@ -356,3 +356,16 @@ def test_a_tracker_writes_exactly_the_contracts_event_kinds() -> None:
 def test_doctests() -> None:
     for module in (contract, writer):
         assert doctest.testmod(module).failed == 0, module.__name__
+
+
+def test_the_driver_commits_a_local_warehouse_unless_its_session_is_spark_connect(
+    tmp_path: Path,
+) -> None:
+    # Told from the session's class alone: the ledger does not import ackfold.spark.
+    connect = type("SparkSession", (), {"__module__": "pyspark.sql.connect.session"})()
+    classic = type("SparkSession", (), {"__module__": "pyspark.sql.session"})()
+    ledger = tables.Ledger(str(tmp_path))
+    assert writer.driver_writer(connect, ledger) is None  # type: ignore[arg-type]
+    found = writer.driver_writer(classic, ledger)  # type: ignore[arg-type]
+    assert found is not None
+    assert found.ledger == ledger

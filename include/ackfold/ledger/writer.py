@@ -327,15 +327,13 @@ def driver_writer(spark: SparkSession, ledger: Ledger) -> LedgerWriter | None:
 
     Under Spark Connect a stage's batch runs in a Python worker of the server: on an object
     store that worker commits, with the server's environment, and must import deltalake."""
-    from ackfold.spark import is_connect
-
     directory = local_dir(ledger.root)
     if directory is None:
         if not is_object_store(ledger.root):
             return None
         _require_deltalake(ledger.root)
         key = ledger.root
-    elif is_connect(spark):
+    elif _connect_session(spark):
         return None
     else:
         key = str(directory)
@@ -343,6 +341,12 @@ def driver_writer(spark: SparkSession, ledger: Ledger) -> LedgerWriter | None:
     if found is None:
         found = _DRIVER_WRITERS[key] = LedgerWriter(directory or ledger.root)
     return found
+
+
+def _connect_session(spark: SparkSession) -> bool:
+    """A Spark Connect session (nothing on this side has a JVM), told by its class's module:
+    the ledger does not import `ackfold.spark` (`ackfold.spark.is_connect` says the same)."""
+    return type(spark).__module__.startswith("pyspark.sql.connect")
 
 
 def object_store_writer(warehouse: str) -> LedgerWriter:
