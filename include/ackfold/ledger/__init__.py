@@ -13,6 +13,7 @@
 - `errors`: the ledger's errors (`LedgerError` and its kinds), which every module imports;
 - `conflicts`: Delta's concurrent-modification conflicts, retried by every writer;
 - `maintenance`: retention, OPTIMIZE, VACUUM; `store_maintenance`: the same in delta-rs,
-  on an object store;
-- `synth`: synthetic ledgers, for benchmarks and scale tests.
+  on an object store.
+
+(The synthetic ledgers of the benchmarks are `bench/synth.py` and `bench/arrow_ledger.py`.)
 """
