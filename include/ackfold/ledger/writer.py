@@ -212,7 +212,7 @@ class LedgerWriter:
         self.create([name] if name not in self._checked else [])
 
         def rows(schema: pa.Schema) -> pa.Table:
-            return data.select(schema.names).cast(schema)
+            return conform(data, schema)
 
         retry_conflicts(
             partial(self._append, name, rows, None, None),
@@ -235,7 +235,7 @@ class LedgerWriter:
                 schema = pa.schema(table.schema().to_arrow())
                 write_deltalake(
                     table,
-                    data.select(schema.names).cast(schema),
+                    conform(data, schema),
                     mode="overwrite",
                     predicate=predicate,
                     post_commithook_properties=PostCommitHookProperties(create_checkpoint=False),
@@ -377,6 +377,27 @@ def _env_options(warehouse: str) -> dict[str, str] | None:
 
 # One writer per warehouse: it checks each table's schema once.
 _DRIVER_WRITERS: dict[str, LedgerWriter] = {}
+
+
+def conform(data: Any, schema: Any) -> Any:
+    """The Arrow table `data` in the columns and types of `schema` (a ``pyarrow.Schema``):
+    columns the table gained that `data` lacks are null, as in `append`'s rows.
+
+    Example:
+        >>> import pyarrow as pa
+        >>> schema = pa.schema([("root_id", pa.int64()), ("note", pa.string())])
+        >>> conform(pa.table({"root_id": pa.array([7], pa.int32())}), schema).to_pylist()
+        [{'root_id': 7, 'note': None}]
+    """
+    import pyarrow as pa
+
+    columns = [
+        data.column(field.name).cast(field.type)
+        if field.name in data.column_names
+        else pa.nulls(data.num_rows, field.type)
+        for field in schema
+    ]
+    return pa.Table.from_arrays(columns, schema=schema)
 
 
 def _checkpoint_at_interval(table: Any) -> None:

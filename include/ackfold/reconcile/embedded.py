@@ -320,7 +320,8 @@ class EmbeddedReconciler:
 
     def _append_new(self) -> None:
         inserts = self._written(duck_fold.INSERT, list(COLUMNS))
-        tables.append(self.uri(ROOT_STATE), inserts, storage_options=self.options)
+        if inserts.num_rows:
+            self.writer.append_arrow(ROOT_STATE, inserts)
         self.counts["roots_updated"] += inserts.num_rows
 
     def _written(self, change: str, columns: Sequence[str]) -> pa.Table:
@@ -379,7 +380,8 @@ class EmbeddedReconciler:
         the next run with new events; the other apps' waiting events stay as they are."""
         self.scan(UNMATCHED_EVENTS).create_view("others_input")
         rows = self.db.sql(PARK_SQL, params={"app": self.app}).to_arrow_table()
-        tables.overwrite(self.uri(UNMATCHED_EVENTS), rows, storage_options=self.options)
+        # Every row replaced (the other apps' are in `rows`), in one commit.
+        self.writer.replace_where(UNMATCHED_EVENTS, rows, "true")
 
     def summary(self) -> dict[str, Any]:
         state = self.scan(ROOT_STATE, columns=["app", "status"])
