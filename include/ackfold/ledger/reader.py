@@ -24,9 +24,10 @@ answer (exit 1).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, date, datetime
 from typing import Any, Final
 
+from ackfold.ledger.contract import CLOCK_SKEW
 from ackfold.ledger.errors import NoLedger, RootNotFound, UnknownApp
 from ackfold.ledger.ids import format_id
 from ackfold.ledger.parse import RootQuery
@@ -47,9 +48,6 @@ from ackfold.ledger.tables import ACK_EVENTS, QUALITY_RESULTS_DDL, ROOT_STATE, R
 from ackfold.ledger.values import one_line, utc
 
 PAYLOAD_PREVIEW: Final = 200
-# Events of a root are written after its spout registered it: only clock skew between
-# the writers can put one before `ingested_at`. Events earlier than this are not looked at.
-CLOCK_SKEW: Final = timedelta(days=1)
 # Each retry of the top-N threshold covers this many times more rows than the last.
 _WIDEN: Final = 8
 

@@ -35,6 +35,7 @@ from ackfold.config import Settings
 from ackfold.embedded import duck, tables
 from ackfold.embedded.log import Appends, DataFile, appended_since
 from ackfold.ledger import status
+from ackfold.ledger.contract import CLOCK_SKEW
 from ackfold.ledger.errors import LedgerError
 from ackfold.ledger.sql import sql_date, sql_str
 from ackfold.ledger.tables import (
@@ -56,9 +57,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("ackfold.reconcile")
 
-# A root's `roots` row and its first event come from different writers: only clock skew
-# puts the registration after the event (as `reconciler.CLOCK_SKEW`).
-CLOCK_SKEW = timedelta(days=1)
 _UNITS = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
 # What a Spark stream keeps in its checkpoint: retired when the embedded engine folds.
 SPARK_STREAM_STATE = ("offsets", "commits", "sources", "metadata", "state")

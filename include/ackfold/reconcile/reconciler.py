@@ -24,12 +24,13 @@ from __future__ import annotations
 import json
 import logging
 import uuid
-from datetime import UTC, date, datetime, timedelta
-from typing import TYPE_CHECKING, Any, Final
+from datetime import UTC, date, datetime
+from typing import TYPE_CHECKING, Any
 
 from ackfold.config import Settings
 from ackfold.config.values import APP_NAME
 from ackfold.ledger.conflicts import retry_conflicts
+from ackfold.ledger.contract import CLOCK_SKEW
 from ackfold.ledger.create import create_tables
 from ackfold.ledger.layout import upgrade_root_state
 from ackfold.ledger.lease import ledger_turn
@@ -55,9 +56,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("ackfold.reconcile")
 
 CHECKPOINTS = "_checkpoints"
-# A root's `roots` row and its first event come from different writers: only clock skew
-# puts the registration after the event.
-CLOCK_SKEW: Final = timedelta(days=1)
 
 
 def check_app_name(app: str) -> str:
