@@ -179,7 +179,6 @@ def _check_embedded(
     gx.start()
     db = duck.connect(settings)
     try:
-        db.execute("SET TimeZone = 'UTC'")
         views = LedgerViews(db, settings, window, app=app)
         ledger = (views.ack_events(), views.roots(), views.root_state())
         apps = views.apps()
