@@ -85,8 +85,9 @@ def _reconcile(settings: Settings, args: argparse.Namespace) -> int:
             holder="ackfold reconcile",
         )
         if args.replay:
-            from ackfold.replay.replayer import ReplayError, replay
+            from ackfold.replay.replayer import ReplayError
             from ackfold.replay.request import ReplayRequest
+            from ackfold.replay.run import replay
 
             spark = spark_session(settings, "ackfold-reconcile")
             request = ReplayRequest(automatic=True, app=args.app, requested_by="auto")
