@@ -1,6 +1,6 @@
 """A synthetic ledger written without a JVM: numpy builds the trees, delta-rs commits them.
 
-The same shape as `ackfold.ledger.synth.Synthetic` (a complete `fanout`-ary tree of
+The same shape as `synth.Synthetic`, from the same `synth.Shape` (a complete `fanout`-ary tree of
 `depth` levels per root, the spout's init first, one ack per tuple carrying its children's
 edges; a fraction of roots fail at a leaf, a fraction lose one ack and time out), but the
 tuple ids are drawn from a seeded generator instead of hashed, and the rows go straight to
@@ -14,47 +14,30 @@ Example:
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ackfold.ledger.contract import ACK, FAIL, INIT
 from ackfold.ledger.tables import ACK_EVENTS, ROOTS
 from ackfold.ledger.writer import LedgerWriter
 
-EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from synth import EPOCH, Shape
+
 SLICE_ROOTS = 500_000  # one commit per table per slice: about 4M events, ~0.5 GB of Arrow
 
 
 @dataclass(frozen=True)
-class ArrowLedger:
-    """Roots `first_root .. first_root + roots - 1`, one root started per millisecond."""
-
-    roots: int
-    fanout: int = 2
-    depth: int = 2
-    fail_rate: float = 0.01
-    missing_rate: float = 0.01
-    app: str = "synthetic"
-    first_root: int = 0
-    start: datetime = EPOCH
-    seed: int = 7
-
-    @property
-    def nodes(self) -> int:
-        return sum(self.fanout**level for level in range(self.depth + 1))
-
-    @property
-    def events_per_root(self) -> int:
-        return self.nodes + 1
-
-    @property
-    def end(self) -> datetime:
-        """When the last root started."""
-        return self.start + timedelta(milliseconds=self.first_root + self.roots)
+class ArrowLedger(Shape):
+    """A `Shape` written by numpy and delta-rs: roots `first_root .. first_root + roots - 1`,
+    one root started per millisecond."""
 
     def expected(self) -> dict[str, int]:
         """Roots by status once every root is past its timeout: what a reconcile must find."""
@@ -98,9 +81,9 @@ class ArrowLedger:
         leaf = nodes - 1
         ack_val = np.concatenate([edges[:, :1], acks], axis=1)  # column 0: the init
         ack_val[fails, leaf + 1] = 0
-        kind = np.full((count, nodes + 1), "ack", dtype=object)
-        kind[:, 0] = "init"
-        kind[fails, leaf + 1] = "fail"
+        kind = np.full((count, nodes + 1), ACK, dtype=object)
+        kind[:, 0] = INIT
+        kind[fails, leaf + 1] = FAIL
         stage_of = ["spout"]
         for level in range(self.depth + 1):
             stage_of += [f"stage-{level}"] * fanout**level
@@ -135,7 +118,7 @@ class ArrowLedger:
                 "stage": pa.array(stages, pa.string()),
                 "event_time": pa.array(flat["time"], pa.timestamp("us", tz="UTC")),
                 "reason": pa.array(
-                    np.where(flat["kind"] == "fail", "synthetic failure", None), pa.string()
+                    np.where(flat["kind"] == FAIL, "synthetic failure", None), pa.string()
                 ),
             }
         )

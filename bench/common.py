@@ -4,15 +4,18 @@ directory that reuse the project's jar cache, and a warm Spark session."""
 from __future__ import annotations
 
 import shutil
+import sys
 import tempfile
 from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ackfold.config import Settings, load_settings
-from ackfold.ledger.synth import Synthetic
 from ackfold.ledger.tables import Ledger
 from ackfold.reconcile.reconciler import reconcile
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from synth import Synthetic
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

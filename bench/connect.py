@@ -30,9 +30,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import DEPTH, FANOUT, Workdir, roots_for
+from synth import Synthetic
 
 from ackfold.config import Settings
-from ackfold.ledger.synth import Synthetic
 from ackfold.ledger.tables import Ledger
 from ackfold.local.connect import LocalConnectServer
 from ackfold.local.ports import free_port

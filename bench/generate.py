@@ -13,14 +13,18 @@ apart from `--start`. Then `ackfold reconcile --now <after the last root>` folds
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from datetime import datetime
+from pathlib import Path
 
 from ackfold.config import load_settings
 from ackfold.ledger.parse import parse_time
-from ackfold.ledger.synth import EPOCH, Synthetic
 from ackfold.ledger.tables import Ledger
 from ackfold.spark import get_spark
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from synth import EPOCH, Synthetic
 
 
 def fraction(text: str) -> float:

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 from ackfold import LedgerWriter, Tracker
-from ackfold.ledger.sql import LedgerError
+from ackfold.ledger.errors import LedgerError
 
 
 def main(warehouse: str, name: str, batches: int, size: int, report: Path) -> int:

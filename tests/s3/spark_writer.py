@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ackfold.config import load_settings
-from ackfold.ledger.sql import LedgerError
+from ackfold.ledger.errors import LedgerError
 from ackfold.ledger.tables import Ledger
 from ackfold.spark import get_spark
 from ackfold.track.stage import StageTracker

@@ -14,6 +14,8 @@ from typing import Any
 import pytest
 
 from ackfold import LedgerWriter, Tracker
+from ackfold.ledger.create import create_tables
+from ackfold.ledger.errors import MissingDeltaRs
 from ackfold.ledger.lease import LedgerLease
 from ackfold.ledger.lock import LedgerBusy
 from ackfold.ledger.sql import SqlReader
@@ -27,7 +29,7 @@ from ackfold.ledger.tables import (
     TABLES,
     Ledger,
 )
-from ackfold.ledger.writer import MissingDeltaRs, driver_writer
+from ackfold.ledger.writer import driver_writer
 from ackfold.local.s3 import LocalS3
 from tests.s3.conftest import warehouse_of
 
@@ -206,7 +208,7 @@ def test_quality_results_replace_where_and_ledger_create_go_through_delta_rs(
     from ackfold.ledger.tables import QUALITY_RESULTS, ROOT_STATE
 
     ledger = Ledger(warehouse_of(bucket, "s3a"))
-    ledger.create(None, (ROOT_STATE, QUALITY_RESULTS))  # type: ignore[arg-type]
+    create_tables(None, ledger, (ROOT_STATE, QUALITY_RESULTS))  # type: ignore[arg-type]
     assert _rows(ledger.path(ROOT_STATE)) == 0
     now = datetime.now(UTC)
     schema = arrow_schema(QUALITY_RESULTS)

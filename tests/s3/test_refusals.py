@@ -4,6 +4,7 @@ the setup is safe."""
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,18 +13,16 @@ from typing import Any
 import pytest
 
 from ackfold import LedgerWriter
+from ackfold.ledger.errors import SparkCommitRefused, UnsafeStore
 from ackfold.ledger.lease import LedgerLease
-from ackfold.ledger.protocol import (
-    SparkCommitRefused,
-    UnsafeStore,
-    refuse_spark_commit,
-    require_conditional_writes,
-)
-from ackfold.ledger.synth import Synthetic
+from ackfold.ledger.protocol import refuse_spark_commit, require_conditional_writes
 from ackfold.ledger.tables import ROOTS, TABLES, Ledger
 from ackfold.local.ports import free_port
 from ackfold.local.s3 import ACCESS_KEY, REGION, SECRET_KEY, LocalS3
 from tests.s3.conftest import warehouse_of
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+from synth import Synthetic
 
 
 @pytest.fixture

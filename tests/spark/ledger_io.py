@@ -7,13 +7,14 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
+from ackfold.ledger.create import create_tables
 from ackfold.ledger.tables import ACK_EVENTS, ACK_EVENTS_DDL, ROOT_STATE, ROOTS, ROOTS_DDL, Ledger
 
 
 def append(
     spark: SparkSession, ledger: Ledger, table: str, rows: Iterable[Mapping[str, Any]]
 ) -> None:
-    ledger.create(spark)
+    create_tables(spark, ledger)
     ddl = {ACK_EVENTS: ACK_EVENTS_DDL, ROOTS: ROOTS_DDL}[table]
     lines = [line.strip().rstrip(",") for line in ddl.strip().splitlines()]
     columns = [line.split()[0] for line in lines]

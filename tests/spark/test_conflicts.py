@@ -20,6 +20,7 @@ import pytest
 from pyspark.sql import Column, DataFrame, SparkSession
 
 from ackfold.ledger import status
+from ackfold.ledger.create import create_tables
 from ackfold.ledger.tables import ACK_EVENTS, ROOT_STATE, ROOT_STATE_DDL, Ledger, spark_schema
 from ackfold.reconcile.state import append_new, merge_updates
 from ackfold.track import write
@@ -98,7 +99,7 @@ def test_a_reconcile_merge_that_loses_to_a_concurrent_append_is_retried_and_both
     """Root 1 is pending; a reconcile MERGEs it to completed while another writer
     appends root 2 into the same partition (first_event_date, pending)."""
     ledger = Ledger(str(tmp_path / "warehouse"))
-    ledger.create(spark, (ROOT_STATE,))
+    create_tables(spark, ledger, (ROOT_STATE,))
     append_new(ledger, state_rows(spark, {"root_id": 1, "app": "a", "status": status.PENDING}))
     path = ledger.path(ROOT_STATE)
 
@@ -137,7 +138,7 @@ def test_a_tracking_append_that_loses_to_a_metadata_change_is_retried_and_writte
     monkeypatch.setattr(write, "driver_writer", lambda spark, ledger: None)
     warehouse = str(tmp_path / "warehouse")
     ledger = Ledger(warehouse)
-    ledger.create(spark, (ACK_EVENTS,))
+    create_tables(spark, ledger, (ACK_EVENTS,))
     path = ledger.path(ACK_EVENTS)
     spout = StageTracker("orders", "spout", ledger=warehouse, writer_id="conflict-test")
 

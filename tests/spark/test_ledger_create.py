@@ -11,6 +11,7 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 from ackfold import LedgerWriter, Tracker
+from ackfold.ledger.create import create_tables
 from ackfold.ledger.tables import ACK_EVENTS, ROOTS, TABLES, Ledger
 
 
@@ -29,7 +30,7 @@ def _first_commit(path: str) -> dict[str, Any]:
 
 def test_spark_and_delta_rs_create_the_same_tables(spark: SparkSession, tmp_path: Path) -> None:
     by_spark = Ledger(str(tmp_path / "spark"))
-    by_spark.create(spark)
+    create_tables(spark, by_spark)
     LedgerWriter(tmp_path / "delta-rs").create()
     for name in TABLES:
         assert _first_commit(str(tmp_path / "delta-rs" / name)) == _first_commit(

@@ -15,6 +15,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from ackfold.config import load_settings
+from ackfold.ledger.create import create_tables
 from ackfold.ledger.tables import ACK_EVENTS, ROOT_STATE, ROOTS, Ledger
 from ackfold.reconcile.reconciler import reconcile
 from ackfold.spark.apps import APPS_DIR
@@ -28,7 +29,7 @@ ROOT_COUNT = 40_000
 
 def _synthetic_ledger(spark: SparkSession, ledger: Ledger) -> None:
     """ROOT_COUNT roots of 3 events each (init, ack, ack); every 7th root misses its last ack."""
-    ledger.create(spark)
+    create_tables(spark, ledger)
     roots = spark.range(ROOT_COUNT).select(
         (F.col("id") * 7919 + 1).alias("root_id"), F.col("id").alias("n")
     )
@@ -75,7 +76,7 @@ def test_killed_mid_merge_then_rerun_equals_an_uninterrupted_run(
     for table in (ACK_EVENTS, ROOTS):
         shutil.copytree(killed_dir / "warehouse" / table, clean_dir / "warehouse" / table)
     clean = load_settings(var_dir=clean_dir, jars_dir=JARS_DIR)
-    Ledger(killed.table_root).create(spark)
+    create_tables(spark, Ledger(killed.table_root))
     root_state = killed_dir / "warehouse" / ROOT_STATE
     versions_before = _log_versions(root_state)
 

@@ -96,9 +96,9 @@ def test_a_new_event_or_a_table_made_anew_goes_to_spark(
     # version this checkpoint has read.
     path = Path(Ledger(settings.table_root).path(ACK_EVENTS))
     shutil.rmtree(path)
-    from ackfold.ledger.tables import _CREATED
+    from ackfold.ledger.create import CREATED
 
-    _CREATED.discard(str(path))
+    CREATED.discard(str(path))
     _track(spark, settings, T0 + timedelta(minutes=4))
     _track(spark, settings, T0 + timedelta(minutes=4))
     checkpoint = reconcile_checkpoint(Ledger(settings.table_root), None)

@@ -17,8 +17,8 @@ from deltalake import DeltaTable
 from ackfold.cli import main as cli
 from ackfold.cli.common import check_app
 from ackfold.config import load_settings
+from ackfold.ledger.errors import NoLedger
 from ackfold.ledger.reader import LedgerReader
-from ackfold.ledger.sql import NoLedger
 from ackfold.ledger.tables import ACK_EVENTS, ROOTS, TABLES
 
 ACKFOLD = Path(sys.executable).parent / "ackfold"

@@ -26,6 +26,7 @@ import pytest
 
 from ackfold.cli import main as cli_module
 from ackfold.ledger import parse, status, values
+from ackfold.ledger.errors import NoLedger, RootNotFound, UnknownApp
 from ackfold.ledger.ids import format_id, parse_id
 from ackfold.ledger.parse import (
     DEFAULT_LIMIT,
@@ -37,8 +38,8 @@ from ackfold.ledger.parse import (
     parse_statuses,
     parse_time,
 )
-from ackfold.ledger.reader import PAYLOAD_PREVIEW, LedgerReader, RootNotFound, UnknownApp
-from ackfold.ledger.sql import NoLedger, Scan
+from ackfold.ledger.reader import PAYLOAD_PREVIEW, LedgerReader
+from ackfold.ledger.sql import Scan
 from ackfold.ledger.tables import ACK_EVENTS, ROOT_STATE, ROOT_STATE_PARTITIONS, ROOTS, TABLES
 from ackfold.ledger.values import hex64, iso, one_line
 from tests.ledger_fixtures import (

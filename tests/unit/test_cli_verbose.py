@@ -55,7 +55,7 @@ def test_a_ledger_error_is_one_line_and_verbose_adds_its_traceback(
     assert cli.run(["roots", "-v"]) == 1
     err = capsys.readouterr().err
     assert "Traceback" in err
-    assert "ackfold.ledger.sql.NoLedger" in err
+    assert "ackfold.ledger.errors.NoLedger" in err
     assert err.splitlines()[-1] == line
 
 

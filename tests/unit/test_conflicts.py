@@ -13,14 +13,8 @@ from typing import Any
 import pytest
 
 from ackfold.ledger import conflicts
-from ackfold.ledger.conflicts import (
-    CONFLICTS,
-    LedgerConflict,
-    RetryPolicy,
-    conflict_of,
-    retry_conflicts,
-)
-from ackfold.ledger.sql import LedgerError
+from ackfold.ledger.conflicts import CONFLICTS, RetryPolicy, conflict_of, retry_conflicts
+from ackfold.ledger.errors import LedgerConflict, LedgerError
 
 POLICY = RetryPolicy(attempts=4, first_wait=0.25, max_wait=1.0, jitter=0)
 

@@ -26,9 +26,8 @@ from ackfold.ledger.contract import (
     json_schema,
     json_schemas,
 )
+from ackfold.ledger.errors import SchemaMismatch
 from ackfold.ledger.tables import ACK_EVENTS, ROOT_STATE, ROOTS, TABLE_PROPERTIES, TABLES
-from ackfold.ledger.writer import SchemaMismatch
-from ackfold.track import tracker as tracker_module
 from tests.ledger_fixtures import Clock
 from tests.ledger_fixtures import arrow_schema as fixture_arrow_schema
 
@@ -345,10 +344,28 @@ def test_create_sql_is_what_spark_runs() -> None:
         assert f"'{key}' = '{value}'" in sql
 
 
-def test_the_event_kinds_are_the_trackers() -> None:
-    assert EVENT_KINDS == tracker_module.KINDS
+def test_a_tracker_writes_exactly_the_contracts_event_kinds() -> None:
+    tracker = Tracker("orders")
+    done = tracker.spout("order-1", source="sqs", source_queue="orders", payload="{}")
+    tracker.ack(done, stage="store")
+    bad = tracker.spout("order-2", source="sqs", source_queue="orders", payload="{}")
+    tracker.fail(bad, stage="parse", reason="bad json")
+    assert sorted({event["kind"] for event in tracker.drain()}) == sorted(EVENT_KINDS)
 
 
 def test_doctests() -> None:
     for module in (contract, writer):
         assert doctest.testmod(module).failed == 0, module.__name__
+
+
+def test_the_driver_commits_a_local_warehouse_unless_its_session_is_spark_connect(
+    tmp_path: Path,
+) -> None:
+    # Told from the session's class alone: the ledger does not import ackfold.spark.
+    connect = type("SparkSession", (), {"__module__": "pyspark.sql.connect.session"})()
+    classic = type("SparkSession", (), {"__module__": "pyspark.sql.session"})()
+    ledger = tables.Ledger(str(tmp_path))
+    assert writer.driver_writer(connect, ledger) is None  # type: ignore[arg-type]
+    found = writer.driver_writer(classic, ledger)  # type: ignore[arg-type]
+    assert found is not None
+    assert found.ledger == ledger

@@ -56,3 +56,9 @@ def test_roots_get_their_timeout_idle_timeout_and_backoff_before_they_count_as_l
     assert f"root_id={hex64(roots['failed'])}, outcome=failed, and not replayed" in sample
     for name in ("busy", "fresh"):
         assert f"root_id={hex64(roots[name])}, outcome=pending past its timeout" in sample
+
+
+def test_the_embedded_engine_reads_dates_and_times_in_utc(tmp_path: Path) -> None:
+    # The quality run relies on this: it sets no time zone of its own.
+    db = duck.connect(timing_settings(tmp_path))
+    assert db.execute("SELECT current_setting('TimeZone')").fetchall() == [("UTC",)]

@@ -13,8 +13,9 @@ import pytest
 from ackfold.cli import main as cli_module
 from ackfold.ledger import status
 from ackfold.ledger.ids import format_id
-from ackfold.ledger.pending import AppStages, app_stages, span
+from ackfold.ledger.pending import AppStages, app_stages
 from ackfold.ledger.reader import LedgerReader
+from ackfold.ledger.rows import span
 from ackfold.ledger.tables import ACK_EVENTS, ROOT_STATE, ROOTS
 from ackfold.track.tracker import Tracker
 from tests.ledger_fixtures import Clock, write_rows

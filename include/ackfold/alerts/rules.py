@@ -23,9 +23,10 @@ from urllib.parse import quote, urlencode
 from ackfold.config import Settings
 from ackfold.config.policy import AppPolicy
 from ackfold.ledger import progress, status
+from ackfold.ledger.errors import NoLedger
 from ackfold.ledger.ids import format_id
 from ackfold.ledger.progress import liveness
-from ackfold.ledger.sql import NoLedger, SqlReader, sql_str, sql_ts
+from ackfold.ledger.sql import SqlReader, sql_str, sql_ts
 from ackfold.ledger.tables import ROOT_STATE
 from ackfold.ledger.values import utc
 

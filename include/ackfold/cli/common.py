@@ -103,7 +103,7 @@ def spark_session(settings: Settings, app_name: str) -> SparkSession:
 def check_app(settings: Settings, reader: Any, app: str | None) -> None:
     """Raise `LedgerError` for an app neither configured nor seen in the ledger, and
     `NoLedger` when there is no ledger yet: both without starting a JVM."""
-    from ackfold.ledger.sql import LedgerError
+    from ackfold.ledger.errors import LedgerError
 
     if app and app not in settings.apps and not reader.app_has_events(app):
         known = ", ".join(sorted(settings.apps)) or "none configured"

@@ -35,7 +35,8 @@ def add_commands(command: AddCommand) -> None:
 
 
 def _doctor(settings: Settings, args: argparse.Namespace) -> int:
-    from ackfold.ledger.protocol import UnsafeStore, require_conditional_writes, table_protocols
+    from ackfold.ledger.errors import UnsafeStore
+    from ackfold.ledger.protocol import require_conditional_writes, table_protocols
     from ackfold.ledger.store import delta_uri, masked, storage_options, store_kind
 
     warehouse = settings.table_root if args.warehouse is None else args.warehouse.strip()

@@ -7,6 +7,7 @@ import argparse
 import json
 import sys
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from ackfold.cli.common import (
     AddCommand,
@@ -19,6 +20,9 @@ from ackfold.cli.common import (
     spark_session,
 )
 from ackfold.config import Settings
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 
 def add_commands(command: AddCommand) -> None:
@@ -82,45 +86,55 @@ def _smoke(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def _reconcile(settings: Settings, args: argparse.Namespace) -> int:
-    from ackfold.ledger.sql import LedgerError
+    from ackfold.ledger.errors import LedgerError
 
     try:
         now = _checked_now(settings, args)
     except LedgerError as exc:
         return ledger_error(exc)
 
-    from ackfold.ledger.lease import ledger_turn
     from ackfold.reconcile.run import run_reconcile
 
-    # Taken before any engine starts, and held through --replay: a DAG run on another
-    # host may hold it.
-    with ledger_turn(settings, "ackfold reconcile", wait=args.wait, say=say_on_stderr):
-        # Nothing new and no timeout due: no engine at all; else the embedded engine in
-        # this process, or Spark (engine.kind).
-        summary = run_reconcile(
+    def spark() -> SparkSession:
+        return spark_session(settings, "ackfold-reconcile")
+
+    # Each run takes the ledger's turn before any engine starts (a DAG run on another host
+    # may hold it). Nothing new and no timeout due: no engine at all; else the embedded
+    # engine in this process, or Spark (engine.kind).
+    summary = run_reconcile(
+        settings,
+        now=now,
+        app=args.app,
+        spark=spark,
+        holder="ackfold reconcile",
+        wait=args.wait,
+        say=say_on_stderr,
+    )
+    if args.replay:
+        from ackfold.replay.replayer import unsent_error
+        from ackfold.replay.request import ReplayRequest
+        from ackfold.replay.run import run_replay
+
+        request = ReplayRequest(automatic=True, app=args.app, requested_by="auto")
+        replayed = run_replay(
             settings,
+            request,
             now=now,
-            app=args.app,
-            spark=lambda: spark_session(settings, "ackfold-reconcile"),
+            spark=spark,
+            wait=args.wait,
+            say=say_on_stderr,
             holder="ackfold reconcile",
         )
-        if args.replay:
-            from ackfold.replay.replayer import ReplayError, replay
-            from ackfold.replay.request import ReplayRequest
-
-            spark = spark_session(settings, "ackfold-reconcile")
-            request = ReplayRequest(automatic=True, app=args.app, requested_by="auto")
-            try:
-                summary["replay"] = replay(spark, settings, request, now=now).as_dict()
-            except ReplayError as exc:
-                emit(json.dumps(summary, indent=2))
-                return ledger_error(exc)
+        if replayed.not_sent:
+            emit(json.dumps(summary, indent=2))
+            return ledger_error(unsent_error(replayed))
+        summary["replay"] = replayed.as_dict()
     emit(json.dumps(summary, indent=2))
     return 0
 
 
 def _quality(settings: Settings, args: argparse.Namespace) -> int:
-    from ackfold.ledger.sql import LedgerError
+    from ackfold.ledger.errors import LedgerError
 
     try:
         now = _checked_now(settings, args)

@@ -42,7 +42,7 @@ def add_commands(command: AddCommand) -> None:
 
 
 def _init(settings: Settings, args: argparse.Namespace) -> int:
-    from ackfold.ledger.sql import LedgerError
+    from ackfold.ledger.errors import LedgerError
     from ackfold.ledger.writer import LedgerWriter
 
     warehouse = settings.table_root if args.warehouse is None else args.warehouse.strip()

@@ -22,10 +22,8 @@ from ackfold import __version__
 from ackfold.cli import demo, doctor, jobs, ledger, local, read, replay
 from ackfold.cli.common import EXIT_USAGE, Handler, UsageError, error_line, verbosity
 from ackfold.config import ConfigError, Settings, load_settings
-from ackfold.ledger.conflicts import LedgerConflict
+from ackfold.ledger.errors import LedgerConflict, MissingDeltaRs, SparkCommitRefused, UnsafeStore
 from ackfold.ledger.lock import LedgerBusy
-from ackfold.ledger.protocol import SparkCommitRefused, UnsafeStore
-from ackfold.ledger.writer import MissingDeltaRs
 from ackfold.sources.base import SourceError
 from ackfold.spark import SparkConnectError, SparkMasterUnreachable
 from ackfold.spark.jars import JarsError

@@ -43,9 +43,9 @@ def add_commands(command: AddCommand) -> None:
 
 
 def _roots(settings: Settings, args: argparse.Namespace) -> int:
+    from ackfold.ledger.errors import LedgerError
     from ackfold.ledger.parse import QueryError, RootQuery
     from ackfold.ledger.reader import LedgerReader
-    from ackfold.ledger.sql import LedgerError
 
     try:
         query = RootQuery.parse(
@@ -80,9 +80,9 @@ def _roots(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def _show(settings: Settings, args: argparse.Namespace) -> int:
+    from ackfold.ledger.errors import LedgerError
     from ackfold.ledger.parse import QueryError, parse_root_id
     from ackfold.ledger.reader import LedgerReader
-    from ackfold.ledger.sql import LedgerError
 
     try:
         root_id = parse_root_id(args.root_id)

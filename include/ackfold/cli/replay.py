@@ -65,9 +65,9 @@ def add_commands(command: AddCommand) -> None:
 
 
 def _replay(settings: Settings, args: argparse.Namespace) -> int:
+    from ackfold.ledger.errors import LedgerError
     from ackfold.ledger.ids import format_id
     from ackfold.ledger.reader import LedgerReader
-    from ackfold.ledger.sql import LedgerError
 
     request = _replay_request(args)
     if args.auto and (args.root or args.status or args.since or args.until):

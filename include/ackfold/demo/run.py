@@ -26,7 +26,6 @@ from ackfold.config.demo import FaultSettings
 from ackfold.demo.delivery import DeliveryReport, assess
 from ackfold.demo.feed import Feed
 from ackfold.demo.wordcount import APP, STAGES, WordCount, demo_topics, with_demo_policy
-from ackfold.ledger.lease import ledger_turn
 from ackfold.ledger.lock import app_lock
 from ackfold.reconcile.run import run_reconcile
 from ackfold.replay.replayer import ReplaySummary
@@ -231,12 +230,17 @@ class Demo:
     def _reconcile_and_replay(self) -> tuple[dict[str, int], ReplaySummary]:
         """Fold the new events, then send the automatic replays: roots by status, and
         what the replay did."""
-        # The Airflow DAGs may be reconciling too: one writer of root_state at a time.
-        with ledger_turn(self.settings, "ackfold demo", say=self.say):
-            summary = run_reconcile(self.settings, app=APP, spark=self.spark, holder="ackfold demo")
-            request = ReplayRequest(automatic=True, app=APP, requested_by="demo")
-            self.by_status = summary["by_status"]
-            return self.by_status, run_replay(self.settings, request, spark=self.spark)
+        # The Airflow DAGs may be reconciling too: each run takes the ledger's turn (one
+        # writer of root_state at a time) and says who holds it while it waits.
+        summary = run_reconcile(
+            self.settings, app=APP, spark=self.spark, holder="ackfold demo", say=self.say
+        )
+        self.by_status = summary["by_status"]
+        request = ReplayRequest(automatic=True, app=APP, requested_by="demo")
+        replayed = run_replay(
+            self.settings, request, spark=self.spark, holder="ackfold demo", say=self.say
+        )
+        return self.by_status, replayed
 
     def _assess(self, message_ids: list[str], *, check_words: bool) -> DeliveryReport:
         report = assess(

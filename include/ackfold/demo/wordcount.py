@@ -33,6 +33,7 @@ from ackfold.config.demo import DEMO_APP_POLICY, FaultSettings, with_app_default
 from ackfold.demo.faults import InjectedKill, Killer, be_slow, hit
 from ackfold.demo.feed import NOT_WORD_PATTERN
 from ackfold.ledger import dml
+from ackfold.ledger.create import create_tables
 from ackfold.ledger.tables import ROOTS, Ledger
 from ackfold.sources.base import SourceQueue
 from ackfold.sources.ingest import Ingester
@@ -375,7 +376,7 @@ class WordCount:
     def _create_tables(self) -> None:
         from pyspark.sql import functions as F
 
-        self.ledger.create(self.spark)
+        create_tables(self.spark, self.ledger)
         # Empty tables with the right schemas, so that `count` can start before any word.
         roots = self.spark.read.format("delta").load(self.ledger.path(ROOTS)).limit(0)
         sentences = self.spout.registered(roots, to=[SPLIT])

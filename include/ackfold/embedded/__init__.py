@@ -15,15 +15,14 @@ the same statuses row for row (`tests/conformance`).
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Final, Literal
-from urllib.parse import urlparse
+
+from ackfold.ledger.store import store_kind
 
 if TYPE_CHECKING:
     from ackfold.config import Settings
 
 EMBEDDED: Final = "embedded"
 SPARK: Final = "spark"
-# The stores delta-rs commits to: where the embedded engine can run (`auto`).
-DELTA_RS_SCHEMES: Final = frozenset({"", "file", "s3", "s3a", "gs", "gcs", "abfs", "abfss", "az"})
 
 
 def engine_for(settings: Settings) -> Literal["embedded", "spark"]:
@@ -35,6 +34,8 @@ def engine_for(settings: Settings) -> Literal["embedded", "spark"]:
         'embedded'
         >>> engine_for(load_settings(warehouse="hdfs://nn/warehouse"))
         'spark'
+        >>> engine_for(load_settings(warehouse="s3a://lake/warehouse"))
+        'embedded'
         >>> engine_for(load_settings(warehouse="/srv/warehouse", engine={"kind": "spark"}))
         'spark'
     """
@@ -43,5 +44,5 @@ def engine_for(settings: Settings) -> Literal["embedded", "spark"]:
         return kind
     if settings.spark.remote:  # the team runs its jobs on a Spark Connect server
         return SPARK
-    scheme = urlparse(settings.table_root).scheme.lower()
-    return EMBEDDED if scheme in DELTA_RS_SCHEMES else SPARK
+    # delta-rs commits to a local disk and every object store: all but `other` (HDFS, ...).
+    return EMBEDDED if store_kind(settings.table_root) != "other" else SPARK

@@ -6,8 +6,8 @@ machine are read by DuckDB's own parquet reader, the fastest path; files on an o
 store through an Arrow dataset that delta-rs's file system opens with the ledger's
 storage options, so no DuckDB extension is needed.
 
-Writes go through delta-rs, the ledger's one commit protocol: `append`, and `merge` for
-rows that replace others.
+Writes are not here: they go through `ackfold.ledger.writer.LedgerWriter` (delta-rs, the
+ledger's one commit protocol, with its conflict retries and checkpoints).
 
 Example:
     >>> rel = scan(db, "/srv/warehouse/root_state", columns=["root_id"],   # doctest: +SKIP
@@ -230,40 +230,6 @@ def _dataset_of(
         format="parquet",
         filesystem=pafs.PyFileSystem(handler),
     )
-
-
-def append(uri: str, rows: pa.Table, *, storage_options: Mapping[str, str] | None = None) -> None:
-    """Append `rows` (cast to the table's schema) in one delta-rs commit; none if empty."""
-    if rows.num_rows == 0:
-        return
-    from deltalake import DeltaTable, write_deltalake
-
-    table = DeltaTable(uri, storage_options=dict(storage_options or {}) or None)
-    write_deltalake(table, conform(rows, table), mode="append")
-
-
-def overwrite(
-    uri: str, rows: pa.Table, *, storage_options: Mapping[str, str] | None = None
-) -> None:
-    """Replace every row of the table with `rows`, in one delta-rs commit."""
-    from deltalake import DeltaTable, write_deltalake
-
-    table = DeltaTable(uri, storage_options=dict(storage_options or {}) or None)
-    write_deltalake(table, conform(rows, table), mode="overwrite")
-
-
-def conform(rows: pa.Table, table: Any) -> pa.Table:
-    """`rows` in the table's column order and types (columns it lacks are null)."""
-    import pyarrow as pa
-
-    schema = pa.schema(table.schema().to_arrow())
-    columns = [
-        rows.column(f.name).cast(f.type)
-        if f.name in rows.column_names
-        else pa.nulls(len(rows), f.type)
-        for f in schema
-    ]
-    return pa.Table.from_arrays(columns, schema=schema)
 
 
 def _register(

@@ -40,7 +40,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final, TypeVar
 
-from ackfold.ledger.sql import LedgerError
+from ackfold.ledger.errors import LedgerConflict
 
 log = logging.getLogger("ackfold.ledger.conflicts")
 
@@ -70,11 +70,6 @@ CONDITIONS: Final = {
     "DELTA_METADATA_CHANGED": "MetadataChangedException",
     "DELTA_PROTOCOL_CHANGED": "ProtocolChangedException",
 }
-
-
-class LedgerConflict(LedgerError):
-    """A ledger write lost to concurrent commits on every try: another writer kept
-    changing the table. The message names the table, the conflict and the tries."""
 
 
 @dataclass(frozen=True)

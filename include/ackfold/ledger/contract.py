@@ -15,7 +15,7 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Final
 
 from ackfold.ledger.tables import ACK_EVENTS, ROOTS, TABLES, column_specs
@@ -25,8 +25,17 @@ if TYPE_CHECKING:
 
 # The tables any writer may append (contract v1); the others are ackfold's own.
 CONTRACT_TABLES: Final = (ACK_EVENTS, ROOTS)
-# `ack_events.kind`: the one column whose values the contract fixes.
-EVENT_KINDS: Final = ("init", "ack", "fail")
+# `ack_events.kind`: the one column whose values the contract fixes. Every module that
+# writes, folds or checks events names the kinds from here.
+INIT: Final = "init"
+ACK: Final = "ack"
+FAIL: Final = "fail"
+EVENT_KINDS: Final = (INIT, ACK, FAIL)
+# The rows of one root come from different writers (its `roots` row from the spout, its
+# events from each stage, its replays from the replay run), whose clocks may differ: by at
+# most this much, ackfold assumes. A read bounded by one row's time widens by it to find
+# the others (a root's registration may be stamped after its first event).
+CLOCK_SKEW: Final = timedelta(days=1)
 JSON_SCHEMA_DIALECT: Final = "https://json-schema.org/draft/2020-12/schema"
 
 _INT64: Final = (-(2**63), 2**63 - 1)

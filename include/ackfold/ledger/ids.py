@@ -34,6 +34,8 @@ from collections.abc import Iterable, Sequence
 
 import xxhash
 
+from ackfold.ledger.contract import ACK
+
 SEP = "\x1f"
 SEED = 42
 _U64 = 1 << 64
@@ -47,8 +49,6 @@ _HEX_BARE = re.compile(r"[0-9a-fA-F]+")
 _HEX_DIGITS = 16
 # Longer text is no 64-bit id in any form (and int() of it would be slow).
 _MOST_CHARS = 40
-# The `kind` of ack events (`ackfold.track.tracker.ACK`; ids does not import the tracker).
-ACK_KIND = "ack"
 
 
 def hash64(*parts: str | int) -> int:
@@ -197,8 +197,8 @@ def compact_event_id(app: str, root_id: int, stage: str, count: int, signature: 
     if isinstance(count, bool) or not isinstance(count, int) or count < 1:
         raise ValueError(f"a compact event stands for at least one tuple, got count {count!r}")
     if count == 1:
-        return event_id(app, root_id, ACK_KIND, stage, signature)
-    text = SEP.join([app, str(root_id), ACK_KIND, stage, str(count), str(signature)])
+        return event_id(app, root_id, ACK, stage, signature)
+    text = SEP.join([app, str(root_id), ACK, stage, str(count), str(signature)])
     return hashlib.md5(text.encode("utf-8"), usedforsecurity=False).hexdigest()
 
 

@@ -44,15 +44,16 @@ from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Final
 
+from ackfold.ledger.errors import LedgerError
 from ackfold.ledger.lock import DEFAULT_WAIT, LedgerBusy, ledger_lock
-from ackfold.ledger.sql import LedgerError
+from ackfold.ledger.tables import LEASE
 
 if TYPE_CHECKING:
     from ackfold.config import Settings
 
 log = logging.getLogger("ackfold.ledger.lease")
 
-TABLE: Final = "_ledger_lease"
+TABLE: Final = LEASE
 TTL: Final = timedelta(minutes=2)
 _POLL: Final = 1.0
 _HOLDER, _TOKEN, _EXPIRES = "ackfold.lease.holder", "ackfold.lease.token", "ackfold.lease.expires"

@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Any, Final
 from ackfold.config import Settings
 from ackfold.ledger import dml, status
 from ackfold.ledger.conflicts import retry_conflicts
+from ackfold.ledger.create import create_tables
 from ackfold.ledger.lease import ledger_turn
 from ackfold.ledger.tables import (
     ACK_EVENTS,
@@ -101,7 +102,7 @@ def maintain(
 def _maintain(spark: SparkSession, settings: Settings, now: datetime | None) -> dict[str, Any]:
     started = time.monotonic()
     ledger = Ledger(settings.table_root)
-    ledger.create(spark)
+    create_tables(spark, ledger)
     now = (now or datetime.now(UTC)).astimezone(UTC)
     for table in TABLES:
         check_reader_version(spark, ledger.path(table))

@@ -34,14 +34,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
-from typing import Any, Final
+from datetime import datetime
+from typing import Final
 
 from ackfold.ledger import status
-from ackfold.ledger.rows import Event, RootState
+from ackfold.ledger.contract import INIT
+from ackfold.ledger.rows import Event, PendingExplanation, RootState, StageWait
 from ackfold.ledger.sql import SqlReader, sql_str, sql_ts
 from ackfold.ledger.tables import ACK_EVENTS, ROOT_STATE
-from ackfold.ledger.values import iso
 
 # How many of an app's newest completed roots `app_stages` looks at: enough to have seen
 # every stage of a healthy app, few enough for one bounded read of their events.
@@ -53,24 +53,6 @@ COMPLETE: Final = (status.COMPLETED, status.COMPLETED_LATE)
 # with `format_string`, Python with `str.replace`. App names are `%`-escaped in it.
 _STAGE: Final = "%1$s"
 _DOCS: Final = "docs/tracking/python.md"
-
-
-@dataclass(frozen=True)
-class StageWait:
-    """One stage that wrote events of a root: how many, and when it last wrote."""
-
-    stage: str
-    events: int
-    last_at: datetime
-    waited: timedelta
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "stage": self.stage,
-            "events": self.events,
-            "last_at": iso(self.last_at, precise=True),
-            "waited_seconds": round(self.waited.total_seconds(), 3),
-        }
 
 
 @dataclass(frozen=True)
@@ -112,43 +94,6 @@ class AppStages:
         return self.template().replace(_STAGE, stage).replace("%%", "%")
 
 
-@dataclass(frozen=True)
-class PendingExplanation:
-    """What a waiting root waits for. `stages`: the stages that wrote its events, newest
-    first, any of which may have emitted the open tuples; `stopped_at` the newest;
-    `never_acked` the app-wide finding about it, when there is one."""
-
-    waiting_for: str
-    stages: tuple[StageWait, ...]
-    stopped_at: str | None
-    never_acked: str | None
-    note: str
-
-    def lines(self) -> list[str]:
-        """For people: `ackfold show` prints them, the root page shows the same."""
-        out = [self.waiting_for]
-        for wait in self.stages:
-            mark = " (stopped here)" if wait.stage == self.stopped_at else ""
-            out.append(
-                f"  {wait.stage}: {wait.events} event(s), last at {iso(wait.last_at)}, "
-                f"waited {span(wait.waited)}{mark}"
-            )
-        if self.never_acked:
-            out.append(self.never_acked)
-        if self.note:
-            out.append(self.note)
-        return out
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "waiting_for": self.waiting_for,
-            "stages": [wait.to_json() for wait in self.stages],
-            "stopped_at": self.stopped_at,
-            "never_acked": self.never_acked,
-            "note": self.note,
-        }
-
-
 def explain_pending(
     state: RootState,
     events: Sequence[Event],
@@ -178,7 +123,7 @@ def explain_pending(
     stopped = stages[0].stage if stages else None
     if not folded:
         waiting = "waiting for its first event: no event of this root is in ack_events"
-    elif not any(event.kind == "init" for event in folded):
+    elif not any(event.kind == INIT for event in folded):
         waiting = (
             "waiting for its init event: the spout's registration of the root is not in "
             "ack_events, so the tree cannot complete"
@@ -230,26 +175,6 @@ def app_stages(reader: SqlReader, app: str, *, limit: int = RECENT_COMPLETED) ->
         [f"app = {sql_str(app)}", f"event_time >= {sql_ts(since)}", f"root_id IN ({ids})"],
     )
     return AppStages(app, frozenset(str(row["stage"]) for row in rows), len(done), capped)
-
-
-def span(waited: timedelta) -> str:
-    """A wait for people: `3d 4h`, `2h 5m`, `4m 10s`, `12s`.
-
-    Example:
-        >>> span(timedelta(hours=2, minutes=5, seconds=9)), span(timedelta(seconds=-3))
-        ('2h 5m', '0s')
-    """
-    total = max(0, int(waited.total_seconds()))
-    days, rest = divmod(total, 86400)
-    hours, rest = divmod(rest, 3600)
-    minutes, seconds = divmod(rest, 60)
-    if days:
-        return f"{days}d {hours}h"
-    if hours:
-        return f"{hours}h {minutes}m"
-    if minutes:
-        return f"{minutes}m {seconds}s"
-    return f"{seconds}s"
 
 
 def _stages(events: Sequence[Event], now: datetime) -> tuple[StageWait, ...]:

@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Final
 
-from ackfold.ledger.sql import NoLedger, SqlReader, sql_str, sql_ts
+from ackfold.ledger.errors import NoLedger
+from ackfold.ledger.sql import SqlReader, sql_str, sql_ts
 from ackfold.ledger.tables import APP_PROGRESS
 from ackfold.ledger.values import iso, utc
 

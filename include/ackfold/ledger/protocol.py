@@ -31,13 +31,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from ackfold.ledger.lease import TABLE as LEASE_TABLE
-from ackfold.ledger.sql import LedgerError
-from ackfold.ledger.store import delta_uri, is_object_store, store_kind
+from ackfold.ledger.errors import LedgerError, SparkCommitRefused, UnsafeStore
+from ackfold.ledger.store import S3_ENDPOINTS, delta_uri, is_object_store, s3_client, store_kind
 from ackfold.ledger.tables import (
     ACK_EVENTS,
     ALERT_LOG,
     DEAD_LETTERS,
+    LEASE,
     QUALITY_RESULTS,
     REPLAY_LOG,
     ROOT_STATE,
@@ -62,14 +62,6 @@ def _conditional(kind: str) -> str:
     return f"delta-rs: conditional create of the next log file ({_PRECONDITION[kind]})"
 
 
-class UnsafeStore(LedgerError):
-    """The store, as configured, could let two commits of one version both succeed."""
-
-
-class SparkCommitRefused(LedgerError):
-    """A Spark commit to a ledger table that delta-rs commits on this object store."""
-
-
 @dataclass(frozen=True)
 class TableProtocol:
     """How one table is committed on the configured store, and by whom."""
@@ -83,8 +75,8 @@ def table_protocols(warehouse: str) -> list[TableProtocol]:
     """Per ledger table (and the lease): who commits it on `warehouse`'s store, and how."""
     kind = store_kind(warehouse)
     rows = []
-    for name in (*TABLES, LEASE_TABLE):
-        if name == LEASE_TABLE:
+    for name in (*TABLES, LEASE):
+        if name == LEASE:
             writers = "reconcile, replay, maintenance runs (compare-and-swap, no retry)"
             protocol = _conditional(kind) if kind in _PRECONDITION else _ATOMIC
             protocol = protocol.replace("delta-rs or Spark", "delta-rs")
@@ -130,8 +122,6 @@ def refuse_spark_commit(location: str, table: str, setting: str = "warehouse") -
 
 
 _CHECKED: set[tuple[str, str]] = set()
-# Where delta-rs (and so ackfold) finds an S3-compatible endpoint, in this order.
-_ENDPOINTS: Final = ("AWS_ENDPOINT_URL", "AWS_ENDPOINT")
 
 
 def require_conditional_writes(location: str, options: Mapping[str, str] | None) -> None:
@@ -140,7 +130,7 @@ def require_conditional_writes(location: str, options: Mapping[str, str] | None)
     if store_kind(location) != "s3":
         return
     options = dict(options or {})
-    variable = next((k for k in _ENDPOINTS if options.get(k)), _ENDPOINTS[0])
+    variable = next((k for k in S3_ENDPOINTS if options.get(k)), S3_ENDPOINTS[0])
     endpoint = options.get(variable) or "AWS S3"
     bucket, _, prefix = delta_uri(location).removeprefix("s3://").partition("/")
     if (endpoint, bucket) in _CHECKED:
@@ -163,7 +153,7 @@ def probe_conditional_create(bucket: str, prefix: str, options: Mapping[str, str
     the HTTP status of the second create (412 where the store is safe)."""
     from botocore.exceptions import BotoCoreError
 
-    client = _s3_client(options)
+    client = s3_client(options)
     try:
         return _create_twice(client, bucket, prefix)
     except BotoCoreError as exc:  # unreachable, for now: a later try may get through
@@ -190,18 +180,3 @@ def _create_twice(client: Any, bucket: str, prefix: str) -> int:
         # A probe left behind is 1 byte: never hide the answer behind it.
         with contextlib.suppress(ClientError, BotoCoreError):
             client.delete_object(Bucket=bucket, Key=key)
-
-
-def _s3_client(options: Mapping[str, str]) -> Any:
-    import boto3
-    from botocore.config import Config
-
-    return boto3.client(
-        "s3",
-        endpoint_url=next((options[k] for k in _ENDPOINTS if options.get(k)), None),
-        aws_access_key_id=options.get("AWS_ACCESS_KEY_ID"),
-        aws_secret_access_key=options.get("AWS_SECRET_ACCESS_KEY"),
-        aws_session_token=options.get("AWS_SESSION_TOKEN"),
-        region_name=options.get("AWS_REGION") or options.get("AWS_DEFAULT_REGION"),
-        config=Config(retries={"max_attempts": 3}),
-    )

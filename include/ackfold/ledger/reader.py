@@ -24,40 +24,32 @@ answer (exit 1).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, date, datetime
 from typing import Any, Final
 
+from ackfold.ledger.contract import CLOCK_SKEW
+from ackfold.ledger.errors import NoLedger, RootNotFound, UnknownApp
 from ackfold.ledger.ids import format_id
 from ackfold.ledger.parse import RootQuery
-from ackfold.ledger.pending import PendingExplanation, app_stages, explain_pending
+from ackfold.ledger.pending import app_stages, explain_pending
 from ackfold.ledger.rows import (
     STATE_COLUMNS,
     Attempt,
     Event,
     Journey,
+    PendingExplanation,
     RootPage,
     RootState,
     Source,
     state_from_row,
 )
-from ackfold.ledger.sql import LedgerError, NoLedger, SqlReader, sql_date, sql_str, sql_ts
+from ackfold.ledger.sql import SqlReader, sql_date, sql_str, sql_ts
 from ackfold.ledger.tables import ACK_EVENTS, QUALITY_RESULTS_DDL, ROOT_STATE, ROOTS, column_specs
 from ackfold.ledger.values import one_line, utc
 
 PAYLOAD_PREVIEW: Final = 200
-# Events of a root are written after its spout registered it: only clock skew between
-# the writers can put one before `ingested_at`. Events earlier than this are not looked at.
-CLOCK_SKEW: Final = timedelta(days=1)
 # Each retry of the top-N threshold covers this many times more rows than the last.
 _WIDEN: Final = 8
-
-
-class RootNotFound(LedgerError):
-    """No `root_state` row for the requested root id."""
-
-
-class UnknownApp(LedgerError):
-    """No root of the requested app in `root_state`."""
 
 
 class LedgerReader(SqlReader):

@@ -8,15 +8,87 @@ Each has `to_json()`: times as ISO-8601 UTC, 64-bit values and ids as 0x hex
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from datetime import date, datetime
-from typing import TYPE_CHECKING, Any, Final
+from datetime import date, datetime, timedelta
+from typing import Any, Final
 
 from ackfold.ledger.ids import format_id, shown_ids
 from ackfold.ledger.parse import RootQuery
-from ackfold.ledger.values import hex64, jsonable, utc
+from ackfold.ledger.values import hex64, iso, jsonable, utc
 
-if TYPE_CHECKING:
-    from ackfold.ledger.pending import PendingExplanation
+
+@dataclass(frozen=True)
+class StageWait:
+    """One stage that wrote events of a root: how many, and when it last wrote."""
+
+    stage: str
+    events: int
+    last_at: datetime
+    waited: timedelta
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "stage": self.stage,
+            "events": self.events,
+            "last_at": iso(self.last_at, precise=True),
+            "waited_seconds": round(self.waited.total_seconds(), 3),
+        }
+
+
+@dataclass(frozen=True)
+class PendingExplanation:
+    """What a waiting root waits for. `stages`: the stages that wrote its events, newest
+    first, any of which may have emitted the open tuples; `stopped_at` the newest;
+    `never_acked` the app-wide finding about it, when there is one."""
+
+    waiting_for: str
+    stages: tuple[StageWait, ...]
+    stopped_at: str | None
+    never_acked: str | None
+    note: str
+
+    def lines(self) -> list[str]:
+        """For people: `ackfold show` prints them, the root page shows the same."""
+        out = [self.waiting_for]
+        for wait in self.stages:
+            mark = " (stopped here)" if wait.stage == self.stopped_at else ""
+            out.append(
+                f"  {wait.stage}: {wait.events} event(s), last at {iso(wait.last_at)}, "
+                f"waited {span(wait.waited)}{mark}"
+            )
+        if self.never_acked:
+            out.append(self.never_acked)
+        if self.note:
+            out.append(self.note)
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "waiting_for": self.waiting_for,
+            "stages": [wait.to_json() for wait in self.stages],
+            "stopped_at": self.stopped_at,
+            "never_acked": self.never_acked,
+            "note": self.note,
+        }
+
+
+def span(waited: timedelta) -> str:
+    """A wait for people: `3d 4h`, `2h 5m`, `4m 10s`, `12s`.
+
+    Example:
+        >>> span(timedelta(hours=2, minutes=5, seconds=9)), span(timedelta(seconds=-3))
+        ('2h 5m', '0s')
+    """
+    total = max(0, int(waited.total_seconds()))
+    days, rest = divmod(total, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, seconds = divmod(rest, 60)
+    if days:
+        return f"{days}d {hours}h"
+    if hours:
+        return f"{hours}h {minutes}m"
+    if minutes:
+        return f"{minutes}m {seconds}s"
+    return f"{seconds}s"
 
 
 @dataclass(frozen=True)

@@ -18,16 +18,9 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Any
 
+from ackfold.ledger.errors import LedgerError, NoLedger
 from ackfold.ledger.tables import ACK_EVENTS, ROOTS, Ledger
 from ackfold.ledger.values import iso
-
-
-class LedgerError(Exception):
-    """The ledger cannot answer: missing tables, an unknown root or app. Exit code 1."""
-
-
-class NoLedger(LedgerError):
-    """The ledger's tables do not exist yet, or hold no roots."""
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import Final, Literal
+from typing import Any, Final, Literal
 from urllib.parse import urlparse
 
 Store = Literal["local", "s3", "gcs", "azure", "other"]
@@ -55,6 +55,8 @@ ENV_PREFIXES: Final[dict[Store, tuple[str, ...]]] = {
     "gcs": ("GOOGLE_",),
     "azure": ("AZURE_",),
 }
+# Where delta-rs (and so ackfold) finds an S3-compatible endpoint, in this order.
+S3_ENDPOINTS: Final = ("AWS_ENDPOINT_URL", "AWS_ENDPOINT")
 _SECRET_WORDS: Final = ("SECRET", "TOKEN", "KEY", "PASSWORD", "CREDENTIAL", "SAS")
 OBJECT_STORES: Final = frozenset({"s3", "gcs", "azure"})
 
@@ -88,6 +90,24 @@ def storage_options(
         return None
     env = os.environ if environ is None else environ
     return {k: v for k, v in sorted(env.items()) if k.startswith(prefixes) and v}
+
+
+def s3_client(options: Mapping[str, str]) -> Any:
+    """A boto3 S3 client with the endpoint and credentials of storage `options` (an S3
+    location's `storage_options`), for what ackfold puts beside the tables itself: the
+    conditional-writes probe (`ackfold.ledger.protocol`), the reconcile's mark."""
+    import boto3
+    from botocore.config import Config
+
+    return boto3.client(
+        "s3",
+        endpoint_url=next((options[k] for k in S3_ENDPOINTS if options.get(k)), None),
+        aws_access_key_id=options.get("AWS_ACCESS_KEY_ID"),
+        aws_secret_access_key=options.get("AWS_SECRET_ACCESS_KEY"),
+        aws_session_token=options.get("AWS_SESSION_TOKEN"),
+        region_name=options.get("AWS_REGION") or options.get("AWS_DEFAULT_REGION"),
+        config=Config(retries={"max_attempts": 3}),
+    )
 
 
 def masked(options: Mapping[str, str] | None) -> dict[str, str]:

@@ -1,4 +1,5 @@
-"""The ledger's Delta tables: names, explicit schemas, layout, and idempotent creation.
+"""The ledger's Delta tables: names, explicit schemas and layout
+(`ackfold.ledger.create` creates them from Spark).
 
 The v1 columns of `ack_events` and `roots` are a public contract (DESIGN.md): any Delta
 writer may append them. Tables stay at reader version 1 (no deletion vectors, no column
@@ -24,12 +25,11 @@ Example:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    pass
 
 ACK_EVENTS = "ack_events"
 ROOTS = "roots"
@@ -41,6 +41,8 @@ SENT_MESSAGES = "sent_messages"
 QUALITY_RESULTS = "quality_results"
 ALERT_LOG = "alert_log"
 APP_PROGRESS = "app_progress"
+# Not a contract table: the lease of the one `root_state` writer (`ackfold.ledger.lease`).
+LEASE = "_ledger_lease"
 
 # Contract v1: every writer supplies exactly these.
 ACK_EVENTS_DDL = """
@@ -271,36 +273,6 @@ class Ledger:
     def path(self, table: str) -> str:
         return f"{self.root.rstrip('/')}/{table}"
 
-    def create(self, spark: SparkSession, tables: tuple[str, ...] = tuple(TABLES)) -> None:
-        """Create the tables that do not exist yet; existing tables are left as they are.
-        (`ackfold.ledger.writer.LedgerWriter.create` does the same without a JVM.)
-
-        Once per process and table: CREATE TABLE IF NOT EXISTS loads the table's snapshot
-        every time, which a process that reconciles or tracks over and over would pay
-        on every run.
-
-        On an object store delta-rs creates them (`LedgerWriter.create`): a Spark commit
-        there is an unconditional PUT, which could overwrite another writer's
-        (`docs/decisions/object-stores.md`)."""
-        from ackfold.ledger.conflicts import retry_conflicts
-        from ackfold.ledger.store import is_object_store
-
-        if is_object_store(self.root):
-            from ackfold.ledger.writer import object_store_writer
-
-            missing = [name for name in tables if self.path(name) not in _CREATED]
-            if missing:
-                object_store_writer(self.root).create(missing)
-                _CREATED.update(self.path(name) for name in missing)
-            return
-        for name in tables:
-            path = self.path(name)
-            if path not in _CREATED:
-                statement = create_sql(name, f"delta.`{path}`")
-                # Two first writers create the table at once: the loser finds it made.
-                retry_conflicts(partial(spark.sql, statement), what=f"creating {path}")
-                _CREATED.add(path)
-
 
 def local_dir(location: str) -> Path | None:
     """`location` as a directory of this machine (a path or a file: URL); None for an
@@ -316,10 +288,6 @@ def local_dir(location: str) -> Path | None:
     if parsed.scheme == "file":
         return Path(unquote(parsed.path))
     return Path(location) if parsed.scheme == "" else None
-
-
-# The tables this process has created or found (`Ledger.create`).
-_CREATED: set[str] = set()
 
 
 def create_sql(table: str, target: str) -> str:

@@ -5,7 +5,7 @@ For producers outside Spark (a web service, a Lambda, a batch job): `Tracker.dra
 and `Tracker.drain()` give the rows, `LedgerWriter.append` writes them, and a reconcile
 (Spark, as ever) folds them like any app's.
 
-- `create` makes the missing tables as `Ledger.create` does in Spark: the same Delta
+- `create` makes the missing tables as `create_tables` does in Spark: the same Delta
   schema (types, NOT NULLs), partition columns, description and `TABLE_PROPERTIES`, at
   the same protocol (reader 1, writer 2). delta-rs accepts every property; it does not
   act on `delta.autoOptimize.optimizeWrite` itself (Spark's writers and OPTIMIZE do).
@@ -47,7 +47,8 @@ from typing import TYPE_CHECKING, Any, Final
 
 from ackfold.ledger.conflicts import retry_conflicts
 from ackfold.ledger.contract import ContractError, check_rows, delta_schema
-from ackfold.ledger.sql import LedgerError, first_line
+from ackfold.ledger.errors import LedgerError, MissingDeltaRs, SchemaMismatch
+from ackfold.ledger.sql import first_line
 from ackfold.ledger.store import delta_uri, is_object_store, storage_options
 from ackfold.ledger.tables import ACK_EVENTS, ROOTS, TABLE_PROPERTIES, TABLES, Ledger, local_dir
 
@@ -66,10 +67,6 @@ __all__ = [
 
 # What `append` writes, in this order.
 _APPEND_ORDER: Final = (ROOTS, ACK_EVENTS)
-
-
-class SchemaMismatch(LedgerError):
-    """A ledger table exists with columns the contract's rows cannot be written to."""
 
 
 @dataclass(frozen=True)
@@ -215,7 +212,7 @@ class LedgerWriter:
         self.create([name] if name not in self._checked else [])
 
         def rows(schema: pa.Schema) -> pa.Table:
-            return data.select(schema.names).cast(schema)
+            return conform(data, schema)
 
         retry_conflicts(
             partial(self._append, name, rows, None, None),
@@ -238,7 +235,7 @@ class LedgerWriter:
                 schema = pa.schema(table.schema().to_arrow())
                 write_deltalake(
                     table,
-                    data.select(schema.names).cast(schema),
+                    conform(data, schema),
                     mode="overwrite",
                     predicate=predicate,
                     post_commithook_properties=PostCommitHookProperties(create_checkpoint=False),
@@ -330,15 +327,13 @@ def driver_writer(spark: SparkSession, ledger: Ledger) -> LedgerWriter | None:
 
     Under Spark Connect a stage's batch runs in a Python worker of the server: on an object
     store that worker commits, with the server's environment, and must import deltalake."""
-    from ackfold.spark import is_connect
-
     directory = local_dir(ledger.root)
     if directory is None:
         if not is_object_store(ledger.root):
             return None
         _require_deltalake(ledger.root)
         key = ledger.root
-    elif is_connect(spark):
+    elif _connect_session(spark):
         return None
     else:
         key = str(directory)
@@ -346,6 +341,12 @@ def driver_writer(spark: SparkSession, ledger: Ledger) -> LedgerWriter | None:
     if found is None:
         found = _DRIVER_WRITERS[key] = LedgerWriter(directory or ledger.root)
     return found
+
+
+def _connect_session(spark: SparkSession) -> bool:
+    """A Spark Connect session (nothing on this side has a JVM), told by its class's module:
+    the ledger does not import `ackfold.spark` (`ackfold.spark.is_connect` says the same)."""
+    return type(spark).__module__.startswith("pyspark.sql.connect")
 
 
 def object_store_writer(warehouse: str) -> LedgerWriter:
@@ -356,11 +357,6 @@ def object_store_writer(warehouse: str) -> LedgerWriter:
     if found is None:
         found = _DRIVER_WRITERS[warehouse] = LedgerWriter(warehouse)
     return found
-
-
-class MissingDeltaRs(LedgerError):
-    """This Python cannot import deltalake, which commits every ledger table on an object
-    store."""
 
 
 def _require_deltalake(warehouse: str) -> None:
@@ -381,6 +377,27 @@ def _env_options(warehouse: str) -> dict[str, str] | None:
 
 # One writer per warehouse: it checks each table's schema once.
 _DRIVER_WRITERS: dict[str, LedgerWriter] = {}
+
+
+def conform(data: Any, schema: Any) -> Any:
+    """The Arrow table `data` in the columns and types of `schema` (a ``pyarrow.Schema``):
+    columns the table gained that `data` lacks are null, as in `append`'s rows.
+
+    Example:
+        >>> import pyarrow as pa
+        >>> schema = pa.schema([("root_id", pa.int64()), ("note", pa.string())])
+        >>> conform(pa.table({"root_id": pa.array([7], pa.int32())}), schema).to_pylist()
+        [{'root_id': 7, 'note': None}]
+    """
+    import pyarrow as pa
+
+    columns = [
+        data.column(field.name).cast(field.type)
+        if field.name in data.column_names
+        else pa.nulls(data.num_rows, field.type)
+        for field in schema
+    ]
+    return pa.Table.from_arrays(columns, schema=schema)
 
 
 def _checkpoint_at_interval(table: Any) -> None:

@@ -58,7 +58,8 @@ def export_ledger(
     """Push what `root_state` says now (after a reconcile that started at `since`): roots
     by status per app, the oldest pending root's age, the time to detect of what the
     reconcile marked. Returns what it read; nothing when metrics are off."""
-    from ackfold.ledger.sql import NoLedger, SqlReader
+    from ackfold.ledger.errors import NoLedger
+    from ackfold.ledger.sql import SqlReader
 
     now = (now or datetime.now(UTC)).astimezone(UTC)
     with meter(settings, run="reconcile") as m:

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Final
 from ackfold.config import Settings
 from ackfold.config.policy import AppPolicy
 from ackfold.ledger import status
+from ackfold.ledger.contract import CLOCK_SKEW
 from ackfold.ledger.tables import (
     ACK_EVENTS,
     DEAD_LETTERS,
@@ -46,8 +47,6 @@ if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
 
 VALID_CHAIN: Final = "valid"
-# Writers' clocks differ: rows of one root may be stamped this far apart.
-CLOCK_SKEW: Final = timedelta(days=1)
 # What an event says: copies of one event (a redelivery) agree in these.
 EVENT_CONTENT: Final = ("app", "kind", "ack_val", "stage")
 # What identifies a root: rows equal in these are one (a redelivery).

@@ -25,6 +25,7 @@ from ackfold.config import Settings
 from ackfold.embedded import tables
 from ackfold.embedded.log import appended_since
 from ackfold.ledger import status
+from ackfold.ledger.contract import CLOCK_SKEW
 from ackfold.ledger.tables import (
     ACK_EVENTS,
     DEAD_LETTERS,
@@ -34,7 +35,7 @@ from ackfold.ledger.tables import (
     SENT_MESSAGES,
     Ledger,
 )
-from ackfold.quality.batches import CLOCK_SKEW, EVENT_CONTENT, ROOT_IDENTITY, VALID_CHAIN, Window
+from ackfold.quality.batches import EVENT_CONTENT, ROOT_IDENTITY, VALID_CHAIN, Window
 from ackfold.quality.outcomes import overdue_outcome_sql
 from ackfold.replay.bookkeeping import AUTOMATIC
 from ackfold.replay.planner import REPLAY, SENT

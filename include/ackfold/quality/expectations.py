@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from ackfold.config.policy import AppPolicy
 from ackfold.ledger import status
+from ackfold.ledger.contract import EVENT_KINDS
 from ackfold.ledger.tables import ACK_EVENTS_DDL, ROOT_STATE_DDL, ROOTS_DDL, column_specs
 from ackfold.quality.batches import VALID_CHAIN
 from ackfold.quality.outcomes import SETTLED_OUTCOMES
@@ -27,7 +28,6 @@ os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
 if TYPE_CHECKING:
     from great_expectations.expectations.expectation import Expectation
 
-KINDS: Final = ("init", "ack", "fail")
 _SPARK_TYPES: Final = {
     "STRING": "StringType",
     "BIGINT": "LongType",
@@ -112,7 +112,7 @@ def ledger_suites() -> list[Suite]:
             "kind_in_domain",
             "every event's kind is init, ack or fail",
             column="kind",
-            value_set=list(KINDS),
+            value_set=list(EVENT_KINDS),
         ),
         expect(
             "UnexpectedRowsExpectation",

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 from ackfold.config import Settings
 from ackfold.embedded import EMBEDDED, engine_for
 from ackfold.ledger.conflicts import retry_conflicts
+from ackfold.ledger.create import create_tables
 from ackfold.ledger.store import is_object_store
 from ackfold.ledger.tables import QUALITY_RESULTS, Ledger, spark_schema
 from ackfold.ledger.writer import object_store_writer
@@ -94,7 +95,7 @@ def run_quality(
             from ackfold.spark import get_spark
 
             spark = get_spark(settings, app_name="ackfold-quality")
-        Ledger(settings.table_root).create(spark)
+        create_tables(spark, Ledger(settings.table_root))
         validator = validator_for(engine)
         results, apps = _check_on_spark(spark, settings, window, app, validator, say)
     docs = validator.publish()
@@ -178,7 +179,6 @@ def _check_embedded(
     gx.start()
     db = duck.connect(settings)
     try:
-        db.execute("SET TimeZone = 'UTC'")
         views = LedgerViews(db, settings, window, app=app)
         ledger = (views.ack_events(), views.roots(), views.root_state())
         apps = views.apps()

@@ -35,7 +35,9 @@ from ackfold.config import Settings
 from ackfold.embedded import duck, tables
 from ackfold.embedded.log import Appends, DataFile, appended_since
 from ackfold.ledger import status
-from ackfold.ledger.sql import LedgerError, sql_date, sql_str
+from ackfold.ledger.contract import CLOCK_SKEW
+from ackfold.ledger.errors import LedgerError
+from ackfold.ledger.sql import sql_date, sql_str
 from ackfold.ledger.tables import (
     ACK_EVENTS,
     ACK_EVENTS_COLUMNS,
@@ -55,9 +57,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("ackfold.reconcile")
 
-# A root's `roots` row and its first event come from different writers: only clock skew
-# puts the registration after the event (as `reconciler.CLOCK_SKEW`).
-CLOCK_SKEW = timedelta(days=1)
 _UNITS = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
 # What a Spark stream keeps in its checkpoint: retired when the embedded engine folds.
 SPARK_STREAM_STATE = ("offsets", "commits", "sources", "metadata", "state")
@@ -319,7 +318,8 @@ class EmbeddedReconciler:
 
     def _append_new(self) -> None:
         inserts = self._written(duck_fold.INSERT, list(COLUMNS))
-        tables.append(self.uri(ROOT_STATE), inserts, storage_options=self.options)
+        if inserts.num_rows:
+            self.writer.append_arrow(ROOT_STATE, inserts)
         self.counts["roots_updated"] += inserts.num_rows
 
     def _written(self, change: str, columns: Sequence[str]) -> pa.Table:
@@ -378,7 +378,8 @@ class EmbeddedReconciler:
         the next run with new events; the other apps' waiting events stay as they are."""
         self.scan(UNMATCHED_EVENTS).create_view("others_input")
         rows = self.db.sql(PARK_SQL, params={"app": self.app}).to_arrow_table()
-        tables.overwrite(self.uri(UNMATCHED_EVENTS), rows, storage_options=self.options)
+        # Every row replaced (the other apps' are in `rows`), in one commit.
+        self.writer.replace_where(UNMATCHED_EVENTS, rows, "true")
 
     def summary(self) -> dict[str, Any]:
         state = self.scan(ROOT_STATE, columns=["app", "status"])

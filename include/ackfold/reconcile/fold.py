@@ -29,7 +29,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from ackfold.ledger import status
-from ackfold.track.tracker import FAIL, INIT, KINDS
+from ackfold.ledger.contract import EVENT_KINDS, FAIL, INIT
 
 _I64_MIN = -(1 << 63)
 _I64_MAX = (1 << 63) - 1
@@ -177,7 +177,7 @@ def _check(event: Mapping[str, Any], app: str) -> None:
         raise ValueError(
             f"root {event['root_id']} has events of two apps: {app!r} and {event['app']!r}"
         )
-    if event["kind"] not in KINDS:
+    if event["kind"] not in EVENT_KINDS:
         raise ValueError(f"event {event['event_id']} has unknown kind {event['kind']!r}")
     value = event["ack_val"]
     if isinstance(value, bool) or not isinstance(value, int) or not _I64_MIN <= value <= _I64_MAX:

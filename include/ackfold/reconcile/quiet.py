@@ -36,7 +36,9 @@ from datetime import date, datetime
 from typing import Any, Final
 
 from ackfold.config import Settings
-from ackfold.ledger.sql import LedgerError, SqlReader, first_line, sql_str
+from ackfold.ledger.errors import LedgerError
+from ackfold.ledger.sql import SqlReader, first_line, sql_str
+from ackfold.ledger.store import delta_uri, s3_client, storage_options, store_kind
 from ackfold.ledger.tables import ACK_EVENTS, ROOT_STATE, UNMATCHED_EVENTS, Ledger, local_dir
 from ackfold.reconcile.fold import RootFold, classify
 from ackfold.reconcile.state import open_partitions_sql
@@ -105,39 +107,14 @@ def read_mark(checkpoint: str) -> tuple[str, int] | None:
         return None
 
 
-def _remote(checkpoint: str) -> tuple[Any, str]:
-    """Arrow's file system of the object store `checkpoint` is on, with the ledger's
-    storage options (the tables' credentials and endpoint), and the mark's path in it."""
-    from urllib.parse import urlparse
-
-    import pyarrow.fs as pafs
-
-    from ackfold.ledger.store import delta_uri, storage_options, store_kind
-
-    uri = delta_uri(checkpoint)
-    if store_kind(uri) != "s3":
-        found, path = pafs.FileSystem.from_uri(uri)
-        return found, f"{path.rstrip('/')}/{MARK}"
-    options = storage_options(uri) or {}
-    # delta-rs takes either name for the endpoint (`AWS_ENDPOINT`, which boto3 ignores).
-    given = options.get("AWS_ENDPOINT_URL") or options.get("AWS_ENDPOINT")
-    endpoint = urlparse(given) if given else None
-    found = pafs.S3FileSystem(
-        access_key=options.get("AWS_ACCESS_KEY_ID"),
-        secret_key=options.get("AWS_SECRET_ACCESS_KEY"),
-        session_token=options.get("AWS_SESSION_TOKEN"),
-        region=options.get("AWS_REGION") or options.get("AWS_DEFAULT_REGION") or "us-east-1",
-        endpoint_override=endpoint.netloc if endpoint else None,
-        scheme=endpoint.scheme if endpoint else "https",
-    )
-    parsed = urlparse(uri)
-    return found, f"{parsed.netloc}{parsed.path.rstrip('/')}/{MARK}"
-
-
 def _put_remote(checkpoint: str, data: bytes) -> None:
     """The mark on an object store: one PUT, which a reader sees whole or not at all."""
     try:
-        found, path = _remote(checkpoint)
+        if store_kind(checkpoint) == "s3":
+            client, bucket, key = _s3_mark(checkpoint)
+            client.put_object(Bucket=bucket, Key=key, Body=data)
+            return
+        found, path = _other_store(checkpoint)
         with found.open_output_stream(path) as out:
             out.write(data)
     except Exception as exc:  # the run itself succeeded: only the next run's head start
@@ -145,12 +122,37 @@ def _put_remote(checkpoint: str, data: bytes) -> None:
 
 
 def _get_remote(checkpoint: str) -> str | None:
+    if store_kind(checkpoint) == "s3":
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        try:
+            client, bucket, key = _s3_mark(checkpoint)
+            body = client.get_object(Bucket=bucket, Key=key)["Body"].read()
+            return bytes(body).decode("utf-8")
+        except (ClientError, BotoCoreError):  # none yet, or none this process can read
+            return None
     try:
-        found, path = _remote(checkpoint)
+        found, path = _other_store(checkpoint)
         with found.open_input_stream(path) as mark:
             return bytes(mark.read()).decode("utf-8")
     except (FileNotFoundError, OSError):
         return None
+
+
+def _s3_mark(checkpoint: str) -> tuple[Any, str, str]:
+    """The S3 client of the ledger's storage options (the tables' endpoint and
+    credentials, `ackfold.ledger.store`), and the mark's bucket and key."""
+    bucket, _, prefix = delta_uri(checkpoint).removeprefix("s3://").partition("/")
+    key = f"{prefix.strip('/')}/{MARK}".lstrip("/")
+    return s3_client(storage_options(checkpoint) or {}), bucket, key
+
+
+def _other_store(checkpoint: str) -> tuple[Any, str]:
+    """Arrow's file system of a GCS or ADLS `checkpoint`, and the mark's path in it."""
+    import pyarrow.fs as pafs
+
+    found, path = pafs.FileSystem.from_uri(delta_uri(checkpoint))
+    return found, f"{path.rstrip('/')}/{MARK}"
 
 
 def summary(

@@ -24,12 +24,14 @@ from __future__ import annotations
 import json
 import logging
 import uuid
-from datetime import UTC, date, datetime, timedelta
-from typing import TYPE_CHECKING, Any, Final
+from datetime import UTC, date, datetime
+from typing import TYPE_CHECKING, Any
 
 from ackfold.config import Settings
 from ackfold.config.values import APP_NAME
 from ackfold.ledger.conflicts import retry_conflicts
+from ackfold.ledger.contract import CLOCK_SKEW
+from ackfold.ledger.create import create_tables
 from ackfold.ledger.layout import upgrade_root_state
 from ackfold.ledger.lease import ledger_turn
 from ackfold.ledger.tables import (
@@ -54,9 +56,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("ackfold.reconcile")
 
 CHECKPOINTS = "_checkpoints"
-# A root's `roots` row and its first event come from different writers: only clock skew
-# puts the registration after the event.
-CLOCK_SKEW: Final = timedelta(days=1)
 
 
 def check_app_name(app: str) -> str:
@@ -102,7 +101,7 @@ class Reconciler:
     # -- the run ----------------------------------------------------------------------
 
     def run(self) -> dict[str, Any]:
-        self.ledger.create(self.spark, (ACK_EVENTS, ROOTS, ROOT_STATE, UNMATCHED_EVENTS))
+        create_tables(self.spark, self.ledger, (ACK_EVENTS, ROOTS, ROOT_STATE, UNMATCHED_EVENTS))
         upgrade_root_state(self.spark, self.ledger)
         events = (
             self.spark.readStream.format("delta")

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Final
 from ackfold.config import Settings
 from ackfold.config.policy import AppPolicy
 from ackfold.ledger import status
+from ackfold.ledger.contract import FAIL, INIT
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -68,11 +69,11 @@ def fold_events(events: DataFrame, folded: DataFrame, partitions: int) -> DataFr
                 "xor"
             ),
             F.count_if(fresh).alias("fresh"),
-            F.max(fresh & (kind == "init")).alias("init_seen"),
+            F.max(fresh & (kind == INIT)).alias("init_seen"),
             F.min(F.when(fresh, F.col("event_time"))).alias("first_event_at"),
             F.max(F.when(fresh, last_order("event_time", "stage"))).alias("last"),
             F.min(
-                F.when(fresh & (kind == "fail"), fail_order("event_time", "stage", "reason"))
+                F.when(fresh & (kind == FAIL), fail_order("event_time", "stage", "reason"))
             ).alias("fail"),
             F.collect_list(F.when(fresh, F.col("hash"))).alias("hashes"),
             F.sum("read").alias("read"),

@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING
 
 from ackfold.ledger import dml, status
 from ackfold.ledger.conflicts import retry_conflicts
+from ackfold.ledger.errors import LedgerError
 from ackfold.ledger.pending import AppStages, app_stages
 from ackfold.ledger.reader import LedgerReader
-from ackfold.ledger.sql import LedgerError
 from ackfold.ledger.tables import ROOT_STATE, Ledger
 
 if TYPE_CHECKING:

@@ -21,8 +21,9 @@ from typing import TYPE_CHECKING, Any, Final
 
 from ackfold.config import Settings
 from ackfold.embedded import duck, tables
+from ackfold.ledger.contract import CLOCK_SKEW
 from ackfold.ledger.tables import DEAD_LETTERS, REPLAY_LOG, ROOT_STATE, ROOTS
-from ackfold.replay.planner import CLOCK_SKEW, LOG_COLUMNS, ROOT_COLUMNS, Planner
+from ackfold.replay.planner import LOG_COLUMNS, ROOT_COLUMNS, Planner
 from ackfold.replay.queues import SourceQueues
 from ackfold.replay.request import DEFAULT_STATUSES, ReplayRequest
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import uuid
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field, replace
-from datetime import date, datetime, timedelta
+from datetime import date, datetime
 from typing import Any, Final
 
 from ackfold.config import Settings
@@ -32,9 +32,6 @@ from ackfold.sources.base import (
 
 REPLAY: Final = "replay"
 DEAD_LETTER: Final = "dead_letter"
-# A root's init event is written right after its `roots` row: only clock skew between
-# writers puts `ingested_at` after `first_event_at`.
-CLOCK_SKEW: Final = timedelta(days=1)
 
 # The replay log's mark of a delivered send (`ackfold.replay.bookkeeping`), and so the
 # state of a send with at most the statuses left to update.

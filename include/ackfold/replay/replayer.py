@@ -47,7 +47,6 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 
 from ackfold.config import Settings
 from ackfold.embedded import EMBEDDED, SPARK
-from ackfold.ledger.lease import ledger_turn
 from ackfold.ledger.tables import Ledger
 from ackfold.replay.bookkeeping import PLANNED, Bookkeeper, SparkBookkeeper, now_wall
 from ackfold.replay.duck_planner import EmbeddedPlanner
@@ -99,7 +98,10 @@ class Replayer:
     """Plans and executes replay runs over the ledger under `settings.table_root`, on
     `engine`: `embedded` (DuckDB and delta-rs in this process) or `spark` (`spark`, or a
     session started for it). By default, Spark if a session is given, else embedded;
-    `ackfold.replay.run.run_replay` chooses by `engine.kind`."""
+    `ackfold.replay.run.run_replay` chooses by `engine.kind`.
+
+    It takes no lock: `run_replay` runs `plan` and `execute` under the ledger's turn, one
+    writer of `root_state` at a time, from the plan to the last status."""
 
     def __init__(
         self,
@@ -151,47 +153,44 @@ class Replayer:
             self._books.append_log(plan, new, PLANNED, dry_run=True)
             summary.seconds = time.monotonic() - started
             return summary
-        # The bookkeeping MERGE must not race a reconcile. Callers that plan should hold
-        # the lock from the plan on (as `run_replay` does): it is re-entrant.
-        with ledger_turn(self.settings, f"replay {plan.replay_id}", say=log.info):
-            plan.logged_at = self._books.append_log(plan, new, PLANNED)
-            done = [p for p in plan.sends if p.state == SENT]
-            summary.already_sent = len(done)
-            pending = sorted(plan.to_send, key=_send_order)
-            chunk = self.settings.replay.chunk
-            pacer = _Pacer(request.rate or self._rate(request))
-            delivered: list[Planned] = list(done)
-            results: dict[int, Sent] = {}
-            # The marks keep a re-run from sending again: appended while the next chunks are
-            # sent, each append covering the chunks sent during the one before.
-            with Marker(self._books, plan) as marker:
-                for start in range(0, len(pending), chunk):
-                    batch = pending[start : start + chunk]
-                    results.update(self._send_with_retries(batch, pacer))
-                    if after_send:
-                        after_send([results[p.root_id] for p in batch])
-                    marker.add(batch, results)
-                    ok = [p for p in batch if results[p.root_id].ok]
-                    delivered.extend(ok)
-                    summary.sent += sum(1 for p in ok if p.action == REPLAY)
-                    summary.dead_lettered += sum(1 for p in ok if p.action == DEAD_LETTER)
-                    summary.resent += sum(1 for p in ok if p.state == UNSENT)
-                    failed = [results[p.root_id] for p in batch if not results[p.root_id].ok]
-                    gone = [sent for sent in failed if sent.gone]
-                    if progress:
-                        progress(start + len(batch), len(pending))
-                    if gone:
-                        # Each fails alone (the next plan dead-letters it); the run goes on.
-                        summary.last_error = gone[-1].error
-                        summary.not_sent += len(gone)
-                    if len(gone) < len(failed):
-                        summary.last_error = failed[-1].error
-                        summary.not_sent += len(pending) - start - len(ok) - len(gone)
-                        break  # the queue is down or refusing: the rest stays planned in the log
-            # Statuses once per run: a crash before this leaves marked sends, which the next
-            # run's plan finds (state SENT) and finishes without sending them again.
-            self._books.settle(delivered, results)
-            summary.seconds = time.monotonic() - started
+        plan.logged_at = self._books.append_log(plan, new, PLANNED)
+        done = [p for p in plan.sends if p.state == SENT]
+        summary.already_sent = len(done)
+        pending = sorted(plan.to_send, key=_send_order)
+        chunk = self.settings.replay.chunk
+        pacer = _Pacer(request.rate or self._rate(request))
+        delivered: list[Planned] = list(done)
+        results: dict[int, Sent] = {}
+        # The marks keep a re-run from sending again: appended while the next chunks are
+        # sent, each append covering the chunks sent during the one before.
+        with Marker(self._books, plan) as marker:
+            for start in range(0, len(pending), chunk):
+                batch = pending[start : start + chunk]
+                results.update(self._send_with_retries(batch, pacer))
+                if after_send:
+                    after_send([results[p.root_id] for p in batch])
+                marker.add(batch, results)
+                ok = [p for p in batch if results[p.root_id].ok]
+                delivered.extend(ok)
+                summary.sent += sum(1 for p in ok if p.action == REPLAY)
+                summary.dead_lettered += sum(1 for p in ok if p.action == DEAD_LETTER)
+                summary.resent += sum(1 for p in ok if p.state == UNSENT)
+                failed = [results[p.root_id] for p in batch if not results[p.root_id].ok]
+                gone = [sent for sent in failed if sent.gone]
+                if progress:
+                    progress(start + len(batch), len(pending))
+                if gone:
+                    # Each fails alone (the next plan dead-letters it); the run goes on.
+                    summary.last_error = gone[-1].error
+                    summary.not_sent += len(gone)
+                if len(gone) < len(failed):
+                    summary.last_error = failed[-1].error
+                    summary.not_sent += len(pending) - start - len(ok) - len(gone)
+                    break  # the queue is down or refusing: the rest stays planned in the log
+        # Statuses once per run: a crash before this leaves marked sends, which the next
+        # run's plan finds (state SENT) and finishes without sending them again.
+        self._books.settle(delivered, results)
+        summary.seconds = time.monotonic() - started
         log.info("replay %s: %s", plan.replay_id, json.dumps(summary.as_dict(), default=str))
         return summary
 
@@ -297,24 +296,6 @@ class _Pacer:
             time.sleep(delay)
             now = time.monotonic()
         self.next_at = max(self.next_at, now) + messages * self.interval
-
-
-def replay(
-    spark: SparkSession | None,
-    settings: Settings,
-    request: ReplayRequest,
-    *,
-    now: datetime | None = None,
-    progress: Progress | None = None,
-) -> ReplaySummary:
-    """Plan and execute one replay run (`ackfold.replay.run.run_replay`, with `spark` for
-    the Spark engine); raises `ReplayError` if something stayed unsent."""
-    from ackfold.replay.run import run_replay
-
-    summary = run_replay(settings, request, now=now, spark=spark, progress=progress)
-    if summary.not_sent:
-        raise unsent_error(summary)
-    return summary
 
 
 def unsent_error(summary: ReplaySummary) -> ReplayError:

@@ -34,7 +34,7 @@ from ackfold.ledger.lease import ledger_turn
 from ackfold.ledger.lock import DEFAULT_WAIT
 from ackfold.replay.bookkeeping import AUTOMATIC
 from ackfold.replay.planner import Plan
-from ackfold.replay.replayer import Progress, Replayer, ReplaySummary
+from ackfold.replay.replayer import Progress, Replayer, ReplaySummary, unsent_error
 from ackfold.replay.request import ReplayRequest
 
 if TYPE_CHECKING:
@@ -94,14 +94,28 @@ def automatic_replay(
     """The automatic replay of `ackfold_replay` (in the task's process, or through
     `ackfold/spark/apps/replay.py`): each app's policy; the summary as a dict. Raises
     `ReplayError` if messages stayed unsent (the next run sends exactly those)."""
-    from ackfold.replay.replayer import unsent_error
-
     request = ReplayRequest(automatic=True, app=app, requested_by=AUTOMATIC)
     summary = run_replay(settings, request, now=now, spark=spark)
     log.info("automatic replay: %s", json.dumps(summary.as_dict(), default=str))
     if summary.not_sent:
         raise unsent_error(summary)
     return summary.as_dict()
+
+
+def replay(
+    spark: SparkSession | None,
+    settings: Settings,
+    request: ReplayRequest,
+    *,
+    now: datetime | None = None,
+    progress: Progress | None = None,
+) -> ReplaySummary:
+    """`run_replay`, with `spark` for the Spark engine, that raises `ReplayError` if
+    something stayed unsent."""
+    summary = run_replay(settings, request, now=now, spark=spark, progress=progress)
+    if summary.not_sent:
+        raise unsent_error(summary)
+    return summary
 
 
 def _export(settings: Settings, request: ReplayRequest, summary: ReplaySummary) -> None:

@@ -12,8 +12,10 @@ from typing import TYPE_CHECKING, Any
 
 from ackfold.config import Settings
 from ackfold.config.policy import AppPolicy
+from ackfold.ledger.contract import CLOCK_SKEW
+from ackfold.ledger.create import create_tables
 from ackfold.ledger.tables import REPLAY_LOG, ROOT_STATE, ROOTS
-from ackfold.replay.planner import CLOCK_SKEW, LOG_COLUMNS, ROOT_COLUMNS, Planner
+from ackfold.replay.planner import LOG_COLUMNS, ROOT_COLUMNS, Planner
 from ackfold.replay.queues import SourceQueues
 from ackfold.replay.request import DEFAULT_STATUSES, ReplayRequest
 
@@ -33,7 +35,7 @@ class SparkPlanner(Planner):
     def _select(self, request: ReplayRequest, limit: int | None) -> list[dict[str, Any]]:
         from pyspark.sql import functions as F
 
-        self.ledger.create(self.spark)
+        create_tables(self.spark, self.ledger)
         state = self._read(ROOT_STATE)
         if request.automatic:
             # Wherever they sit in time (roots a long reconciler outage left behind too):

@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ackfold.config import Settings
+from ackfold.ledger.create import create_tables
 from ackfold.ledger.tables import ACK_EVENTS, ROOTS, Ledger
 from ackfold.ledger.writer import driver_writer
 from ackfold.sources.base import PullSource, Received, SourceError
@@ -115,7 +116,7 @@ class Ingester:
         (`roots` columns, among them `payload`, plus `_ackfold`)."""
         from pyspark.sql import functions as F
 
-        self.ledger.create(self.spark, (ACK_EVENTS, ROOTS))
+        create_tables(self.spark, self.ledger, (ACK_EVENTS, ROOTS))
         roots = self.spark.readStream.format("delta").load(self.ledger.path(ROOTS))
         mine = roots.where(
             (F.col("app") == self.app)

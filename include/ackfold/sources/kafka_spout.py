@@ -33,6 +33,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ackfold.config import Settings
+from ackfold.ledger.create import create_tables
 from ackfold.ledger.tables import ACK_EVENTS, ROOTS, Ledger
 from ackfold.sources.base import ATTEMPT, ORIGIN_ROOT_ID
 from ackfold.sources.kafka import KafkaTopic
@@ -110,7 +111,7 @@ class KafkaSpout:
     def stream(self) -> DataFrame:
         """The app's topics as a streaming DataFrame of Kafka records, from the earliest
         offsets on a new checkpoint (records sent before the app first started count)."""
-        self.ledger.create(self.spark, (ACK_EVENTS, ROOTS))
+        create_tables(self.spark, self.ledger, (ACK_EVENTS, ROOTS))
         kafka = self.settings.kafka
         return (
             self.spark.readStream.format("kafka")

@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from ackfold.ledger.conflicts import retry_conflicts
+from ackfold.ledger.create import create_tables
 from ackfold.ledger.protocol import refuse_spark_commit
 from ackfold.ledger.tables import SENT_MESSAGES, Ledger, spark_schema
 from ackfold.ledger.writer import driver_writer
@@ -52,7 +53,7 @@ def record_sent(
         return
     refuse_spark_commit(ledger.root, SENT_MESSAGES)
     frame = spark.createDataFrame(rows, spark_schema(SENT_MESSAGES))
-    ledger.create(spark, (SENT_MESSAGES,))
+    create_tables(spark, ledger, (SENT_MESSAGES,))
     path = ledger.path(SENT_MESSAGES)
     retry_conflicts(
         lambda: frame.write.format("delta").mode("append").save(path), what=f"append to {path}"

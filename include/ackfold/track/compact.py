@@ -34,6 +34,7 @@ from datetime import datetime
 from typing import Any, Final
 
 from ackfold.ledger import ids
+from ackfold.ledger.contract import ACK
 
 COMPACT: Final = "compact"
 PER_TUPLE: Final = "per_tuple"
@@ -83,7 +84,7 @@ def compact_acks(app: str, acks: Iterable[Ack]) -> list[dict[str, Any]]:
                 "event_id": ids.compact_event_id(app, root, stage, len(members), signature),
                 "app": app,
                 "root_id": root,
-                "kind": ids.ACK_KIND,
+                "kind": ACK,
                 "ack_val": ack_val,
                 "stage": stage,
                 "event_time": max(ack.event_time for ack in members.values()),

@@ -13,9 +13,9 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from ackfold.ledger.contract import ACK, FAIL
 from ackfold.track import sql_ids
 from ackfold.track.columns import TUPLE_COLUMN, literal, zero
-from ackfold.track.tracker import ACK, FAIL
 from ackfold.track.tuples import UNNAMED, sink_use_message
 
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from ackfold.ledger.contract import INIT
 from ackfold.track import sql_ids
 from ackfold.track.columns import (
     TUPLE_COLUMN,
@@ -25,7 +26,6 @@ from ackfold.track.columns import (
     optional_string,
 )
 from ackfold.track.events import event_rows
-from ackfold.track.tracker import INIT
 from ackfold.track.tuples import spout_consumers_of
 
 

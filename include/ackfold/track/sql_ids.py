@@ -25,6 +25,7 @@ from pyspark.sql import Column
 from pyspark.sql import functions as F
 
 from ackfold.ledger import ids
+from ackfold.ledger.contract import ACK
 
 Part = Column | str | int
 
@@ -152,7 +153,7 @@ def compact_event_id(
         ...                        ids.compact_event_id("wc", 5, "count", 2, 7))
         True
     """
-    head = [_text(app), _text(root_id), _text(ids.ACK_KIND), _text(stage)]
+    head = [_text(app), _text(root_id), _text(ACK), _text(stage)]
     return F.when(count == 1, F.md5(F.concat_ws(ids.SEP, *head, _text(signature)))).otherwise(
         F.md5(F.concat_ws(ids.SEP, *head, _text(count), _text(signature)))
     )

@@ -34,6 +34,7 @@ from datetime import UTC, datetime
 from typing import Any, Final
 
 from ackfold.ledger import ids
+from ackfold.ledger.contract import ACK, FAIL, INIT
 from ackfold.ledger.tables import ACK_EVENTS_COLUMNS, ROOTS_COLUMNS
 from ackfold.ledger.values import hex64
 from ackfold.track.compact import PER_TUPLE, Ack, check_acks, compact_acks
@@ -42,11 +43,6 @@ from ackfold.track.tuples import Tuple, check_name, consumers_of, spout_consumer
 # The v1 contract's columns, in the tables' order.
 EVENT_COLUMNS: Final = ACK_EVENTS_COLUMNS
 ROOT_COLUMNS: Final = ROOTS_COLUMNS
-
-INIT: Final = "init"
-ACK: Final = ids.ACK_KIND
-FAIL: Final = "fail"
-KINDS: Final = (INIT, ACK, FAIL)
 
 Event = dict[str, Any]
 

@@ -28,6 +28,7 @@ from functools import reduce
 from pyspark.sql import DataFrame, SparkSession
 
 from ackfold.ledger.conflicts import retry_conflicts
+from ackfold.ledger.create import create_tables
 from ackfold.ledger.protocol import refuse_spark_commit
 from ackfold.ledger.tables import ACK_EVENTS, ROOTS, Ledger
 from ackfold.ledger.writer import driver_writer
@@ -58,7 +59,7 @@ def append_batch(
         if batch_id is not None and outputs
         else None
     )
-    ledger.create(spark, (ACK_EVENTS, ROOTS))
+    create_tables(spark, ledger, (ACK_EVENTS, ROOTS))
     for path, frame in (outputs or {}).items():
         _append(frame, path, writer, batch_id)
     direct = driver_writer(spark, ledger)

@@ -41,9 +41,8 @@ from fastapi import Depends, FastAPI, HTTPException, Request
 from fastapi.responses import JSONResponse, RedirectResponse, Response
 
 from ackfold.config import Settings
+from ackfold.ledger.errors import LedgerError, NoLedger, RootNotFound
 from ackfold.ledger.parse import QueryError
-from ackfold.ledger.reader import RootNotFound
-from ackfold.ledger.sql import LedgerError, NoLedger
 from ackfold.replay.params import ReplayParamsError
 from ackfold.ui import app_pages, ledger_pages, quality_pages, replay_pages
 from ackfold.ui.context import UiContext, ViewerDependency

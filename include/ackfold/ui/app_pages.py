@@ -15,8 +15,9 @@ from markupsafe import Markup, escape
 from ackfold.alerts.rules import heartbeat_limit
 from ackfold.config.values import APP_NAME
 from ackfold.ledger import status
+from ackfold.ledger.errors import NoLedger
 from ackfold.ledger.progress import DEFAULT_STALL_AFTER, Beat, Liveness, liveness
-from ackfold.ledger.sql import NoLedger, sql_str
+from ackfold.ledger.sql import sql_str
 from ackfold.ledger.tables import ROOT_STATE
 from ackfold.ui.context import UiContext
 from ackfold.ui.security import Viewer

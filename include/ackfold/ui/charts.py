@@ -13,6 +13,7 @@ from datetime import datetime
 from markupsafe import Markup, escape
 
 from ackfold.ledger import status
+from ackfold.ledger.contract import EVENT_KINDS
 from ackfold.ledger.rows import Journey
 from ackfold.ledger.values import iso
 from ackfold.ui.queries import Bucket
@@ -134,7 +135,7 @@ def timeline(journey: Journey) -> Markup:
         for e in events:
             offset = (e.event_time - first).total_seconds()
             x = left + (offset / span if span else 0.5) * (WIDTH - left - 20)
-            kind = e.kind if e.kind in ("init", "ack", "fail") else "other"
+            kind = e.kind if e.kind in EVENT_KINDS else "other"
             dup = " dup" if e.duplicate else ""
             tip = f"{e.kind} at {iso(e.event_time)}" + (" (duplicate, not folded)" if dup else "")
             if e.reason:

@@ -21,10 +21,11 @@ from datetime import datetime, timedelta
 from typing import Any, Final
 
 from ackfold.ledger import status
+from ackfold.ledger.errors import NoLedger
 from ackfold.ledger.ids import shown_ids
 from ackfold.ledger.reader import LedgerReader
 from ackfold.ledger.rows import STATE_COLUMNS, RootState, state_from_row
-from ackfold.ledger.sql import NoLedger, app_since, sql_date, sql_str, sql_ts
+from ackfold.ledger.sql import app_since, sql_date, sql_str, sql_ts
 from ackfold.ledger.tables import DEAD_LETTERS, ROOT_STATE
 from ackfold.ledger.values import jsonable, utc
 from ackfold.ui.filters import DeadLetterFilter, RootFilter

@@ -14,7 +14,7 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 
 from ackfold.ledger import status
 from ackfold.ledger.ids import format_id
-from ackfold.ledger.pending import span
+from ackfold.ledger.rows import span
 from ackfold.ledger.values import hex64, iso
 from ackfold.ui.filters import SORTABLE
 from ackfold.ui.security import REPLAY_ROLE, CsrfGuard, Viewer

@@ -1,4 +1,5 @@
-"""A synthetic ledger, written by Spark through the real tables, for benchmarks and scale tests.
+"""A synthetic ledger, written by Spark through the real tables, for benchmarks and scale tests
+(not part of the library: bench/ scripts import it as `synth`, beside `arrow_ledger`).
 
 Each root is a complete `fanout`-ary tuple tree of `depth` levels below its spout tuple:
 node j's children are nodes `fanout*j+1 .. fanout*j+fanout`. The spout writes the init
@@ -7,8 +8,10 @@ edges (invariant 2), so a healthy tree XORs to 0. A fraction of roots fail at a 
 fraction lose one ack (they time out), and a fraction of events are late: stamped and
 appended after the others.
 
+`Shape` is the shape alone: `Synthetic` writes it with Spark, `arrow_ledger.ArrowLedger`
+with numpy and delta-rs.
+
 Example:
-    >>> from ackfold.ledger.synth import Synthetic
     >>> Synthetic(roots=1000, fanout=2, depth=2).events_per_root
     8
 """
@@ -19,6 +22,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
+from ackfold.ledger.contract import ACK, FAIL, INIT
+from ackfold.ledger.create import create_tables
 from ackfold.ledger.tables import ACK_EVENTS, ROOTS, Ledger
 
 if TYPE_CHECKING:
@@ -28,15 +33,15 @@ EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 @dataclass(frozen=True)
-class Synthetic:
-    """The shape of a synthetic ledger. Roots `first_root .. first_root+roots-1`."""
+class Shape:
+    """The shape of a synthetic ledger. Roots `first_root .. first_root+roots-1`, one
+    started per millisecond from `start`."""
 
     roots: int
     fanout: int = 2
     depth: int = 2
     fail_rate: float = 0.01
     missing_rate: float = 0.01
-    late_rate: float = 0.0
     app: str = "synthetic"
     first_root: int = 0
     start: datetime = EPOCH
@@ -54,6 +59,19 @@ class Synthetic:
     @property
     def events(self) -> int:
         return self.roots * self.events_per_root
+
+    @property
+    def end(self) -> datetime:
+        """When the last root of this ledger started."""
+        return self.start + timedelta(milliseconds=self.first_root + self.roots)
+
+
+@dataclass(frozen=True)
+class Synthetic(Shape):
+    """A `Shape` written by Spark, with a fraction `late_rate` of its acks and fails
+    appended in a later commit."""
+
+    late_rate: float = 0.0
 
     def event_frame(self, spark: SparkSession) -> DataFrame:
         """Every event of every root, as `ack_events` rows (with a `late` flag column)."""
@@ -93,9 +111,9 @@ class Synthetic:
                 "root_id",
                 "t0",
                 node,
-                F.when(init, F.lit("init"))
-                .when(fail_leaf, F.lit("fail"))
-                .otherwise(F.lit("ack"))
+                F.when(init, F.lit(INIT))
+                .when(fail_leaf, F.lit(FAIL))
+                .otherwise(F.lit(ACK))
                 .alias("kind"),
                 F.when(init, F.xxhash64(F.col("root_id"), F.lit(0)))
                 .when(fail_leaf, F.lit(0).cast("bigint"))
@@ -121,7 +139,7 @@ class Synthetic:
             (F.col("t0") + F.make_interval(secs=(F.col("node") + 1) / F.lit(100.0))).alias(
                 "event_time"
             ),
-            F.when(F.col("kind") == "fail", F.lit("synthetic failure")).alias("reason"),
+            F.when(F.col("kind") == FAIL, F.lit("synthetic failure")).alias("reason"),
             late.alias("late"),
         )
 
@@ -152,7 +170,7 @@ class Synthetic:
         from ackfold.ledger.protocol import refuse_spark_commit
 
         refuse_spark_commit(ledger.root, ROOTS)  # Spark appends: local warehouses only
-        ledger.create(spark, (ACK_EVENTS, ROOTS))
+        create_tables(spark, ledger, (ACK_EVENTS, ROOTS))
         self.root_frame(spark).write.format("delta").mode("append").save(ledger.path(ROOTS))
         events = self.event_frame(spark)
         # Late events land in a later commit; with none, skip the second pass over the frame.
@@ -164,8 +182,3 @@ class Synthetic:
                 .mode("append")
                 .save(ledger.path(ACK_EVENTS))
             )
-
-    @property
-    def end(self) -> datetime:
-        """When the last root of this ledger started."""
-        return self.start + timedelta(seconds=(self.first_root + self.roots) / 1000.0)

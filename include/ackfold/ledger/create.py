@@ -1,0 +1,55 @@
+"""Create the ledger's tables from a Spark session: the missing ones, once per process.
+
+`create_tables` makes the tables of `ackfold.ledger.tables` that do not exist yet;
+existing tables are left as they are. (`ackfold.ledger.writer.LedgerWriter.create` does
+the same without a JVM.) It sits above both `tables` (the schemas) and `writer` (which
+creates them on an object store), so neither imports the other.
+
+Example:
+    >>> from ackfold.ledger.tables import ACK_EVENTS, ROOTS, Ledger
+    >>> create_tables(spark, Ledger("/data/warehouse"), (ACK_EVENTS, ROOTS))  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import TYPE_CHECKING
+
+from ackfold.ledger.conflicts import retry_conflicts
+from ackfold.ledger.store import is_object_store
+from ackfold.ledger.tables import TABLES, Ledger, create_sql
+from ackfold.ledger.writer import object_store_writer
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+# The tables this process has created or found (`create_tables`).
+CREATED: set[str] = set()
+
+
+def create_tables(
+    spark: SparkSession, ledger: Ledger, tables: tuple[str, ...] = tuple(TABLES)
+) -> None:
+    """Create the tables of `ledger` that do not exist yet; existing tables are left as
+    they are.
+
+    Once per process and table: CREATE TABLE IF NOT EXISTS loads the table's snapshot
+    every time, which a process that reconciles or tracks over and over would pay on
+    every run.
+
+    On an object store delta-rs creates them (`LedgerWriter.create`): a Spark commit
+    there is an unconditional PUT, which could overwrite another writer's
+    (`docs/decisions/object-stores.md`)."""
+    if is_object_store(ledger.root):
+        missing = [name for name in tables if ledger.path(name) not in CREATED]
+        if missing:
+            object_store_writer(ledger.root).create(missing)
+            CREATED.update(ledger.path(name) for name in missing)
+        return
+    for name in tables:
+        path = ledger.path(name)
+        if path not in CREATED:
+            statement = create_sql(name, f"delta.`{path}`")
+            # Two first writers create the table at once: the loser finds it made.
+            retry_conflicts(partial(spark.sql, statement), what=f"creating {path}")
+            CREATED.add(path)

@@ -1,0 +1,63 @@
+"""The ledger's errors, in one module that imports nothing of ackfold: every module of the
+ledger (and the CLI, which maps them to exit codes) imports them from here, so no circle
+of imports forms around an error class.
+
+`LedgerError` is the ledger's base error: the ledger cannot answer or cannot be written
+as asked. The CLI prints its message and exits with code 1.
+
+Example:
+    >>> issubclass(NoLedger, LedgerError), issubclass(LedgerConflict, LedgerError)
+    (True, True)
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "LedgerConflict",
+    "LedgerError",
+    "MissingDeltaRs",
+    "NoLedger",
+    "RootNotFound",
+    "SchemaMismatch",
+    "SparkCommitRefused",
+    "UnknownApp",
+    "UnsafeStore",
+]
+
+
+class LedgerError(Exception):
+    """The ledger cannot answer: missing tables, an unknown root or app. Exit code 1."""
+
+
+class NoLedger(LedgerError):
+    """The ledger's tables do not exist yet, or hold no roots."""
+
+
+class RootNotFound(LedgerError):
+    """No `root_state` row for the requested root id."""
+
+
+class UnknownApp(LedgerError):
+    """No root of the requested app in `root_state`."""
+
+
+class LedgerConflict(LedgerError):
+    """A ledger write lost to concurrent commits on every try: another writer kept
+    changing the table. The message names the table, the conflict and the tries."""
+
+
+class SchemaMismatch(LedgerError):
+    """A ledger table exists with columns the contract's rows cannot be written to."""
+
+
+class MissingDeltaRs(LedgerError):
+    """This Python cannot import deltalake, which commits every ledger table on an object
+    store."""
+
+
+class UnsafeStore(LedgerError):
+    """The store, as configured, could let two commits of one version both succeed."""
+
+
+class SparkCommitRefused(LedgerError):
+    """A Spark commit to a ledger table that delta-rs commits on this object store."""
