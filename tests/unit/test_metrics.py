@@ -70,6 +70,26 @@ def test_a_reconcile_and_a_replay_push_their_counters(tmp_path: Path, webhook: R
         }
 
 
+def test_every_reconcile_run_pushes_its_counters_whoever_calls_it(
+    tmp_path: Path, webhook: Receiver
+) -> None:
+    """`run_reconcile` owns its metrics: the CLI's run, the DAG's and the Spark job's all
+    push the same counters, not only the callers that remembered to."""
+    from ackfold import LedgerWriter, Tracker
+    from ackfold.reconcile.run import run_reconcile
+
+    settings = settings_at(tmp_path, endpoint=webhook.url)
+    tracker = Tracker("orders")
+    for i in range(3):
+        root = tracker.spout(f"m{i}", source="sqs", source_queue="q", payload="p")
+        tracker.ack(root, stage="store")
+    writer = LedgerWriter(settings.table_root)
+    writer.append(tracker.drain_roots(), tracker.drain(), app_id="orders", version=1)
+    summary = run_reconcile(settings)
+    (point,) = otlp_points(webhook)["ackfold.reconcile.events_read"]
+    assert point["value"] == summary["events_read"] == 6
+
+
 def test_after_a_reconcile_the_ledger_gives_roots_by_status_oldest_pending_and_time_to_detect(
     tmp_path: Path, webhook: Receiver
 ) -> None:

@@ -16,7 +16,8 @@ def manual_replay_params(settings: Settings | None = None) -> dict[str, Param]:
     the defaults `parse_replay_conf` applies to a missing key."""
     from airflow.sdk import Param
 
-    from ackfold.ledger.parse import EARLIEST, LATEST, MAX_LIMIT, MAX_RATE, MIN_RATE
+    from ackfold.config.values import MAX_RATE, MIN_RATE
+    from ackfold.ledger.parse import EARLIEST, LATEST, MAX_LIMIT
     from ackfold.replay.params import MAX_ROOT_IDS
     from ackfold.replay.request import DEFAULT_STATUSES, REPLAYABLE
 

@@ -92,15 +92,10 @@ def run_automatic_replay(settings: Settings | None = None) -> dict[str, Any]:
 def reconcile_in_task() -> dict[str, Any]:
     """The `reconcile` task of `ackfold_reconcile` on the embedded engine: the run in the
     task's own process, its JSON summary logged and returned (XCom), its counters pushed
-    over OTLP when metrics are on."""
-    import json
-
-    from ackfold.metrics import export_run
+    over OTLP when metrics are on (by `run_reconcile`)."""
     from ackfold.reconcile.run import run_reconcile
 
-    settings = load_settings()
-    summary = run_reconcile(settings, holder="ackfold_reconcile")
-    export_run(settings, "reconcile", summary)
+    summary = run_reconcile(load_settings(), holder="ackfold_reconcile")
     log.info("%s", json.dumps(summary, sort_keys=True))
     return summary
 

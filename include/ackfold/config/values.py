@@ -5,11 +5,9 @@ from __future__ import annotations
 
 import re
 from datetime import timedelta
-from typing import Annotated, Any
+from typing import Annotated, Any, Final
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict
-
-from ackfold.ledger.parse import parse_rate
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$")
 _UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, None: 1}
@@ -35,8 +33,23 @@ def _positive(value: timedelta) -> timedelta:
 
 Duration = Annotated[timedelta, BeforeValidator(_parse_duration), AfterValidator(_positive)]
 
+# Below one message every 10 s, a replay would hold the ledger lock for days; above
+# 100,000 a second, no queue keeps up.
+MIN_RATE: Final = 0.1
+MAX_RATE: Final = 100_000.0
+
+
+def _rate(value: float) -> float:
+    # A comparison, not float(): NaN fails it.
+    if not MIN_RATE <= value <= MAX_RATE:
+        raise ValueError(
+            f"must be from {MIN_RATE:g} to {MAX_RATE:,.0f} messages per second, got {value}"
+        )
+    return value
+
+
 # Messages per second, in the range `ackfold replay --rate` and the manual replay take.
-Rate = Annotated[float, AfterValidator(lambda value: parse_rate(value, ""))]
+Rate = Annotated[float, AfterValidator(_rate)]
 
 _PRESETS = ("@hourly", "@daily", "@weekly", "@monthly", "@quarterly", "@yearly")
 _CRON_FIELD = re.compile(r"^[0-9A-Za-z*/,\-?LW#]+$")

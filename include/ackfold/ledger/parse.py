@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Final
 
+from ackfold.config.values import MAX_RATE, MIN_RATE
 from ackfold.ledger import ids, status
 
 DEFAULT_LIMIT: Final = 50
@@ -37,10 +38,6 @@ EARLIEST: Final = datetime(1970, 1, 1, tzinfo=UTC)
 LATEST: Final = datetime(2200, 1, 1, tzinfo=UTC)
 # Spark takes a limit as a 32-bit int; far more than one replay should send anyway.
 MAX_LIMIT: Final = 10_000_000
-# Below one message every 10 s, a replay would hold the ledger lock for days; above
-# 100,000 a second, no queue keeps up.
-MIN_RATE: Final = 0.1
-MAX_RATE: Final = 100_000.0
 _TIME_EXAMPLE: Final = "2026-11-22T10:00:00Z"
 
 

@@ -360,13 +360,14 @@ def reconcile(
     now: datetime | None = None,
     app: str | None = None,
 ) -> dict[str, Any]:
-    """Fold the events new since the last run into root_state and return a summary.
+    """Fold the events new since the last run into root_state with `spark`, and return a
+    summary: `ackfold.reconcile.run.run_reconcile` on the Spark engine, which holds the
+    ledger's turn, skips Spark when nothing is new and no timeout is due, and pushes the
+    run's metrics."""
+    from ackfold.embedded import SPARK
+    from ackfold.reconcile.run import run_reconcile
 
-    Holds the ledger's turn (`ackfold.ledger.lease.ledger_turn`, on every host): a
-    replay's or another reconcile's MERGE into root_state would make one of the two fail
-    on Delta's conflict check."""
-    with ledger_turn(settings, _holder(app), say=log.info):
-        return Reconciler(spark, settings, now=now, app=app).run()
+    return run_reconcile(settings, now=now, app=app, spark=spark, engine=SPARK)
 
 
 def reconcile_quietly(

@@ -57,7 +57,8 @@ def run_reconcile(
 
     `engine` overrides `engine.kind` (`embedded` or `spark`); `spark` is the session of
     the Spark engine, or what makes it when it is needed (else `get_spark`). `holder` names the
-    run in the ledger's lease, and `wait` is how long to wait for another run's turn."""
+    run in the ledger's lease, and `wait` is how long to wait for another run's turn. The
+    run's counters go over OTLP when metrics are on."""
     from ackfold.reconcile import quiet
     from ackfold.reconcile.reconciler import check_app_name, reconcile_checkpoint
 
@@ -75,7 +76,7 @@ def run_reconcile(
             app=app,
         )
         if summary is not None:
-            return {**summary, "engine": QUIET}
+            return _exported(settings, {**summary, "engine": QUIET})
         if chosen == EMBEDDED:
             from ackfold.reconcile.embedded import EmbeddedReconciler
 
@@ -89,7 +90,16 @@ def run_reconcile(
             else:
                 session = spark() if callable(spark) else spark
             summary = Reconciler(session, settings, now=at, app=app).run()
-    return {**summary, "engine": chosen}
+    return _exported(settings, {**summary, "engine": chosen})
+
+
+def _exported(settings: Settings, summary: dict[str, Any]) -> dict[str, Any]:
+    # The run's counters over OTLP when metrics are on (`ackfold.metrics`), for every
+    # caller: the DAG, the CLI, the Spark job.
+    from ackfold.metrics import export_run
+
+    export_run(settings, "reconcile", summary)
+    return summary
 
 
 def _holder(holder: str, app: str | None) -> str:

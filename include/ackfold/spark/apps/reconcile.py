@@ -4,8 +4,8 @@ spark`): fold new ledger events into root_state. On the embedded engine the DAG 
 
     spark-submit "$(ackfold spark-app reconcile.py)" [--app APP] [--now ISO-TIME]
 
-Prints the run's JSON summary on the last line of stdout, and pushes its counters over
-OTLP when metrics are on (`ackfold.metrics`).
+Prints the run's JSON summary on the last line of stdout; `run_reconcile` pushes its
+counters over OTLP when metrics are on (`ackfold.metrics`).
 """
 
 import argparse
@@ -16,7 +16,6 @@ from pyspark.sql import SparkSession
 from ackfold.config import load_settings
 from ackfold.embedded import SPARK
 from ackfold.ledger.parse import parse_time
-from ackfold.metrics import export_run
 from ackfold.reconcile.reconciler import check_app_name
 from ackfold.reconcile.run import run_reconcile
 from ackfold.spark import get_spark
@@ -41,5 +40,4 @@ if __name__ == "__main__":
     )  # fmt: skip
     for spark in started:
         spark.stop()
-    export_run(settings, "reconcile", summary)
     print(json.dumps(summary, sort_keys=True), flush=True)

@@ -1,0 +1,91 @@
+"""The package's layout, checked against its picture in docs/operations/development.md:
+every package of `include/ackfold` stands in exactly one layer, no module sits outside a
+package, no import climbs a layer, and no private name is imported across modules."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+from tests.conftest import PROJECT_DIR
+
+PACKAGE = PROJECT_DIR / "include" / "ackfold"
+PICTURE = PROJECT_DIR / "docs" / "operations" / "development.md"
+_NODE = re.compile(r'^\s+(\w+)(?:\["([^"]+)"\])?\s*$')
+
+
+def layers() -> list[set[str]]:
+    """The picture's subgraphs, top layer first, each the set of its packages (`spark/apps`
+    is the entry points' own node)."""
+    text = PICTURE.read_text()
+    mermaid = text[text.index("<!-- layers:") :].split("```mermaid", 1)[1].split("```", 1)[0]
+    found: list[set[str]] = []
+    inside = False
+    for line in mermaid.splitlines():
+        if line.strip().startswith("subgraph"):
+            found.append(set())
+            inside = True
+        elif line.strip() == "end":
+            inside = False
+        elif inside and (node := _NODE.match(line)):
+            found[-1].add(node.group(2) or node.group(1))
+    return found
+
+
+def _node(module: Path) -> str:
+    parts = module.relative_to(PACKAGE).parts
+    return "spark/apps" if parts[:2] == ("spark", "apps") else parts[0]
+
+
+def imports() -> list[tuple[Path, str, str, list[str]]]:
+    """(file, its node, the node it imports, the names) for each import of ackfold."""
+    found = []
+    for module in sorted(PACKAGE.rglob("*.py")):
+        if module.parent == PACKAGE:
+            continue
+        for statement in ast.walk(ast.parse(module.read_text())):
+            if isinstance(statement, ast.ImportFrom) and statement.level == 0:
+                targets = [(statement.module or "", [a.name for a in statement.names])]
+            elif isinstance(statement, ast.Import):
+                targets = [(a.name, []) for a in statement.names]
+            else:
+                continue
+            for target, names in targets:
+                parts = target.split(".")
+                if parts[0] != "ackfold" or len(parts) < 2:
+                    continue
+                apps = parts[1:3] == ["spark", "apps"]
+                found.append((module, _node(module), "spark/apps" if apps else parts[1], names))
+    return found
+
+
+def test_no_module_sits_outside_a_package() -> None:
+    loose = sorted(p.name for p in PACKAGE.glob("*.py") if p.name not in ("__init__.py",))
+    assert loose == []
+
+
+def test_every_package_stands_in_exactly_one_layer_of_the_picture() -> None:
+    drawn = [node for layer in layers() for node in layer]
+    packages = {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").is_file()}
+    assert sorted(drawn) == sorted({*packages, "spark/apps"})
+
+
+def test_no_import_climbs_a_layer() -> None:
+    level = {node: i for i, layer in enumerate(layers()) for node in layer}
+    climbs = sorted(
+        f"{module.relative_to(PACKAGE)}: {source} imports {target}"
+        for module, source, target, _ in imports()
+        if level[target] < level[source]
+    )
+    assert climbs == []
+
+
+def test_no_private_name_is_imported_across_modules() -> None:
+    private = sorted(
+        f"{module.relative_to(PACKAGE)}: {name}"
+        for module, _, _, names in imports()
+        for name in names
+        if name.startswith("_") and not name.startswith("__")
+    )
+    assert private == []
