@@ -14,6 +14,7 @@ from ackfold import LedgerWriter, Tracker
 from ackfold.config import load_settings
 from ackfold.ledger.maintenance import maintain
 from ackfold.reconcile.run import run_reconcile
+from ackfold.track.heartbeat import ledger_write, progress_row
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -29,10 +30,17 @@ def test_maintenance_without_spark_expires_only_long_completed_roots(tmp_path: P
     tracker.emit([open_root], stage="split")  # a child never acked: never completes
     writer = LedgerWriter(settings.table_root)
     writer.append(tracker.drain_roots(), tracker.drain(), app_id="orders", version=1)
+    # Two heartbeats: one older than `maintenance.progress_retention` at `later`, one not.
+    later = T0 + settings.maintenance.retention + timedelta(days=1)
+    old_beat = later - settings.maintenance.progress_retention - timedelta(hours=1)
+    beat = ledger_write(settings)
+    beat([
+        {**progress_row("orders", "q1", "r1", None, 0, at), "recorded_at": at}
+        for at in (old_beat, later)
+    ])  # fmt: skip
     before = run_reconcile(settings, now=T0 + timedelta(minutes=1))["by_status"]
     assert before == {"completed": 3, "pending": 1}
 
-    later = T0 + settings.maintenance.retention + timedelta(days=1)
     summary = maintain(None, settings, now=later)
 
     assert (summary["protocol"], summary["roots_expired"]) == ("delta-rs", 3)
@@ -40,6 +48,9 @@ def test_maintenance_without_spark_expires_only_long_completed_roots(tmp_path: P
     assert {event["root_id"] for event in events} == set(open_root.roots)
     assert "ack_events" in summary["optimized"]
     assert "ack_events" in summary["vacuumed"]
+    assert summary["reports_deleted"]["app_progress"] == 1
+    beats = DeltaTable(writer.uri("app_progress")).to_pyarrow_table().to_pylist()
+    assert [row["recorded_at"] for row in beats] == [later]
     # The roots' states stay; a reconcile afterwards folds nothing twice.
     after = run_reconcile(settings, now=later)
     assert after["events_read"] == 0

@@ -33,6 +33,7 @@ from ackfold.ledger import status
 from ackfold.ledger.conflicts import retry_conflicts
 from ackfold.ledger.tables import (
     ACK_EVENTS,
+    APP_PROGRESS,
     QUALITY_RESULTS,
     REPLAY_LOG,
     ROOT_STATE,
@@ -71,9 +72,14 @@ def maintain_on_store(settings: Settings, *, now: datetime | None = None) -> dic
         "roots_expired": roots.num_rows,
         "events_deleted": deleted,
     }
+    beats = now - settings.maintenance.progress_retention
     summary["reports_deleted"] = {
-        name: _delete_older(writer, name, column, cutoff)
-        for name, column in ((SENT_MESSAGES, "sent_at"), (QUALITY_RESULTS, "run_at"))
+        name: _delete_older(writer, name, column, before)
+        for name, column, before in (
+            (SENT_MESSAGES, "sent_at", cutoff),
+            (QUALITY_RESULTS, "run_at", cutoff),
+            (APP_PROGRESS, "recorded_at", beats),
+        )
     }
     for name in Z_ORDERED:
         _commit(writer, name, lambda t: t.optimize.z_order(["root_id"]), "Z-order")
@@ -169,8 +175,10 @@ def _delete_older(writer: Any, name: str, column: str, cutoff: datetime) -> int:
 
 
 def _timestamp(moment: datetime) -> str:
-    """A UTC timestamp literal for delta-rs's SQL (DataFusion), from a datetime."""
-    return f"'{moment.astimezone(UTC).strftime('%Y-%m-%dT%H:%M:%S.%fZ')}'::timestamp"
+    """A UTC timestamp literal for delta-rs's SQL (DataFusion), from a datetime: a string
+    that DataFusion coerces to the column's type (a `::timestamp` cast has no time zone,
+    and comparing it with a UTC column is an error)."""
+    return f"'{moment.astimezone(UTC).strftime('%Y-%m-%dT%H:%M:%S.%fZ')}'"
 
 
 def _check_reader_version(table: Any, path: str) -> None:
