@@ -281,3 +281,32 @@ def auth_problems(document: Mapping[str, Any], init_script: str, requirements: s
         if step not in init_script:
             problems.append(f"docker/airflow-init.sh does not run `{step}`")
     return problems
+
+
+# What a package install may mount beside it: the DAG file, the settings, scripts, data.
+PACKAGED_MOUNTS = ("./dags", "./docker/", "./conf/")
+
+
+def source_mounts(compose: Mapping[str, Any]) -> list[str]:
+    """The repository paths mounted into the Airflow services other than the one DAG
+    file's folder and configuration: the library itself must come from the wheel."""
+    return sorted(
+        f"{name}: {source}"
+        for name, service in compose["services"].items()
+        if name.startswith("airflow")
+        for source in volume_sources(service)
+        if source.startswith(".") and not source.startswith(PACKAGED_MOUNTS)
+    )
+
+
+def wheel_installs(dockerfile: str) -> list[str]:
+    """Problems with how the airflow image installs ackfold: it must build the wheel and
+    install it with extras, never an editable checkout."""
+    problems = []
+    if "pip wheel" not in dockerfile:
+        problems.append("no stage builds ackfold's wheel")
+    if not re.search(r"pip install[^\n]*(\\\n[^\n]*)*ackfold-\*\.whl\)\[airflow", dockerfile):
+        problems.append("the airflow image does not install the wheel with its extras")
+    if re.search(r"pip install[^\n]* -e ", dockerfile):
+        problems.append("the airflow image installs an editable checkout")
+    return problems

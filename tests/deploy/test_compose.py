@@ -216,3 +216,19 @@ def test_airflow_runs_an_auth_manager_with_roles(compose: dict[str, Any]) -> Non
         "apache-airflow-providers-fab==", "apache-airflow-providers-fab>="
     )
     assert len(checks.auth_problems(broken, without_viewers, unpinned)) == 4
+
+
+def test_the_airflow_image_installs_ackfold_from_its_wheel_and_mounts_no_source(
+    compose: dict[str, Any],
+) -> None:
+    assert checks.source_mounts(compose) == []
+    assert checks.wheel_installs(checks.DOCKERFILE.read_text()) == []
+
+
+def test_a_source_mount_or_an_editable_install_is_caught(compose: dict[str, Any]) -> None:
+    mounted = copy.deepcopy(compose)
+    mounted["services"]["airflow-scheduler"]["volumes"].append("./include:/opt/ackfold/include")
+    assert checks.source_mounts(mounted) == ["airflow-scheduler: ./include"]
+    editable = checks.DOCKERFILE.read_text().replace("pip wheel", "pip download")
+    editable += "\nRUN pip install --no-deps -e /opt/ackfold\n"
+    assert len(checks.wheel_installs(editable)) == 2
