@@ -25,7 +25,7 @@ def no_jvm(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(spark_module, "get_spark", refuse)
 
 
-@pytest.mark.parametrize("command", [["reconcile"], ["replay", "--app", "wordcount"]])
+@pytest.mark.parametrize("command", [["reconcile"], ["replay", "--app", "orders"]])
 def test_a_command_waits_for_a_run_on_another_host_then_refuses(
     command: list[str],
     clean_env: None,

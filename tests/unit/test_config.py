@@ -41,15 +41,25 @@ def test_yaml_file_sets_per_app_policy_on_top_of_defaults(tmp_path: Path) -> Non
     assert settings.app("other").timeout == timedelta(minutes=10)
 
 
-def test_the_demo_app_policy_is_part_of_the_defaults() -> None:
+def test_no_setting_names_the_demo_app_unless_the_demo_runs(tmp_path: Path) -> None:
     from ackfold.config.demo import DEMO_APP_POLICY
+    from ackfold.demo.run import write_status
 
-    settings = load_settings()
+    settings = load_settings(var_dir=tmp_path)
+    assert settings.apps == {}
+    # The demo keeps its status in the var dir from its start: every process there
+    # (the CLI, the DAGs' tasks) then has its app's policy.
+    write_status(settings, "wordcount", phase="sending")
+    settings = load_settings(var_dir=tmp_path)
     assert list(settings.apps) == ["wordcount"]
     assert settings.apps["wordcount"] == DEMO_APP_POLICY
     policy = settings.app("wordcount")
     assert policy.timeout == timedelta(seconds=10)
     assert policy.max_attempts == 5
+    # An `apps` of one's own keeps the demo's app beside it there.
+    assert list(load_settings(var_dir=tmp_path, apps={"orders": {}}).apps) == [
+        "orders", "wordcount"
+    ]  # fmt: skip
 
 
 def test_a_wordcount_entry_overrides_the_demo_policy_field_by_field(tmp_path: Path) -> None:

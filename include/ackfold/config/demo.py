@@ -1,9 +1,12 @@
 """The demo's settings: its size and seeded faults (`demo:`), and the word-count app's
-policy, part of the defaults so that the CLI, the DAGs and the demo all see it."""
+policy. No setting names the demo's app unless the demo runs: the policy is in `apps`
+where the configuration names `wordcount`, and wherever the demo has run with the same
+var dir (its status file), so that the CLI, the DAGs and the demo all see it there."""
 
 from __future__ import annotations
 
 from datetime import timedelta
+from pathlib import Path
 from typing import Final
 
 from pydantic import Field, field_validator
@@ -71,8 +74,8 @@ class DemoSettings(Section):
     max_cycles: int = Field(30, ge=1)
 
 
-# The word-count demo app's policy (`ackfold.demo.wordcount`), part of the defaults so that
-# the CLI, the DAGs and the demo all see it: short enough for the demo to settle in
+# The word-count demo app's policy (`ackfold.demo.wordcount`), in the settings of every
+# process wherever the demo runs (`demo_ran`): short enough for the demo to settle in
 # minutes, and five attempts so that a sentence the faults hit by chance is dead-lettered
 # about once in half a million (0.07 ** 5), unlike a poison message.
 DEMO_APP: Final = "wordcount"
@@ -98,6 +101,12 @@ DEMO_APP_POLICY: Final = AppOverrides(
 # tighter schedule would keep a laptop busy for a queue that only replays refill. Its
 # application is the packaged entry point of that name (`ackfold.spark.apps`).
 DEMO_APP_DAG: Final = AppDag(application="wordcount_app.py", tags=("demo",))
+
+
+def demo_ran(var_dir: Path) -> bool:
+    """Whether the word-count demo has run with the var dir `var_dir`: it keeps its status
+    there (`var/run/wordcount.json`, what `ackfold status` reads) from its start."""
+    return (var_dir / "run" / f"{DEMO_APP}.json").is_file()
 
 
 def with_app_defaults(

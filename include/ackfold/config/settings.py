@@ -16,7 +16,7 @@ from pydantic_settings import (
     YamlConfigSettingsSource,
 )
 
-from ackfold.config.demo import DEMO_APP, DemoSettings, with_app_defaults
+from ackfold.config.demo import DEMO_APP, DemoSettings, demo_ran, with_app_defaults
 from ackfold.config.policy import AppOverrides, AppPolicy
 from ackfold.config.sections import (
     AirflowSettings,
@@ -64,9 +64,10 @@ class Settings(BaseSettings):
     engine: EngineSettings = EngineSettings()
     replay: ReplaySettings = ReplaySettings()
     defaults: AppPolicy = AppPolicy()
-    # Per-app policies. Unset, it holds the demo app `wordcount` (DEMO_APP_POLICY); an
-    # `apps` of your own replaces it, and a `wordcount` entry in it is completed with the
-    # demo's values where it leaves a field unset.
+    # Per-app policies, empty unless configured. Where the demo runs (`demo_ran`: its
+    # status file in the var dir) it holds the demo app `wordcount` (DEMO_APP_POLICY); a
+    # `wordcount` entry of your own is completed with the demo's values where it leaves a
+    # field unset.
     apps: dict[str, AppOverrides] = Field(default_factory=dict, validate_default=True)
     demo: DemoSettings = DemoSettings()
     maintenance: MaintenanceSettings = MaintenanceSettings()
@@ -75,7 +76,7 @@ class Settings(BaseSettings):
     @field_validator("apps")
     @classmethod
     def _demo_app_policy(cls, value: dict[str, AppOverrides]) -> dict[str, AppOverrides]:
-        if value and DEMO_APP not in value:
+        if DEMO_APP not in value:
             return value
         return with_app_defaults(value)
 
@@ -167,6 +168,8 @@ class Settings(BaseSettings):
             warehouse = str(Path(warehouse).expanduser().resolve())
         object.__setattr__(self, "warehouse", warehouse)
         object.__setattr__(self, "jars_dir", (self.jars_dir or var / "jars").expanduser().resolve())
+        if DEMO_APP not in self.apps and demo_ran(var):
+            object.__setattr__(self, "apps", with_app_defaults(self.apps))
         home = self.airflow_home or var / "airflow"
         object.__setattr__(self, "airflow_home", home.expanduser().resolve())
         docs = (self.quality.docs_dir or var / "quality" / "data_docs").expanduser()
