@@ -58,19 +58,34 @@ def ackfold_dags(settings: Settings | None = None) -> dict[str, DAG]:
     return {dag.dag_id: dag for dag in dags} | app_dags(settings)
 
 
-def reconcile_dag(settings: Settings) -> DAG:
-    from airflow.sdk import DAG, task
+def _dag(dag_id: str, doc: str, schedule: Any, tags: list[str], **options: Any) -> DAG:
+    """What every ackfold DAG is: unpaused from the start, no catch-up, tagged `ackfold`,
+    retried with the failure hook (`default_args`)."""
+    from airflow.sdk import DAG
 
-    with DAG(
-        dag_id="ackfold_reconcile",
-        doc_md=dag_docs.RECONCILE,
-        schedule=reconcile_schedule(settings),
-        start_date=START,
+    return DAG(
+        dag_id=dag_id,
+        doc_md=doc,
+        schedule=schedule,
         catchup=False,
-        max_active_runs=1,
+        # A paused DAG's triggered runs never start, and nobody should have to unpause one.
         is_paused_upon_creation=False,
         default_args=default_args(),
-        tags=["ackfold", "reconcile"],
+        tags=["ackfold", *tags],
+        **options,
+    )
+
+
+def reconcile_dag(settings: Settings) -> DAG:
+    from airflow.sdk import task
+
+    with _dag(
+        "ackfold_reconcile",
+        dag_docs.RECONCILE,
+        reconcile_schedule(settings),
+        ["reconcile"],
+        start_date=START,
+        max_active_runs=1,
     ) as dag:
         reconcile = engine_job(
             "reconcile",
@@ -94,18 +109,13 @@ def reconcile_dag(settings: Settings) -> DAG:
 
 
 def replay_dag(settings: Settings) -> DAG:
-    from airflow.sdk import DAG
-
-    with DAG(
-        dag_id="ackfold_replay",
-        doc_md=dag_docs.REPLAY,
-        schedule=[root_state_asset(settings)],
+    with _dag(
+        "ackfold_replay",
+        dag_docs.REPLAY,
+        [root_state_asset(settings)],
+        ["replay"],
         start_date=START,
-        catchup=False,
         max_active_runs=1,
-        is_paused_upon_creation=False,
-        default_args=default_args(),
-        tags=["ackfold", "replay"],
     ) as dag:
         engine_job(
             "replay", "replay.py", settings, run_automatic_replay, args=["--auto"], pool=LEDGER_POOL
@@ -114,18 +124,15 @@ def replay_dag(settings: Settings) -> DAG:
 
 
 def manual_replay_dag(settings: Settings) -> DAG:
-    from airflow.sdk import DAG, get_current_context, task
+    from airflow.sdk import get_current_context, task
 
-    with DAG(
-        dag_id=MANUAL_REPLAY_DAG_ID,
-        doc_md=dag_docs.MANUAL_REPLAY,
-        schedule=None,
+    with _dag(
+        MANUAL_REPLAY_DAG_ID,
+        dag_docs.MANUAL_REPLAY,
+        None,
+        ["replay"],
         start_date=START,
-        catchup=False,
-        is_paused_upon_creation=False,  # a paused DAG's triggered runs never start
-        default_args=default_args(),
         params=manual_replay_params(settings),
-        tags=["ackfold", "replay"],
     ) as dag:
 
         @task(priority_weight=MANUAL_PRIORITY, weight_rule="absolute")
@@ -142,18 +149,15 @@ def manual_replay_dag(settings: Settings) -> DAG:
 
 
 def quality_dag(settings: Settings) -> DAG:
-    from airflow.sdk import DAG, get_current_context, task
+    from airflow.sdk import get_current_context, task
 
-    with DAG(
-        dag_id="ackfold_quality",
-        doc_md=dag_docs.QUALITY,
-        schedule=[root_state_asset(settings)],
+    with _dag(
+        "ackfold_quality",
+        dag_docs.QUALITY,
+        [root_state_asset(settings)],
+        ["quality"],
         start_date=START,
-        catchup=False,
         max_active_runs=1,
-        is_paused_upon_creation=False,
-        default_args=default_args(),
-        tags=["ackfold", "quality"],
     ) as dag:
         check: Any
         if engine_for(settings) == SPARK:
@@ -184,34 +188,18 @@ def quality_dag(settings: Settings) -> DAG:
 
 
 def maintenance_dag(settings: Settings) -> DAG:
-    from airflow.sdk import DAG
-
-    with DAG(
-        dag_id="ackfold_maintenance",
-        doc_md=dag_docs.MAINTENANCE,
-        schedule=from_next_tick(settings.airflow.maintenance_schedule),
-        catchup=False,
+    with _dag(
+        "ackfold_maintenance",
+        dag_docs.MAINTENANCE,
+        from_next_tick(settings.airflow.maintenance_schedule),
+        ["maintenance"],
         max_active_runs=1,
-        is_paused_upon_creation=False,
-        default_args=default_args(),
-        tags=["ackfold", "maintenance"],
     ) as dag:
         engine_job("maintain", "maintenance.py", settings, maintenance_in_task, pool=LEDGER_POOL)
     return dag
 
 
 def smoke_dag(settings: Settings) -> DAG:
-    from airflow.sdk import DAG
-
-    with DAG(
-        dag_id="ackfold_smoke",
-        doc_md=dag_docs.SMOKE,
-        schedule="@once",
-        start_date=START,
-        catchup=False,
-        is_paused_upon_creation=False,
-        default_args=default_args(),
-        tags=["ackfold", "smoke"],
-    ) as dag:
+    with _dag("ackfold_smoke", dag_docs.SMOKE, "@once", ["smoke"], start_date=START) as dag:
         engine_job("delta_round_trip", "smoke.py", settings, smoke_in_task)
     return dag
