@@ -27,7 +27,8 @@ FAULTS = FaultSettings(seed=3, drop={"split": 0.15}, fail={"split": 0.15})
 
 
 @pytest.fixture(scope="module")
-def dags() -> Any:
+def dags(demo: tuple[Settings, str]) -> Any:
+    """The DAGs, parsed in the demo's environment (its app is in the replay form)."""
     from airflow.dag_processing.dagbag import DagBag
 
     return DagBag(dag_folder=str(PROJECT_DIR / "dags")).dags
@@ -42,10 +43,13 @@ def demo(sqs_server: Any) -> Iterator[tuple[Settings, str]]:  # noqa: F811
     patch = pytest.MonkeyPatch()
     # The DAGs' spark-submits read the settings from the environment.
     patch.setenv("ACKFOLD_SQS__ENDPOINT_URL", sqs_server.endpoint_url)
+    # The word count, configured (so with the demo's policy: a 10 s timeout) for them too.
+    queue = f"dags-{uuid.uuid4().hex[:8]}"
+    patch.setenv("ACKFOLD_APPS__WORDCOUNT__SOURCE_QUEUE", queue)
     settings = load_settings(
         var_dir=SETTINGS.var_dir, jars_dir=JARS_DIR, spark={"master": "local[2]"},
         sqs={"endpoint_url": sqs_server.endpoint_url, "wait_time": "1s"},
-        apps={"wordcount": {"source_queue": f"dags-{uuid.uuid4().hex[:8]}"}},
+        apps={"wordcount": {"source_queue": queue}},
     )  # fmt: skip
     app = WordCount(get_spark(settings, app_name="ackfold-tests"), settings, faults=FAULTS)
     client = app.queue.client

@@ -67,6 +67,7 @@ def test_the_demo_with_faults_through_connect_loses_nothing_and_counts_exactly(
     # Its mark says what the server's stream read: the next run at the same time, with
     # nothing new, needs no Spark job, and says what a Spark run would.
     quiet = reconcile_quietly(demo.settings, app="wordcount", now=now)
+    assert summary.pop("engine") == "spark"
     assert quiet == {**summary, **dict.fromkeys(COUNTERS, 0)}
     states = spark.read.format("delta").load(f"{root}/{ROOT_STATE}")
     origin = next(r["origin_root_id"] for r in dead if r["root_id"] == stuck[0])
