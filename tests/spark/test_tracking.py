@@ -27,8 +27,8 @@ from pyspark.sql import functions as F
 from ackfold.ledger import ids, status
 from ackfold.ledger.tables import ACK_EVENTS, ROOTS, Ledger
 from ackfold.reconcile.fold import classify, fold
-from ackfold.track import columns, sql_ids, stage
-from ackfold.track.columns import as_tuple
+from ackfold.track import columns, layout, sql_ids, stage
+from ackfold.track.layout import as_tuple
 from ackfold.track.stage import StageTracker
 from ackfold.track.tracker import Tracker
 from ackfold.track.tuples import Tuple
@@ -217,7 +217,7 @@ def test_streaming_word_count_writes_the_tracker_events(
     # The count tuples crossed a Delta table and still name every root they came from.
     counts = {row.word: row for row in read(spark, counts_path)}
     assert {w: row.n for w, row in counts.items()} == {"the": 2, "cat": 2, "dog": 3, "and": 1}
-    assert set(counts["dog"]._ackfold.roots) == {root["m-2"], root["m-4"], root["m-5"]}
+    assert set(as_tuple(counts["dog"]._ackfold).roots) == {root["m-2"], root["m-4"], root["m-5"]}
 
 
 # -- ids -------------------------------------------------------------------------------------
@@ -427,8 +427,8 @@ def test_a_tracked_aggregate_written_as_a_sink_completes_its_roots(
     assert set(statuses(rows).values()) == {status.COMPLETED}
     stored = {row.word: row for row in read(spark, final)}
     assert {w: row.n for w, row in stored.items()} == {"a": 1, "b": 3, "c": 1}
-    assert {tuple(row._ackfold.consumers) for row in stored.values()} == {()}
-    assert len(stored["b"]._ackfold.roots) == 3
+    assert {as_tuple(row._ackfold).consumers for row in stored.values()} == {()}
+    assert len(as_tuple(stored["b"]._ackfold).roots) == 3
     later = spark.read.format("delta").load(final)
     for refused in (
         StageTracker(APP, "audit").ack(later),
@@ -543,7 +543,7 @@ def test_delta_rs_appends_v1_rows_that_spark_reads(spark: SparkSession, tmp_path
 
 
 def test_docstring_examples_run(spark: SparkSession) -> None:
-    for module in (stage, columns, sql_ids):
+    for module in (stage, columns, layout, sql_ids):
         result = doctest.testmod(module, extraglobs={"spark": spark}, optionflags=doctest.ELLIPSIS)
         assert result.failed == 0, module.__name__
 

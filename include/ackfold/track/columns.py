@@ -8,61 +8,51 @@ another job's output keeps tracking the same trees.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Final
+from collections.abc import Sequence
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from ackfold.track import sql_ids
-from ackfold.track.tuples import Tuple, consumers_of
-
-TUPLE_COLUMN: Final = "_ackfold"
-# `tuples.Tuple` as a struct, plus `anchors` (the ids of the tuples it was emitted from,
-# empty for a spout tuple): the acks of a stage's inputs are computed from its children.
-TUPLE_DDL: Final = (
-    "id BIGINT, roots ARRAY<BIGINT>, anchor_roots ARRAY<ARRAY<BIGINT>>, "
-    "consumers ARRAY<STRING>, anchors ARRAY<BIGINT>, stage STRING"
-)
+from ackfold.track import layout, sql_ids
+from ackfold.track.layout import TUPLE_COLUMN
+from ackfold.track.tuples import UNNAMED, consumers_of
 
 ColumnOrName = Column | str
-
-
-def as_tuple(value: object) -> Tuple:
-    """The ``tuples.Tuple`` of one collected ``_ackfold`` struct (a ``Row``).
-
-    Example:
-        >>> from ackfold.track.stage import StageTracker
-        >>> from ackfold.track.tracker import Tracker
-        >>> rows = StageTracker("orders", "spout").spout(
-        ...     spark.createDataFrame([("m-1",)], "id string"), message_id="id", source="sqs"
-        ... ).tuples.collect()
-        >>> as_tuple(rows[0]["_ackfold"]) == Tracker("orders").spout("m-1", source="sqs")
-        True
-    """
-    row = value.asDict() if hasattr(value, "asDict") else value
-    if not isinstance(row, Mapping):
-        raise TypeError(f"expected an {TUPLE_COLUMN} struct (a Row), got {type(value).__name__}")
-    return Tuple(
-        id=row["id"],
-        roots=tuple(row["roots"]),
-        anchor_roots=tuple(frozenset(roots) for roots in row["anchor_roots"]),
-        consumers=tuple(row["consumers"]),
-        stage=row["stage"],
-    )
 
 
 def first_tuple(stage: str, root: Column, consumers: Sequence[str]) -> Column:
     """The ``_ackfold`` struct of a root's first tuple, emitted by spout ``stage`` to
     ``consumers``."""
-    return _tuple_struct(
-        tuple_id=sql_ids.spout_tuple_id(root),
+    tuple_id = sql_ids.spout_tuple_id(root)
+    if tuple(consumers) == (UNNAMED,):
+        return layout.struct(
+            tuple_id, root=root, anchor=F.lit(None), stage=F.lit(stage), tree=F.lit(None)
+        )
+    return layout.pack(
+        tuple_id,
         roots=F.array(root),
         anchor_roots=F.array(F.array(root)),
         consumers=_array_of(consumers),
-        anchors=F.array(),
-        stage=stage,
+        anchors=F.array().cast("array<bigint>"),
+        stage=F.lit(stage),
     )
+
+
+def child_of(stage: str, anchor: Column, position: Column, to: Sequence[str] | None) -> Column:
+    """The ``_ackfold`` struct of the child ``stage`` emits at ``position`` from the one
+    tuple ``anchor``: the short form, without arrays, when the anchor has one root and
+    the child goes to any one stage (``explode``, ``emit`` with one anchor)."""
+    general = child_tuple(stage, F.array(anchor), position, to)
+    if consumers_of(to) != (UNNAMED,):
+        return general
+    short = layout.struct(
+        sql_ids.tuple_id(stage, position, F.array(anchor["id"])),
+        root=anchor["root"],
+        anchor=anchor["id"],
+        stage=F.lit(stage),
+        tree=F.lit(None),
+    )
+    return F.when(layout.is_short(anchor), short).otherwise(general)
 
 
 def child_tuple(stage: str, anchors: Column, position: Column, to: Sequence[str] | None) -> Column:
@@ -70,14 +60,14 @@ def child_tuple(stage: str, anchors: Column, position: Column, to: Sequence[str]
     (an array of ``_ackfold`` structs, in anchor order), delivered ``to`` those stages
     (``[]``: to none, a sink's output without edges)."""
     anchor_ids = F.transform(anchors, lambda a: a["id"])
-    anchor_roots = F.transform(anchors, lambda a: a["roots"])
-    return _tuple_struct(
-        tuple_id=sql_ids.tuple_id(stage, position, anchor_ids),
+    anchor_roots = F.transform(anchors, layout.roots_of)
+    return layout.pack(
+        sql_ids.tuple_id(stage, position, anchor_ids),
         roots=F.array_distinct(F.flatten(anchor_roots)),
         anchor_roots=anchor_roots,
-        consumers=_array_of(consumers_of(to)),
+        consumers=_array_of(consumers_of(to)).cast("array<string>"),
         anchors=anchor_ids,
-        stage=stage,
+        stage=F.lit(stage),
     )
 
 
@@ -91,36 +81,12 @@ def literal(value: str | Column) -> Column:
     return value if isinstance(value, Column) else F.lit(value)
 
 
-def _tuple_struct(
-    *,
-    tuple_id: Column,
-    roots: Column,
-    anchor_roots: Column,
-    consumers: Column,
-    anchors: Column,
-    stage: str,
-) -> Column:
-    return F.struct(
-        tuple_id.alias("id"),
-        roots.cast("array<bigint>").alias("roots"),
-        anchor_roots.cast("array<array<bigint>>").alias("anchor_roots"),
-        consumers.cast("array<string>").alias("consumers"),
-        anchors.cast("array<bigint>").alias("anchors"),
-        F.lit(stage).alias("stage"),
-    )
-
-
 def _array_of(names: Sequence[str]) -> Column:
     return F.array(*[F.lit(name) for name in names])
 
 
 # A working column of ackfold's inside a stage's DataFrame: out of the app's way.
 HIDDEN_PREFIX = "__ackfold_"
-
-
-def by_id(left: Column, right: Column) -> Column:
-    """A comparator of two tuples by id, for `array_sort`."""
-    return F.when(left["id"] < right["id"], -1).when(left["id"] > right["id"], 1).otherwise(0)
 
 
 def position_column(position: Column | int) -> Column:
@@ -147,14 +113,16 @@ def hidden(name: str) -> str:
     return f"{HIDDEN_PREFIX}{name}"
 
 
-def require_tracked(df: DataFrame, where: str) -> None:
-    """Refuse a DataFrame without the tuple column, naming `where` (tracker.verb)."""
+def tracked(df: DataFrame, where: str) -> DataFrame:
+    """``df`` with its tuple column in the current layout; a DataFrame without one is
+    refused, naming `where` (tracker.verb)."""
     if TUPLE_COLUMN not in df.columns:
         raise ValueError(
             f"{where}: the DataFrame has no {TUPLE_COLUMN} column (columns: "
             f"{df.columns}); pass tuples from spout(), emit(), explode() or aggregate(), "
             "or a table they were written to"
         )
+    return layout.read_current(df, where)
 
 
 def require_anchors(df: DataFrame, anchors: Sequence[ColumnOrName], where: str) -> None:

@@ -14,8 +14,9 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from ackfold.ledger.contract import ACK, FAIL
-from ackfold.track import sql_ids
-from ackfold.track.columns import TUPLE_COLUMN, literal, zero
+from ackfold.track import layout, sql_ids
+from ackfold.track.columns import literal, zero
+from ackfold.track.layout import TUPLE_COLUMN
 from ackfold.track.tuples import UNNAMED, sink_use_message
 
 
@@ -29,17 +30,14 @@ def ack_rows(
     own = (
         inputs.select(F.col(TUPLE_COLUMN).alias("t"))
         .select(
-            t["id"].alias("tuple_id"),
-            F.explode(t["roots"]).alias("root_id"),
-            t["anchor_roots"].alias("anchor_roots"),
+            "t",
+            F.explode(layout.roots_of(t)).alias("root_id"),
             _consumer_key(stage, t).alias("consumer"),
         )
         .select(
-            "tuple_id",
+            t["id"].alias("tuple_id"),
             "root_id",
-            _own_value(
-                F.col("tuple_id"), F.col("root_id"), F.col("anchor_roots"), F.col("consumer")
-            ).alias("own"),
+            _own_value(t, F.col("root_id"), F.col("consumer")).alias("own"),
             F.lit(None).cast("bigint").alias("edge"),
         )
     )
@@ -105,7 +103,7 @@ def fail_rows(app: str, stage: str, inputs: DataFrame, reason: str | Column) -> 
         .where(_consumer_key(stage, t).isNotNull())  # checks that this stage consumes it
         .select(
             t["id"].alias("tuple_id"),
-            F.explode(t["roots"]).alias("root_id"),
+            F.explode(layout.roots_of(t)).alias("root_id"),
             F.when(
                 F.col("reason").isNull() | (F.trim(F.col("reason")) == ""),
                 F.raise_error(F.lit(f"stage {stage!r}: fail needs a non-empty reason")),
@@ -159,9 +157,10 @@ def _rows(
 
 def _consumer_key(stage: str, t: Column) -> Column:
     """The consumer whose edges ``stage`` acks, as ``Tuple.consumer_key``."""
-    consumers = t["consumers"]
+    consumers = t["tree"]["consumers"]
     return (
-        F.when(consumers == F.array(F.lit(UNNAMED)), F.lit(UNNAMED))
+        F.when(layout.is_short(t), F.lit(UNNAMED))
+        .when(consumers == F.array(F.lit(UNNAMED)), F.lit(UNNAMED))
         .when(F.array_contains(consumers, stage), F.lit(stage))
         .when(F.size(consumers) == 0, _sink_error(stage, t["id"]))
         .otherwise(
@@ -185,8 +184,37 @@ def _sink_error(stage: str, tuple_id: Column) -> Column:
 
 
 def _child_edges(stage: str, children: DataFrame) -> DataFrame:
-    """Rows (anchor tuple id, root, edge): each child's edges, by the anchor they hang on."""
+    """Rows (anchor tuple id, root, edge): each child's edges, by the anchor they hang on.
+
+    A short child has one edge, on its one anchor in its one root's tree; the general
+    form has one per anchor, root of that anchor and consumer.
+    """
     c = F.col("c")
+    tree = c["tree"]
+
+    def edge(anchor: Column, root: Column, k: Column | int, consumer: Column) -> Column:
+        return F.struct(
+            anchor.alias("tuple_id"),
+            root.alias("root_id"),
+            sql_ids.edge_id(c["id"], root, F.lit(k) if isinstance(k, int) else k, consumer).alias(
+                "edge"
+            ),
+        )
+
+    general = F.flatten(
+        F.transform(
+            tree["anchors"],
+            lambda anchor, k: F.flatten(
+                F.transform(
+                    tree["anchor_roots"][k],
+                    lambda root: F.transform(
+                        tree["consumers"], lambda consumer: edge(anchor, root, k, consumer)
+                    ),
+                )
+            ),
+        )
+    )
+    short = F.array(edge(c["anchor"], c["root"], 0, F.lit(UNNAMED)))
     return (
         children.select(F.col(TUPLE_COLUMN).alias("c"))
         .where(
@@ -199,35 +227,23 @@ def _child_edges(stage: str, children: DataFrame) -> DataFrame:
                 )
             )
         )
-        .select(c, F.posexplode(c["anchors"]).alias("k", "tuple_id"))
+        .select(F.explode(F.when(layout.is_short(c), short).otherwise(general)).alias("e"))
         .select(
-            "tuple_id",
-            "k",
-            "c",
-            F.explode(F.col("c.anchor_roots")[F.col("k")]).alias("root_id"),
-        )
-        .select(
-            "tuple_id",
-            "root_id",
+            "e.tuple_id",
+            "e.root_id",
             F.lit(None).cast("bigint").alias("own"),
-            F.explode(
-                F.transform(
-                    F.col("c.consumers"),
-                    lambda consumer: sql_ids.edge_id(
-                        F.col("c.id"), F.col("root_id"), F.col("k"), consumer
-                    ),
-                )
-            ).alias("edge"),
+            "e.edge",
         )
     )
 
 
-def _own_value(tuple_id: Column, root: Column, anchor_roots: Column, consumer: Column) -> Column:
+def _own_value(t: Column, root: Column, consumer: Column) -> Column:
     """``Tuple.value``: the XOR of the tuple's edges in ``root``'s tree, one per anchor."""
     edges = F.transform(
-        anchor_roots,
+        t["tree"]["anchor_roots"],
         lambda roots_k, k: F.when(
-            F.array_contains(roots_k, root), sql_ids.edge_id(tuple_id, root, k, consumer)
+            F.array_contains(roots_k, root), sql_ids.edge_id(t["id"], root, k, consumer)
         ).otherwise(zero()),
     )
-    return sql_ids.xor_all(edges)
+    short = sql_ids.edge_id(t["id"], root, F.lit(0), F.lit(UNNAMED))
+    return F.when(layout.is_short(t), short).otherwise(sql_ids.xor_all(edges))

@@ -17,7 +17,6 @@ from pyspark.sql import functions as F
 from ackfold.ledger.contract import INIT
 from ackfold.track import sql_ids
 from ackfold.track.columns import (
-    TUPLE_COLUMN,
     ColumnOrName,
     as_column,
     first_tuple,
@@ -26,6 +25,7 @@ from ackfold.track.columns import (
     optional_string,
 )
 from ackfold.track.events import event_rows
+from ackfold.track.layout import TUPLE_COLUMN
 from ackfold.track.tuples import spout_consumers_of
 
 

@@ -58,19 +58,19 @@ from pyspark.sql import functions as F
 
 from ackfold.ledger.tables import Ledger
 from ackfold.track.columns import (
-    TUPLE_COLUMN,
     ColumnOrName,
     as_column,
-    by_id,
+    child_of,
     child_tuple,
     hidden,
     position_column,
     require_anchors,
-    require_tracked,
+    tracked,
     zero,
 )
 from ackfold.track.compact import COMPACT, check_acks
 from ackfold.track.events import ack_rows, fail_rows
+from ackfold.track.layout import TUPLE_COLUMN, current
 from ackfold.track.spout import Spout, first_tuples, register_roots
 from ackfold.track.tuples import check_name
 from ackfold.track.write import append_batch
@@ -215,9 +215,14 @@ class StageTracker:
             >>> doubled.select("n", "_ackfold.stage").first()
             Row(n=6, stage='double')
         """
-        require_anchors(df, anchors, f"{self!r}.emit")
-        child = child_tuple(
-            self.stage, F.array(*[as_column(a) for a in anchors]), position_column(position), to
+        where = f"{self!r}.emit"
+        require_anchors(df, anchors, where)
+        tuples = [_current_anchor(df, anchor, where) for anchor in anchors]
+        at = position_column(position)
+        child = (
+            child_of(self.stage, tuples[0], at, to)
+            if len(tuples) == 1
+            else child_tuple(self.stage, F.array(*tuples), at, to)
         )
         named = {a for a in anchors if isinstance(a, str) and a != TUPLE_COLUMN}
         return df.withColumn(TUPLE_COLUMN, child).drop(*named)
@@ -245,10 +250,10 @@ class StageTracker:
             >>> [row.word for row in words.collect()]
             ['a', 'b']
         """
-        require_tracked(df, f"{self!r}.explode")
+        df = tracked(df, f"{self!r}.explode")
         pos = hidden("position")
         exploded = df.select("*", F.posexplode(as_column(items)).alias(pos, name))
-        child = child_tuple(self.stage, F.array(F.col(TUPLE_COLUMN)), F.col(pos), to)
+        child = child_of(self.stage, F.col(TUPLE_COLUMN), F.col(pos), to)
         return exploded.withColumn(TUPLE_COLUMN, child).drop(pos)
 
     def aggregate(
@@ -273,7 +278,7 @@ class StageTracker:
             >>> counts = StageTracker("wc", "count").aggregate(
             ...     spout.tuples, "w", F.count("*").alias("n"))
             >>> row = counts.first()
-            >>> row.n, len(row._ackfold.roots), len(row._ackfold.anchors)
+            >>> row.n, len(row._ackfold.tree.roots), len(row._ackfold.tree.anchors)
             (2, 2, 2)
 
         The same counts as a sink's final table: acking the words completes both roots.
@@ -286,11 +291,12 @@ class StageTracker:
             >>> acc
             0
         """
-        require_tracked(df, f"{self!r}.aggregate")
+        df = tracked(df, f"{self!r}.aggregate")
         keys = [by] if isinstance(by, str | Column) else list(by)
         anchors = hidden("anchors")
+        # A struct sorts by its first field, the tuple id: no comparator to interpret.
         grouped = df.groupBy(*keys).agg(
-            *aggs, F.array_sort(F.collect_list(TUPLE_COLUMN), by_id).alias(anchors)
+            *aggs, F.array_sort(F.collect_list(TUPLE_COLUMN)).alias(anchors)
         )
         child = child_tuple(self.stage, F.col(anchors), zero(), to)
         return grouped.withColumn(TUPLE_COLUMN, child).drop(anchors)
@@ -320,9 +326,9 @@ class StageTracker:
             >>> acc != 0  # the two words are still pending
             True
         """
-        require_tracked(inputs, f"{self!r}.ack")
+        inputs = tracked(inputs, f"{self!r}.ack")
         if children is not None:
-            require_tracked(children, f"{self!r}.ack")
+            children = tracked(children, f"{self!r}.ack")
         return ack_rows(self.app, self.stage, inputs, children, compact=self.acks == COMPACT)
 
     def fail(self, inputs: DataFrame, reason: str | Column) -> DataFrame:
@@ -341,7 +347,7 @@ class StageTracker:
         """
         if isinstance(reason, str) and not reason.strip():
             raise ValueError(f"fail needs a non-empty reason, got {reason!r}")
-        require_tracked(inputs, f"{self!r}.fail")
+        inputs = tracked(inputs, f"{self!r}.fail")
         return fail_rows(self.app, self.stage, inputs, reason)
 
     # -- writing --------------------------------------------------------------------------
@@ -402,3 +408,14 @@ class StageTracker:
             roots=roots,
             events=events,
         )
+
+
+def _current_anchor(df: DataFrame, anchor: ColumnOrName, where: str) -> Column:
+    """An anchor column of ``df`` (a name or an expression) in the current layout."""
+    column = as_column(anchor)
+    dtype = (
+        df.schema[anchor].dataType
+        if isinstance(anchor, str)
+        else df.select(column).schema[0].dataType
+    )
+    return current(column, dtype, where)

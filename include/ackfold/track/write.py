@@ -8,7 +8,8 @@ re-run reads the same offsets, so a re-run batch appends exact copies of what it
 run wrote (if that run got so far), which the fold, the quality checks and ``ackfold
 show`` count once. That spares every stage micro-batch Delta's transaction-id lookup, a
 reconstruction of the table's state that cost 2-3 times the append itself. Acks go last
-because an ack claims its outputs are durable.
+because an ack claims its outputs are durable. An output table keeps the tuple layout it
+started with (``ackfold.track.layout.matching``), so an app upgraded in place appends on.
 
 In a classic session whose warehouse is a directory of this machine, the ledger's rows
 are collected to the driver (Arrow) and committed by delta-rs (``LedgerWriter``): a
@@ -25,7 +26,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from functools import reduce
 
+from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.types import StructType
 
 from ackfold.ledger.conflicts import retry_conflicts
 from ackfold.ledger.create import create_tables
@@ -33,6 +36,7 @@ from ackfold.ledger.protocol import refuse_spark_commit
 from ackfold.ledger.tables import ACK_EVENTS, ROOTS, Ledger
 from ackfold.ledger.writer import driver_writer
 from ackfold.spark import is_connect
+from ackfold.track.layout import matching
 from ackfold.track.tracker import EVENT_COLUMNS, ROOT_COLUMNS
 
 
@@ -61,7 +65,7 @@ def append_batch(
     )
     create_tables(spark, ledger, (ACK_EVENTS, ROOTS))
     for path, frame in (outputs or {}).items():
-        _append(frame, path, writer, batch_id)
+        _append(matching(frame, _table_schema(spark, path)), path, writer, batch_id)
     direct = driver_writer(spark, ledger)
     ledger_rows = [(ROOTS, roots.select(*ROOT_COLUMNS))] if roots is not None else []
     if events:
@@ -141,6 +145,14 @@ def connect_query_id(spark: SparkSession, name: str, app: str, stage: str) -> st
         f"the stage's query .queryName({name!r}), or pass StageTracker(writer_id=...) a "
         "name unique to its checkpoint"
     )
+
+
+def _table_schema(spark: SparkSession, path: str) -> StructType | None:
+    """The schema of the Delta table at ``path``; None where there is none yet."""
+    try:
+        return spark.read.format("delta").load(path).schema
+    except AnalysisException:
+        return None
 
 
 def _append(frame: DataFrame, path: str, writer: str | None, batch_id: int | None) -> None:

@@ -1,0 +1,151 @@
+"""The ``_ackfold`` column's layout is versioned (``ackfold.track.layout``).
+
+Layout 2 writes the common case (one root, one anchor, any one consumer) without
+arrays. Tables written by ackfold 0.1 in layout 1 are read as the Python ``Tracker``
+says, an app upgraded in place keeps appending to them in their layout, and a column of
+no known layout is refused with an error that says why.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from ackfold.ledger.tables import ACK_EVENTS, Ledger
+from ackfold.track.layout import as_tuple, layout_of
+from ackfold.track.stage import StageTracker
+from ackfold.track.tracker import Tracker
+from ackfold.track.tuples import Tuple
+
+APP = "wordcount"
+KEY = ("event_id", "app", "root_id", "kind", "ack_val", "stage", "reason")
+# The struct as ackfold 0.1 wrote it, spelled out here rather than taken from the library.
+LAYOUT_1 = (
+    "struct<id: bigint, roots: array<bigint>, anchor_roots: array<array<bigint>>, "
+    "consumers: array<string>, anchors: array<bigint>, stage: string>"
+)
+SENTENCES = (("m-1", "a b"), ("m-2", "b"), ("m-3", "c b"))
+
+
+def keyed(rows: Any) -> list[tuple[Any, ...]]:
+    return sorted(tuple(row[k] for k in KEY) for row in rows)
+
+
+def layout_1_words(spark: SparkSession, tracker: Tracker, path: str) -> list[Tuple]:
+    """Split SENTENCES with ``tracker`` and write the words as ackfold 0.1 did; returns
+    the word tuples, in row order."""
+    rows, words = [], []
+    for message_id, text in SENTENCES:
+        sentence = tracker.spout(message_id, source="q")
+        for position, word in enumerate(text.split(" ")):
+            t = tracker.emit([sentence], stage="split", position=position)
+            words.append(t)
+            anchor_roots = [sorted(roots) for roots in t.anchor_roots]
+            rows.append((word, (t.id, list(t.roots), anchor_roots, list(t.consumers),
+                                [sentence.id], "split")))  # fmt: skip
+        tracker.ack(sentence, stage="split")
+    frame = spark.createDataFrame(rows, f"word string, _ackfold {LAYOUT_1}")
+    frame.write.format("delta").save(path)
+    return words
+
+
+@pytest.mark.parametrize("acks", ["compact", "per_tuple"])
+def test_a_layout_1_table_is_read_as_the_tracker_says(
+    spark: SparkSession, tmp_path: Path, acks: str
+) -> None:
+    """A stage reading ackfold 0.1's words acks them, and aggregates them into a sink's
+    table, with exactly the events ``Tracker`` writes for the same topology."""
+    path = str(tmp_path / "words")
+    tracker = Tracker(APP, acks=acks)
+    words = layout_1_words(spark, tracker, path)
+    tracker.drain()
+    stored = spark.read.format("delta").load(path)
+    assert layout_of(stored.schema["_ackfold"].dataType) == 1
+
+    count = StageTracker(APP, "count", acks=acks)
+    counts = count.aggregate(stored, "word", F.count("*").alias("n"), to=[])
+    rows = count.ack(stored, counts).collect()
+
+    by_word: dict[str, list[Tuple]] = {}
+    for (_, text), word in zip(
+        ((m, w) for m, t in SENTENCES for w in t.split(" ")), words, strict=True
+    ):
+        by_word.setdefault(text, []).append(word)
+    for group in by_word.values():
+        tracker.emit(sorted(group, key=lambda t: t.id), stage="count", position=0, to=[])
+        for word in group:
+            tracker.ack(word, stage="count")
+    assert keyed(rows) == keyed(tracker.drain())
+    assert {as_tuple(row._ackfold).id for row in stored.collect()} == {w.id for w in words}
+
+
+def test_an_upgraded_app_appends_to_its_layout_1_table_in_layout_1(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """The words table keeps the layout it started with: new words go in as layout 1,
+    with the ids the Tracker gives them, and a reader sees old and new alike."""
+    path = str(tmp_path / "words")
+    ledger = Ledger(str(tmp_path / "ledger"))
+    old = layout_1_words(spark, Tracker(APP), path)
+
+    spout = StageTracker(APP, "spout", ledger=ledger)
+    split = StageTracker(APP, "split", ledger=ledger)
+    batch = spark.createDataFrame([("m-9", "d e")], "id string, text string")
+    lines = spout.spout(batch, message_id="id", source="q")
+    new = split.explode(lines.tuples, F.split("text", " "), "word").select("word", "_ackfold")
+    assert layout_of(new.schema["_ackfold"].dataType) == 2
+    split.write_batch(
+        0,
+        outputs={path: new},
+        roots=lines.roots,
+        events=[lines.events, split.ack(lines.tuples, new)],
+    )
+
+    stored = spark.read.format("delta").load(path)
+    assert layout_of(stored.schema["_ackfold"].dataType) == 1
+    tracker = Tracker(APP)
+    sentence = tracker.spout("m-9", source="q")
+    expected = [tracker.emit([sentence], stage="split", position=i) for i in range(2)]
+    tuples = [as_tuple(row._ackfold) for row in stored.orderBy("word").collect()]
+    assert sorted(tuples, key=lambda t: t.id) == sorted([*old, *expected], key=lambda t: t.id)
+
+    # The count stage acks old and new words alike: m-9's root completes.
+    events = spark.read.format("delta").load(ledger.path(ACK_EVENTS))
+    acks = StageTracker(APP, "count").ack(stored.where(F.col("word").isin("d", "e")))
+    acc = 0
+    for e in events.unionByName(acks.select(*events.columns)).collect():
+        acc ^= e.ack_val
+    assert acc == 0
+
+
+def test_the_common_case_is_short_and_the_general_case_carries_its_tree(
+    spark: SparkSession,
+) -> None:
+    spouted = StageTracker(APP, "spout").spout(
+        spark.createDataFrame(list(SENTENCES), "id string, text string"),
+        message_id="id",
+        source="q",
+    )
+    split = StageTracker(APP, "split")
+
+    def fields(frame: DataFrame) -> set[tuple[bool, bool]]:
+        return {(r._ackfold.root is not None, r._ackfold.tree is not None) for r in frame.collect()}
+
+    assert fields(spouted.tuples) == {(True, False)}
+    assert fields(split.explode(spouted.tuples, F.split("text", " "), "w")) == {(True, False)}
+    named = split.explode(spouted.tuples, F.split("text", " "), "w", to=["count", "audit"])
+    assert fields(named) == {(False, True)}
+    pair = spouted.tuples.alias("l").crossJoin(spouted.tuples.alias("r")).limit(1)
+    joined = split.emit(pair.select(F.col("l._ackfold").alias("a"), F.col("r._ackfold").alias("b")),
+                        anchors=["a", "b"])  # fmt: skip
+    assert fields(joined) == {(False, True)}
+
+
+def test_a_column_of_no_known_layout_is_refused(spark: SparkSession) -> None:
+    alien = spark.createDataFrame([(1, (7, "x"))], "n int, _ackfold struct<id: bigint, x: string>")
+    with pytest.raises(ValueError, match=r"no tuple layout this ackfold reads .*newer ackfold"):
+        StageTracker(APP, "count").ack(alien)
