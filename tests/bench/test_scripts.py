@@ -67,6 +67,7 @@ TINY: dict[str, list[str]] = {
                      "--increment", "1000", "--histories", "0,2000", "--workdir", "{work}",
                      "--plot", "{work}/plot.png"],
     "replay.py": ["--messages", "100"],
+    "tracking_steps.py": ["--sentences", "200", "--words", "5", "--runs", "1"],
     "ui.py": ["--roots", "2000", "--days", "2", "--runs", "1", "--workdir", "{work}"],
     "wordcount.py": ["--messages", "60", "--rounds", "1", "--batch", "30", "--warm-up", "0"],
 }  # fmt: skip
@@ -159,6 +160,13 @@ def _replay(out: str, work: Path) -> None:
     assert summary["embedded_replay_seconds"] >= summary["embedded_plan_seconds"] > 0
 
 
+def _tracking_steps(out: str, work: Path) -> None:
+    summary = summary_of(out)  # the script checks that the events complete every root
+    assert (summary["sentences"], summary["words"]) == (200, 5)
+    assert len(summary["steps"]) == 5
+    assert all(step["wall_s"] > 0 for step in summary["steps"].values()), summary
+
+
 def _ui(out: str, work: Path) -> None:
     summary = summary_of(out)  # the script checks every page answers 200, every command 0
     assert summary["roots"] == 2000
@@ -186,6 +194,7 @@ CHECKS: dict[str, Callable[[str, Path], None]] = {
     "quality.py": _quality,
     "reconcile.py": _reconcile,
     "replay.py": _replay,
+    "tracking_steps.py": _tracking_steps,
     "ui.py": _ui,
     "wordcount.py": _wordcount,
 }
