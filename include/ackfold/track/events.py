@@ -66,23 +66,32 @@ def _compact_rows(app: str, stage: str, own: DataFrame, children: DataFrame | No
     """One row per root: the XOR of its inputs' acks, under the id of the set of inputs.
 
     One shuffle, by root, then three aggregations on that partitioning (no exchange
-    between them): distinct rows (copies of an input or a child count once), per input
-    its own value and the XOR of its children's edges, per root the count, the XOR of the
-    input ids (the set's signature) and the XOR of the acks. Edges of anchors that are not
-    among the inputs are left out (they stay pending, as per tuple). Plain aggregates, no
+    between them; two without children): distinct rows (copies of an input or a child
+    count once), per input its own value and the XOR of its children's edges, per root
+    the count, the XOR of the input ids (the set's signature) and the XOR of the acks.
+    Edges of anchors that are not among the inputs are left out (they stay pending, as
+    per tuple). Plain aggregates, no
     arrays: Spark generates code for all of it.
     """
-    combined = own if children is None else own.unionByName(_child_edges(stage, children))
-    per_input = (
-        combined.repartition("root_id")
-        .dropDuplicates(["root_id", "tuple_id", "own", "edge"])
-        .groupBy("root_id", "tuple_id")
-        .agg(
-            F.max("own").alias("own"),  # one value per input: a function of the tuple
-            F.coalesce(F.bit_xor("edge"), zero()).alias("edges"),
+    if children is None:
+        # An input's own value is a function of the input: distinct inputs are enough.
+        per_input = (
+            own.repartition("root_id")
+            .dropDuplicates(["root_id", "tuple_id"])
+            .select("root_id", "tuple_id", "own", zero().alias("edges"))
         )
-        .where(F.col("own").isNotNull())
-    )
+    else:
+        per_input = (
+            own.unionByName(_child_edges(stage, children))
+            .repartition("root_id")
+            .dropDuplicates(["root_id", "tuple_id", "own", "edge"])
+            .groupBy("root_id", "tuple_id")
+            .agg(
+                F.max("own").alias("own"),  # one value per input: a function of the tuple
+                F.coalesce(F.bit_xor("edge"), zero()).alias("edges"),
+            )
+            .where(F.col("own").isNotNull())
+        )
     folded = per_input.groupBy("root_id").agg(
         F.count("*").alias("n"),
         F.bit_xor("tuple_id").alias("signature"),
