@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from ackfold.ledger.conflicts import retry_conflicts
 from ackfold.ledger.contract import ContractError, check_rows, delta_schema
+from ackfold.ledger.encoding import clustered, writer_properties
 from ackfold.ledger.errors import LedgerError, MissingDeltaRs, SchemaMismatch
 from ackfold.ledger.sql import first_line
 from ackfold.ledger.store import delta_uri, is_object_store, storage_options
@@ -235,9 +236,10 @@ class LedgerWriter:
                 schema = pa.schema(table.schema().to_arrow())
                 write_deltalake(
                     table,
-                    conform(data, schema),
+                    clustered(name, conform(data, schema)),
                     mode="overwrite",
                     predicate=predicate,
+                    writer_properties=writer_properties(name),
                     post_commithook_properties=PostCommitHookProperties(create_checkpoint=False),
                 )
                 _checkpoint_at_interval(table)
@@ -285,8 +287,9 @@ class LedgerWriter:
                 data = pa.table(columns, schema=schema)
             write_deltalake(
                 table,
-                data,
+                clustered(name, data),
                 mode="append",
+                writer_properties=writer_properties(name),
                 commit_properties=properties,
                 post_commithook_properties=PostCommitHookProperties(create_checkpoint=False),
             )
