@@ -83,8 +83,8 @@ def test_the_unique_columns_go_without_a_dictionary(tmp_path: Path) -> None:
 
 def test_filtered_columns_keep_their_statistics_and_hashes_have_none(tmp_path: Path) -> None:
     """`root_id` and `event_time` are what `ackfold show` and the pending lookups filter
-    on: their min and max stay in the file and in the Delta log. A hash's min and max
-    skip nothing; they are not written. No page index: a micro-batch's file is one page."""
+    on: their min and max stay in the file, its page index and the Delta log. A hash's
+    min and max skip nothing; they are not written."""
     roots, events = _batch(100)
     writer = LedgerWriter(tmp_path)
     writer.append(roots, events)
@@ -95,7 +95,9 @@ def test_filtered_columns_keep_their_statistics_and_hashes_have_none(tmp_path: P
         assert columns[name].statistics.has_min_max, name
     for name in ("event_id", "ack_val"):
         assert not columns[name].is_stats_set, name
-    assert not any(chunk.has_column_index for chunk in columns.values())
+    assert columns["root_id"].has_column_index
+    assert columns["event_time"].has_column_index
+    assert not columns["stage"].has_column_index
     table = DeltaTable(writer.uri(ACK_EVENTS))
     (add,) = pa.table(table.get_add_actions(flatten=True)).to_pylist()
     ids = [e["root_id"] for e in events]

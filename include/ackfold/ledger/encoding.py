@@ -18,16 +18,18 @@ defaults (Snappy, a dictionary on every column, a page index), 34 bytes with the
 - **Rows ordered by `root_id`** within each `ack_events` file, with `root_id` and
   `event_time` as DELTA_BINARY_PACKED: sorted ids store as their gaps (7 bytes rather
   than 8), and a per-tuple file's repeats of a root cost next to nothing.
-- **Statistics per column chunk, no page index**, on `ack_events`: a file of a
-  micro-batch is one page per column, so a page index repeats the chunk's min and max.
-  None at all on `event_id` and `ack_val`: hashes spread over the whole range, so their
-  min and max skip no file, and no reader filters on them. `root_id`, `event_time`,
-  `app`, `stage` and `kind` keep theirs in each file and in the Delta log, for data
-  skipping (`ackfold show`, the pending lookups, a Z-ordered table).
+- **Statistics where a reader filters**, on `ack_events`: `root_id` and `event_time`
+  (`ackfold show`, the pending lookups, a Z-ordered table) keep their min and max in
+  each file, in its page index and in the Delta log; `app`, `kind`, `stage` and
+  `reason` per column chunk only (a micro-batch's file is one page a column, where a
+  page index repeats the chunk's). None on `event_id` and `ack_val`: hashes spread over
+  the whole range, so their min and max skip no file, and no reader filters on them.
 
 Every reader of the ledger reads these encodings: Spark's parquet reader, delta-rs,
-DuckDB (the embedded engine) and pyarrow. Spark's own appends (Spark Connect on a local
-warehouse, HDFS) get Zstandard too; its parquet writer keeps its own encodings.
+DuckDB (the embedded engine) and pyarrow. The same properties go to delta-rs's rewrites
+(the maintenance's Z-order, compaction and retention on an object store). Spark's writes
+of ledger rows (its appends through Spark Connect on a local warehouse or on HDFS, the
+maintenance's OPTIMIZE) get Zstandard too; its parquet writer keeps its own encodings.
 (`docs/decisions/lean-commits.md`, issue 40)
 
 Example:
@@ -40,17 +42,24 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any, Final
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, Final
 
 from ackfold.ledger.tables import ACK_EVENTS
 
-__all__ = ["SPARK_LEDGER_OPTIONS", "clustered", "writer_properties"]
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+__all__ = ["SPARK_LEDGER_OPTIONS", "clustered", "spark_codec", "writer_properties"]
 
 CODEC: Final = "ZSTD"
 LEVEL: Final = 1
 
 # Options of Spark's appends of ledger rows (`DataFrameWriter.option`): the same codec.
 SPARK_LEDGER_OPTIONS: Final = {"compression": CODEC.lower()}
+# What Spark's rewrites (OPTIMIZE), which take no write options, compress with.
+SPARK_CODEC_CONF: Final = "spark.sql.parquet.compression.codec"
 
 
 def writer_properties(name: str) -> Any:
@@ -60,11 +69,11 @@ def writer_properties(name: str) -> Any:
     if name != ACK_EVENTS:
         return WriterProperties(compression=CODEC, compression_level=LEVEL)
 
-    def plain(encoding: str, statistics: bool) -> ColumnProperties:
+    def plain(encoding: str, statistics: str) -> ColumnProperties:
         return ColumnProperties(
             dictionary_enabled=False,
             encoding=encoding,  # type: ignore[arg-type]
-            statistics_enabled="CHUNK" if statistics else "NONE",
+            statistics_enabled=statistics,  # type: ignore[arg-type]
         )
 
     return WriterProperties(
@@ -72,10 +81,10 @@ def writer_properties(name: str) -> Any:
         compression_level=LEVEL,
         default_column_properties=ColumnProperties(statistics_enabled="CHUNK"),
         column_properties={
-            "event_id": plain("DELTA_LENGTH_BYTE_ARRAY", statistics=False),
-            "ack_val": plain("PLAIN", statistics=False),
-            "root_id": plain("DELTA_BINARY_PACKED", statistics=True),
-            "event_time": plain("DELTA_BINARY_PACKED", statistics=True),
+            "event_id": plain("DELTA_LENGTH_BYTE_ARRAY", statistics="NONE"),
+            "ack_val": plain("PLAIN", statistics="NONE"),
+            "root_id": plain("DELTA_BINARY_PACKED", statistics="PAGE"),
+            "event_time": plain("DELTA_BINARY_PACKED", statistics="PAGE"),
         },
     )
 
@@ -86,3 +95,18 @@ def clustered(name: str, data: Any) -> Any:
     if name != ACK_EVENTS or "root_id" not in data.column_names:
         return data
     return data.sort_by("root_id")
+
+
+@contextmanager
+def spark_codec(spark: SparkSession) -> Iterator[None]:
+    """Spark's parquet files written inside this block are Zstandard, as the ledger's
+    others; the session's own codec is back after it."""
+    before = spark.conf.get(SPARK_CODEC_CONF, None)
+    spark.conf.set(SPARK_CODEC_CONF, CODEC.lower())
+    try:
+        yield
+    finally:
+        if before is None:
+            spark.conf.unset(SPARK_CODEC_CONF)
+        else:
+            spark.conf.set(SPARK_CODEC_CONF, before)
