@@ -56,8 +56,11 @@ def test_ack_events_rows_are_ordered_by_root_id_and_zstd_compressed(tmp_path: Pa
     roots, events = _batch(50)
     writer = LedgerWriter(tmp_path)
     writer.append(roots, events)
-    writer.append_arrow(ACK_EVENTS, pq.read_table(next((tmp_path / ACK_EVENTS).glob("*"))))
-    for file in _files(tmp_path / ACK_EVENTS):
+    backwards = sorted(events, key=lambda event: event["root_id"], reverse=True)
+    writer.append_arrow(ACK_EVENTS, pa.Table.from_pylist(backwards))  # as Spark hands them
+    files = _files(tmp_path / ACK_EVENTS)
+    assert len(files) == 2
+    for file in files:
         ids = file.read().column("root_id").to_pylist()
         assert ids == sorted(ids)
         assert {chunk.compression for chunk in _columns(file).values()} == {"ZSTD"}
