@@ -15,6 +15,8 @@ and `Tracker.drain()` give the rows, `LedgerWriter.append` writes them, and a re
   Delta application transaction, and a table that already holds that version for that
   app id is skipped: a retry after a crash writes what is missing, nothing twice. One app
   id belongs to one writer at a time, as in Spark.
+- Every commit writes its parquet in the ledger's encoding (`ackfold.ledger.encoding`:
+  Zstandard; `ack_events` ordered by `root_id`, its hashes undictionaried).
 - Concurrent appends, from here or from Spark apps, are safe: Delta appends do not
   conflict, and delta-rs retries its commit when another writer got there first; a
   commit it still loses is retried with backoff (`ackfold.ledger.conflicts`), and the
