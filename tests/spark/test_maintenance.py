@@ -85,8 +85,15 @@ def test_maintenance_expires_only_long_completed_roots_and_reconcile_carries_on(
             sent_at=at,
         )
 
+    codec = spark.conf.get("spark.sql.parquet.compression.codec")
     summary = maintain(spark, settings, now=now)
 
+    # Its rewrites are in the ledger's codec (`ackfold.ledger.encoding`), the session's
+    # own codec is as it was.
+    files = spark.read.format("delta").load(ledger.path(ACK_EVENTS)).inputFiles()
+    assert files
+    assert all(name.endswith(".zstd.parquet") for name in files), files
+    assert spark.conf.get("spark.sql.parquet.compression.codec") == codec
     assert summary["roots_expired"] == 1
     assert summary["events_deleted"] == events[done_long_ago] == 3  # init, split, count
     assert summary["reports_deleted"] == {

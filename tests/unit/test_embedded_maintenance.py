@@ -8,6 +8,7 @@ import itertools
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pyarrow.parquet as pq
 from deltalake import DeltaTable
 
 from ackfold import LedgerWriter, Tracker
@@ -47,6 +48,12 @@ def test_maintenance_without_spark_expires_only_long_completed_roots(tmp_path: P
     events = DeltaTable(writer.uri("ack_events")).to_pyarrow_table().to_pylist()
     assert {event["root_id"] for event in events} == set(open_root.roots)
     assert "ack_events" in summary["optimized"]
+    # Z-ordered in the ledger's encoding (`ackfold.ledger.encoding`): Zstandard, no
+    # dictionary of event ids.
+    for path in DeltaTable(writer.uri("ack_events")).file_uris():
+        chunk = pq.ParquetFile(path.removeprefix("file://")).metadata.row_group(0).column(0)
+        assert (chunk.path_in_schema, chunk.compression) == ("event_id", "ZSTD")
+        assert not chunk.has_dictionary_page
     assert "ack_events" in summary["vacuumed"]
     assert summary["reports_deleted"]["app_progress"] == 1
     beats = DeltaTable(writer.uri("app_progress")).to_pyarrow_table().to_pylist()

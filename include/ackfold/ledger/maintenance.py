@@ -45,6 +45,7 @@ from ackfold.config import Settings
 from ackfold.ledger import dml, status
 from ackfold.ledger.conflicts import retry_conflicts
 from ackfold.ledger.create import create_tables
+from ackfold.ledger.encoding import spark_codec
 from ackfold.ledger.lease import ledger_turn
 from ackfold.ledger.tables import (
     ACK_EVENTS,
@@ -106,12 +107,13 @@ def _maintain(spark: SparkSession, settings: Settings, now: datetime | None) -> 
     now = (now or datetime.now(UTC)).astimezone(UTC)
     for table in TABLES:
         check_reader_version(spark, ledger.path(table))
-    summary = expire_events(spark, settings, now=now)
-    summary["reports_deleted"] = expire_reports(spark, settings, now=now)
-    for table in Z_ORDERED:
-        _sql(spark, f"OPTIMIZE delta.`{ledger.path(table)}` ZORDER BY (root_id)")
-    for table in COMPACTED:
-        _sql(spark, f"OPTIMIZE delta.`{ledger.path(table)}`")
+    with spark_codec(spark):  # the files it rewrites in the ledger's codec
+        summary = expire_events(spark, settings, now=now)
+        summary["reports_deleted"] = expire_reports(spark, settings, now=now)
+        for table in Z_ORDERED:
+            _sql(spark, f"OPTIMIZE delta.`{ledger.path(table)}` ZORDER BY (root_id)")
+        for table in COMPACTED:
+            _sql(spark, f"OPTIMIZE delta.`{ledger.path(table)}`")
     hours = round(settings.maintenance.vacuum_retention.total_seconds() / 3600)
     for table in TABLES:
         _set_retention(spark, ledger.path(table), hours)

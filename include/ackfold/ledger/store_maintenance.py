@@ -31,6 +31,7 @@ from typing import Any, Final
 from ackfold.config import Settings
 from ackfold.ledger import status
 from ackfold.ledger.conflicts import retry_conflicts
+from ackfold.ledger.encoding import writer_properties
 from ackfold.ledger.tables import (
     ACK_EVENTS,
     APP_PROGRESS,
@@ -82,9 +83,21 @@ def maintain_on_store(settings: Settings, *, now: datetime | None = None) -> dic
         )
     }
     for name in Z_ORDERED:
-        _commit(writer, name, lambda t: t.optimize.z_order(["root_id"]), "Z-order")
+        properties = writer_properties(name)
+        _commit(
+            writer,
+            name,
+            lambda t, p=properties: t.optimize.z_order(["root_id"], writer_properties=p),
+            "Z-order",
+        )
     for name in COMPACTED:
-        _commit(writer, name, lambda t: t.optimize.compact(), "compaction")
+        properties = writer_properties(name)
+        _commit(
+            writer,
+            name,
+            lambda t, p=properties: t.optimize.compact(writer_properties=p),
+            "compaction",
+        )
     hours = round(settings.maintenance.vacuum_retention.total_seconds() / 3600)
     wanted = f"interval {hours} hours"
     for name in TABLES:
@@ -159,6 +172,7 @@ def _delete_events(writer: Any, roots: Any, cutoff: datetime) -> int:
                 predicate=f"t.root_id = s.root_id AND t.event_time < {moment}",
                 source_alias="s",
                 target_alias="t",
+                writer_properties=writer_properties(ACK_EVENTS),
             )
             .when_matched_delete()
             .execute()
@@ -170,7 +184,9 @@ def _delete_events(writer: Any, roots: Any, cutoff: datetime) -> int:
 
 def _delete_older(writer: Any, name: str, column: str, cutoff: datetime) -> int:
     predicate = f"{column} < {_timestamp(cutoff)}"
-    metrics = _commit(writer, name, lambda t: t.delete(predicate), "retention DELETE")
+    properties = writer_properties(name)
+    delete = lambda t: t.delete(predicate, writer_properties=properties)  # noqa: E731
+    metrics = _commit(writer, name, delete, "retention DELETE")
     return int(metrics.get("num_deleted_rows", 0))
 
 

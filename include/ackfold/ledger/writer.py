@@ -15,6 +15,8 @@ and `Tracker.drain()` give the rows, `LedgerWriter.append` writes them, and a re
   Delta application transaction, and a table that already holds that version for that
   app id is skipped: a retry after a crash writes what is missing, nothing twice. One app
   id belongs to one writer at a time, as in Spark.
+- Every commit writes its parquet in the ledger's encoding (`ackfold.ledger.encoding`:
+  Zstandard; `ack_events` ordered by `root_id`, its hashes undictionaried).
 - Concurrent appends, from here or from Spark apps, are safe: Delta appends do not
   conflict, and delta-rs retries its commit when another writer got there first; a
   commit it still loses is retried with backoff (`ackfold.ledger.conflicts`), and the
@@ -47,6 +49,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from ackfold.ledger.conflicts import retry_conflicts
 from ackfold.ledger.contract import ContractError, check_rows, delta_schema
+from ackfold.ledger.encoding import clustered, writer_properties
 from ackfold.ledger.errors import LedgerError, MissingDeltaRs, SchemaMismatch
 from ackfold.ledger.sql import first_line
 from ackfold.ledger.store import delta_uri, is_object_store, storage_options
@@ -235,9 +238,10 @@ class LedgerWriter:
                 schema = pa.schema(table.schema().to_arrow())
                 write_deltalake(
                     table,
-                    conform(data, schema),
+                    clustered(name, conform(data, schema)),
                     mode="overwrite",
                     predicate=predicate,
+                    writer_properties=writer_properties(name),
                     post_commithook_properties=PostCommitHookProperties(create_checkpoint=False),
                 )
                 _checkpoint_at_interval(table)
@@ -285,8 +289,9 @@ class LedgerWriter:
                 data = pa.table(columns, schema=schema)
             write_deltalake(
                 table,
-                data,
+                clustered(name, data),
                 mode="append",
+                writer_properties=writer_properties(name),
                 commit_properties=properties,
                 post_commithook_properties=PostCommitHookProperties(create_checkpoint=False),
             )

@@ -32,6 +32,7 @@ from pyspark.sql.types import StructType
 
 from ackfold.ledger.conflicts import retry_conflicts
 from ackfold.ledger.create import create_tables
+from ackfold.ledger.encoding import SPARK_LEDGER_OPTIONS
 from ackfold.ledger.protocol import refuse_spark_commit
 from ackfold.ledger.tables import ACK_EVENTS, ROOTS, Ledger
 from ackfold.ledger.writer import driver_writer
@@ -76,7 +77,7 @@ def append_batch(
             direct.append_arrow(name, frame.toArrow())
         else:
             refuse_spark_commit(ledger.root, name)  # never reached on an object store
-            _append(frame, ledger.path(name), None, None)
+            _append(frame, ledger.path(name), None, None, SPARK_LEDGER_OPTIONS)
 
 
 def _txn_app_id(
@@ -155,9 +156,15 @@ def _table_schema(spark: SparkSession, path: str) -> StructType | None:
         return None
 
 
-def _append(frame: DataFrame, path: str, writer: str | None, batch_id: int | None) -> None:
+def _append(
+    frame: DataFrame,
+    path: str,
+    writer: str | None,
+    batch_id: int | None,
+    options: Mapping[str, str] | None = None,
+) -> None:
     # Delta skips the append if this writer already committed this batch id to the table.
-    write = frame.write.format("delta").mode("append")
+    write = frame.write.format("delta").mode("append").options(**(options or {}))
     if writer is not None:
         write = write.option("txnAppId", writer).option("txnVersion", str(batch_id))
     # A retry after a conflict commits once: the lost try committed nothing.
