@@ -39,7 +39,7 @@ from ackfold.ledger.tables import ACK_EVENTS, ROOTS, Ledger
 from ackfold.ledger.writer import driver_writer
 from ackfold.sources.base import ATTEMPT, ORIGIN_ROOT_ID
 from ackfold.sources.kafka import KafkaTopic
-from ackfold.sources.kafka_client import check_topics, topic_ids
+from ackfold.sources.kafka_client import check_topics, client_config, topic_ids
 from ackfold.sources.kafka_security import spark_security
 from ackfold.track.stage import StageTracker
 from ackfold.track.tracker import Tracker
@@ -92,13 +92,15 @@ class KafkaSpout:
         )
         self.app = self.tracker.app
         self.registered = 0  # records registered by this process (a re-run batch counts again)
+        self._admin: Any = None  # the admin client that looks up the topic ids, made once
 
     def __getstate__(self) -> dict[str, Any]:
         # Under Spark Connect `register` runs on a copy of this object in a Python worker
-        # of the server, on the batch's session: no client session or topic.
+        # of the server, on the batch's session: no client session, topic or admin client.
         state = self.__dict__.copy()
         for client in ("spark", "topic"):
             state.pop(client, None)
+        state["_admin"] = None
         return state
 
     @property
@@ -152,7 +154,12 @@ class KafkaSpout:
         origin = header(ORIGIN_ROOT_ID).try_cast("bigint")
         replayed = (attempt >= 2) & origin.isNotNull()
         # Looked up per batch, not once: a topic re-created while the app ran has a new id.
-        ids = topic_ids(self.settings, self.topics)
+        # The client is kept: making one costs more than the lookup.
+        if self._admin is None:
+            from confluent_kafka.admin import AdminClient
+
+            self._admin = AdminClient(client_config(self.settings))
+        ids = topic_ids(self.settings, self.topics, admin=self._admin)
         topic_id = F.create_map(*[F.lit(x) for pair in sorted(ids.items()) for x in pair])
         batch = records.select(
             F.col("topic"),
