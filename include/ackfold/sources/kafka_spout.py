@@ -6,6 +6,8 @@ row and an `init` event per record before the stage does anything else, and Spar
 records the batch's offsets in its checkpoint only once `foreachBatch` returns: offsets
 advance only after the roots are registered, and nothing is committed to Kafka. A batch
 that dies midway is run again from the same offsets, and registers the same root ids.
+A batch costs one Spark job: its records come to the driver once, and the roots, the
+init events and the tuples are all made from them there.
 
 - A record's root id comes from `kafka:<topic>:<partition>:<offset>@<topic id>` on
   attempt 1 (its `roots.source_message_id` is `<partition>:<offset>@<topic id>`): a topic
