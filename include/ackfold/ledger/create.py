@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from ackfold.ledger.conflicts import retry_conflicts
 from ackfold.ledger.store import is_object_store
 from ackfold.ledger.tables import TABLES, Ledger, create_sql
-from ackfold.ledger.writer import object_store_writer
+from ackfold.ledger.writer import LedgerWriter, object_store_writer
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -28,7 +28,11 @@ CREATED: set[str] = set()
 
 
 def create_tables(
-    spark: SparkSession, ledger: Ledger, tables: tuple[str, ...] = tuple(TABLES)
+    spark: SparkSession,
+    ledger: Ledger,
+    tables: tuple[str, ...] = tuple(TABLES),
+    *,
+    writer: LedgerWriter | None = None,
 ) -> None:
     """Create the tables of `ledger` that do not exist yet; existing tables are left as
     they are.
@@ -39,11 +43,14 @@ def create_tables(
 
     On an object store delta-rs creates them (`LedgerWriter.create`): a Spark commit
     there is an unconditional PUT, which could overwrite another writer's
-    (`docs/decisions/object-stores.md`)."""
-    if is_object_store(ledger.root):
+    (`docs/decisions/object-stores.md`). So does `writer`, the delta-rs writer that will
+    commit the tables' rows (`driver_writer`): a process that writes the ledger only
+    through delta-rs then never starts Spark's Delta for it (seconds at a query's start).
+    Both make the same tables (`tests/spark/test_ledger_create.py`)."""
+    if writer is not None or is_object_store(ledger.root):
         missing = [name for name in tables if ledger.path(name) not in CREATED]
         if missing:
-            object_store_writer(ledger.root).create(missing)
+            (writer or object_store_writer(ledger.root)).create(missing)
             CREATED.update(ledger.path(name) for name in missing)
         return
     for name in tables:

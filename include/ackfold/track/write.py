@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from functools import reduce
+from typing import TYPE_CHECKING
 
 from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
@@ -39,6 +40,9 @@ from ackfold.ledger.writer import driver_writer
 from ackfold.spark import is_connect
 from ackfold.track.layout import matching
 from ackfold.track.tracker import EVENT_COLUMNS, ROOT_COLUMNS
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 
 def append_batch(
@@ -64,10 +68,10 @@ def append_batch(
         if batch_id is not None and outputs
         else None
     )
-    create_tables(spark, ledger, (ACK_EVENTS, ROOTS))
+    direct = driver_writer(spark, ledger)
+    create_tables(spark, ledger, (ACK_EVENTS, ROOTS), writer=direct)
     for path, frame in (outputs or {}).items():
         _append(matching(frame, _table_schema(spark, path)), path, writer, batch_id)
-    direct = driver_writer(spark, ledger)
     ledger_rows = [(ROOTS, roots.select(*ROOT_COLUMNS))] if roots is not None else []
     if events:
         union = reduce(DataFrame.unionByName, [e.select(*EVENT_COLUMNS) for e in events])
@@ -77,6 +81,27 @@ def append_batch(
             direct.append_arrow(name, frame.toArrow())
         else:
             refuse_spark_commit(ledger.root, name)  # never reached on an object store
+            _append(frame, ledger.path(name), None, None, SPARK_LEDGER_OPTIONS)
+
+
+def append_rows(spark: SparkSession, ledger: Ledger, *, roots: pa.Table, events: pa.Table) -> None:
+    """Append ledger rows the driver already holds (Arrow tables in the contract's columns,
+    as a `Tracker` drains them): `roots`, then `events`, one commit each, none for no rows.
+    The driver's delta-rs writer commits them where there is one, else Spark appends them
+    (they are idempotent by their ids, as `append_batch`'s are)."""
+    from ackfold.ledger.contract import arrow_schema
+    from ackfold.ledger.writer import conform
+
+    direct = driver_writer(spark, ledger)
+    create_tables(spark, ledger, (ACK_EVENTS, ROOTS), writer=direct)
+    for name, rows in ((ROOTS, roots), (ACK_EVENTS, events)):
+        if rows.num_rows == 0:
+            continue
+        if direct is not None:
+            direct.append_arrow(name, rows)
+        else:
+            refuse_spark_commit(ledger.root, name)  # never reached on an object store
+            frame = spark.createDataFrame(conform(rows, arrow_schema(name)))
             _append(frame, ledger.path(name), None, None, SPARK_LEDGER_OPTIONS)
 
 

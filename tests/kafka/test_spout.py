@@ -1,0 +1,103 @@
+"""`KafkaSpout.register` against the real broker: the roots, init events and tuples of a
+micro-batch, derived on the driver in one pass, are those `StageTracker.spout` derives
+in Spark from the same records, and they are in the ledger when `register` returns
+(before Spark can record the batch's offsets)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from ackfold.config import Settings
+from ackfold.ledger import ids
+from ackfold.ledger.tables import ACK_EVENTS, ROOTS, Ledger
+from ackfold.sources.base import ATTEMPT, ORIGIN_ROOT_ID
+from ackfold.sources.kafka import KafkaTopic
+from ackfold.sources.kafka_client import topic_ids
+from ackfold.sources.kafka_records import message_id
+from ackfold.sources.kafka_spout import SPOUT_STAGE, KafkaSpout
+from ackfold.track.stage import StageTracker
+from tests.kafka.conftest import produce
+
+APP = "wordcount"
+
+
+def records_of(spark: SparkSession, settings: Settings, topic: str) -> DataFrame:
+    """The topic's records as Spark's Kafka source gives a micro-batch of them."""
+    return (
+        spark.read.format("kafka")
+        .option("kafka.bootstrap.servers", settings.kafka.bootstrap_servers)
+        .option("subscribe", topic)
+        .option("startingOffsets", "earliest")
+        .option("includeHeaders", "true")
+        .load()
+    )
+
+
+def without(rows: list[Any], *columns: str) -> list[dict[str, Any]]:
+    kept = [{k: v for k, v in r.asDict().items() if k not in columns} for r in rows]
+    return sorted(kept, key=lambda r: (r["root_id"], json.dumps(r, default=str)))
+
+
+def test_register_writes_what_the_stage_tracker_derives_before_it_returns(
+    spark: SparkSession, kafka_settings: Settings, make_topic: Callable[[], str]
+) -> None:
+    topic = make_topic()
+    tid = topic_ids(kafka_settings, [topic])[topic]
+    origin = ids.root_id(APP, f"kafka:{topic}:{message_id(tid, 0, 0)}")
+    replay = [(ATTEMPT, b"2"), (ORIGIN_ROOT_ID, str(origin).encode())]
+    offsets = produce(
+        kafka_settings, topic,
+        [(b"0", b"first", []), (b"1", b"second", []),
+         (b"r", b"again", replay), (b"r", b"again", replay),  # one attempt sent twice
+         (b"t", None, [])],  # a tombstone
+    )  # fmt: skip
+    spout = KafkaSpout(spark, kafka_settings, APP, KafkaTopic(kafka_settings, topic), to=["split"])
+    ledger = Ledger(kafka_settings.table_root)
+
+    tuples = spout.register(records_of(spark, kafka_settings, topic), 0)
+
+    # Durable on return: read straight from the tables, nothing else ran in between.
+    roots = spark.read.format("delta").load(ledger.path(ROOTS)).collect()
+    events = spark.read.format("delta").load(ledger.path(ACK_EVENTS)).collect()
+    assert spout.registered == 5
+    assert len(roots) == len(events) == 4, "the attempt delivered twice is one root"
+
+    # The same records through StageTracker.spout, as register derived them before.
+    is_replay = F.col("offset").isin(offsets[2], offsets[3])
+    frame = records_of(spark, kafka_settings, topic).select(
+        F.col("topic"),
+        F.concat_ws(":", "partition", "offset").alias("at"),
+        F.concat_ws(":", "topic", "partition", "offset").alias("position"),
+        F.col("value").cast("string").alias("payload"),
+        F.when(is_replay, F.lit(2)).otherwise(F.lit(1)).alias("attempt"),
+        F.when(is_replay, F.lit(origin)).cast("bigint").alias("origin"),
+    )
+    stage = StageTracker(APP, SPOUT_STAGE)
+    expected = stage.spout(
+        frame.withColumn("message_id", F.concat("at", F.lit(f"@{tid}"))),
+        message_id="message_id",
+        source="kafka",
+        source_queue=F.col("topic"),
+        attempt="attempt",
+        origin_root_id="origin",
+        payload="payload",
+        source_position="position",
+        to=["split"],
+    )
+    want_roots = expected.roots.withColumn("payload", F.lit(None).cast("string"))
+    assert without(roots, "ingested_at") == without(want_roots.collect(), "ingested_at")
+    assert without(events, "event_time") == without(expected.events.collect(), "event_time")
+    # The tuples it returned before: the roots' columns, the record's value (the stage
+    # parses it) and the same _ackfold.
+    old = stage.registered(expected.roots, to=["split"])
+    assert tuples.columns == old.columns
+    got = {r["root_id"]: (r["payload"], r["_ackfold"]) for r in tuples.collect()}
+    want = {r["root_id"]: (r["payload"], r["_ackfold"]) for r in old.collect()}
+    assert len(got) == 4
+    assert got == want
+    assert sorted(p for p, _ in got.values() if p is not None) == ["again", "first", "second"]
