@@ -2,8 +2,9 @@
 
 It holds what ``tuples.Tuple`` carries (id, roots, the roots of each anchor, consumers)
 plus the ids of its anchors, so a stage can compute the acks of its inputs from its
-outputs (``ackfold.track.events``). The column survives a Delta table, so a job that reads
-another job's output keeps tracking the same trees.
+outputs (``ackfold.track.events``); ``ackfold.track.layout`` says how, in which version.
+The column survives a Delta table, so a job that reads another job's output keeps
+tracking the same trees.
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from ackfold.track import layout, sql_ids
-from ackfold.track.layout import TUPLE_COLUMN
+from ackfold.track.layout import TUPLE_COLUMN as TUPLE_COLUMN  # public here since 0.1
+from ackfold.track.layout import as_tuple as as_tuple  # public here since 0.1
 from ackfold.track.tuples import UNNAMED, consumers_of
 
 ColumnOrName = Column | str
