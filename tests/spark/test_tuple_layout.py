@@ -122,6 +122,31 @@ def test_an_upgraded_app_appends_to_its_layout_1_table_in_layout_1(
     assert acc == 0
 
 
+def test_layout_1_rows_appended_to_a_layout_2_table_go_in_as_layout_2(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """Rows copied from an old table into a new one take the new table's layout."""
+    old, new = str(tmp_path / "old"), str(tmp_path / "new")
+    words = layout_1_words(spark, Tracker(APP), old)
+    spouted = StageTracker(APP, "spout").spout(
+        spark.createDataFrame([("m-9", "d")], "id string, text string"),
+        message_id="id",
+        source="q",
+    )
+    split = StageTracker(APP, "split", ledger=str(tmp_path / "ledger"))
+    split.explode(spouted.tuples, F.split("text", " "), "word").select(
+        "word", "_ackfold"
+    ).write.format("delta").save(new)
+
+    split.write_batch(0, outputs={new: spark.read.format("delta").load(old)})
+
+    stored = spark.read.format("delta").load(new)
+    assert layout_of(stored.schema["_ackfold"].dataType) == 2
+    ids = {as_tuple(row._ackfold).id for row in stored.collect()}
+    assert {w.id for w in words} < ids
+    assert len(ids) == len({w.id for w in words}) + 1
+
+
 def test_the_common_case_is_short_and_the_general_case_carries_its_tree(
     spark: SparkSession,
 ) -> None:

@@ -84,13 +84,15 @@ def read_current(df: DataFrame, where: str) -> DataFrame:
 
 def matching(frame: DataFrame, target: StructType | None) -> DataFrame:
     """``frame`` with its ``_ackfold`` column in the layout of the ``target`` table's
-    (None: a new table, which gets layout 2): a table keeps the layout it started with,
-    so an app upgraded in place goes on appending to its outputs."""
+    (None: a new table, which takes the frame's): a table keeps the layout it started
+    with, so an app upgraded in place goes on appending to its outputs."""
     if target is None or TUPLE_COLUMN not in target.fieldNames():
         return frame
     if TUPLE_COLUMN not in frame.columns:
         return frame
-    if layout_of(target[TUPLE_COLUMN].dataType, f"the output table's {TUPLE_COLUMN}") == LAYOUT:
+    wanted = layout_of(target[TUPLE_COLUMN].dataType, f"the output table's {TUPLE_COLUMN}")
+    frame = read_current(frame, "the output")
+    if wanted == LAYOUT:
         return frame
     t = F.col(TUPLE_COLUMN)
     layout_1 = F.struct(
