@@ -36,7 +36,7 @@ from ackfold.ledger.create import create_tables
 from ackfold.ledger.encoding import SPARK_LEDGER_OPTIONS
 from ackfold.ledger.protocol import refuse_spark_commit
 from ackfold.ledger.tables import ACK_EVENTS, ROOTS, Ledger
-from ackfold.ledger.writer import driver_writer
+from ackfold.ledger.writer import LedgerWriter, driver_writer
 from ackfold.spark import is_connect
 from ackfold.track.layout import matching
 from ackfold.track.tracker import EVENT_COLUMNS, ROOT_COLUMNS
@@ -68,20 +68,14 @@ def append_batch(
         if batch_id is not None and outputs
         else None
     )
-    direct = driver_writer(spark, ledger)
-    create_tables(spark, ledger, (ACK_EVENTS, ROOTS), writer=direct)
+    direct = _ledger_writer(spark, ledger)
     for path, frame in (outputs or {}).items():
         _append(matching(frame, _table_schema(spark, path)), path, writer, batch_id)
-    ledger_rows = [(ROOTS, roots.select(*ROOT_COLUMNS))] if roots is not None else []
+    if roots is not None:
+        _commit(spark, ledger, direct, ROOTS, roots.select(*ROOT_COLUMNS))
     if events:
         union = reduce(DataFrame.unionByName, [e.select(*EVENT_COLUMNS) for e in events])
-        ledger_rows.append((ACK_EVENTS, union))
-    for name, frame in ledger_rows:
-        if direct is not None:
-            direct.append_arrow(name, frame.toArrow())
-        else:
-            refuse_spark_commit(ledger.root, name)  # never reached on an object store
-            _append(frame, ledger.path(name), None, None, SPARK_LEDGER_OPTIONS)
+        _commit(spark, ledger, direct, ACK_EVENTS, union)
 
 
 def append_rows(spark: SparkSession, ledger: Ledger, *, roots: pa.Table, events: pa.Table) -> None:
@@ -89,20 +83,40 @@ def append_rows(spark: SparkSession, ledger: Ledger, *, roots: pa.Table, events:
     as a `Tracker` drains them): `roots`, then `events`, one commit each, none for no rows.
     The driver's delta-rs writer commits them where there is one, else Spark appends them
     (they are idempotent by their ids, as `append_batch`'s are)."""
+    direct = _ledger_writer(spark, ledger)
+    for name, rows in ((ROOTS, roots), (ACK_EVENTS, events)):
+        if rows.num_rows:
+            _commit(spark, ledger, direct, name, rows)
+
+
+def _ledger_writer(spark: SparkSession, ledger: Ledger) -> LedgerWriter | None:
+    """The driver's delta-rs writer of `ledger` (None: Spark commits), the tables created."""
+    direct = driver_writer(spark, ledger)
+    create_tables(spark, ledger, (ACK_EVENTS, ROOTS), writer=direct)
+    return direct
+
+
+def _commit(
+    spark: SparkSession,
+    ledger: Ledger,
+    direct: LedgerWriter | None,
+    name: str,
+    rows: DataFrame | pa.Table,
+) -> None:
+    """Commit ledger rows (a DataFrame, or Arrow the driver holds) to table `name`: by the
+    driver's delta-rs writer where there is one, else by a Spark append."""
+    import pyarrow as pa
+
     from ackfold.ledger.contract import arrow_schema
     from ackfold.ledger.writer import conform
 
-    direct = driver_writer(spark, ledger)
-    create_tables(spark, ledger, (ACK_EVENTS, ROOTS), writer=direct)
-    for name, rows in ((ROOTS, roots), (ACK_EVENTS, events)):
-        if rows.num_rows == 0:
-            continue
-        if direct is not None:
-            direct.append_arrow(name, rows)
-        else:
-            refuse_spark_commit(ledger.root, name)  # never reached on an object store
-            frame = spark.createDataFrame(conform(rows, arrow_schema(name)))
-            _append(frame, ledger.path(name), None, None, SPARK_LEDGER_OPTIONS)
+    held = isinstance(rows, pa.Table)
+    if direct is not None:
+        direct.append_arrow(name, rows if held else rows.toArrow())
+        return
+    refuse_spark_commit(ledger.root, name)  # never reached on an object store
+    frame = spark.createDataFrame(conform(rows, arrow_schema(name))) if held else rows
+    _append(frame, ledger.path(name), None, None, SPARK_LEDGER_OPTIONS)
 
 
 def _txn_app_id(
