@@ -5,6 +5,10 @@ VENV := .venv
 BIN := $(VENV)/bin
 UV_VERSION := 0.13.8
 INSTALLED := $(VENV)/.installed
+# The repository's state (the jar cache, make run's warehouse and Airflow, test servers):
+# its own var/. Outside it, ackfold keeps state under the Airflow home or the user's
+# state directory, never the working directory.
+export ACKFOLD_VAR_DIR ?= $(CURDIR)/var
 # make test's xdist workers: the groups of tests that share a server or a JVM
 # (tests/conftest.py GROUPS), each on one worker, mostly waiting on their servers.
 TEST_WORKERS ?= 4

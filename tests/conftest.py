@@ -92,6 +92,9 @@ def pytest_configure(config: pytest.Config) -> None:
     if _is_controller(config) and suite.RUN_MARKER not in os.environ:
         os.environ[suite.RUN_MARKER] = uuid.uuid4().hex
         os.environ[suite.RUN_DIR] = tempfile.mkdtemp(prefix="ackfold-test-run-")
+    # The repository's own state (the jar cache of `make setup`, ...) is its var/, as for
+    # `make test`, which exports it: a test that sets none gets the checkout's.
+    os.environ.setdefault("ACKFOLD_VAR_DIR", str(PROJECT_DIR / "var"))
     # Every Spark driver the tests start, in-process or by spark-submit (Airflow's too):
     # Spark's launcher reads SPARK_SUBMIT_OPTS, and its `spark.*` properties are Spark
     # settings. A user's value wins.
@@ -269,10 +272,15 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
 
 @pytest.fixture
 def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """No ACKFOLD_* variable and no ackfold.yaml leaks into a test from the caller."""
+    """No ACKFOLD_* variable and no ackfold.yaml leaks into a test from the caller; no
+    Airflow deployment either (an Airflow loaded by another test of the worker), and the
+    user's state directory (the default var dir) is the test's own."""
     for name in list(os.environ):
         if name.startswith("ACKFOLD_"):
             monkeypatch.delenv(name)
+    monkeypatch.delenv("AIRFLOW_HOME", raising=False)
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    monkeypatch.setattr("ackfold.config.settings.airflow_home", lambda: None)
     monkeypatch.chdir(tmp_path)
 
 

@@ -37,10 +37,22 @@ def test_every_dag_is_documented_tagged_and_retried(dagbag) -> None:  # type: ig
         assert dag.doc_md, f"{dag_id} has no doc_md"
         assert "ackfold" in dag.tags, f"{dag_id} is not tagged ackfold"
         assert len(dag.tags) >= 2, f"{dag_id} has no specific tag"
-        assert dag.is_paused_upon_creation is False, f"{dag_id} would start paused"
+        # Airflow's `dags_are_paused_at_creation` decides, unless ackfold's settings do.
+        assert dag.is_paused_upon_creation is None, f"{dag_id} overrides the deployment"
         for task in dag.tasks:
             assert task.retries >= 1, f"{dag_id}.{task.task_id} never retries"
             assert task.on_failure_callback, f"{dag_id}.{task.task_id} has no failure hook"
+
+
+def test_ackfold_settings_may_pause_or_unpause_its_dags_at_creation() -> None:
+    from ackfold.airflow.dags import ackfold_dags
+
+    for paused in (True, False):
+        settings = SETTINGS.model_copy(
+            update={"airflow": SETTINGS.airflow.model_copy(update={"paused_at_creation": paused})}
+        )
+        dags = ackfold_dags(settings)
+        assert {dag.is_paused_upon_creation for dag in dags.values()} == {paused}
 
 
 def _spark_engine_bag(monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]

@@ -1,21 +1,58 @@
 import re
+import sys
 from datetime import timedelta
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from ackfold.config import ConfigError, load_settings
 
+# Before `clean_env` replaces it (the tests' processes may have loaded Airflow).
+from ackfold.config.settings import airflow_home as real_airflow_home
+
 pytestmark = pytest.mark.usefixtures("clean_env")
 
 
-def test_defaults_live_under_var_and_run_local(tmp_path: Path) -> None:
+def test_defaults_live_in_the_users_state_directory_and_run_local(tmp_path: Path) -> None:
     settings = load_settings()
-    assert settings.var_dir == tmp_path / "var"
-    assert settings.warehouse == str(tmp_path / "var" / "warehouse")
-    assert settings.airflow_home == tmp_path / "var" / "airflow"
+    # Never the working directory (tmp_path here): the user's state directory.
+    state = tmp_path / "state" / "ackfold"
+    assert settings.var_dir == state
+    assert settings.warehouse == str(state / "warehouse")
+    assert settings.airflow_home == state / "airflow"
     assert settings.spark.master == "local[*]"
     assert settings.defaults.timeout == timedelta(minutes=5)
+
+
+def test_in_an_airflow_deployment_state_goes_under_its_home_and_the_warehouse_is_required(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    home = tmp_path / "airflow"
+    monkeypatch.setattr("ackfold.config.settings.airflow_home", lambda: home)
+    with pytest.raises(ConfigError, match=r"warehouse is not set.*ACKFOLD_WAREHOUSE"):
+        load_settings()
+    monkeypatch.setenv("ACKFOLD_WAREHOUSE", "s3://bucket/warehouse")
+    settings = load_settings()
+    assert settings.var_dir == home / "ackfold"
+    assert settings.warehouse == "s3://bucket/warehouse"
+    # A var dir set by hand keeps its warehouse under it, as `make run` does.
+    monkeypatch.delenv("ACKFOLD_WAREHOUSE")
+    monkeypatch.setenv("ACKFOLD_VAR_DIR", str(tmp_path / "var"))
+    assert load_settings().warehouse == str(tmp_path / "var" / "warehouse")
+
+
+def test_the_deployment_is_airflow_home_or_the_airflow_loaded_in_this_process(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setitem(sys.modules, "airflow.configuration", None)
+    assert real_airflow_home() is None
+    # A DAG file's or a task's process: Airflow is loaded, with its default home.
+    loaded = SimpleNamespace(AIRFLOW_HOME=str(tmp_path / "default-home"))
+    monkeypatch.setitem(sys.modules, "airflow.configuration", loaded)
+    assert real_airflow_home() == tmp_path / "default-home"
+    monkeypatch.setenv("AIRFLOW_HOME", str(tmp_path / "named"))
+    assert real_airflow_home() == tmp_path / "named"
 
 
 def test_environment_overrides_nested_settings(monkeypatch: pytest.MonkeyPatch) -> None:

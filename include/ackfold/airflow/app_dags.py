@@ -103,7 +103,7 @@ then stops (`availableNow`).
         schedule=from_next_tick(spec.schedule),
         catchup=False,
         max_active_runs=1,
-        is_paused_upon_creation=False,
+        is_paused_upon_creation=settings.airflow.paused_at_creation,
         default_args={
             **default_args(),
             "owner": spec.owner,
@@ -145,7 +145,7 @@ run on their triggers until it fails or is stopped.
         start_date=CONTINUOUS_START,
         catchup=False,
         max_active_runs=1,
-        is_paused_upon_creation=False,
+        is_paused_upon_creation=settings.airflow.paused_at_creation,
         default_args={
             **default_args(),
             "owner": spec.owner,
@@ -167,9 +167,11 @@ def reconcile_schedule(settings: Settings) -> Any:
     apps = {name: spec for name, spec in app_dag_specs(settings).items() if spec.mode != CONTINUOUS}
     if not apps:
         return settings.airflow.reconcile_schedule
-    from airflow.sdk import AssetAny, AssetOrTimeSchedule, CronTriggerTimetable
+    from airflow.sdk import AssetAny
 
-    return AssetOrTimeSchedule(
-        timetable=CronTriggerTimetable(settings.airflow.reconcile_schedule, timezone="UTC"),
+    from ackfold.airflow.compat import asset_or_time_schedule, cron_trigger_timetable
+
+    return asset_or_time_schedule()(
+        timetable=cron_trigger_timetable()(settings.airflow.reconcile_schedule, timezone="UTC"),
         assets=AssetAny(*(app_asset(app) for app in apps)),
     )

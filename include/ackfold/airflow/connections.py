@@ -73,10 +73,11 @@ def with_kafka_connection(settings: Settings) -> Settings:
     name = settings.kafka.airflow_connection
     if name is None:
         return settings
-    from airflow.sdk import BaseHook
     from pydantic import SecretStr
 
-    connection = BaseHook.get_connection(name)
+    from ackfold.airflow.compat import base_hook
+
+    connection = base_hook().get_connection(name)
     update = {
         "sasl_username": connection.login or None,
         "sasl_password": SecretStr(connection.password) if connection.password else None,

@@ -58,9 +58,12 @@ def ackfold_dags(settings: Settings | None = None) -> dict[str, DAG]:
     return {dag.dag_id: dag for dag in dags} | app_dags(settings)
 
 
-def _dag(dag_id: str, doc: str, schedule: Any, tags: list[str], **options: Any) -> DAG:
-    """What every ackfold DAG is: unpaused from the start, no catch-up, tagged `ackfold`,
-    retried with the failure hook (`default_args`)."""
+def _dag(
+    settings: Settings, dag_id: str, doc: str, schedule: Any, tags: list[str], **options: Any
+) -> DAG:
+    """What every ackfold DAG is: paused at creation as the deployment says
+    (`airflow.paused_at_creation`), no catch-up, tagged `ackfold`, retried with the
+    failure hook (`default_args`)."""
     from airflow.sdk import DAG
 
     return DAG(
@@ -68,8 +71,7 @@ def _dag(dag_id: str, doc: str, schedule: Any, tags: list[str], **options: Any) 
         doc_md=doc,
         schedule=schedule,
         catchup=False,
-        # A paused DAG's triggered runs never start, and nobody should have to unpause one.
-        is_paused_upon_creation=False,
+        is_paused_upon_creation=settings.airflow.paused_at_creation,
         default_args=default_args(),
         tags=["ackfold", *tags],
         **options,
@@ -80,6 +82,7 @@ def reconcile_dag(settings: Settings) -> DAG:
     from airflow.sdk import task
 
     with _dag(
+        settings,
         "ackfold_reconcile",
         dag_docs.RECONCILE,
         reconcile_schedule(settings),
@@ -110,6 +113,7 @@ def reconcile_dag(settings: Settings) -> DAG:
 
 def replay_dag(settings: Settings) -> DAG:
     with _dag(
+        settings,
         "ackfold_replay",
         dag_docs.REPLAY,
         [root_state_asset(settings)],
@@ -127,6 +131,7 @@ def manual_replay_dag(settings: Settings) -> DAG:
     from airflow.sdk import get_current_context, task
 
     with _dag(
+        settings,
         MANUAL_REPLAY_DAG_ID,
         dag_docs.MANUAL_REPLAY,
         None,
@@ -152,6 +157,7 @@ def quality_dag(settings: Settings) -> DAG:
     from airflow.sdk import get_current_context, task
 
     with _dag(
+        settings,
         "ackfold_quality",
         dag_docs.QUALITY,
         [root_state_asset(settings)],
@@ -189,6 +195,7 @@ def quality_dag(settings: Settings) -> DAG:
 
 def maintenance_dag(settings: Settings) -> DAG:
     with _dag(
+        settings,
         "ackfold_maintenance",
         dag_docs.MAINTENANCE,
         from_next_tick(settings.airflow.maintenance_schedule),
@@ -200,6 +207,8 @@ def maintenance_dag(settings: Settings) -> DAG:
 
 
 def smoke_dag(settings: Settings) -> DAG:
-    with _dag("ackfold_smoke", dag_docs.SMOKE, "@once", ["smoke"], start_date=START) as dag:
+    with _dag(
+        settings, "ackfold_smoke", dag_docs.SMOKE, "@once", ["smoke"], start_date=START
+    ) as dag:
         engine_job("delta_round_trip", "smoke.py", settings, smoke_in_task)
     return dag

@@ -6,12 +6,9 @@ from __future__ import annotations
 
 import logging
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 from ackfold.config import load_settings
-
-if TYPE_CHECKING:
-    from airflow.sdk import CronTriggerTimetable
 
 log = logging.getLogger("ackfold.airflow")
 
@@ -66,13 +63,13 @@ def default_args() -> dict[str, Any]:
     }
 
 
-def from_next_tick(schedule: str) -> CronTriggerTimetable:
+def from_next_tick(schedule: str) -> Any:
     """`schedule` (a cron or preset, in UTC) whose first run is its next tick after the DAG
     appears. A DAG given this has no `start_date`: with one and `catchup=False`, Airflow
     would also run the latest past tick at once, so `make run` (or a deploy) would start
     maintenance and every app DAG while the demo is still running."""
-    from airflow.sdk import CronTriggerTimetable
+    from ackfold.airflow.compat import cron_trigger_timetable
 
     # `run_immediately=False` would still run a tick less than 5 minutes (or a tenth of the
     # interval) past; a zero window means none.
-    return CronTriggerTimetable(schedule, timezone="UTC", run_immediately=timedelta(0))
+    return cron_trigger_timetable()(schedule, timezone="UTC", run_immediately=timedelta(0))

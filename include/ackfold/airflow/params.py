@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ackfold.airflow.compat import fail_exception
 from ackfold.config import Settings, load_settings
 
 if TYPE_CHECKING:
@@ -110,13 +111,11 @@ def validate_manual_conf(
 ) -> dict[str, Any]:
     """The `validate` task: the run's conf, checked and normalized (what the replay task
     runs). A bad conf fails the task at once, without retries: it will not get better."""
-    from airflow.sdk.exceptions import AirflowFailException
-
     from ackfold.replay.params import ReplayParamsError, conf_from_request, parse_replay_conf
 
     settings = settings or load_settings()
     try:
         request = parse_replay_conf(conf or {}, apps=list(settings.apps))
     except ReplayParamsError as exc:
-        raise AirflowFailException(str(exc)) from None
+        raise fail_exception()(str(exc)) from None
     return conf_from_request(request)

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ackfold.airflow.compat import airflow_exception, not_found_exception
 from ackfold.airflow.connections import SPARK_CONN_ID, kafka_credential_env, with_kafka_connection
 from ackfold.config import Settings, load_settings
 from ackfold.spark import spark_conf, spark_jars
@@ -101,11 +102,10 @@ def connect_endpoint(settings: Settings) -> str:
     """The Spark Connect URL of a task: the Airflow connection
     `airflow.spark_connect_conn_id` (where a token belongs), else `spark.remote`."""
     from airflow.providers.apache.spark.hooks.spark_connect import SparkConnectHook
-    from airflow.sdk.exceptions import AirflowNotFoundException
 
     try:
         return str(SparkConnectHook(settings.airflow.spark_connect_conn_id).get_connection_url())
-    except AirflowNotFoundException:
+    except not_found_exception():
         assert settings.spark.remote is not None
         return settings.spark.remote
 
@@ -114,8 +114,6 @@ def run_spark_app(app: str, args: list[str]) -> None:
     """Run the entry point `app` (or the absolute path `app`) in this process, as
     spark-submit would, through Spark Connect: a task process of its own, so its
     environment and argv are the job's."""
-    from airflow.sdk.exceptions import AirflowException
-
     settings = load_settings()
     os.environ["ACKFOLD_SPARK__REMOTE"] = connect_endpoint(settings)
     # The Kafka login of `kafka.airflow_connection`, as spark-submit gets it (env_vars).
@@ -130,4 +128,4 @@ def run_spark_app(app: str, args: list[str]) -> None:
         runpy.run_path(str(script), run_name="__main__")
     except SystemExit as exc:  # the entry point's own exit status, as spark-submit's
         if exc.code not in (0, None):
-            raise AirflowException(f"{script} exited with {exc.code}") from None
+            raise airflow_exception()(f"{script} exited with {exc.code}") from None

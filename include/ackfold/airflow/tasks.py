@@ -11,6 +11,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any, Final
 
+from ackfold.airflow.compat import fail_exception
 from ackfold.airflow.connections import with_kafka_connection
 from ackfold.config import Settings, load_settings
 
@@ -26,8 +27,6 @@ def run_manual_replay(
     """The `replay` task: plan, log each send (root, status, target; never a payload),
     execute (`run_replay`: on the embedded engine in this process, or on Spark), and
     return the summary (with the first `SHOWN_SENDS` sends listed)."""
-    from airflow.sdk.exceptions import AirflowFailException
-
     from ackfold.ledger.ids import format_id
     from ackfold.replay.params import parse_replay_conf
     from ackfold.replay.planner import Plan, UnknownRoots
@@ -70,7 +69,7 @@ def run_manual_replay(
             holder=f"manual replay by {requested_by}",
         )
     except UnknownRoots as exc:
-        raise AirflowFailException(str(exc)) from None
+        raise fail_exception()(str(exc)) from None
     result = summary.as_dict()
     result["sends"] = sends[:SHOWN_SENDS]
     result["sends_not_shown"] = max(0, len(sends) - SHOWN_SENDS)
@@ -115,8 +114,6 @@ def smoke_in_task() -> dict[str, Any]:
     """The `delta_round_trip` task of `ackfold_smoke` on the embedded engine: a Delta
     round trip in delta-rs in the warehouse (the packaged `smoke.py` makes it on Spark).
     Fails unless it read exactly what it wrote."""
-    from airflow.sdk.exceptions import AirflowFailException
-
     from ackfold.embedded.smoke import check, run_smoke
     from ackfold.ledger.writer import LedgerWriter
 
@@ -124,7 +121,7 @@ def smoke_in_task() -> dict[str, Any]:
     report = run_smoke(writer.uri("smoke"), writer.storage_options)
     log.info("%s", json.dumps(report, sort_keys=True))
     if not check(report):
-        raise AirflowFailException(f"the Delta round trip read back {report['words']}")
+        raise fail_exception()(f"the Delta round trip read back {report['words']}")
     return report
 
 
@@ -147,8 +144,6 @@ def quality_verdict(airflow_run_id: str, settings: Settings | None = None) -> di
     """The `verdict` task: read the `quality_results` of the DAG run's quality run (no
     JVM) and fail, without retries, listing each violated expectation with its observed
     value."""
-    from airflow.sdk.exceptions import AirflowFailException
-
     from ackfold.ledger.reader import LedgerReader
     from ackfold.quality import QualityReport
     from ackfold.quality.run import quality_run_id
@@ -157,11 +152,11 @@ def quality_verdict(airflow_run_id: str, settings: Settings | None = None) -> di
     quality_run = quality_run_id(airflow_run_id)
     rows = LedgerReader(settings.table_root).quality_run(quality_run)
     if not rows:
-        raise AirflowFailException(f"quality run {quality_run} wrote no results: see `check`")
+        raise fail_exception()(f"quality run {quality_run} wrote no results: see `check`")
     report = QualityReport.from_rows(rows, settings.quality.docs_dir)
     log.info("%s", report.headline())
     if not report.passed:
-        raise AirflowFailException(report.violation_message())
+        raise fail_exception()(report.violation_message())
     return {"run_id": report.run_id, "checks": len(report.results), "passed": True}
 
 

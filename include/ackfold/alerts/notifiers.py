@@ -37,12 +37,12 @@ def webhook_url(conn_id: str) -> str:
     """The webhook URL of Airflow connection `conn_id`: its password, if that is a URL
     (Airflow masks it), else its host (a whole URL, or a host name with the connection's
     schema, port and `endpoint` extra)."""
-    from airflow.sdk import BaseHook
+    from ackfold.airflow.compat import base_hook
 
-    conn = BaseHook.get_connection(conn_id)
+    conn = base_hook().get_connection(conn_id)
     for candidate in (conn.password, conn.host):
         if candidate and candidate.strip().lower().startswith(("http://", "https://")):
-            return candidate.strip()
+            return str(candidate).strip()
     if not conn.host:
         raise WebhookError(
             f"connection {conn_id!r} has no webhook URL: put it in the password (or the host)"

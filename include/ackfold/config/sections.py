@@ -217,6 +217,9 @@ class AirflowSettings(Section):
       port, the token as its password), or on `spark.remote` itself without one.
     - `host`: the address `make run`'s api-server listens on: loopback only by default;
       `0.0.0.0` (every interface) lets other machines reach it, and its login.
+    - `paused_at_creation`: whether ackfold's DAGs are paused when they first appear.
+      Unset (the default), Airflow's own `[core] dags_are_paused_at_creation` decides, as
+      for every other DAG of the deployment; `make run` sets it to false for its stack.
     """
 
     port: int = Field(8080, ge=1, le=65535)
@@ -226,6 +229,7 @@ class AirflowSettings(Section):
     users: dict[UserName, Literal["viewer", "user", "op", "admin"]] = Field(default_factory=dict)
     reconcile_schedule: Schedule = "*/5 * * * *"
     maintenance_schedule: Schedule = "@daily"
+    paused_at_creation: bool | None = None
 
     @model_validator(mode="after")
     def _admin_is_not_listed_again(self) -> AirflowSettings:

@@ -4,6 +4,7 @@ from its sources and explains bad values."""
 from __future__ import annotations
 
 import os
+import sys
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -52,7 +53,10 @@ class Settings(BaseSettings):
         frozen=True,
     )
 
-    var_dir: Path = Path("var")
+    # Where this host keeps its state (locks, DuckDB's spill, Data Docs, the jar cache):
+    # under the Airflow home in a deployment, else the user's state directory; never the
+    # directory a process happens to start in (`default_var_dir`).
+    var_dir: Path = Field(default_factory=lambda: default_var_dir())
     warehouse: str | None = None
     jars_dir: Path | None = None
     airflow_home: Path | None = None
@@ -157,6 +161,20 @@ class Settings(BaseSettings):
         return self
 
     @model_validator(mode="after")
+    def _a_deployment_names_its_warehouse(self) -> Settings:
+        # In an Airflow deployment every component must fold one ledger: a default under
+        # each host's own Airflow home would give each its own.
+        home = airflow_home()
+        if self.warehouse is None and "var_dir" not in self.model_fields_set and home:
+            raise ValueError(
+                f"warehouse is not set, and this process runs in the Airflow deployment at "
+                f"{home}: set ACKFOLD_WAREHOUSE (or `warehouse:` in ackfold.yaml) to the "
+                "ledger's location (s3://bucket/warehouse, a shared path), the same in every "
+                "Airflow component; or set ACKFOLD_VAR_DIR to keep a warehouse on this host"
+            )
+        return self
+
+    @model_validator(mode="after")
     def _absolute_paths(self) -> Settings:
         # Airflow tasks and spark-submit run elsewhere: resolve relative paths once, here.
         var = self.var_dir.expanduser().resolve()
@@ -214,6 +232,28 @@ class Settings(BaseSettings):
     def table_root(self) -> str:
         assert self.warehouse is not None
         return self.warehouse.rstrip("/")
+
+
+def airflow_home() -> Path | None:
+    """The home of the Airflow deployment this process belongs to: `AIRFLOW_HOME`, or the
+    home of the Airflow loaded in this process (a DAG file's, a task's, the api-server's),
+    which is `~/airflow` when `AIRFLOW_HOME` is unset; None outside Airflow."""
+    named = os.environ.get("AIRFLOW_HOME")
+    if named:
+        return Path(named).expanduser()
+    loaded = getattr(sys.modules.get("airflow.configuration"), "AIRFLOW_HOME", None)
+    return Path(loaded).expanduser() if loaded else None
+
+
+def default_var_dir() -> Path:
+    """`var_dir` when none is set: `<Airflow home>/ackfold` in a deployment
+    (`airflow_home`), else `ackfold` in the user's state directory (`$XDG_STATE_HOME`,
+    `~/.local/state` by default)."""
+    home = airflow_home()
+    if home is not None:
+        return home / "ackfold"
+    state = os.environ.get("XDG_STATE_HOME") or "~/.local/state"
+    return Path(state).expanduser() / "ackfold"
 
 
 def config_file() -> Path | None:

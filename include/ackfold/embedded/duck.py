@@ -32,7 +32,11 @@ if TYPE_CHECKING:
 def connect(settings: Settings) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB bounded by `settings.engine`, spilling under `var_dir`."""
     import duckdb
-    from duckdb.func import PythonUDFType
+
+    try:
+        from duckdb.func import PythonUDFType
+    except ImportError:  # duckdb before 1.4 keeps it in `duckdb.functional`
+        from duckdb.functional import PythonUDFType  # type: ignore[no-redef]
 
     spill = settings.var_dir / "duckdb"
     spill.mkdir(parents=True, exist_ok=True)

@@ -12,15 +12,19 @@ SQL is built only from ackfold's own names and from typed values quoted by `sql_
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import date, datetime
-from typing import Any
+from functools import cache
+from typing import Any, Final
 
 from ackfold.ledger.errors import LedgerError, NoLedger
 from ackfold.ledger.tables import ACK_EVENTS, ROOTS, Ledger
 from ackfold.ledger.values import iso
+
+log = logging.getLogger("ackfold.ledger")
 
 
 @dataclass(frozen=True)
@@ -76,13 +80,7 @@ class SqlReader:
             raise LedgerError(f"cannot read {path}: {first_line(exc)}") from None
         if table is not None:
             if self._builder is None:
-                # Evaluate filters inside the parquet scan, before decoding other columns.
-                self._builder = QueryBuilder(
-                    {
-                        "datafusion.execution.parquet.pushdown_filters": "true",
-                        "datafusion.execution.parquet.reorder_filters": "true",
-                    }
-                )
+                self._builder = query_builder(QueryBuilder)
             with self.reading(name):
                 self._builder.register(name, table)
         self._tables[name] = table
@@ -174,3 +172,32 @@ def first_line(exc: BaseException) -> str:
     """The first line of an error's message (its type when it has none)."""
     text = str(exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__
+
+
+# Evaluate filters inside the parquet scan, before decoding other columns.
+_SCAN_CONFIG: Final = {
+    "datafusion.execution.parquet.pushdown_filters": "true",
+    "datafusion.execution.parquet.reorder_filters": "true",
+}
+
+
+def query_builder(builder: Any) -> Any:
+    """A delta-rs `QueryBuilder` that filters inside the parquet scan; a deltalake whose
+    builder takes no configuration (before 1.6) scans, then filters: the same rows,
+    more decoding."""
+    try:
+        return builder(_SCAN_CONFIG)
+    except TypeError:
+        _say_plain_scans()
+        return builder()
+
+
+@cache
+def _say_plain_scans() -> None:
+    from importlib.metadata import version
+
+    log.info(
+        "deltalake %s cannot push filters into its parquet scans (1.6 can): reads decode "
+        "more; upgrade deltalake for faster CLI and UI reads",
+        version("deltalake"),
+    )

@@ -115,6 +115,9 @@ def airflow_environment(
             "AIRFLOW__API__BASE_URL": airflow_url(settings),
             "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"{local_api_url(settings)}/execution/",
             "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "30",
+            # The stack's own DAGs run from the start (the demo waits on them); a team's
+            # Airflow keeps its own `dags_are_paused_at_creation`.
+            "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "False",
             "GX_ANALYTICS_ENABLED": "false",
             # Tasks and spark-submit read the same settings as this process.
             "ACKFOLD_VAR_DIR": str(settings.var_dir),
