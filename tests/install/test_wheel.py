@@ -24,9 +24,10 @@ from ackfold.local.stack import wait_healthy
 from tests.conftest import JARS_DIR, PROJECT_DIR
 from tests.docs.test_examples import Block, blocks
 from tests.embedded_stack import Stack, free_port
+from tests.install.checkout import copy_checkout, pip_shim, run, user_env
 
 # The README's blocks this test runs, in order: the install, the DAG file, the pool.
-MARK = "tests/install"
+MARK = "tests/install/test_wheel.py"
 DAGS = {
     "ackfold_reconcile", "ackfold_replay", "ackfold_manual_replay", "ackfold_quality",
     "ackfold_maintenance", "ackfold_smoke",
@@ -64,54 +65,21 @@ def readme_blocks() -> tuple[Block, Block, Block]:
     return install, dag_file, pool
 
 
-def _run(argv: list[str], env: dict[str, str], cwd: Path, timeout: float = 900) -> str:
-    done = subprocess.run(
-        argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, check=False
-    )
-    assert done.returncode == 0, (
-        f"{' '.join(argv)[:300]} exited {done.returncode}:\n--- stdout\n"
-        f"{done.stdout[-3000:]}\n--- stderr\n{done.stderr[-3000:]}"
-    )
-    return done.stdout
-
-
-def _copy_checkout(to: Path) -> None:
-    """The repository's tracked files as they are now, as a fresh clone has them."""
-    listed = _run(["git", "ls-files", "-z"], dict(os.environ), PROJECT_DIR).split("\0")
-    for name in filter(None, listed):
-        source = PROJECT_DIR / name
-        if source.is_file():
-            (to / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(source, to / name)
-
-
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
     """A fresh virtualenv with ackfold installed by the README's lines, and the
     environment a user's shell has there: its `bin` first, nothing of the checkout's."""
     root = tmp_path_factory.mktemp("install")
     checkout, venv = root / "checkout", root / "venv"
-    _copy_checkout(checkout)
+    copy_checkout(checkout)
     system_python = shutil.which("python3.11") or sys.executable
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("AIRFLOW", "ACKFOLD_", "PYTHON", "PYTEST", "VIRTUAL_ENV"))
-    }
-    _run([system_python, "-m", "venv", str(venv)], env, root)
-    # `pip install` runs as uv's pip, with the same arguments: the packages come from uv's
-    # cache that `make test` filled, not downloaded again by pip on every run.
-    shims = root / "shims"
-    shims.mkdir()
-    uv = Path(sys.executable).parent / "uv"
-    (shims / "pip").write_text(
-        f'#!/bin/sh\nexec "{uv}" pip "$@" --python "{venv / "bin" / "python"}"\n'
-    )
-    (shims / "pip").chmod(0o755)
+    env = user_env()
+    run([system_python, "-m", "venv", str(venv)], env, root)
+    shims = pip_shim(root / "shims", venv)
     env["PATH"] = f"{venv / 'bin'}{os.pathsep}{shims}{os.pathsep}{env['PATH']}"
     env["VIRTUAL_ENV"] = str(venv)
     install, _, _ = readme_blocks()
-    _run(["bash", "-euo", "pipefail", "-c", install.code], env, checkout)
+    run(["bash", "-euo", "pipefail", "-c", install.code], env, checkout)
     del env["VIRTUAL_ENV"]
     env["PATH"] = f"{venv / 'bin'}{os.pathsep}{env['PATH'].split(os.pathsep, 2)[2]}"
     return venv, env
@@ -158,7 +126,7 @@ def airflow(
         stack = Stack(url, var, "", process, log_path)  # type: ignore[arg-type]
         try:
             wait_healthy(f"{url}/api/v2/monitor/health", START_WAIT, lambda: process.poll() is None)
-            _run(["bash", "-euo", "pipefail", "-c", pool.code], env, home)
+            run(["bash", "-euo", "pipefail", "-c", pool.code], env, home)
             yield stack, env
         finally:
             if process.poll() is None:
@@ -174,7 +142,7 @@ def test_nothing_of_the_checkout_is_on_the_installed_path(
     installed: tuple[Path, dict[str, str]],
 ) -> None:
     venv, env = installed
-    found = json.loads(_run([str(venv / "bin" / "python"), "-c", ENTRY_POINTS], env, venv))
+    found = json.loads(run([str(venv / "bin" / "python"), "-c", ENTRY_POINTS], env, venv))
     assert not [p for p in found["path"] if str(PROJECT_DIR) in p], found["path"]
     site = venv / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}"
     # The Spark engine's job is the packaged entry point, in the virtualenv's site-packages.
@@ -185,10 +153,10 @@ def test_nothing_of_the_checkout_is_on_the_installed_path(
         "ACKFOLD_VAR_DIR": str(venv / "var"),
         "ACKFOLD_JARS_DIR": str(JARS_DIR),
     }
-    found = json.loads(_run([str(venv / "bin" / "python"), "-c", ENTRY_POINTS], env_spark, venv))
+    found = json.loads(run([str(venv / "bin" / "python"), "-c", ENTRY_POINTS], env_spark, venv))
     assert Path(found["application"]).is_file()
     assert Path(found["application"]).is_relative_to(site / "site-packages" / "ackfold")
-    printed = _run([str(venv / "bin" / "ackfold"), "spark-app", "reconcile.py"], env, venv)
+    printed = run([str(venv / "bin" / "ackfold"), "spark-app", "reconcile.py"], env, venv)
     assert Path(printed.strip()) == Path(found["application"])
 
 
@@ -207,9 +175,9 @@ def test_every_ackfold_dag_loads_and_the_provider_is_listed(
     assert loaded == DAGS, "the DAG file declares every ackfold DAG and nothing else"
     status, errors = stack.call("GET", "/api/v2/importErrors", token=token)
     assert (status, errors["total_entries"]) == (200, 0), errors
-    listed = _run(["airflow", "providers", "list", "--output", "json"], env, stack.var)
+    listed = run(["airflow", "providers", "list", "--output", "json"], env, stack.var)
     (ours,) = [p for p in json.loads(listed) if p["package_name"] == "ackfold"]
-    assert ours["version"] == _run(["ackfold", "--version"], env, stack.var).split()[-1]
+    assert ours["version"] == run(["ackfold", "--version"], env, stack.var).split()[-1]
 
 
 def test_the_reliability_ui_answers_after_login_only(airflow: tuple[Stack, dict[str, str]]) -> None:
@@ -226,11 +194,11 @@ def test_the_reliability_ui_answers_after_login_only(airflow: tuple[Stack, dict[
 
 def test_a_reconcile_run_folds_what_a_producer_wrote(airflow: tuple[Stack, dict[str, str]]) -> None:
     stack, env = airflow
-    _run(["python", "-c", PRODUCER], env, stack.var)
-    run = stack.run_dag("ackfold_reconcile", stack.token(), RUN_WAIT)
-    assert run["state"] == "success", stack.log.read_text()[-3000:]
+    run(["python", "-c", PRODUCER], env, stack.var)
+    dag_run = stack.run_dag("ackfold_reconcile", stack.token(), RUN_WAIT)
+    assert dag_run["state"] == "success", stack.log.read_text()[-3000:]
     for status, reason in (("failed", "no quantity"), ("completed", None)):
-        listed = _run(
+        listed = run(
             ["ackfold", "roots", "--app", "webhooks", "--status", status, "--json"], env, stack.var
         )
         (root,) = json.loads(listed)

@@ -11,8 +11,8 @@ acker, in batch), then re-classifies the roots still in flight: each root become
 `pending`.
 
 - **Runs** on `airflow.reconcile_schedule` (default every 5 minutes), and after every
-  successful run of an app's DAG (`ackfold_app_<app>`), one run at a time; it is unpaused
-  from the start. Trigger it by hand any time: a run only reads what is new.
+  successful run of an app's DAG (`ackfold_app_<app>`), one run at a time, once it is
+  unpaused. Trigger it by hand any time: a run only reads what is new.
 - **Reads** `ack_events` (a Delta stream with a checkpoint under
   `<warehouse>/_checkpoints/reconcile`), `roots`, `unmatched_events`, `root_state`.
 - **Writes** `root_state` (the `ackfold_root_state` asset: each successful run triggers

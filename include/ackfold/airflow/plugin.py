@@ -46,7 +46,7 @@ def _view(name: str, path: str, route: str) -> dict[str, str]:
 
 
 class AckfoldUiPlugin(AirflowPlugin):
-    name = "ackfold_ui"
+    name = "ackfold_ui"  # ackfold.airflow.provider.PLUGIN
     fastapi_apps: list[Any] = [  # noqa: RUF012 (AirflowPlugin's own declaration)
         {"app": _app, "url_prefix": PREFIX, "name": "ackfold reliability"}
     ]

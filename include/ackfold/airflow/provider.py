@@ -1,5 +1,7 @@
 """What Airflow's providers manager shows of ackfold (`airflow providers list`, the UI's
-*Providers* page): the `apache_airflow_provider` entry point of the package."""
+*Providers* page, whose documentation link is the package's `Documentation` Project-URL):
+the `apache_airflow_provider` entry point of the package. `airflow providers
+notifications` lists its notifier, `airflow plugins` its plugin."""
 
 from __future__ import annotations
 
@@ -7,6 +9,7 @@ from importlib.metadata import version
 from typing import Any
 
 PACKAGE = "ackfold"
+PLUGIN = "ackfold_ui"
 
 
 def get_provider_info() -> dict[str, Any]:
@@ -18,4 +21,7 @@ def get_provider_info() -> dict[str, Any]:
         "ack ledger in Delta, folded, replayed and checked by Airflow DAGs.",
         "versions": [version(PACKAGE)],
         "notifications": ["ackfold.alerts.notifiers.WebhookNotifier"],
+        # Also registered through the `airflow.plugins` entry point: Airflow keeps one
+        # plugin per name.
+        "plugins": [{"name": PLUGIN, "plugin-class": "ackfold.airflow.plugin.AckfoldUiPlugin"}],
     }

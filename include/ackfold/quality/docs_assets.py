@@ -34,7 +34,12 @@ from pathlib import Path
 from typing import Final
 
 MANIFEST: Final = "manifest.json"
-FIX: Final = "run `make setup` (or `python -m ackfold.quality.docs_assets DIR`)"
+# Said to a wheel's user as well as to a checkout's, where `make setup` runs the same.
+FIX: Final = (
+    "run `python -m ackfold.quality.docs_assets` on this host (it needs npm; in a "
+    "checkout, `make setup` does it), or point quality.assets_dir at assets fetched "
+    "elsewhere"
+)
 
 
 @dataclass(frozen=True)
