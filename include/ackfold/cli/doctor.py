@@ -56,6 +56,9 @@ def _doctor(settings: Settings, args: argparse.Namespace) -> int:
         emit(f"deltalake: {deltalake.__version__}")
     except ImportError:
         problems.append("this Python cannot import deltalake: install deltalake==1.6.6")
+    mixed = mixed_pyspark()
+    if mixed:
+        problems.append(mixed)
     if kind == "s3":
         if args.no_probe:
             notes.append("conditional writes not probed (--no-probe)")
@@ -99,3 +102,22 @@ def _doctor(settings: Settings, args: argparse.Namespace) -> int:
         return 1
     emit("safe: one commit protocol per table, every writer at once")
     return 0
+
+
+def mixed_pyspark() -> str | None:
+    """What is wrong when pyspark and pyspark-client (which Airflow's Spark provider pulls)
+    are both installed at different versions: they share the `pyspark` folder, which then
+    holds files of both."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        full, client = version("pyspark"), version("pyspark-client")
+    except PackageNotFoundError:
+        return None
+    if full == client:
+        return None
+    return (
+        f"pyspark {full} and pyspark-client {client} share the pyspark folder, which now "
+        f"mixes both: install one version of each (pip install pyspark=={full} "
+        f"pyspark-client=={full}), or the `airflow-spark` extra with Airflow's constraints"
+    )
