@@ -1,42 +1,39 @@
 """Write the pins that matter to ackfold from one Airflow release's constraints into
 `tests/install/airflow/<minor>.txt`, which `tests/install/test_airflow_matrix.py` installs
-that Airflow and ackfold with. Only those pins: the versions of ackfold's own dependencies
-(and of Airflow's providers ackfold uses) that a team installing with the release's
-constraints gets; not the 700 lines of the whole file.
+that Airflow and ackfold with. Only those pins: the versions of the packages ackfold can pull
+(its dependency closure with every extra, and the providers its DAGs use) that a team
+installing with the release's constraints gets; not the 700 lines of the whole file.
 
     python scripts/airflow_pins.py 3.1.8 --released 2026-03-11T19:27:55Z
     python scripts/airflow_pins.py 3.0.6 --released 2025-08-29T15:56:11Z \\
         --constraints constraints-3.11.txt --source "the v3-0-test branch's constraints-3.11.txt"
 
-With `--constraints`, the pins come from Airflow's own constraints file for Python 3.11
-(`https://raw.githubusercontent.com/apache/airflow/constraints-<version>/constraints-3.11.txt`),
-downloaded by hand. Without it, from the release's resolved set: uv resolves
+The pins come from the release's resolved set: uv resolves
 `apache-airflow==<version>` with the standard and SMTP providers for Python 3.11 as of a
 day after the release's upload (`--exclude-newer`; Airflow publishes a release's
 providers and constraints that day), the nearest stand-in where the file is not
-reachable. The header says which; the test installs the team's Airflow as of that day.
+reachable. With `--constraints` (Airflow's own constraints file for Python 3.11,
+`https://raw.githubusercontent.com/apache/airflow/constraints-<version>/constraints-3.11.txt`,
+downloaded by hand), the pins of ackfold's own dependencies and of the providers come from
+it. The header says which; the test installs the team's Airflow as of that day.
 """
 
 from __future__ import annotations
 
 import argparse
 import re
-from datetime import datetime, timedelta
 import subprocess
 import sys
 import tempfile
+from datetime import datetime, timedelta
 from pathlib import Path
 
 PROJECT_DIR = Path(__file__).resolve().parents[1]
 OUT_DIR = PROJECT_DIR / "tests" / "install" / "airflow"
-# ackfold's dependencies (every extra), and what they pull that a constraints file pins.
-MATTERS = (
+# Beyond ackfold's dependency closure (below), the providers ackfold's DAGs use.
+PROVIDERS = (
     "apache-airflow-providers-standard", "apache-airflow-providers-smtp",
-    "apache-airflow-providers-apache-spark", "deltalake", "duckdb", "pyarrow", "numpy",
-    "pandas", "pydantic", "pydantic-core", "pydantic-settings", "pyyaml", "xxhash", "boto3",
-    "botocore", "confluent-kafka", "great-expectations", "opentelemetry-api",
-    "opentelemetry-sdk", "opentelemetry-exporter-otlp-proto-http",
-    "opentelemetry-exporter-otlp-proto-grpc", "pyspark", "pyspark-client", "delta-spark",
+    "apache-airflow-providers-apache-spark",
 )  # fmt: skip
 _PIN = re.compile(r"^([A-Za-z0-9_.-]+)==([^\s;#]+)")
 
@@ -45,12 +42,39 @@ def normalize(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-def pins_of(text: str) -> dict[str, str]:
+def uv() -> str:
+    return str(Path(sys.executable).parent / "uv")
+
+
+def closure() -> set[str]:
+    """Every package ackfold can pull, with every extra: what a constraints file may pin
+    that matters to ackfold's install (a pin of anything else never meets it)."""
+    compiled = subprocess.run(
+        [uv(), "pip", "compile", "-q", "--python-version", "3.11", "--no-header",
+         "--all-extras", str(PROJECT_DIR / "pyproject.toml")],
+        check=True, capture_output=True, text=True,
+    ).stdout  # fmt: skip
+    return {normalize(m.group(1)) for m in map(_PIN.match, compiled.splitlines()) if m}
+
+
+def direct_dependencies() -> set[str]:
+    """The names ackfold's pyproject.toml requires, with every extra."""
+    import tomllib
+
+    project = tomllib.loads((PROJECT_DIR / "pyproject.toml").read_text())["project"]
+    wanted = list(project["dependencies"])
+    for extra in project["optional-dependencies"].values():
+        wanted.extend(extra)
+    names = {normalize(re.split(r"[\s\[<>=!~;]", w, maxsplit=1)[0]) for w in wanted}
+    return names - {"ackfold"}
+
+
+def pins_of(text: str, matters: set[str]) -> dict[str, str]:
     """The `name==version` lines of a constraints or requirements text that matter."""
     found = {}
     for line in text.splitlines():
         match = _PIN.match(line.strip())
-        if match and normalize(match.group(1)) in MATTERS:
+        if match and normalize(match.group(1)) in matters:
             found[normalize(match.group(1))] = match.group(2)
     return found
 
@@ -63,7 +87,6 @@ def as_of(released: str) -> str:
 
 def resolved(version: str, cutoff: str) -> str:
     """The release's resolved set, as uv resolves it for Python 3.11 at `cutoff`."""
-    uv = Path(sys.executable).parent / "uv"
     with tempfile.TemporaryDirectory() as work:
         wanted = Path(work) / "in.txt"
         wanted.write_text(
@@ -72,7 +95,7 @@ def resolved(version: str, cutoff: str) -> str:
         )
         out = Path(work) / "out.txt"
         subprocess.run(
-            [str(uv), "pip", "compile", "-q", "--python-version", "3.11", "--no-header",
+            [uv(), "pip", "compile", "-q", "--python-version", "3.11", "--no-header",
              "--exclude-newer", cutoff, str(wanted), "-o", str(out)],
             check=True,
         )  # fmt: skip
@@ -86,16 +109,27 @@ def main() -> None:
     parser.add_argument("--constraints", type=Path, help="Airflow's constraints-3.11.txt")
     parser.add_argument("--source", help="where that constraints file came from")
     args = parser.parse_args()
+    matters = (closure() | set(PROVIDERS)) - {"apache-airflow"}
+    cutoff = as_of(args.released)
+    pins = pins_of(resolved(args.version, cutoff), matters)
+    source = (
+        "the release's resolved set: uv, "
+        f"apache-airflow=={args.version} with the standard and SMTP providers, Python "
+        f"3.11, --exclude-newer {cutoff}"
+    )
     if args.constraints:
-        pins = pins_of(args.constraints.read_text())
-        source = f"Airflow's constraints: {args.source or args.constraints.name}"
-    else:
-        pins = pins_of(resolved(args.version, as_of(args.released)))
-        source = (
-            "the release's resolved set (its constraints file was not reachable): uv, "
-            f"apache-airflow=={args.version} with the standard and SMTP providers, Python "
-            f"3.11, --exclude-newer {as_of(args.released)}"
+        # Airflow's file pins ackfold's own dependencies that Airflow itself does not pull
+        # (its file pins every provider's): those are the pins a team's install meets.
+        # What the release itself pulls keeps the resolved set's pin.
+        direct = direct_dependencies() | set(PROVIDERS)
+        for name, pin in pins_of(args.constraints.read_text(), direct).items():
+            pins.setdefault(name, pin)
+        source += (
+            f"; ackfold's own dependencies and the providers as Airflow's constraints pin "
+            f"them ({args.source or args.constraints.name})"
         )
+    else:
+        source += " (its constraints file was not reachable)"
     minor = ".".join(args.version.split(".")[:2])
     lines = [
         f"# The pins of Airflow {args.version}'s constraints that matter to ackfold (Python 3.11).",

@@ -81,7 +81,7 @@ print(json.dumps({
     "plugins": plugins,
     "from_plugins_folder": from_folder,
     "provider": ours.version if ours else None,
-    "notifiers": [n.notification_class_name for n in providers.notification],
+    "notifiers": [getattr(n, "notification_class_name", n) for n in providers.notification],
     "without_warehouse": unset,
 }))
 """
@@ -133,7 +133,11 @@ def documented_lines() -> tuple[str, str]:
 def extras_table() -> dict[str, dict[str, str]]:
     """The deploy page's table of what resolves: extras -> minor -> the cell's text."""
     lines = DEPLOY.read_text().split("<!-- extras by Airflow minor -->", 1)[1].splitlines()
-    rows = [line for line in lines[1:] if line.startswith("|")]
+    rows = []
+    for line in lines[1:]:
+        if not line.startswith("|"):
+            break
+        rows.append(line)
     header = [cell.strip() for cell in rows[0].strip("|").split("|")]
     table = {}
     for row in rows[2:]:

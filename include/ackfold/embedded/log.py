@@ -125,10 +125,13 @@ def _from_log(
 
 def arrow_table(data: Any) -> Any:
     """A `pyarrow.Table` of what delta-rs returns (an Arrow stream, such as arro3's
-    tables). Not `pyarrow.table(...)`, which imports pandas first, a second of a short
-    command's start."""
+    tables; a record batch, as deltalake before 1.1 returns add actions). Not
+    `pyarrow.table(...)`, which imports pandas first, a second of a short command's
+    start."""
     import pyarrow as pa
 
+    if not hasattr(data, "__arrow_c_stream__") and hasattr(data, "__arrow_c_array__"):
+        return pa.Table.from_batches([pa.record_batch(data)])
     return pa.RecordBatchReader.from_stream(data).read_all()
 
 
