@@ -46,9 +46,9 @@ def test_deployed_files_are_thin_and_call_the_package() -> None:
 
 def test_the_plugins_folder_holds_the_entry_points_plugin() -> None:
     # The same class, so that Airflow, which keeps one plugin per name, registers it once.
-    entry = tomllib.loads((PROJECT_DIR / "pyproject.toml").read_text())["project"][
-        "entry-points"
-    ]["airflow.plugins"]["ackfold_ui"]
+    entry = tomllib.loads((PROJECT_DIR / "pyproject.toml").read_text())["project"]["entry-points"][
+        "airflow.plugins"
+    ]["ackfold_ui"]
     module, name = entry.split(":")
     source = (PROJECT_DIR / "plugins" / "ackfold_ui.py").read_text()
     assert f"from {module} import {name}" in source
