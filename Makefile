@@ -14,7 +14,7 @@ export ACKFOLD_VAR_DIR ?= $(CURDIR)/var
 TEST_WORKERS ?= 4
 
 .PHONY: run test lint format setup install jars schemas docs-assets browser test-unit test-spark connect \
-        test-airflow test-sqs test-kafka test-e2e test-browser test-cluster test-connect test-pythons test-bench test-docs docs sqs s3 kafka cluster demo bench bench-reconcile bench-replay \
+        test-airflow test-sqs test-kafka test-e2e test-browser test-cluster test-connect test-pythons test-bench test-docs test-install docs sqs s3 kafka cluster demo bench bench-reconcile bench-replay \
         bench-wordcount bench-ui bench-quality bench-kafka bench-connect lock clean
 
 ## run: install what is missing, then start the embedded stack (Ctrl-C stops it)
@@ -134,6 +134,10 @@ test-bench: setup
 ## test-docs: every code block of the README and docs/ (the stack's run against `make run`), and the strict site build
 test-docs: setup browser
 	$(BIN)/pytest -m docs
+
+## test-install: the wheel in a fresh virtualenv, in each supported Airflow minor, and on both ends of its dependencies
+test-install: setup
+	$(BIN)/pytest -m install
 
 ## docs: build the docs site into site/ (strict: a broken link, anchor or API reference fails it)
 docs: install

@@ -50,10 +50,17 @@ class Listener:
     nothing must reach."""
 
     def __init__(self) -> None:
-        self.requests: list[dict[str, Any]] = []
+        self.requests: list[dict[str, Any]] = []  # the POSTs: the runs it was asked for
+        self.reads: list[str] = []  # the GETs' paths (the trigger asks whether it is paused)
         listener = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                listener.reads.append(self.path)
+                self.send_response(404)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 listener.requests.append(
@@ -70,7 +77,7 @@ class Listener:
                 self.end_headers()
                 self.wfile.write(answer)
 
-            do_GET = do_PUT = do_DELETE = do_POST
+            do_PUT = do_DELETE = do_POST
 
             def log_message(self, format: str, *args: Any) -> None:
                 pass
@@ -100,6 +107,8 @@ class FakeAirflow:
     runs: dict[str, dict[str, Any]] = field(default_factory=dict)
     summaries: dict[str, dict[str, Any]] = field(default_factory=dict)
     gets: list[dict[str, Any]] = field(default_factory=list)
+    # The manual replay DAG's pause flag (`GET /api/v2/dags/ackfold_manual_replay`).
+    paused: bool = False
 
     def handle(self, request: httpx.Request) -> httpx.Response:
         if request.method == "GET":
@@ -124,6 +133,10 @@ class FakeAirflow:
     def get(self, request: httpx.Request) -> httpx.Response:
         path = request.url.path
         self.gets.append({"path": path, "auth": request.headers.get("authorization")})
+        if path == "/api/v2/dags/ackfold_manual_replay":
+            return httpx.Response(
+                200, json={"dag_id": "ackfold_manual_replay", "is_paused": self.paused}
+            )
         prefix = "/api/v2/dags/ackfold_manual_replay/dagRuns/"
         run_id, _, rest = path.removeprefix(prefix).partition("/")
         if not path.startswith(prefix) or run_id not in self.runs:

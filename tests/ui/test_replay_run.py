@@ -116,3 +116,27 @@ def test_a_roots_page_says_how_its_replays_ended(client: TestClient, sample: Sam
     assert f'href="/roots/{format_id(sample.retry)}"' in first
     # A root never replayed has no outcome line: its status says it all.
     assert 'id="root-outcome"' not in client.get(f"/roots/{sample.completed}").text
+
+
+def test_a_hand_replay_of_a_paused_dag_says_it_waits_for_an_unpause(
+    client: TestClient, sample: Sample, airflow: FakeAirflow
+) -> None:
+    # A deployment whose DAGs are paused at creation: the run is queued, and stays so.
+    airflow.paused = True
+    try:
+        page = client.post(
+            "/replay/confirm",
+            data={"csrf_token": csrf(client), "root_id": str(sample.dead)},
+            headers=SAME_ORIGIN,
+        )
+        assert page.status_code == 200, page.text
+        assert state_of(page.text) == "queued"
+        assert "is paused" in text_of(page.text)
+        run_id = re.search(r'data-run-id="([^"]+)"', page.text)
+        assert run_id is not None
+        assert client.get(f"/api/replay/runs/{run_id.group(1)}").json()["paused"] is True
+        airflow.paused = False
+        assert client.get(f"/api/replay/runs/{run_id.group(1)}").json()["paused"] is False
+        assert "is paused" not in text_of(client.get(f"/replay/runs/{run_id.group(1)}").text)
+    finally:
+        airflow.paused = False

@@ -37,7 +37,9 @@ def test_without_base_url_the_call_goes_to_the_api_servers_own_loopback_address(
         with make_client(settings, None, loopback_url=airflow.url) as client:
             status, text = _probe(client, sample, elsewhere.netloc)
         assert status == 200, text
-        assert elsewhere.requests == [], "the request's Host must never be called"
+        assert elsewhere.requests == elsewhere.reads == [], (
+            "the request's Host must never be called"
+        )
         [call] = airflow.requests
         assert call["path"] == "/api/v2/dags/ackfold_manual_replay/dagRuns"
         assert call["auth"] == "Bearer jwt-ann"
@@ -54,6 +56,7 @@ def test_base_url_wins_over_the_loopback_address(sample: Sample) -> None:
             status, text = _probe(client, sample, elsewhere.netloc)
         assert status == 200, text
         assert (len(airflow.requests), loopback.requests, elsewhere.requests) == (1, [], [])
+        assert loopback.reads == elsewhere.reads == []
         assert f'href="{airflow.url}/dags/ackfold_manual_replay/runs/manual__real"' in text
 
 
@@ -70,7 +73,7 @@ def test_with_no_known_address_the_replay_is_refused_naming_the_setting(sample: 
         assert "[api] base_url (AIRFLOW__API__BASE_URL)" in text
         assert api.status_code == 503
         assert "[api] base_url" in api.json()["detail"]
-        assert elsewhere.requests == []
+        assert elsewhere.requests == elsewhere.reads == []
 
 
 def test_airflows_refusal_is_quoted_on_one_line_and_cut(

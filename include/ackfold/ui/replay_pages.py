@@ -109,6 +109,7 @@ def router(ctx: UiContext) -> APIRouter:
             url=run.url,
             root_ids=tuple(format_id(r) for r in chosen.root_ids),
             dry_run=dry_run,
+            paused=run.paused,
         )
         return run_page(request, who, status)
 

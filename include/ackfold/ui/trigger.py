@@ -87,6 +87,7 @@ class TriggeredRun:
     run_id: str
     state: str | None
     url: str  # the run in Airflow's UI
+    paused: bool = False  # the DAG is paused: the run waits until someone unpauses it
 
 
 async def trigger_manual_replay(
@@ -106,18 +107,34 @@ async def trigger_manual_replay(
             response = await client.post(
                 url, json=body, headers={"Authorization": f"Bearer {token}"}
             )
+            if response.status_code not in (200, 201):
+                raise TriggerError(response.status_code, _detail(response))
+            paused = await _paused(client, base, token)
     except httpx.HTTPError as exc:
         fix = "is [api] base_url right?" if api.base_url else "set [api] base_url"
         raise TriggerError(502, f"cannot reach Airflow's API at {base}: {exc} ({fix})") from None
-    if response.status_code not in (200, 201):
-        raise TriggerError(response.status_code, _detail(response))
     run = response.json()
     run_id = str(run["dag_run_id"])
     return TriggeredRun(
         run_id=run_id,
         state=run.get("state"),
         url=api.link(f"/dags/{MANUAL_REPLAY_DAG_ID}/runs/{quote(run_id, safe='')}"),
+        paused=paused,
     )
+
+
+async def _paused(client: httpx.AsyncClient, base: str, token: str) -> bool:
+    """Whether the manual replay DAG is paused (a deployment whose DAGs are paused at
+    creation): its runs then stay queued. False if Airflow does not say."""
+    response = await client.get(
+        f"{base}/api/v2/dags/{MANUAL_REPLAY_DAG_ID}", headers={"Authorization": f"Bearer {token}"}
+    )
+    if response.status_code != 200:
+        return False
+    try:
+        return response.json().get("is_paused") is True
+    except (ValueError, AttributeError):
+        return False
 
 
 def _detail(response: httpx.Response) -> str:
@@ -143,6 +160,7 @@ class RunStatus:
     root_ids: tuple[str, ...] = ()
     dry_run: bool | None = None
     summary: dict[str, Any] | None = None
+    paused: bool = False
 
     @property
     def finished(self) -> bool:
@@ -157,6 +175,7 @@ class RunStatus:
             "root_ids": list(self.root_ids),
             "dry_run": self.dry_run,
             "summary": self.summary,
+            "paused": self.paused,
         }
 
 
@@ -178,6 +197,7 @@ async def run_status(
                 raise TriggerError(response.status_code, _detail(response))
             run = response.json()
             state = str(run.get("state") or "queued")
+            paused = state == "queued" and await _paused(client, base, token)
             summary = None
             if state == "success":
                 xcom = await client.get(
@@ -200,6 +220,7 @@ async def run_status(
         root_ids=tuple(str(i) for i in ids),
         dry_run=dry_run if isinstance(dry_run, bool) else None,
         summary=summary,
+        paused=paused,
     )
 
 
