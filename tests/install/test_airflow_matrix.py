@@ -229,11 +229,19 @@ def test_ackfold_installs_into_the_teams_airflow_and_reconciles_there(
     # A reconcile through Airflow's own test command, on what a producer wrote.
     run(["airflow", "db", "migrate"], deployment, work)
     run([python, "-c", PRODUCER], deployment, work)
-    run(["airflow", "tasks", "test", "ackfold_reconcile", "reconcile"], deployment, work)
+    # Its exit status says little (3.0 exits 0 when the task fails): the roots tell.
+    tested = subprocess.run(
+        ["airflow", "tasks", "test", "ackfold_reconcile", "reconcile"],
+        cwd=work, env=deployment, capture_output=True, text=True, timeout=900, check=False,
+    )  # fmt: skip
+    log = f"airflow tasks test:\n{tested.stdout[-3000:]}\n{tested.stderr[-3000:]}"
     for status, reason in (("failed", "no quantity"), ("completed", None)):
-        listed = run(["ackfold", "roots", "--app", "webhooks", "--status", status, "--json"],
-                     deployment, work)  # fmt: skip
-        (root,) = json.loads(listed)
+        listed = subprocess.run(
+            ["ackfold", "roots", "--app", "webhooks", "--status", status, "--json"],
+            cwd=work, env=deployment, capture_output=True, text=True, timeout=300, check=False,
+        )  # fmt: skip
+        assert listed.returncode == 0, f"{listed.stderr[-500:]}\n{log}"
+        (root,) = json.loads(listed.stdout)
         assert root["fail_reason"] == reason
     # Its state went under the Airflow home, none into the directory it ran in.
     assert list((home / "ackfold" / "run").glob("ledger-*.lock"))
