@@ -226,8 +226,16 @@ def test_ackfold_installs_into_the_teams_airflow_and_reconciles_there(
     assert "ackfold.alerts.notifiers.WebhookNotifier" in seen["notifiers"]
     assert "ACKFOLD_WAREHOUSE" in (seen["without_warehouse"] or ""), seen["without_warehouse"]
 
-    # A reconcile through Airflow's own test command, on what a producer wrote.
+    # The deployment's database, and its DAG processor's work: the DAGs and the assets
+    # they update registered (a task whose outlet asset is unknown refuses to run), each
+    # paused as the deployment says (Airflow's default: paused).
     run(["airflow", "db", "migrate"], deployment, work)
+    run(["airflow", "dags", "reserialize"], deployment, work)
+    listed = run(["airflow", "dags", "list", "--output", "json"], deployment, work)
+    dags = json.loads(listed[listed.index("[") :])
+    paused = {dag["dag_id"]: str(dag["is_paused"]).lower() for dag in dags}
+    assert paused == dict.fromkeys(DAGS, "true"), paused
+    # A reconcile through Airflow's own test command, on what a producer wrote.
     run([python, "-c", PRODUCER], deployment, work)
     # Its exit status says little (3.0 exits 0 when the task fails): the roots tell.
     tested = subprocess.run(
