@@ -12,6 +12,19 @@ from pathlib import Path
 from tests.conftest import PROJECT_DIR
 
 UV = Path(sys.executable).parent / "uv"
+# A producer outside Spark, as the README's tour writes one: a completed root and a
+# failed one.
+PRODUCER = """
+from ackfold import LedgerWriter, Tracker, load_settings
+
+tracker = Tracker("webhooks")
+good = tracker.spout("evt-1", source="sqs", source_queue="webhooks", payload="{}")
+tracker.ack(good, stage="store")
+bad = tracker.spout("evt-2", source="sqs", source_queue="webhooks", payload="{}")
+tracker.fail(bad, stage="store", reason="no quantity")
+writer = LedgerWriter(load_settings().table_root)
+print(writer.append(tracker.drain_roots(), tracker.drain(), app_id="webhooks", version=1))
+"""
 
 
 def run(argv: list[str], env: dict[str, str], cwd: Path, timeout: float = 900) -> str:

@@ -37,7 +37,7 @@ import pytest
 
 from tests.conftest import PROJECT_DIR
 from tests.docs.test_examples import blocks
-from tests.install.checkout import UV, copy_checkout, pip_shim, run, user_env
+from tests.install.checkout import PRODUCER, UV, copy_checkout, pip_shim, run, user_env
 
 PINS_DIR = Path(__file__).parent / "airflow"
 DEPLOY = PROJECT_DIR / "docs" / "operations" / "deploy.md"
@@ -84,17 +84,6 @@ print(json.dumps({
     "notifiers": [getattr(n, "notification_class_name", n) for n in providers.notification],
     "without_warehouse": unset,
 }))
-"""
-PRODUCER = """
-from ackfold import LedgerWriter, Tracker, load_settings
-tracker = Tracker("webhooks")
-good = tracker.spout("evt-1", source="sqs", source_queue="webhooks", payload="{}")
-tracker.ack(good, stage="store")
-bad = tracker.spout("evt-2", source="sqs", source_queue="webhooks", payload="{}")
-tracker.fail(bad, stage="store", reason="no quantity")
-LedgerWriter(load_settings().table_root).append(
-    tracker.drain_roots(), tracker.drain(), app_id="webhooks", version=1
-)
 """
 
 

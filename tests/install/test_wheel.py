@@ -24,7 +24,7 @@ from ackfold.local.stack import wait_healthy
 from tests.conftest import JARS_DIR, PROJECT_DIR
 from tests.docs.test_examples import Block, blocks
 from tests.embedded_stack import Stack, free_port
-from tests.install.checkout import copy_checkout, pip_shim, run, user_env
+from tests.install.checkout import PRODUCER, copy_checkout, pip_shim, run, user_env
 
 # The README's blocks this test runs, in order: the install, the DAG file, the pool.
 MARK = "tests/install/test_wheel.py"
@@ -36,19 +36,6 @@ DAGS = {
 # check and to parse the DAG file.
 START_WAIT = 600
 RUN_WAIT = 600
-# A producer outside Spark, as the README's tour writes one: a completed root and a
-# failed one.
-PRODUCER = """
-from ackfold import LedgerWriter, Tracker, load_settings
-
-tracker = Tracker("webhooks")
-good = tracker.spout("evt-1", source="sqs", source_queue="webhooks", payload="{}")
-tracker.ack(good, stage="store")
-bad = tracker.spout("evt-2", source="sqs", source_queue="webhooks", payload="{}")
-tracker.fail(bad, stage="store", reason="no quantity")
-writer = LedgerWriter(load_settings().table_root)
-print(writer.append(tracker.drain_roots(), tracker.drain(), app_id="webhooks", version=1))
-"""
 # Where the packaged entry points are, from the installed package alone.
 ENTRY_POINTS = """
 import json, sys
