@@ -37,9 +37,13 @@ def webhook_url(conn_id: str) -> str:
     """The webhook URL of Airflow connection `conn_id`: its password, if that is a URL
     (Airflow masks it), else its host (a whole URL, or a host name with the connection's
     schema, port and `endpoint` extra)."""
-    from ackfold.airflow.compat import base_hook
+    from importlib import import_module
 
-    conn = base_hook().get_connection(conn_id)
+    # `airflow.sdk.BaseHook` since Airflow 3.1; 3.0 keeps it in `airflow.hooks.base`
+    # (ackfold.airflow.compat has the others, a layer above this one).
+    hook = getattr(import_module("airflow.sdk"), "BaseHook", None)
+    hook = hook or import_module("airflow.hooks.base").BaseHook
+    conn = hook.get_connection(conn_id)
     for candidate in (conn.password, conn.host):
         if candidate and candidate.strip().lower().startswith(("http://", "https://")):
             return str(candidate).strip()
