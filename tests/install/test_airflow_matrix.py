@@ -221,7 +221,8 @@ def test_ackfold_installs_into_the_teams_airflow_and_reconciles_there(
     run(["airflow", "db", "migrate"], deployment, work)
     run(["airflow", "dags", "reserialize"], deployment, work)
     listed = run(["airflow", "dags", "list", "--output", "json"], deployment, work)
-    dags = json.loads(listed[listed.index("[") :])
+    # One JSON line; Airflow's warnings (graphviz) may come before it on stdout.
+    dags = json.loads(next(line for line in listed.splitlines() if line.startswith("[{")))
     paused = {dag["dag_id"]: str(dag["is_paused"]).lower() for dag in dags}
     assert paused == dict.fromkeys(DAGS, "true"), paused
     # A reconcile through Airflow's own test command, on what a producer wrote.
