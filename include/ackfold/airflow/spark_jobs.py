@@ -70,8 +70,13 @@ def spark_job(
             op_args=[app, list(args or [])],
             **operator,
         )
-    from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
-
+    try:
+        from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+    except ImportError:
+        raise ImportError(
+            f"task {task_id!r} spark-submits {app}, which needs Airflow's Spark provider: "
+            "install ackfold[airflow-spark] (or set engine.kind: embedded)"
+        ) from None
     return SparkSubmitOperator(
         task_id=task_id, **spark_submit_kwargs(app, settings, args=args), **operator
     )
