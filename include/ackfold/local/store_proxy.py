@@ -1,0 +1,188 @@
+"""The process in front of a local object store's emulator (fake-gcs-server, Azurite): it
+starts the emulator as its child, on a port of its own, and passes every request through,
+with each mutating request (PUT, POST, DELETE, PATCH) run alone, from its body to the
+last byte of its answer, as `ackfold.local.s3_app` does for moto.
+
+Why the lock. A Delta commit is a create-if-absent of the next log file, and a store
+must let exactly one of two such creates win. Each emulator's create is atomic on its
+own (fake-gcs-server checks the generation and writes under one mutex; Azurite checks
+and inserts a blob with no `await` between). But Azurite's Copy Blob with
+`If-None-Match: *`, which Hadoop's ABFS driver makes a rename of (and so Delta Spark's
+`AzureLogStore` a commit of), checks the destination, then awaits, then inserts: another
+create can land in between and be overwritten. Run one at a time, every conditional
+request is atomic by construction, not by likelihood. Reads are not serialized.
+
+A `Rewrite` may answer a request itself (fake-gcs-server lacks GCS's XML API object PUT,
+which delta-rs uses: `ackfold.local.gcs`), or change its headers (`tests/stores` drops
+the precondition headers to play a store without conditional writes).
+
+Run by `ackfold.local.gcs.LocalGCS` and `ackfold.local.azurite.LocalAzure` as
+`python -m ackfold.local.store_proxy --kind gcs|azure --port N --root DIR --program P`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any, Final
+
+READY: Final = "ackfold-store-proxy listening"
+MUTATING: Final = frozenset({"PUT", "POST", "DELETE", "PATCH"})
+# Hop-by-hop headers, and the length, which the passed-through request gets afresh. Host
+# is kept: fake-gcs-server routes its XML API by it (its public host is this proxy's).
+_DROP: Final = frozenset({"connection", "keep-alive", "transfer-encoding", "content-length"})
+
+StartResponse = Callable[..., Any]
+Answer = tuple[str, list[tuple[str, str]], bytes]
+
+
+class Request:
+    """One request as the proxy sees it: method, raw path (still percent-encoded), query,
+    headers (lower-case names), whole body."""
+
+    def __init__(self, environ: dict[str, Any]) -> None:
+        from urllib.parse import quote
+
+        from werkzeug.wsgi import get_input_stream
+
+        self.method: str = environ["REQUEST_METHOD"]
+        raw = environ.get("RAW_URI") or environ.get("REQUEST_URI") or ""
+        self.path: str = raw.split("?", 1)[0] or quote(environ.get("PATH_INFO", ""))
+        self.query: str = environ.get("QUERY_STRING", "")
+        self.headers: dict[str, str] = {
+            k[5:].replace("_", "-").lower(): v for k, v in environ.items() if k.startswith("HTTP_")
+        }
+        if environ.get("CONTENT_TYPE"):
+            self.headers["content-type"] = environ["CONTENT_TYPE"]
+        self.body: bytes = bytes(get_input_stream(environ).read())
+
+    @property
+    def target(self) -> str:
+        return self.path + (f"?{self.query}" if self.query else "")
+
+
+# A hook that may answer a request itself (return an Answer) or change it in place (None).
+Rewrite = Callable[["StoreProxy", Request], Answer | None]
+
+
+class StoreProxy:
+    """WSGI app: every request passed to the emulator on `upstream_port`, mutating ones
+    one at a time; `rewrite` sees each request first."""
+
+    def __init__(self, upstream_port: int, rewrite: Rewrite | None = None) -> None:
+        self.upstream_port = upstream_port
+        self.rewrite = rewrite
+        self.lock = threading.Lock()
+
+    def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
+        request = Request(environ)
+        if request.method in MUTATING:
+            with self.lock:
+                status, headers, body = self._answer(request)
+        else:
+            status, headers, body = self._answer(request)
+        start_response(status, headers)
+        return [body]
+
+    def _answer(self, request: Request) -> Answer:
+        answered = self.rewrite(self, request) if self.rewrite else None
+        if answered is not None:
+            return answered
+        return self.forward(request.method, request.target, request.headers, request.body)
+
+    def forward(self, method: str, target: str, headers: dict[str, str], body: bytes) -> Answer:
+        """One request to the emulator: (status line, headers, whole body)."""
+        connection = http.client.HTTPConnection("127.0.0.1", self.upstream_port, timeout=120)
+        try:
+            sent = {k: v for k, v in headers.items() if k not in _DROP}
+            connection.request(method, target, body=body or None, headers=sent)
+            response = connection.getresponse()
+            answer = response.read()
+        finally:
+            connection.close()
+        kept = [(k, v) for k, v in response.getheaders() if k.lower() not in _DROP]
+        kept.append(("Content-Length", str(len(answer))))
+        return f"{response.status} {response.reason}", kept, answer
+
+
+def wait_for_port(proc: subprocess.Popen[bytes], port: int, what: str, timeout: float) -> None:
+    """Return once something accepts connections on 127.0.0.1:`port`; exit if `proc` dies."""
+    import socket
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise SystemExit(f"{what} exited with {proc.returncode}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
+                return
+        except OSError:
+            time.sleep(0.1)
+    raise SystemExit(f"{what} did not listen on port {port} within {timeout:g} s")
+
+
+def serve(app: StoreProxy, host: str, port: int, upstream: subprocess.Popen[bytes]) -> int:
+    """Serve `app` until SIGTERM or SIGINT, then stop the emulator `upstream`."""
+    from werkzeug.serving import make_server
+
+    try:
+        server = make_server(host, port, app, threaded=True)
+
+        def stop(signum: int, frame: Any) -> None:
+            threading.Thread(target=server.shutdown, daemon=True).start()
+
+        signal.signal(signal.SIGTERM, stop)
+        signal.signal(signal.SIGINT, stop)
+        print(f"{READY} on http://{host}:{port}", flush=True)
+        server.serve_forever()
+    finally:
+        upstream.terminate()  # Azurite saves its metadata on SIGTERM
+        try:
+            upstream.wait(20)
+        except subprocess.TimeoutExpired:
+            upstream.kill()
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m ackfold.local.store_proxy")
+    parser.add_argument("--kind", choices=("gcs", "azure"), required=True)
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--root", type=Path, required=True, help="where the emulator keeps data")
+    parser.add_argument("--program", required=True, help="the emulator's executable")
+    args = parser.parse_args(argv)
+    from ackfold.local.ports import free_port
+
+    upstream_port = free_port()
+    public = f"{args.host}:{args.port}"
+    args.root.mkdir(parents=True, exist_ok=True)
+    log = (args.root / f"{args.kind}-emulator.log").open("ab")
+    rewrite: Rewrite | None
+    if args.kind == "gcs":
+        from ackfold.local.gcs import emulator_command, xml_api
+
+        rewrite = xml_api
+    else:
+        from ackfold.local.azurite import emulator_command
+
+        rewrite = None
+    command = emulator_command(args.program, args.root, upstream_port, public)
+    upstream = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        wait_for_port(upstream, upstream_port, command[0], timeout=120)
+    except BaseException:
+        upstream.kill()
+        raise
+    return serve(StoreProxy(upstream_port, rewrite), args.host, args.port, upstream)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
