@@ -26,7 +26,7 @@ PROJECT_DIR = Path(__file__).resolve().parents[1]
 JARS_DIR = PROJECT_DIR / "var" / "jars"
 TIERS = (
     "spark", "airflow", "sqs", "kafka", "e2e", "browser", "cluster", "connect", "pythons",
-    "bench", "docs", "conformance", "s3", "install",
+    "bench", "docs", "conformance", "s3", "stores", "install",
 )  # fmt: skip
 # The xdist group of each tier that starts servers or a JVM: a group runs on one worker, in
 # order, and shares that worker's Spark session. Tests on the `make run` stack form the group
@@ -44,6 +44,7 @@ GROUPS = {
     "bench": "bench",
     "docs": "docs",
     "s3": "s3",
+    "stores": "stores",
     "install": "install",
 }
 STACK_GROUP = "stack"

@@ -55,10 +55,12 @@ def add_commands(command: AddCommand) -> None:
 
 
 def _setup(settings: Settings, args: argparse.Namespace) -> int:
-    from ackfold.spark.jars import setup
+    from ackfold.spark.jars import BASE_BUNDLES, setup, store_bundle
 
     assert settings.jars_dir is not None
-    setup(settings.jars_dir, args.bundle or None)
+    connector = store_bundle(settings.table_root)  # only the warehouse's store's
+    default = [*BASE_BUNDLES, *([connector.name] if connector else [])]
+    setup(settings.jars_dir, args.bundle or default)
     print(f"JVM artifacts ready in {settings.jars_dir}")
     return 0
 

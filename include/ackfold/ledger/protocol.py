@@ -129,9 +129,47 @@ def refuse_spark_commit(location: str, table: str, setting: str = "warehouse") -
         )
 
 
+# The log store that Delta Spark 4.4 commits with on each store (its DelegatingLogStore's
+# defaults), and whether that commit is a create-if-absent, atomic beside delta-rs's:
+# GCSLogStore creates the log file with ifGenerationMatch=0 (the GCS connector's create
+# without overwrite); AzureLogStore renames a temporary file without overwrite, which
+# ABFS makes a Copy Blob with If-None-Match: * (or a rename on a hierarchical namespace).
+# S3SingleDriverLogStore PUTs unconditionally: on S3 Spark commits only the derived tables,
+# one run at a time under the lease.
+SPARK_LOG_STORES: Final = {
+    "s3": ("S3SingleDriverLogStore", False),
+    "gcs": ("GCSLogStore", True),
+    "azure": ("AzureLogStore", True),
+}
+_LOG_STORE_PACKAGES: Final = ("io.delta.storage.", "org.apache.spark.sql.delta.storage.")
+
+
+def refuse_unsafe_log_store(warehouse: str, conf: Mapping[str, str]) -> None:
+    """Raise `SparkCommitRefused` if Spark settings `conf` give the warehouse's scheme a
+    Delta log store other than the one whose commits meet delta-rs's atomically (GCS,
+    ADLS): another (HDFSLogStore's rename, a DynamoDB log store) could let a Spark commit
+    and a delta-rs commit of one version both succeed."""
+    from urllib.parse import urlparse
+
+    kind = store_kind(warehouse)
+    if kind not in ("gcs", "azure"):
+        return
+    safe = SPARK_LOG_STORES[kind][0]
+    scheme = urlparse(warehouse).scheme.lower()
+    for setting in (f"spark.delta.logStore.{scheme}.impl", "spark.delta.logStore.class"):
+        chosen = (conf.get(setting) or "").strip()
+        if chosen and chosen not in {f"{package}{safe}" for package in _LOG_STORE_PACKAGES}:
+            raise SparkCommitRefused(
+                f"`{setting}` is {chosen}, but on a {kind} warehouse ({warehouse}) Delta "
+                f"Spark must commit with io.delta.storage.{safe}, whose create-if-absent "
+                f"meets delta-rs's atomically; another log store could lose a commit. "
+                f"Remove `{setting}` from spark.conf (ACKFOLD_SPARK__CONF)"
+            )
+
+
 _CHECKED: set[tuple[str, str, str]] = set()
 # What each store's create-if-absent is called, and the stores known to honour it.
-_CREATE_IF_ABSENT: Final = {
+CREATE_IF_ABSENT: Final = {
     "s3": "If-None-Match: *",
     "gcs": "ifGenerationMatch=0 (x-goog-if-generation-match: 0)",
     "azure": "If-None-Match: *",
@@ -150,7 +188,7 @@ def require_conditional_writes(location: str, options: Mapping[str, str] | None)
     create-if-absent precondition is refused; else `UnsafeStore`, naming the variable
     that points at that store."""
     kind = store_kind(location)
-    if kind not in _CREATE_IF_ABSENT:
+    if kind not in CREATE_IF_ABSENT:
         return
     options = dict(options or {})
     variable, endpoint = endpoint_of(location, options)
@@ -166,7 +204,7 @@ def require_conditional_writes(location: str, options: Mapping[str, str] | None)
         raise UnsafeStore(
             f"the {kind.upper() if kind != 'azure' else 'Azure'} store at {endpoint} "
             f"({variable}) did not refuse a second create of one object with "
-            f"{_CREATE_IF_ABSENT[kind]} ({answer}): two ledger commits of one version "
+            f"{CREATE_IF_ABSENT[kind]} ({answer}): two ledger commits of one version "
             f"could both succeed there, and one would be lost. Use a store that honours it "
             f"({_SAFE_STORES[kind]}), or keep the `warehouse` on a local file system"
         )

@@ -10,6 +10,9 @@ What reaches it:
   Azurite has no Data Lake (`dfs`) endpoint, so the hierarchical namespace and the DFS
   API are not what runs here (`docs/decisions/object-stores.md`).
 
+Azurite ignores a listing's `startFrom`, which delta-rs sends to list a table's log from
+its last version on: `blob_api` cuts the listing there.
+
 Azurite keeps its metadata in memory and saves it every 5 s and on SIGTERM (`stop`): a
 SIGKILL of it loses what it answered in the last 5 s, which Azure never does. Tests that
 restart the store stop it; they kill the S3 and GCS servers instead.
@@ -22,9 +25,13 @@ import hashlib
 import hmac
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from ackfold.local.emulated import EmulatedStore, LocalStoreError
+from ackfold.local.store_proxy import listed_after
+
+if TYPE_CHECKING:
+    from ackfold.local.store_proxy import Answer, Request, StoreProxy
 
 DEFAULT_PORT: Final = 9040
 DEFAULT_CONTAINER: Final = "ackfold"
@@ -45,6 +52,14 @@ def emulator_command(program: str, root: Path, port: int, public: str) -> list[s
         node, program, "--blobHost", "127.0.0.1", "--blobPort", str(port),
         "--location", str(root), "--disableTelemetry", "--skipApiVersionCheck", "--loose",
     ]  # fmt: skip
+
+
+def blob_api(proxy: StoreProxy, request: Request) -> Answer | None:
+    """A blob listing cut at its `startFrom` (Azurite ignores it); None for every other
+    request (passed through)."""
+    if request.method == "GET" and "comp=list" in request.query and "startFrom=" in request.query:
+        return listed_after(proxy, request, "startFrom", "Blob", "Name")
+    return None
 
 
 def shared_key(method: str, path: str, query: dict[str, str], headers: dict[str, str]) -> str:

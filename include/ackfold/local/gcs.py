@@ -7,7 +7,8 @@ create with `ifGenerationMatch=0` is atomic: it checks the generation and writes
 one mutex. delta-rs speaks GCS's XML API instead, whose object PUT (with
 `x-goog-if-generation-match: 0` for a create-if-absent, every Delta commit)
 fake-gcs-server answers 400: `xml_api` makes that PUT (and the XML copy) into the JSON
-API's upload with the same precondition, and answers as the XML API does.
+API's upload with the same precondition, and answers as the XML API does. It also cuts
+an XML listing at its `start-after`, which fake-gcs-server ignores.
 
 Clients find it through the variables of Rust's `object_store` (delta-rs's):
 `GOOGLE_SERVICE_ACCOUNT` names a service-account file whose `gcs_base_url` is this
@@ -23,6 +24,7 @@ from typing import TYPE_CHECKING, Final
 from urllib.parse import quote, unquote, urlencode
 
 from ackfold.local.emulated import EmulatedStore, LocalStoreError
+from ackfold.local.store_proxy import listed_after
 
 if TYPE_CHECKING:
     from ackfold.local.store_proxy import Answer, Request, StoreProxy
@@ -46,8 +48,12 @@ def emulator_command(program: str, root: Path, port: int, public: str) -> list[s
 
 def xml_api(proxy: StoreProxy, request: Request) -> Answer | None:
     """An XML API object PUT (or copy) made into a JSON API upload with the same
-    precondition; None for every other request (passed through)."""
+    precondition, and an XML listing cut at its `start-after`; None for every other
+    request (passed through)."""
     bucket, _, name = unquote(request.path).lstrip("/").partition("/")
+    if request.method == "GET" and not name and "start-after=" in request.query:
+        # fake-gcs-server ignores it (ListObjectsV2's start after this key)
+        return listed_after(proxy, request, "start-after", "Contents", "Key")
     if (
         request.method != "PUT"
         or not name

@@ -12,9 +12,10 @@ and inserts a blob with no `await` between). But Azurite's Copy Blob with
 create can land in between and be overwritten. Run one at a time, every conditional
 request is atomic by construction, not by likelihood. Reads are not serialized.
 
-A `Rewrite` may answer a request itself (fake-gcs-server lacks GCS's XML API object PUT,
-which delta-rs uses: `ackfold.local.gcs`), or change its headers (`tests/stores` drops
-the precondition headers to play a store without conditional writes).
+A `Rewrite` may answer a request itself, where the emulator lacks what delta-rs uses
+(fake-gcs-server: GCS's XML API object PUT, `ackfold.local.gcs`; both: a listing that
+starts after a key, `listed_after`), or change its headers (`tests/stores` drops the
+precondition headers to play a store without conditional writes).
 
 Run by `ackfold.local.gcs.LocalGCS` and `ackfold.local.azurite.LocalAzure` as
 `python -m ackfold.local.store_proxy --kind gcs|azure --port N --root DIR --program P`.
@@ -108,8 +109,38 @@ class StoreProxy:
         finally:
             connection.close()
         kept = [(k, v) for k, v in response.getheaders() if k.lower() not in _DROP]
-        kept.append(("Content-Length", str(len(answer))))
+        # A HEAD's length is the object's (its body is empty): keep the emulator's.
+        length = response.getheader("Content-Length") if method == "HEAD" else None
+        kept.append(("Content-Length", length or str(len(answer))))
         return f"{response.status} {response.reason}", kept, answer
+
+
+def listed_after(
+    proxy: StoreProxy, request: Request, parameter: str, entry: str, key: str
+) -> Answer:
+    """The emulator's listing for `request`, with only the entries (`<entry>` elements,
+    named by their `<key>`) after the query's `parameter`, which the emulator ignores.
+    delta-rs lists a table's log from its last version on (GCS: `start-after`, Azure:
+    `startFrom`), and takes old versions listed again for new ones ("Invalid table
+    version") otherwise."""
+    import html
+    import re
+    from urllib.parse import parse_qs
+
+    after = parse_qs(request.query).get(parameter, [""])[0]
+    status, headers, body = proxy.forward("GET", request.target, request.headers, b"")
+    text = body.decode("utf-8")
+    entries = re.compile(rf"<{entry}>.*?</{entry}>", re.DOTALL)
+    found = entries.findall(text)
+    if not status.startswith("200") or not found:
+        return status, headers, body
+    names = [re.search(rf"<{key}>(.*?)</{key}>", e, re.DOTALL) for e in found]
+    kept = [e for e, n in zip(found, names, strict=True) if n and html.unescape(n.group(1)) > after]
+    first, last = text.index(found[0]), text.rindex(found[-1]) + len(found[-1])
+    head = re.sub(r"<KeyCount>\d+</KeyCount>", f"<KeyCount>{len(kept)}</KeyCount>", text[:first])
+    answer = (head + "".join(kept) + text[last:]).encode()
+    kept_headers = [(k, v) for k, v in headers if k.lower() != "content-length"]
+    return status, [*kept_headers, ("Content-Length", str(len(answer)))], answer
 
 
 def wait_for_port(proc: subprocess.Popen[bytes], port: int, what: str, timeout: float) -> None:
@@ -171,9 +202,9 @@ def main(argv: list[str] | None = None) -> int:
 
         rewrite = xml_api
     else:
-        from ackfold.local.azurite import emulator_command
+        from ackfold.local.azurite import blob_api, emulator_command
 
-        rewrite = None
+        rewrite = blob_api
     command = emulator_command(args.program, args.root, upstream_port, public)
     upstream = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
     try:
