@@ -123,8 +123,8 @@ class LocalAzure(EmulatedStore):
             "spark.hadoop.fs.azure.always.use.https": "false",
         }
 
-    def warehouse(self, path: str = "warehouse") -> str:
-        return f"abfs://{self.container}@{ACCOUNT}.dfs.core.windows.net/{path}"
+    def warehouse(self, path: str = "warehouse", container: str | None = None) -> str:
+        return f"abfs://{container or self.container}@{ACCOUNT}.dfs.core.windows.net/{path}"
 
     def create_container(self, name: str) -> None:
         import http.client

@@ -64,8 +64,9 @@ class EmulatedStore(LocalServer):
         """Spark's settings for this server's Hadoop connector."""
 
     @abstractmethod
-    def warehouse(self, path: str = "warehouse") -> str:
-        """A warehouse URI in this server's container, as Spark and ackfold spell it."""
+    def warehouse(self, path: str = "warehouse", container: str | None = None) -> str:
+        """A warehouse URI in this server's container (or `container`), as Spark and
+        ackfold spell it."""
 
     def start(self, timeout: float = 120) -> None:
         """Start the emulator and its proxy; return once it answers and the container exists."""

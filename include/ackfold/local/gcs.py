@@ -147,8 +147,8 @@ class LocalGCS(EmulatedStore):
             "spark.hadoop.fs.gs.operation.move.enable": "false",
         }
 
-    def warehouse(self, path: str = "warehouse") -> str:
-        return f"gs://{self.container}/{path}"
+    def warehouse(self, path: str = "warehouse", container: str | None = None) -> str:
+        return f"gs://{container or self.container}/{path}"
 
     def create_container(self, name: str) -> None:
         import http.client
