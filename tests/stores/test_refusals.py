@@ -35,7 +35,7 @@ def careless(store: EmulatedStore, monkeypatch: pytest.MonkeyPatch) -> Iterator[
     """The module's store behind a proxy that drops the create-if-absent headers, as a
     store without conditional writes behaves; the environment points at it. Yields the
     endpoint variable's value."""
-    from werkzeug.serving import make_server
+    from http.server import ThreadingHTTPServer
 
     def careless_rewrite(proxy: StoreProxy, request: Request) -> Any:
         dropped = [request.headers.pop(header, None) for header in PRECONDITIONS]
@@ -49,7 +49,8 @@ def careless(store: EmulatedStore, monkeypatch: pytest.MonkeyPatch) -> Iterator[
         return None
 
     port = free_port()
-    server = make_server("127.0.0.1", port, StoreProxy(store.port, careless_rewrite), threaded=True)
+    proxy = StoreProxy(store.port, careless_rewrite)
+    server = ThreadingHTTPServer(("127.0.0.1", port), proxy.handler())
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     endpoint = f"http://127.0.0.1:{port}"

@@ -43,14 +43,18 @@ ACCOUNT_KEY: Final = (
 API_VERSION: Final = "2021-08-06"
 
 
-def emulator_command(program: str, root: Path, port: int, public: str) -> list[str]:
-    """Azurite's Blob API on 127.0.0.1:`port`, its data in `root`, no telemetry."""
+def emulator_command(
+    program: str, root: Path, port: int, public: str, in_memory: bool = False
+) -> list[str]:
+    """Azurite's Blob API on 127.0.0.1:`port`, its data in `root` (or in memory), no
+    telemetry."""
     import shutil
 
     node = shutil.which("node") or "node"
     return [
         node, program, "--blobHost", "127.0.0.1", "--blobPort", str(port),
         "--location", str(root), "--disableTelemetry", "--skipApiVersionCheck", "--loose",
+        *(["--inMemoryPersistence"] if in_memory else []),
     ]  # fmt: skip
 
 

@@ -28,8 +28,16 @@ class EmulatedStore(LocalServer):
     kind: str  # the proxy's --kind
     title: str  # for messages: "the local GCS API"
 
-    def __init__(self, directory: Path, *, port: int | None = None, container: str | None) -> None:
+    def __init__(
+        self,
+        directory: Path,
+        *,
+        port: int | None = None,
+        container: str | None,
+        in_memory: bool = False,
+    ) -> None:
         self.directory = directory
+        self.in_memory = in_memory
         self.port = port or free_port()
         self.container = container
         self._process = JvmProcess(self.title, directory / "proxy.log")
@@ -82,7 +90,8 @@ class EmulatedStore(LocalServer):
             )
         self.directory.mkdir(parents=True, exist_ok=True)
         args = ["-m", "ackfold.local.store_proxy", "--kind", self.kind, "--port", str(self.port),
-                "--root", str(self.directory / "data"), "--program", str(program)]  # fmt: skip
+                "--root", str(self.directory / "data"), "--program", str(program),
+                *(["--in-memory"] if self.in_memory else [])]  # fmt: skip
         self._process.start(args, command=sys.executable)
         try:
             deadline = time.monotonic() + timeout

@@ -10,6 +10,11 @@ fake-gcs-server answers 400: `xml_api` makes that PUT (and the XML copy) into th
 API's upload with the same precondition, and answers as the XML API does. It also cuts
 an XML listing at its `start-after`, which fake-gcs-server ignores.
 
+Its filesystem backend keeps no directory placeholder objects (`dir/`: a file and a
+directory cannot share a path on disk), which GCS keeps and Spark's streaming checkpoints
+rely on (an empty `offsets/` is listed before its first batch): `in_memory=True` keeps
+them, at the cost of the data surviving no restart. The Spark tests use it.
+
 Clients find it through the variables of Rust's `object_store` (delta-rs's):
 `GOOGLE_SERVICE_ACCOUNT` names a service-account file whose `gcs_base_url` is this
 server and whose `disable_oauth` skips the token exchange, as that library's own tests
@@ -36,12 +41,15 @@ PROJECT: Final = "ackfold-local"
 _JSON_PREFIXES: Final = ("/storage/", "/upload/", "/download/", "/batch/", "/_internal/")
 
 
-def emulator_command(program: str, root: Path, port: int, public: str) -> list[str]:
-    """fake-gcs-server on 127.0.0.1:`port`, its objects in `root`, its links (upload
-    sessions, media links) naming `public`, the proxy's address."""
+def emulator_command(
+    program: str, root: Path, port: int, public: str, in_memory: bool = False
+) -> list[str]:
+    """fake-gcs-server on 127.0.0.1:`port`, its objects in files under `root` (or in
+    memory), its links (upload sessions, media links) naming `public`, the proxy's address."""
+    backend = ["-backend", "memory"] if in_memory else [
+        "-backend", "filesystem", "-filesystem-root", str(root / "objects")]  # fmt: skip
     return [
-        program, "-scheme", "http", "-host", "127.0.0.1", "-port", str(port),
-        "-backend", "filesystem", "-filesystem-root", str(root / "objects"),
+        program, "-scheme", "http", "-host", "127.0.0.1", "-port", str(port), *backend,
         "-public-host", public, "-external-url", f"http://{public}", "-log-level", "warn",
     ]  # fmt: skip
 
@@ -86,7 +94,6 @@ def xml_api(proxy: StoreProxy, request: Request) -> Answer | None:
         ("ETag", f'"{created.get("etag", "")}"'),
         ("x-goog-generation", str(created.get("generation", ""))),
         ("x-goog-metageneration", str(created.get("metageneration", "1"))),
-        ("Content-Length", "0"),
     ], b""  # fmt: skip
 
 
@@ -112,9 +119,14 @@ class LocalGCS(EmulatedStore):
     title = "the local GCS API"
 
     def __init__(
-        self, directory: Path, *, port: int | None = None, bucket: str | None = DEFAULT_BUCKET
+        self,
+        directory: Path,
+        *,
+        port: int | None = None,
+        bucket: str | None = DEFAULT_BUCKET,
+        in_memory: bool = False,
     ) -> None:
-        super().__init__(directory, port=port, container=bucket)
+        super().__init__(directory, port=port, container=bucket, in_memory=in_memory)
 
     def program(self) -> Path:
         from ackfold.local.emulators import fake_gcs_server

@@ -72,6 +72,10 @@ class LocalS3(LocalServer):
             "AWS_ALLOW_HTTP": "true",
         }
 
+    def warehouse(self, path: str = "warehouse", container: str | None = None) -> str:
+        """A warehouse URI in this server's bucket (or `container`), as Spark spells it."""
+        return f"s3a://{container or self.bucket}/{path}"
+
     def spark_conf(self) -> dict[str, str]:
         """Spark's S3A settings for this server; the keys come from the environment
         (`env()`), which S3A's default credentials chain reads."""

@@ -30,39 +30,33 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, Final
 
 READY: Final = "ackfold-store-proxy listening"
 MUTATING: Final = frozenset({"PUT", "POST", "DELETE", "PATCH"})
-# Hop-by-hop headers, and the length, which the passed-through request gets afresh. Host
-# is kept: fake-gcs-server routes its XML API by it (its public host is this proxy's).
-_DROP: Final = frozenset({"connection", "keep-alive", "transfer-encoding", "content-length"})
+# Hop-by-hop headers, and the length, which the passed-through request gets afresh (the
+# proxy answered `Expect: 100-continue` itself). Host is kept: fake-gcs-server routes its
+# XML API by it (its public host is this proxy's).
+_DROP: Final = frozenset(
+    {"connection", "keep-alive", "transfer-encoding", "content-length", "expect"}
+)
 
-StartResponse = Callable[..., Any]
 Answer = tuple[str, list[tuple[str, str]], bytes]
 
 
 class Request:
     """One request as the proxy sees it: method, raw path (still percent-encoded), query,
-    headers (lower-case names), whole body."""
+    headers (lower-case names, as sent: `x-ms-meta-hdi_isfolder` keeps its underscore,
+    which a WSGI server would turn into a dash and so break Azure's signature), body."""
 
-    def __init__(self, environ: dict[str, Any]) -> None:
-        from urllib.parse import quote
-
-        from werkzeug.wsgi import get_input_stream
-
-        self.method: str = environ["REQUEST_METHOD"]
-        raw = environ.get("RAW_URI") or environ.get("REQUEST_URI") or ""
-        self.path: str = raw.split("?", 1)[0] or quote(environ.get("PATH_INFO", ""))
-        self.query: str = environ.get("QUERY_STRING", "")
-        self.headers: dict[str, str] = {
-            k[5:].replace("_", "-").lower(): v for k, v in environ.items() if k.startswith("HTTP_")
-        }
-        if environ.get("CONTENT_TYPE"):
-            self.headers["content-type"] = environ["CONTENT_TYPE"]
-        self.body: bytes = bytes(get_input_stream(environ).read())
+    def __init__(self, method: str, target: str, headers: dict[str, str], body: bytes) -> None:
+        self.method = method
+        self.path, _, self.query = target.partition("?")
+        self.headers = headers
+        self.body = body
 
     @property
     def target(self) -> str:
@@ -74,23 +68,45 @@ Rewrite = Callable[["StoreProxy", Request], Answer | None]
 
 
 class StoreProxy:
-    """WSGI app: every request passed to the emulator on `upstream_port`, mutating ones
-    one at a time; `rewrite` sees each request first."""
+    """Every request passed to the emulator on `upstream_port`, mutating ones one at a
+    time; `rewrite` sees each request first. `handler()` serves it with `http.server`."""
 
     def __init__(self, upstream_port: int, rewrite: Rewrite | None = None) -> None:
         self.upstream_port = upstream_port
         self.rewrite = rewrite
         self.lock = threading.Lock()
 
-    def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
-        request = Request(environ)
+    def answer(self, request: Request) -> Answer:
         if request.method in MUTATING:
             with self.lock:
-                status, headers, body = self._answer(request)
-        else:
-            status, headers, body = self._answer(request)
-        start_response(status, headers)
-        return [body]
+                return self._answer(request)
+        return self._answer(request)
+
+    def handler(self) -> type[BaseHTTPRequestHandler]:
+        """An `http.server` request handler that answers through this proxy."""
+        proxy = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def _serve(self) -> None:
+                headers = {k.lower(): v for k, v in self.headers.items()}
+                body = _read_body(self.rfile, headers)
+                status, out, data = proxy.answer(Request(self.command, self.path, headers, body))
+                code, _, reason = status.partition(" ")
+                self.send_response(int(code), reason or None)
+                for key, value in out:
+                    if key.lower() != "content-length" or self.command == "HEAD":
+                        self.send_header(key, value)
+                if self.command != "HEAD":  # every answer's length: the connection is kept
+                    self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                if self.command != "HEAD":
+                    self.wfile.write(data)
+
+            do_GET = do_HEAD = do_PUT = do_POST = do_DELETE = do_PATCH = _serve
+
+        return Handler
 
     def _answer(self, request: Request) -> Answer:
         answered = self.rewrite(self, request) if self.rewrite else None
@@ -109,9 +125,9 @@ class StoreProxy:
         finally:
             connection.close()
         kept = [(k, v) for k, v in response.getheaders() if k.lower() not in _DROP]
-        # A HEAD's length is the object's (its body is empty): keep the emulator's.
-        length = response.getheader("Content-Length") if method == "HEAD" else None
-        kept.append(("Content-Length", length or str(len(answer))))
+        length = response.getheader("Content-Length")
+        if method == "HEAD" and length:  # the object's length (the body is empty)
+            kept.append(("Content-Length", length))
         return f"{response.status} {response.reason}", kept, answer
 
 
@@ -138,9 +154,22 @@ def listed_after(
     kept = [e for e, n in zip(found, names, strict=True) if n and html.unescape(n.group(1)) > after]
     first, last = text.index(found[0]), text.rindex(found[-1]) + len(found[-1])
     head = re.sub(r"<KeyCount>\d+</KeyCount>", f"<KeyCount>{len(kept)}</KeyCount>", text[:first])
-    answer = (head + "".join(kept) + text[last:]).encode()
-    kept_headers = [(k, v) for k, v in headers if k.lower() != "content-length"]
-    return status, [*kept_headers, ("Content-Length", str(len(answer)))], answer
+    return status, headers, (head + "".join(kept) + text[last:]).encode()
+
+
+def _read_body(stream: Any, headers: dict[str, str]) -> bytes:
+    """A request's whole body: by its length, or its chunks."""
+    if "chunked" in headers.get("transfer-encoding", "").lower():
+        chunks: list[bytes] = []
+        while True:
+            size = int(stream.readline().split(b";")[0].strip() or b"0", 16)
+            if size == 0:
+                while stream.readline() not in (b"\r\n", b"\n", b""):
+                    pass  # trailers
+                return b"".join(chunks)
+            chunks.append(stream.read(size))
+            stream.readline()
+    return bytes(stream.read(int(headers.get("content-length") or 0)))
 
 
 def wait_for_port(proc: subprocess.Popen[bytes], port: int, what: str, timeout: float) -> None:
@@ -161,10 +190,9 @@ def wait_for_port(proc: subprocess.Popen[bytes], port: int, what: str, timeout: 
 
 def serve(app: StoreProxy, host: str, port: int, upstream: subprocess.Popen[bytes]) -> int:
     """Serve `app` until SIGTERM or SIGINT, then stop the emulator `upstream`."""
-    from werkzeug.serving import make_server
-
     try:
-        server = make_server(host, port, app, threaded=True)
+        server = ThreadingHTTPServer((host, port), app.handler())
+        server.daemon_threads = True
 
         def stop(signum: int, frame: Any) -> None:
             threading.Thread(target=server.shutdown, daemon=True).start()
@@ -189,6 +217,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--root", type=Path, required=True, help="where the emulator keeps data")
     parser.add_argument("--program", required=True, help="the emulator's executable")
+    parser.add_argument(
+        "--in-memory", action="store_true", help="keep the data in memory (GCS), not in --root"
+    )
     args = parser.parse_args(argv)
     from ackfold.local.ports import free_port
 
@@ -205,7 +236,7 @@ def main(argv: list[str] | None = None) -> int:
         from ackfold.local.azurite import blob_api, emulator_command
 
         rewrite = blob_api
-    command = emulator_command(args.program, args.root, upstream_port, public)
+    command = emulator_command(args.program, args.root, upstream_port, public, args.in_memory)
     upstream = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
     try:
         wait_for_port(upstream, upstream_port, command[0], timeout=120)

@@ -44,6 +44,7 @@ DRIVER_JAVA_OPTIONS = "spark.driver.extraJavaOptions"
 # adds the incubating Vector API (`--add-modules=jdk.incubator.vector`), and Java warns.
 JVM_NOTICES = (b"WARNING: Using incubator modules:",)
 
+GCS_FILE_SYSTEM = "com.google.cloud.hadoop.fs.gcs.GoogleHadoopFileSystem"
 GCS_ABSTRACT_FS = "com.google.cloud.hadoop.fs.gcs.GoogleHadoopFS"
 DELTA_CONF = {
     "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
@@ -79,7 +80,11 @@ def spark_conf(settings: Settings, *, with_jars: bool = True) -> dict[str, str]:
     python = worker_python(settings)
     if python is not None:
         conf["spark.pyspark.python"] = python
-    if store_kind(settings.table_root) == "gcs":  # FileContext (streaming checkpoints) on gs://
+    if store_kind(settings.table_root) == "gcs":
+        # Hadoop names S3A and ABFS in its defaults, not the GCS connector: its file system
+        # and FileContext's (streaming checkpoints), which a jar of `spark.jars` cannot
+        # register by itself (Hadoop looks on the JVM's class path).
+        conf["spark.hadoop.fs.gs.impl"] = GCS_FILE_SYSTEM
         conf["spark.hadoop.fs.AbstractFileSystem.gs.impl"] = GCS_ABSTRACT_FS
     conf.update(settings.spark.conf)
     refuse_unsafe_log_store(settings.table_root, conf)
