@@ -243,13 +243,20 @@ def spark(spark_settings: Settings) -> Iterator[SparkSession]:
     seconds. Defined here once: a copy imported into another tier's conftest is a second
     fixture, and the second teardown found the JVM gone. Stopped with its JVM at the end,
     so a run without xdist workers leaves no process behind either."""
-    from pyspark import SparkContext
 
     from ackfold.spark import get_spark
 
     with long_lived_jvm():
         session = get_spark(spark_settings, app_name="ackfold-tests")
     yield session
+    stop_jvm(session)
+
+
+def stop_jvm(session: SparkSession) -> None:
+    """Stop a classic session and its JVM, which the next session of the process starts
+    anew."""
+    from pyspark import SparkContext
+
     session.stop()
     gateway = SparkContext._gateway
     if gateway is not None:

@@ -26,7 +26,7 @@ from ackfold.local.s3 import LocalS3
 from ackfold.reconcile.run import run_reconcile
 from ackfold.spark.jars import STORE_BUNDLES, resolve
 from ackfold.track.stage import StageTracker
-from tests.conftest import JARS_DIR, long_lived_jvm
+from tests.conftest import JARS_DIR, long_lived_jvm, stop_jvm
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 from arrow_ledger import ArrowLedger
@@ -57,8 +57,6 @@ def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]
 @pytest.fixture(scope="module")
 def session(servers: dict[str, Any], tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """One JVM for the three stores: each connector's jars and each server's settings."""
-    from pyspark import SparkContext
-
     from ackfold.spark import get_spark, spark_jars
 
     var = tmp_path_factory.mktemp("spark-stores-var")
@@ -76,13 +74,7 @@ def session(servers: dict[str, Any], tmp_path_factory: pytest.TempPathFactory) -
     with long_lived_jvm():
         spark = get_spark(settings, app_name="ackfold-stores")
     yield spark
-    spark.stop()
-    gateway = SparkContext._gateway
-    if gateway is not None:
-        gateway.shutdown()
-        gateway.proc.stdin.close()
-        gateway.proc.wait(timeout=60)
-        SparkContext._gateway = None
+    stop_jvm(spark)
 
 
 @pytest.mark.parametrize("kind", STORES)
