@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -90,6 +91,8 @@ def _report(out: str) -> dict[str, Any] | None:
 
 
 def main() -> int:
+    # A run stopped by SIGTERM still stops its stores (`demo`'s finally).
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(1))
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--stores", default="local,s3,gcs", help="comma-separated")
     parser.add_argument("--messages", type=int, default=600, help="sentences per demo")
