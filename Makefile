@@ -13,8 +13,8 @@ export ACKFOLD_VAR_DIR ?= $(CURDIR)/var
 # (tests/conftest.py GROUPS), each on one worker, mostly waiting on their servers.
 TEST_WORKERS ?= 4
 
-.PHONY: run test lint format setup install jars schemas docs-assets browser test-unit test-spark connect \
-        test-airflow test-sqs test-kafka test-e2e test-browser test-cluster test-connect test-pythons test-bench test-docs test-install docs sqs s3 kafka cluster demo bench bench-reconcile bench-replay \
+.PHONY: run test lint format setup install jars emulators schemas docs-assets browser test-unit test-spark connect \
+        test-airflow test-sqs test-kafka test-e2e test-browser test-cluster test-connect test-pythons test-bench test-docs test-install test-s3 test-stores docs sqs s3 gcs azure kafka cluster demo bench bench-reconcile bench-replay bench-demo-stores \
         bench-wordcount bench-ui bench-quality bench-kafka bench-connect lock clean
 
 ## run: install what is missing, then start the embedded stack (Ctrl-C stops it)
@@ -33,6 +33,14 @@ sqs: setup
 s3: setup
 	$(BIN)/ackfold s3
 
+## gcs: the local GCS API (fake-gcs-server behind ackfold's proxy) with the bucket `ackfold` on 127.0.0.1:9030 (Ctrl-C stops it)
+gcs: setup emulators
+	$(BIN)/ackfold gcs
+
+## azure: the local Azure Blob API (Azurite behind ackfold's proxy) with the container `ackfold` on 127.0.0.1:9040 (Ctrl-C stops it)
+azure: setup emulators
+	$(BIN)/ackfold azure
+
 ## kafka: the local Kafka broker (KRaft) with the demo topics on 127.0.0.1:9092 (Ctrl-C stops it)
 kafka: setup
 	$(BIN)/ackfold kafka
@@ -46,10 +54,10 @@ connect: setup
 	$(BIN)/ackfold connect
 
 ## test: install what is missing, lint, then run every test tier, side by side (TEST_WORKERS)
-test: setup schemas browser lint
+test: setup emulators schemas browser lint
 	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadgroup
 
-## setup: Python packages in .venv, JVM jars in var/jars, Data Docs' styles and scripts (all idempotent)
+## setup: Python packages in .venv, JVM jars in var/jars, Data Docs' styles and scripts (all idempotent; the store emulators are `make emulators`, which `make test` runs)
 setup: install jars docs-assets
 
 install: $(INSTALLED)
@@ -78,9 +86,18 @@ docs-assets: install
 browser:
 	@scripts/system-deps.sh --browser
 
-# Idempotent and quick once the cache verifies: it checks every jar's checksum.
+# Idempotent and quick once the cache verifies: it checks every jar's checksum. The tests'
+# connectors (S3A, GCS, ABFS: tests/stores runs Spark on each store) too; `ackfold setup`
+# alone resolves only the configured warehouse's.
 jars: install
 	@$(BIN)/ackfold setup
+	@$(BIN)/ackfold setup --bundle s3a --bundle gcs --bundle azure
+
+# The local stores' emulators: Azurite from npm (a pinned lock, integrity-checked) and
+# fake-gcs-server built from the Go module proxy (a pinned version, checksum-verified).
+emulators: install
+	@scripts/system-deps.sh --emulators
+	@$(BIN)/python -m ackfold.local.emulators var/emulators
 
 ## lint: ruff (lint and format check) over the repo, mypy --strict on the library
 lint: install
@@ -128,6 +145,14 @@ test-pythons: setup schemas
 	$(BIN)/pytest -m pythons
 
 ## test-bench: every bench/ script at a tiny size (a benchmark that breaks fails the suite)
+## test-s3: the ledger on a local S3 API (moto): commits, refusals, the no-commit-lost run
+test-s3: setup
+	$(BIN)/pytest -m s3
+
+## test-stores: the ledger on GCS and ADLS (fake-gcs-server, Azurite), and Spark on S3, GCS and ADLS
+test-stores: setup emulators
+	$(BIN)/pytest -m stores
+
 test-bench: setup
 	$(BIN)/pytest -m bench
 
@@ -153,6 +178,10 @@ bench-reconcile: setup
 ## bench-replay: replay throughput to a real ElasticMQ (about a minute)
 bench-replay: setup
 	$(BIN)/python bench/replay.py
+
+## bench-demo-stores: `ackfold demo` with faults on the local disk, S3 and GCS, side by side (about 20 minutes)
+bench-demo-stores: setup emulators
+	$(BIN)/python bench/demo_store.py
 
 ## bench-kafka: Kafka ingest and replay throughput against a real local broker (a few minutes)
 bench-kafka: setup

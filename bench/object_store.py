@@ -1,17 +1,23 @@
-"""Append throughput of the ledger on S3 against the local file system, side by side.
+"""The ledger on each object store against the local file system, side by side: append
+throughput (tracking's write path) and the embedded reconcile's speed.
 
-    .venv/bin/python bench/object_store.py [--appends 40] [--roots 1000] [--writers 1,2]
+    .venv/bin/python bench/object_store.py [--stores s3,gcs,azure] [--appends 40]
+        [--roots 1000] [--writers 1,2] [--reconcile-roots 20000]
 
-Starts the local S3 API (moto's server on a free loopback port, `ackfold.local.s3`) and
-appends the same batches, through `LedgerWriter.append` (one commit to `roots`, one to
-`ack_events` per batch, as a producer or a tracked app's driver makes), to a warehouse
-on the local file system and to one on S3, with 1 and then N writers at once (threads:
-delta-rs releases the GIL). Prints commits and rows per second, the median and 95th
-percentile of one append, the commits that lost a race (412) and were retried, and a
-JSON summary; checks that every row is there. Record the output in docs/benchmarks.md.
+Starts the local stores (moto's S3 API, fake-gcs-server and Azurite behind ackfold's
+proxy: `ackfold.local`, each on a free loopback port) and, on each and on the local disk:
 
-The S3 server is a Python process on this machine: its figures are a floor for the
-protocol's cost (two requests more per commit than a local create), not S3's latency.
+- appends the same batches through `LedgerWriter.append` (one commit to `roots`, one to
+  `ack_events` per batch: what a producer or a tracked app's driver makes), with 1 and
+  then N writers at once (threads: delta-rs releases the GIL). Prints commits and rows
+  per second, the median and 95th percentile of one append, and the commits that lost a
+  race (refused by the store, retried); checks that every row is there;
+- writes a synthetic ledger of `--reconcile-roots` roots and times the embedded reconcile
+  over all of it, then over 1% new roots (`ackfold.reconcile.run_reconcile`, in process).
+
+Ends with a JSON summary and each store's ratios to the local disk. Record the output in
+docs/benchmarks.md. The stores are processes on this machine: their figures are a floor
+for each protocol's cost in requests, not a cloud's latency.
 """
 
 from __future__ import annotations
@@ -26,12 +32,20 @@ import threading
 import time
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 from common import per_second
 
 from ackfold import LedgerWriter, Tracker
+from ackfold.config import load_settings
 from ackfold.ledger.tables import ROOTS
+from ackfold.local.azurite import LocalAzure
+from ackfold.local.gcs import LocalGCS
 from ackfold.local.s3 import LocalS3
+from ackfold.reconcile.run import run_reconcile
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from arrow_ledger import ArrowLedger
 
 
 def batches(writer: int, appends: int, roots: int) -> list[tuple[list[Any], list[Any]]]:
@@ -100,37 +114,101 @@ def _count(warehouse: str, table: str) -> int:
     return int(dt.to_pyarrow_table(columns=["root_id"]).num_rows)
 
 
+def reconcile_speed(warehouse: str, roots: int, work: Path) -> dict[str, Any]:
+    """The embedded reconcile over a synthetic ledger of `roots` roots, then over 1% new."""
+    from datetime import timedelta
+
+    settings = load_settings(var_dir=work, warehouse=warehouse)
+    writer = LedgerWriter(warehouse)
+    ledger = ArrowLedger(roots=roots)
+    ledger.write(writer)
+    start = time.perf_counter()
+    first = run_reconcile(settings, now=ledger.end + timedelta(hours=1), engine="embedded")
+    all_s = time.perf_counter() - start
+    later = ArrowLedger(roots=max(1, roots // 100), first_root=roots, start=ledger.end)
+    later.write(writer)
+    start = time.perf_counter()
+    second = run_reconcile(settings, now=later.end + timedelta(hours=1), engine="embedded")
+    new_s = time.perf_counter() - start
+    return {
+        "events": first["events_read"],
+        "reconcile_s": round(all_s, 2),
+        "events_per_s": per_second(first["events_read"] / all_s),
+        "new_events": second["events_read"],
+        "reconcile_new_s": round(new_s, 2),
+    }
+
+
+def _server(store: str, work: Path) -> Any:
+    if store == "s3":
+        return LocalS3(work / "s3", bucket="bench")
+    if store == "gcs":
+        return LocalGCS(work / store, bucket="bench")
+    return LocalAzure(work / store, container="bench")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--stores", default="s3,gcs,azure", help="object stores, comma-separated")
     parser.add_argument("--appends", type=int, default=40, help="appends per writer")
     parser.add_argument("--roots", type=int, default=1000, help="roots per append (x3 rows)")
     parser.add_argument("--writers", default="1,2", help="writers at once, comma-separated")
-    parser.add_argument("--workdir", help="where the local warehouse and the S3 journal go")
+    parser.add_argument(
+        "--reconcile-roots", type=int, default=20000, help="roots the reconcile folds (0: none)"
+    )
+    parser.add_argument("--workdir", help="where the local warehouse and the stores' data go")
     args = parser.parse_args()
     counts = [int(n) for n in args.writers.split(",")]
+    stores = [s.strip() for s in args.stores.split(",") if s.strip()]
     work = Path(args.workdir or tempfile.mkdtemp(prefix="ackfold-bench-store-"))
     results: dict[str, Any] = {"appends": args.appends, "roots": args.roots}
-    with LocalS3(work / "s3", bucket="bench") as s3:
-        os.environ.update(s3.env())
+    servers = {store: _server(store, work) for store in stores}
+    bases = {"local": str(work / "local")}
+    try:
+        for store, server in servers.items():
+            server.start()
+            os.environ.update(server.env())
+            bases[store] = server.warehouse("bench").removesuffix("/bench")
         for writers in counts:
-            for store, base in (("local", str(work / "local")), ("s3", "s3://bench")):
+            for store, base in bases.items():
                 warehouse = f"{base}/w{writers}"
-                before = len(s3.log_file.read_text().splitlines())
+                server = servers.get(store)
+                log = server.log_file if server is not None else None
+                before = len(log.read_text().splitlines()) if log else 0
                 row = run(warehouse, writers, args.appends, args.roots)
-                if store == "s3":
-                    log = s3.log_file.read_text().splitlines()[before:]
-                    mine = [line for line in log if f"/bench/w{writers}/" in line]
+                if log is not None:
+                    lines = [unquote(x) for x in log.read_text().splitlines()[before:]]
+                    mine = [line for line in lines if f"/w{writers}/" in line]
                     row["requests_per_append"] = round(len(mine) / (writers * args.appends), 1)
-                    row["raced_412"] = sum(
-                        '" 412 ' in line and "_delta_log" in line for line in mine
+                    row["raced"] = sum(
+                        ('" 412 ' in line or '" 409 ' in line) and "_delta_log" in line
+                        for line in mine
                     )
                 results[f"{store}_{writers}"] = row
-                print(f"{store:>5} x{writers}: " + ", ".join(f"{k} {v}" for k, v in row.items()))
-    for writers in counts:
-        local, s3_row = results[f"local_{writers}"], results[f"s3_{writers}"]
-        ratio = s3_row["rows_per_s"] / local["rows_per_s"]
-        results[f"s3_to_local_{writers}"] = round(ratio, 2)
-        print(f"S3 / local, {writers} writer(s): {ratio:.2f} of the rows per second")
+                print(f"{store:>6} x{writers}: " + ", ".join(f"{k} {v}" for k, v in row.items()))
+        if args.reconcile_roots:
+            for store, base in bases.items():
+                row = reconcile_speed(
+                    f"{base}/reconcile", args.reconcile_roots, work / f"r-{store}"
+                )
+                results[f"{store}_reconcile"] = row
+                print(f"{store:>6} reconcile: " + ", ".join(f"{k} {v}" for k, v in row.items()))
+    finally:
+        for server in servers.values():
+            server.stop()
+    for store in stores:
+        for writers in counts:
+            local, other = results[f"local_{writers}"], results[f"{store}_{writers}"]
+            ratio = other["rows_per_s"] / local["rows_per_s"]
+            results[f"{store}_to_local_{writers}"] = round(ratio, 2)
+            print(f"{store} / local, {writers} writer(s): {ratio:.2f} of the rows per second")
+        if args.reconcile_roots:
+            ratio = (
+                results[f"{store}_reconcile"]["reconcile_s"]
+                / results["local_reconcile"]["reconcile_s"]
+            )
+            results[f"{store}_reconcile_to_local"] = round(ratio, 2)
+            print(f"{store} / local: the reconcile takes {ratio:.2f} times as long")
     print(json.dumps(results, indent=2))
     sys.stdout.flush()
     os._exit(0)  # delta-rs may abort at interpreter exit (delta-rs#2184)

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # System packages ackfold needs beyond Python: a JDK 17+ for Spark, Maven to fetch the jars,
 # npm (alone with --npm) to fetch the Compose schema that tests/deploy validates against,
+# with --emulators npm and Go for the local stores' emulators (Azurite, fake-gcs-server),
 # and with --browser Debian's Chromium for the browser tests (Playwright drives it; it
 # never downloads a browser of its own). Installs only what is missing (Debian's packages,
 # needs root), so it is safe to re-run.
@@ -10,6 +11,14 @@ if [ "${1:-}" = "--browser" ]; then
   command -v chromium >/dev/null || missing+=(chromium)
 elif [ "${1:-}" = "--npm" ]; then
   command -v npm >/dev/null || missing+=(npm)
+elif [ "${1:-}" = "--emulators" ]; then
+  # Azurite runs on Node (npm brings it); fake-gcs-server is built with Go 1.24 or newer,
+  # which Debian 12 does not package (its golang-go is 1.19): install Go from go.dev.
+  command -v npm >/dev/null || missing+=(npm)
+  if ! command -v go >/dev/null; then
+    echo "go is not on PATH: install Go 1.24 or newer (https://go.dev/doc/install) and re-run" >&2
+    exit 1
+  fi
 else
   if ! command -v java >/dev/null || ! java -version 2>&1 | grep -qE 'version "(1[7-9]|2[0-9])'; then
     missing+=(openjdk-17-jdk-headless)

@@ -26,7 +26,7 @@ PROJECT_DIR = Path(__file__).resolve().parents[1]
 JARS_DIR = PROJECT_DIR / "var" / "jars"
 TIERS = (
     "spark", "airflow", "sqs", "kafka", "e2e", "browser", "cluster", "connect", "pythons",
-    "bench", "docs", "conformance", "s3", "install",
+    "bench", "docs", "conformance", "s3", "stores", "install",
 )  # fmt: skip
 # The xdist group of each tier that starts servers or a JVM: a group runs on one worker, in
 # order, and shares that worker's Spark session. Tests on the `make run` stack form the group
@@ -44,6 +44,7 @@ GROUPS = {
     "bench": "bench",
     "docs": "docs",
     "s3": "s3",
+    "stores": "stores",
     "install": "install",
 }
 STACK_GROUP = "stack"
@@ -245,13 +246,20 @@ def spark(spark_settings: Settings) -> Iterator[SparkSession]:
     seconds. Defined here once: a copy imported into another tier's conftest is a second
     fixture, and the second teardown found the JVM gone. Stopped with its JVM at the end,
     so a run without xdist workers leaves no process behind either."""
-    from pyspark import SparkContext
 
     from ackfold.spark import get_spark
 
     with long_lived_jvm():
         session = get_spark(spark_settings, app_name="ackfold-tests")
     yield session
+    stop_jvm(session)
+
+
+def stop_jvm(session: SparkSession) -> None:
+    """Stop a classic session and its JVM, which the next session of the process starts
+    anew."""
+    from pyspark import SparkContext
+
     session.stop()
     gateway = SparkContext._gateway
     if gateway is not None:

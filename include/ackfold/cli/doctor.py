@@ -2,8 +2,9 @@
 whether the setup is safe (invariant 14). No JVM.
 
 It says where the warehouse is and how delta-rs reaches it (the storage options from the
-environment, secrets masked), tries a conditional create on S3 (the check every process
-makes before its first commit), and lists per table who commits it and how. Exit 0 when
+environment, secrets masked), tries a conditional create on an object store (S3, GCS,
+ADLS: the check every process makes before its first commit), names the Hadoop connector
+and the Delta log store Spark uses there, and lists per table who commits it and how. Exit 0 when
 the setup is safe, 1 when it is not, with the reason and the setting to change.
 """
 
@@ -30,14 +31,20 @@ def add_commands(command: AddCommand) -> None:
     doctor.add_argument(
         "--no-probe",
         action="store_true",
-        help="do not write the probe object that checks S3 conditional writes",
+        help="do not write the probe object that checks the store's conditional writes",
     )
 
 
 def _doctor(settings: Settings, args: argparse.Namespace) -> int:
     from ackfold.ledger.errors import UnsafeStore
-    from ackfold.ledger.protocol import require_conditional_writes, table_protocols
-    from ackfold.ledger.store import delta_uri, masked, storage_options, store_kind
+    from ackfold.ledger.protocol import (
+        CREATE_IF_ABSENT,
+        SPARK_LOG_STORES,
+        require_conditional_writes,
+        table_protocols,
+    )
+    from ackfold.ledger.store import delta_uri, endpoint_of, masked, storage_options, store_kind
+    from ackfold.spark.jars import STORE_BUNDLES
 
     warehouse = settings.table_root if args.warehouse is None else args.warehouse.strip()
     if not warehouse:
@@ -59,28 +66,39 @@ def _doctor(settings: Settings, args: argparse.Namespace) -> int:
     mixed = mixed_pyspark()
     if mixed:
         problems.append(mixed)
-    if kind == "s3":
+    if kind in ("s3", "gcs", "azure"):
+        variable, endpoint = endpoint_of(warehouse, options)
+        emit(f"endpoint: {endpoint} ({variable})")
         if args.no_probe:
             notes.append("conditional writes not probed (--no-probe)")
         elif not problems:
             try:
                 require_conditional_writes(warehouse, options)
-                emit("conditional writes: a second create with If-None-Match: * was refused (412)")
+                emit(
+                    f"conditional writes: a second create with {CREATE_IF_ABSENT[kind]} was refused"
+                )
             except UnsafeStore as exc:
                 problems.append(str(exc))
-        for name in ("AWS_S3_LOCKING_PROVIDER", "AWS_S3_ALLOW_UNSAFE_RENAME"):
-            if os.environ.get(name):
-                notes.append(
-                    f"{name} is set and ignored: deltalake 1.x commits with conditional writes "
-                    "only (delta-io/delta-rs discussion 4482)"
-                )
+        if kind == "s3":
+            for name in ("AWS_S3_LOCKING_PROVIDER", "AWS_S3_ALLOW_UNSAFE_RENAME"):
+                if os.environ.get(name):
+                    notes.append(
+                        f"{name} is set and ignored: deltalake 1.x commits with conditional "
+                        "writes only (delta-io/delta-rs discussion 4482)"
+                    )
+        log_store, conditional = SPARK_LOG_STORES[kind]
+        bundle = STORE_BUNDLES[kind]
         notes.append(
-            "Spark reads s3a:// through hadoop-aws (not in `ackfold setup`): tracked apps and "
-            "the Spark reconcile need it on their classpath; they never commit the "
-            "append-only tables there"
+            f"Spark reaches this store through {', '.join(bundle.artifacts)} (resolved for "
+            f"this warehouse only: `ackfold setup`, or when a session starts) and commits "
+            f"there with Delta's {log_store}: "
+            + (
+                "a create-if-absent too, atomic beside delta-rs's"
+                if conditional
+                else "an unconditional PUT, so Spark commits only the derived tables, one run at "
+                "a time under the lease"
+            )
         )
-    elif kind in ("gcs", "azure"):
-        notes.append(f"{kind}: delta-rs's own precondition, not probed by ackfold")
     elif kind == "other":
         problems.append(
             f"{warehouse}: ackfold supports a local file system, S3 (and S3-compatible), GCS "

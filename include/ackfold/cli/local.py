@@ -1,5 +1,5 @@
-"""`ackfold setup`, `up`, `sqs`, `s3`, `kafka`, `cluster` and `connect`: the jar cache, the embedded
-stack, and the local servers, each run until Ctrl-C."""
+"""`ackfold setup`, `up`, `sqs`, `s3`, `gcs`, `azure`, `kafka`, `cluster` and `connect`: the
+jar cache, the embedded stack, and the local servers, each run until Ctrl-C."""
 
 from __future__ import annotations
 
@@ -31,6 +31,15 @@ def add_commands(command: AddCommand) -> None:
     )
     s3.add_argument("--port", default="9020", help="its port on 127.0.0.1 (default 9020)")
     s3.add_argument("--bucket", default="ackfold", help="the bucket to create (default ackfold)")
+    for name, what, port, default in (
+        ("gcs", "GCS API (fake-gcs-server)", "9030", "bucket"),
+        ("azure", "Azure Blob API (Azurite)", "9040", "container"),
+    ):
+        store = command(name, _store, f"run the local {what} with a {default} until Ctrl-C")
+        store.add_argument("--port", default=port, help=f"its port on 127.0.0.1 (default {port})")
+        store.add_argument(
+            "--container", default="ackfold", help=f"the {default} to create (default ackfold)"
+        )
     command("kafka", _kafka, "run the local Kafka broker (KRaft) with the demo topics until Ctrl-C")
     cluster = command(
         "cluster",
@@ -55,10 +64,12 @@ def add_commands(command: AddCommand) -> None:
 
 
 def _setup(settings: Settings, args: argparse.Namespace) -> int:
-    from ackfold.spark.jars import setup
+    from ackfold.spark.jars import BASE_BUNDLES, setup, store_bundle
 
     assert settings.jars_dir is not None
-    setup(settings.jars_dir, args.bundle or None)
+    connector = store_bundle(settings.table_root)  # only the warehouse's store's
+    default = [*BASE_BUNDLES, *([connector.name] if connector else [])]
+    setup(settings.jars_dir, args.bundle or default)
     print(f"JVM artifacts ready in {settings.jars_dir}")
     return 0
 
@@ -90,6 +101,26 @@ def _s3(settings: Settings, args: argparse.Namespace) -> int:
     try:
         return server.serve_forever()
     except LocalS3Error as exc:
+        print(f"ackfold: {exc}", file=sys.stderr)
+        return 1
+
+
+def _store(settings: Settings, args: argparse.Namespace) -> int:
+    from ackfold.local.azurite import LocalAzure
+    from ackfold.local.emulated import LocalStoreError
+    from ackfold.local.emulators import EmulatorMissing
+    from ackfold.local.gcs import LocalGCS
+
+    port = _whole(args.port, "--port")
+    if port > 65535:
+        raise UsageError(f"--port must be a port number, 1 to 65535, got {port}")
+    kind = LocalGCS if args.command == "gcs" else LocalAzure
+    # Its data is kept across restarts, under var/<gcs|azure>.
+    server = kind(settings.var_dir / args.command, port=port)
+    server.container = args.container.strip() or None
+    try:
+        return server.serve_forever()
+    except (LocalStoreError, EmulatorMissing) as exc:
         print(f"ackfold: {exc}", file=sys.stderr)
         return 1
 

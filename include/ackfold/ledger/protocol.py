@@ -12,10 +12,11 @@ file only if it is absent, which the file system makes atomic. On an object stor
 - **the derived tables** (`root_state`, `unmatched_events`, `dead_letters`): written only
   by the run that holds the ledger's lease (reconcile, replay), one at a time, so Spark's
   commits there meet no other writer.
-- An S3-compatible store that ignores `If-None-Match` would let two creates both win:
-  `require_conditional_writes` tries one (a probe object, created twice, then deleted)
-  before the first commit of each process, and refuses the store if the second create
-  is not refused.
+- A store that ignores the create-if-absent precondition (S3's `If-None-Match: *`,
+  GCS's `ifGenerationMatch=0`, Azure's `If-None-Match: *`) would let two creates both
+  win: `require_conditional_writes` tries one (a probe object, created twice, then
+  deleted) before the first commit of each process, on every object store, and refuses
+  the store if the second create is not refused.
 
 Example:
     >>> roots = table_protocols("s3a://bucket/warehouse")[1]
@@ -32,7 +33,14 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from ackfold.ledger.errors import LedgerError, SparkCommitRefused, UnsafeStore
-from ackfold.ledger.store import S3_ENDPOINTS, delta_uri, is_object_store, s3_client, store_kind
+from ackfold.ledger.store import (
+    endpoint_of,
+    is_object_store,
+    object_store_of,
+    s3_client,
+    split_location,
+    store_kind,
+)
 from ackfold.ledger.tables import (
     ACK_EVENTS,
     ALERT_LOG,
@@ -121,31 +129,119 @@ def refuse_spark_commit(location: str, table: str, setting: str = "warehouse") -
         )
 
 
-_CHECKED: set[tuple[str, str]] = set()
+# The log store that Delta Spark 4.4 commits with on each store (its DelegatingLogStore's
+# defaults), and whether that commit is a create-if-absent, atomic beside delta-rs's:
+# GCSLogStore creates the log file with ifGenerationMatch=0 (the GCS connector's create
+# without overwrite); AzureLogStore renames a temporary file without overwrite, which
+# ABFS makes a Copy Blob with If-None-Match: * (or a rename on a hierarchical namespace).
+# S3SingleDriverLogStore PUTs unconditionally: on S3 Spark commits only the derived tables,
+# one run at a time under the lease.
+SPARK_LOG_STORES: Final = {
+    "s3": ("S3SingleDriverLogStore", False),
+    "gcs": ("GCSLogStore", True),
+    "azure": ("AzureLogStore", True),
+}
+_LOG_STORE_PACKAGES: Final = ("io.delta.storage.", "org.apache.spark.sql.delta.storage.")
+
+
+def refuse_unsafe_log_store(warehouse: str, conf: Mapping[str, str]) -> None:
+    """Raise `SparkCommitRefused` if Spark settings `conf` give the warehouse's scheme a
+    Delta log store other than the one whose commits meet delta-rs's atomically (GCS,
+    ADLS): another (HDFSLogStore's rename, a DynamoDB log store) could let a Spark commit
+    and a delta-rs commit of one version both succeed."""
+    from urllib.parse import urlparse
+
+    kind = store_kind(warehouse)
+    if kind not in ("gcs", "azure"):
+        return
+    safe = SPARK_LOG_STORES[kind][0]
+    scheme = urlparse(warehouse).scheme.lower()
+    for setting in (f"spark.delta.logStore.{scheme}.impl", "spark.delta.logStore.class"):
+        chosen = (conf.get(setting) or "").strip()
+        if chosen and chosen not in {f"{package}{safe}" for package in _LOG_STORE_PACKAGES}:
+            raise SparkCommitRefused(
+                f"`{setting}` is {chosen}, but on a {kind} warehouse ({warehouse}) Delta "
+                f"Spark must commit with io.delta.storage.{safe}, whose create-if-absent "
+                f"meets delta-rs's atomically; another log store could lose a commit. "
+                f"Remove `{setting}` from spark.conf (ACKFOLD_SPARK__CONF)"
+            )
+
+
+_CHECKED: set[tuple[str, str, str]] = set()
+# What each store's create-if-absent is called, and the stores known to honour it.
+CREATE_IF_ABSENT: Final = {
+    "s3": "If-None-Match: *",
+    "gcs": "ifGenerationMatch=0 (x-goog-if-generation-match: 0)",
+    "azure": "If-None-Match: *",
+}
+_SAFE_STORES: Final = {
+    "s3": "AWS S3, MinIO releases of 2024 and later, Cloudflare R2, Ceph RGW with conditional "
+    "PUT, or ackfold's local S3 API",
+    "gcs": "Google Cloud Storage, or ackfold's local GCS API (`ackfold gcs`)",
+    "azure": "Azure Blob Storage or ADLS Gen2, or ackfold's local Azure API (`ackfold azure`)",
+}
 
 
 def require_conditional_writes(location: str, options: Mapping[str, str] | None) -> None:
-    """Once per process and store: on S3 (or an S3-compatible endpoint), check that a
-    second create of one object with `If-None-Match: *` is refused; else `UnsafeStore`."""
-    if store_kind(location) != "s3":
+    """Once per process and store: on an object store (S3 or S3-compatible, GCS, ADLS),
+    check that a second create of one object under `location` with the store's
+    create-if-absent precondition is refused; else `UnsafeStore`, naming the variable
+    that points at that store."""
+    kind = store_kind(location)
+    if kind not in CREATE_IF_ABSENT:
         return
     options = dict(options or {})
-    variable = next((k for k in S3_ENDPOINTS if options.get(k)), S3_ENDPOINTS[0])
-    endpoint = options.get(variable) or "AWS S3"
-    bucket, _, prefix = delta_uri(location).removeprefix("s3://").partition("/")
-    if (endpoint, bucket) in _CHECKED:
+    variable, endpoint = endpoint_of(location, options)
+    container, prefix = split_location(location)
+    if (kind, endpoint, container) in _CHECKED:
         return
-    second = probe_conditional_create(bucket, prefix, options)
-    if second != 412:
+    if kind == "s3":
+        status = probe_conditional_create(container.removeprefix("s3://"), prefix, options)
+        refused, answer = status == 412, f"it answered {status}, not 412"
+    else:
+        refused, answer = probe_object_store(location, options)
+    if not refused:
         raise UnsafeStore(
-            f"the S3 store at {endpoint} ({variable}) did not refuse a second create of "
-            f"one object with If-None-Match: * (it answered {second}, not 412): two ledger "
-            f"commits of one version could both succeed there, and one would be lost. Use a "
-            f"store that supports S3 conditional writes (AWS S3, MinIO releases of 2024 and later, "
-            f"Cloudflare R2, Ceph RGW with conditional PUT), or keep the `warehouse` on a "
-            f"local file system"
+            f"the {kind.upper() if kind != 'azure' else 'Azure'} store at {endpoint} "
+            f"({variable}) did not refuse a second create of one object with "
+            f"{CREATE_IF_ABSENT[kind]} ({answer}): two ledger commits of one version "
+            f"could both succeed there, and one would be lost. Use a store that honours it "
+            f"({_SAFE_STORES[kind]}), or keep the `warehouse` on a local file system"
         )
-    _CHECKED.add((endpoint, bucket))
+    _CHECKED.add((kind, endpoint, container))
+
+
+def probe_object_store(location: str, options: Mapping[str, str]) -> tuple[bool, str]:
+    """Create one probe object twice under `location` with object_store's create-if-absent
+    (delta-rs's commit), then delete it: (whether the second create was refused, what
+    the store answered). GCS and ADLS."""
+    import obstore
+    from obstore.exceptions import AlreadyExistsError, BaseError, PreconditionError
+
+    store = object_store_of(location, options)
+    _, prefix = split_location(location)
+    key = f"{prefix}/_ackfold_probe/{uuid.uuid4().hex}".lstrip("/")
+    try:
+        obstore.put(store, key, b"1", mode="create")
+    except BaseError as exc:
+        raise UnsafeStore(
+            f"cannot write a probe object to {location}/_ackfold_probe: {_first(exc)} (check "
+            "the store's credentials and endpoint variables)"
+        ) from None
+    except OSError as exc:  # unreachable, for now: a later try may get through
+        raise LedgerError(f"cannot reach the store of {location}: {_first(exc)}") from None
+    try:
+        obstore.put(store, key, b"2", mode="create")
+        return False, "it stored the second one"
+    except (AlreadyExistsError, PreconditionError):
+        return True, "refused"
+    finally:
+        with contextlib.suppress(Exception):  # a probe left behind is 1 byte
+            obstore.delete(store, key)
+
+
+def _first(exc: BaseException) -> str:
+    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
 
 
 def probe_conditional_create(bucket: str, prefix: str, options: Mapping[str, str]) -> int:

@@ -10,9 +10,11 @@ other, so one `warehouse` setting serves both.
 
 Storage options come from the environment only, never from a file in the repo: the
 standard variables of each cloud's SDK (`AWS_ENDPOINT_URL`, `AWS_ACCESS_KEY_ID`, ...;
-`GOOGLE_APPLICATION_CREDENTIALS`; `AZURE_STORAGE_ACCOUNT_NAME`, ...), which delta-rs would
-also read by itself, passed explicitly so that what it uses can be shown (`ackfold
-doctor`, secrets masked).
+`GOOGLE_SERVICE_ACCOUNT`, `GOOGLE_APPLICATION_CREDENTIALS`; `AZURE_STORAGE_ACCOUNT_NAME`,
+`AZURE_STORAGE_ENDPOINT`, ...), which delta-rs would also read by itself, passed
+explicitly so that what it uses can be shown (`ackfold doctor`, secrets masked). What
+ackfold puts beside the tables itself on GCS and ADLS (the probe, the reconcile's mark)
+goes through `object_store_of`: Rust's object_store, delta-rs's own, with the same options.
 
 Example:
     >>> store_kind("s3a://bucket/warehouse"), store_kind("/srv/warehouse")
@@ -57,6 +59,8 @@ ENV_PREFIXES: Final[dict[Store, tuple[str, ...]]] = {
 }
 # Where delta-rs (and so ackfold) finds an S3-compatible endpoint, in this order.
 S3_ENDPOINTS: Final = ("AWS_ENDPOINT_URL", "AWS_ENDPOINT")
+# Where the Azure SDKs (and delta-rs) find a store that is not Azure's own endpoint.
+AZURE_ENDPOINTS: Final = ("AZURE_STORAGE_ENDPOINT", "AZURE_ENDPOINT")
 _SECRET_WORDS: Final = ("SECRET", "TOKEN", "KEY", "PASSWORD", "CREDENTIAL", "SAS")
 OBJECT_STORES: Final = frozenset({"s3", "gcs", "azure"})
 
@@ -121,3 +125,76 @@ def masked(options: Mapping[str, str] | None) -> dict[str, str]:
         k: "***" if any(word in k.upper() for word in _SECRET_WORDS) else v
         for k, v in (options or {}).items()
     }
+
+
+def split_location(location: str) -> tuple[str, str]:
+    """The container (bucket) URI of an object-store `location`, as delta-rs spells it, and
+    the path under it.
+
+    Example:
+        >>> split_location("s3a://bucket/warehouse/roots")
+        ('s3://bucket', 'warehouse/roots')
+        >>> split_location("abfss://ledger@acct.dfs.core.windows.net/w")
+        ('abfss://ledger@acct.dfs.core.windows.net', 'w')
+    """
+    parsed = urlparse(delta_uri(location))
+    return f"{parsed.scheme}://{parsed.netloc}", parsed.path.strip("/")
+
+
+def object_store_of(location: str, options: Mapping[str, str] | None) -> Any:
+    """An `obstore` store of the container (bucket) of `location` (GCS or ADLS; S3 too),
+    configured as delta-rs is: with the storage `options`, and the environment for the
+    rest. Options that object_store does not know are left to the environment."""
+    from obstore import store as obstores
+    from obstore.exceptions import UnknownConfigurationKeyError
+
+    from_url: Any = obstores.from_url  # its overloads type each store's own keys
+    base, _ = split_location(location)
+    # An endpoint named with http:// (an emulator's) is meant: object_store refuses it else.
+    client: dict[str, Any] = {"allow_http": endpoint_of(location, options)[1].startswith("http:")}
+    config: dict[str, str] = {}
+    for key, value in (options or {}).items():
+        if key.upper().endswith("_ALLOW_HTTP"):  # a client option in object_store
+            client["allow_http"] = value.strip().lower() in ("1", "true", "yes")
+            continue
+        try:
+            from_url(base, config={**config, key: value})  # no request: parses the keys
+        except UnknownConfigurationKeyError:
+            continue
+        config[key] = value
+    return from_url(base, config=config, client_options=client)
+
+
+def endpoint_of(location: str, options: Mapping[str, str] | None) -> tuple[str, str]:
+    """(the variable that names the endpoint of `location`'s store, the endpoint) as
+    `ackfold doctor` and the refusals say it; the store's own service when none is set.
+
+    Example:
+        >>> endpoint_of("gs://b/w", {})
+        ('GOOGLE_SERVICE_ACCOUNT', 'Google Cloud Storage')
+        >>> endpoint_of("abfss://c@acct.dfs.core.windows.net/w", {"AZURE_STORAGE_ENDPOINT": "http://h:1/a"})
+        ('AZURE_STORAGE_ENDPOINT', 'http://h:1/a')
+    """
+    options = options or {}
+    kind = store_kind(location)
+    if kind == "s3":
+        variable = next((k for k in S3_ENDPOINTS if options.get(k)), S3_ENDPOINTS[0])
+        return variable, options.get(variable) or "AWS S3"
+    if kind == "azure":
+        variable = next((k for k in AZURE_ENDPOINTS if options.get(k)), AZURE_ENDPOINTS[0])
+        return variable, options.get(variable) or "Azure Storage"
+    return "GOOGLE_SERVICE_ACCOUNT", _gcs_base_url(options) or "Google Cloud Storage"
+
+
+def _gcs_base_url(options: Mapping[str, str]) -> str | None:
+    """The `gcs_base_url` of the service-account file (an emulator's), if any."""
+    import json
+    from pathlib import Path
+
+    path = options.get("GOOGLE_SERVICE_ACCOUNT") or options.get("GOOGLE_SERVICE_ACCOUNT_PATH")
+    try:
+        text = Path(path).read_text() if path else options.get("GOOGLE_SERVICE_ACCOUNT_KEY", "")
+        found = json.loads(text).get("gcs_base_url") if text else None
+    except (OSError, ValueError, AttributeError):
+        return None
+    return str(found) if found else None

@@ -72,6 +72,20 @@ class LocalS3(LocalServer):
             "AWS_ALLOW_HTTP": "true",
         }
 
+    def warehouse(self, path: str = "warehouse", container: str | None = None) -> str:
+        """A warehouse URI in this server's bucket (or `container`), as Spark spells it."""
+        return f"s3a://{container or self.bucket}/{path}"
+
+    def spark_conf(self) -> dict[str, str]:
+        """Spark's S3A settings for this server; the keys come from the environment
+        (`env()`), which S3A's default credentials chain reads."""
+        return {
+            "spark.hadoop.fs.s3a.endpoint": self.endpoint_url,
+            "spark.hadoop.fs.s3a.endpoint.region": REGION,
+            "spark.hadoop.fs.s3a.path.style.access": "true",
+            "spark.hadoop.fs.s3a.connection.ssl.enabled": "false",
+        }
+
     def client(self) -> Any:
         """A boto3 S3 client for this server."""
         import boto3

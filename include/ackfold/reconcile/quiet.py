@@ -38,7 +38,14 @@ from typing import Any, Final
 from ackfold.config import Settings
 from ackfold.ledger.errors import LedgerError
 from ackfold.ledger.sql import SqlReader, first_line, sql_str
-from ackfold.ledger.store import delta_uri, s3_client, storage_options, store_kind
+from ackfold.ledger.store import (
+    delta_uri,
+    object_store_of,
+    s3_client,
+    split_location,
+    storage_options,
+    store_kind,
+)
 from ackfold.ledger.tables import ACK_EVENTS, ROOT_STATE, UNMATCHED_EVENTS, Ledger, local_dir
 from ackfold.reconcile.fold import RootFold, classify
 from ackfold.reconcile.state import open_partitions_sql
@@ -114,9 +121,10 @@ def _put_remote(checkpoint: str, data: bytes) -> None:
             client, bucket, key = _s3_mark(checkpoint)
             client.put_object(Bucket=bucket, Key=key, Body=data)
             return
-        found, path = _other_store(checkpoint)
-        with found.open_output_stream(path) as out:
-            out.write(data)
+        import obstore
+
+        store, key = _other_store(checkpoint)
+        obstore.put(store, key, data)
     except Exception as exc:  # the run itself succeeded: only the next run's head start
         log.warning("reconcile: could not mark %s (%s)", checkpoint, first_line(exc))
 
@@ -131,11 +139,13 @@ def _get_remote(checkpoint: str) -> str | None:
             return bytes(body).decode("utf-8")
         except (ClientError, BotoCoreError):  # none yet, or none this process can read
             return None
+    import obstore
+    from obstore.exceptions import BaseError
+
     try:
-        found, path = _other_store(checkpoint)
-        with found.open_input_stream(path) as mark:
-            return bytes(mark.read()).decode("utf-8")
-    except (FileNotFoundError, OSError):
+        store, key = _other_store(checkpoint)
+        return bytes(obstore.get(store, key).bytes()).decode("utf-8")
+    except (BaseError, OSError):  # none yet, or none this process can read
         return None
 
 
@@ -148,11 +158,11 @@ def _s3_mark(checkpoint: str) -> tuple[Any, str, str]:
 
 
 def _other_store(checkpoint: str) -> tuple[Any, str]:
-    """Arrow's file system of a GCS or ADLS `checkpoint`, and the mark's path in it."""
-    import pyarrow.fs as pafs
-
-    found, path = pafs.FileSystem.from_uri(delta_uri(checkpoint))
-    return found, f"{path.rstrip('/')}/{MARK}"
+    """The object store of a GCS or ADLS `checkpoint` (delta-rs's, with the ledger's
+    storage options: `ackfold.ledger.store`), and the mark's key in it."""
+    _, prefix = split_location(checkpoint)
+    store = object_store_of(checkpoint, storage_options(checkpoint))
+    return store, f"{prefix}/{MARK}".lstrip("/")
 
 
 def summary(

@@ -4,6 +4,11 @@
 `<jars_dir>/<bundle>/` and writes a manifest of checksums. After that, starting Spark or a
 local server reads only the cache: no network. A missing, stale or corrupt cache raises
 `JarsError`, which says the one command that fixes it.
+
+The Hadoop connectors of the object stores (`STORE_BUNDLES`: S3A, the GCS connector, ABFS)
+are resolved only for the store the warehouse names: by `ackfold setup` for the
+configured warehouse, or on demand when a Spark session starts for it
+(`ackfold.spark.session.spark_jars`).
 """
 
 from __future__ import annotations
@@ -33,8 +38,11 @@ class Bundle:
     """
 
     name: str
-    artifacts: tuple[str, ...]
+    artifacts: tuple[str, ...]  # group:artifact:version, or group:artifact:version:classifier
     for_spark: bool
+    # Per artifact, what not to resolve with it: "group:artifact", or "*:*" for everything
+    # it depends on (a shaded jar that carries its dependencies).
+    excludes: tuple[tuple[str, ...], ...] = ()
 
 
 BUNDLES: dict[str, Bundle] = {
@@ -55,6 +63,40 @@ BUNDLES: dict[str, Bundle] = {
         for_spark=False,
     ),
 }
+
+# The Hadoop connector of each object store, for Spark, matched to Spark 4.1.1's Hadoop
+# (3.4.2). Each is resolved only for a warehouse on its store.
+STORE_BUNDLES: dict[str, Bundle] = {
+    # S3A with the AWS SDK modules it calls (s3, the transfer manager, sts: 12 MB), not
+    # the SDK's 600 MB `bundle` that hadoop-aws names.
+    "s3": Bundle(
+        "s3a",
+        (
+            "org.apache.hadoop:hadoop-aws:3.4.2",
+            "software.amazon.awssdk:s3:2.29.52",
+            "software.amazon.awssdk:s3-transfer-manager:2.29.52",
+            "software.amazon.awssdk:sts:2.29.52",
+        ),
+        for_spark=True,
+        excludes=(("software.amazon.awssdk:bundle",), (), (), ()),
+    ),
+    # Google's GCS connector, shaded (its Google clients inside). 4.0.0: 3.1.x calls a
+    # Hadoop 3.3 method that 3.4 changed (vectored reads fail with NoSuchMethodError).
+    "gcs": Bundle(
+        "gcs",
+        ("com.google.cloud.bigdataoss:gcs-connector:4.0.0:shaded",),
+        for_spark=True,
+        excludes=(("*:*",),),
+    ),
+    # Hadoop's ABFS driver (abfs://, abfss://).
+    "azure": Bundle("azure", ("org.apache.hadoop:hadoop-azure:3.4.2",), for_spark=True),
+}
+for _store_bundle in STORE_BUNDLES.values():
+    BUNDLES[_store_bundle.name] = _store_bundle
+# What `ackfold setup` resolves whatever the warehouse.
+BASE_BUNDLES = tuple(
+    name for name in BUNDLES if name not in {b.name for b in STORE_BUNDLES.values()}
+)
 
 MANIFEST = "manifest.json"
 # Every repository a POM names (Spark's name a GCS mirror) is read from Maven Central:
@@ -93,11 +135,19 @@ def _artifact_id(jar_name: str) -> str:
 
 def _pom(bundle: Bundle) -> str:
     deps = []
-    for coordinate in bundle.artifacts:
-        group, artifact, version = coordinate.split(":")
+    for index, coordinate in enumerate(bundle.artifacts):
+        group, artifact, version, *classifier = coordinate.split(":")
+        excluded = bundle.excludes[index] if index < len(bundle.excludes) else ()
+        exclusions = "".join(
+            f"<exclusion><groupId>{g}</groupId><artifactId>{a}</artifactId></exclusion>"
+            for g, a in (name.split(":") for name in excluded)
+        )
         deps.append(
             f"<dependency><groupId>{group}</groupId><artifactId>{artifact}</artifactId>"
-            f"<version>{version}</version></dependency>"
+            f"<version>{version}</version>"
+            + (f"<classifier>{classifier[0]}</classifier>" if classifier else "")
+            + (f"<exclusions>{exclusions}</exclusions>" if exclusions else "")
+            + "</dependency>"
         )
     return (
         '<project xmlns="http://maven.apache.org/POM/4.0.0"><modelVersion>4.0.0</modelVersion>'
@@ -186,6 +236,18 @@ def bundle_jars(name: str, jars_dir: Path) -> list[Path]:
 def setup(
     jars_dir: Path, names: list[str] | None = None, log: Callable[[str], None] = print
 ) -> None:
-    """Resolve every bundle (or those named) into the cache."""
-    for name in names or list(BUNDLES):
+    """Resolve the base bundles (or those named) into the cache."""
+    for name in names or list(BASE_BUNDLES):
         resolve(BUNDLES[name], jars_dir, log)
+
+
+def store_bundle(warehouse: str) -> Bundle | None:
+    """The Hadoop connector bundle for `warehouse`'s object store; None for a local one.
+
+    Example:
+        >>> store_bundle("gs://bucket/warehouse").name, store_bundle("/srv/warehouse")
+        ('gcs', None)
+    """
+    from ackfold.ledger.store import store_kind
+
+    return STORE_BUNDLES.get(store_kind(warehouse))

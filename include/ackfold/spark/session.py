@@ -22,7 +22,9 @@ from typing import TYPE_CHECKING, cast
 
 from ackfold.config import Settings, load_settings
 from ackfold.config.hosts import is_loopback_host
-from ackfold.spark.jars import BUNDLES, bundle_jars
+from ackfold.ledger.protocol import refuse_unsafe_log_store
+from ackfold.ledger.store import store_kind
+from ackfold.spark.jars import BASE_BUNDLES, BUNDLES, bundle_jars, resolve, store_bundle
 from ackfold.spark.python import check_worker_python, worker_python, workers_run
 
 if TYPE_CHECKING:
@@ -42,6 +44,8 @@ DRIVER_JAVA_OPTIONS = "spark.driver.extraJavaOptions"
 # adds the incubating Vector API (`--add-modules=jdk.incubator.vector`), and Java warns.
 JVM_NOTICES = (b"WARNING: Using incubator modules:",)
 
+GCS_FILE_SYSTEM = "com.google.cloud.hadoop.fs.gcs.GoogleHadoopFileSystem"
+GCS_ABSTRACT_FS = "com.google.cloud.hadoop.fs.gcs.GoogleHadoopFS"
 DELTA_CONF = {
     "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
     "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
@@ -76,20 +80,33 @@ def spark_conf(settings: Settings, *, with_jars: bool = True) -> dict[str, str]:
     python = worker_python(settings)
     if python is not None:
         conf["spark.pyspark.python"] = python
+    if store_kind(settings.table_root) == "gcs":
+        # Hadoop names S3A and ABFS in its defaults, not the GCS connector: its file system
+        # and FileContext's (streaming checkpoints), which a jar of `spark.jars` cannot
+        # register by itself (Hadoop looks on the JVM's class path).
+        conf["spark.hadoop.fs.gs.impl"] = GCS_FILE_SYSTEM
+        conf["spark.hadoop.fs.AbstractFileSystem.gs.impl"] = GCS_ABSTRACT_FS
     conf.update(settings.spark.conf)
+    refuse_unsafe_log_store(settings.table_root, conf)
     return conf
 
 
 def spark_jars(settings: Settings) -> list[str]:
-    """The jars Spark needs beyond its own (Delta, the Kafka source), verified in the
-    local cache."""
+    """The jars Spark needs beyond its own (Delta, the Kafka source, and the Hadoop
+    connector of the warehouse's object store), verified in the local cache. The
+    connector is resolved from Maven Central on demand, the first time a session starts
+    for a warehouse on its store."""
     assert settings.jars_dir is not None
-    return [
+    jars = [
         str(path)
-        for bundle in BUNDLES.values()
-        if bundle.for_spark
-        for path in bundle_jars(bundle.name, settings.jars_dir)
+        for name in BASE_BUNDLES
+        if BUNDLES[name].for_spark
+        for path in bundle_jars(name, settings.jars_dir)
     ]
+    connector = store_bundle(settings.table_root)
+    if connector is not None:
+        jars += [str(path) for path in resolve(connector, settings.jars_dir, log.info)]
+    return jars
 
 
 class SparkMasterUnreachable(RuntimeError):

@@ -1,0 +1,134 @@
+"""What the local GCS and Azure stores share: an emulator behind `ackfold.local.store_proxy`,
+in a process group of its own, on a free loopback port (or a given one), with its data in
+a directory, so that it can be stopped, killed and started again on the same port with
+what it answered kept (`LocalGCS`, `LocalAzure`)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import sys
+import time
+from abc import abstractmethod
+from pathlib import Path
+
+from ackfold.local.ports import LOOPBACK, free_port, port_free
+from ackfold.local.server import JvmProcess, LocalServer
+
+
+class LocalStoreError(RuntimeError):
+    """A local object store cannot start, or died."""
+
+
+class EmulatedStore(LocalServer):
+    """One emulator behind the store proxy on 127.0.0.1:`port`, data in `directory`,
+    `container` (a bucket, an Azure container) created once it answers."""
+
+    kind: str  # the proxy's --kind
+    title: str  # for messages: "the local GCS API"
+
+    def __init__(
+        self,
+        directory: Path,
+        *,
+        port: int | None = None,
+        container: str | None,
+        in_memory: bool = False,
+    ) -> None:
+        self.directory = directory
+        self.in_memory = in_memory
+        self.port = port or free_port()
+        self.container = container
+        self._process = JvmProcess(self.title, directory / "proxy.log")
+
+    @property
+    def endpoint_url(self) -> str:
+        return f"http://{LOOPBACK}:{self.port}"
+
+    @property
+    def log_file(self) -> Path:
+        """Where the proxy logs each request with its answer's status."""
+        return self._process.log_file
+
+    @property
+    def pid(self) -> int | None:
+        return self._process.pid
+
+    @abstractmethod
+    def program(self) -> Path:
+        """The installed emulator (`EmulatorMissing` if it is not)."""
+
+    @abstractmethod
+    def create_container(self, name: str) -> None:
+        """Create bucket or container `name` (no error if it exists)."""
+
+    @abstractmethod
+    def env(self) -> dict[str, str]:
+        """The store's standard variables that point delta-rs (and ackfold) at this server."""
+
+    @abstractmethod
+    def spark_conf(self) -> dict[str, str]:
+        """Spark's settings for this server's Hadoop connector."""
+
+    @abstractmethod
+    def warehouse(self, path: str = "warehouse", container: str | None = None) -> str:
+        """A warehouse URI in this server's container (or `container`), as Spark and
+        ackfold spell it."""
+
+    def start(self, timeout: float = 120) -> None:
+        """Start the emulator and its proxy; return once it answers and the container exists."""
+        from ackfold.local.store_proxy import READY
+
+        if self._process.running:
+            raise LocalStoreError(f"{self.title} already runs on {self.endpoint_url}")
+        program = self.program()
+        if not port_free(self.port):
+            raise LocalStoreError(
+                f"port {self.port} on 127.0.0.1 is already taken: stop that process, or "
+                "choose another port"
+            )
+        self.directory.mkdir(parents=True, exist_ok=True)
+        args = ["-m", "ackfold.local.store_proxy", "--kind", self.kind, "--port", str(self.port),
+                "--root", str(self.directory / "data"), "--program", str(program),
+                *(["--in-memory"] if self.in_memory else [])]  # fmt: skip
+        self._process.start(args, command=sys.executable)
+        try:
+            deadline = time.monotonic() + timeout
+            while READY.encode() not in self._process.logged():
+                code = self._process.exit_code()
+                if code is not None:
+                    raise LocalStoreError(self._process.failure(f"exited with {code}"))
+                if time.monotonic() > deadline:
+                    raise LocalStoreError(
+                        self._process.failure(f"did not answer within {timeout:g} s")
+                    )
+                time.sleep(0.1)
+            if self.container is not None:
+                self.create_container(self.container)
+        except BaseException:
+            self.stop()
+            raise
+
+    def stop(self, grace: float = 20) -> None:
+        """Stop the proxy and the emulator (SIGTERM: Azurite saves its metadata). Idempotent."""
+        self._process.stop(grace)
+
+    def kill(self) -> None:
+        """SIGKILL the proxy and the emulator at once, as a crash would."""
+        pid = self._process.pid
+        if pid is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(pid, signal.SIGKILL)
+        self._process.stop(grace=5)
+
+    def wait_for_exit(self) -> str:
+        code = self._process.wait()
+        return f"{self.title} exited with {code}; see {self._process.log_file}"
+
+    def banner(self) -> str:
+        env = " ".join(f"{k}={v}" for k, v in self.env().items())
+        return (
+            f"{self.title} on {self.endpoint_url} — point ackfold at it with:\n  {env} "
+            f"ACKFOLD_WAREHOUSE={self.warehouse()}\nCtrl-C stops it"
+        )

@@ -1,0 +1,106 @@
+"""The local GCS and Azure APIs honour creates-if-absent as GCS and Azure do: of two
+creates of one object, however they race, exactly one wins; so do a copy and a create
+racing for one name (Hadoop's ABFS renames by Copy Blob with If-None-Match: *, Delta
+Spark's AzureLogStore commits so); and what the store answered survives a restart."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import obstore
+import pytest
+from obstore.exceptions import AlreadyExistsError
+
+from ackfold.ledger.store import object_store_of
+from ackfold.local.emulated import EmulatedStore
+from tests.stores.conftest import new_store
+
+
+def _create(store: object, key: str, body: bytes) -> bool:
+    try:
+        obstore.put(store, key, body, mode="create")  # type: ignore[arg-type]
+    except AlreadyExistsError:
+        return False
+    return True
+
+
+def test_racing_creates_have_exactly_one_winner(
+    store: EmulatedStore, warehouse: str, store_env: dict[str, str]
+) -> None:
+    """Eight writers create each of 30 objects at once: one wins each, and the object
+    holds the winner's bytes."""
+    writers, keys = 8, 30
+    won: dict[tuple[int, int], bool] = {}
+    barrier = threading.Barrier(writers)
+
+    def writer(n: int) -> None:
+        mine = object_store_of(warehouse, store_env)
+        barrier.wait()
+        for k in range(keys):
+            won[(n, k)] = _create(mine, f"race/{k:03d}", f"writer {n}".encode())
+
+    threads = [threading.Thread(target=writer, args=(n,)) for n in range(writers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    reader = object_store_of(warehouse, store_env)
+    for k in range(keys):
+        winners = [n for n in range(writers) if won[(n, k)]]
+        assert len(winners) == 1, (k, winners)
+        body = bytes(obstore.get(reader, f"race/{k:03d}").bytes())
+        assert body == f"writer {winners[0]}".encode()
+
+
+def test_a_copy_and_a_create_racing_for_one_name_have_one_winner(
+    store: EmulatedStore, warehouse: str, store_env: dict[str, str]
+) -> None:
+    """A copy without overwrite (GCS: x-goog-copy-source with ifGenerationMatch=0; Azure:
+    Copy Blob with If-None-Match: *) against creates of the same name: one winner."""
+    client = object_store_of(warehouse, store_env)
+    obstore.put(client, "source", b"copied")
+    keys, results = 20, []
+
+    def copy(k: int) -> None:
+        mine = object_store_of(warehouse, store_env)
+        try:
+            obstore.copy(mine, "source", f"dest/{k}", overwrite=False)
+            results.append((k, "copy", True))
+        except AlreadyExistsError:
+            results.append((k, "copy", False))
+
+    def create(k: int) -> None:
+        won = _create(object_store_of(warehouse, store_env), f"dest/{k}", b"put")
+        results.append((k, "put", won))
+
+    for k in range(keys):
+        threads = [threading.Thread(target=f, args=(k,)) for f in (copy, create, create)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    for k in range(keys):
+        wins = [what for key, what, won in results if key == k and won]
+        assert len(wins) == 1, (k, wins)
+        body = bytes(obstore.get(client, f"dest/{k}").bytes())
+        assert body == (b"copied" if wins == ["copy"] else b"put")
+
+
+@pytest.mark.parametrize("kind", ["gcs", "azure"])
+def test_what_it_answered_survives_a_restart(kind: str, tmp_path: Path) -> None:
+    """GCS's emulator keeps objects in files: it survives a SIGKILL. Azurite saves its
+    metadata every 5 s and on SIGTERM: it is stopped (`ackfold.local.azurite`)."""
+    server = new_store(kind, tmp_path)
+    with server:
+        location = server.warehouse("kept")
+        client = object_store_of(location, server.env())
+        obstore.put(client, "kept/a", b"1", mode="create")
+        obstore.put(client, "kept/b", b"2")
+        obstore.delete(client, "kept/b")
+        if kind == "gcs":
+            server.kill()
+    with new_store(kind, tmp_path) as again:
+        client = object_store_of(again.warehouse("kept"), again.env())
+        assert [o["path"] for o in obstore.list(client, "kept/").collect()] == ["kept/a"]
+        assert not _create(client, "kept/a", b"again")
