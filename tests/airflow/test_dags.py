@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from ackfold.spark.apps import APPS_DIR
+from ackfold.jobs import APPS_DIR
 from tests.airflow.conftest import SETTINGS, first_run_after
 from tests.conftest import PROJECT_DIR
 

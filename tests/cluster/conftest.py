@@ -42,7 +42,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
 
 @dataclass
 class Submitted:
-    """One spark-submit of a `ackfold/spark/apps/` entry point, running or done."""
+    """One spark-submit of a `ackfold/jobs/` entry point, running or done."""
 
     app: str
     settings: Settings
@@ -123,7 +123,7 @@ def settings_file(var: Path, **overrides: Any) -> tuple[Path, Settings]:
 
 
 def spark_submit(app: str, config: Path, settings: Settings, args: list[str]) -> Submitted:
-    """Start the packaged entry point `<app>` (`ackfold.spark.apps`) under spark-submit
+    """Start the packaged entry point `<app>` (`ackfold.jobs`) under spark-submit
     with the settings of `config`, in the environment the embedded stack gives its tasks
     (venv on PATH, loopback Spark)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("ACKFOLD_")}

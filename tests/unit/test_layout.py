@@ -16,8 +16,7 @@ _NODE = re.compile(r'^\s+(\w+)(?:\["([^"]+)"\])?\s*$')
 
 
 def layers() -> list[set[str]]:
-    """The picture's subgraphs, top layer first, each the set of its packages (`spark/apps`
-    is the entry points' own node)."""
+    """The picture's subgraphs, top layer first, each the set of its packages."""
     text = PICTURE.read_text()
     mermaid = text[text.index("<!-- layers:") :].split("```mermaid", 1)[1].split("```", 1)[0]
     found: list[set[str]] = []
@@ -34,8 +33,7 @@ def layers() -> list[set[str]]:
 
 
 def _node(module: Path) -> str:
-    parts = module.relative_to(PACKAGE).parts
-    return "spark/apps" if parts[:2] == ("spark", "apps") else parts[0]
+    return module.relative_to(PACKAGE).parts[0]
 
 
 def imports() -> list[tuple[Path, str, str, list[str]]]:
@@ -55,8 +53,7 @@ def imports() -> list[tuple[Path, str, str, list[str]]]:
                 parts = target.split(".")
                 if parts[0] != "ackfold" or len(parts) < 2:
                     continue
-                apps = parts[1:3] == ["spark", "apps"]
-                found.append((module, _node(module), "spark/apps" if apps else parts[1], names))
+                found.append((module, _node(module), parts[1], names))
     return found
 
 
@@ -68,7 +65,7 @@ def test_no_module_sits_outside_a_package() -> None:
 def test_every_package_stands_in_exactly_one_layer_of_the_picture() -> None:
     drawn = [node for layer in layers() for node in layer]
     packages = {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").is_file()}
-    assert sorted(drawn) == sorted({*packages, "spark/apps"})
+    assert sorted(drawn) == sorted(packages)
 
 
 def test_no_import_climbs_a_layer() -> None:

@@ -14,13 +14,13 @@ import pytest
 from ackfold.airflow.app_dags import app_dag_specs, application_path
 from ackfold.config import Settings, load_settings
 from ackfold.config.demo import DEMO_APP_DAG, DEMO_APP_POLICY
+from ackfold.jobs import app_path
 from ackfold.local.stack import (
     airflow_environment,
     demo_app_dag_env,
     passwords_file,
     user_passwords,
 )
-from ackfold.spark.apps import app_path
 
 
 def test_every_account_gets_its_role_and_a_password_made_once(

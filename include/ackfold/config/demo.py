@@ -99,7 +99,7 @@ DEMO_APP_POLICY: Final = AppOverrides(
 # word count as its own DAG, `ackfold_app_wordcount`, hourly (the default). Every run's
 # asset triggers a reconcile, then the replay and quality checks: four Spark jobs, so a
 # tighter schedule would keep a laptop busy for a queue that only replays refill. Its
-# application is the packaged entry point of that name (`ackfold.spark.apps`).
+# application is the packaged entry point of that name (`ackfold.jobs`).
 DEMO_APP_DAG: Final = AppDag(application="wordcount_app.py", tags=("demo",))
 
 

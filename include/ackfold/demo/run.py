@@ -80,7 +80,7 @@ def run_available_now(
     starts (`start_spark`) once the wait is over, so a waiting run holds none, and stops
     at the end. Returns the messages taken."""
     settings = with_demo_policy(settings)
-    holder = DEMO_DAG_ID if settings.apps[APP].dag else "ackfold/spark/apps/wordcount_app.py"
+    holder = DEMO_DAG_ID if settings.apps[APP].dag else "ackfold/jobs/wordcount_app.py"
     with demo_lock(settings, holder, say=say):
         spark = start_spark()
         try:

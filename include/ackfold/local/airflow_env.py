@@ -138,7 +138,7 @@ def demo_app_dag_env(settings: Settings) -> dict[str, str]:
     (`DEMO_APP_DAG`), unless the configuration already gives it one."""
     from ackfold.config.demo import DEMO_APP, DEMO_APP_DAG
     from ackfold.demo.wordcount import with_demo_policy
-    from ackfold.spark.apps import app_path
+    from ackfold.jobs import app_path
 
     if with_demo_policy(settings).apps[DEMO_APP].dag is not None:
         return {}
