@@ -23,7 +23,7 @@ import yaml
 from ackfold.airflow.connections import spark_connection
 from ackfold.airflow.spark_jobs import spark_submit_kwargs
 from ackfold.config import Settings, load_settings
-from ackfold.local.cluster import LocalCluster
+from ackfold_dev.cluster import LocalCluster
 from tests.conftest import JARS_DIR
 
 VENV_BIN = Path(sys.executable).parent

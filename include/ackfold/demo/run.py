@@ -156,8 +156,7 @@ class Demo:
         """Send the feed, run cycles until every message is settled, and report. The
         caller holds the app's lock (`demo_lock`) from before this Demo is made."""
         started = time.monotonic()
-        # From its start: every process with this var dir then sees the demo's app policy
-        # (`ackfold.config.demo.demo_ran`).
+        # From its start, for `ackfold status`.
         self._write_status("sending", {})
         queue = self.app.queue
         where = "Kafka topic" if isinstance(queue, KafkaTopic) else "SQS queue"

@@ -27,8 +27,8 @@ import urllib.request
 from pathlib import Path
 from typing import IO, Any
 
-from ackfold.local.ports import LOOPBACK, free_port, port_free
-from ackfold.local.server import LocalServer
+from ackfold_dev.ports import LOOPBACK, free_port, port_free
+from ackfold_dev.server import LocalServer
 
 MASTER_CLASS = "org.apache.spark.deploy.master.Master"
 WORKER_CLASS = "org.apache.spark.deploy.worker.Worker"

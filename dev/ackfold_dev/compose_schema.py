@@ -39,7 +39,7 @@ SCHEMA_SHA256: Final = "46b7d35f19dd93a05f8fea530291bf84d881c1791ec167ecf0e6fb94
 SCHEMA_FILE: Final = "compose-spec.json"
 MANIFEST: Final = "manifest.json"
 FIX: Final = (
-    "run `make schemas` (or `python -m ackfold.local.compose_schema var/schemas`) to fetch "
+    "run `make schemas` (or `python -m ackfold_dev.compose_schema var/schemas`) to fetch "
     "it from npm"
 )
 
@@ -152,7 +152,7 @@ def fetch(schemas_dir: Path, log: Callable[[str], None] = print) -> Path:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m ackfold.local.compose_schema",
+        prog="python -m ackfold_dev.compose_schema",
         description="fetch the Compose Specification's JSON schema into a verified cache",
     )
     parser.add_argument(

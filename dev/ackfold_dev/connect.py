@@ -30,9 +30,9 @@ import sys
 from pathlib import Path
 
 from ackfold.config import Settings
-from ackfold.local.cluster import spark_home
-from ackfold.local.ports import LOOPBACK, port_free
-from ackfold.local.server import JvmProcess, JvmServer
+from ackfold_dev.cluster import spark_home
+from ackfold_dev.ports import LOOPBACK, port_free
+from ackfold_dev.server import JvmProcess, JvmServer
 
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 DEFAULT_PORT = 15002  # Spark Connect's own default
