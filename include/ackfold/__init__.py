@@ -21,7 +21,8 @@ pays for pyspark only where it uses `StageTracker`).
 The packages follow a message: `sources` (where it comes from) -> `track` (an app
 registers, anchors, acks) -> `ledger` (the Delta tables) -> `reconcile` (the fold) ->
 `replay` (back to its source) -> `quality` (the guarantees, checked). `ui` and `cli` read
-the ledger; `config`, `local` (the servers on this machine) and `demo` serve them all.
+the ledger; `config` and `demo` serve them all. (The servers on a development machine
+are not here: they are a checkout's development wing, `dev/`.)
 
 Example:
     >>> from ackfold import Tracker
