@@ -27,6 +27,7 @@ import urllib.request
 from pathlib import Path
 from typing import IO, Any
 
+from ackfold.errors import AckfoldError
 from ackfold_dev.ports import LOOPBACK, free_port, port_free
 from ackfold_dev.server import LocalServer
 
@@ -44,7 +45,7 @@ _DAEMON_PROPERTIES = {
 }
 
 
-class ClusterError(RuntimeError):
+class ClusterError(AckfoldError, RuntimeError):
     """The local Spark cluster cannot start, or a daemon of it died."""
 
 

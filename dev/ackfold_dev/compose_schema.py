@@ -30,6 +30,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Final
 
+from ackfold.errors import AckfoldError
+
 PACKAGE: Final = "dclint"
 VERSION: Final = "3.1.0"
 TARBALL_SHA256: Final = "73fc6079a0408c80c7ccea9e9e5c21c40551afaf15e8c1ee25a5ad6af1ec0414"
@@ -44,7 +46,7 @@ FIX: Final = (
 )
 
 
-class SchemaError(RuntimeError):
+class SchemaError(AckfoldError, RuntimeError):
     """The schema cache is missing, stale or altered, or the download failed."""
 
 

@@ -30,6 +30,7 @@ import sys
 from pathlib import Path
 
 from ackfold.config import Settings
+from ackfold.errors import AckfoldError
 from ackfold_dev.cluster import spark_home
 from ackfold_dev.ports import LOOPBACK, port_free
 from ackfold_dev.server import JvmProcess, JvmServer
@@ -47,7 +48,7 @@ def may_raise_priority() -> bool:
     return os.geteuid() == 0 or os.getpriority(os.PRIO_PROCESS, 0) + WORKER_NICENESS >= lowest
 
 
-class ConnectServerError(RuntimeError):
+class ConnectServerError(AckfoldError, RuntimeError):
     """The local Spark Connect server cannot start, or died."""
 
 

@@ -22,6 +22,7 @@ from urllib.parse import urlsplit
 from botocore.exceptions import BotoCoreError, ClientError
 
 from ackfold.config import Settings
+from ackfold.errors import AckfoldError
 from ackfold.sources.sqs_client import is_loopback, sqs_client
 from ackfold.spark.jars import bundle_jars
 from ackfold_dev import PROJECT_DIR
@@ -35,7 +36,7 @@ STARTED = b"Started SQS rest server"
 BIND_FAILED = b"Cannot start SQS rest server"
 
 
-class ElasticMQError(RuntimeError):
+class ElasticMQError(AckfoldError, RuntimeError):
     """The local ElasticMQ server cannot start, or died."""
 
 

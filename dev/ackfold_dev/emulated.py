@@ -13,11 +13,12 @@ import time
 from abc import abstractmethod
 from pathlib import Path
 
+from ackfold.errors import AckfoldError
 from ackfold_dev.ports import LOOPBACK, free_port, port_free
 from ackfold_dev.server import JvmProcess, LocalServer
 
 
-class LocalStoreError(RuntimeError):
+class LocalStoreError(AckfoldError, RuntimeError):
     """A local object store cannot start, or died."""
 
 

@@ -29,6 +29,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Final
 
+from ackfold.errors import AckfoldError
 from ackfold_dev import PROJECT_DIR
 
 AZURITE_VERSION: Final = "3.35.0"
@@ -40,7 +41,7 @@ DEFAULT_DIR: Final = PROJECT_DIR / "var" / "emulators"
 FIX: Final = "run `make emulators` (or `python -m ackfold_dev.emulators var/emulators`)"
 
 
-class EmulatorMissing(RuntimeError):
+class EmulatorMissing(AckfoldError, RuntimeError):
     """An emulator is not installed (or not as pinned), or its install failed."""
 
 

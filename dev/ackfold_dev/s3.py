@@ -22,6 +22,7 @@ import sys
 from pathlib import Path
 from typing import Any, Final
 
+from ackfold.errors import AckfoldError
 from ackfold_dev.ports import LOOPBACK, free_port, port_free
 from ackfold_dev.server import JvmProcess, LocalServer
 
@@ -33,7 +34,7 @@ SECRET_KEY: Final = "ackfold-local-secret"  # noqa: S105 - a loopback test serve
 REGION: Final = "us-east-1"
 
 
-class LocalS3Error(RuntimeError):
+class LocalS3Error(AckfoldError, RuntimeError):
     """The local S3 server cannot start, or died."""
 
 

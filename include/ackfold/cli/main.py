@@ -30,8 +30,13 @@ from ackfold import __version__
 from ackfold.cli import demo, doctor, jobs, ledger, read, replay, setup
 from ackfold.cli.common import EXIT_USAGE, Handler, UsageError, error_line, verbosity
 from ackfold.config import ConfigError, Settings, load_settings
-from ackfold.ledger.errors import LedgerConflict, MissingDeltaRs, SparkCommitRefused, UnsafeStore
-from ackfold.ledger.lock import LedgerBusy
+from ackfold.ledger.errors import (
+    LedgerBusy,
+    LedgerConflict,
+    MissingDeltaRs,
+    SparkCommitRefused,
+    UnsafeStore,
+)
 from ackfold.sources.base import SourceError
 from ackfold.spark import SparkConnectError, SparkMasterUnreachable
 from ackfold.spark.jars import JarsError

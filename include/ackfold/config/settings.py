@@ -34,12 +34,13 @@ from ackfold.config.sections import (
     UiSettings,
 )
 from ackfold.config.values import APP_NAME
+from ackfold.errors import AckfoldError
 
 ENV_PREFIX = "ACKFOLD_"
 DEFAULT_CONFIG_FILE = "ackfold.yaml"
 
 
-class ConfigError(ValueError):
+class ConfigError(AckfoldError, ValueError):
     """A setting is invalid. The message names the setting and how to set it."""
 
 
