@@ -149,9 +149,7 @@ def _sqs(settings: Settings, args: argparse.Namespace) -> int:
 def _s3(settings: Settings, args: argparse.Namespace) -> int:
     from ackfold_dev.s3 import LocalS3, LocalS3Error
 
-    port = _whole(args.port, "--port")
-    if port > 65535:
-        raise UsageError(f"--port must be a port number, 1 to 65535, got {port}")
+    port = _port(args.port, "--port")
     # Its journal keeps the buckets across restarts, under var/s3.
     server = LocalS3(settings.var_dir / "s3", port=port, bucket=args.bucket.strip() or None)
     try:
@@ -167,9 +165,7 @@ def _store(settings: Settings, args: argparse.Namespace) -> int:
     from ackfold_dev.emulators import EmulatorMissing
     from ackfold_dev.gcs import LocalGCS
 
-    port = _whole(args.port, "--port")
-    if port > 65535:
-        raise UsageError(f"--port must be a port number, 1 to 65535, got {port}")
+    port = _port(args.port, "--port")
     kind = LocalGCS if args.command == "gcs" else LocalAzure
     # Its data is kept across restarts, under var/<gcs|azure>.
     server = kind(settings.var_dir / args.command, port=port)
@@ -195,10 +191,7 @@ def _cluster(settings: Settings, args: argparse.Namespace) -> int:
     from ackfold_dev.cluster import ClusterError, LocalCluster
 
     workers, cores = _whole(args.workers, "--workers"), _whole(args.cores, "--cores")
-    port, webui_port = _whole(args.port, "--port"), _whole(args.webui_port, "--webui-port")
-    for value, option in ((port, "--port"), (webui_port, "--webui-port")):
-        if value > 65535:
-            raise UsageError(f"{option} must be a port number, 1 to 65535, got {value}")
+    port, webui_port = _port(args.port, "--port"), _port(args.webui_port, "--webui-port")
     try:
         cluster = LocalCluster(
             settings.var_dir / "cluster", workers=workers, cores=cores, memory=args.memory,
@@ -216,9 +209,7 @@ def _cluster(settings: Settings, args: argparse.Namespace) -> int:
 def _connect(settings: Settings, args: argparse.Namespace) -> int:
     from ackfold_dev.connect import ConnectServerError, LocalConnectServer
 
-    port = _whole(args.port, "--port")
-    if port > 65535:
-        raise UsageError(f"--port must be a port number, 1 to 65535, got {port}")
+    port = _port(args.port, "--port")
     try:
         return LocalConnectServer(settings, port=port).serve_forever()
     except ConnectServerError as exc:
@@ -230,3 +221,10 @@ def _whole(text: str, option: str) -> int:
     if not text.strip().isdigit() or int(text) < 1:
         raise UsageError(f"{option} must be a whole number of at least 1, got {text!r}")
     return int(text)
+
+
+def _port(text: str, option: str) -> int:
+    port = _whole(text, option)
+    if port > 65535:
+        raise UsageError(f"{option} must be a port number, 1 to 65535, got {port}")
+    return port
