@@ -62,19 +62,21 @@ setup: install jars docs-assets
 
 install: $(INSTALLED)
 
-$(INSTALLED): requirements.txt requirements-dev.txt pyproject.toml
+# ackfold, and beside it its development wing (dev/: the local servers, `ackfold up` and
+# `ackfold demo`), both editable. The wheel of ackfold holds none of the wing.
+$(INSTALLED): requirements.txt requirements-dev.txt pyproject.toml dev/pyproject.toml
 	@scripts/system-deps.sh
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	@$(BIN)/python -m pip install -q "uv==$(UV_VERSION)"
 	$(BIN)/uv pip install -q --python $(BIN)/python -r requirements.txt -r requirements-dev.txt
-	$(BIN)/uv pip install -q --python $(BIN)/python --no-deps -e .
+	$(BIN)/uv pip install -q --python $(BIN)/python --no-deps -e . -e dev
 	@touch $@
 
 # The Compose Specification's JSON schema that tests/deploy validates docker-compose.yml
-# against: from npm, pinned by version and sha256 (include/ackfold/local/compose_schema.py).
+# against: from npm, pinned by version and sha256 (dev/ackfold_dev/compose_schema.py).
 schemas: install
 	@scripts/system-deps.sh --npm
-	@$(BIN)/python -m ackfold.local.compose_schema var/schemas
+	@$(BIN)/python -m ackfold_dev.compose_schema var/schemas
 
 # The styles and scripts GX's Data Docs load from CDNs: from npm, pinned by version and
 # sha256, into quality.assets_dir (var/quality/assets); each published page carries them.
@@ -97,7 +99,7 @@ jars: install
 # fake-gcs-server built from the Go module proxy (a pinned version, checksum-verified).
 emulators: install
 	@scripts/system-deps.sh --emulators
-	@$(BIN)/python -m ackfold.local.emulators var/emulators
+	@$(BIN)/python -m ackfold_dev.emulators var/emulators
 
 ## lint: ruff (lint and format check) over the repo, mypy --strict on the library
 lint: install

@@ -34,11 +34,11 @@ from synth import Synthetic
 
 from ackfold.config import Settings
 from ackfold.ledger.tables import Ledger
-from ackfold.local.connect import LocalConnectServer
-from ackfold.local.ports import free_port
 from ackfold.reconcile.quiet import MARK
 from ackfold.reconcile.reconciler import reconcile_checkpoint
 from ackfold.spark import get_spark
+from ackfold_dev.connect import LocalConnectServer
+from ackfold_dev.ports import free_port
 
 
 def timed_reconcile(

@@ -3,7 +3,7 @@ same demo on the local disk, one after the other in one run.
 
     .venv/bin/python bench/demo_store.py [--stores local,s3,gcs] [--messages 600]
 
-For each store it starts the local store (`ackfold.local`: moto's S3 API, or the GCS or
+For each store it starts the local store (`ackfold_dev`: moto's S3 API, or the GCS or
 Azure emulator), points the standard variables at it (`AWS_*`, `GOOGLE_SERVICE_ACCOUNT`,
 `AZURE_*`) and Spark's connector settings (`ACKFOLD_SPARK__CONF`), and runs
 `ackfold demo --json` with its default faults (drops, fails, poison and stuck messages, a
@@ -33,14 +33,14 @@ PROJECT = Path(__file__).resolve().parents[1]
 
 def _server(store: str, work: Path) -> Any:
     if store == "s3":
-        from ackfold.local.s3 import LocalS3
+        from ackfold_dev.s3 import LocalS3
 
         return LocalS3(work / "s3", bucket="ackfold")
     if store == "gcs":
-        from ackfold.local.gcs import LocalGCS
+        from ackfold_dev.gcs import LocalGCS
 
-        return LocalGCS(work / "gcs", in_memory=True)  # Spark's checkpoints: `ackfold.local.gcs`
-    from ackfold.local.azurite import LocalAzure
+        return LocalGCS(work / "gcs", in_memory=True)  # Spark's checkpoints: `ackfold_dev.gcs`
+    from ackfold_dev.azurite import LocalAzure
 
     return LocalAzure(work / "azure")
 
@@ -48,7 +48,7 @@ def _server(store: str, work: Path) -> Any:
 def demo(store: str, messages: int, work: Path, flags: list[str]) -> dict[str, Any]:
     """One `ackfold demo --json` on `store`; its report, wall time and exit code."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ACKFOLD_", "AWS_"))}
-    from ackfold.local.ports import free_port
+    from ackfold_dev.ports import free_port
 
     # Its own SQS server on a free port: another demo on this machine keeps the default one.
     env |= {"ACKFOLD_VAR_DIR": str(work / f"var-{store}"),

@@ -33,13 +33,13 @@ from replay import failed_ledger, time_replay  # bench/replay.py
 
 from ackfold.config import load_settings
 from ackfold.ledger.tables import ROOTS, Ledger
-from ackfold.local.kafka_broker import KafkaBroker
-from ackfold.local.ports import free_port
 from ackfold.sources.kafka import KafkaTopic
 from ackfold.sources.kafka_client import client_config
 from ackfold.sources.kafka_records import Position
 from ackfold.sources.kafka_spout import KafkaSpout
 from ackfold.spark import get_spark
+from ackfold_dev.kafka_broker import KafkaBroker
+from ackfold_dev.ports import free_port
 
 TOPIC = "bench-in"
 

@@ -5,7 +5,7 @@ throughput (tracking's write path) and the embedded reconcile's speed.
         [--roots 1000] [--writers 1,2] [--reconcile-roots 20000]
 
 Starts the local stores (moto's S3 API, fake-gcs-server and Azurite behind ackfold's
-proxy: `ackfold.local`, each on a free loopback port) and, on each and on the local disk:
+proxy: `ackfold_dev`, each on a free loopback port) and, on each and on the local disk:
 
 - appends the same batches through `LedgerWriter.append` (one commit to `roots`, one to
   `ack_events` per batch: what a producer or a tracked app's driver makes), with 1 and
@@ -39,10 +39,10 @@ from common import per_second
 from ackfold import LedgerWriter, Tracker
 from ackfold.config import load_settings
 from ackfold.ledger.tables import ROOTS
-from ackfold.local.azurite import LocalAzure
-from ackfold.local.gcs import LocalGCS
-from ackfold.local.s3 import LocalS3
 from ackfold.reconcile.run import run_reconcile
+from ackfold_dev.azurite import LocalAzure
+from ackfold_dev.gcs import LocalGCS
+from ackfold_dev.s3 import LocalS3
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from arrow_ledger import ArrowLedger

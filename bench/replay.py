@@ -28,10 +28,10 @@ from common import per_second
 from ackfold.config import Settings, load_settings
 from ackfold.ledger.tables import ROOT_STATE, ROOTS
 from ackfold.ledger.writer import LedgerWriter
-from ackfold.local.elasticmq import ElasticMQ
-from ackfold.local.ports import free_port
 from ackfold.replay.request import ReplayRequest
 from ackfold.replay.run import run_replay
+from ackfold_dev.elasticmq import ElasticMQ
+from ackfold_dev.ports import free_port
 
 APP = "bench"
 

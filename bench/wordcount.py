@@ -37,9 +37,9 @@ from ackfold.config import Settings, load_settings
 from ackfold.config.demo import FaultSettings
 from ackfold.demo.feed import NOT_WORD_PATTERN, Feed
 from ackfold.demo.wordcount import WordCount, with_demo_policy
-from ackfold.local.elasticmq import ElasticMQ
 from ackfold.sources.sqs import SqsQueue
 from ackfold.spark import get_spark, is_connect
+from ackfold_dev.elasticmq import ElasticMQ
 
 
 def free_port() -> int:

@@ -10,7 +10,7 @@ in the package (`ackfold.demo`); this file is the entry point a deployment copie
 
 import runpy
 
-from ackfold.spark.apps import app_path
+from ackfold.jobs import app_path
 
 if __name__ == "__main__":
     runpy.run_path(str(app_path("wordcount_app.py")), run_name="__main__")

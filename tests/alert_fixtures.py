@@ -24,7 +24,7 @@ import pytest
 
 from ackfold.ledger import status
 from ackfold.ledger.tables import ROOT_STATE
-from ackfold.local.ports import free_port
+from ackfold_dev.ports import free_port
 from tests.ledger_fixtures import write_rows
 
 NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ackfold.local.stack import wait_healthy
+from ackfold_dev.stack import wait_healthy
 from tests.conftest import JARS_DIR, PROJECT_DIR
 
 DEMO_MESSAGES = 100

@@ -8,7 +8,8 @@ The public API, importable from here:
 - `LedgerWriter`: creates the ledger and appends a `Tracker`'s rows, without a JVM;
 - `Reconciler`: one reconcile run, the XOR fold of the new events into `root_state`;
 - `Replayer` and `ReplayRequest`: plan, then execute, one replay run;
-- `Settings`, `load_settings` and `ConfigError`: every setting, loaded and checked.
+- `Settings`, `load_settings` and `ConfigError`: every setting, loaded and checked;
+- `AckfoldError`: the base of every error ackfold raises on purpose (`ackfold.errors`).
 
 The one-call entry points, which also take the ledger lock, are
 `ackfold.reconcile.reconcile(spark, settings)` and
@@ -21,7 +22,8 @@ pays for pyspark only where it uses `StageTracker`).
 The packages follow a message: `sources` (where it comes from) -> `track` (an app
 registers, anchors, acks) -> `ledger` (the Delta tables) -> `reconcile` (the fold) ->
 `replay` (back to its source) -> `quality` (the guarantees, checked). `ui` and `cli` read
-the ledger; `config`, `local` (the servers on this machine) and `demo` serve them all.
+the ledger; `config` and `demo` serve them all. (The servers on a development machine
+are not here: they are a checkout's development wing, `dev/`.)
 
 Example:
     >>> from ackfold import Tracker
@@ -37,6 +39,7 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
+from ackfold.errors import AckfoldError
 from ackfold.track.tracker import Tracker, TrackingError
 from ackfold.track.tuples import Tuple
 
@@ -50,6 +53,7 @@ if TYPE_CHECKING:
 
 __version__ = "0.1.0"
 __all__ = [
+    "AckfoldError",
     "ConfigError",
     "LedgerWriter",
     "Reconciler",

@@ -14,7 +14,7 @@ import pytest
 from ackfold.airflow.connections import spark_connection_json
 from ackfold.airflow.defaults import LEDGER_POOL, LEDGER_POOL_DESCRIPTION
 from ackfold.config import load_settings
-from ackfold.local.stack import airflow_environment
+from ackfold_dev.stack import airflow_environment
 from tests.conftest import JARS_DIR
 
 # Airflow reads its configuration when first imported: set it before any test imports it.

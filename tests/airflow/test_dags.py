@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from ackfold.spark.apps import APPS_DIR
+from ackfold.jobs import APPS_DIR
 from tests.airflow.conftest import SETTINGS, first_run_after
 from tests.conftest import PROJECT_DIR
 
@@ -278,7 +278,7 @@ def test_the_ledger_writers_take_turns_in_a_one_slot_pool_that_make_run_creates(
     import sys
 
     from ackfold.airflow.defaults import LEDGER_POOL
-    from ackfold.local.stack import prepare_airflow
+    from ackfold_dev.stack import prepare_airflow
 
     in_pool = {
         (dag_id, task.task_id)

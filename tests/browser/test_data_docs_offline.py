@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 
-from ackfold.local.ports import free_port
 from ackfold.quality import docs_assets
 from ackfold.quality.validator import make_offline, publish_site, site_dir
+from ackfold_dev.ports import free_port
 from tests.conftest import PROJECT_DIR
 from tests.ui.conftest import SECRET, viewer
 

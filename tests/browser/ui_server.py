@@ -16,8 +16,8 @@ from typing import Any
 from ackfold.config import Settings
 from ackfold.ledger import status
 from ackfold.ledger.tables import DEAD_LETTERS, QUALITY_RESULTS, QUALITY_RESULTS_DDL, column_names
-from ackfold.local.ports import free_port
 from ackfold.quality import CheckResult, QualityReport
+from ackfold_dev.ports import free_port
 from tests.ledger_fixtures import bulk_ledger, write_rows
 from tests.ui.conftest import SECRET, viewer
 

@@ -23,7 +23,7 @@ import yaml
 from ackfold.airflow.connections import spark_connection
 from ackfold.airflow.spark_jobs import spark_submit_kwargs
 from ackfold.config import Settings, load_settings
-from ackfold.local.cluster import LocalCluster
+from ackfold_dev.cluster import LocalCluster
 from tests.conftest import JARS_DIR
 
 VENV_BIN = Path(sys.executable).parent
@@ -42,7 +42,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
 
 @dataclass
 class Submitted:
-    """One spark-submit of a `ackfold/spark/apps/` entry point, running or done."""
+    """One spark-submit of a `ackfold/jobs/` entry point, running or done."""
 
     app: str
     settings: Settings
@@ -123,7 +123,7 @@ def settings_file(var: Path, **overrides: Any) -> tuple[Path, Settings]:
 
 
 def spark_submit(app: str, config: Path, settings: Settings, args: list[str]) -> Submitted:
-    """Start the packaged entry point `<app>` (`ackfold.spark.apps`) under spark-submit
+    """Start the packaged entry point `<app>` (`ackfold.jobs`) under spark-submit
     with the settings of `config`, in the environment the embedded stack gives its tasks
     (venv on PATH, loopback Spark)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("ACKFOLD_")}

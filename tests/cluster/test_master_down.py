@@ -8,7 +8,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from ackfold.local.ports import free_port
+from ackfold_dev.ports import free_port
 from tests.cluster.conftest import VENV_BIN, settings_file, spark_submit
 from tests.cluster.ledger import write_ledger
 from tests.conftest import JARS_DIR

@@ -23,8 +23,8 @@ import pytest
 from deltalake import DeltaTable
 
 from ackfold.ledger.tables import DEAD_LETTERS, ROOT_STATE, UNMATCHED_EVENTS, Ledger
-from ackfold.local.cluster import LocalCluster
-from ackfold.local.elasticmq import ElasticMQ
+from ackfold_dev.cluster import LocalCluster
+from ackfold_dev.elasticmq import ElasticMQ
 from tests.cluster.conftest import (
     Submitted,
     completed_apps,

@@ -1,4 +1,4 @@
-"""The connect tier: one local Spark Connect server with Delta (`ackfold.local.connect`)
+"""The connect tier: one local Spark Connect server with Delta (`ackfold_dev.connect`)
 for the whole run, shared by every worker; the tests' sessions are Connect clients, with
 no JVM on this side."""
 
@@ -13,9 +13,9 @@ import pytest
 from pyspark.sql import SparkSession
 
 from ackfold.config import Settings, load_settings
-from ackfold.local.connect import LocalConnectServer
-from ackfold.local.ports import free_port
 from ackfold.spark import get_spark
+from ackfold_dev.connect import LocalConnectServer
+from ackfold_dev.ports import free_port
 from tests.conftest import JARS_DIR, long_lived_jvm
 from tests.suite import shared_server
 

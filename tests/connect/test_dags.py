@@ -1,5 +1,5 @@
 """The DAGs through Spark Connect: with `spark.remote` set, `ackfold_smoke`'s task runs
-`ackfold/spark/apps/smoke.py` in the task's process, its endpoint the Airflow `spark_connect`
+`ackfold/jobs/smoke.py` in the task's process, its endpoint the Airflow `spark_connect`
 connection, and succeeds."""
 
 from __future__ import annotations

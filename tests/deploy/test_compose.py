@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from ackfold.local.compose_schema import SchemaError, load
+from ackfold_dev.compose_schema import SchemaError, load
 from tests.deploy import stack_checks as checks
 
 SCHEMAS_DIR = checks.PROJECT_DIR / "var" / "schemas"

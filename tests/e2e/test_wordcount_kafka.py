@@ -13,9 +13,9 @@ from pyspark.sql import SparkSession
 from ackfold.config import load_settings
 from ackfold.demo.run import Demo
 from ackfold.ledger.tables import DEAD_LETTERS, ROOTS
-from ackfold.local.kafka_broker import KafkaBroker
 from ackfold.sources.base import ATTEMPT, DEAD_REASON, ORIGIN_ROOT_ID
 from ackfold.sources.kafka import KafkaTopic
+from ackfold_dev.kafka_broker import KafkaBroker
 from tests.conftest import JARS_DIR
 from tests.e2e.test_wordcount_demo import FAULTS, MESSAGES
 from tests.kafka.conftest import consume_all

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from ackfold.local.stack import wait_healthy
+from ackfold_dev.stack import wait_healthy
 from tests.conftest import PROJECT_DIR
 from tests.docs.test_examples import Block, blocks
 from tests.embedded_stack import Stack, free_port
@@ -149,6 +149,17 @@ def test_nothing_of_the_checkout_is_on_the_installed_path(
     )
     assert printed.is_file()
     assert printed.is_relative_to(site / "site-packages" / "ackfold")
+    # The wheel holds no development server: no `ackfold.local`, no `ackfold_dev`; a
+    # development command says where it runs.
+    packages = site / "site-packages"
+    assert not (packages / "ackfold" / "local").exists()
+    assert not list(packages.glob("ackfold_dev*"))
+    done = subprocess.run(
+        [str(venv / "bin" / "ackfold"), "sqs"],
+        cwd=venv, env=env, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert "`ackfold sqs` is a development command" in done.stderr
 
 
 def test_every_ackfold_dag_loads_and_the_provider_is_listed(

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from ackfold.config import Settings, load_settings
-from ackfold.local.kafka_broker import KafkaBroker
-from ackfold.local.ports import free_port
 from ackfold.sources.kafka_client import client_config, create_topics
+from ackfold_dev.kafka_broker import KafkaBroker
+from ackfold_dev.ports import free_port
 from tests.conftest import JARS_DIR
 from tests.suite import shared_server
 

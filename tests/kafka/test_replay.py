@@ -22,8 +22,6 @@ from ackfold.config.demo import FaultSettings
 from ackfold.demo.wordcount import WordCount, with_demo_policy
 from ackfold.ledger import ids, status
 from ackfold.ledger.tables import DEAD_LETTERS, REPLAY_LOG, ROOT_STATE, ROOTS
-from ackfold.local.kafka_broker import KafkaBroker
-from ackfold.local.ports import free_port
 from ackfold.quality import run_quality
 from ackfold.reconcile.reconciler import reconcile
 from ackfold.replay.replayer import Replayer
@@ -32,6 +30,8 @@ from ackfold.sources.base import ATTEMPT, DEAD_REASON, EXPIRED, ORIGIN_ROOT_ID, 
 from ackfold.sources.kafka import RECREATED
 from ackfold.sources.kafka_client import topic_ids
 from ackfold.sources.kafka_records import message_id
+from ackfold_dev.kafka_broker import KafkaBroker
+from ackfold_dev.ports import free_port
 from tests.kafka.conftest import consume_all, delete_before, produce, settings_for
 
 Records = list[tuple[bytes | None, bytes | None, list[tuple[str, bytes]]]]

@@ -15,14 +15,14 @@ from typing import Any
 from ackfold.config import Settings
 from ackfold.ledger import status
 from ackfold.ledger.tables import REPLAY_LOG
-from ackfold.local.kafka_broker import KafkaBroker
-from ackfold.local.ports import free_port
 from ackfold.replay.bookkeeping import PLANNED
 from ackfold.replay.planner import SENT
 from ackfold.replay.replayer import Replayer
 from ackfold.replay.request import ReplayRequest
 from ackfold.replay.run import run_replay
 from ackfold.sources.base import ATTEMPT, ORIGIN_ROOT_ID
+from ackfold_dev.kafka_broker import KafkaBroker
+from ackfold_dev.ports import free_port
 from tests.kafka.conftest import consume_all, produce, settings_for
 from tests.replay_ledger import T0, Failed, read_table, statuses, write_failed
 

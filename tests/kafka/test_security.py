@@ -17,12 +17,12 @@ from ackfold.config import Settings
 from ackfold.config.demo import FaultSettings
 from ackfold.demo.wordcount import WordCount, with_demo_policy
 from ackfold.ledger.tables import ROOTS
-from ackfold.local.kafka_broker import KafkaBroker
-from ackfold.local.ports import free_port
 from ackfold.sources.base import SourceError
 from ackfold.sources.kafka import KafkaTopic
 from ackfold.sources.kafka_client import create_topics, existing_topics
 from ackfold.sources.kafka_records import Position
+from ackfold_dev.kafka_broker import KafkaBroker
+from ackfold_dev.ports import free_port
 from tests.kafka.conftest import produce, settings_for
 
 PASSWORD = "ackfold-pw-4711"

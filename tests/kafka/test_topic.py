@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 
 from ackfold.config import Settings
-from ackfold.local.kafka_broker import KafkaBroker, KafkaBrokerError
 from ackfold.sources.base import (
     ATTEMPT,
     DEAD_REASON,
@@ -24,6 +23,7 @@ from ackfold.sources.base import (
 from ackfold.sources.kafka import KafkaTopic
 from ackfold.sources.kafka_client import check_topics
 from ackfold.sources.kafka_records import Position
+from ackfold_dev.kafka_broker import KafkaBroker, KafkaBrokerError
 from tests.kafka.conftest import consume_all, delete_before, produce, settings_for
 
 
@@ -139,7 +139,7 @@ def test_positions_that_are_not_topic_partition_offset_are_refused() -> None:
 
 
 def test_a_broker_that_is_down_is_a_clear_error(tmp_path: Path) -> None:
-    from ackfold.local.ports import free_port
+    from ackfold_dev.ports import free_port
 
     settings = settings_for(tmp_path, free_port(), kafka={"timeout": "1s"})
     with pytest.raises(SourceError, match=r"did not answer within 1 s .*is the broker up\?"):

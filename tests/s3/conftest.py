@@ -1,4 +1,4 @@
-"""The s3 tier: a local S3 API (moto's server behind `ackfold.local.s3_app`) on a free
+"""The s3 tier: a local S3 API (moto's server behind `ackfold_dev.s3_app`) on a free
 loopback port, one per module, and a bucket per test. No JVM."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from ackfold.local.s3 import LocalS3
+from ackfold_dev.s3 import LocalS3
 
 
 @pytest.fixture(scope="module")

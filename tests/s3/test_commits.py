@@ -30,7 +30,7 @@ from ackfold.ledger.tables import (
     Ledger,
 )
 from ackfold.ledger.writer import driver_writer
-from ackfold.local.s3 import LocalS3
+from ackfold_dev.s3 import LocalS3
 from tests.s3.conftest import warehouse_of
 
 

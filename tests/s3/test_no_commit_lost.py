@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ackfold.local.s3 import LocalS3
+from ackfold_dev.s3 import LocalS3
 from tests.object_store_ledger import lose_nothing
 
 

@@ -17,8 +17,8 @@ from ackfold.ledger.errors import SparkCommitRefused, UnsafeStore
 from ackfold.ledger.lease import LedgerLease
 from ackfold.ledger.protocol import refuse_spark_commit, require_conditional_writes
 from ackfold.ledger.tables import ROOTS, TABLES, Ledger
-from ackfold.local.ports import free_port
-from ackfold.local.s3 import ACCESS_KEY, REGION, SECRET_KEY, LocalS3
+from ackfold_dev.ports import free_port
+from ackfold_dev.s3 import ACCESS_KEY, REGION, SECRET_KEY, LocalS3
 from tests.s3.conftest import warehouse_of
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
@@ -32,7 +32,7 @@ def careless_s3(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[str
     at it. Yields its endpoint."""
     from werkzeug.serving import make_server
 
-    from ackfold.local.s3_app import make_app
+    from ackfold_dev.s3_app import make_app
 
     moto = make_app(None)
 

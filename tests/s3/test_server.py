@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from botocore.exceptions import ClientError
 
-from ackfold.local.s3 import LocalS3
+from ackfold_dev.s3 import LocalS3
 
 
 def _create(client: object, bucket: str, key: str, body: bytes) -> int:
@@ -86,7 +86,7 @@ def test_doctests() -> None:
     import doctest
 
     from ackfold.ledger import store
-    from ackfold.local import s3, s3_app
+    from ackfold_dev import s3, s3_app
 
     for module in (s3, s3_app, store):
         assert doctest.testmod(module).failed == 0, module.__name__

@@ -15,10 +15,10 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from ackfold.config import load_settings
+from ackfold.jobs import APPS_DIR
 from ackfold.ledger.create import create_tables
 from ackfold.ledger.tables import ACK_EVENTS, ROOT_STATE, ROOTS, Ledger
 from ackfold.reconcile.reconciler import reconcile
-from ackfold.spark.apps import APPS_DIR
 from tests.conftest import JARS_DIR
 from tests.spark.ledger_io import state
 

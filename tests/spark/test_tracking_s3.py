@@ -14,8 +14,8 @@ from pyspark.sql import SparkSession
 
 from ackfold.ledger.store import delta_uri, storage_options
 from ackfold.ledger.tables import ACK_EVENTS, ROOTS, Ledger
-from ackfold.local.s3 import LocalS3
 from ackfold.track.stage import StageTracker
+from ackfold_dev.s3 import LocalS3
 
 
 @pytest.fixture(scope="module")

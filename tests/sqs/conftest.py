@@ -10,9 +10,9 @@ from typing import Any, NamedTuple
 import pytest
 
 from ackfold.config import Settings, load_settings
-from ackfold.local.elasticmq import ElasticMQ
-from ackfold.local.ports import free_port
 from ackfold.sources.sqs_client import sqs_client
+from ackfold_dev.elasticmq import ElasticMQ
+from ackfold_dev.ports import free_port
 from tests.conftest import JARS_DIR
 from tests.suite import shared_server
 

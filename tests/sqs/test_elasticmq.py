@@ -9,8 +9,8 @@ import pytest
 from botocore.config import Config
 
 from ackfold.config import load_settings
-from ackfold.local.elasticmq import ElasticMQ, ElasticMQError
-from ackfold.local.stack import MARKER
+from ackfold_dev.elasticmq import ElasticMQ, ElasticMQError
+from ackfold_dev.stack import MARKER
 from tests.sqs.conftest import Queue, free_port, settings_for
 
 

@@ -22,11 +22,11 @@ from ackfold.config import Settings, load_settings
 from ackfold.demo.feed import send_bodies
 from ackfold.ledger import status
 from ackfold.ledger.tables import REPLAY_LOG
-from ackfold.local.elasticmq import ElasticMQ
 from ackfold.replay.replayer import Replayer
 from ackfold.replay.request import ReplayRequest
 from ackfold.sources.base import ATTEMPT
 from ackfold.sources.sqs_client import sqs_client
+from ackfold_dev.elasticmq import ElasticMQ
 from tests.conftest import JARS_DIR, PROJECT_DIR
 from tests.sqs.conftest import free_port
 from tests.sqs.topology import APP, NumbersApp, body, create_queue, drain

@@ -13,14 +13,14 @@ from typing import Any
 from ackfold.config import Settings, load_settings
 from ackfold.ledger import status
 from ackfold.ledger.tables import REPLAY_LOG
-from ackfold.local.elasticmq import ElasticMQ
-from ackfold.local.ports import free_port
 from ackfold.replay.bookkeeping import FAILED_SEND, PLANNED
 from ackfold.replay.planner import SENT
 from ackfold.replay.replayer import Replayer
 from ackfold.replay.request import ReplayRequest
 from ackfold.replay.run import run_replay
 from ackfold.sources.base import ATTEMPT, ORIGIN_ROOT_ID
+from ackfold_dev.elasticmq import ElasticMQ
+from ackfold_dev.ports import free_port
 from tests.conftest import JARS_DIR
 from tests.replay_ledger import T0, Failed, read_table, statuses, write_failed
 from tests.sqs.conftest import Queue

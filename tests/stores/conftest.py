@@ -1,5 +1,5 @@
 """The stores tier: GCS and ADLS on their emulators (fake-gcs-server, Azurite), each behind
-`ackfold.local.store_proxy` on a free loopback port, one server per store and module, a
+`ackfold_dev.store_proxy` on a free loopback port, one server per store and module, a
 fresh warehouse per test. Plain Python, but for the Spark tests (`test_spark.py`) and the
 no-commit-lost test's Spark app."""
 
@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from ackfold.local.azurite import LocalAzure
-from ackfold.local.emulated import EmulatedStore
-from ackfold.local.gcs import LocalGCS
+from ackfold_dev.azurite import LocalAzure
+from ackfold_dev.emulated import EmulatedStore
+from ackfold_dev.gcs import LocalGCS
 
 KINDS = {"gcs": LocalGCS, "azure": LocalAzure}
 

@@ -16,7 +16,7 @@ from ackfold.ledger.lock import LedgerBusy
 from ackfold.ledger.sql import SqlReader
 from ackfold.ledger.store import delta_uri, storage_options
 from ackfold.ledger.tables import ACK_EVENTS, ROOTS, TABLES
-from ackfold.local.emulated import EmulatedStore
+from ackfold_dev.emulated import EmulatedStore
 
 
 def _rows(table_uri: str) -> int:

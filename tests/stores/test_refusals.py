@@ -21,11 +21,11 @@ from ackfold.ledger.lease import LedgerLease
 from ackfold.ledger.protocol import refuse_unsafe_log_store, require_conditional_writes
 from ackfold.ledger.store import object_store_of
 from ackfold.ledger.tables import TABLES
-from ackfold.local.azurite import ACCOUNT, shared_key
-from ackfold.local.emulated import EmulatedStore
-from ackfold.local.ports import free_port
-from ackfold.local.store_proxy import Request, StoreProxy
 from ackfold.spark.session import spark_conf
+from ackfold_dev.azurite import ACCOUNT, shared_key
+from ackfold_dev.emulated import EmulatedStore
+from ackfold_dev.ports import free_port
+from ackfold_dev.store_proxy import Request, StoreProxy
 
 PRECONDITIONS = ("if-none-match", "x-goog-if-generation-match")
 

@@ -13,7 +13,7 @@ import pytest
 from obstore.exceptions import AlreadyExistsError
 
 from ackfold.ledger.store import object_store_of
-from ackfold.local.emulated import EmulatedStore
+from ackfold_dev.emulated import EmulatedStore
 from tests.stores.conftest import new_store
 
 
@@ -90,7 +90,7 @@ def test_a_copy_and_a_create_racing_for_one_name_have_one_winner(
 @pytest.mark.parametrize("kind", ["gcs", "azure"])
 def test_what_it_answered_survives_a_restart(kind: str, tmp_path: Path) -> None:
     """GCS's emulator keeps objects in files: it survives a SIGKILL. Azurite saves its
-    metadata every 5 s and on SIGTERM: it is stopped (`ackfold.local.azurite`)."""
+    metadata every 5 s and on SIGTERM: it is stopped (`ackfold_dev.azurite`)."""
     server = new_store(kind, tmp_path)
     with server:
         location = server.warehouse("kept")

@@ -20,12 +20,12 @@ import pytest
 from ackfold import LedgerWriter, Tracker
 from ackfold.config import load_settings
 from ackfold.ledger.tables import ACK_EVENTS, ROOT_STATE, ROOTS, Ledger
-from ackfold.local.azurite import LocalAzure
-from ackfold.local.gcs import LocalGCS
-from ackfold.local.s3 import LocalS3
 from ackfold.reconcile.run import run_reconcile
 from ackfold.spark.jars import STORE_BUNDLES, resolve
 from ackfold.track.stage import StageTracker
+from ackfold_dev.azurite import LocalAzure
+from ackfold_dev.gcs import LocalGCS
+from ackfold_dev.s3 import LocalS3
 from tests.conftest import JARS_DIR, long_lived_jvm, stop_jvm
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from ackfold.cli import main as cli_module
-from ackfold.spark.apps import APPS_DIR
+from ackfold.jobs import APPS_DIR
 
 
 def test_it_lists_the_entry_points_and_prints_one_s_file(
@@ -31,3 +31,20 @@ def test_an_unknown_entry_point_is_a_usage_error(
     err = capsys.readouterr().err
     assert "no entry point '../../etc/passwd': one of maintenance.py" in err
     assert "Traceback" not in err
+
+
+def test_the_entry_points_answer_at_their_old_name_with_a_deprecation_warning() -> None:
+    import doctest
+
+    import ackfold.jobs
+    from ackfold.spark import apps
+
+    with pytest.warns(DeprecationWarning, match=r"moved to ackfold\.jobs\.app_path"):
+        assert apps.app_path("reconcile.py") == APPS_DIR / "reconcile.py"
+    with pytest.raises(AttributeError):
+        _ = apps.run_reconcile
+    # Nothing but the shim is left in the old folder: the files are the jobs' floor's.
+    assert [p.name for p in Path(apps.__file__).parent.iterdir() if p.suffix == ".py"] == [
+        "__init__.py"
+    ]
+    assert doctest.testmod(ackfold.jobs).failed == 0

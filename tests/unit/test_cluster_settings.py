@@ -16,8 +16,6 @@ import pytest
 
 from ackfold.cli import main as cli
 from ackfold.config import Settings
-from ackfold.local import ports
-from ackfold.local.cluster import ClusterError, LocalCluster
 from ackfold.spark.python import worker_python, workers_run
 from ackfold.spark.session import (
     SparkMasterUnreachable,
@@ -26,6 +24,8 @@ from ackfold.spark.session import (
     master_addresses,
     spark_conf,
 )
+from ackfold_dev import ports
+from ackfold_dev.cluster import ClusterError, LocalCluster
 
 
 def test_docstring_examples_run() -> None:
@@ -185,7 +185,7 @@ def test_make_run_points_spark_default_at_spark_master(
     import json
     import subprocess
 
-    from ackfold.local import stack
+    from ackfold_dev import stack
 
     made: list[str] = []
 

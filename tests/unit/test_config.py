@@ -78,25 +78,23 @@ def test_yaml_file_sets_per_app_policy_on_top_of_defaults(tmp_path: Path) -> Non
     assert settings.app("other").timeout == timedelta(minutes=10)
 
 
-def test_no_setting_names_the_demo_app_unless_the_demo_runs(tmp_path: Path) -> None:
+def test_no_setting_names_the_demo_app_even_where_it_ran(tmp_path: Path) -> None:
     from ackfold.config.demo import DEMO_APP_POLICY
     from ackfold.demo.run import write_status
+    from ackfold.demo.wordcount import with_demo_policy
 
     settings = load_settings(var_dir=tmp_path)
     assert settings.apps == {}
-    # The demo keeps its status in the var dir from its start: every process there
-    # (the CLI, the DAGs' tasks) then has its app's policy.
+    # The demo's status in the var dir (what `ackfold status` reads) registers nothing: the
+    # demo registers its app where it runs, in its own processes (and `make run` in those
+    # it starts, through their environment).
     write_status(settings, "wordcount", phase="sending")
-    settings = load_settings(var_dir=tmp_path)
-    assert list(settings.apps) == ["wordcount"]
-    assert settings.apps["wordcount"] == DEMO_APP_POLICY
-    policy = settings.app("wordcount")
-    assert policy.timeout == timedelta(seconds=10)
-    assert policy.max_attempts == 5
-    # An `apps` of one's own keeps the demo's app beside it there.
-    assert list(load_settings(var_dir=tmp_path, apps={"orders": {}}).apps) == [
-        "orders", "wordcount"
-    ]  # fmt: skip
+    assert load_settings(var_dir=tmp_path).apps == {}
+    mine = with_demo_policy(settings)
+    assert mine.apps["wordcount"] == DEMO_APP_POLICY
+    assert (mine.app("wordcount").timeout, mine.app("wordcount").max_attempts) == (
+        timedelta(seconds=10), 5
+    )  # fmt: skip
 
 
 def test_a_wordcount_entry_overrides_the_demo_policy_field_by_field(tmp_path: Path) -> None:
@@ -107,14 +105,18 @@ def test_a_wordcount_entry_overrides_the_demo_policy_field_by_field(tmp_path: Pa
         "apps:\n  wordcount: {timeout: 1m, idle_timeout: 20s}\n  orders: {}\n"
     )
     settings = load_settings()
-    policy = settings.app("wordcount")
+    # The settings take `wordcount` as any app: its entry on top of `defaults`.
+    assert settings.app("wordcount").max_attempts == 2
+    assert settings.apps["wordcount"].source_queue is None
+    # Where the demo runs, its policy fills what the entry leaves unset.
+    demo = with_demo_policy(settings)
+    policy = demo.app("wordcount")
     assert policy.timeout == timedelta(minutes=1)
     assert policy.idle_timeout == timedelta(seconds=20)
     assert policy.max_attempts == 5, "the demo's, not defaults.max_attempts"
-    assert settings.apps["wordcount"].source_queue == "wordcount-sentences"
-    assert settings.app("orders").max_attempts == 2
-    # The demo's own helper agrees, and applies the policy to another app name.
-    assert with_demo_policy(settings).app("wordcount") == policy
+    assert demo.apps["wordcount"].source_queue == "wordcount-sentences"
+    assert demo.app("orders").max_attempts == 2
+    # It applies the policy to another app name too.
     assert with_demo_policy(settings, "wc2").app("wc2").max_attempts == 5
 
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from ackfold.config import load_settings
-from ackfold.local import connect
-from ackfold.local.connect import WORKER_NICENESS, LocalConnectServer, may_raise_priority
+from ackfold_dev import connect
+from ackfold_dev.connect import WORKER_NICENESS, LocalConnectServer, may_raise_priority
 
 needs_privilege = pytest.mark.skipif(
     not may_raise_priority(), reason="this process may not lower a child's niceness"

@@ -15,9 +15,9 @@ from ackfold.airflow import connections as spark_tasks
 from ackfold.cli import main as cli
 from ackfold.config import ConfigError, Settings, load_settings, sections
 from ackfold.ledger import dml
-from ackfold.local.ports import free_port
 from ackfold.spark import session as spark
 from ackfold.spark.session import SparkConnectError, connect_address, connect_conf, get_spark
+from ackfold_dev.ports import free_port
 
 
 def test_docstring_examples_run() -> None:

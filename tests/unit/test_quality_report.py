@@ -24,7 +24,11 @@ def test_thresholds_come_from_the_app_then_the_defaults() -> None:
 
 
 def test_the_demo_app_keeps_its_thresholds_under_a_partial_override() -> None:
-    quality = load_settings(apps={"wordcount": {"quality": {"grace": "1m"}}}).app("wordcount")
+    from ackfold.demo.wordcount import with_demo_policy
+
+    # Where the demo runs: its policy under the configuration's `apps.wordcount`.
+    settings = with_demo_policy(load_settings(apps={"wordcount": {"quality": {"grace": "1m"}}}))
+    quality = settings.app("wordcount")
     assert quality.quality.grace == timedelta(minutes=1)
     assert quality.quality.max_dead_letter_rate == 0.05, "the demo's own, not the default"
 

@@ -14,13 +14,13 @@ import pytest
 from ackfold.airflow.app_dags import app_dag_specs, application_path
 from ackfold.config import Settings, load_settings
 from ackfold.config.demo import DEMO_APP_DAG, DEMO_APP_POLICY
-from ackfold.local.stack import (
+from ackfold.jobs import app_path
+from ackfold_dev.stack import (
     airflow_environment,
-    demo_app_dag_env,
+    demo_app_env,
     passwords_file,
     user_passwords,
 )
-from ackfold.spark.apps import app_path
 
 
 def test_every_account_gets_its_role_and_a_password_made_once(
@@ -50,13 +50,16 @@ def test_without_users_only_the_admin(make_settings: Callable[..., Settings]) ->
     assert list(user_passwords(settings)) == ["admin"]
 
 
-def test_make_run_gives_the_demo_app_its_dag_unless_configured(
+def test_make_run_registers_the_demo_app_with_its_dag_unless_configured(
     make_settings: Callable[..., Settings], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    env = demo_app_dag_env(make_settings())
-    assert list(env) == ["ACKFOLD_APPS__WORDCOUNT__DAG"]
-    # What the Airflow processes read from it: the word count's DAG, on a file that exists.
-    monkeypatch.setenv("ACKFOLD_APPS__WORDCOUNT__DAG", env["ACKFOLD_APPS__WORDCOUNT__DAG"])
+    # The settings alone know nothing of the demo, wherever it has run.
+    assert make_settings().apps == {}
+    env = demo_app_env(make_settings())
+    assert list(env) == ["ACKFOLD_APPS__WORDCOUNT"]
+    # What the Airflow processes read from it: the word count's policy and its DAG, on a
+    # file that exists.
+    monkeypatch.setenv("ACKFOLD_APPS__WORDCOUNT", env["ACKFOLD_APPS__WORDCOUNT"])
     settings = load_settings()
     spec = app_dag_specs(settings)["wordcount"]
     # The packaged entry point, wherever the package is installed.
@@ -64,7 +67,17 @@ def test_make_run_gives_the_demo_app_its_dag_unless_configured(
         update={"application": str(app_path("wordcount_app.py"))}
     )
     assert Path(application_path("wordcount", spec, settings)).is_file()
-    assert settings.app("wordcount").timeout == DEMO_APP_POLICY.timeout  # the demo's policy
-    # A DAG of the user's own for the word count stays theirs.
-    own = {"wordcount": {"dag": {"application": "jobs/wordcount_app.py"}}}
-    assert demo_app_dag_env(make_settings(apps=own)) == {}
+    policy = settings.app("wordcount")
+    assert (policy.timeout, policy.replay_backoff) == (
+        DEMO_APP_POLICY.timeout, DEMO_APP_POLICY.replay_backoff
+    )  # fmt: skip
+    assert settings.apps["wordcount"].stages == DEMO_APP_POLICY.stages
+    # A DAG and a policy of the user's own for the word count stay theirs, field by field.
+    own = {"wordcount": {"max_attempts": 3, "dag": {"application": "jobs/wordcount_app.py"}}}
+    monkeypatch.setenv("ACKFOLD_APPS__WORDCOUNT", demo_app_env(make_settings(apps=own))[
+        "ACKFOLD_APPS__WORDCOUNT"
+    ])  # fmt: skip
+    settings = load_settings()
+    assert settings.apps["wordcount"].dag.application == "jobs/wordcount_app.py"  # type: ignore[union-attr]
+    assert settings.app("wordcount").max_attempts == 3
+    assert settings.app("wordcount").timeout == DEMO_APP_POLICY.timeout

@@ -123,7 +123,7 @@ SMOKE: Final = """
 Creates a Delta table with an explicit schema in the warehouse, appends, MERGEs,
 time-travels and reads it back, and fails unless it reads exactly what it wrote. On the
 embedded engine it does so with delta-rs in the task's own process (no JVM); on Spark it
-runs the packaged `smoke.py` (`ackfold.spark.apps`): spark-submit on the `spark_default`
+runs the packaged `smoke.py` (`ackfold.jobs`): spark-submit on the `spark_default`
 connection, or through Spark Connect when `spark.remote` is set. It runs once when the
 stack first starts; trigger it again any time to check an environment.
 """

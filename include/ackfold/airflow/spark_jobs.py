@@ -1,5 +1,5 @@
 """How an Airflow task runs a job of ackfold's: in the task's own process on the
-embedded engine; on Spark, spark-submit of its entry point (`ackfold.spark.apps`, found
+embedded engine; on Spark, spark-submit of its entry point (`ackfold.jobs`, found
 in the installed package) on the `spark_default` connection, or, with `spark.remote`
 set, that entry point in the task's own process through Spark Connect. Airflow is
 imported inside the functions that need it."""
@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any
 from ackfold.airflow.compat import airflow_exception, not_found_exception
 from ackfold.airflow.connections import SPARK_CONN_ID, kafka_credential_env, with_kafka_connection
 from ackfold.config import Settings, load_settings
+from ackfold.jobs import app_path
 from ackfold.spark import spark_conf, spark_jars
-from ackfold.spark.apps import app_path
 
 if TYPE_CHECKING:
     from airflow.sdk import BaseOperator

@@ -81,7 +81,7 @@ def run_manual_replay(
 
 def run_automatic_replay(settings: Settings | None = None) -> dict[str, Any]:
     """The `replay` task of `ackfold_replay` on the embedded engine, in the task's own
-    process (`ackfold/spark/apps/replay.py --auto` runs the same on Spark): each app's policy.
+    process (`ackfold/jobs/replay.py --auto` runs the same on Spark): each app's policy.
     Fails, naming the error, if messages stayed unsent: the next run sends exactly those."""
     from ackfold.replay.run import automatic_replay
 
@@ -127,7 +127,7 @@ def smoke_in_task() -> dict[str, Any]:
 
 def quality_check(airflow_run_id: str, settings: Settings | None = None) -> dict[str, Any]:
     """The `check` task of `ackfold_quality` on the embedded engine: the quality run in the
-    task's own process (no JVM, no spark-submit), as `ackfold/spark/apps/quality.py` runs it on
+    task's own process (no JVM, no spark-submit), as `ackfold/jobs/quality.py` runs it on
     Spark. A violation is a result, not an error: the `verdict` task fails on it."""
     from ackfold.quality import run_quality
     from ackfold.quality.run import quality_run_id

@@ -24,12 +24,13 @@ from airflow.sdk import BaseNotifier
 
 from ackfold.alerts.message import Message
 from ackfold.config import Settings
+from ackfold.errors import AckfoldError
 
 EMAIL: Final = "email"
 WEBHOOK: Final = "webhook"
 
 
-class WebhookError(RuntimeError):
+class WebhookError(AckfoldError, RuntimeError):
     """The webhook refused a message or could not be reached (the URL is never quoted)."""
 
 

@@ -28,13 +28,14 @@ from ackfold.alerts.rules import (
     evaluate_state,
 )
 from ackfold.config import Settings
+from ackfold.errors import AckfoldError
 from ackfold.ledger.ids import format_id
 from ackfold.ledger.sql import SqlReader, first_line
 
 log = logging.getLogger("ackfold.alerts")
 
 
-class AlertDeliveryError(RuntimeError):
+class AlertDeliveryError(AckfoldError, RuntimeError):
     """A channel could not deliver an alert; it is sent again on the next run."""
 
 

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ackfold.config import Settings
+from ackfold.errors import AckfoldError
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -55,7 +56,7 @@ def say_on_stderr(text: str) -> None:
     print(f"ackfold: {text}", file=sys.stderr, flush=True)
 
 
-class UsageError(Exception):
+class UsageError(AckfoldError):
     """Bad input from the user: printed as is, exit code 2."""
 
 

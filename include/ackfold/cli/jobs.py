@@ -65,7 +65,7 @@ def add_commands(command: AddCommand) -> None:
 
 def _spark_app(settings: Settings, args: argparse.Namespace) -> int:
     # For spark-submit by hand: `spark-submit ... "$(ackfold spark-app reconcile.py)"`.
-    from ackfold.spark.apps import app_path, entry_points
+    from ackfold.jobs import app_path, entry_points
 
     if args.name is None:
         print("\n".join(entry_points()))

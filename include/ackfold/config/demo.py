@@ -1,12 +1,11 @@
 """The demo's settings: its size and seeded faults (`demo:`), and the word-count app's
-policy. No setting names the demo's app unless the demo runs: the policy is in `apps`
-where the configuration names `wordcount`, and wherever the demo has run with the same
-var dir (its status file), so that the CLI, the DAGs and the demo all see it there."""
+policy. No setting names the demo's app: the demo registers it where it runs, in its own
+processes (`ackfold.demo.wordcount.with_demo_policy`) and in those `make run` starts
+(their environment, `ackfold_dev.airflow_env.demo_app_env`)."""
 
 from __future__ import annotations
 
 from datetime import timedelta
-from pathlib import Path
 from typing import Final
 
 from pydantic import Field, field_validator
@@ -75,7 +74,7 @@ class DemoSettings(Section):
 
 
 # The word-count demo app's policy (`ackfold.demo.wordcount`), in the settings of every
-# process wherever the demo runs (`demo_ran`): short enough for the demo to settle in
+# process where the demo runs: short enough for the demo to settle in
 # minutes, and five attempts so that a sentence the faults hit by chance is dead-lettered
 # about once in half a million (0.07 ** 5), unlike a poison message.
 DEMO_APP: Final = "wordcount"
@@ -95,18 +94,12 @@ DEMO_APP_POLICY: Final = AppOverrides(
     stages=("split", "count"),
 )
 
-# What `make run` adds after the demo's report (`ackfold.local.stack.demo_app_dag_env`): the
+# What `make run` adds after the demo's report (`ackfold_dev.airflow_env.demo_app_env`): the
 # word count as its own DAG, `ackfold_app_wordcount`, hourly (the default). Every run's
 # asset triggers a reconcile, then the replay and quality checks: four Spark jobs, so a
 # tighter schedule would keep a laptop busy for a queue that only replays refill. Its
-# application is the packaged entry point of that name (`ackfold.spark.apps`).
+# application is the packaged entry point of that name (`ackfold.jobs`).
 DEMO_APP_DAG: Final = AppDag(application="wordcount_app.py", tags=("demo",))
-
-
-def demo_ran(var_dir: Path) -> bool:
-    """Whether the word-count demo has run with the var dir `var_dir`: it keeps its status
-    there (`var/run/wordcount.json`, what `ackfold status` reads) from its start."""
-    return (var_dir / "run" / f"{DEMO_APP}.json").is_file()
 
 
 def with_app_defaults(

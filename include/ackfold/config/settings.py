@@ -9,7 +9,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic import Field, ValidationError, model_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -17,7 +17,7 @@ from pydantic_settings import (
     YamlConfigSettingsSource,
 )
 
-from ackfold.config.demo import DEMO_APP, DemoSettings, demo_ran, with_app_defaults
+from ackfold.config.demo import DemoSettings
 from ackfold.config.policy import AppOverrides, AppPolicy
 from ackfold.config.sections import (
     AirflowSettings,
@@ -34,12 +34,13 @@ from ackfold.config.sections import (
     UiSettings,
 )
 from ackfold.config.values import APP_NAME
+from ackfold.errors import AckfoldError
 
 ENV_PREFIX = "ACKFOLD_"
 DEFAULT_CONFIG_FILE = "ackfold.yaml"
 
 
-class ConfigError(ValueError):
+class ConfigError(AckfoldError, ValueError):
     """A setting is invalid. The message names the setting and how to set it."""
 
 
@@ -68,21 +69,12 @@ class Settings(BaseSettings):
     engine: EngineSettings = EngineSettings()
     replay: ReplaySettings = ReplaySettings()
     defaults: AppPolicy = AppPolicy()
-    # Per-app policies, empty unless configured. Where the demo runs (`demo_ran`: its
-    # status file in the var dir) it holds the demo app `wordcount` (DEMO_APP_POLICY); a
-    # `wordcount` entry of your own is completed with the demo's values where it leaves a
-    # field unset.
+    # Per-app policies, empty unless configured. The demo registers its app `wordcount`
+    # where it runs (its own processes, and those `make run` starts), not here.
     apps: dict[str, AppOverrides] = Field(default_factory=dict, validate_default=True)
     demo: DemoSettings = DemoSettings()
     maintenance: MaintenanceSettings = MaintenanceSettings()
     quality: QualitySettings = QualitySettings()
-
-    @field_validator("apps")
-    @classmethod
-    def _demo_app_policy(cls, value: dict[str, AppOverrides]) -> dict[str, AppOverrides]:
-        if DEMO_APP not in value:
-            return value
-        return with_app_defaults(value)
 
     @model_validator(mode="after")
     def _retention_outlasts_lookback(self) -> Settings:
@@ -186,8 +178,6 @@ class Settings(BaseSettings):
             warehouse = str(Path(warehouse).expanduser().resolve())
         object.__setattr__(self, "warehouse", warehouse)
         object.__setattr__(self, "jars_dir", (self.jars_dir or var / "jars").expanduser().resolve())
-        if DEMO_APP not in self.apps and demo_ran(var):
-            object.__setattr__(self, "apps", with_app_defaults(self.apps))
         home = self.airflow_home or var / "airflow"
         object.__setattr__(self, "airflow_home", home.expanduser().resolve())
         docs = (self.quality.docs_dir or var / "quality" / "data_docs").expanduser()

@@ -6,5 +6,5 @@
 - `delivery`: the delivery report, computed from the ledger;
 - `run`: `ackfold demo`, which drives it all in reconcile-and-replay cycles.
 - `flags`: the run's size and faults as command-line flags (`ackfold demo`,
-  `ackfold/spark/apps/wordcount.py`).
+  `ackfold/jobs/wordcount.py`).
 """

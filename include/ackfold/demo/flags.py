@@ -1,4 +1,4 @@
-"""The word-count demo's flags, shared by `ackfold demo` and `ackfold/spark/apps/wordcount.py`:
+"""The word-count demo's flags, shared by `ackfold demo` and `ackfold/jobs/wordcount.py`:
 the run's size and its faults, on top of the configured `demo.faults`.
 
 Light to import (the CLI builds its parser with it); Spark comes in only with the faults.
@@ -12,7 +12,7 @@ from ackfold.config.demo import FaultSettings
 
 
 def add_demo_flags(parser: argparse.ArgumentParser) -> None:
-    """The run's size and faults as flags (`ackfold demo`, `ackfold/spark/apps/wordcount.py`);
+    """The run's size and faults as flags (`ackfold demo`, `ackfold/jobs/wordcount.py`);
     `demo_options` reads them."""
     parser.add_argument("--messages", metavar="N", help="sentences to send (demo.messages)")
     parser.add_argument("--seed", metavar="S", help="the faults' seed")

@@ -80,7 +80,7 @@ def run_available_now(
     starts (`start_spark`) once the wait is over, so a waiting run holds none, and stops
     at the end. Returns the messages taken."""
     settings = with_demo_policy(settings)
-    holder = DEMO_DAG_ID if settings.apps[APP].dag else "ackfold/spark/apps/wordcount_app.py"
+    holder = DEMO_DAG_ID if settings.apps[APP].dag else "ackfold/jobs/wordcount_app.py"
     with demo_lock(settings, holder, say=say):
         spark = start_spark()
         try:
@@ -156,8 +156,7 @@ class Demo:
         """Send the feed, run cycles until every message is settled, and report. The
         caller holds the app's lock (`demo_lock`) from before this Demo is made."""
         started = time.monotonic()
-        # From its start: every process with this var dir then sees the demo's app policy
-        # (`ackfold.config.demo.demo_ran`).
+        # From its start, for `ackfold status`.
         self._write_status("sending", {})
         queue = self.app.queue
         where = "Kafka topic" if isinstance(queue, KafkaTopic) else "SQS queue"

@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import date, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Final
 
+from ackfold.errors import AckfoldError
 from ackfold.ledger.tables import ACK_EVENTS, ROOTS, TABLES, column_specs
 
 if TYPE_CHECKING:
@@ -42,7 +43,7 @@ _INT64: Final = (-(2**63), 2**63 - 1)
 _INT32: Final = (-(2**31), 2**31 - 1)
 
 
-class ContractError(ValueError):
+class ContractError(AckfoldError, ValueError):
     """A row that does not fit the contract: names the table, the row and the column."""
 
 

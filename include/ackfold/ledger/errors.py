@@ -1,6 +1,7 @@
-"""The ledger's errors, in one module that imports nothing of ackfold: every module of the
-ledger (and the CLI, which maps them to exit codes) imports them from here, so no circle
-of imports forms around an error class.
+"""The ledger's errors, in one module that imports nothing of ackfold but the base error
+(`ackfold.errors.AckfoldError`): every module of the ledger (and the CLI, which maps them
+to exit codes) imports them from here, so no circle of imports forms around an error
+class.
 
 `LedgerError` is the ledger's base error: the ledger cannot answer or cannot be written
 as asked. The CLI prints its message and exits with code 1.
@@ -12,7 +13,11 @@ Example:
 
 from __future__ import annotations
 
+from ackfold.errors import AckfoldError
+
 __all__ = [
+    "AppBusy",
+    "LedgerBusy",
     "LedgerConflict",
     "LedgerError",
     "MissingDeltaRs",
@@ -25,7 +30,7 @@ __all__ = [
 ]
 
 
-class LedgerError(Exception):
+class LedgerError(AckfoldError):
     """The ledger cannot answer: missing tables, an unknown root or app. Exit code 1."""
 
 
@@ -61,3 +66,12 @@ class UnsafeStore(LedgerError):
 
 class SparkCommitRefused(LedgerError):
     """A Spark commit to a ledger table that delta-rs commits on this object store."""
+
+
+class LedgerBusy(LedgerError, TimeoutError):
+    """Another reconcile or replay held the ledger lock for too long. Also a
+    `TimeoutError`: a wait that ran out."""
+
+
+class AppBusy(LedgerError, TimeoutError):
+    """Another driver of the app held its lock for too long. Also a `TimeoutError`."""

@@ -34,6 +34,7 @@ from collections.abc import Iterable, Sequence
 
 import xxhash
 
+from ackfold.errors import AckfoldError
 from ackfold.ledger.contract import ACK
 
 SEP = "\x1f"
@@ -215,7 +216,7 @@ def event_hash(event_id: str) -> int:
     return unsigned - _U64 if unsigned > _I64_MAX else unsigned
 
 
-class IdError(ValueError):
+class IdError(AckfoldError, ValueError):
     """Text that is not a 64-bit id in any accepted form; the message says which forms are."""
 
 

@@ -44,8 +44,8 @@ from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Final
 
-from ackfold.ledger.errors import LedgerError
-from ackfold.ledger.lock import DEFAULT_WAIT, LedgerBusy, ledger_lock
+from ackfold.ledger.errors import LedgerBusy, LedgerError
+from ackfold.ledger.lock import DEFAULT_WAIT, ledger_lock
 from ackfold.ledger.tables import LEASE
 
 if TYPE_CHECKING:

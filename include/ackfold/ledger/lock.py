@@ -42,20 +42,14 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Final
 
+from ackfold.ledger.errors import AppBusy, LedgerBusy
+
 DEFAULT_WAIT: Final = 3600.0  # seconds: longer than any reconcile or replay run
 _POLL: Final = 0.5
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 _DIGEST_CHARS: Final = 16
 
 _held = threading.local()
-
-
-class LedgerBusy(TimeoutError):
-    """Another reconcile or replay held the ledger lock for too long."""
-
-
-class AppBusy(TimeoutError):
-    """Another driver of the app held its lock for too long."""
 
 
 def warehouse_digest(warehouse: str) -> str:

@@ -42,6 +42,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, Final
 
 from ackfold.config import Settings
+from ackfold.errors import AckfoldError
 from ackfold.ledger import dml, status
 from ackfold.ledger.conflicts import retry_conflicts
 from ackfold.ledger.create import create_tables
@@ -72,7 +73,7 @@ Z_ORDERED: Final = (ACK_EVENTS, ROOTS)
 COMPACTED: Final = (REPLAY_LOG, APP_PROGRESS)
 
 
-class MaintenanceError(RuntimeError):
+class MaintenanceError(AckfoldError, RuntimeError):
     """A table cannot be maintained safely as it is (e.g. deletion vectors are on)."""
 
 

@@ -31,6 +31,7 @@ from datetime import UTC, datetime
 from typing import Final
 
 from ackfold.config.values import MAX_RATE, MIN_RATE
+from ackfold.errors import AckfoldError
 from ackfold.ledger import ids, status
 
 DEFAULT_LIMIT: Final = 50
@@ -41,7 +42,7 @@ MAX_LIMIT: Final = 10_000_000
 _TIME_EXAMPLE: Final = "2026-11-22T10:00:00Z"
 
 
-class QueryError(ValueError):
+class QueryError(AckfoldError, ValueError):
     """A malformed request (bad status, time, limit or root id): the CLI exits with 2."""
 
 

@@ -31,6 +31,7 @@ from importlib.metadata import version
 from typing import Any, Final
 
 from ackfold.config import Settings
+from ackfold.errors import AckfoldError
 from ackfold.ledger import status
 from ackfold.ledger.conflicts import retry_conflicts
 from ackfold.ledger.encoding import writer_properties
@@ -57,7 +58,7 @@ COMPACTED: Final = (REPLAY_LOG,)
 MERGES_BESIDE_APPENDS: Final = (1, 1)
 
 
-class StoreMaintenanceError(RuntimeError):
+class StoreMaintenanceError(AckfoldError, RuntimeError):
     """A table cannot be maintained safely as it is (reader version above 1)."""
 
 

@@ -33,6 +33,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
+from ackfold.errors import AckfoldError
+
 MANIFEST: Final = "manifest.json"
 # Said to a wheel's user as well as to a checkout's, where `make setup` runs the same.
 FIX: Final = (
@@ -100,7 +102,7 @@ _FONT = re.compile(r"url\(\.\./webfonts/(?P<name>[\w-]+)\.woff2\)")
 _TTF = re.compile(r",\s*url\(\.\./webfonts/[\w-]+\.ttf\)\s*format\(\"truetype\"\)")
 
 
-class AssetsError(RuntimeError):
+class AssetsError(AckfoldError, RuntimeError):
     """The assets are missing, stale or altered, or npm could not fetch them."""
 
 

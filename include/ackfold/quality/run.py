@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from ackfold.config import Settings
 from ackfold.embedded import EMBEDDED, engine_for
+from ackfold.errors import AckfoldError
 from ackfold.ledger.conflicts import retry_conflicts
 from ackfold.ledger.create import create_tables
 from ackfold.ledger.store import is_object_store
@@ -41,7 +42,7 @@ def quality_run_id(airflow_run_id: str) -> str:
     return "airflow-" + re.sub(r"[^\w.:+\-]", "_", airflow_run_id)[:190]
 
 
-class QualityViolation(RuntimeError):
+class QualityViolation(AckfoldError, RuntimeError):
     """A delivery guarantee or a ledger invariant did not hold. The message lists each
     violated expectation with its observed value."""
 

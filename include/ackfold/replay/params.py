@@ -49,6 +49,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Final
 
+from ackfold.errors import AckfoldError
 from ackfold.ledger import ids
 from ackfold.ledger.parse import (
     MAX_LIMIT,
@@ -68,7 +69,7 @@ MAX_ROOT_IDS: Final = 1000
 _TIME_EXAMPLE: Final = "2026-11-22T10:00:00Z"
 
 
-class ReplayParamsError(ValueError):
+class ReplayParamsError(AckfoldError, ValueError):
     """A manual replay conf is invalid: the message lists every bad field and its fix."""
 
     def __init__(self, problems: Mapping[str, str]) -> None:

@@ -17,6 +17,7 @@ from typing import Any, Final
 
 from ackfold.config import Settings
 from ackfold.config.policy import AppPolicy
+from ackfold.errors import AckfoldError
 from ackfold.ledger import ids, status
 from ackfold.ledger.tables import Ledger
 from ackfold.replay.queues import SENDERS, SourceQueues
@@ -46,7 +47,7 @@ ROOT_COLUMNS: Final = ("root_id", "attempt", "origin_root_id", "source", "source
 LOG_COLUMNS: Final = ("root_id", "action", "event", "planned_at", "error")
 
 
-class UnknownRoots(LookupError):
+class UnknownRoots(AckfoldError, LookupError):
     """Root ids asked for by the user that `root_state` does not know."""
 
 

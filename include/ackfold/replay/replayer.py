@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 
 from ackfold.config import Settings
 from ackfold.embedded import EMBEDDED, SPARK
+from ackfold.errors import AckfoldError
 from ackfold.ledger.tables import Ledger
 from ackfold.replay.bookkeeping import PLANNED, Bookkeeper, SparkBookkeeper, now_wall
 from ackfold.replay.duck_planner import EmbeddedPlanner
@@ -65,7 +66,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("ackfold.replay")
 
 
-class ReplayError(RuntimeError):
+class ReplayError(AckfoldError, RuntimeError):
     """A replay could not send everything it planned; the log says what is left."""
 
 

@@ -92,7 +92,7 @@ def automatic_replay(
     spark: SparkSession | Callable[[], SparkSession] | None = None,
 ) -> dict[str, Any]:
     """The automatic replay of `ackfold_replay` (in the task's process, or through
-    `ackfold/spark/apps/replay.py`): each app's policy; the summary as a dict. Raises
+    `ackfold/jobs/replay.py`): each app's policy; the summary as a dict. Raises
     `ReplayError` if messages stayed unsent (the next run sends exactly those)."""
     request = ReplayRequest(automatic=True, app=app, requested_by=AUTOMATIC)
     summary = run_replay(settings, request, now=now, spark=spark)

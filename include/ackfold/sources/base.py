@@ -16,6 +16,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Final
 
+from ackfold.errors import AckfoldError
+
 ORIGIN_ROOT_ID: Final = "origin_root_id"
 ATTEMPT: Final = "attempt"
 # Set on dead letters only: which root died, why, and how far it got.
@@ -27,7 +29,7 @@ DEAD_LAST_STAGE: Final = "ackfold_last_stage"
 EXPIRED: Final = "source record expired"
 
 
-class SourceError(RuntimeError):
+class SourceError(AckfoldError, RuntimeError):
     """The source queue cannot be reached or refused a request. The message says which."""
 
 

@@ -4,8 +4,9 @@
   machines; local, a cluster's master or Spark Connect);
 - `python`: the executors' Python, checked against the driver's;
 - `jars`: the JVM jars (Delta, the Kafka connector), resolved from Maven and verified;
-- `apps`: the spark-submit entry points of ackfold's jobs, inside the package;
 - `smoke`: the smoke job's body.
+
+The spark-submit entry points of ackfold's jobs are `ackfold.jobs`, a floor above.
 
 Example:
     >>> from ackfold.spark import get_spark

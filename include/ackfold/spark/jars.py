@@ -22,10 +22,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from ackfold.errors import AckfoldError
+
 FIX = "run `make setup` (or `ackfold setup`) to download them from Maven Central"
 
 
-class JarsError(RuntimeError):
+class JarsError(AckfoldError, RuntimeError):
     """The jar cache is missing, stale or corrupt."""
 
 

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from ackfold.config import Settings
+from ackfold.errors import AckfoldError
 
 
 def worker_python(settings: Settings) -> str | None:
@@ -48,7 +49,7 @@ def workers_run(python: str | None) -> Iterator[None]:
             os.environ["PYSPARK_PYTHON"] = before
 
 
-class WorkerPythonMismatch(RuntimeError):
+class WorkerPythonMismatch(AckfoldError, RuntimeError):
     """PySpark's workers would run another Python version than the driver."""
 
 

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, cast
 
 from ackfold.config import Settings, load_settings
 from ackfold.config.hosts import is_loopback_host
+from ackfold.errors import AckfoldError
 from ackfold.ledger.protocol import refuse_unsafe_log_store
 from ackfold.ledger.store import store_kind
 from ackfold.spark.jars import BASE_BUNDLES, BUNDLES, bundle_jars, resolve, store_bundle
@@ -109,7 +110,7 @@ def spark_jars(settings: Settings) -> list[str]:
     return jars
 
 
-class SparkMasterUnreachable(RuntimeError):
+class SparkMasterUnreachable(AckfoldError, RuntimeError):
     """`spark.master` names a standalone master that nothing answers at."""
 
 
@@ -218,7 +219,7 @@ def _forward(read: int, real: int) -> None:
                 stderr.write(line)
 
 
-class SparkConnectError(RuntimeError):
+class SparkConnectError(AckfoldError, RuntimeError):
     """`spark.remote` names a Spark Connect endpoint that cannot serve ackfold."""
 
 

@@ -33,6 +33,7 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any, Final
 
+from ackfold.errors import AckfoldError
 from ackfold.ledger import ids
 from ackfold.ledger.contract import ACK, FAIL, INIT
 from ackfold.ledger.tables import ACK_EVENTS_COLUMNS, ROOTS_COLUMNS
@@ -47,7 +48,7 @@ ROOT_COLUMNS: Final = ROOTS_COLUMNS
 Event = dict[str, Any]
 
 
-class TrackingError(RuntimeError):
+class TrackingError(AckfoldError, RuntimeError):
     """A delivery was used after it was acked or failed (double ack, emit after ack)."""
 
 

@@ -21,6 +21,7 @@ from urllib.parse import quote
 
 import httpx
 
+from ackfold.errors import AckfoldError
 from ackfold.ledger.values import one_line
 from ackfold.replay.params import MANUAL_REPLAY_DAG_ID
 
@@ -40,7 +41,7 @@ RUN_ID: Final = re.compile(r"^[\w.:+\-]{1,250}$")
 FINISHED: Final = ("success", "failed")
 
 
-class TriggerError(Exception):
+class TriggerError(AckfoldError):
     """Airflow refused or failed to create the run; `status` is its HTTP status (502 when
     it could not be reached, 503 when its address is unknown)."""
 

@@ -1,26 +1,23 @@
-"""The spark-submit entry points of ackfold's jobs: reconcile, replay, quality,
-maintenance and smoke on the Spark engine, and the word-count demo's two. They ship
-inside the package, so a task finds them from the installed package (`app_path`),
-wherever pip put it, never from a checkout."""
+"""Deprecated: the spark-submit entry points are `ackfold.jobs` (`app_path`,
+`entry_points`, `APPS_DIR`). This name answers until the next minor release, with a
+`DeprecationWarning`; the entry points' files are only in `ackfold/jobs/`."""
 
 from __future__ import annotations
 
-from pathlib import Path
+import warnings
+from typing import Any
 
-APPS_DIR = Path(__file__).resolve().parent
-
-
-def entry_points() -> list[str]:
-    """The file names of the entry points, e.g. `reconcile.py`."""
-    return sorted(p.name for p in APPS_DIR.glob("*.py") if p.name != "__init__.py")
+_MOVED = ("APPS_DIR", "app_path", "entry_points")
 
 
-def app_path(app: str) -> Path:
-    """The file spark-submit runs for `app`: an entry point of this package by its file
-    name (`reconcile.py`), or an absolute path as it is."""
-    path = Path(app)
-    if path.is_absolute():
-        return path
-    if app not in entry_points():
-        raise ValueError(f"no ackfold entry point {app!r}: one of {', '.join(entry_points())}")
-    return APPS_DIR / app
+def __getattr__(name: str) -> Any:
+    if name not in _MOVED:
+        raise AttributeError(f"module 'ackfold.spark.apps' has no attribute {name!r}")
+    warnings.warn(
+        f"ackfold.spark.apps.{name} moved to ackfold.jobs.{name}",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    from ackfold import jobs
+
+    return getattr(jobs, name)

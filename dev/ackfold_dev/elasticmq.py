@@ -22,11 +22,12 @@ from urllib.parse import urlsplit
 from botocore.exceptions import BotoCoreError, ClientError
 
 from ackfold.config import Settings
-from ackfold.local import PROJECT_DIR
-from ackfold.local.ports import port_free
-from ackfold.local.server import JvmProcess, JvmServer
+from ackfold.errors import AckfoldError
 from ackfold.sources.sqs_client import is_loopback, sqs_client
 from ackfold.spark.jars import bundle_jars
+from ackfold_dev import PROJECT_DIR
+from ackfold_dev.ports import port_free
+from ackfold_dev.server import JvmProcess, JvmServer
 
 MAIN_CLASS = "org.elasticmq.server.Main"
 DEFAULT_PORT = 9324
@@ -35,7 +36,7 @@ STARTED = b"Started SQS rest server"
 BIND_FAILED = b"Cannot start SQS rest server"
 
 
-class ElasticMQError(RuntimeError):
+class ElasticMQError(AckfoldError, RuntimeError):
     """The local ElasticMQ server cannot start, or died."""
 
 

@@ -30,9 +30,10 @@ import sys
 from pathlib import Path
 
 from ackfold.config import Settings
-from ackfold.local.cluster import spark_home
-from ackfold.local.ports import LOOPBACK, port_free
-from ackfold.local.server import JvmProcess, JvmServer
+from ackfold.errors import AckfoldError
+from ackfold_dev.cluster import spark_home
+from ackfold_dev.ports import LOOPBACK, port_free
+from ackfold_dev.server import JvmProcess, JvmServer
 
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 DEFAULT_PORT = 15002  # Spark Connect's own default
@@ -47,7 +48,7 @@ def may_raise_priority() -> bool:
     return os.geteuid() == 0 or os.getpriority(os.PRIO_PROCESS, 0) + WORKER_NICENESS >= lowest
 
 
-class ConnectServerError(RuntimeError):
+class ConnectServerError(AckfoldError, RuntimeError):
     """The local Spark Connect server cannot start, or died."""
 
 

@@ -1,4 +1,4 @@
-"""The local GCS API: fake-gcs-server behind `ackfold.local.store_proxy`, for the tests and
+"""The local GCS API: fake-gcs-server behind `ackfold_dev.store_proxy`, for the tests and
 for trying a `gs://` warehouse on one machine (`ackfold gcs`, `make gcs`).
 
 fake-gcs-server serves GCS's JSON API (what Spark's GCS connector and Google's SDKs use)
@@ -28,11 +28,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final
 from urllib.parse import quote, unquote, urlencode
 
-from ackfold.local.emulated import EmulatedStore, LocalStoreError
-from ackfold.local.store_proxy import listed_after
+from ackfold_dev.emulated import EmulatedStore, LocalStoreError
+from ackfold_dev.store_proxy import listed_after
 
 if TYPE_CHECKING:
-    from ackfold.local.store_proxy import Answer, Request, StoreProxy
+    from ackfold_dev.store_proxy import Answer, Request, StoreProxy
 
 DEFAULT_PORT: Final = 9030
 DEFAULT_BUCKET: Final = "ackfold"
@@ -129,7 +129,7 @@ class LocalGCS(EmulatedStore):
         super().__init__(directory, port=port, container=bucket, in_memory=in_memory)
 
     def program(self) -> Path:
-        from ackfold.local.emulators import fake_gcs_server
+        from ackfold_dev.emulators import fake_gcs_server
 
         return fake_gcs_server()
 

@@ -1,5 +1,5 @@
 """The local S3 API: moto's S3 server on loopback, with atomic conditional creates and a
-journal (`ackfold.local.s3_app`), for the tests and for trying the production layout on
+journal (`ackfold_dev.s3_app`), for the tests and for trying the production layout on
 one machine (`ackfold s3`, `make s3`).
 
 It runs as its own Python process, in a process group of its own; stopping the server
@@ -22,8 +22,9 @@ import sys
 from pathlib import Path
 from typing import Any, Final
 
-from ackfold.local.ports import LOOPBACK, free_port, port_free
-from ackfold.local.server import JvmProcess, LocalServer
+from ackfold.errors import AckfoldError
+from ackfold_dev.ports import LOOPBACK, free_port, port_free
+from ackfold_dev.server import JvmProcess, LocalServer
 
 DEFAULT_PORT: Final = 9020
 DEFAULT_BUCKET: Final = "ackfold"
@@ -33,7 +34,7 @@ SECRET_KEY: Final = "ackfold-local-secret"  # noqa: S105 - a loopback test serve
 REGION: Final = "us-east-1"
 
 
-class LocalS3Error(RuntimeError):
+class LocalS3Error(AckfoldError, RuntimeError):
     """The local S3 server cannot start, or died."""
 
 
@@ -125,7 +126,7 @@ class LocalS3(LocalServer):
                 f"port {self.port} on 127.0.0.1 is already taken (another S3 server?): stop "
                 "that process, or choose another port (ackfold s3 --port)"
             )
-        args = ["-m", "ackfold.local.s3_app", "--port", str(self.port)]
+        args = ["-m", "ackfold_dev.s3_app", "--port", str(self.port)]
         if self.journal is not None:
             args += ["--journal", str(self.journal)]
         self.directory.mkdir(parents=True, exist_ok=True)
@@ -141,7 +142,7 @@ class LocalS3(LocalServer):
 
         from botocore.exceptions import BotoCoreError, ClientError
 
-        from ackfold.local.s3_app import READY
+        from ackfold_dev.s3_app import READY
 
         client = self.client()
         deadline = time.monotonic() + timeout

@@ -1,28 +1,31 @@
-"""`ackfold setup`, `up`, `sqs`, `s3`, `gcs`, `azure`, `kafka`, `cluster` and `connect`: the
-jar cache, the embedded stack, and the local servers, each run until Ctrl-C."""
+"""The development commands of `ackfold`: `up` (the embedded stack), `demo` (the word
+count with seeded faults, and its delivery report), and the local servers `sqs`, `s3`,
+`gcs`, `azure`, `kafka`, `cluster` and `connect`, each run until Ctrl-C.
+
+They join the CLI through the entry-point group `ackfold.commands` (`add_commands`), in a
+checkout where `make install` installed this wing; a production install lists their
+names only, as development commands (`ackfold.cli.main.DEVELOPMENT_COMMANDS`).
+"""
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 
-from ackfold.cli.common import AddCommand, UsageError
+from ackfold.cli.common import AddCommand, UsageError, emit, spark_session
 from ackfold.config import Settings
 from ackfold.sources.base import SourceError
-from ackfold.spark.jars import BUNDLES
 
 
 def add_commands(command: AddCommand) -> None:
-    """Register `ackfold setup`, `up`, `sqs`, `kafka`, `cluster`, `connect`, with their
-    arguments."""
-    setup = command("setup", _setup, "download the pinned JVM jars into the local cache (once)")
-    setup.add_argument(
-        "--bundle", action="append", choices=sorted(BUNDLES), help="only this bundle"
-    )
+    """Register `ackfold up`, `demo`, `sqs`, `s3`, `gcs`, `azure`, `kafka`, `cluster` and
+    `connect`, with their arguments."""
     up = command("up", _up, "run the embedded stack (airflow standalone) until Ctrl-C")
     up.add_argument(
         "--no-demo", action="store_true", help="do not start the word-count demo with it"
     )
+    _add_demo(command)
     command("sqs", _sqs, "run the local ElasticMQ (SQS) server with the demo queues until Ctrl-C")
     s3 = command(
         "s3",
@@ -63,25 +66,78 @@ def add_commands(command: AddCommand) -> None:
     connect.add_argument("--port", default="15002", help="its port (default 15002)")
 
 
-def _setup(settings: Settings, args: argparse.Namespace) -> int:
-    from ackfold.spark.jars import BASE_BUNDLES, setup, store_bundle
+def _add_demo(command: AddCommand) -> None:
+    from ackfold.demo.flags import add_demo_flags
 
-    assert settings.jars_dir is not None
-    connector = store_bundle(settings.table_root)  # only the warehouse's store's
-    default = [*BASE_BUNDLES, *([connector.name] if connector else [])]
-    setup(settings.jars_dir, args.bundle or default)
-    print(f"JVM artifacts ready in {settings.jars_dir}")
-    return 0
+    demo = command(
+        "demo",
+        _demo,
+        "run the word-count demo on SQS with seeded faults, then print its delivery report",
+    )
+    add_demo_flags(demo)
+    demo.add_argument(
+        "--keep-running", action="store_true", help="after the report, keep the app running"
+    )
+    demo.add_argument(
+        "--airflow",
+        action="store_true",
+        help="with --keep-running: leave reconcile and replay to the Airflow DAGs, and the "
+        "app to its own DAG if apps.wordcount.dag gives it one (make run)",
+    )
+    demo.add_argument("--json", action="store_true", help="also print the report as JSON")
+
+
+def _demo(settings: Settings, args: argparse.Namespace) -> int:
+    from ackfold.demo.flags import demo_options
+
+    if args.airflow and not args.keep_running:
+        raise UsageError("--airflow goes with --keep-running: it hands the running app's "
+                         "reconcile and replay to the Airflow DAGs")  # fmt: skip
+    try:
+        messages, faults = demo_options(settings.demo.faults, args)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+    import threading
+
+    from ackfold.demo.run import Demo, demo_lock
+    from ackfold_dev.stack import start_sources, stop_all
+
+    # SQS or Kafka on loopback, unless remote or already running.
+    sources = start_sources(settings, emit)
+    try:
+        # The app's DAG, if it has one, waits: one driver of its queries at a time.
+        with demo_lock(settings, "ackfold demo", say=emit):
+            spark = spark_session(settings, "ackfold-demo")
+            try:
+                demo = Demo(spark, settings, messages=messages, faults=faults, say=emit)
+            except ValueError as exc:
+                raise UsageError(str(exc)) from None
+            report = demo.run()
+            if args.json:
+                emit(json.dumps(report.as_dict(), indent=2))
+            if args.keep_running:
+                stop = threading.Event()
+                try:
+                    demo.keep_running(stop, airflow=args.airflow)
+                except KeyboardInterrupt:
+                    stop.set()
+                except RuntimeError as exc:
+                    print(f"ackfold: the demo app stopped: {exc}", file=sys.stderr)
+                    return 1
+    finally:
+        stop_all(sources)
+    return 0 if report.ok else 1
 
 
 def _up(settings: Settings, args: argparse.Namespace) -> int:
-    from ackfold.local.stack import run_stack
+    from ackfold_dev.stack import run_stack
 
     return run_stack(settings, demo=not args.no_demo, verbose=args.verbose)
 
 
 def _sqs(settings: Settings, args: argparse.Namespace) -> int:
-    from ackfold.local.elasticmq import ElasticMQ, ElasticMQError
+    from ackfold_dev.elasticmq import ElasticMQ, ElasticMQError
 
     try:
         return ElasticMQ(settings).serve_forever()
@@ -91,11 +147,9 @@ def _sqs(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def _s3(settings: Settings, args: argparse.Namespace) -> int:
-    from ackfold.local.s3 import LocalS3, LocalS3Error
+    from ackfold_dev.s3 import LocalS3, LocalS3Error
 
-    port = _whole(args.port, "--port")
-    if port > 65535:
-        raise UsageError(f"--port must be a port number, 1 to 65535, got {port}")
+    port = _port(args.port, "--port")
     # Its journal keeps the buckets across restarts, under var/s3.
     server = LocalS3(settings.var_dir / "s3", port=port, bucket=args.bucket.strip() or None)
     try:
@@ -106,14 +160,12 @@ def _s3(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def _store(settings: Settings, args: argparse.Namespace) -> int:
-    from ackfold.local.azurite import LocalAzure
-    from ackfold.local.emulated import LocalStoreError
-    from ackfold.local.emulators import EmulatorMissing
-    from ackfold.local.gcs import LocalGCS
+    from ackfold_dev.azurite import LocalAzure
+    from ackfold_dev.emulated import LocalStoreError
+    from ackfold_dev.emulators import EmulatorMissing
+    from ackfold_dev.gcs import LocalGCS
 
-    port = _whole(args.port, "--port")
-    if port > 65535:
-        raise UsageError(f"--port must be a port number, 1 to 65535, got {port}")
+    port = _port(args.port, "--port")
     kind = LocalGCS if args.command == "gcs" else LocalAzure
     # Its data is kept across restarts, under var/<gcs|azure>.
     server = kind(settings.var_dir / args.command, port=port)
@@ -126,7 +178,7 @@ def _store(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def _kafka(settings: Settings, args: argparse.Namespace) -> int:
-    from ackfold.local.kafka_broker import KafkaBroker
+    from ackfold_dev.kafka_broker import KafkaBroker
 
     try:
         return KafkaBroker(settings).serve_forever()
@@ -136,13 +188,10 @@ def _kafka(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def _cluster(settings: Settings, args: argparse.Namespace) -> int:
-    from ackfold.local.cluster import ClusterError, LocalCluster
+    from ackfold_dev.cluster import ClusterError, LocalCluster
 
     workers, cores = _whole(args.workers, "--workers"), _whole(args.cores, "--cores")
-    port, webui_port = _whole(args.port, "--port"), _whole(args.webui_port, "--webui-port")
-    for value, option in ((port, "--port"), (webui_port, "--webui-port")):
-        if value > 65535:
-            raise UsageError(f"{option} must be a port number, 1 to 65535, got {value}")
+    port, webui_port = _port(args.port, "--port"), _port(args.webui_port, "--webui-port")
     try:
         cluster = LocalCluster(
             settings.var_dir / "cluster", workers=workers, cores=cores, memory=args.memory,
@@ -158,11 +207,9 @@ def _cluster(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def _connect(settings: Settings, args: argparse.Namespace) -> int:
-    from ackfold.local.connect import ConnectServerError, LocalConnectServer
+    from ackfold_dev.connect import ConnectServerError, LocalConnectServer
 
-    port = _whole(args.port, "--port")
-    if port > 65535:
-        raise UsageError(f"--port must be a port number, 1 to 65535, got {port}")
+    port = _port(args.port, "--port")
     try:
         return LocalConnectServer(settings, port=port).serve_forever()
     except ConnectServerError as exc:
@@ -174,3 +221,10 @@ def _whole(text: str, option: str) -> int:
     if not text.strip().isdigit() or int(text) < 1:
         raise UsageError(f"{option} must be a whole number of at least 1, got {text!r}")
     return int(text)
+
+
+def _port(text: str, option: str) -> int:
+    port = _whole(text, option)
+    if port > 65535:
+        raise UsageError(f"{option} must be a port number, 1 to 65535, got {port}")
+    return port

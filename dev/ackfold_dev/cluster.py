@@ -27,8 +27,9 @@ import urllib.request
 from pathlib import Path
 from typing import IO, Any
 
-from ackfold.local.ports import LOOPBACK, free_port, port_free
-from ackfold.local.server import LocalServer
+from ackfold.errors import AckfoldError
+from ackfold_dev.ports import LOOPBACK, free_port, port_free
+from ackfold_dev.server import LocalServer
 
 MASTER_CLASS = "org.apache.spark.deploy.master.Master"
 WORKER_CLASS = "org.apache.spark.deploy.worker.Worker"
@@ -44,7 +45,7 @@ _DAEMON_PROPERTIES = {
 }
 
 
-class ClusterError(RuntimeError):
+class ClusterError(AckfoldError, RuntimeError):
     """The local Spark cluster cannot start, or a daemon of it died."""
 
 

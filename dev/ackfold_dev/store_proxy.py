@@ -1,7 +1,7 @@
 """The process in front of a local object store's emulator (fake-gcs-server, Azurite): it
 starts the emulator as its child, on a port of its own, and passes every request through,
 with each mutating request (PUT, POST, DELETE, PATCH) run alone, from its body to the
-last byte of its answer, as `ackfold.local.s3_app` does for moto.
+last byte of its answer, as `ackfold_dev.s3_app` does for moto.
 
 Why the lock. A Delta commit is a create-if-absent of the next log file, and a store
 must let exactly one of two such creates win. Each emulator's create is atomic on its
@@ -13,12 +13,12 @@ create can land in between and be overwritten. Run one at a time, every conditio
 request is atomic by construction, not by likelihood. Reads are not serialized.
 
 A `Rewrite` may answer a request itself, where the emulator lacks what delta-rs uses
-(fake-gcs-server: GCS's XML API object PUT, `ackfold.local.gcs`; both: a listing that
+(fake-gcs-server: GCS's XML API object PUT, `ackfold_dev.gcs`; both: a listing that
 starts after a key, `listed_after`), or change its headers (`tests/stores` drops the
 precondition headers to play a store without conditional writes).
 
-Run by `ackfold.local.gcs.LocalGCS` and `ackfold.local.azurite.LocalAzure` as
-`python -m ackfold.local.store_proxy --kind gcs|azure --port N --root DIR --program P`.
+Run by `ackfold_dev.gcs.LocalGCS` and `ackfold_dev.azurite.LocalAzure` as
+`python -m ackfold_dev.store_proxy --kind gcs|azure --port N --root DIR --program P`.
 """
 
 from __future__ import annotations
@@ -211,7 +211,7 @@ def serve(app: StoreProxy, host: str, port: int, upstream: subprocess.Popen[byte
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m ackfold.local.store_proxy")
+    parser = argparse.ArgumentParser(prog="python -m ackfold_dev.store_proxy")
     parser.add_argument("--kind", choices=("gcs", "azure"), required=True)
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, required=True)
@@ -221,7 +221,7 @@ def main(argv: list[str] | None = None) -> int:
         "--in-memory", action="store_true", help="keep the data in memory (GCS), not in --root"
     )
     args = parser.parse_args(argv)
-    from ackfold.local.ports import free_port
+    from ackfold_dev.ports import free_port
 
     upstream_port = free_port()
     public = f"{args.host}:{args.port}"
@@ -229,11 +229,11 @@ def main(argv: list[str] | None = None) -> int:
     log = (args.root / f"{args.kind}-emulator.log").open("ab")
     rewrite: Rewrite | None
     if args.kind == "gcs":
-        from ackfold.local.gcs import emulator_command, xml_api
+        from ackfold_dev.gcs import emulator_command, xml_api
 
         rewrite = xml_api
     else:
-        from ackfold.local.azurite import blob_api, emulator_command
+        from ackfold_dev.azurite import blob_api, emulator_command
 
         rewrite = blob_api
     command = emulator_command(args.program, args.root, upstream_port, public, args.in_memory)

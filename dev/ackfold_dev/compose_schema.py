@@ -30,6 +30,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Final
 
+from ackfold.errors import AckfoldError
+
 PACKAGE: Final = "dclint"
 VERSION: Final = "3.1.0"
 TARBALL_SHA256: Final = "73fc6079a0408c80c7ccea9e9e5c21c40551afaf15e8c1ee25a5ad6af1ec0414"
@@ -39,12 +41,12 @@ SCHEMA_SHA256: Final = "46b7d35f19dd93a05f8fea530291bf84d881c1791ec167ecf0e6fb94
 SCHEMA_FILE: Final = "compose-spec.json"
 MANIFEST: Final = "manifest.json"
 FIX: Final = (
-    "run `make schemas` (or `python -m ackfold.local.compose_schema var/schemas`) to fetch "
+    "run `make schemas` (or `python -m ackfold_dev.compose_schema var/schemas`) to fetch "
     "it from npm"
 )
 
 
-class SchemaError(RuntimeError):
+class SchemaError(AckfoldError, RuntimeError):
     """The schema cache is missing, stale or altered, or the download failed."""
 
 
@@ -152,7 +154,7 @@ def fetch(schemas_dir: Path, log: Callable[[str], None] = print) -> Path:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m ackfold.local.compose_schema",
+        prog="python -m ackfold_dev.compose_schema",
         description="fetch the Compose Specification's JSON schema into a verified cache",
     )
     parser.add_argument(

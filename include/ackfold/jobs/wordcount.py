@@ -34,7 +34,7 @@ if __name__ == "__main__":
         messages, faults = demo_options(settings.demo.faults, args)
     except ValueError as exc:
         parser.error(str(exc))
-    with demo_lock(settings, "ackfold/spark/apps/wordcount.py", say=say):
+    with demo_lock(settings, "ackfold/jobs/wordcount.py", say=say):
         spark = get_spark(settings, app_name="ackfold-wordcount")
         report = Demo(spark, settings, messages=messages, faults=faults, say=say).run()
         print(json.dumps(report.as_dict(), sort_keys=True), flush=True)

@@ -1,4 +1,4 @@
-"""The local Azure store: Azurite's Blob API behind `ackfold.local.store_proxy`, for the
+"""The local Azure store: Azurite's Blob API behind `ackfold_dev.store_proxy`, for the
 tests and for trying an `abfs://` warehouse on one machine (`ackfold azure`, `make azure`).
 
 What reaches it:
@@ -27,11 +27,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
-from ackfold.local.emulated import EmulatedStore, LocalStoreError
-from ackfold.local.store_proxy import listed_after
+from ackfold_dev.emulated import EmulatedStore, LocalStoreError
+from ackfold_dev.store_proxy import listed_after
 
 if TYPE_CHECKING:
-    from ackfold.local.store_proxy import Answer, Request, StoreProxy
+    from ackfold_dev.store_proxy import Answer, Request, StoreProxy
 
 DEFAULT_PORT: Final = 9040
 DEFAULT_CONTAINER: Final = "ackfold"
@@ -105,7 +105,7 @@ class LocalAzure(EmulatedStore):
         super().__init__(directory, port=port, container=container)
 
     def program(self) -> Path:
-        from ackfold.local.emulators import azurite
+        from ackfold_dev.emulators import azurite
 
         return azurite()
 

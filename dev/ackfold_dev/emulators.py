@@ -1,5 +1,5 @@
 """The local object stores' emulators, installed once into a verified cache
-(`make emulators`, run by `make setup`; `python -m ackfold.local.emulators var/emulators`).
+(`make emulators`, run by `make setup`; `python -m ackfold_dev.emulators var/emulators`).
 
 - **Azurite** (Microsoft's Azure Storage emulator: the Blob API) from npm, pinned with
   every package of its tree in `conf/azurite/package-lock.json`: `npm ci` checks each
@@ -29,7 +29,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Final
 
-from ackfold.local import PROJECT_DIR
+from ackfold.errors import AckfoldError
+from ackfold_dev import PROJECT_DIR
 
 AZURITE_VERSION: Final = "3.35.0"
 AZURITE_LOCK: Final = PROJECT_DIR / "conf" / "azurite" / "package-lock.json"
@@ -37,10 +38,10 @@ FAKE_GCS_MODULE: Final = "github.com/fsouza/fake-gcs-server"
 FAKE_GCS_VERSION: Final = "v1.56.1"
 MANIFEST: Final = "manifest.json"
 DEFAULT_DIR: Final = PROJECT_DIR / "var" / "emulators"
-FIX: Final = "run `make emulators` (or `python -m ackfold.local.emulators var/emulators`)"
+FIX: Final = "run `make emulators` (or `python -m ackfold_dev.emulators var/emulators`)"
 
 
-class EmulatorMissing(RuntimeError):
+class EmulatorMissing(AckfoldError, RuntimeError):
     """An emulator is not installed (or not as pinned), or its install failed."""
 
 
@@ -142,7 +143,7 @@ def install_fake_gcs_server(emulators_dir: Path, log: Callable[[str], None] = pr
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m ackfold.local.emulators",
+        prog="python -m ackfold_dev.emulators",
         description="install the local object stores' emulators (Azurite, fake-gcs-server)",
     )
     parser.add_argument("emulators_dir", nargs="?", type=Path, default=DEFAULT_DIR)

@@ -27,12 +27,12 @@ from pathlib import Path
 
 from ackfold.config import Settings
 from ackfold.config.hosts import is_loopback_host
-from ackfold.local import PROJECT_DIR
-from ackfold.local.ports import free_port, port_free
-from ackfold.local.server import JvmProcess, JvmServer, java
 from ackfold.sources.base import SourceError
 from ackfold.sources.kafka_client import create_topics, existing_topics
 from ackfold.spark.jars import bundle_jars
+from ackfold_dev import PROJECT_DIR
+from ackfold_dev.ports import free_port, port_free
+from ackfold_dev.server import JvmProcess, JvmServer, java
 
 MAIN_CLASS = "kafka.Kafka"
 STORAGE_TOOL = "kafka.tools.StorageTool"

@@ -33,21 +33,21 @@ from ackfold.airflow.connections import SPARK_CONN_ID, spark_connect_connection,
 from ackfold.airflow.defaults import LEDGER_POOL, LEDGER_POOL_DESCRIPTION
 from ackfold.config import Settings
 from ackfold.config.hosts import is_loopback_host
-from ackfold.local.airflow_env import (
+from ackfold_dev.airflow_env import (
     airflow_environment,
     airflow_url,
-    demo_app_dag_env,
+    demo_app_env,
     listen_address,
     local_api_url,
     user_passwords,
 )
-from ackfold.local.airflow_env import airflow_users as airflow_users  # re-exported
-from ackfold.local.airflow_env import passwords_file as passwords_file  # re-exported
-from ackfold.local.elasticmq import ElasticMQ, ElasticMQError
-from ackfold.local.server import LocalServer
+from ackfold_dev.airflow_env import airflow_users as airflow_users  # re-exported
+from ackfold_dev.airflow_env import passwords_file as passwords_file  # re-exported
+from ackfold_dev.elasticmq import ElasticMQ, ElasticMQError
+from ackfold_dev.server import LocalServer
 
 if TYPE_CHECKING:
-    from ackfold.local.kafka_broker import KafkaBroker
+    from ackfold_dev.kafka_broker import KafkaBroker
 
 MARKER = "ACKFOLD_STACK_ID"
 # Started once the api-server answers; no log server listens (see the module doc).
@@ -214,9 +214,9 @@ def start_sqs(settings: Settings, log: Callable[[str], None]) -> ElasticMQ | Non
 def start_kafka(settings: Settings, log: Callable[[str], None]) -> KafkaBroker | None:
     """Start the local Kafka broker for loopback `kafka.bootstrap_servers`; None if Kafka
     is elsewhere, or if a broker already answers there (`make kafka` in another terminal)."""
-    from ackfold.local.kafka_broker import KafkaBroker, KafkaBrokerError
     from ackfold.sources.base import SourceError
     from ackfold.sources.kafka_client import existing_topics
+    from ackfold_dev.kafka_broker import KafkaBroker, KafkaBrokerError
 
     servers = settings.kafka.bootstrap_servers
     if not is_loopback_host(servers.split(",")[0].rpartition(":")[0]):
@@ -293,8 +293,9 @@ def run_stack(
     """
     log = log or _say
     if demo:
-        # Airflow declares the word count's DAG, and the demo hands the app to it.
-        os.environ.update(demo_app_dag_env(settings))
+        # The demo's app, in every process started from here: Airflow declares its DAG and
+        # folds, replays and checks it by its policy; the demo hands the app to that DAG.
+        os.environ.update(demo_app_env(settings))
     env = airflow_environment(settings)
     passwords = user_passwords(settings)
     prepare_airflow(settings, env, log)

@@ -1,5 +1,5 @@
 """The embedded Airflow's environment and accounts, and where it listens: what every
-process of `make run`'s stack (`ackfold.local.stack`) is started with.
+process of `make run`'s stack (`ackfold_dev.stack`) is started with.
 """
 
 from __future__ import annotations
@@ -9,12 +9,13 @@ import os
 import secrets
 import sys
 from collections.abc import Mapping
+from datetime import timedelta
 from pathlib import Path
 
 from ackfold.config import Settings
 from ackfold.config.hosts import is_loopback_host
-from ackfold.local import PROJECT_DIR
 from ackfold.spark.session import on_loopback
+from ackfold_dev import PROJECT_DIR
 
 SIMPLE_AUTH_MANAGER = (
     "airflow.api_fastapi.auth.managers.simple.simple_auth_manager.SimpleAuthManager"
@@ -133,16 +134,36 @@ def airflow_environment(
     return env
 
 
-def demo_app_dag_env(settings: Settings) -> dict[str, str]:
-    """The environment that gives the demo's word count its DAG under `make run`
-    (`DEMO_APP_DAG`), unless the configuration already gives it one."""
+def demo_app_env(settings: Settings) -> dict[str, str]:
+    """The environment that registers the demo's word count in every process `make run`
+    starts (Airflow's components, the demo itself): the app's policy (`DEMO_APP_POLICY`,
+    where `apps.wordcount` of the configuration leaves a field unset), with its DAG
+    (`DEMO_APP_DAG`) unless the configuration gives it one. The settings know nothing of the
+    demo: it is registered where it runs, here and in its own processes (`with_demo_policy`).
+
+    Example:
+        >>> from ackfold.config import load_settings
+        >>> env = demo_app_env(load_settings())
+        >>> list(env), json.loads(env["ACKFOLD_APPS__WORDCOUNT"])["timeout"]
+        (['ACKFOLD_APPS__WORDCOUNT'], '10s')
+    """
     from ackfold.config.demo import DEMO_APP, DEMO_APP_DAG
     from ackfold.demo.wordcount import with_demo_policy
-    from ackfold.spark.apps import app_path
+    from ackfold.jobs import app_path
 
-    if with_demo_policy(settings).apps[DEMO_APP].dag is not None:
-        return {}
-    # The packaged entry point, wherever the package is installed.
-    dag = DEMO_APP_DAG.model_copy(update={"application": str(app_path(DEMO_APP_DAG.application))})
-    name = f"ACKFOLD_APPS__{DEMO_APP.upper()}__DAG"
-    return {name: dag.model_dump_json(exclude_defaults=True)}
+    policy = with_demo_policy(settings).apps[DEMO_APP]
+    if policy.dag is None:
+        # The packaged entry point, wherever the package is installed.
+        application = str(app_path(DEMO_APP_DAG.application))
+        policy = policy.model_copy(
+            update={"dag": DEMO_APP_DAG.model_copy(update={"application": application})}
+        )
+    value = json.dumps(policy.model_dump(exclude_none=True), default=_in_settings_form)
+    return {f"ACKFOLD_APPS__{DEMO_APP.upper()}": value}
+
+
+def _in_settings_form(value: object) -> str:
+    # A duration as the settings read it back (`Duration`: "90s"), not as ISO 8601.
+    if isinstance(value, timedelta):
+        return f"{value.total_seconds():g}s"
+    raise TypeError(f"{type(value).__name__} is not JSON serializable")

@@ -13,7 +13,7 @@ replays the journal before it listens: what a client was told is written survive
 restart, even a SIGKILL of the server. A multipart upload's id is new on replay, so the
 journal maps each recorded id to the replayed one.
 
-Run by `ackfold.local.s3.LocalS3` as `python -m ackfold.local.s3_app --port N --journal F`.
+Run by `ackfold_dev.s3.LocalS3` as `python -m ackfold_dev.s3_app --port N --journal F`.
 """
 
 from __future__ import annotations
@@ -155,7 +155,7 @@ def make_app(journal: Path | None) -> AtomicWrites:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m ackfold.local.s3_app")
+    parser = argparse.ArgumentParser(prog="python -m ackfold_dev.s3_app")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--journal", type=Path, help="keep the writes here (default: none)")

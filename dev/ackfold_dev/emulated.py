@@ -1,4 +1,4 @@
-"""What the local GCS and Azure stores share: an emulator behind `ackfold.local.store_proxy`,
+"""What the local GCS and Azure stores share: an emulator behind `ackfold_dev.store_proxy`,
 in a process group of its own, on a free loopback port (or a given one), with its data in
 a directory, so that it can be stopped, killed and started again on the same port with
 what it answered kept (`LocalGCS`, `LocalAzure`)."""
@@ -13,11 +13,12 @@ import time
 from abc import abstractmethod
 from pathlib import Path
 
-from ackfold.local.ports import LOOPBACK, free_port, port_free
-from ackfold.local.server import JvmProcess, LocalServer
+from ackfold.errors import AckfoldError
+from ackfold_dev.ports import LOOPBACK, free_port, port_free
+from ackfold_dev.server import JvmProcess, LocalServer
 
 
-class LocalStoreError(RuntimeError):
+class LocalStoreError(AckfoldError, RuntimeError):
     """A local object store cannot start, or died."""
 
 
@@ -78,7 +79,7 @@ class EmulatedStore(LocalServer):
 
     def start(self, timeout: float = 120) -> None:
         """Start the emulator and its proxy; return once it answers and the container exists."""
-        from ackfold.local.store_proxy import READY
+        from ackfold_dev.store_proxy import READY
 
         if self._process.running:
             raise LocalStoreError(f"{self.title} already runs on {self.endpoint_url}")
@@ -89,7 +90,7 @@ class EmulatedStore(LocalServer):
                 "choose another port"
             )
         self.directory.mkdir(parents=True, exist_ok=True)
-        args = ["-m", "ackfold.local.store_proxy", "--kind", self.kind, "--port", str(self.port),
+        args = ["-m", "ackfold_dev.store_proxy", "--kind", self.kind, "--port", str(self.port),
                 "--root", str(self.directory / "data"), "--program", str(program),
                 *(["--in-memory"] if self.in_memory else [])]  # fmt: skip
         self._process.start(args, command=sys.executable)
