@@ -65,7 +65,9 @@ def test_an_app_dag_is_declared_from_its_configuration(tmp_path: Path) -> None:
     assert dag.tags == {"ackfold", "app", "orders", "sqs"}
     assert dag.max_active_runs == 1, "one run at a time: one writer per checkpoint"
     assert dag.catchup is False
-    assert dag.is_paused_upon_creation is None, "the deployment's dags_are_paused_at_creation decides"
+    assert dag.is_paused_upon_creation is None, (
+        "the deployment's dags_are_paused_at_creation decides"
+    )
     # Its first run is the schedule's next tick, not a past one run the moment it appears.
     assert first_run_after(dag) > datetime.now(UTC)
     (task,) = dag.tasks
@@ -199,7 +201,9 @@ def test_a_continuous_app_dag_is_one_supervised_long_task(tmp_path: Path) -> Non
     assert type(dag.timetable).__name__ == "ContinuousTimetable"
     assert dag.max_active_runs == 1, "one run at a time: one driver per checkpoint"
     assert "continuous" in dag.tags
-    assert dag.is_paused_upon_creation is None, "the deployment's dags_are_paused_at_creation decides"
+    assert dag.is_paused_upon_creation is None, (
+        "the deployment's dags_are_paused_at_creation decides"
+    )
     (task,) = dag.tasks
     assert task.application_args == ["--region", "eu", "--continuous"]
     # Restarted when it fails, with a doubling backoff, for as long as it fails.
