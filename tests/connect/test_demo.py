@@ -26,9 +26,13 @@ from ackfold.replay.replayer import Replayer
 from ackfold.replay.request import ReplayRequest
 from tests.conftest import JARS_DIR
 
-# Seed 4: 8 of the 60 sentences are hit on their first attempt, none on all 5, and not the
-# stuck one on its 6th (the replay by hand).
+# Two attempts, not the demo's five: every step runs through Connect on each cycle, and
+# the cycles until the poison and the stuck message are dead-lettered set this test's
+# time (the e2e tier runs the demo's own policy). Seed 4: 8 of the 60 sentences are hit
+# on their first attempt, none on both, and not the stuck one on its 3rd (the replay by
+# hand); checked in plain Python from `ids.hash64`.
 MESSAGES = 60
+MAX_ATTEMPTS = 2
 FAULTS = FaultSettings(
     seed=4, drop={"split": 0.05}, fail={"split": 0.03}, poison=2, stuck=1, kill=("split", "count")
 )
@@ -40,7 +44,8 @@ def test_the_demo_with_faults_through_connect_loses_nothing_and_counts_exactly(
     settings = load_settings(
         var_dir=tmp_path / "var", jars_dir=JARS_DIR, spark={"remote": connect_url},
         sqs={"endpoint_url": sqs_server.endpoint_url, "wait_time": "1s"},
-        apps={"wordcount": {"source_queue": f"connect-{uuid.uuid4().hex[:8]}"}},
+        apps={"wordcount": {"source_queue": f"connect-{uuid.uuid4().hex[:8]}",
+                            "max_attempts": MAX_ATTEMPTS}},
     )  # fmt: skip
     printed: list[str] = []
     demo = Demo(spark, settings, messages=MESSAGES, faults=FAULTS, say=printed.append)
@@ -52,6 +57,7 @@ def test_the_demo_with_faults_through_connect_loses_nothing_and_counts_exactly(
     assert report.words_exact, report.word_mismatches
     assert report.completed_after_replay > 0, "the faults happened and replays repaired them"
     assert report.queries_restarted == 2, "both queries were killed once and restarted"
+    assert demo.app.max_attempts == MAX_ATTEMPTS
 
     # The stuck message, replayed by hand past max attempts, completes.
     root = demo.app.ledger.root
