@@ -209,6 +209,16 @@ def test_json_replay_with_a_bearer_token(sample: Sample, airflow: FakeAirflow) -
         )
         assert bad.status_code == 400
         assert bad.json()["field"] == "root_ids"
+        # Too many ids, or one that is no id: the error names the body's field, root_ids.
+        too_many = [str(i) for i in range(1, 2001)]
+        for ids, why in ((too_many, "2000 roots: at most 1000"), (["0xnope"], "0xnope")):
+            refused = script.post(
+                "/api/replay", json={"root_ids": ids}, headers={**auth, "X-CSRF-Token": token}
+            )
+            assert refused.status_code == 400, refused.text
+            assert refused.json()["field"] == "root_ids", refused.json()
+            assert why in refused.text
+    assert len(airflow.calls) == 1
     assert airflow.calls[0]["body"]["conf"]["root_ids"] == [format_id(sample.timed_out)]
 
 
