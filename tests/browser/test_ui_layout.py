@@ -155,4 +155,3 @@ def test_a_run_that_passed_every_check_fits_the_window(
         assert page.evaluate(OVERFLOWS) == []
     finally:
         context.close()
-
