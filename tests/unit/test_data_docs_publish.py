@@ -5,6 +5,8 @@ old sites pruned; and pages that need no CDN. Plain Python: the publishing step 
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -126,3 +128,15 @@ def test_doctests() -> None:
         result = doctest.testmod(module)
         assert result.failed == 0, module.__name__
         assert result.attempted > 0, module.__name__
+
+
+def test_make_setup_fetches_the_assets_without_a_warning() -> None:
+    """`make setup` runs `python -m ackfold.quality.docs_assets`: no RuntimeWarning that
+    the module was imported by its package before it ran."""
+    result = subprocess.run(
+        [sys.executable, "-W", "error::RuntimeWarning", "-m", "ackfold.quality.docs_assets", "-h"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == ""
+    assert "usage: python -m ackfold.quality.docs_assets" in result.stdout
