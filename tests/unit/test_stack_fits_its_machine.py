@@ -31,8 +31,10 @@ def test_airflow_runs_as_many_tasks_as_the_cores_allow(
 def test_the_metadata_database_is_private(
     make_settings: Callable[..., Settings], tmp_path: Path
 ) -> None:
-    env = airflow_environment(make_settings(), base={})
-    database = metadata_database(env)
+    settings = make_settings()
+    env = airflow_environment(settings, base={})
+    assert settings.airflow_home is not None
+    database = metadata_database(env, settings.airflow_home)
     assert database == Path(env["AIRFLOW_HOME"]) / "airflow.db"
     keep_private(database)  # made before Airflow makes it, as prepare_airflow does
     assert stat.S_IMODE(database.stat().st_mode) == 0o600

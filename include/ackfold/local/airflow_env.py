@@ -93,18 +93,19 @@ def keep_private(path: Path) -> None:
     path.chmod(0o600)
 
 
-def metadata_database(env: Mapping[str, str]) -> Path | None:
-    """The SQLite file of Airflow's metadata database in `env` (`AIRFLOW_HOME/airflow.db`
-    unless `AIRFLOW__DATABASE__SQL_ALCHEMY_CONN` says otherwise); None for another database.
+def metadata_database(env: Mapping[str, str], home: Path) -> Path | None:
+    """The SQLite file of Airflow's metadata database for the environment `env`: in its
+    `AIRFLOW_HOME` (else `home`), `airflow.db`, unless `AIRFLOW__DATABASE__SQL_ALCHEMY_CONN`
+    says otherwise; None for another database.
 
     Example:
-        >>> metadata_database({"AIRFLOW_HOME": "/srv/airflow"})
+        >>> metadata_database({"AIRFLOW_HOME": "/srv/airflow"}, Path("var/airflow"))
         PosixPath('/srv/airflow/airflow.db')
-        >>> metadata_database({"AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": "postgresql://db/af"})
+        >>> metadata_database({"AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": "postgresql://db/af"}, Path())
     """
     conn = env.get("AIRFLOW__DATABASE__SQL_ALCHEMY_CONN")
     if conn is None:
-        return Path(env["AIRFLOW_HOME"]) / "airflow.db"
+        return Path(env.get("AIRFLOW_HOME") or home) / "airflow.db"
     prefix = "sqlite:///"
     return Path(conn.removeprefix(prefix).split("?")[0]) if conn.startswith(prefix) else None
 

@@ -72,7 +72,8 @@ def prepare_airflow(settings: Settings, env: Mapping[str, str], log: Callable[[s
     `spark_default`, or point it at `spark.master` if it targets another master; with
     `spark.remote` set, the same for the Spark Connect connection the tasks take their
     endpoint from."""
-    database = metadata_database(env)
+    assert settings.airflow_home is not None  # Settings resolves it
+    database = metadata_database(env, settings.airflow_home)
     if database is not None:
         keep_private(database)  # before Airflow creates it world-readable
     log("migrating the Airflow metadata database ...")
