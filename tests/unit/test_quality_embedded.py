@@ -66,7 +66,11 @@ def test_a_healthy_ledger_passes_every_check(tmp_path: Path) -> None:
         assert f'href="{page}"' in index
         assert (report.docs.parent / page).is_file()
         validations = report.docs.parent / "validations" / suite.replace(".", "/")
-        assert list(validations.rglob("*.html")), f"no validation page for {suite}"
+        (validation,) = validations.rglob("*.html")
+        # Named after the run and the suite, whether GX or DuckDB computed it.
+        assert validation.relative_to(validations).parts[0] == report.run_id
+        assert f"Data asset: {suite}<br>" in validation.read_text()
+    assert "__none__" not in index
     rates = report.docs.parent / f"expectations/delivery/{APP}/rates.html"
     assert "dead_letter_rate" in rates.read_text()
 
