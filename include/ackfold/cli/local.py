@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
 from ackfold.cli.common import AddCommand, UsageError
-from ackfold.config import Settings
 from ackfold.sources.base import SourceError
 from ackfold.spark.jars import BUNDLES
+
+if TYPE_CHECKING:
+    from ackfold.config import Settings
 
 
 def add_commands(command: AddCommand) -> None:

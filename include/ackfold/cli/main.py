@@ -17,17 +17,14 @@ import os
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 from ackfold import __version__
 from ackfold.cli import demo, doctor, jobs, ledger, local, read, replay
 from ackfold.cli.common import EXIT_USAGE, Handler, UsageError, error_line, verbosity
-from ackfold.config import ConfigError, Settings, load_settings
-from ackfold.ledger.errors import LedgerConflict, MissingDeltaRs, SparkCommitRefused, UnsafeStore
-from ackfold.ledger.lock import LedgerBusy
-from ackfold.sources.base import SourceError
-from ackfold.spark import SparkConnectError, SparkMasterUnreachable
-from ackfold.spark.jars import JarsError
-from ackfold.spark.python import WorkerPythonMismatch
+
+if TYPE_CHECKING:
+    from ackfold.config import Settings
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -72,10 +69,32 @@ def _config(settings: Settings, args: argparse.Namespace) -> int:
     return 0
 
 
+def load_settings() -> Settings:
+    """The settings of this run, loaded once a command runs: `--version` and `--help`
+    import none of them (building every settings model is most of the start-up)."""
+    from ackfold.config import load_settings as load
+
+    return load()
+
+
 def run(argv: Sequence[str] | None = None) -> int:
     """Parse `argv`, run the command, and turn user errors into messages and exit codes."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(argv)  # `--version` and `--help` end here: no setting loaded
+    # The errors a user can cause, once a command runs.
+    from ackfold.config import ConfigError
+    from ackfold.ledger.errors import (
+        LedgerConflict,
+        MissingDeltaRs,
+        SparkCommitRefused,
+        UnsafeStore,
+    )
+    from ackfold.ledger.lock import LedgerBusy
+    from ackfold.sources.base import SourceError
+    from ackfold.spark.jars import JarsError
+    from ackfold.spark.python import WorkerPythonMismatch
+    from ackfold.spark.session import SparkConnectError, SparkMasterUnreachable
+
     with _verbose(args.verbose):
         try:
             settings = load_settings()

@@ -14,16 +14,21 @@ Example:
     3
 """
 
-from ackfold.spark.session import (
-    SparkConnectError,
-    SparkMasterUnreachable,
-    connect_address,
-    get_spark,
-    is_connect,
-    spark_conf,
-    spark_jars,
-    start_query,
-)
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ackfold.spark.session import (
+        SparkConnectError,
+        SparkMasterUnreachable,
+        connect_address,
+        get_spark,
+        is_connect,
+        spark_conf,
+        spark_jars,
+        start_query,
+    )
 
 __all__ = [
     "SparkConnectError",
@@ -35,3 +40,15 @@ __all__ = [
     "spark_jars",
     "start_query",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # On first use (PEP 562): `ackfold.spark.jars` (the jar cache) needs no session, and
+    # the session module imports every setting.
+    if name not in __all__:
+        raise AttributeError(f"module 'ackfold.spark' has no attribute {name!r}")
+    from ackfold.spark import session
+
+    value = getattr(session, name)
+    globals()[name] = value
+    return value
