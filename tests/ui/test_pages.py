@@ -6,12 +6,15 @@ import re
 from datetime import timedelta
 from pathlib import Path
 
+import pytest
 from fastapi.testclient import TestClient
 
 from ackfold.ledger import status
 from ackfold.ledger.ids import format_id, parse_id
 from ackfold.ledger.values import iso
+from ackfold.ui import queries
 from ackfold.ui.filters import UNHEALTHY
+from ackfold.ui.queries import UiReader
 from tests.ledger_fixtures import DAY2, DAY3, Sample, bulk_ledger
 from tests.ui.conftest import FakeAirflow, make_client, ui_settings
 from tests.ui.odd_ledger import odd_ledger
@@ -201,6 +204,36 @@ def test_overview_buckets_adapt_to_the_span(tmp_path: Path, airflow: FakeAirflow
     assert body["bucket_seconds"] == 3 * 3600  # 5 days in at most 48 buckets
     assert len(body["buckets"]) <= 48
     assert body["ingested"] == 250
+
+
+def test_the_all_time_overview_counts_from_the_log_what_a_scan_counts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every app over all time (the landing page): its counts come from the row counts
+    of `root_state`'s files, one day and status partition each, without reading a row;
+    the same buckets and counts as the aggregation a narrower view runs. Over many
+    completed roots, the latency is that of a uniform sample of them."""
+    bulk_ledger(tmp_path / "w", roots_per_day=24, days=30)
+    reader = UiReader(str(tmp_path / "w"))
+    everything = reader.overview(None)
+    assert everything.bucket_seconds == 86400  # whole days: one bucket per partition date
+    counted = [scan.sql for scan in reader.scans if "count(*)" in scan.sql]
+    assert counted == [], "all time, every app: the counts come from the Delta log"
+    assert sum(everything.counts.values()) == everything.ingested == 24 * 30
+    first = everything.buckets[0].start
+    scanned = reader.overview(None, since=first)  # the same roots, by an aggregation
+    assert [(b.start, b.counts) for b in scanned.buckets] == [
+        (b.start, b.counts) for b in everything.buckets
+    ]
+    assert reader.scans[-2].sql.startswith("SELECT date_bin")
+    # Every root of the bulk ledger completes 30 s after its first event.
+    assert (everything.p50_seconds, everything.p99_seconds) == (30.0, 30.0)
+    assert "root_id %" not in reader.scans[-1].sql
+    monkeypatch.setattr(queries, "LATENCY_SAMPLE", 20)
+    sampled = reader.overview(None)
+    assert "root_id % " in reader.scans[-1].sql
+    assert sampled.counts == everything.counts, "the counts are never sampled"
+    assert (sampled.p50_seconds, sampled.p99_seconds) == (30.0, 30.0)
 
 
 def test_dead_letters_view(client: TestClient) -> None:

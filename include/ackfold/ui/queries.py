@@ -9,8 +9,14 @@ Costs on a large ledger (`bench/ui.py` measures them):
 - the roots table, newest first, reads only the newest files (`LedgerReader.newest`);
   other sort orders scan the filter and sort columns of the whole table;
 - its total is a `count(*)` over the filter columns;
-- the overview is two aggregations over `app`, `status` and the two event times,
-  `until` prunes `first_event_date` partitions.
+- the overview counts roots by bucket and status: for every app over all time, from the
+  row counts of the Delta log's files (one `first_event_date` and `status` partition
+  each: no data read); else one aggregation over `app` and the partition values (a
+  bucket of whole days is a set of `first_event_date` partitions), `since` and `until`
+  prune partitions. Its latency percentiles are one more aggregation over the completed
+  roots, a uniform sample of them above `LATENCY_SAMPLE`;
+- the time to detect and to recover (`ackfold.ledger.recovery.read_recovery`) read the
+  roots that went wrong and their later attempts, and no healthy first attempt.
 """
 
 from __future__ import annotations
@@ -128,7 +134,8 @@ class Overview:
 
     `ingested` counts `root_state` rows: every root reconciled at least once, each replay
     attempt a root of its own. `p50_seconds`/`p99_seconds` are the complete latency of the
-    `completed` roots (`last_event_at - first_event_at`), approximate (t-digest).
+    `completed` roots (`last_event_at - first_event_at`), approximate (t-digest), over a
+    uniform sample of them (one in k, by root id) above `LATENCY_SAMPLE` roots.
     """
 
     app: str | None
