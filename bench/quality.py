@@ -35,13 +35,21 @@ from ackfold.ledger.reader import LedgerReader
 from ackfold.ledger.writer import LedgerWriter
 
 ENGINES = ("embedded", "spark")
+# The project's caches (`make setup`), whatever var dir a ledger is in: a run in a var dir
+# of its own would look for the jars and Data Docs' assets there.
+_PROJECT = load_settings()
+PROJECT_CACHES = {
+    "ACKFOLD_JARS_DIR": str(_PROJECT.jars_dir),
+    "ACKFOLD_QUALITY__ASSETS_DIR": str(_PROJECT.quality.assets_dir),
+}
 SUITE_LINE = re.compile(r"^quality: [\w.]+: \d+ checks")
 
 
 def ackfold(args: list[str], var: Path, engine: str | None) -> tuple[float, int, str]:
     """Run `ackfold ARGS` in a fresh process on the ledger under `var`: its wall time in
     seconds, its peak RSS in MB (GNU time, when there), and what it said on stderr."""
-    env = dict(os.environ, ACKFOLD_VAR_DIR=str(var))
+    # The ledger in `var`; the jars and Data Docs' assets where `make setup` put them.
+    env = dict(os.environ, ACKFOLD_VAR_DIR=str(var), **PROJECT_CACHES)
     if engine is not None:
         env["ACKFOLD_ENGINE__KIND"] = engine
     command = [str(Path(sys.executable).with_name("ackfold")), *args]

@@ -20,7 +20,7 @@ pytestmark = pytest.mark.usefixtures("clean_env")
 UI = "http://airflow.test/ackfold"
 
 
-def test_liveness_reads_alive_stalled_stopped_lagging_and_no_heartbeat(tmp_path: Path) -> None:
+def test_liveness_reads_alive_stalled_failed_stopped_lagging_and_no_heartbeat(tmp_path: Path) -> None:
     w = tmp_path / "w"
     write_beats(
         w,
@@ -30,7 +30,11 @@ def test_liveness_reads_alive_stalled_stopped_lagging_and_no_heartbeat(tmp_path:
             beat("ended", ago(2), 5),
             beat("ended", ago(1), None, event=TERMINATED, exception="boom\nat x"),
         ]
-        + [beat("behind", ago(6 - m), m, lag=100 * m) for m in range(1, 6)],
+        + [beat("behind", ago(6 - m), m, lag=100 * m) for m in range(1, 6)]
+        # A run to the end of its input (an app DAG's `availableNow` run) an hour ago.
+        + [beat("batch", ago(62), 3), beat("batch", ago(60), None, event=TERMINATED)]
+        # Two queries: one ran to its end, the other still runs, and has gone quiet.
+        + [beat("half", ago(9), None, event=TERMINATED), beat("half", ago(8), 2, query="b")],
     )
     reader = SqlReader(str(w))
     live = progress.liveness(reader, "live", NOW)
@@ -48,6 +52,12 @@ def test_liveness_reads_alive_stalled_stopped_lagging_and_no_heartbeat(tmp_path:
     behind = progress.liveness(reader, "behind", NOW)
     assert (behind.state, behind.lag_growing) == (progress.STALLED, True)
     assert "source lag grew" in behind.why
+    batch = progress.liveness(reader, "batch", NOW)
+    assert batch.state == progress.STOPPED, "a run that ended without an error is no stall"
+    assert batch.why.startswith("its queries ended without an error, the last at ")
+    half = progress.liveness(reader, "half", NOW)
+    assert half.state == progress.STALLED
+    assert half.why.startswith("no heartbeat of query half.count for 8m 0s")
     none = progress.liveness(reader, "mute", NOW)
     assert (none.state, none.last) == (progress.NO_HEARTBEAT, None)
     assert progress.liveness(SqlReader(str(tmp_path / "empty")), "x", NOW).state == (

@@ -35,6 +35,7 @@ from ackfold.sources.kafka import KafkaTopic
 from ackfold.sources.kafka_client import create_topics
 from ackfold.sources.sent import record_sent
 from ackfold.sources.sqs import SqsQueue
+from ackfold.track.heartbeat import install_heartbeat
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -84,6 +85,7 @@ def run_available_now(
     with demo_lock(settings, holder, say=say):
         spark = start_spark()
         try:
+            install_heartbeat(spark, settings, APP)  # alive while it runs, stopped after
             app = WordCount(spark, settings)
             taken = app.step()
         finally:
@@ -146,6 +148,8 @@ class Demo:
         self.say = say
         self.feed = Feed.build(self.messages, self.faults)
         self.by_status: dict[str, int] = {}  # roots by status, from the last reconcile
+        # The app's page shows it running through the demo's cycles too.
+        install_heartbeat(spark, self.settings, APP)
         if self.settings.apps[APP].source == KafkaTopic.source:
             # The demo creates its topics, as it creates its SQS queues; an app's own
             # topics must exist before it starts (WordCount checks).
