@@ -20,7 +20,7 @@ pytestmark = pytest.mark.usefixtures("clean_env")
 UI = "http://airflow.test/ackfold"
 
 
-def test_liveness_reads_alive_stalled_failed_stopped_lagging_and_no_heartbeat(tmp_path: Path) -> None:
+def test_liveness_reads_alive_stalled_failed_stopped_and_no_heartbeat(tmp_path: Path) -> None:
     w = tmp_path / "w"
     write_beats(
         w,
