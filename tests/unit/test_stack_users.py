@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import stat
 from collections.abc import Callable
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -64,7 +65,10 @@ def test_make_run_gives_the_demo_app_its_dag_unless_configured(
         update={"application": str(app_path("wordcount_app.py"))}
     )
     assert Path(application_path("wordcount", spec, settings)).is_file()
+    # Continuous: the app's page shows it alive while the stack runs, stalled if it stops.
+    assert spec.mode == "continuous"
     assert settings.app("wordcount").timeout == DEMO_APP_POLICY.timeout  # the demo's policy
+    assert settings.app("wordcount").alerts.max_heartbeat_age == timedelta(minutes=1)
     # A DAG of the user's own for the word count stays theirs.
     own = {"wordcount": {"dag": {"application": "jobs/wordcount_app.py"}}}
     assert demo_app_dag_env(make_settings(apps=own)) == {}

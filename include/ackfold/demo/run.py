@@ -35,7 +35,7 @@ from ackfold.sources.kafka import KafkaTopic
 from ackfold.sources.kafka_client import create_topics
 from ackfold.sources.sent import record_sent
 from ackfold.sources.sqs import SqsQueue
-from ackfold.track.heartbeat import install_heartbeat
+from ackfold.track.heartbeat import install_heartbeat, remove_heartbeat
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -84,11 +84,12 @@ def run_available_now(
     holder = DEMO_DAG_ID if settings.apps[APP].dag else "ackfold/spark/apps/wordcount_app.py"
     with demo_lock(settings, holder, say=say):
         spark = start_spark()
+        beat = install_heartbeat(spark, settings, APP)  # alive while it runs, stopped after
         try:
-            install_heartbeat(spark, settings, APP)  # alive while it runs, stopped after
             app = WordCount(spark, settings)
             taken = app.step()
         finally:
+            remove_heartbeat(spark, beat)
             spark.stop()
     write_status(settings, APP, phase=f"running as {holder}", last_run_taken=taken,
                  queries_restarted=app.restarts)  # fmt: skip
@@ -148,8 +149,6 @@ class Demo:
         self.say = say
         self.feed = Feed.build(self.messages, self.faults)
         self.by_status: dict[str, int] = {}  # roots by status, from the last reconcile
-        # The app's page shows it running through the demo's cycles too.
-        install_heartbeat(spark, self.settings, APP)
         if self.settings.apps[APP].source == KafkaTopic.source:
             # The demo creates its topics, as it creates its SQS queues; an app's own
             # topics must exist before it starts (WordCount checks).
@@ -158,7 +157,15 @@ class Demo:
 
     def run(self) -> DeliveryReport:
         """Send the feed, run cycles until every message is settled, and report. The
-        caller holds the app's lock (`demo_lock`) from before this Demo is made."""
+        caller holds the app's lock (`demo_lock`) from before this Demo is made. The app's
+        heartbeat shows it running through the cycles."""
+        beat = install_heartbeat(self.spark, self.settings, APP)
+        try:
+            return self._run()
+        finally:
+            remove_heartbeat(self.spark, beat)
+
+    def _run(self) -> DeliveryReport:
         started = time.monotonic()
         # From its start: every process with this var dir then sees the demo's app policy
         # (`ackfold.config.demo.demo_ran`).
@@ -205,9 +212,13 @@ class Demo:
         dag = self.settings.apps[APP].dag if airflow else None
         if dag is not None:
             self._write_status(f"running as {DEMO_DAG_ID}", self.by_status)
-            self.say(f"demo: the app keeps running as the Airflow DAG {DEMO_DAG_ID} "
-                     f"({dag.schedule}); each run triggers ackfold_reconcile, and "
-                     "ackfold_replay follows it")  # fmt: skip
+            if dag.mode == "continuous":
+                how = ("continuous: one long task, restarted if its driver stops; "
+                       "ackfold_reconcile runs on its schedule")  # fmt: skip
+            else:
+                how = f"{dag.schedule}; each run triggers ackfold_reconcile"
+            self.say(f"demo: the app keeps running as the Airflow DAG {DEMO_DAG_ID} ({how}), "
+                     "and ackfold_replay follows the reconcile")  # fmt: skip
             return
         if airflow:
             self.say("demo: the app keeps running (Ctrl-C stops it); the Airflow DAGs "

@@ -34,6 +34,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Final
@@ -226,14 +227,15 @@ def install_heartbeat(
     before it), it returns the heartbeat already installed, and no row is written twice."""
     from pyspark.sql.streaming.listener import StreamingQueryListener
 
-    key = (id(spark), app)
+    key = (id(spark), app, settings.table_root)
     with _INSTALLED_LOCK:
-        installed = _INSTALLED.get(key)
-        if installed is not None and installed.listener is not None:
+        session, installed = _INSTALLED.get(key, (None, None))
+        if installed is not None and session is not None and session() is spark:
             return installed
         every = interval if interval is not None else beat_interval(settings, app)
         beat = Heartbeat(app, write or ledger_write(settings), interval=every)
-        _INSTALLED[key] = beat
+        # A weak reference: a session gone (and its id taken by another) is not this one.
+        _INSTALLED[key] = (weakref.ref(spark), beat)
 
     class _Listener(StreamingQueryListener):
         def onQueryStarted(self, event: Any) -> None:
@@ -262,7 +264,7 @@ def remove_heartbeat(spark: SparkSession, beat: Heartbeat) -> None:
     """Take `beat`'s listener off `spark` and write what it holds: before the session
     stops. A later `install_heartbeat` installs a new one."""
     with _INSTALLED_LOCK:
-        for key in [k for k, v in _INSTALLED.items() if v is beat]:
+        for key in [k for k, (_, installed) in _INSTALLED.items() if installed is beat]:
             del _INSTALLED[key]
     if beat.listener is not None:
         spark.streams.removeListener(beat.listener)
@@ -270,8 +272,8 @@ def remove_heartbeat(spark: SparkSession, beat: Heartbeat) -> None:
     beat.flush()
 
 
-# The heartbeat of each session and app (`install_heartbeat`), by the session's id.
-_INSTALLED: dict[tuple[int, str], Heartbeat] = {}
+# The heartbeat of each session, app and warehouse (`install_heartbeat`).
+_INSTALLED: dict[tuple[int, str, str], tuple[weakref.ref[Any], Heartbeat]] = {}
 _INSTALLED_LOCK = threading.Lock()
 
 
