@@ -49,9 +49,9 @@ def _driver(stack: Stack) -> int:
             argv = (entry / "cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
-        if argv[0].endswith(b"python") and argv[-2:] == [b"--continuous", b""]:
-            if any(arg.endswith(b"wordcount_app.py") for arg in argv):
-                found.append(int(entry.name))
+        script = any(arg.endswith(b"wordcount_app.py") for arg in argv)
+        if script and argv[0].endswith(b"python") and argv[-2:] == [b"--continuous", b""]:
+            found.append(int(entry.name))
     assert len(found) == 1, f"one driver of {DAG}, not {found}"
     return found[0]
 
