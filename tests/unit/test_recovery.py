@@ -18,20 +18,22 @@ from tests.alert_fixtures import ago, state, write_state
 POLICY = AppPolicy(timeout=timedelta(minutes=5))
 
 
+DETECTED_ROWS = [
+    # Failed: due at its fail event (10 minutes ago), marked 2 minutes later.
+    state(1, "a", status.FAILED, ago(12), ago(8), fail_at=ago(10)),
+    # Timed out: due 5 minutes after its first event, marked 1 minute after that.
+    state(2, "a", status.TIMED_OUT, ago(20), ago(14)),
+    # Replayed since: marked when its last reconcile changed it (not the replay).
+    state(3, "a", status.REPLAYED, ago(30), ago(5), reconciled=ago(22)),
+    # Dead-lettered: the same.
+    state(4, "a", status.DEAD_LETTERED, ago(40), ago(5), fail_at=ago(40), reconciled=ago(36)),
+    # Completed late: the late completion overwrote when it was marked.
+    state(5, "a", status.COMPLETED_LATE, ago(50), ago(1)),
+]
+
+
 def test_detection_counts_from_due_to_marked_whatever_became_of_the_root() -> None:
-    rows = [
-        # Failed: due at its fail event (10 minutes ago), marked 2 minutes later.
-        state(1, "a", status.FAILED, ago(12), ago(8), fail_at=ago(10)),
-        # Timed out: due 5 minutes after its first event, marked 1 minute after that.
-        state(2, "a", status.TIMED_OUT, ago(20), ago(14)),
-        # Replayed since: marked when its last reconcile changed it (not the replay).
-        state(3, "a", status.REPLAYED, ago(30), ago(5), reconciled=ago(22)),
-        # Dead-lettered: the same.
-        state(4, "a", status.DEAD_LETTERED, ago(40), ago(5), fail_at=ago(40), reconciled=ago(36)),
-        # Completed late: the late completion overwrote when it was marked.
-        state(5, "a", status.COMPLETED_LATE, ago(50), ago(1)),
-    ]
-    times = recovery_times(rows, lambda app: POLICY)
+    times = recovery_times(DETECTED_ROWS, lambda app: POLICY)
     assert times.detect == Percentiles.of([120.0, 60.0, 180.0, 240.0])
     assert (times.detect.count, times.detect.p50) == (4, 150.0)
     assert times.recover == Percentiles(0, None, None)
@@ -59,11 +61,7 @@ def test_read_from_the_ledger_they_are_the_same_numbers(tmp_path: Path) -> None:
     over every case above, a message still unrecovered, a clock that runs backwards, and
     the filters the overview passes."""
     rows = [
-        state(1, "a", status.FAILED, ago(12), ago(8), fail_at=ago(10)),
-        state(2, "a", status.TIMED_OUT, ago(20), ago(14)),
-        state(3, "a", status.REPLAYED, ago(30), ago(5), reconciled=ago(22)),
-        state(4, "a", status.DEAD_LETTERED, ago(40), ago(5), fail_at=ago(40), reconciled=ago(36)),
-        state(5, "a", status.COMPLETED_LATE, ago(50), ago(1)),
+        *DETECTED_ROWS,
         state(6, "a", status.COMPLETED, ago(29), ago(20), last=ago(25), attempt=2, origin=3),
         # Another app: its own timeout and idle timeout.
         state(7, "b", status.TIMED_OUT, ago(20), ago(2), last=ago(11)),
