@@ -152,6 +152,13 @@ class Stack:
         assert status == 200, run
         return self.wait_for_run(dag_id, run["dag_run_id"], token, timeout)
 
+    def reconcile(self, token: str, timeout: float) -> None:
+        """Run `ackfold_reconcile` by hand (its alerts with it) and wait for its success:
+        beside a continuous app, the reconcile keeps its own schedule, and the stack's is
+        every 6 hours (`RECONCILE_SCHEDULE`)."""
+        run = self.run_dag("ackfold_reconcile", token, timeout)
+        assert run["state"] == "success", run
+
     def stop(self) -> None:
         if self.make.poll() is None:
             os.killpg(self.make.pid, signal.SIGINT)

@@ -103,8 +103,7 @@ def test_an_app_goes_alive_then_stalled_with_one_alert_then_alive_again(
         why = page.inner_text("#app-why")
         assert why.startswith(f"no heartbeat of query {APP}."), why
         shoot(page, "10-app-stalled")
-        reconciled = stack.run_dag("ackfold_reconcile", token, START_WAIT)
-        assert reconciled["state"] == "success", reconciled
+        stack.reconcile(token, START_WAIT)
         opened = _stall_alerts(stack)[len(before) :]
         assert len(opened) == 1, opened
         assert opened[0].startswith(f"OPENED stalled: {APP} is stalled: no heartbeat"), opened
@@ -116,8 +115,7 @@ def test_an_app_goes_alive_then_stalled_with_one_alert_then_alive_again(
 
     _wait_for(page, stack, "alive", START_WAIT)
     shoot(page, "11-app-alive-again")
-    reconciled = stack.run_dag("ackfold_reconcile", token, START_WAIT)
-    assert reconciled["state"] == "success", reconciled
+    stack.reconcile(token, START_WAIT)
     after = _stall_alerts(stack)[len(before) :]
     assert len(after) == 2, after
     assert after[1].startswith(f"RESOLVED stalled: {APP} is alive"), after
