@@ -152,6 +152,19 @@ class Stack:
         assert status == 200, run
         return self.wait_for_run(dag_id, run["dag_run_id"], token, timeout)
 
+    def wait_for_app(self, app: str, token: str, timeout: float) -> None:
+        """Until `app`'s heartbeat says it is alive (its queries run): a driver started
+        beside every other tier takes minutes to make its session and start them."""
+        deadline = time.monotonic() + timeout
+        state: dict[str, Any] = {}
+        while time.monotonic() < deadline:
+            status, state = self.call("GET", f"/ackfold/api/apps/{app}", token=token)
+            assert status == 200, state
+            if state["state"] == "alive":
+                return
+            time.sleep(5)
+        raise AssertionError(f"{app} is not alive after {timeout:g}s: {state.get('why')}")
+
     def reconcile(self, token: str, timeout: float) -> None:
         """Run `ackfold_reconcile` by hand (its alerts with it) and wait for its success:
         beside a continuous app, the reconcile keeps its own schedule, and the stack's is

@@ -119,11 +119,15 @@ def test_replay_a_stuck_dead_letter_and_watch_it_complete(
 
     # The app runs continuously (its DAG under `make run`): it takes the new attempt from
     # the queue as it comes, and a reconcile (run here rather than waited for) folds it.
-    for _ in range(4):
+    stack.wait_for_app("wordcount", token, 900)
+    deadline = time.monotonic() + 900
+    while True:
         stack.reconcile(token, 900)
         page.goto(f"{stack.url}/ackfold/roots/{root_id}")
         if page.locator("#root-outcome").get_attribute("data-status") == "completed":
             break
+        assert time.monotonic() < deadline, "the new attempt did not complete"
+        time.sleep(10)
     attempts = page.locator("#root-attempts")
     assert attempts.locator("a[data-testid=attempt-link]").count() == MAX_ATTEMPTS + 1
     assert "completed" in attempts.inner_text()
