@@ -25,13 +25,18 @@ from tests.spark_output import spark_warnings
 
 
 def _executor_workers(stack: Stack) -> list[int]:
+    """The LocalExecutor's workers of the stack: children of its scheduler, titled so
+    (their title takes over the memory of their environment: no marker to read there)."""
+    stack_processes = set(_processes_with(f"ACKFOLD_VAR_DIR={stack.var}".encode()))
     found = []
-    for pid in _processes_with(f"ACKFOLD_VAR_DIR={stack.var}".encode()):
+    for entry in Path("/proc").iterdir():
         try:
-            if b"airflow worker -- LocalExecutor" in Path(f"/proc/{pid}/cmdline").read_bytes():
-                found.append(pid)
-        except OSError:  # gone since
+            title = (entry / "cmdline").read_bytes()
+            parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):  # gone since, or no process
             continue
+        if title.startswith(b"airflow worker -- LocalExecutor") and parent in stack_processes:
+            found.append(int(entry.name))
     return found
 
 
