@@ -12,7 +12,7 @@ from ackfold.alerts import check_state, evaluate_state, rules
 from ackfold.config import load_settings
 from ackfold.ledger import progress
 from ackfold.ledger.sql import SqlReader
-from ackfold.track.heartbeat import TERMINATED
+from ackfold.track.heartbeat import IDLE, TERMINATED
 from tests.alert_fixtures import NOW, Receiver, ago, state, write_state
 from tests.heartbeats import beat, write_beats
 
@@ -33,8 +33,10 @@ def test_liveness_reads_alive_stalled_failed_stopped_and_no_heartbeat(tmp_path: 
         + [beat("behind", ago(6 - m), m, lag=100 * m) for m in range(1, 6)]
         # A run to the end of its input (an app DAG's `availableNow` run) an hour ago.
         + [beat("batch", ago(62), 3), beat("batch", ago(60), None, event=TERMINATED)]
-        # Two queries: one ran to its end, the other still runs, and has gone quiet.
-        + [beat("half", ago(9), None, event=TERMINATED), beat("half", ago(8), 2, query="b")],
+        # Two queries: one ran to its end, the other still runs, and has gone quiet; its
+        # last beat an idle one, which carries no name.
+        + [beat("half", ago(9), None, event=TERMINATED), beat("half", ago(10), 2, query="b")]
+        + [{**beat("half", ago(8), None, event=IDLE, query="b"), "query_name": None}],
     )
     reader = SqlReader(str(w))
     live = progress.liveness(reader, "live", NOW)

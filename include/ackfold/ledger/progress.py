@@ -136,14 +136,16 @@ def liveness(
     last_batch = batches[-1] if batches else None
     lags = [b.lag for b in beats if b.lag is not None][-LAG_SAMPLES:]
     growing = len(lags) == LAG_SAMPLES and all(a < b for a, b in itertools.pairwise(lags))
-    # Each query's newest beat: a query restarted on its checkpoint keeps its id.
+    # Each query's newest beat: a query restarted on its checkpoint keeps its id. Its name
+    # comes with its progress, not with every event (an idle beat, a termination).
     newest = {beat.query_id: beat for beat in beats}
+    names = {beat.query_id: beat.query_name for beat in beats if beat.query_name}
     failed = [b for b in newest.values() if b.event == _TERMINATED and b.exception]
     running = [b for b in newest.values() if b.event != _TERMINATED]
     quiet = now - last.at
     if failed:
         end = failed[-1]
-        why = f"query {end.query_name or end.query_id} stopped at {iso(end.at)}: "
+        why = f"query {names.get(end.query_id, end.query_id)} stopped at {iso(end.at)}: "
         why += (end.exception or "").splitlines()[0][:200]
         state = STALLED
     elif not running:
@@ -154,7 +156,7 @@ def liveness(
         state = STOPPED
     elif now - (oldest := min(running, key=lambda beat: beat.at)).at > stall_after:
         silent = now - oldest.at
-        name = oldest.query_name or oldest.query_id
+        name = names.get(oldest.query_id, oldest.query_id)
         why = f"no heartbeat of query {name} for {_ago(silent)} (more than {_ago(stall_after)})"
         state = STALLED
     elif growing:
