@@ -180,6 +180,8 @@ def _ui(out: str, work: Path) -> None:
     timed = summary["median_ms"]
     assert any(k.startswith("roots:") for k in timed)
     assert any(k.startswith("cli:") for k in timed)
+    assert set(summary["median_cpu_ms"]) == set(timed)
+    assert all(ms > 0 for ms in summary["median_cpu_ms"].values())
 
 
 def _wordcount(out: str, work: Path) -> None:
