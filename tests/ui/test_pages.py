@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections import Counter
 from datetime import timedelta
 from pathlib import Path
 
@@ -225,7 +226,7 @@ def test_the_all_time_overview_counts_from_the_log_what_a_scan_counts(
     assert [(b.start, b.counts) for b in scanned.buckets] == [
         (b.start, b.counts) for b in everything.buckets
     ]
-    assert reader.scans[-2].sql.startswith("SELECT date_bin")
+    assert reader.scans[-2].sql.startswith("SELECT app, date_bin")
     # Every root of the bulk ledger completes 30 s after its first event.
     assert (everything.p50_seconds, everything.p99_seconds) == (30.0, 30.0)
     assert "root_id %" not in reader.scans[-1].sql
@@ -234,6 +235,29 @@ def test_the_all_time_overview_counts_from_the_log_what_a_scan_counts(
     assert "root_id % " in reader.scans[-1].sql
     assert sampled.counts == everything.counts, "the counts are never sampled"
     assert (sampled.p50_seconds, sampled.p99_seconds) == (30.0, 30.0)
+    # One app over all time: one aggregation grouped by app counts its roots and names
+    # every app (no second scan for the page's app list); its latency sample is its own.
+    reader = UiReader(str(tmp_path / "w"))
+    orders = reader.overview("orders")
+    scanned = len(reader.scans)
+    assert reader.apps() == ["clicks", "orders"]
+    assert len(reader.scans) == scanned, "the app list came with the counts"
+    n_of = Counter(status.ALL[n % len(status.ALL)] for n in range(0, 24 * 30, 2))  # even n
+    assert {name: n for name, n in orders.counts.items() if n} == dict(n_of)
+    # Too few of its own in a sample of every app's (1 in 6 of 102): sampled alone.
+    assert "app = 'orders'" in reader.scans[-1].sql
+    assert "root_id % 3 = 0" in reader.scans[-1].sql  # 51 completed: a sample of about 20
+    assert (orders.p50_seconds, orders.p99_seconds) == (30.0, 30.0)
+    monkeypatch.setattr(queries, "LATENCY_MIN_SAMPLE", 5)  # enough: every app's sample
+    shared = reader.overview("orders")
+    assert "root_id % 6 = 0" in reader.scans[-1].sql
+    assert "app =" not in reader.scans[-1].sql
+    assert (shared.counts, shared.p50_seconds, shared.p99_seconds) == (orders.counts, 30.0, 30.0)
+    # The next request at the same version reads no row for the apps; a new one does.
+    again = UiReader(str(tmp_path / "w"))
+    assert (again.apps(), again.scans) == (["clicks", "orders"], [])
+    bulk_ledger(tmp_path / "w", roots_per_day=1, days=1, apps=("payments",))
+    assert UiReader(str(tmp_path / "w")).apps() == ["clicks", "orders", "payments"]
 
 
 def test_dead_letters_view(client: TestClient) -> None:

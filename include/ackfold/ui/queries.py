@@ -11,10 +11,12 @@ Costs on a large ledger (`bench/ui.py` measures them):
 - its total is a `count(*)` over the filter columns;
 - the overview counts roots by bucket and status: for every app over all time, from the
   row counts of the Delta log's files (one `first_event_date` and `status` partition
-  each: no data read); else one aggregation over `app` and the partition values (a
+  each: no data read); else one aggregation grouped by `app` and the partition values (a
   bucket of whole days is a set of `first_event_date` partitions), `since` and `until`
   prune partitions. Its latency percentiles are one more aggregation over the completed
-  roots, a uniform sample of them above `LATENCY_SAMPLE`;
+  roots, a uniform sample of them above `LATENCY_SAMPLE`, grouped by app too: the sample
+  is drawn by `root_id` before any `app` is decoded;
+- the app list (every page's app filter) is kept per version of `root_state`;
 - the time to detect and to recover (`ackfold.ledger.recovery.read_recovery`) read the
   roots that went wrong and their later attempts, and no healthy first attempt.
 """
@@ -46,6 +48,10 @@ _EPOCH: Final = "TIMESTAMP '1970-01-01T00:00:00Z'"
 # uniform sample of about this many: a p99 off by a hundredth of a percentile, in a
 # fraction of the time of a t-digest over every root.
 LATENCY_SAMPLE: Final = 500_000
+# The least sample of one app's own roots the sample of every app's may leave it.
+LATENCY_MIN_SAMPLE: Final = 50_000
+# Each warehouse's apps at a version of `root_state` (`UiReader.apps`): one entry each.
+_APPS_AT: dict[str, tuple[tuple[str, int], list[str]]] = {}
 # Complete latency, in seconds: from a root's first event (its init) to its last one
 # (the ack that completed its tree; a complete tree ignores later events).
 _LATENCY: Final = "date_part('epoch', last_event_at) - date_part('epoch', first_event_at)"
@@ -176,11 +182,25 @@ class UiReader(LedgerReader):
     snapshots."""
 
     def apps(self) -> list[str]:
-        """The apps with roots in `root_state`; none while there is no ledger."""
+        """The apps with roots in `root_state`; none while there is no ledger.
+
+        Kept per version of the table (a scan of every row's `app`): a request after the
+        first at a version, or an overview of the whole history (its counts are grouped
+        by app), reads no row for them."""
         try:
-            return self.known_apps()
+            version = self._version()
         except NoLedger:
             return []
+        known = _APPS_AT.get(self.warehouse)
+        if known is None or known[0] != version:
+            known = _APPS_AT[self.warehouse] = (version, self.known_apps())
+        return list(known[1])
+
+    def _version(self) -> tuple[str, int]:
+        """`root_state`'s identity and version: its apps change with them only."""
+        table = self.table(ROOT_STATE, required=True)
+        with self.reading(ROOT_STATE):
+            return str(table.metadata().id), int(table.version())
 
     def quality_history(self, limit: int = 20) -> list[dict[str, Any]]:
         """The newest quality runs: id, time, checks and failures; none before the first."""
@@ -247,8 +267,12 @@ class UiReader(LedgerReader):
         self, app: str | None, since: datetime | None = None, until: datetime | None = None
     ) -> Overview:
         """Roots by status over time for `app` (every app if None), first events in
-        [since, until)."""
-        where = app_since(app, since)
+        [since, until).
+
+        Grouped by app rather than filtered on it: decoding the `app` column of every row
+        costs as much as grouping by it, and the groups give every app's counts at once
+        (the app list, when the range is the whole history)."""
+        where = app_since(None, since)
         if until is not None:
             where.append(f"first_event_at < {sql_ts(until)}")
             where.append(f"first_event_date <= {sql_date(until.date())}")
@@ -260,22 +284,28 @@ class UiReader(LedgerReader):
         # partition value, no timestamp is decoded to place a root.
         binned = "CAST(first_event_date AS TIMESTAMP)" if width % 86400 == 0 else "first_event_at"
         bucket = f"date_bin(INTERVAL '{width} seconds', {binned}, {_EPOCH})"
-        by_bucket: dict[datetime, dict[str, int]] = {}
-        if app is None and since is None and until is None and width % 86400 == 0:
-            counted = _counts_from_log(files, width)  # every root of every day: no scan
-        else:
-            counted = None
-        if counted is None:
+        whole = since is None and until is None
+        # Every app's every day, in buckets of whole days: the log's row counts say it.
+        by_day = app is None and whole and width % 86400 == 0
+        counted = _counts_from_log(files, width) if by_day else None
+        everyone: int | None = None  # completed roots of every app, where not `counted`'s
+        if counted is None:  # not every day of every app, or no partition to count
+            rows = self.query(
+                ROOT_STATE,
+                ["app", f"{bucket} AS bucket", "status", "count(*) AS n"],
+                where,
+                group="app, bucket, status",
+                required=True,
+            )
+            if whole:
+                _APPS_AT[self.warehouse] = (self._version(), sorted({str(r["app"]) for r in rows}))
             counted = [
                 (utc(row["bucket"]), str(row["status"]), int(row["n"]))
-                for row in self.query(
-                    ROOT_STATE,
-                    [f"{bucket} AS bucket", "status", "count(*) AS n"],
-                    where,
-                    group="bucket, status",
-                    required=True,
-                )
+                for row in rows
+                if app in (None, row["app"])
             ]
+            everyone = sum(int(r["n"]) for r in rows if r["status"] == status.COMPLETED)
+        by_bucket: dict[datetime, dict[str, int]] = {}
         for start_at, name, n in counted:
             counts_at = by_bucket.setdefault(start_at, {})
             counts_at[name] = counts_at.get(name, 0) + n
@@ -283,7 +313,10 @@ class UiReader(LedgerReader):
         for bucket_counts in by_bucket.values():
             for name, n in bucket_counts.items():
                 counts[name] = counts.get(name, 0) + n
-        overall, per_bucket = self._latency(where, bucket, counts.get(status.COMPLETED, 0))
+        completed = counts.get(status.COMPLETED, 0)
+        overall, per_bucket = self._latency(
+            where, bucket, app, completed, completed if everyone is None else everyone
+        )
         buckets = [
             Bucket(
                 start_at,
@@ -306,28 +339,40 @@ class UiReader(LedgerReader):
         )
 
     def _latency(
-        self, where: list[str], bucket: str, completed: int
+        self, where: list[str], bucket: str, app: str | None, completed: int, everyone: int
     ) -> tuple[dict[str, Any], dict[datetime, dict[str, Any]]]:
-        """The complete latency's p50 and p99 of the completed roots matching `where`:
-        over all of them, and per `bucket`. Over more than `LATENCY_SAMPLE` roots, of a
-        uniform sample of them (one root in `k`, by its id: ids are hashes)."""
+        """The complete latency's p50 and p99 of the `completed` roots of `app` (every
+        app if None) matching `where`: over all of them, and per `bucket`. Over more than
+        `LATENCY_SAMPLE` roots, of a uniform sample of them (one root in `k`, by its id:
+        ids are hashes).
+
+        For one app, the sample is drawn from every app's roots (`everyone` completed) and
+        grouped by app, as the counts are, while that leaves the app `LATENCY_MIN_SAMPLE`
+        of its own; an app too small for that is sampled alone, filtered on its name."""
+        every = max(1, -(-everyone // LATENCY_SAMPLE))  # ceil
+        by_app = app is not None and (every == 1 or completed // every >= LATENCY_MIN_SAMPLE)
         done = [*where, f"status = {sql_str(status.COMPLETED)}"]
-        every = max(1, -(-completed // LATENCY_SAMPLE))  # ceil
+        if app is not None and not by_app:
+            done.append(f"app = {sql_str(app)}")
+            every = max(1, -(-completed // LATENCY_SAMPLE))
         if every > 1:
             done.append(f"root_id % {int(every)} = 0")
         latency = [
             f"approx_percentile_cont({_LATENCY}, 0.5) AS p50",
             f"approx_percentile_cont({_LATENCY}, 0.99) AS p99",
         ]
+        keys = "app, " if by_app else ""
         rows = self.query(
             ROOT_STATE,
-            [f"{bucket} AS bucket", *latency],
+            [*(["app"] if by_app else []), f"{bucket} AS bucket", *latency],
             done,
-            group=f"GROUPING SETS (({bucket}), ())",
+            group=f"GROUPING SETS (({keys}{bucket}), ({keys.rstrip(', ')}))",
         )
         overall: dict[str, Any] = {}
         per_bucket: dict[datetime, dict[str, Any]] = {}
         for row in rows:
+            if by_app and row["app"] != app:
+                continue
             if row["bucket"] is None:
                 overall = row
             else:
