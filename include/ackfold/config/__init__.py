@@ -21,19 +21,18 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ackfold import lazy
+
 if TYPE_CHECKING:
     from ackfold.config.settings import ConfigError, Settings, load_settings
 
 __all__ = ["ConfigError", "Settings", "load_settings"]
 
 
-def __getattr__(name: str) -> Any:
-    # On first use (PEP 562): a module that needs only `values` (a parser of the CLI,
-    # say) does not pay for building every settings model, a fifth of a second.
-    if name not in __all__:
-        raise AttributeError(f"module 'ackfold.config' has no attribute {name!r}")
-    from ackfold.config import settings
+# On first use: a module that needs only `values` (a parser of the CLI, say) does not
+# pay for building every settings model, a fifth of a second.
+_LAZY = dict.fromkeys(__all__, "ackfold.config.settings")
 
-    value = getattr(settings, name)
-    globals()[name] = value
-    return value
+
+def __getattr__(name: str) -> Any:
+    return lazy.attribute(__name__, _LAZY, name)

@@ -23,8 +23,9 @@ Example:
 
 from __future__ import annotations
 
-from importlib import import_module
 from typing import TYPE_CHECKING, Any
+
+from ackfold import lazy
 
 if TYPE_CHECKING:
     from ackfold.quality.report import CheckResult, QualityReport
@@ -45,12 +46,7 @@ _LAZY = {
 
 
 def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'ackfold.quality' has no attribute {name!r}")
-    value = getattr(import_module(module), name)
-    globals()[name] = value
-    return value
+    return lazy.attribute(__name__, _LAZY, name)
 
 
 def __dir__() -> list[str]:

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ackfold import lazy
+
 if TYPE_CHECKING:
     from ackfold.spark.session import (
         SparkConnectError,
@@ -42,13 +44,10 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    # On first use (PEP 562): `ackfold.spark.jars` (the jar cache) needs no session, and
-    # the session module imports every setting.
-    if name not in __all__:
-        raise AttributeError(f"module 'ackfold.spark' has no attribute {name!r}")
-    from ackfold.spark import session
+# On first use: `ackfold.spark.jars` (the jar cache) needs no session, and the session
+# module imports every setting.
+_LAZY = dict.fromkeys(__all__, "ackfold.spark.session")
 
-    value = getattr(session, name)
-    globals()[name] = value
-    return value
+
+def __getattr__(name: str) -> Any:
+    return lazy.attribute(__name__, _LAZY, name)
