@@ -157,10 +157,9 @@ class Supervisor:
     def reap(self) -> list[subprocess.Popen[bytes]]:
         """The processes started here that have ended since the last call, reaped: none
         is left a zombie (`<defunct>`) until the stack stops."""
-        ended = [
+        return [
             proc for proc in self.processes if proc.returncode is None and proc.poll() is not None
         ]
-        return ended
 
     def marked_pids(self) -> list[int]:
         """Live processes carrying this supervisor's marker, wherever their group is."""
