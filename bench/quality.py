@@ -9,8 +9,9 @@ with no JVM) and reconciled by the real `ackfold reconcile`. Each quality run is
 command (every suite, Data Docs, `quality_results`), an hour after the window's last
 root: no replay runs, so its failed and timed-out roots count as lost and
 `no_lost_roots` fails, as it would in production (the command exits 1). The script stops
-if the two engines disagree on any check's verdict or observed value. Record the output
-in docs/benchmarks.md.
+if the two engines disagree on any check's verdict or observed value, or if the embedded
+run's whole process peaks above `engine.memory_limit`. Record the output in
+docs/benchmarks.md.
 """
 
 from __future__ import annotations
@@ -31,17 +32,28 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from arrow_ledger import ArrowLedger
 
 from ackfold.config import load_settings
+from ackfold.embedded.duck import byte_count
 from ackfold.ledger.reader import LedgerReader
 from ackfold.ledger.writer import LedgerWriter
 
 ENGINES = ("embedded", "spark")
+# The project's caches (`make setup`), whatever var dir a ledger is in: a run in a var dir
+# of its own would look for the jars and Data Docs' assets there.
+_PROJECT = load_settings()
+# The embedded run's whole process stays inside it (`ackfold.embedded.duck.connect`).
+LIMIT = byte_count(_PROJECT.engine.memory_limit)
+PROJECT_CACHES = {
+    "ACKFOLD_JARS_DIR": str(_PROJECT.jars_dir),
+    "ACKFOLD_QUALITY__ASSETS_DIR": str(_PROJECT.quality.assets_dir),
+}
 SUITE_LINE = re.compile(r"^quality: [\w.]+: \d+ checks")
 
 
 def ackfold(args: list[str], var: Path, engine: str | None) -> tuple[float, int, str]:
     """Run `ackfold ARGS` in a fresh process on the ledger under `var`: its wall time in
-    seconds, its peak RSS in MB (GNU time, when there), and what it said on stderr."""
-    env = dict(os.environ, ACKFOLD_VAR_DIR=str(var))
+    seconds, its peak RSS in MiB (GNU time, when there), and what it said on stderr."""
+    # The ledger in `var`; the jars and Data Docs' assets where `make setup` put them.
+    env = dict(os.environ, ACKFOLD_VAR_DIR=str(var), **PROJECT_CACHES)
     if engine is not None:
         env["ACKFOLD_ENGINE__KIND"] = engine
     command = [str(Path(sys.executable).with_name("ackfold")), *args]
@@ -79,6 +91,11 @@ def compare(var: Path, now: datetime) -> dict[str, dict[str, float]]:
             print("\n".join(t for t in said.splitlines() if SUITE_LINE.match(t)), flush=True)
         verdicts[engine] = checks(var)
         found[engine] = {"seconds": round(seconds, 2), "peak_rss_mb": rss}
+        if engine == "embedded" and rss * 2**20 > LIMIT:
+            raise SystemExit(
+                f"the embedded quality run peaked at {rss:,} MiB, above engine.memory_limit "
+                f"({_PROJECT.engine.memory_limit})"
+            )
     if verdicts["embedded"] != verdicts["spark"]:
         differ = {
             k: (verdicts["embedded"].get(k), verdicts["spark"].get(k))

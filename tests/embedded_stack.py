@@ -5,7 +5,8 @@ booting Airflow and the demo costs minutes. Its demo is small and has one of eac
 trouble, so the UI has failed, replayed and dead-lettered roots to show:
 a failed split (5%), one poison message and one stuck message (dead-lettered by an
 outage; a replay by hand completes it). Besides the admin, it has a Viewer and a User
-account (`USERS`, through the `airflow.users` setting).
+account (`USERS`, through the `airflow.users` setting). Its alerts go to a webhook the
+test process receives (`Stack.alerts`), through an Airflow connection in the environment.
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ import socket
 import subprocess
 import time
 import urllib.error
-import urllib.parse
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ackfold_dev.stack import wait_healthy
+from tests.alert_fixtures import Receiver
 from tests.conftest import JARS_DIR, PROJECT_DIR
 
 DEMO_MESSAGES = 100
@@ -63,6 +64,7 @@ class Stack:
     sqs: str
     make: subprocess.Popen[bytes]
     log: Path
+    alerts: Receiver
 
     @property
     def password(self) -> str:
@@ -150,36 +152,25 @@ class Stack:
         assert status == 200, run
         return self.wait_for_run(dag_id, run["dag_run_id"], token, timeout)
 
-    def wait_for_run_triggered_by(
-        self, source: dict[str, Any], dag_id: str, token: str, timeout: float
-    ) -> dict[str, Any]:
-        """The run of `dag_id` that the asset event of `source` (a finished run of another
-        DAG) triggered, once it has finished; fails on timeout."""
-        query = urllib.parse.urlencode(
-            {"source_dag_id": source["dag_id"], "source_run_id": source["dag_run_id"]}
-        )
+    def wait_for_app(self, app: str, token: str, timeout: float) -> None:
+        """Until `app`'s heartbeat says it is alive (its queries run): a driver started
+        beside every other tier takes minutes to make its session and start them."""
         deadline = time.monotonic() + timeout
-        events: list[dict[str, Any]] = []
+        state: dict[str, Any] = {}
         while time.monotonic() < deadline:
-            status, body = self.call("GET", f"/api/v2/assets/events?{query}", token=token)
-            if status == 500:
-                # Airflow 3 answers 500 while a run the event created is queued without a
-                # start_date (its AssetEventResponse requires one): ask again shortly.
-                time.sleep(3)
-                continue
-            assert status == 200, body
-            events = body["asset_events"]
-            created = [
-                run["run_id"]
-                for event in events
-                for run in event["created_dagruns"]
-                if run["dag_id"] == dag_id
-            ]
-            if created:
-                left = max(deadline - time.monotonic(), 60.0)
-                return self.wait_for_run(dag_id, created[0], token, left)
-            time.sleep(3)
-        raise AssertionError(f"no {dag_id} run triggered by {source['dag_run_id']}: {events}")
+            status, state = self.call("GET", f"/ackfold/api/apps/{app}", token=token)
+            assert status == 200, state
+            if state["state"] == "alive":
+                return
+            time.sleep(5)
+        raise AssertionError(f"{app} is not alive after {timeout:g}s: {state.get('why')}")
+
+    def reconcile(self, token: str, timeout: float) -> None:
+        """Run `ackfold_reconcile` by hand (its alerts with it) and wait for its success:
+        beside a continuous app, the reconcile keeps its own schedule, and the stack's is
+        every 6 hours (`RECONCILE_SCHEDULE`)."""
+        run = self.run_dag("ackfold_reconcile", token, timeout)
+        assert run["state"] == "success", run
 
     def stop(self) -> None:
         if self.make.poll() is None:
@@ -207,6 +198,8 @@ def embedded_stack(var: Path) -> Iterator[Stack]:
     ports, with its state under `var`; stopped on exit."""
     port = free_port()
     sqs = f"http://127.0.0.1:{free_port()}"
+    alerts = Receiver()
+    hook = {"conn_type": "http", "password": f"{alerts.url}/hooks/stack"}
     env = {
         **{k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "ACKFOLD_"))},
         "ACKFOLD_VAR_DIR": str(var),
@@ -224,14 +217,16 @@ def embedded_stack(var: Path) -> Iterator[Stack]:
         # stack does, kept three spark-submits running beside every other tier all run long.
         "ACKFOLD_AIRFLOW__RECONCILE_SCHEDULE": RECONCILE_SCHEDULE,
         "ACKFOLD_AIRFLOW__USERS": json.dumps(USERS),
+        "ACKFOLD_ALERTS__WEBHOOK_CONN_ID": "ackfold_alerts",
+        "AIRFLOW_CONN_ACKFOLD_ALERTS": json.dumps(hook),
     }
     log_path = var / "make-run.log"
-    with log_path.open("wb") as log:
+    with alerts, log_path.open("wb") as log:
         make = subprocess.Popen(
             ["make", "-s", "run"], cwd=PROJECT_DIR, env=env, stdout=log,
             stderr=subprocess.STDOUT, start_new_session=True,
         )  # fmt: skip
-        stack = Stack(f"http://localhost:{port}", var, sqs, make, log_path)
+        stack = Stack(f"http://localhost:{port}", var, sqs, make, log_path, alerts)
         try:
             wait_healthy(
                 f"{stack.url}/api/v2/monitor/health", START_WAIT, lambda: make.poll() is None

@@ -85,16 +85,58 @@ def user_passwords(settings: Settings) -> dict[str, str]:
     return {name: kept[name] for name in wanted}
 
 
+def keep_private(path: Path) -> None:
+    """Make `path` readable by its owner only, creating it empty if it is not there: the
+    metadata database holds Airflow's connections, variables and users' tokens, and SQLite
+    gives its journal files the database's own mode."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600))
+    path.chmod(0o600)
+
+
+def metadata_database(env: Mapping[str, str], home: Path) -> Path | None:
+    """The SQLite file of Airflow's metadata database for the environment `env`: in its
+    `AIRFLOW_HOME` (else `home`), `airflow.db`, unless `AIRFLOW__DATABASE__SQL_ALCHEMY_CONN`
+    says otherwise; None for another database.
+
+    Example:
+        >>> metadata_database({"AIRFLOW_HOME": "/srv/airflow"}, Path("var/airflow"))
+        PosixPath('/srv/airflow/airflow.db')
+        >>> metadata_database({"AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": "postgresql://db/af"}, Path())
+    """
+    conn = env.get("AIRFLOW__DATABASE__SQL_ALCHEMY_CONN")
+    if conn is None:
+        return Path(env.get("AIRFLOW_HOME") or home) / "airflow.db"
+    prefix = "sqlite:///"
+    return Path(conn.removeprefix(prefix).split("?")[0]) if conn.startswith(prefix) else None
+
+
 def passwords_file(settings: Settings) -> Path:
     assert settings.airflow_home is not None
     return settings.airflow_home / "passwords.json"
 
 
+def airflow_parallelism(cores: int | None) -> int:
+    """How many tasks the embedded Airflow runs at once on a machine of `cores` cores:
+    twice the cores (a task mostly waits on Spark or on a queue), at least 4, at most
+    Airflow's own default of 32. The LocalExecutor forks that many workers at its start,
+    whatever the load: 32 of them took 2.6 GB on a 2-core machine.
+
+    Example:
+        >>> airflow_parallelism(2), airflow_parallelism(8), airflow_parallelism(64)
+        (4, 16, 32)
+    """
+    return min(32, max(4, 2 * (cores or 1)))
+
+
 def airflow_environment(
     settings: Settings, base: Mapping[str, str] | None = None
 ) -> dict[str, str]:
-    """The environment for every Airflow process of the embedded stack."""
+    """The environment for every Airflow process of the embedded stack. A setting of
+    Airflow's own given in the environment (`AIRFLOW__CORE__PARALLELISM`) wins over the
+    stack's sizing."""
     env = dict(os.environ if base is None else base)
+    env.setdefault("AIRFLOW__CORE__PARALLELISM", str(airflow_parallelism(os.cpu_count())))
     venv_bin = str(Path(sys.executable).parent)
     port = settings.airflow.port
     env.update(

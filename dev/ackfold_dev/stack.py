@@ -37,8 +37,10 @@ from ackfold_dev.airflow_env import (
     airflow_environment,
     airflow_url,
     demo_app_env,
+    keep_private,
     listen_address,
     local_api_url,
+    metadata_database,
     user_passwords,
 )
 from ackfold_dev.airflow_env import airflow_users as airflow_users  # re-exported
@@ -70,6 +72,10 @@ def prepare_airflow(settings: Settings, env: Mapping[str, str], log: Callable[[s
     `spark_default`, or point it at `spark.master` if it targets another master; with
     `spark.remote` set, the same for the Spark Connect connection the tasks take their
     endpoint from."""
+    assert settings.airflow_home is not None  # Settings resolves it
+    database = metadata_database(env, settings.airflow_home)
+    if database is not None:
+        keep_private(database)  # before Airflow creates it world-readable
     log("migrating the Airflow metadata database ...")
     result = _airflow(env, "db", "migrate")
     if result.returncode != 0:
@@ -147,6 +153,13 @@ class Supervisor:
         )
         self.processes.append(proc)
         return proc
+
+    def reap(self) -> list[subprocess.Popen[bytes]]:
+        """The processes started here that have ended since the last call, reaped: none
+        is left a zombie (`<defunct>`) until the stack stops."""
+        return [
+            proc for proc in self.processes if proc.returncode is None and proc.poll() is not None
+        ]
 
     def marked_pids(self) -> list[int]:
         """Live processes carrying this supervisor's marker, wherever their group is."""
@@ -348,6 +361,7 @@ def run_stack(
                 f"{source_lines(settings, sources)}"
                 "\n  Ctrl-C stops everything.\n"
             )
+            demo_proc = None
             if demo:
                 # The demo's report goes to this terminal; it keeps the app running after.
                 log("starting the word-count demo (ackfold demo --keep-running --airflow) ...")
@@ -355,8 +369,11 @@ def run_stack(
                 demo_cmd = [ackfold, "demo", "--keep-running", "--airflow"]
                 if verbose:
                     demo_cmd.append("--verbose")
-                supervisor.start(demo_cmd, dict(os.environ), None)
+                demo_proc = supervisor.start(demo_cmd, dict(os.environ), None)
             while all(proc.poll() is None for proc in components.values()):
+                for ended in supervisor.reap():  # the demo, once it has handed the app over
+                    if ended is demo_proc and ended.returncode:
+                        log(f"the demo exited with {ended.returncode}: see its lines above")
                 time.sleep(1)
             name, proc = next((n, p) for n, p in components.items() if p.poll() is not None)
             log(f"Airflow's {name} exited with {proc.returncode}; see {log_path}")

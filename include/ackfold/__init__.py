@@ -36,9 +36,9 @@ Example:
 
 from __future__ import annotations
 
-from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
+from ackfold import lazy
 from ackfold.errors import AckfoldError
 from ackfold.track.tracker import Tracker, TrackingError
 from ackfold.track.tuples import Tuple
@@ -82,12 +82,7 @@ _LAZY = {
 
 
 def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'ackfold' has no attribute {name!r}")
-    value = getattr(import_module(module), name)
-    globals()[name] = value  # once: later lookups do not come here
-    return value
+    return lazy.attribute(__name__, _LAZY, name)
 
 
 def __dir__() -> list[str]:

@@ -80,6 +80,8 @@ def test_an_app_dag_is_declared_from_its_configuration(tmp_path: Path) -> None:
     assert task.retries >= 1
     assert task.on_failure_callback
     assert [a.name for a in task.outlets] == ["ackfold_app_orders"]
+    # Its driver knows the app it runs: a session from get_spark records its heartbeat.
+    assert task.env_vars == {"ACKFOLD_APP": "orders"}
     # The defaults; a relative path is taken from the configuration file's directory.
     (billing,) = dags["ackfold_app_billing"].tasks
     assert dags["ackfold_app_billing"].schedule.expression == "0 * * * *"  # @hourly
@@ -206,6 +208,7 @@ def test_a_continuous_app_dag_is_one_supervised_long_task(tmp_path: Path) -> Non
     )
     (task,) = dag.tasks
     assert task.application_args == ["--region", "eu", "--continuous"]
+    assert task.env_vars == {"ACKFOLD_APP": "orders"}
     # Restarted when it fails, with a doubling backoff, for as long as it fails.
     assert task.retries >= 10_000
     assert task.retry_delay == timedelta(seconds=10)

@@ -1,14 +1,14 @@
 """Data Docs on a machine without internet: a real GX site (validated with pandas, no JVM),
-published as a quality run publishes it, served by the Reliability UI on loopback, and
-opened in Chromium with every request off this server refused. The styles apply, the
-icons' font loads, and nothing asks a CDN.
+built and published as a quality run does (`ackfold.quality.validator`), served by the
+Reliability UI on loopback, and opened in Chromium with every request off this server
+refused. The styles apply, the icons' font loads, nothing asks a CDN, no script fails,
+and each page loads the site's shared files by its signed links.
 
 The UI runs with the UI tier's stand-in login (`tests.ui.conftest.viewer`): Airflow's
 own login is the stack's browser test's business."""
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from collections.abc import Iterator
@@ -18,55 +18,37 @@ from typing import Any
 import pytest
 
 from ackfold.quality import docs_assets
-from ackfold.quality.validator import make_offline, publish_site, site_dir
+from ackfold.quality.expectations import Suite, expect
+from ackfold.quality.validator import Validator
 from ackfold_dev.ports import free_port
 from tests.conftest import PROJECT_DIR
 from tests.ui.conftest import SECRET, viewer
 
 ASSETS = PROJECT_DIR / "var" / "quality" / "assets"
+RUN = "20261129T020000Z-0ff1ce"
 
 
-def build_site(site: Path) -> None:
-    """GX's Data Docs of one validation that fails (a duplicate id, a null), as GX builds
-    them for a quality run."""
-    os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
-    import great_expectations as gx
+def build_site(docs: Path) -> None:
+    """The Data Docs of one validation that fails (a duplicate id, a null), built and
+    published as a quality run does."""
     import pandas as pd
 
-    context = gx.get_context(mode="ephemeral")
-    context.add_data_docs_site(
-        site_name="ackfold",
-        site_config={
-            "class_name": "SiteBuilder",
-            "store_backend": {
-                "class_name": "TupleFilesystemStoreBackend",
-                "base_directory": str(site),
-            },
-            "site_index_builder": {"class_name": "DefaultSiteIndexBuilder"},
-        },
-    )
-    batch = (
-        context.data_sources.add_pandas("ledger")
-        .add_dataframe_asset("ack_events")
-        .add_batch_definition_whole_dataframe("ack_events")
-    )
-    suite = context.suites.add(
-        gx.ExpectationSuite(
-            name="ledger.ack_events",
-            expectations=[
-                gx.expectations.ExpectColumnValuesToBeUnique(
-                    column="event_id", description="event_id identifies one event"
-                ),
-                gx.expectations.ExpectColumnValuesToNotBeNull(column="root_id"),
-            ],
-        )
-    )
-    definition = context.validation_definitions.add(
-        gx.ValidationDefinition(name="ledger.ack_events", data=batch, suite=suite)
-    )
+    suite = Suite(
+        name="ledger.ack_events",
+        app=None,
+        index=("event_id",),
+        expectations=[
+            expect("ExpectColumnValuesToBeUnique", "event_id_unique",
+                   "event_id identifies one event", column="event_id"),
+            expect("ExpectColumnValuesToNotBeNull", "not_null.root_id",
+                   "ack_events.root_id is never null", column="root_id"),
+        ],
+    )  # fmt: skip
+    validator = Validator(docs, RUN, engine="embedded", assets_dir=ASSETS)
     frame = pd.DataFrame({"event_id": ["a", "b", "b"], "root_id": [1, 2, None]})
-    definition.run(batch_parameters={"dataframe": frame})
-    context.build_data_docs(site_names=["ackfold"])
+    results = validator.validate(suite, frame)
+    assert [r.success for r in results] == [False, False]
+    validator.publish()
 
 
 @pytest.fixture(scope="module")
@@ -86,10 +68,7 @@ def ui(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     settings = ui_settings(var / "warehouse")
     docs = settings.quality.docs_dir
     assert docs is not None
-    site = site_dir(docs, "run1")
-    build_site(site)
-    assert make_offline(site, ASSETS) >= 3
-    publish_site(docs, site)
+    build_site(docs)
     app = create_app(settings, viewer=viewer, csrf_secret=SECRET)
     port = free_port()
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
@@ -118,11 +97,22 @@ def test_data_docs_are_styled_with_the_network_blocked(ui: str, browser: Any, sh
 
     context.route("**/*", only_this_server)
     page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(f"{page.url}: {error}"))
+    served: list[tuple[str, int]] = []
+    page.on("response", lambda r: served.append((r.url.removeprefix(ui), r.status)))
     try:
         index = page.goto(f"{ui}/quality/docs/index.html", wait_until="load")
         assert index is not None
         assert index.status == 200
         assert "sandbox" in index.headers["content-security-policy"]
+        # The run's name, not GX's `__none__`.
+        assert RUN in page.inner_text("body")
+        assert "__none__" not in page.content()
+        # The site's shared files, asked without the login cookie, by signed links.
+        static = [(url, status) for url, status in served if "/_static/" in url]
+        assert static, served
+        assert all(status == 200 and "?t=" in url for url, status in static), static
         # Bootstrap's rules apply: its font stack, its table and its navbar.
         assert "apple-system" in page.evaluate("getComputedStyle(document.body).fontFamily")
         assert page.evaluate("getComputedStyle(document.querySelector('.table')).borderCollapse")
@@ -133,6 +123,7 @@ def test_data_docs_are_styled_with_the_network_blocked(ui: str, browser: Any, sh
         page.click("tr[data-href*='validations/']")
         page.wait_for_url("**/validations/**", wait_until="load")
         assert "event_id identifies one event" in page.content()
+        assert "Data asset: ledger.ack_events" in page.inner_text("body")
         styles = page.evaluate(
             """() => {
                 const card = document.querySelector('.card');
@@ -153,3 +144,4 @@ def test_data_docs_are_styled_with_the_network_blocked(ui: str, browser: Any, sh
     finally:
         context.close()
     assert refused == [], "Data Docs asked the network for what they should carry"
+    assert errors == [], "a script of Data Docs failed"

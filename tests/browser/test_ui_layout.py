@@ -1,7 +1,8 @@
 """The pages hold what they list, at 1440 and at 1024 px wide: 50 roots, 50 dead letters
-with long reasons and their redrive links, 69 quality checks with what must hold; no
-scroll box hides rows, nothing is cut off or runs past the window, and no overview card
-sits alone on a row. Screenshots go to test-artifacts/browser/."""
+with long reasons and their redrive links, 69 quality checks with what must hold, and a
+run of the real suites in which every check passed; no scroll box hides rows, nothing is
+cut off or runs past the window, and no overview card sits alone on a row. Screenshots
+go to test-artifacts/browser/."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.browser.ui_server import busy_ledger, serve_ui
+from tests.browser.ui_server import busy_ledger, passing_quality_run, serve_ui
 from tests.ui.conftest import ui_settings
 
 WIDTHS = (1440, 1024)
@@ -126,3 +127,31 @@ def test_no_overview_card_sits_alone_on_a_row(
     assert page.evaluate(OVERFLOWS) == []
     series = page.locator("#chart-latency g.series")
     assert series.count() == 2
+
+
+@pytest.fixture(scope="module")
+def passing(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, int]]:
+    """The UI over a ledger with one quality run, which passed every check."""
+    warehouse = tmp_path_factory.mktemp("passing") / "warehouse"
+    checks = passing_quality_run(warehouse)
+    with serve_ui(ui_settings(warehouse), airflow_url="http://airflow.test") as url:
+        yield url, checks
+
+
+@pytest.mark.parametrize("width", WIDTHS, ids=[f"{w}px" for w in WIDTHS])
+def test_a_run_that_passed_every_check_fits_the_window(
+    browser: Any, passing: tuple[str, int], shoot: Any, width: int
+) -> None:
+    """The real suites' names (`delivery.orders.overdue_roots`, `not_null.status_changed_at`)
+    wrap in their columns, and no empty column of examples takes room."""
+    url, checks = passing
+    context = browser.new_context(viewport={"width": width, "height": 900})
+    context.add_cookies([{"name": "_token", "value": "jwt-ann", "url": url}])
+    page = context.new_page()
+    try:
+        open_page(page, f"{url}/quality", shoot, f"quality-passing-{width}")
+        assert page.locator("tr[data-testid=quality-row]").count() == checks
+        assert page.locator("#quality-results th").all_inner_texts()[-1] == "observed"
+        assert page.evaluate(OVERFLOWS) == []
+    finally:
+        context.close()

@@ -4,6 +4,9 @@ expired records are found, and an unknown topic is a clear error."""
 
 from __future__ import annotations
 
+import threading
+import time
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 
@@ -21,7 +24,7 @@ from ackfold.sources.base import (
     dead_letter_attributes,
 )
 from ackfold.sources.kafka import KafkaTopic
-from ackfold.sources.kafka_client import check_topics
+from ackfold.sources.kafka_client import check_topics, create_topics, topic_ids
 from ackfold.sources.kafka_records import Position
 from ackfold_dev.kafka_broker import KafkaBroker, KafkaBrokerError
 from tests.kafka.conftest import consume_all, delete_before, produce, settings_for
@@ -129,6 +132,32 @@ def test_an_unknown_topic_is_a_clear_error_naming_the_setting(
     [sent] = queue.dead_letter([Outbound(1, 1, 2, "x", position=None)])
     assert not sent.ok
     assert "missing-dlq do not exist" in (sent.error or "")
+
+
+def test_a_topic_created_a_moment_ago_is_waited_for_up_to_kafka_timeout(
+    kafka_broker: KafkaBroker, kafka_settings: Settings, tmp_path: Path
+) -> None:
+    """What a spout does each micro-batch (`KafkaSpout.register`): look up its topics' ids.
+    A topic the brokers do not know yet (created a moment ago, its metadata on its way)
+    is waited for; one that never comes is an error after `kafka.timeout`, naming it."""
+    late = f"test-late-{uuid.uuid4().hex[:10]}"
+    creating = threading.Timer(1.5, create_topics, args=(kafka_settings, [late]))
+    creating.start()
+    try:
+        started = time.monotonic()
+        ids = topic_ids(kafka_settings, [late])
+        waited = time.monotonic() - started
+    finally:
+        creating.join()
+    assert set(ids) == {late}, ids
+    assert 1.0 < waited < 5, "waited for the topic, within kafka.timeout (5 s)"
+    quick = settings_for(tmp_path / "var", kafka_broker.port, kafka={"timeout": "2s"})
+    started = time.monotonic()
+    with pytest.raises(
+        SourceError, match=r"never-made do not exist at .* after 2 s, kafka\.timeout"
+    ):
+        topic_ids(quick, [late, "never-made"])
+    assert 1.5 < time.monotonic() - started < 10
 
 
 def test_positions_that_are_not_topic_partition_offset_are_refused() -> None:

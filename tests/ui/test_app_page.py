@@ -22,7 +22,8 @@ def test_the_app_page_shows_alive_stalled_and_no_heartbeat(
         mistake.warehouse,
         [beat("wc", now - timedelta(seconds=s), 50 - s, rate=5.0 + s, lag=7) for s in (90, 60, 30)]
         + [beat("gone", now - timedelta(minutes=m), 9 - m) for m in (8, 7)]
-        + [beat("ended", now - timedelta(seconds=5), 0, event=TERMINATED, exception="OOM")],
+        + [beat("ended", now - timedelta(seconds=5), 0, event=TERMINATED, exception="OOM")]
+        + [beat("batch", now - timedelta(minutes=40), None, event=TERMINATED)],
     )
     with make_client(ui_settings(mistake.warehouse), airflow) as client:
         page = client.get("/apps/wc")
@@ -30,6 +31,7 @@ def test_the_app_page_shows_alive_stalled_and_no_heartbeat(
         gone = client.get("/api/apps/gone").json()
         ended = client.get("/apps/ended")
         mute = client.get("/apps/mute")
+        batch = client.get("/apps/batch")
         bad = client.get("/api/apps/no%20such%20app")
         overview = client.get("/overview").text
         overview_api = client.get("/api/overview").json()
@@ -51,6 +53,10 @@ def test_the_app_page_shows_alive_stalled_and_no_heartbeat(
     assert 'data-state="stalled"' in ended.text
     assert "OOM" in ended.text
     assert 'data-state="no heartbeat"' in mute.text
+    assert 'get_spark(settings, app="mute")' in mute.text
+    # A run that went to the end of its input and ended without an error: not a stall.
+    assert 'id="app-state" data-state="stopped" class="badge s-pending"' in batch.text
+    assert "ended without an error" in batch.text
     assert bad.status_code == 400
     # The Overview lists the apps with their state, each linked to its page.
     assert overview_api["app_states"] == {"wc": "alive"}

@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import re
+from collections import Counter
 from datetime import timedelta
 from pathlib import Path
 
+import pytest
 from fastapi.testclient import TestClient
 
 from ackfold.ledger import status
 from ackfold.ledger.ids import format_id, parse_id
 from ackfold.ledger.values import iso
+from ackfold.ui import queries
 from ackfold.ui.filters import UNHEALTHY
+from ackfold.ui.queries import UiReader
 from tests.ledger_fixtures import DAY2, DAY3, Sample, bulk_ledger
 from tests.ui.conftest import FakeAirflow, make_client, ui_settings
 from tests.ui.odd_ledger import odd_ledger
@@ -201,6 +205,59 @@ def test_overview_buckets_adapt_to_the_span(tmp_path: Path, airflow: FakeAirflow
     assert body["bucket_seconds"] == 3 * 3600  # 5 days in at most 48 buckets
     assert len(body["buckets"]) <= 48
     assert body["ingested"] == 250
+
+
+def test_the_all_time_overview_counts_from_the_log_what_a_scan_counts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every app over all time (the landing page): its counts come from the row counts
+    of `root_state`'s files, one day and status partition each, without reading a row;
+    the same buckets and counts as the aggregation a narrower view runs. Over many
+    completed roots, the latency is that of a uniform sample of them."""
+    bulk_ledger(tmp_path / "w", roots_per_day=24, days=30)
+    reader = UiReader(str(tmp_path / "w"))
+    everything = reader.overview(None)
+    assert everything.bucket_seconds == 86400  # whole days: one bucket per partition date
+    counted = [scan.sql for scan in reader.scans if "count(*)" in scan.sql]
+    assert counted == [], "all time, every app: the counts come from the Delta log"
+    assert sum(everything.counts.values()) == everything.ingested == 24 * 30
+    first = everything.buckets[0].start
+    scanned = reader.overview(None, since=first)  # the same roots, by an aggregation
+    assert [(b.start, b.counts) for b in scanned.buckets] == [
+        (b.start, b.counts) for b in everything.buckets
+    ]
+    assert reader.scans[-2].sql.startswith("SELECT app, date_bin")
+    # Every root of the bulk ledger completes 30 s after its first event.
+    assert (everything.p50_seconds, everything.p99_seconds) == (30.0, 30.0)
+    assert "root_id %" not in reader.scans[-1].sql
+    monkeypatch.setattr(queries, "LATENCY_SAMPLE", 20)
+    sampled = reader.overview(None)
+    assert "root_id % " in reader.scans[-1].sql
+    assert sampled.counts == everything.counts, "the counts are never sampled"
+    assert (sampled.p50_seconds, sampled.p99_seconds) == (30.0, 30.0)
+    # One app over all time: one aggregation grouped by app counts its roots and names
+    # every app (no second scan for the page's app list); its latency sample is its own.
+    reader = UiReader(str(tmp_path / "w"))
+    orders = reader.overview("orders")
+    scanned = len(reader.scans)
+    assert reader.apps() == ["clicks", "orders"]
+    assert len(reader.scans) == scanned, "the app list came with the counts"
+    n_of = Counter(status.ALL[n % len(status.ALL)] for n in range(0, 24 * 30, 2))  # even n
+    assert {name: n for name, n in orders.counts.items() if n} == dict(n_of)
+    # Too few of its own in a sample of every app's (1 in 6 of 102): sampled alone.
+    assert "app = 'orders'" in reader.scans[-1].sql
+    assert "root_id % 3 = 0" in reader.scans[-1].sql  # 51 completed: a sample of about 20
+    assert (orders.p50_seconds, orders.p99_seconds) == (30.0, 30.0)
+    monkeypatch.setattr(queries, "LATENCY_MIN_SAMPLE", 5)  # enough: every app's sample
+    shared = reader.overview("orders")
+    assert "root_id % 6 = 0" in reader.scans[-1].sql
+    assert "app =" not in reader.scans[-1].sql
+    assert (shared.counts, shared.p50_seconds, shared.p99_seconds) == (orders.counts, 30.0, 30.0)
+    # The next request at the same version reads no row for the apps; a new one does.
+    again = UiReader(str(tmp_path / "w"))
+    assert (again.apps(), again.scans) == (["clicks", "orders"], [])
+    bulk_ledger(tmp_path / "w", roots_per_day=1, days=1, apps=("payments",))
+    assert UiReader(str(tmp_path / "w")).apps() == ["clicks", "orders", "payments"]
 
 
 def test_dead_letters_view(client: TestClient) -> None:

@@ -1,17 +1,23 @@
 """The Quality page and the Data Docs it links, over a real `quality_results` table
 (delta-rs) and a Data Docs directory: the latest run's verdict and checks, the runs
-before, and Data Docs served only from inside their directory."""
+before, and Data Docs served only from inside their directory, their shared files by
+signed links."""
 
 from __future__ import annotations
 
+import re
+import time
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 
+from fastapi.testclient import TestClient
+
 from ackfold.ledger.tables import QUALITY_RESULTS, QUALITY_RESULTS_DDL, column_names
 from ackfold.quality import CheckResult, QualityReport
+from ackfold.ui.security import LinkSigner
 from tests.ledger_fixtures import write_rows
-from tests.ui.conftest import FakeAirflow, make_client, ui_settings
+from tests.ui.conftest import SECRET, FakeAirflow, make_client, ui_settings
 
 OK = CheckResult(
     suite="ledger.ack_events", app=None, check="event_id_unique",
@@ -102,6 +108,48 @@ def test_data_docs_are_served_from_their_directory_only(
         nul = client.get("/quality/docs/a%00b")
         assert nul.status_code == 404
         assert "no Data Docs page" in nul.text
+
+
+def test_the_files_data_docs_share_are_served_by_the_pages_signed_links(
+    tmp_path: Path, airflow: FakeAirflow
+) -> None:
+    """A sandboxed page sends no login with the requests for its styles and scripts
+    (`_static/`, linked by `make_offline`): the page, served to a logged-in user, signs
+    those links, and the files are served only to a valid signature, for a day or two,
+    cacheable by this browser alone."""
+    warehouse = _setup(tmp_path)
+    site = tmp_path / "var" / "quality" / "data_docs"
+    (site / "_static" / "jquery@3.7.1").mkdir(parents=True)
+    (site / "_static" / "jquery@3.7.1" / "jquery.min.js").write_text("/* jquery */")
+    (site / "expectations" / "ledger" / "page.html").write_text(
+        '<script src="../../_static/jquery@3.7.1/jquery.min.js"></script><p>_static/ in text</p>'
+    )
+    with make_client(ui_settings(warehouse), airflow) as client:
+        page = client.get("/quality/docs/expectations/ledger/page.html")
+        assert page.headers["content-security-policy"].startswith("sandbox allow-scripts")
+        (link,) = re.findall(r'src="([^"]+)"', page.text)
+        path, _, signature = link.partition("?t=")
+        assert path == "../../_static/jquery@3.7.1/jquery.min.js"
+        assert "<p>_static/ in text</p>" in page.text, "only links are signed"
+        url = f"/quality/docs/_static/jquery@3.7.1/jquery.min.js?t={signature}"
+        anonymous = TestClient(client.app)  # as the sandboxed page asks: no cookie
+        served = anonymous.get(url)
+        assert served.status_code == 200, served.text
+        assert served.text == "/* jquery */"
+        assert served.headers["cache-control"].startswith("private, max-age=")
+        assert served.headers["content-type"].startswith("text/javascript")
+        day, _, mac = signature.partition(".")
+        for bad in ("", f"{int(day) + 1}.{mac}", f"{day}.{mac[:-1]}0", "x.y"):
+            refused = anonymous.get(f"/quality/docs/_static/jquery@3.7.1/jquery.min.js?t={bad}")
+            assert refused.status_code == 403, bad
+        # A signature holds through the next day, not after it.
+        signer = LinkSigner(SECRET)
+        made = time.time()
+        assert signer.valid(signer.sign(made), made + 86400)
+        assert not signer.valid(signer.sign(made), made + 2 * 86400)
+        # Only the site's own files: nothing outside it, whatever the signature.
+        outside = anonymous.get(f"/quality/docs/_static/../../secret.txt?t={signature}")
+        assert outside.status_code == 404
 
 
 def test_before_any_quality_run(tmp_path: Path, airflow: FakeAirflow) -> None:

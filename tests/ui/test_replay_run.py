@@ -74,8 +74,11 @@ def test_a_hand_replay_is_queued_then_running_then_sent(
     assert body["finished"] is True
     assert body["summary"]["sent"] == 1
     assert state_of(html) == "success"
-    assert "Sent 1 root to its source queue as new attempts" in text_of(html)
+    assert "Sent 1 root to its source queue as a new attempt." in text_of(html)
     assert "data-poll" not in html  # nothing left to follow
+    airflow.summaries["manual__run1"] = {"dry_run": False, "planned": 2, "sent": 2, "skipped": {}}
+    _, html = follow()
+    assert "Sent 2 roots to their source queues as new attempts." in text_of(html)
     # Every call to Airflow carried the user's own token.
     assert {g["auth"] for g in airflow.gets} == {"Bearer jwt-ann"}
 

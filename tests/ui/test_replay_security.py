@@ -14,6 +14,7 @@ from fastapi.testclient import TestClient
 
 from ackfold.ledger import status
 from ackfold.ledger.ids import format_id, parse_id
+from ackfold.quality.docs_assets import STATIC
 from ackfold.replay.params import parse_replay_conf
 from ackfold.ui import replay_pages
 from ackfold.ui.redact import MASK, Redactor
@@ -82,6 +83,11 @@ def test_every_route_needs_a_login(sample: Sample, airflow: FakeAirflow) -> None
                 if route.path.startswith("/api/"):
                     assert response.status_code == 401, (method, path)
                     assert response.json()["detail"] == "Not authenticated"
+                elif route.path.startswith(f"/quality/docs/{STATIC}/"):
+                    # Asked by sandboxed pages, which send no login: a page served to a
+                    # logged-in user signs its links (tests/ui/test_quality_pages.py).
+                    assert response.status_code == 403, (method, path)
+                    assert "not valid" in response.text
                 else:
                     assert response.status_code == 303, (method, path)
                     assert urlsplit(response.headers["location"]).path == "/auth/login"
@@ -209,6 +215,16 @@ def test_json_replay_with_a_bearer_token(sample: Sample, airflow: FakeAirflow) -
         )
         assert bad.status_code == 400
         assert bad.json()["field"] == "root_ids"
+        # Too many ids, or one that is no id: the error names the body's field, root_ids.
+        too_many = [str(i) for i in range(1, 2001)]
+        for ids, why in ((too_many, "2000 roots: at most 1000"), (["0xnope"], "0xnope")):
+            refused = script.post(
+                "/api/replay", json={"root_ids": ids}, headers={**auth, "X-CSRF-Token": token}
+            )
+            assert refused.status_code == 400, refused.text
+            assert refused.json()["field"] == "root_ids", refused.json()
+            assert why in refused.text
+    assert len(airflow.calls) == 1
     assert airflow.calls[0]["body"]["conf"]["root_ids"] == [format_id(sample.timed_out)]
 
 

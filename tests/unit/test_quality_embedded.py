@@ -66,7 +66,11 @@ def test_a_healthy_ledger_passes_every_check(tmp_path: Path) -> None:
         assert f'href="{page}"' in index
         assert (report.docs.parent / page).is_file()
         validations = report.docs.parent / "validations" / suite.replace(".", "/")
-        assert list(validations.rglob("*.html")), f"no validation page for {suite}"
+        (validation,) = validations.rglob("*.html")
+        # Named after the run and the suite, whether GX or DuckDB computed it.
+        assert validation.relative_to(validations).parts[0] == report.run_id
+        assert f"Data asset: {suite}<br>" in validation.read_text()
+    assert "__none__" not in index
     rates = report.docs.parent / f"expectations/delivery/{APP}/rates.html"
     assert "dead_letter_rate" in rates.read_text()
 
@@ -234,3 +238,26 @@ def test_a_run_for_one_app_checks_that_app(faulty: tuple[Path, FaultyLedger]) ->
     report = run_quality(quality_settings(var, apps={"other": {}}), now=ledger.late, app=APP)
     assert report.scope == f"app {APP}"
     assert report.apps == (APP,)
+
+
+def test_duckdb_gets_the_jobs_budget_less_what_the_process_and_gx_hold(tmp_path: Path) -> None:
+    """`engine.memory_limit` bounds the job: a quality run over 10M events peaked at
+    2.4 GB under a limit of 2 GB when DuckDB was given all of it (bench/quality.py)."""
+    import doctest
+
+    from ackfold.embedded import duck
+    from ackfold.quality.run import GX_RESERVE
+
+    assert doctest.testmod(duck).failed == 0
+    settings = quality_settings(tmp_path / "var")
+    budget = duck.byte_count(settings.engine.memory_limit)
+    db = duck.connect(settings, reserve=GX_RESERVE)
+    try:
+        (given,) = db.execute("SELECT current_setting('memory_limit')").fetchone() or ("",)
+    finally:
+        db.close()
+    held = duck.resident_bytes()
+    assert held > 0, "this process's memory is known"
+    # DuckDB shows its limit in its own rounding (e.g. `1.1 GiB`).
+    assert duck.byte_count(given) <= budget - GX_RESERVE - held // 2, (given, held)
+    assert duck.byte_count(given) >= duck.MIN_DUCKDB_BYTES

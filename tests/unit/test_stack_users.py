@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import stat
 from collections.abc import Callable
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -72,6 +73,9 @@ def test_make_run_registers_the_demo_app_with_its_dag_unless_configured(
         DEMO_APP_POLICY.timeout, DEMO_APP_POLICY.replay_backoff
     )  # fmt: skip
     assert settings.apps["wordcount"].stages == DEMO_APP_POLICY.stages
+    # Continuous: the app's page shows it alive while the stack runs, stalled if it stops.
+    assert spec.mode == "continuous"
+    assert settings.app("wordcount").alerts.max_heartbeat_age == timedelta(minutes=1)
     # A DAG and a policy of the user's own for the word count stay theirs, field by field.
     own = {"wordcount": {"max_attempts": 3, "dag": {"application": "jobs/wordcount_app.py"}}}
     monkeypatch.setenv("ACKFOLD_APPS__WORDCOUNT", demo_app_env(make_settings(apps=own))[

@@ -12,7 +12,7 @@ from ackfold.alerts import check_state, evaluate_state, rules
 from ackfold.config import load_settings
 from ackfold.ledger import progress
 from ackfold.ledger.sql import SqlReader
-from ackfold.track.heartbeat import TERMINATED
+from ackfold.track.heartbeat import IDLE, TERMINATED
 from tests.alert_fixtures import NOW, Receiver, ago, state, write_state
 from tests.heartbeats import beat, write_beats
 
@@ -20,7 +20,7 @@ pytestmark = pytest.mark.usefixtures("clean_env")
 UI = "http://airflow.test/ackfold"
 
 
-def test_liveness_reads_alive_stalled_stopped_lagging_and_no_heartbeat(tmp_path: Path) -> None:
+def test_liveness_reads_alive_stalled_failed_stopped_and_no_heartbeat(tmp_path: Path) -> None:
     w = tmp_path / "w"
     write_beats(
         w,
@@ -30,7 +30,13 @@ def test_liveness_reads_alive_stalled_stopped_lagging_and_no_heartbeat(tmp_path:
             beat("ended", ago(2), 5),
             beat("ended", ago(1), None, event=TERMINATED, exception="boom\nat x"),
         ]
-        + [beat("behind", ago(6 - m), m, lag=100 * m) for m in range(1, 6)],
+        + [beat("behind", ago(6 - m), m, lag=100 * m) for m in range(1, 6)]
+        # A run to the end of its input (an app DAG's `availableNow` run) an hour ago.
+        + [beat("batch", ago(62), 3), beat("batch", ago(60), None, event=TERMINATED)]
+        # Two queries: one ran to its end, the other still runs, and has gone quiet; its
+        # last beat an idle one, which carries no name.
+        + [beat("half", ago(9), None, event=TERMINATED), beat("half", ago(10), 2, query="b")]
+        + [{**beat("half", ago(8), None, event=IDLE, query="b"), "query_name": None}],
     )
     reader = SqlReader(str(w))
     live = progress.liveness(reader, "live", NOW)
@@ -48,6 +54,12 @@ def test_liveness_reads_alive_stalled_stopped_lagging_and_no_heartbeat(tmp_path:
     behind = progress.liveness(reader, "behind", NOW)
     assert (behind.state, behind.lag_growing) == (progress.STALLED, True)
     assert "source lag grew" in behind.why
+    batch = progress.liveness(reader, "batch", NOW)
+    assert batch.state == progress.STOPPED, "a run that ended without an error is no stall"
+    assert batch.why.startswith("its queries ended without an error, the last at ")
+    half = progress.liveness(reader, "half", NOW)
+    assert half.state == progress.STALLED
+    assert half.why.startswith("no heartbeat of query half.count for 8m 0s")
     none = progress.liveness(reader, "mute", NOW)
     assert (none.state, none.last) == (progress.NO_HEARTBEAT, None)
     assert progress.liveness(SqlReader(str(tmp_path / "empty")), "x", NOW).state == (

@@ -5,9 +5,11 @@ entry under `apps:` (`ackfold.config.policy.AppDag`), declared with the others b
 A run spark-submits the app on `spark_default` (through Spark Connect with
 `spark.remote` set), and the app takes what its source holds and stops: the batch-replay
 style of `trigger(availableNow=True)`, so a schedule decides how fresh the results are
-and no cluster sits idle between runs. A run that ends well updates the app's asset,
-`ackfold_app_<app>`; `ackfold_reconcile` is scheduled on its cron *or* any of those
-assets, so the events a run wrote are folded right after it, and the replay follows.
+and no cluster sits idle between runs. The run's driver gets `ACKFOLD_APP=<app>`: a
+session it makes with `ackfold.spark.get_spark` records the app's heartbeat. A run that
+ends well updates the app's asset, `ackfold_app_<app>`; `ackfold_reconcile` is scheduled
+on its cron *or* any of those assets, so the events a run wrote are folded right after
+it, and the replay follows.
 A file that is missing, or a bad entry, is the import error of the DAG file that calls
 `ackfold_dags()`: Airflow then loads none of its DAGs until it is fixed, and says why.
 
@@ -116,6 +118,7 @@ then stops (`availableNow`).
             application,
             settings,
             args=list(spec.args),
+            tracked=app,
             outlets=[app_asset(app)],
         )
     return dag
@@ -157,7 +160,7 @@ run on their triggers until it fails or is stopped.
         },
         tags=["ackfold", "app", "continuous", *spec.tags],
     ) as dag:
-        spark_job("run", application, settings, args=[*spec.args, "--continuous"])
+        spark_job("run", application, settings, args=[*spec.args, "--continuous"], tracked=app)
     return dag
 
 

@@ -18,16 +18,22 @@ from ackfold.airflow.connections import SPARK_CONN_ID, kafka_credential_env, wit
 from ackfold.config import Settings, load_settings
 from ackfold.jobs import app_path
 from ackfold.spark import spark_conf, spark_jars
+from ackfold.spark.session import APP_ENV
 
 if TYPE_CHECKING:
     from airflow.sdk import BaseOperator
 
 
 def spark_submit_kwargs(
-    app: str, settings: Settings | None = None, *, args: list[str] | None = None
+    app: str,
+    settings: Settings | None = None,
+    *,
+    args: list[str] | None = None,
+    tracked: str | None = None,
 ) -> dict[str, Any]:
     """SparkSubmitOperator arguments that run the entry point `app` (or the absolute path
-    `app`) with ackfold's Spark setup."""
+    `app`) with ackfold's Spark setup; for a tracked app's own run, `tracked` names it to
+    its driver (`ACKFOLD_APP`: its session records the app's heartbeat)."""
     settings = settings or load_settings()
     conf = spark_conf(settings, with_jars=False)
     # Client mode: the driver's Python is this interpreter, with ackfold on it.
@@ -40,7 +46,7 @@ def spark_submit_kwargs(
         "name": f"ackfold-{Path(app).stem}",
         "application_args": args or [],
         "verbose": False,
-        "env_vars": kafka_credential_env(settings),
+        "env_vars": {**kafka_credential_env(settings), **({APP_ENV: tracked} if tracked else {})},
     }
 
 
@@ -55,19 +61,21 @@ def spark_job(
     settings: Settings,
     *,
     args: list[str] | None = None,
+    tracked: str | None = None,
     **operator: Any,
 ) -> BaseOperator:
     """The task that runs the entry point `app` (or the app at the absolute path `app`):
     spark-submit on `spark_default`, or, with `spark.remote` set, the same entry point in
     the task's own process, its session on the Spark Connect endpoint
-    (`connect_endpoint`). `operator`: the operator's own arguments (outlets, ...)."""
+    (`connect_endpoint`). `tracked`: the tracked app a run of its own DAG runs, named to
+    its driver (its heartbeat). `operator`: the operator's own arguments (outlets, ...)."""
     if settings.spark.remote:
         from airflow.providers.standard.operators.python import PythonOperator
 
         return PythonOperator(
             task_id=task_id,
             python_callable=run_spark_app,
-            op_args=[app, list(args or [])],
+            op_args=[app, list(args or []), tracked],
             **operator,
         )
     try:
@@ -78,7 +86,9 @@ def spark_job(
             "install ackfold[airflow-spark] (or set engine.kind: embedded)"
         ) from None
     return SparkSubmitOperator(
-        task_id=task_id, **spark_submit_kwargs(app, settings, args=args), **operator
+        task_id=task_id,
+        **spark_submit_kwargs(app, settings, args=args, tracked=tracked),
+        **operator,
     )
 
 
@@ -115,12 +125,14 @@ def connect_endpoint(settings: Settings) -> str:
         return settings.spark.remote
 
 
-def run_spark_app(app: str, args: list[str]) -> None:
+def run_spark_app(app: str, args: list[str], tracked: str | None = None) -> None:
     """Run the entry point `app` (or the absolute path `app`) in this process, as
     spark-submit would, through Spark Connect: a task process of its own, so its
-    environment and argv are the job's."""
+    environment and argv are the job's (`tracked`: the tracked app it runs)."""
     settings = load_settings()
     os.environ["ACKFOLD_SPARK__REMOTE"] = connect_endpoint(settings)
+    if tracked:
+        os.environ[APP_ENV] = tracked
     # The Kafka login of `kafka.airflow_connection`, as spark-submit gets it (env_vars).
     kafka = with_kafka_connection(settings).kafka
     if settings.kafka.airflow_connection and kafka.sasl_username:

@@ -14,16 +14,17 @@ import traceback
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ackfold.config import Settings
 from ackfold.errors import AckfoldError
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+    from ackfold.config import Settings
+
 EXIT_USAGE = 2
 
 # A command: its settings and arguments in, its exit code out.
-Handler = Callable[[Settings, argparse.Namespace], int]
+Handler = Callable[["Settings", argparse.Namespace], int]
 # Registers a command (name, handler, help) and returns its parser, for its arguments.
 AddCommand = Callable[[str, Handler, str], argparse.ArgumentParser]
 

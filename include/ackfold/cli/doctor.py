@@ -12,9 +12,12 @@ from __future__ import annotations
 
 import argparse
 import os
+from typing import TYPE_CHECKING
 
 from ackfold.cli.common import AddCommand, UsageError, emit
-from ackfold.config import Settings
+
+if TYPE_CHECKING:
+    from ackfold.config import Settings
 
 
 def add_commands(command: AddCommand) -> None:

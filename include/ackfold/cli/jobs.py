@@ -19,10 +19,11 @@ from ackfold.cli.common import (
     say_on_stderr,
     spark_session,
 )
-from ackfold.config import Settings
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+
+    from ackfold.config import Settings
 
 
 def add_commands(command: AddCommand) -> None:

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from ackfold.cli.common import AddCommand, UsageError, emit, ledger_error
-from ackfold.config import Settings
 from ackfold.ledger.contract import CONTRACT_TABLES
 from ackfold.ledger.tables import TABLES
+
+if TYPE_CHECKING:
+    from ackfold.config import Settings
 
 FORMATS: Final = ("sql", "arrow", "json-schema")
 

@@ -25,22 +25,14 @@ import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from importlib.metadata import entry_points
+from typing import TYPE_CHECKING
 
 from ackfold import __version__
 from ackfold.cli import demo, doctor, jobs, ledger, read, replay, setup
 from ackfold.cli.common import EXIT_USAGE, Handler, UsageError, error_line, verbosity
-from ackfold.config import ConfigError, Settings, load_settings
-from ackfold.ledger.errors import (
-    LedgerBusy,
-    LedgerConflict,
-    MissingDeltaRs,
-    SparkCommitRefused,
-    UnsafeStore,
-)
-from ackfold.sources.base import SourceError
-from ackfold.spark import SparkConnectError, SparkMasterUnreachable
-from ackfold.spark.jars import JarsError
-from ackfold.spark.python import WorkerPythonMismatch
+
+if TYPE_CHECKING:
+    from ackfold.config import Settings
 
 # The entry-point group through which other distributions add commands.
 COMMANDS_GROUP = "ackfold.commands"
@@ -115,12 +107,22 @@ def _wants_plugins(argv: Sequence[str], own: set[str]) -> bool:
     ackfold's own `own`, or asks for the list of commands (`--help` before any)."""
     command = next((word for word in argv if not word.startswith("-")), None)
     options = argv[: argv.index(command)] if command else argv
+    if "--version" in options:
+        return False  # answered before any command: the scan would only slow it
     return command not in own or bool({"-h", "--help"} & set(options))
 
 
 def _config(settings: Settings, args: argparse.Namespace) -> int:
     print(json.dumps(settings.model_dump(mode="json"), indent=2, sort_keys=True))
     return 0
+
+
+def load_settings() -> Settings:
+    """The settings of this run, loaded once a command runs: `--version` and `--help`
+    import none of them (building every settings model is most of the start-up)."""
+    from ackfold.config import load_settings as load
+
+    return load()
 
 
 def run(argv: Sequence[str] | None = None) -> int:
@@ -133,6 +135,20 @@ def run(argv: Sequence[str] | None = None) -> int:
     args, unknown = parser.parse_known_args(argv)
     if unknown and args.func is not _development_only:
         parser.error(f"unrecognized arguments: {' '.join(unknown)}")
+    # The errors a user can cause, once a command runs.
+    from ackfold.config import ConfigError
+    from ackfold.ledger.errors import (
+        LedgerBusy,
+        LedgerConflict,
+        MissingDeltaRs,
+        SparkCommitRefused,
+        UnsafeStore,
+    )
+    from ackfold.sources.base import SourceError
+    from ackfold.spark.jars import JarsError
+    from ackfold.spark.python import WorkerPythonMismatch
+    from ackfold.spark.session import SparkConnectError, SparkMasterUnreachable
+
     with _verbose(args.verbose):
         try:
             settings = load_settings()

@@ -6,15 +6,16 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from ackfold.cli.common import AddCommand, UsageError, emit, ledger_error
-from ackfold.config import Settings
 from ackfold.ledger.ids import format_id
-from ackfold.ledger.reader import PAYLOAD_PREVIEW
-from ackfold.ledger.rows import Journey, RootPage
 from ackfold.ledger.status import ALL as STATUSES
 from ackfold.ledger.values import hex64, iso, one_line
+
+if TYPE_CHECKING:
+    from ackfold.config import Settings
+    from ackfold.ledger.rows import Journey, RootPage
 
 
 def add_commands(command: AddCommand) -> None:
@@ -150,6 +151,8 @@ def format_roots_json(page: RootPage) -> str:
 
 def format_journey(journey: Journey) -> str:
     """`ackfold show`: the root's state, its source, its events by stage, its attempts."""
+    from ackfold.ledger.reader import PAYLOAD_PREVIEW
+
     s = journey.state
     lines = [f"root {format_id(s.root_id)}"]
 

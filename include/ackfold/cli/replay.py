@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ackfold.cli.common import (
     AddCommand,
@@ -18,7 +18,9 @@ from ackfold.cli.common import (
     say_on_stderr,
     spark_session,
 )
-from ackfold.config import Settings
+
+if TYPE_CHECKING:
+    from ackfold.config import Settings
 
 
 def add_commands(command: AddCommand) -> None:

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from ackfold.cli.common import AddCommand
-from ackfold.config import Settings
 from ackfold.spark.jars import BUNDLES
+
+if TYPE_CHECKING:
+    from ackfold.config import Settings
 
 
 def add_commands(command: AddCommand) -> None:

@@ -17,6 +17,22 @@ Example:
     'local[2]'
 """
 
-from ackfold.config.settings import ConfigError, Settings, load_settings
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ackfold import lazy
+
+if TYPE_CHECKING:
+    from ackfold.config.settings import ConfigError, Settings, load_settings
 
 __all__ = ["ConfigError", "Settings", "load_settings"]
+
+
+# On first use: a module that needs only `values` (a parser of the CLI, say) does not
+# pay for building every settings model, a fifth of a second.
+_LAZY = dict.fromkeys(__all__, "ackfold.config.settings")
+
+
+def __getattr__(name: str) -> Any:
+    return lazy.attribute(__name__, _LAZY, name)

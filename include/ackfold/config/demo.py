@@ -10,7 +10,7 @@ from typing import Final
 
 from pydantic import Field, field_validator
 
-from ackfold.config.policy import AppDag, AppOverrides, QualityOverrides
+from ackfold.config.policy import AlertOverrides, AppDag, AppOverrides, QualityOverrides
 from ackfold.config.values import Duration, Section
 
 
@@ -89,17 +89,21 @@ DEMO_APP_POLICY: Final = AppOverrides(
     quality=QualityOverrides(
         max_duplicate_rate=0.05, max_dead_letter_rate=0.05, latency_p99=timedelta(minutes=2)
     ),
+    # Stalled after a minute without a heartbeat (it beats every 20 s): a stopped driver
+    # shows on its page, and raises the `stalled` alert, while a newcomer watches.
+    alerts=AlertOverrides(max_heartbeat_age=timedelta(minutes=1)),
     source="sqs",
     source_queue="wordcount-sentences",
     stages=("split", "count"),
 )
 
 # What `make run` adds after the demo's report (`ackfold_dev.airflow_env.demo_app_env`): the
-# word count as its own DAG, `ackfold_app_wordcount`, hourly (the default). Every run's
-# asset triggers a reconcile, then the replay and quality checks: four Spark jobs, so a
-# tighter schedule would keep a laptop busy for a queue that only replays refill. Its
-# application is the packaged entry point of that name (`ackfold.jobs`).
-DEMO_APP_DAG: Final = AppDag(application="wordcount_app.py", tags=("demo",))
+# word count as its own DAG, `ackfold_app_wordcount`, continuous: one long task that runs
+# its queries on their triggers, its heartbeat on its page, restarted by Airflow when its
+# driver dies; `ackfold_reconcile` keeps its own schedule (every 5 minutes), and the
+# replay and quality checks follow it without a JVM. Its application is the packaged
+# entry point of that name (`ackfold.jobs`).
+DEMO_APP_DAG: Final = AppDag(application="wordcount_app.py", tags=("demo",), mode="continuous")
 
 
 def with_app_defaults(

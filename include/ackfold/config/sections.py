@@ -264,7 +264,9 @@ class EngineSettings(Section):
       `embedded` wherever delta-rs reaches the warehouse (a local path, `file:`, `s3://`,
       `s3a://`, `gs://`, `abfss://`, `az://`), and `spark` elsewhere (`hdfs://`, ...).
 
-    `memory_limit` caps DuckDB's memory (it spills to `<var_dir>/duckdb` beyond it), and
+    `memory_limit` caps a job's memory: DuckDB gets it less what the process holds when
+    it connects (and less what the job needs beside it: `ackfold.embedded.duck.connect`),
+    and spills to `<var_dir>/duckdb` beyond that; and
     `reconcile.max_bytes_per_batch` caps the parquet bytes of new events one slice folds:
     together they bound a reconcile's memory whatever the backlog.
     """

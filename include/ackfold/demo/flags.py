@@ -7,8 +7,10 @@ Light to import (the CLI builds its parser with it); Spark comes in only with th
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
-from ackfold.config.demo import FaultSettings
+if TYPE_CHECKING:  # the settings' models cost most of the CLI's start-up
+    from ackfold.config.demo import FaultSettings
 
 
 def add_demo_flags(parser: argparse.ArgumentParser) -> None:

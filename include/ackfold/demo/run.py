@@ -35,6 +35,7 @@ from ackfold.sources.kafka import KafkaTopic
 from ackfold.sources.kafka_client import create_topics
 from ackfold.sources.sent import record_sent
 from ackfold.sources.sqs import SqsQueue
+from ackfold.track.heartbeat import install_heartbeat, remove_heartbeat
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -83,10 +84,12 @@ def run_available_now(
     holder = DEMO_DAG_ID if settings.apps[APP].dag else "ackfold/jobs/wordcount_app.py"
     with demo_lock(settings, holder, say=say):
         spark = start_spark()
+        beat = install_heartbeat(spark, settings, APP)  # alive while it runs, stopped after
         try:
             app = WordCount(spark, settings)
             taken = app.step()
         finally:
+            remove_heartbeat(spark, beat)
             spark.stop()
     write_status(settings, APP, phase=f"running as {holder}", last_run_taken=taken,
                  queries_restarted=app.restarts)  # fmt: skip
@@ -154,7 +157,15 @@ class Demo:
 
     def run(self) -> DeliveryReport:
         """Send the feed, run cycles until every message is settled, and report. The
-        caller holds the app's lock (`demo_lock`) from before this Demo is made."""
+        caller holds the app's lock (`demo_lock`) from before this Demo is made. The app's
+        heartbeat shows it running through the cycles."""
+        beat = install_heartbeat(self.spark, self.settings, APP)
+        try:
+            return self._run()
+        finally:
+            remove_heartbeat(self.spark, beat)
+
+    def _run(self) -> DeliveryReport:
         started = time.monotonic()
         # From its start, for `ackfold status`.
         self._write_status("sending", {})
@@ -200,9 +211,13 @@ class Demo:
         dag = self.settings.apps[APP].dag if airflow else None
         if dag is not None:
             self._write_status(f"running as {DEMO_DAG_ID}", self.by_status)
-            self.say(f"demo: the app keeps running as the Airflow DAG {DEMO_DAG_ID} "
-                     f"({dag.schedule}); each run triggers ackfold_reconcile, and "
-                     "ackfold_replay follows it")  # fmt: skip
+            if dag.mode == "continuous":
+                how = ("continuous: one long task, restarted if its driver stops; "
+                       "ackfold_reconcile runs on its schedule")  # fmt: skip
+            else:
+                how = f"{dag.schedule}; each run triggers ackfold_reconcile"
+            self.say(f"demo: the app keeps running as the Airflow DAG {DEMO_DAG_ID} ({how}), "
+                     "and ackfold_replay follows the reconcile")  # fmt: skip
             return
         if airflow:
             self.say("demo: the app keeps running (Ctrl-C stops it); the Airflow DAGs "

@@ -42,7 +42,7 @@ from ackfold.sources.kafka_spout import KafkaSpout, restart_gets_past
 from ackfold.sources.sqs import SqsQueue
 from ackfold.spark import is_connect, start_query
 from ackfold.track.compact import COMPACT
-from ackfold.track.heartbeat import install_heartbeat
+from ackfold.track.heartbeat import install_heartbeat, remove_heartbeat
 from ackfold.track.stage import StageTracker
 from ackfold.track.write import query_name
 
@@ -353,8 +353,7 @@ class WordCount:
         finally:
             for query in self.queries:
                 query.stop()
-            self.spark.streams.removeListener(beat.listener)
-            beat.flush()
+            remove_heartbeat(self.spark, beat)
 
     def failure(self) -> str | None:
         """Why a continuously running query died, if one did."""

@@ -1,7 +1,11 @@
 """A DuckDB connection for one job, bounded in memory, with the functions jobs share.
 
-DuckDB runs in this process: `engine.memory_limit` caps what it holds, and beyond it
-aggregations and joins spill to `<var_dir>/duckdb`. Nothing is installed or downloaded at
+DuckDB runs in this process, and `engine.memory_limit` is the job's budget: DuckDB gets
+what the process does not hold already when it connects, less what the job says it needs
+beside DuckDB (`reserve`: Great Expectations, for the quality checks), and beyond that its
+aggregations and joins spill to `<var_dir>/duckdb`. (Given the whole budget, a quality run
+over 10M events peaked at 2.4 GB with a limit of 2 GB: DuckDB's full 2 GB, plus the
+interpreter, Arrow and GX.) Nothing is installed or downloaded at
 run time: the jobs read parquet and Arrow, which DuckDB's wheel carries.
 
 `xxhash64` is Spark's `xxhash64` of one string column (seed 42, a signed bigint): the
@@ -19,7 +23,8 @@ Example:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import re
+from typing import TYPE_CHECKING, Any, Final
 
 from ackfold.ledger.ids import event_hash
 
@@ -29,8 +34,10 @@ if TYPE_CHECKING:
     from ackfold.config import Settings
 
 
-def connect(settings: Settings) -> duckdb.DuckDBPyConnection:
-    """An in-memory DuckDB bounded by `settings.engine`, spilling under `var_dir`."""
+def connect(settings: Settings, *, reserve: int = 0) -> duckdb.DuckDBPyConnection:
+    """An in-memory DuckDB bounded by `settings.engine`, spilling under `var_dir`: it may
+    hold `engine.memory_limit` less this process's memory now, less `reserve` bytes that
+    the job needs beside it (`duckdb_limit`)."""
     import duckdb
 
     try:
@@ -40,8 +47,9 @@ def connect(settings: Settings) -> duckdb.DuckDBPyConnection:
 
     spill = settings.var_dir / "duckdb"
     spill.mkdir(parents=True, exist_ok=True)
+    limit = duckdb_limit(byte_count(settings.engine.memory_limit), resident_bytes(), reserve)
     config: dict[str, Any] = {
-        "memory_limit": settings.engine.memory_limit,
+        "memory_limit": f"{limit // 2**20}MiB",
         "temp_directory": str(spill),
         # No extension is ever fetched: a job needs none, and a worker may have no network.
         "autoinstall_known_extensions": False,
@@ -59,6 +67,50 @@ def connect(settings: Settings) -> duckdb.DuckDBPyConnection:
         "xxhash64", _xxhash64, ["varchar"], "bigint", type=PythonUDFType.ARROW, side_effects=False
     )
     return db
+
+
+# What DuckDB gets at least, whatever the process holds: a job must be able to run.
+MIN_DUCKDB_BYTES: Final = 256 * 2**20
+_UNITS: Final = {"KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12,
+                 "KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40}  # fmt: skip
+
+
+def byte_count(text: str) -> int:
+    """`engine.memory_limit` (`2GB`, `512MiB`: DuckDB's units) in bytes.
+
+    Example:
+        >>> byte_count("2GB"), byte_count("1.5 GiB")
+        (2000000000, 1610612736)
+    """
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([KMGT]i?B)\s*", text, re.IGNORECASE)
+    if match is None:
+        raise ValueError(f"engine.memory_limit: {text!r} is not a size such as 2GB or 512MiB")
+    return int(float(match.group(1)) * _UNITS[match.group(2).upper()])
+
+
+def duckdb_limit(budget: int, held: int, reserve: int) -> int:
+    """DuckDB's share of a job's `budget` of bytes: what this process does not `held`
+    already, less the `reserve` the job needs beside DuckDB; `MIN_DUCKDB_BYTES` at least.
+
+    Example:
+        >>> duckdb_limit(2 * 2**30, 300 * 2**20, 512 * 2**20) // 2**20
+        1236
+        >>> duckdb_limit(2**30, 900 * 2**20, 512 * 2**20) // 2**20
+        256
+    """
+    return max(MIN_DUCKDB_BYTES, budget - held - reserve)
+
+
+def resident_bytes() -> int:
+    """This process's resident memory now (Linux's `/proc/self/statm`; 0 elsewhere)."""
+    import os
+    from pathlib import Path
+
+    try:
+        pages = int(Path("/proc/self/statm").read_text().split()[1])
+    except (OSError, IndexError, ValueError):
+        return 0
+    return pages * os.sysconf("SC_PAGE_SIZE")
 
 
 def _xxhash64(ids: Any) -> Any:

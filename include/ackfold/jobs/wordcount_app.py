@@ -1,12 +1,13 @@
 """spark-submit entry point of the word-count app as its Airflow DAG runs it
-(`ackfold_app_wordcount`, which `make run` declares): one `availableNow` run that takes
-what the source holds (the SQS queue's messages, or the Kafka topic's new records), runs
-split and count to the end of their input, and stops.
+(`ackfold_app_wordcount`, which `make run` declares, continuous): one `availableNow` run
+that takes what the source holds (the SQS queue's messages, or the Kafka topic's new
+records), runs split and count to the end of their input, and stops.
 
     spark-submit "$(ackfold spark-app wordcount_app.py)" [--continuous]
 
-With `--continuous` (`apps.wordcount.dag.mode: continuous`) it runs its queries on their
-triggers until it fails, and records its heartbeat: the DAG restarts it with backoff.
+With `--continuous` (`apps.wordcount.dag.mode: continuous`, as under `make run`) it runs
+its queries on their triggers until it fails: the DAG restarts it with backoff. Either
+way it records its heartbeat while it runs.
 
 No seeded faults: those are `ackfold demo`'s. While the demo drives the app for its report,
 a run waits for it (`ackfold.ledger.lock.app_lock`). A failed query exits non-zero, so that

@@ -2,10 +2,13 @@
 
 `liveness` reads an app's newest heartbeat rows through delta-rs and says:
 
-- `alive`: a query beat within `stall_after` and none has stopped since;
-- `stalled`: no beat for longer than `stall_after`, or its last event is a termination
-  (the app stopped, with its checkpoint intact or not), or its source lag grew at every
-  one of its last `LAG_SAMPLES` beats (it is falling behind);
+- `alive`: every query still running beat within `stall_after`, and none failed;
+- `stalled`: a query still running has not beaten for longer than `stall_after` (its
+  driver died, or hangs), or a query's last event is a termination with an error, or the
+  source lag grew at every one of its last `LAG_SAMPLES` beats (it is falling behind);
+- `stopped`: every query's last event is a termination without an error: the end of a
+  run to the end of its input (`availableNow`: an app DAG's run), or a stop by hand.
+  Not a stall: nothing is alerted;
 - `no heartbeat`: no row at all (the app does not install the heartbeat, or runs where it
   cannot write the warehouse).
 
@@ -26,12 +29,14 @@ from ackfold.ledger.values import iso, utc
 
 ALIVE: Final = "alive"
 STALLED: Final = "stalled"
+STOPPED: Final = "stopped"
 NO_HEARTBEAT: Final = "no heartbeat"
 DEFAULT_STALL_AFTER: Final = timedelta(minutes=5)
 # How far back the page's chart and the lag trend look.
 HISTORY: Final = timedelta(hours=6)
 MAX_ROWS: Final = 2000
 LAG_SAMPLES: Final = 5
+_TERMINATED: Final = "terminated"  # `ackfold.track.heartbeat.TERMINATED`
 _COLUMNS: Final = (
     "query_id",
     "query_name",
@@ -131,20 +136,27 @@ def liveness(
     last_batch = batches[-1] if batches else None
     lags = [b.lag for b in beats if b.lag is not None][-LAG_SAMPLES:]
     growing = len(lags) == LAG_SAMPLES and all(a < b for a, b in itertools.pairwise(lags))
-    # Each query's newest beat: a query restarted on its checkpoint keeps its id.
+    # Each query's newest beat: a query restarted on its checkpoint keeps its id. Its name
+    # comes with its progress, not with every event (an idle beat, a termination).
     newest = {beat.query_id: beat for beat in beats}
-    stopped = [b for b in newest.values() if b.event == "terminated"]
-    oldest = min(newest.values(), key=lambda beat: beat.at)
+    names = {beat.query_id: beat.query_name for beat in beats if beat.query_name}
+    failed = [b for b in newest.values() if b.event == _TERMINATED and b.exception]
+    running = [b for b in newest.values() if b.event != _TERMINATED]
     quiet = now - last.at
-    if stopped:
-        end = stopped[-1]
-        why = f"query {end.query_name or end.query_id} stopped at {iso(end.at)}"
-        if end.exception:
-            why += f": {end.exception.splitlines()[0][:200]}"
+    if failed:
+        end = failed[-1]
+        why = f"query {names.get(end.query_id, end.query_id)} stopped at {iso(end.at)}: "
+        why += (end.exception or "").splitlines()[0][:200]
         state = STALLED
-    elif now - oldest.at > stall_after:
+    elif not running:
+        why = (
+            f"its queries ended without an error, the last at {iso(last.at)} (a run to the "
+            "end of its input, or a stop)"
+        )
+        state = STOPPED
+    elif now - (oldest := min(running, key=lambda beat: beat.at)).at > stall_after:
         silent = now - oldest.at
-        name = oldest.query_name or oldest.query_id
+        name = names.get(oldest.query_id, oldest.query_id)
         why = f"no heartbeat of query {name} for {_ago(silent)} (more than {_ago(stall_after)})"
         state = STALLED
     elif growing:

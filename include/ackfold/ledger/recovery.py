@@ -41,15 +41,17 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Final
 
 from ackfold.ledger import status
-from ackfold.ledger.sql import SqlReader, app_since, sql_str, sql_ts
+from ackfold.ledger.sql import SqlReader, app_since, select, sql_str, sql_ts
 from ackfold.ledger.tables import ROOT_STATE
 from ackfold.ledger.values import utc
 
 if TYPE_CHECKING:
+    import pyarrow as pa
+
     from ackfold.config import Settings
     from ackfold.config.policy import AppPolicy
 
@@ -189,8 +191,15 @@ def read_recovery(
     until: datetime | None = None,
 ) -> RecoveryTimes:
     """`recovery_times` of the roots of `app` (every app if None) whose first event is in
-    [since, until), read without a JVM."""
-    where = [RECOVERY_WHERE, *app_since(app, since)]
+    [since, until), read without a JVM.
+
+    The same numbers as `recovery_times` over the same rows, computed in delta-rs: a
+    ledger of 10M roots has about 800,000 that failed or timed out, which Python took
+    seconds to read row by row. One query gives each root's time to detect, another each
+    message's time to recover (its roots grouped by origin); Arrow takes the percentiles."""
+    import pyarrow.compute as pc
+
+    where = app_since(app, since)
     if until is not None:
         # A message's recovery (a later attempt completing) may come after `until`.
         later = until + settings.reconcile.lookback
@@ -198,5 +207,79 @@ def read_recovery(
             f"first_event_at < {sql_ts(until)} OR (status = {sql_str(status.COMPLETED)} "
             f"AND first_event_at < {sql_ts(later)})"
         )
-    rows = reader.query(ROOT_STATE, RECOVERY_COLUMNS, where, required=True)
-    return recovery_times(rows, settings.app)
+    due = _due_micros(settings)
+    marked = (
+        f"CASE WHEN status IN ({_listed(MARKED_AT_CHANGE)}) THEN {_us('status_changed_at')} "
+        f"ELSE least({_us('reconciled_at')}, {_us('status_changed_at')}) END"
+    )
+    marked_where = f"status IN ({_listed((*MARKED_AT_CHANGE, *MARKED_AT_RECONCILE))})"
+    detect = reader.arrow(
+        ROOT_STATE,
+        select(ROOT_STATE, [f"greatest({marked} - {due}, 0) AS us"], [marked_where, *where]),
+    )["us"]
+    done = sql_str(status.COMPLETED)
+    per_message = select(
+        ROOT_STATE,
+        [
+            f"min(CASE WHEN status <> {done} THEN {due} END) AS first_due",
+            f"min(CASE WHEN status = {done} THEN {_us('last_event_at')} END) AS recovered",
+        ],
+        [RECOVERY_WHERE, *where],
+        group="COALESCE(origin_root_id, root_id)",
+    )
+    # Each message that went wrong: how long from its first due root to a completed
+    # attempt; null while none completed (`greatest` would take a null for 0).
+    recover = reader.arrow(
+        ROOT_STATE,
+        "SELECT CASE WHEN recovered IS NOT NULL THEN greatest(recovered - first_due, 0) END "  # noqa: S608 - ackfold's own SQL
+        f"AS us FROM ({per_message}) AS m WHERE first_due IS NOT NULL",
+    )["us"]
+    return RecoveryTimes(
+        _percentiles(detect, pc), _percentiles(recover, pc), unrecovered=recover.null_count
+    )
+
+
+# When a reconcile marked a root (`detected_at`): at its last status change while it is
+# failed or timed out; once replayed or dead-lettered, the earlier of that and its reconcile.
+MARKED_AT_CHANGE: Final = (status.FAILED, status.TIMED_OUT)
+MARKED_AT_RECONCILE: Final = (status.REPLAYED, status.DEAD_LETTERED)
+
+
+def _us(column: str) -> str:
+    """A timestamp column as microseconds since the epoch (Delta's own unit)."""
+    return f"CAST({column} AS BIGINT)"
+
+
+def _listed(statuses: Sequence[str]) -> str:
+    return ", ".join(sql_str(s) for s in statuses)
+
+
+def _due_micros(settings: Settings) -> str:
+    """`due_at` in SQL, in microseconds: the first fail event, else the root's first event
+    plus its app's timeout (and its last event plus the idle timeout, if the app has
+    one), per app as the settings give each policy."""
+
+    def due(policy: AppPolicy) -> str:
+        at = f"{_us('first_event_at')} + {_micros(policy.timeout)}"
+        if policy.idle_timeout is not None:
+            at = f"greatest({at}, {_us('last_event_at')} + {_micros(policy.idle_timeout)})"
+        return at
+
+    apps = "".join(
+        f" WHEN {sql_str(name)} THEN {due(settings.app(name))}" for name in settings.apps
+    )
+    by_app = f"CASE app{apps} ELSE {due(settings.defaults)} END" if apps else due(settings.defaults)
+    return f"COALESCE({_us('fail_at')}, {by_app})"
+
+
+def _micros(delta: timedelta) -> int:
+    return int(delta / timedelta(microseconds=1))
+
+
+def _percentiles(micros: pa.ChunkedArray, pc: Any) -> Percentiles:
+    """`Percentiles.of` the non-null values of `micros`, in seconds, computed in Arrow."""
+    seconds = pc.divide(pc.cast(pc.drop_null(micros), "float64"), 1e6)
+    if len(seconds) == 0:
+        return Percentiles(0, None, None)
+    p50, p99 = pc.quantile(seconds, q=[0.5, 0.99], interpolation="linear").to_pylist()
+    return Percentiles(len(seconds), round(p50, 3), round(p99, 3))

@@ -18,13 +18,16 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import date, datetime
 from functools import cache
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from ackfold.ledger.errors import LedgerError, NoLedger
 from ackfold.ledger.tables import ACK_EVENTS, ROOTS, Ledger
 from ackfold.ledger.values import iso
 
 log = logging.getLogger("ackfold.ledger")
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 
 @dataclass(frozen=True)
@@ -113,19 +116,7 @@ class SqlReader:
         `required`."""
         if self.table(name, required=required) is None:
             return []
-        # Names are ackfold's constants; every value is quoted by sql_str, sql_ts, sql_date
-        # or int(): user input never reaches the SQL unquoted.
-        sql = f"SELECT {', '.join(columns)} FROM {name}"  # noqa: S608
-        if where:
-            sql += " WHERE " + " AND ".join(f"({condition})" for condition in where)
-        if group:
-            sql += f" GROUP BY {group}"
-        if order:
-            sql += f" ORDER BY {order}"
-        if limit is not None:
-            sql += f" LIMIT {int(limit)}"
-        if offset:
-            sql += f" OFFSET {int(offset)}"
+        sql = select(name, columns, where, group=group, order=order, limit=limit, offset=offset)
         with self.reading(name):
             result = self._builder.execute(sql).read_all()
         names = list(result.column_names)
@@ -134,6 +125,18 @@ class SqlReader:
         self.scans.append(Scan(name, sql, len(rows)))
         return rows
 
+    def arrow(self, name: str, sql: str) -> pa.Table:
+        """The result of `sql` over the table `name` (which must exist), as a pyarrow
+        Table: for results of many rows that are reduced in Arrow, not row by row in
+        Python. `sql` is built as `query` builds its own (`select`)."""
+        import pyarrow as pa
+
+        self.table(name, required=True)
+        with self.reading(name):
+            result = pa.table(self._builder.execute(sql).read_all())
+        self.scans.append(Scan(name, sql, result.num_rows))
+        return result
+
     def explain(self, scan: Scan) -> str:
         """DataFusion's `EXPLAIN ANALYZE` of a query this reader ran: files and row groups
         it opened, pruned and scanned."""
@@ -141,6 +144,40 @@ class SqlReader:
         with self.reading(scan.table):
             result = self._builder.execute(f"EXPLAIN ANALYZE {scan.sql}").read_all()
         return "\n".join(str(line) for line in result.column(1).to_pylist())
+
+
+def select(
+    name: str,
+    columns: Sequence[str],
+    where: Sequence[str] = (),
+    *,
+    group: str | None = None,
+    order: str | None = None,
+    limit: int | None = None,
+    offset: int = 0,
+) -> str:
+    """`SELECT columns FROM name WHERE where... GROUP BY group ORDER BY order LIMIT limit
+    OFFSET offset`.
+
+    Names are ackfold's constants; every value is quoted by `sql_str`, `sql_ts`,
+    `sql_date` or `int()`: user input never reaches the SQL unquoted.
+
+    Example:
+        >>> select("root_state", ["status", "count(*) AS n"], ["app = 'a'"], group="status")
+        "SELECT status, count(*) AS n FROM root_state WHERE (app = 'a') GROUP BY status"
+    """
+    sql = f"SELECT {', '.join(columns)} FROM {name}"  # noqa: S608
+    if where:
+        sql += " WHERE " + " AND ".join(f"({condition})" for condition in where)
+    if group:
+        sql += f" GROUP BY {group}"
+    if order:
+        sql += f" ORDER BY {order}"
+    if limit is not None:
+        sql += f" LIMIT {int(limit)}"
+    if offset:
+        sql += f" OFFSET {int(offset)}"
+    return sql
 
 
 def sql_str(text: str) -> str:

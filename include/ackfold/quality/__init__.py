@@ -21,7 +21,33 @@ Example:
     True
 """
 
-from ackfold.quality.report import CheckResult, QualityReport
-from ackfold.quality.run import QualityViolation, check, run_quality
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ackfold import lazy
+
+if TYPE_CHECKING:
+    from ackfold.quality.report import CheckResult, QualityReport
+    from ackfold.quality.run import QualityViolation, check, run_quality
 
 __all__ = ["CheckResult", "QualityReport", "QualityViolation", "check", "run_quality"]
+
+# Imported on first use (PEP 562): `python -m ackfold.quality.docs_assets` (`make setup`)
+# then runs that module without this package having imported it first, and the
+# publishing step pulls in no validator.
+_LAZY = {
+    "CheckResult": "ackfold.quality.report",
+    "QualityReport": "ackfold.quality.report",
+    "QualityViolation": "ackfold.quality.run",
+    "check": "ackfold.quality.run",
+    "run_quality": "ackfold.quality.run",
+}
+
+
+def __getattr__(name: str) -> Any:
+    return lazy.attribute(__name__, _LAZY, name)
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})

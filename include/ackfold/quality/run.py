@@ -35,6 +35,10 @@ if TYPE_CHECKING:
 
 
 RUN_ID = re.compile(r"^[\w.:+\-]{1,200}$")
+# What a quality run holds beside DuckDB, on the embedded engine: Great Expectations (whose
+# import starts with DuckDB's work), the delivery batches as pandas frames, Data Docs'
+# rendering. DuckDB gets `engine.memory_limit` less this and what the process holds.
+GX_RESERVE = 512 * 2**20
 
 
 def quality_run_id(airflow_run_id: str) -> str:
@@ -178,7 +182,7 @@ def _check_embedded(
 
     gx = threading.Thread(target=_import_gx, name="ackfold-import-gx", daemon=True)
     gx.start()
-    db = duck.connect(settings)
+    db = duck.connect(settings, reserve=GX_RESERVE)
     try:
         views = LedgerViews(db, settings, window, app=app)
         ledger = (views.ack_events(), views.roots(), views.root_state())

@@ -6,8 +6,9 @@ over their tables (`ackfold.quality.duck_checks`) and `record`ed as GX results.
 
 The context is ephemeral because ackfold generates every suite from its configuration:
 there is no GX project to keep. The Data Docs of each run go to a fresh directory beside
-`docs_dir` (`<docs_dir>.sites/<run id>`, `site_dir`), their pages get the styles and
-scripts GX would load from CDNs (`docs_assets`), and `publish_site` points `docs_dir` (a
+`docs_dir` (`<docs_dir>.sites/<run id>`, `site_dir`), named after the run and each
+validation after its suite; their pages link the styles and scripts GX would load from
+CDNs to copies in the site (`docs_assets`), and `publish_site` points `docs_dir` (a
 symbolic link) at it in one atomic step, so a reader never sees half a site; it keeps
 the newest `quality.docs_keep` sites. The trend of every check is in `quality_results`.
 """
@@ -66,17 +67,19 @@ class Validator:
         self.assets_dir = assets_dir
         self.context = gx.get_context(mode="ephemeral")
         self.context.variables.progress_bars = ProgressBarsConfig(globally=False)
-        self.context.add_data_docs_site(
-            site_name=SITE,
-            site_config={
-                "class_name": "SiteBuilder",
-                "store_backend": {
-                    "class_name": "TupleFilesystemStoreBackend",
-                    "base_directory": str(self.site_dir),
-                },
-                "site_index_builder": {"class_name": "DefaultSiteIndexBuilder"},
+        site: dict[str, Any] = {
+            "class_name": "SiteBuilder",
+            "store_backend": {
+                "class_name": "TupleFilesystemStoreBackend",
+                "base_directory": str(self.site_dir),
             },
-        )
+            "site_index_builder": {"class_name": "DefaultSiteIndexBuilder"},
+            # No walkthrough modal or call-to-action footer: their scripts keep state in
+            # the browser's storage, which the sandboxed pages may not touch (an uncaught
+            # SecurityError on every page). SiteBuilder takes it; GX's typing omits it.
+            "show_how_to_buttons": False,
+        }
+        self.context.add_data_docs_site(site_name=SITE, site_config=site)  # type: ignore[arg-type]
         # GX would persist every batch, and never unpersist it: `validate` caches the
         # batches that gain by it, and releases them.
         self.source: Any
@@ -100,6 +103,7 @@ class Validator:
         if suite.cached and spark:
             frame = frame.cache()  # each expectation is a Spark job over the batch
         try:
+            run = self._run_id()
             outcome = definition.run(
                 batch_parameters={"dataframe": frame},
                 result_format={
@@ -107,11 +111,32 @@ class Validator:
                     "unexpected_index_column_names": list(suite.index),
                     "partial_unexpected_count": SAMPLE,
                 },
+                run_id=run,
             )
+            self._name_the_asset(suite, outcome, run)
             return [self._result(suite, r, frame if spark else None) for r in outcome.results]
         finally:
             if spark:
                 frame.unpersist()
+
+    def _run_id(self) -> Any:
+        """This run's id as GX records it: the quality run's id as its name (Data Docs
+        list each validation under it; GX's default is `__none__`)."""
+        from great_expectations.core.run_identifier import RunIdentifier
+
+        return RunIdentifier(run_name=self.site_dir.name, run_time=datetime.now(UTC))
+
+    def _name_the_asset(self, suite: Suite, outcome: Any, run: Any) -> None:
+        """Store the validation of a dataframe batch again, with the asset's name where
+        Data Docs look for it (its batch spec): a dataframe's spec names none, and the
+        page said "Data asset: None"."""
+        outcome.meta.setdefault("batch_spec", {})["data_asset_name"] = suite.name
+        store = self.context.validation_results_store
+        keys: list[Any] = store.list_keys()
+        (key,) = [
+            k for k in keys if k.expectation_suite_identifier.name == suite.name and k.run_id == run
+        ]
+        store.store_validation_results(outcome, key)
 
     def record(
         self, suite: Suite, results: Sequence[ExpectationValidationResult]
@@ -122,7 +147,6 @@ class Validator:
         from great_expectations.core.expectation_validation_result import (
             ExpectationSuiteValidationResult,
         )
-        from great_expectations.core.run_identifier import RunIdentifier
         from great_expectations.data_context.types.resource_identifiers import (
             ExpectationSuiteIdentifier,
             ValidationResultIdentifier,
@@ -131,7 +155,7 @@ class Validator:
         self.context.suites.add(
             gx.ExpectationSuite(name=suite.name, expectations=suite.expectations)
         )
-        run = RunIdentifier(run_name=self.site_dir.name, run_time=datetime.now(UTC))
+        run = self._run_id()
         passed = sum(bool(r.success) for r in results)
         validation = ExpectationSuiteValidationResult(
             success=passed == len(results),
@@ -146,7 +170,9 @@ class Validator:
             meta={
                 "run_id": run,
                 "validation_time": run.run_time,
-                # What Data Docs name the batch by, as GX's own runs record it.
+                # Where Data Docs find the asset's name (`_name_the_asset`).
+                "batch_spec": {"data_asset_name": suite.name},
+                # What GX's own runs record of the batch.
                 "active_batch_definition": {
                     "datasource_name": "ackfold (DuckDB)",
                     "data_connector_name": "fluent",
@@ -220,19 +246,27 @@ def site_dir(docs_dir: Path, run_id: str) -> Path:
 
 
 def make_offline(site: Path, assets_dir: Path) -> int:
-    """Write the styles and scripts GX's pages load from CDNs into the pages of `site`;
-    the number of pages. Without the assets (`make setup` not run), the pages keep their
-    CDN links, and the log says how to fix it."""
+    """Link the pages of `site` to the styles and scripts GX loads from CDNs, copied once
+    into the site's `_static/` folder (`docs_assets.linked_html`); the number of pages.
+    Without the assets (`make setup` not run), the pages keep their CDN links, and the
+    log says how to fix it."""
     try:
         assets = docs_assets.load(assets_dir)
     except docs_assets.AssetsError as exc:
         log.warning("Data Docs will need the internet for their styles: %s", exc)
         return 0
     pages = 0
+    used: set[str] = set()
     for page in site.rglob("*.html"):
-        html = page.read_text(encoding="utf-8")
-        page.write_text(docs_assets.offline_html(html, assets), encoding="utf-8")
+        depth = len(page.relative_to(site).parts) - 1
+        html, linked = docs_assets.linked_html(page.read_text(encoding="utf-8"), assets, depth)
+        page.write_text(html, encoding="utf-8")
+        used |= linked
         pages += 1
+    for path in sorted(used):
+        target = site / docs_assets.STATIC / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(docs_assets.static_file(assets_dir, path))
     return pages
 
 

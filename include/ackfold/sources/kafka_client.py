@@ -12,6 +12,7 @@ Example:
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -100,28 +101,43 @@ def existing_topics(settings: Settings, admin: Any = None) -> set[str]:
 
 def topic_ids(settings: Settings, topics: Iterable[str], admin: Any = None) -> dict[str, str]:
     """Each topic's id (Kafka's topic UUID, as text): a topic deleted and created again
-    under the same name gets a new one. `SourceError` if a topic does not exist or the
-    brokers do not answer."""
+    under the same name gets a new one. `SourceError` if the brokers do not answer, or if
+    a topic is still unknown after `kafka.timeout`.
+
+    A topic created a moment ago may be unknown to the broker that answers until the
+    cluster's metadata reaches it: a spout that starts right after its topics were created
+    (the demo creates its own) waits for them, up to `kafka.timeout`, rather than fail."""
     from confluent_kafka import KafkaException, TopicCollection
     from confluent_kafka.admin import AdminClient
 
-    names = sorted(set(topics))
-    if not names:
-        return {}
+    wanted = sorted(set(topics))
     admin = admin or AdminClient(client_config(settings))
-    futures = admin.describe_topics(
-        TopicCollection(names), request_timeout=timeout_seconds(settings)
-    )
+    deadline = time.monotonic() + timeout_seconds(settings)
+    pause = 0.05
     found: dict[str, str] = {}
-    for name, future in futures.items():
-        try:
-            found[name] = str(future.result().topic_id)
-        except KafkaException as exc:
-            if "UNKNOWN_TOPIC" in str(exc):
-                raise SourceError(
-                    f"Kafka topic {name} does not exist at {settings.kafka.bootstrap_servers}"
-                ) from None
-            raise unreachable(settings, exc.args[0]) from None
+    while wanted:
+        futures = admin.describe_topics(
+            TopicCollection(wanted), request_timeout=timeout_seconds(settings)
+        )
+        unknown = []
+        for name, future in futures.items():
+            try:
+                found[name] = str(future.result().topic_id)
+            except KafkaException as exc:
+                if "UNKNOWN_TOPIC" not in str(exc):
+                    raise unreachable(settings, exc.args[0]) from None
+                unknown.append(name)
+        wanted = sorted(unknown)
+        if wanted and time.monotonic() + pause > deadline:
+            raise SourceError(
+                f"Kafka topic(s) {', '.join(wanted)} do not exist at "
+                f"{settings.kafka.bootstrap_servers} (still unknown after "
+                f"{timeout_seconds(settings):g} s, kafka.timeout): create them, or correct "
+                "the setting that names them"
+            )
+        if wanted:
+            time.sleep(pause)
+            pause = min(pause * 2, 1.0)
     return found
 
 
@@ -160,4 +176,7 @@ def create_topics(settings: Settings, topics: Iterable[str]) -> list[str]:
         except Exception as exc:  # a KafkaException, or a timeout
             if "TOPIC_ALREADY_EXISTS" not in str(exc):
                 raise SourceError(f"could not create Kafka topic {name}: {exc}") from None
+    # Created is not yet known everywhere: back only once the brokers describe them, so
+    # that whatever runs next (an app's start-up check, a spout) finds them.
+    topic_ids(settings, new, admin)
     return new

@@ -15,16 +15,23 @@ Example:
     3
 """
 
-from ackfold.spark.session import (
-    SparkConnectError,
-    SparkMasterUnreachable,
-    connect_address,
-    get_spark,
-    is_connect,
-    spark_conf,
-    spark_jars,
-    start_query,
-)
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ackfold import lazy
+
+if TYPE_CHECKING:
+    from ackfold.spark.session import (
+        SparkConnectError,
+        SparkMasterUnreachable,
+        connect_address,
+        get_spark,
+        is_connect,
+        spark_conf,
+        spark_jars,
+        start_query,
+    )
 
 __all__ = [
     "SparkConnectError",
@@ -36,3 +43,12 @@ __all__ = [
     "spark_jars",
     "start_query",
 ]
+
+
+# On first use: `ackfold.spark.jars` (the jar cache) needs no session, and the session
+# module imports every setting.
+_LAZY = dict.fromkeys(__all__, "ackfold.spark.session")
+
+
+def __getattr__(name: str) -> Any:
+    return lazy.attribute(__name__, _LAZY, name)

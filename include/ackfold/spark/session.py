@@ -47,6 +47,11 @@ JVM_NOTICES = (b"WARNING: Using incubator modules:",)
 
 GCS_FILE_SYSTEM = "com.google.cloud.hadoop.fs.gcs.GoogleHadoopFileSystem"
 GCS_ABSTRACT_FS = "com.google.cloud.hadoop.fs.gcs.GoogleHadoopFS"
+
+# The tracked app a driver runs, where the caller says so (an app DAG's run): its session
+# records the app's heartbeat (`get_spark`).
+APP_ENV = "ACKFOLD_APP"
+
 DELTA_CONF = {
     "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
     "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
@@ -349,9 +354,18 @@ def _remote_session(settings: Settings, remote: str, app_name: str) -> SparkSess
 
 
 def get_spark(
-    settings: Settings | None = None, app_name: str = "ackfold", *, quiet: bool = False
+    settings: Settings | None = None,
+    app_name: str = "ackfold",
+    *,
+    quiet: bool = False,
+    app: str | None = None,
 ) -> SparkSession:
     """Get or create the Spark session for `settings` (loaded from the environment if None).
+
+    A tracked app names itself (`app`, else `ACKFOLD_APP` in the environment, which an
+    app DAG's run sets): its session then records the app's heartbeat
+    (`ackfold.track.heartbeat.install_heartbeat`), which the Reliability UI and the
+    `stalled` alert read.
 
     With `spark.remote` set, a Spark Connect session on that endpoint: ackfold sets its
     session settings (`connect_conf`) and checks that the server has Delta, raising
@@ -368,9 +382,19 @@ def get_spark(
     fixed by then.
     Raises `SparkMasterUnreachable` at once when a `spark://` master does not answer.
     """
+    settings = settings or load_settings()
+    spark = _session(settings, app_name, quiet)
+    app = app or os.environ.get(APP_ENV) or None
+    if app is not None:
+        from ackfold.track.heartbeat import install_heartbeat
+
+        install_heartbeat(spark, settings, app)
+    return spark
+
+
+def _session(settings: Settings, app_name: str, quiet: bool) -> SparkSession:
     from pyspark.sql import SparkSession
 
-    settings = settings or load_settings()
     if settings.spark.remote:
         return _remote_session(settings, settings.spark.remote, app_name)
     builder = SparkSession.builder.appName(app_name)

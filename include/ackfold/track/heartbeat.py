@@ -3,10 +3,13 @@
 `install_heartbeat` adds a `StreamingQueryListener` to the app's session. It keeps each
 query's latest event (a batch's progress, an idle heartbeat, a start, a termination) and
 commits the events due to `app_progress` with delta-rs (`LedgerWriter.append_arrow`, the
-append-only tables' protocol): at most one row per query per `interval` (30 s by
-default), the latest, plus a query's start and its termination at once. So a query
-that runs a batch a second writes one small commit every 30 s, and an idle one keeps
-beating with Spark's idle events.
+append-only tables' protocol): at most one row per query per `interval` (30 s by default,
+less for an app that may not go long without one: `beat_interval`), the latest, plus a
+query's start and its termination at once. So a query that runs a batch a second writes
+one small commit every 30 s, and an idle one keeps beating with Spark's idle events.
+
+It is on by default: `ackfold.spark.get_spark(settings, app=...)` installs it, and so does
+`get_spark` in the driver of every app DAG's run, which names its app (`ACKFOLD_APP`).
 
 It works the same in a classic session (the listener runs in the driver's Python) and
 through Spark Connect, where pyspark 4.1 delivers the listener's events to the client
@@ -31,8 +34,9 @@ from __future__ import annotations
 import logging
 import threading
 import time
+import weakref
 from collections.abc import Callable, Mapping, Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Final
 
 from ackfold.ledger.tables import APP_PROGRESS
@@ -190,6 +194,23 @@ def from_progress(app: str, progress: Any) -> Row:
     )
 
 
+def beat_interval(settings: Settings, app: str) -> float:
+    """Seconds between two heartbeats of a query of `app`: 30, or a third of the app's
+    `alerts.max_heartbeat_age` when that is shorter, so that a live app beats three times
+    before it could be taken for stalled (Spark's idle events come every 10 s).
+
+    Example:
+        >>> from ackfold.config import load_settings
+        >>> settings = load_settings(apps={"fast": {"alerts": {"max_heartbeat_age": "45s"}}})
+        >>> beat_interval(settings, "fast"), beat_interval(settings, "other")
+        (15.0, 30.0)
+    """
+    limit = settings.app(app).alerts.max_heartbeat_age
+    if not isinstance(limit, timedelta):
+        return DEFAULT_INTERVAL
+    return min(DEFAULT_INTERVAL, limit.total_seconds() / 3)
+
+
 def install_heartbeat(
     spark: SparkSession,
     settings: Settings,
@@ -199,12 +220,22 @@ def install_heartbeat(
     write: Callable[[Sequence[Row]], None] | None = None,
 ) -> Heartbeat:
     """Record the progress of every streaming query of `spark` as `app`'s heartbeat, at
-    most one `app_progress` row per query per `interval` seconds (default 30). Returns the
-    `Heartbeat`: call `flush()` before the session stops."""
+    most one `app_progress` row per query per `interval` seconds (default: `beat_interval`).
+    Returns the `Heartbeat`: call `flush()` before the session stops.
+
+    Once per session and app: called again (the app's own code, and `get_spark(app=...)`
+    before it), it returns the heartbeat already installed, and no row is written twice."""
     from pyspark.sql.streaming.listener import StreamingQueryListener
 
-    every = interval if interval is not None else DEFAULT_INTERVAL
-    beat = Heartbeat(app, write or ledger_write(settings), interval=every)
+    key = (id(spark), app, settings.table_root)
+    with _INSTALLED_LOCK:
+        session, installed = _INSTALLED.get(key, (None, None))
+        if installed is not None and session is not None and session() is spark:
+            return installed
+        every = interval if interval is not None else beat_interval(settings, app)
+        beat = Heartbeat(app, write or ledger_write(settings), interval=every)
+        # A weak reference: a session gone (and its id taken by another) is not this one.
+        _INSTALLED[key] = (weakref.ref(spark), beat)
 
     class _Listener(StreamingQueryListener):
         def onQueryStarted(self, event: Any) -> None:
@@ -227,6 +258,23 @@ def install_heartbeat(
     spark.streams.addListener(beat.listener)
     log.info("heartbeat of %s: app_progress, every %gs per query", app, every)
     return beat
+
+
+def remove_heartbeat(spark: SparkSession, beat: Heartbeat) -> None:
+    """Take `beat`'s listener off `spark` and write what it holds: before the session
+    stops. A later `install_heartbeat` installs a new one."""
+    with _INSTALLED_LOCK:
+        for key in [k for k, (_, installed) in _INSTALLED.items() if installed is beat]:
+            del _INSTALLED[key]
+    if beat.listener is not None:
+        spark.streams.removeListener(beat.listener)
+        beat.listener = None
+    beat.flush()
+
+
+# The heartbeat of each session, app and warehouse (`install_heartbeat`).
+_INSTALLED: dict[tuple[int, str, str], tuple[weakref.ref[Any], Heartbeat]] = {}
+_INSTALLED_LOCK = threading.Lock()
 
 
 def _time(text: str | None) -> datetime | None:

@@ -48,7 +48,7 @@ from ackfold.ui import app_pages, ledger_pages, quality_pages, replay_pages
 from ackfold.ui.context import UiContext, ViewerDependency
 from ackfold.ui.filters import FieldError
 from ackfold.ui.redact import redactor_for
-from ackfold.ui.security import CsrfGuard, FramingHeaders, Viewer
+from ackfold.ui.security import CsrfGuard, FramingHeaders, LinkSigner, Viewer
 from ackfold.ui.site import Site, login_path
 from ackfold.ui.trigger import AirflowApi, TriggerError
 
@@ -101,6 +101,7 @@ def create_app(
         docs_dir=docs_dir,
         apps=tuple(settings.apps),
         guard=guard,
+        signer=LinkSigner(csrf_secret),
         site=site,
         airflow=AirflowApi(base_url=airflow_url, loopback=loopback_url),
         redactor=redactor_for(settings.ui),

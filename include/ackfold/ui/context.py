@@ -1,5 +1,6 @@
 """What the Reliability UI's routes share within one app: the settings they read, the
-site, the CSRF guard, Airflow's address, the redactor and the viewer dependency.
+site, the CSRF guard, the link signer, Airflow's address, the redactor and the viewer
+dependency.
 
 `create_app` (`ackfold.ui.app`) builds one `UiContext`; each group of routes
 (`ledger_pages`, `quality_pages`, `replay_pages`) takes it and returns its router.
@@ -19,7 +20,7 @@ from ackfold.config.sections import UiSettings
 from ackfold.ui.filters import Params
 from ackfold.ui.queries import UiReader
 from ackfold.ui.redact import Redactor
-from ackfold.ui.security import CsrfGuard, Viewer
+from ackfold.ui.security import CsrfGuard, LinkSigner, Viewer
 from ackfold.ui.site import Site
 from ackfold.ui.trigger import AirflowApi
 
@@ -38,6 +39,7 @@ class UiContext:
     docs_dir: Path
     apps: tuple[str, ...]
     guard: CsrfGuard
+    signer: LinkSigner
     site: Site
     airflow: AirflowApi
     redactor: Redactor

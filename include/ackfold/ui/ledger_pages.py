@@ -42,7 +42,9 @@ def router(ctx: UiContext) -> APIRouter:
             raise FieldError("until", "must be later than since")
         r = reader()
         app = params.text("app")
-        out: dict[str, Any] = {"apps": r.apps(), "overview": r.overview(app, since, until)}
+        # The overview first: over the whole history it has the apps already.
+        view = r.overview(app, since, until)
+        out: dict[str, Any] = {"apps": r.apps(), "overview": view}
         # Time to detect and to recover need each app's timeout: the settings' policies.
         settings = ctx.settings
         out["recovery"] = (

@@ -40,6 +40,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 CSRF_FIELD: Final = "csrf_token"
 CSRF_HEADER: Final = "X-CSRF-Token"
 CSRF_TTL: Final = 12 * 3600
+# A signed link (`LinkSigner`) holds until the end of the day after the one it was made.
+LINK_DAYS: Final = 2
 # Airflow's UI keeps the user's JWT in this cookie (`COOKIE_NAME_JWT_TOKEN`).
 TOKEN_COOKIE: Final = "_token"  # noqa: S105 - a cookie name, not a secret
 REPLAY_ROLE: Final = (
@@ -129,6 +131,39 @@ class CsrfGuard:
     def _sign(self, viewer: Viewer, issued: int) -> str:
         message = f"ackfold-csrf\0{viewer.id}\0{issued}".encode()
         return hmac.new(self._secret, message, hashlib.sha256).hexdigest()
+
+
+class LinkSigner:
+    """Signs links that a page hands to requests which carry no login: those of a Data
+    Docs page, sandboxed in an origin of its own, to the files of its site's `_static/`
+    folder. A signature says the page was served to a logged-in user; it holds for the
+    rest of the day it was made and the next (`LINK_DAYS`), the same all day, so that a
+    browser caches each file once a day."""
+
+    def __init__(self, secret: bytes) -> None:
+        if not secret:
+            raise ValueError("the link secret must not be empty")
+        self._secret = secret
+
+    def sign(self, now: float | None = None) -> str:
+        until = _day(now) + LINK_DAYS
+        return f"{until}.{self._signature(until)}"
+
+    def valid(self, token: str | None, now: float | None = None) -> bool:
+        until_text, _, signature = (token or "").partition(".")
+        if not until_text.isdigit():
+            return False
+        until = int(until_text)
+        return hmac.compare_digest(signature, self._signature(until)) and _day(now) < until
+
+    def _signature(self, until: int) -> str:
+        message = f"ackfold-link\0{until}".encode()
+        return hmac.new(self._secret, message, hashlib.sha256).hexdigest()
+
+
+def _day(now: float | None) -> int:
+    """Days since the epoch, UTC."""
+    return int((time.time() if now is None else now) // 86400)
 
 
 def _host(url: str) -> str:

@@ -6,13 +6,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Final
 
 from ackfold.config.sections import UiSettings
 from ackfold.ledger.ids import format_id
 from ackfold.replay.request import REPLAYABLE
 from ackfold.ui.filters import FieldError, Params, RootFilter
 from ackfold.ui.queries import UiReader
+
+# A JSON replay body names its roots here; the form, one `root_id` field per root.
+IDS_FIELD: Final = "root_ids"
 
 
 @dataclass(frozen=True)
@@ -40,7 +43,8 @@ class Selection:
 def select_roots(r: UiReader, params: Params, ui: UiSettings) -> Selection:
     """The roots a replay request names: ticked ids, or the current filter's newest
     replayable ones (the cap counts only those: the filter's other statuses are
-    counted as skipped, never fetched)."""
+    counted as skipped, never fetched). An error about the ids names the field they came
+    in: the form's `root_id`, or a JSON body's `root_ids` (`json_params`)."""
     cap = ui.replay_max_roots
     skipped: dict[str, int] = {}
     if params.choice("scope", ("selected", "filter"), "selected") == "filter":
@@ -53,11 +57,12 @@ def select_roots(r: UiReader, params: Params, ui: UiSettings) -> Selection:
         wanted = tuple(s for s in f.statuses if s in REPLAYABLE)
         ids = r.matching_ids(replace(f, statuses=wanted), cap) if wanted else []
     else:
-        ids = params.root_ids("root_id")
+        field = IDS_FIELD if params.all(IDS_FIELD) else "root_id"
+        ids = params.root_ids(field)
         if not ids:
-            raise FieldError("root_id", "select at least one root")
+            raise FieldError(field, "select at least one root")
         if len(ids) > cap:
-            raise FieldError("root_id", f"{len(ids)} roots: at most {cap} at once")
+            raise FieldError(field, f"{len(ids)} roots: at most {cap} at once")
         matched = len(ids)
     # Checked again by id: a root may have moved on since it was counted.
     statuses = r.statuses_of(ids)
@@ -80,7 +85,7 @@ def json_params(body: Mapping[str, Any]) -> Params:
         return Params(
             {"scope": ["filter"], **{k: [str(v) for v in vs] for k, vs in values.items()}}
         )
-    ids = body.get("root_ids")
+    ids = body.get(IDS_FIELD)
     if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
-        raise FieldError("root_ids", "must be a list of root ids as strings")
-    return Params({"scope": ["selected"], "root_id": ids})
+        raise FieldError(IDS_FIELD, "must be a list of root ids as strings")
+    return Params({"scope": ["selected"], IDS_FIELD: ids})

@@ -4,6 +4,7 @@ mount prefix, the way back after a form, and the error page (HTML for pages, JSO
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 from urllib.parse import urlencode, urlsplit
@@ -11,6 +12,7 @@ from urllib.parse import urlencode, urlsplit
 from fastapi import Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from jinja2 import Environment, PackageLoader, select_autoescape
+from markupsafe import Markup, escape
 
 from ackfold.ledger import status
 from ackfold.ledger.ids import format_id
@@ -25,6 +27,18 @@ _NAV = (
     ("dead-letters", "Dead letters"),
     ("quality", "Quality"),
 )
+
+
+def breakable(name: str) -> Markup:
+    """`name` escaped, with a line-break opportunity after each `.` and `_`: a long
+    identifier (`delivery.orders.overdue_roots`) then wraps in a narrow column instead of
+    widening the table past the window.
+
+    Example:
+        >>> str(breakable("ledger.roots<x>"))
+        'ledger.<wbr>roots&lt;x&gt;'
+    """
+    return Markup(re.sub(r"([._])", r"\1<wbr>", str(escape(name))))  # noqa: S704 - escaped first
 
 
 def login_path(next_url: str) -> str:
@@ -53,6 +67,7 @@ class Site:
             REPLAY_ROLE=REPLAY_ROLE,
         )
         env.filters["urlencode_pairs"] = urlencode
+        env.filters["breakable"] = breakable
 
     def base(self, request: Request) -> str:
         """The mount prefix of this app (`/ackfold` in Airflow), without a trailing slash."""
