@@ -12,10 +12,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import TYPE_CHECKING
 
 from ackfold.cli.common import AddCommand, UsageError, emit, spark_session
-from ackfold.config import Settings
 from ackfold.sources.base import SourceError
+
+if TYPE_CHECKING:
+    from ackfold.config import Settings
 
 
 def add_commands(command: AddCommand) -> None:
