@@ -15,6 +15,7 @@ import pytest
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from ackfold.ledger.schemes import NUMERIC, TEXT
 from ackfold.ledger.tables import ACK_EVENTS, Ledger
 from ackfold.track.layout import as_tuple, layout_of
 from ackfold.track.stage import StageTracker
@@ -60,7 +61,7 @@ def test_a_layout_1_table_is_read_as_the_tracker_says(
     """A stage reading ackfold 0.1's words acks them, and aggregates them into a sink's
     table, with exactly the events ``Tracker`` writes for the same topology."""
     path = str(tmp_path / "words")
-    tracker = Tracker(APP, acks=acks)
+    tracker = Tracker(APP, acks=acks, id_scheme=TEXT)  # as 0.1 derived ids
     words = layout_1_words(spark, tracker, path)
     tracker.drain()
     stored = spark.read.format("delta").load(path)
@@ -90,7 +91,7 @@ def test_an_upgraded_app_appends_to_its_layout_1_table_in_layout_1(
     with the ids the Tracker gives them, and a reader sees old and new alike."""
     path = str(tmp_path / "words")
     ledger = Ledger(str(tmp_path / "ledger"))
-    old = layout_1_words(spark, Tracker(APP), path)
+    old = layout_1_words(spark, Tracker(APP, id_scheme=TEXT), path)
 
     spout = StageTracker(APP, "spout", ledger=ledger)
     split = StageTracker(APP, "split", ledger=ledger)
@@ -107,6 +108,11 @@ def test_an_upgraded_app_appends_to_its_layout_1_table_in_layout_1(
 
     stored = spark.read.format("delta").load(path)
     assert layout_of(stored.schema["_ackfold"].dataType) == 1
+    # The table gained the scheme field: old words read as text ids, new ones as numeric.
+    assert {(r.word in ("d", "e"), r._ackfold.scheme) for r in stored.collect()} == {
+        (False, None),
+        (True, NUMERIC),
+    }
     tracker = Tracker(APP)
     sentence = tracker.spout("m-9", source="q")
     expected = [tracker.emit([sentence], stage="split", position=i) for i in range(2)]
@@ -127,7 +133,7 @@ def test_layout_1_rows_appended_to_a_layout_2_table_go_in_as_layout_2(
 ) -> None:
     """Rows copied from an old table into a new one take the new table's layout."""
     old, new = str(tmp_path / "old"), str(tmp_path / "new")
-    words = layout_1_words(spark, Tracker(APP), old)
+    words = layout_1_words(spark, Tracker(APP, id_scheme=TEXT), old)
     spouted = StageTracker(APP, "spout").spout(
         spark.createDataFrame([("m-9", "d")], "id string, text string"),
         message_id="id",

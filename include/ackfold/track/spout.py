@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from ackfold.ledger import schemes
 from ackfold.ledger.contract import INIT
 from ackfold.track import sql_ids
 from ackfold.track.columns import (
@@ -26,7 +27,7 @@ from ackfold.track.columns import (
 )
 from ackfold.track.events import event_rows
 from ackfold.track.layout import TUPLE_COLUMN
-from ackfold.track.tuples import spout_consumers_of
+from ackfold.track.tuples import UNNAMED, spout_consumers_of
 
 
 @dataclass(frozen=True)
@@ -52,9 +53,11 @@ def register_roots(
     payload: ColumnOrName | None,
     source_position: ColumnOrName | None,
     to: Sequence[str] | None,
+    id_scheme: int,
 ) -> Spout:
     """One root per distinct message of ``df``, registered by ``stage`` of ``app`` for
-    the stages ``to`` names (``StageTracker.spout`` documents the arguments)."""
+    the stages ``to`` names, its ids in ``id_scheme`` (``StageTracker.spout`` documents
+    the arguments)."""
     if TUPLE_COLUMN in df.columns:
         raise ValueError(
             f"the source DataFrame already has a {TUPLE_COLUMN} column: its rows are "
@@ -79,8 +82,9 @@ def register_roots(
         .dropDuplicates([h("root")])
     )
     root = F.col(h("root"))
-    first = sql_ids.spout_tuple_id(root)
-    tuples = base.withColumn(TUPLE_COLUMN, first_tuple(stage, root, consumers)).drop(
+    scheme = F.lit(id_scheme)
+    first = sql_ids.spout_tuple_id(root, id_scheme)
+    tuples = base.withColumn(TUPLE_COLUMN, first_tuple(stage, root, consumers, scheme)).drop(
         h("root"), h("attempt"), h("origin")
     )
     tries_col = F.col(h("attempt"))
@@ -95,11 +99,15 @@ def register_roots(
         optional_string(source_position).alias("source_position"),
         optional_string(payload).alias("payload"),
         F.current_timestamp().alias("ingested_at"),
+        scheme.alias("id_scheme"),
     )
     # The init event carries the first tuple's edge for each consumer (pseudo-anchor 0).
-    init_val = sql_ids.xor_of(
-        *[sql_ids.edge_id(first, root, F.lit(0), F.lit(c)) for c in consumers]
-    )
+    if consumers == (UNNAMED,):
+        init_val = sql_ids.one_edge(first, root, id_scheme)
+    else:
+        init_val = sql_ids.xor_of(
+            *[sql_ids.edge_id(first, root, F.lit(0), F.lit(c), id_scheme) for c in consumers]
+        )
     events = event_rows(app, stage, base, INIT, root, first, init_val)
     return Spout(tuples=tuples, roots=roots, events=events)
 
@@ -108,12 +116,15 @@ def first_tuples(
     stage: str, roots: DataFrame, to: Sequence[str] | None, *, where: str
 ) -> DataFrame:
     """The first tuples of roots that ``stage`` registered for ``to`` earlier, one per row
-    of ``roots`` (rows of the ``roots`` table), as ``register_roots`` made them; `where`
-    (tracker.verb) names the caller in the error."""
+    of ``roots`` (rows of the ``roots`` table), as ``register_roots`` made them, each in
+    its root's id scheme (``roots.id_scheme``; a table without the column holds roots of
+    the text scheme); `where` (tracker.verb) names the caller in the error."""
     if "root_id" not in roots.columns:
         raise ValueError(
             f"{where} needs rows of the roots table (a root_id column); got columns {roots.columns}"
         )
+    recorded = F.col("id_scheme") if "id_scheme" in roots.columns else F.lit(None)
+    scheme = F.coalesce(recorded.cast("int"), F.lit(schemes.TEXT))
     return roots.withColumn(
-        TUPLE_COLUMN, first_tuple(stage, F.col("root_id"), spout_consumers_of(to))
+        TUPLE_COLUMN, first_tuple(stage, F.col("root_id"), spout_consumers_of(to), scheme)
     )
