@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Final
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -29,15 +30,27 @@ from ackfold.track.events import event_rows
 from ackfold.track.layout import TUPLE_COLUMN
 from ackfold.track.tuples import UNNAMED, spout_consumers_of
 
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+
+# The columns `Spout.rows` holds after the roots', for its init event.
+INIT_COLUMNS: Final = ("init_event_id", "init_ack_val")
+
 
 @dataclass(frozen=True)
 class Spout:
     """What ``StageTracker.spout`` registers: the tuples for the next stage, the ``roots``
-    rows and the ``init`` events (both still to be written by ``write_batch``)."""
+    rows and the ``init`` events (both still to be written by ``write_batch``).
+
+    ``rows`` holds both ledger rows of each root in one: the ``roots`` columns, then its
+    init event's id and ack val (``INIT_COLUMNS``), for a writer that collects them in one
+    Spark job and commits them itself (``split_rows``)."""
 
     tuples: DataFrame
     roots: DataFrame
     events: DataFrame
+    rows: DataFrame
 
 
 def register_roots(
@@ -88,7 +101,7 @@ def register_roots(
         h("root"), h("attempt"), h("origin")
     )
     tries_col = F.col(h("attempt"))
-    roots = base.select(
+    root_columns = (
         root.alias("root_id"),
         F.lit(app).alias("app"),
         tries_col.alias("attempt"),
@@ -109,7 +122,39 @@ def register_roots(
             *[sql_ids.edge_id(first, root, F.lit(0), F.lit(c), id_scheme) for c in consumers]
         )
     events = event_rows(app, stage, base, INIT, root, first, init_val)
-    return Spout(tuples=tuples, roots=roots, events=events)
+    init_columns = (
+        sql_ids.event_id(app, root, INIT, stage, first).alias(INIT_COLUMNS[0]),
+        init_val.cast("bigint").alias(INIT_COLUMNS[1]),
+    )
+    return Spout(
+        tuples=tuples,
+        roots=base.select(*root_columns),
+        events=events,
+        rows=base.select(*root_columns, *init_columns),
+    )
+
+
+def split_rows(rows: pa.Table, *, app: str, stage: str) -> tuple[pa.Table, pa.Table]:
+    """The ``roots`` rows and the ``init`` events of ``Spout.rows`` collected as Arrow
+    (``DataFrame.toArrow()``), each in the contract's columns: what ``Tracker.spout``
+    would have drained for the same messages."""
+    import pyarrow as pa
+
+    n = rows.num_rows
+    roots = rows.select([name for name in rows.column_names if name not in INIT_COLUMNS])
+    events = pa.table(
+        {
+            "event_id": rows.column(INIT_COLUMNS[0]),
+            "app": pa.array([app] * n, pa.string()),
+            "root_id": rows.column("root_id"),
+            "kind": pa.array([INIT] * n, pa.string()),
+            "ack_val": rows.column(INIT_COLUMNS[1]),
+            "stage": pa.array([stage] * n, pa.string()),
+            "event_time": rows.column("ingested_at"),
+            "reason": pa.nulls(n, pa.string()),
+        }
+    )
+    return roots, events
 
 
 def first_tuples(
