@@ -76,6 +76,15 @@ def has_scheme(dtype: DataType) -> bool:
     return isinstance(dtype, StructType) and SCHEME in dtype.fieldNames()
 
 
+def is_current(schema: StructType) -> bool:
+    """Whether a table of ``schema`` takes tuples as they are now (layout 2 and ``scheme``,
+    or no ``_ackfold`` column at all): nothing to rewrite before an append."""
+    if TUPLE_COLUMN not in schema.fieldNames():
+        return True
+    dtype = schema[TUPLE_COLUMN].dataType
+    return layout_of(dtype) == LAYOUT and has_scheme(dtype)
+
+
 def current(column: Column, dtype: DataType, where: str = TUPLE_COLUMN) -> Column:
     """``column`` (of type ``dtype``) in the current form (layout 2 and ``scheme``): itself,
     or an older column rewritten (the text scheme where it has none)."""

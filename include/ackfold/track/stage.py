@@ -121,6 +121,8 @@ class StageTracker:
         self.query = query
         self.acks = check_acks(acks)
         self.id_scheme = schemes.check_scheme(id_scheme)
+        # Output tables `write_batch` found in the current tuple layout: not checked again.
+        self._current_outputs: set[str] = set()
 
     def __repr__(self) -> str:
         return f"StageTracker({self.app!r}, {self.stage!r})"
@@ -238,27 +240,31 @@ class StageTracker:
         name: str,
         *,
         to: Sequence[str] | None = None,
+        position: str | None = None,
     ) -> DataFrame:
-        """One child per element of the array ``items`` of each row, in column ``name``.
+        """One child per element of the array ``items`` of each row, in column ``name``
+        (and its index in column ``position``, if named).
 
         The i-th element is the child at position i of the row's tuple (``posexplode``),
         exactly as ``Tracker.emit`` numbers siblings. A row with an empty or null array has
-        no children; its ack still goes out. ``to`` as in ``emit``.
+        no children; its ack still goes out. ``to`` as in ``emit``. ``ack(rows,
+        exploded=items)`` acks the rows with these children without reading them.
 
         Example:
             >>> spout = StageTracker("wc", "spout").spout(
             ...     spark.createDataFrame([("m-1", "a b")], "id string, text string"),
             ...     message_id="id", source="test")
             >>> words = StageTracker("wc", "split").explode(
-            ...     spout.tuples, F.split("text", " "), "word")
-            >>> [row.word for row in words.collect()]
-            ['a', 'b']
+            ...     spout.tuples, F.split("text", " "), "word", position="at")
+            >>> [(row.at, row.word) for row in words.collect()]
+            [(0, 'a'), (1, 'b')]
         """
         df = tracked(df, f"{self!r}.explode")
-        pos = hidden("position")
+        pos = position or hidden("position")
         exploded = df.select("*", F.posexplode(as_column(items)).alias(pos, name))
         child = child_of(self.stage, F.col(TUPLE_COLUMN), F.col(pos), to)
-        return exploded.withColumn(TUPLE_COLUMN, child).drop(pos)
+        out = exploded.withColumn(TUPLE_COLUMN, child)
+        return out if position else out.drop(pos)
 
     def aggregate(
         self,
@@ -446,6 +452,7 @@ class StageTracker:
             outputs=outputs,
             roots=roots,
             events=events,
+            current=self._current_outputs,
         )
 
 

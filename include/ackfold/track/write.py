@@ -38,7 +38,7 @@ from ackfold.ledger.protocol import refuse_spark_commit
 from ackfold.ledger.tables import ACK_EVENTS, ROOTS, Ledger
 from ackfold.ledger.writer import LedgerWriter, driver_writer
 from ackfold.spark import is_connect
-from ackfold.track.layout import SCHEME, TUPLE_COLUMN, has_scheme, matching
+from ackfold.track.layout import SCHEME, TUPLE_COLUMN, has_scheme, is_current, matching
 from ackfold.track.tracker import EVENT_COLUMNS, ROOT_COLUMNS
 
 if TYPE_CHECKING:
@@ -56,9 +56,13 @@ def append_batch(
     outputs: Mapping[str, DataFrame] | None,
     roots: DataFrame | None,
     events: Sequence[DataFrame],
+    current: set[str] | None = None,
 ) -> None:
     """Append a micro-batch's outputs, roots and events, in that order, each idempotently
-    (``StageTracker.write_batch`` checks the arguments and documents the order)."""
+    (``StageTracker.write_batch`` checks the arguments and documents the order).
+    ``current`` holds the output tables found in the current tuple layout before: their
+    schemas are not read again (a Delta snapshot each); this call adds those it finds."""
+    current = set() if current is None else current
     frames = [*(outputs or {}).values(), *([roots] if roots is not None else []), *events]
     if not frames:
         return
@@ -70,7 +74,10 @@ def append_batch(
     )
     direct = _ledger_writer(spark, ledger)
     for path, frame in (outputs or {}).items():
-        _append(matching(frame, _output_schema(spark, path, frame)), path, writer, batch_id)
+        target = None if path in current else _output_schema(spark, path, frame)
+        _append(matching(frame, target), path, writer, batch_id)
+        if target is None or is_current(target):
+            current.add(path)
     if roots is not None:
         _commit(spark, ledger, direct, ROOTS, roots.select(*ROOT_COLUMNS))
     if events:
