@@ -60,7 +60,7 @@ def summary_of(out: str) -> dict[str, Any]:
 TINY: dict[str, list[str]] = {
     "connect.py": ["--events", "2000", "--workdir", "{work}", "--remote", "{connect}"],
     "generate.py": ["--roots", "200", "--warehouse", "{work}/warehouse"],
-    "kafka.py": ["--records", "300", "--replays", "100"],
+    "kafka.py": ["--records", "300", "--rounds", "1", "--batch", "100", "--replays", "100"],
     "object_store.py": ["--appends", "3", "--roots", "5", "--workdir", "{work}"],
     "quality.py": ["--events", "2000", "--increment", "1000", "--workdir", "{work}"],
     "reconcile.py": ["--sizes", "2000", "--runs", "1", "--spark-sizes", "2000",
@@ -113,10 +113,14 @@ def _generate(out: str, work: Path) -> None:
 
 
 def _kafka(out: str, work: Path) -> None:
-    summary = summary_of(out)  # the script checks every record registered and re-read
+    # The script checks every record registered, every tracked root complete, re-reads.
+    summary = summary_of(out)
     assert (summary["records"], summary["replays"]) == (300, 100)
-    rates = [summary[key] for key in ("produce_per_s", "ingest_per_s", "replay_per_s")]
-    assert all(rate > 0 for rate in rates), summary
+    assert all(summary[key] > 0 for key in ("produce_per_s", "replay_per_s")), summary
+    for name in ("ingest", "pipeline"):
+        figures = summary[name]
+        for key in ("tracked_per_s", "untracked_per_s", "tracked_start_s", "untracked_start_s"):
+            assert figures[key] > 0, (name, figures)
 
 
 def _object_store(out: str, work: Path) -> None:
@@ -163,7 +167,7 @@ def _replay(out: str, work: Path) -> None:
 def _tracking_steps(out: str, work: Path) -> None:
     summary = summary_of(out)  # the script checks that the events complete every root
     assert (summary["sentences"], summary["words"]) == (200, 5)
-    assert len(summary["steps"]) == 5
+    assert len(summary["steps"]) == 6
     assert all(step["wall_s"] > 0 for step in summary["steps"].values()), summary
 
 

@@ -44,7 +44,7 @@ from ackfold.sources.base import ATTEMPT, ORIGIN_ROOT_ID
 from ackfold.sources.kafka import KafkaTopic
 from ackfold.sources.kafka_client import check_topics, client_config, topic_ids
 from ackfold.sources.kafka_security import spark_security
-from ackfold.track.spout import split_rows
+from ackfold.track.spout import register_roots, split_rows
 from ackfold.track.stage import StageTracker
 from ackfold.track.write import append_rows, batch_writer, query_name
 
@@ -170,8 +170,11 @@ class KafkaSpout:
             F.when(replayed, attempt).otherwise(F.lit(1)).alias("attempt"),
             F.when(replayed, origin).alias("origin_root_id"),
         )
-        # A record delivered twice in one batch (two replays of one attempt) is one root.
-        spouted = self.tracker.spout(
+        # A record delivered twice in one batch (two replays of one attempt) is one root:
+        # its copies are dropped from the rows the driver collects, not by a shuffle.
+        spouted = register_roots(
+            self.app,
+            SPOUT_STAGE,
             batch,
             message_id="message_id",
             source=KafkaTopic.source,
@@ -181,6 +184,8 @@ class KafkaSpout:
             payload="payload",
             source_position="source_position",
             to=self.to,
+            id_scheme=self.tracker.id_scheme,
+            distinct=False,
         )
         rows = spouted.rows
         if not self.settings.kafka.store_payload:
@@ -195,4 +200,6 @@ class KafkaSpout:
                               query=self.tracker.query)  # fmt: skip
         if append_rows(spark, self.ledger, roots=roots, events=events, writer=writer):
             self.registered += roots.num_rows
+        # The tuples hold the copies of a record delivered twice in the batch: a stage's
+        # acks take copies of a tuple as one.
         return self.tracker.registered(spouted.roots, to=self.to)

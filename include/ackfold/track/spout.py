@@ -67,10 +67,13 @@ def register_roots(
     source_position: ColumnOrName | None,
     to: Sequence[str] | None,
     id_scheme: int,
+    distinct: bool = True,
 ) -> Spout:
     """One root per distinct message of ``df``, registered by ``stage`` of ``app`` for
     the stages ``to`` names, its ids in ``id_scheme`` (``StageTracker.spout`` documents
-    the arguments)."""
+    the arguments). With ``distinct`` off, a message twice in ``df`` is in every frame
+    twice, and no shuffle finds it: for a caller that drops the copies of the rows it
+    collects (``Spout.rows``), and whose stages take copies of a tuple as one."""
     if TUPLE_COLUMN in df.columns:
         raise ValueError(
             f"the source DataFrame already has a {TUPLE_COLUMN} column: its rows are "
@@ -91,9 +94,10 @@ def register_roots(
         df.withColumn(h("root"), sql_ids.root_id(app, key, tries, origin))
         .withColumn(h("attempt"), tries)
         .withColumn(h("origin"), origin)
-        # A message delivered twice in one batch is one root, as in Tracker.spout.
-        .dropDuplicates([h("root")])
     )
+    if distinct:
+        # A message delivered twice in one batch is one root, as in Tracker.spout.
+        base = base.dropDuplicates([h("root")])
     root = F.col(h("root"))
     scheme = F.lit(id_scheme)
     first = sql_ids.spout_tuple_id(root, id_scheme)
@@ -136,10 +140,15 @@ def register_roots(
 
 def split_rows(rows: pa.Table, *, app: str, stage: str) -> tuple[pa.Table, pa.Table]:
     """The ``roots`` rows and the ``init`` events of ``Spout.rows`` collected as Arrow
-    (``DataFrame.toArrow()``), each in the contract's columns: what ``Tracker.spout``
-    would have drained for the same messages."""
+    (``DataFrame.toArrow()``), each in the contract's columns, one per root (the first
+    row of each): what ``Tracker.spout`` would have drained for the same messages."""
     import pyarrow as pa
 
+    firsts: dict[int, int] = {}
+    for index, root in enumerate(rows.column("root_id").to_pylist()):
+        firsts.setdefault(root, index)
+    if len(firsts) < rows.num_rows:
+        rows = rows.take(sorted(firsts.values()))
     n = rows.num_rows
     roots = rows.select([name for name in rows.column_names if name not in INIT_COLUMNS])
     events = pa.table(
