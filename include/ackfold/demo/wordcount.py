@@ -251,7 +251,7 @@ class WordCount:
         `count`'s fault keys if it has faults (or if `fault_keys` says so)."""
         from pyspark.sql import functions as F
 
-        keys = [F.col("doc.seq").alias("seq"), "attempt"]
+        keys = [F.col("doc.seq").alias("seq"), F.col("attempt")]
         if fault_keys is None:
             fault_keys = COUNT in self.faults.stages()
         words = self.split.explode(sentences, _tokens(), "word", position="position")

@@ -83,20 +83,28 @@ def ack_rows(
 def _compact_rows(app: str, stage: str, own: DataFrame, children: DataFrame | None) -> DataFrame:
     """One row per root: the XOR of its inputs' acks, under the id of the set of inputs.
 
-    One shuffle, by root, then three aggregations on that partitioning (no exchange
-    between them; two without children): distinct rows (copies of an input or a child
-    count once), per input its own value and the XOR of its children's edges, per root
-    the count, the XOR of the input ids (the set's signature) and the XOR of the acks.
-    Edges of anchors that are not among the inputs are left out (they stay pending, as
-    per tuple). Plain aggregates, no
-    arrays: Spark generates code for all of it.
+    Without ``children`` (a sink, or an ``explode`` acked from its inputs' arrays), an
+    input's ack is a function of the input: each root's distinct (input, ack) pairs are
+    gathered in one aggregation, whose partial sets are built before the one shuffle, so
+    only about a row per root and partition crosses it, and copies of an input count once.
+
+    With ``children``: one shuffle, by root, then three aggregations on that partitioning
+    (no exchange between them): distinct rows (copies of an input or a child count once),
+    per input its own value and the XOR of its children's edges, per root the count, the
+    XOR of the input ids (the set's signature) and the XOR of the acks. Edges of anchors
+    that are not among the inputs are left out (they stay pending, as per tuple).
     """
     if children is None:
-        # An input's own value is a function of the input: distinct inputs are enough.
-        per_input = (
-            own.repartition("root_id")
-            .dropDuplicates(["root_id", "tuple_id"])
-            .select("root_id", "tuple_id", "own", zero().alias("edges"))
+        pairs = F.collect_set(F.struct("tuple_id", "own")).alias("pairs")
+
+        def xor_of(field: str) -> Column:
+            return F.aggregate(F.col("pairs"), zero(), lambda acc, p: acc.bitwiseXOR(p[field]))
+
+        folded = own.groupBy("root_id").agg(pairs).select(
+            "root_id",
+            F.size("pairs").alias("n"),
+            xor_of("tuple_id").alias("signature"),
+            xor_of("own").alias("ack_val"),
         )
     else:
         per_input = (
@@ -110,11 +118,11 @@ def _compact_rows(app: str, stage: str, own: DataFrame, children: DataFrame | No
             )
             .where(F.col("own").isNotNull())
         )
-    folded = per_input.groupBy("root_id").agg(
-        F.count("*").alias("n"),
-        F.bit_xor("tuple_id").alias("signature"),
-        F.bit_xor(F.col("own").bitwiseXOR(F.col("edges"))).alias("ack_val"),
-    )
+        folded = per_input.groupBy("root_id").agg(
+            F.count("*").alias("n"),
+            F.bit_xor("tuple_id").alias("signature"),
+            F.bit_xor(F.col("own").bitwiseXOR(F.col("edges"))).alias("ack_val"),
+        )
     root = F.col("root_id")
     event_id = sql_ids.compact_event_id(app, root, stage, F.col("n"), F.col("signature"))
     return _rows(app, stage, folded, event_id, root, ACK, F.col("ack_val"))
