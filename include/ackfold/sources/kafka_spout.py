@@ -91,6 +91,9 @@ class KafkaSpout:
         )
         self.app = self.tracker.app
         self.registered = 0  # roots registered by this process
+        # Roots of attempt 2 or more in the batch `register` took last: where a sink that
+        # appends first attempts must merge (docs/decisions/replay-safe-sinks.md).
+        self.replayed = 0
         self._admin: Any = None  # the admin client that looks up the topic ids, made once
 
     def __getstate__(self) -> dict[str, Any]:
@@ -192,6 +195,7 @@ class KafkaSpout:
             # A replay re-reads the record: the ledger keeps its position, not its value.
             rows = rows.withColumn("payload", F.lit(None).cast("string"))
         roots, events = split_rows(rows.toArrow(), app=self.app, stage=SPOUT_STAGE)
+        self.replayed = sum(1 for attempt in roots.column("attempt").to_pylist() if attempt > 1)
         # Durable before foreachBatch returns, so before Spark records the batch's offsets;
         # once: a batch run again (its query died before its offsets were committed)
         # finds its transaction done, and the registrations are not written twice.

@@ -16,7 +16,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from ackfold.ledger.contract import ACK, FAIL
-from ackfold.track import layout, sql_ids
+from ackfold.track import folding, layout, sql_ids
 from ackfold.track.columns import literal, zero
 from ackfold.track.layout import TUPLE_COLUMN
 from ackfold.track.tuples import UNNAMED, consumers_of, sink_use_message
@@ -60,7 +60,22 @@ def ack_rows(
         )
     )
     if compact:
-        return _compact_rows(app, stage, own, children)
+        folded = _compact_rows(app, stage, own, children)
+        if children is not None:
+            return folded
+        # The same rows per input, for a driver that folds them itself (`folding`).
+        unfolded = own.select(
+            F.lit(None).cast("string").alias("event_id"),
+            F.lit(app).alias("app"),
+            root,
+            F.lit(ACK).alias("kind"),
+            F.col("own").alias("ack_val"),
+            F.lit(stage).alias("stage"),
+            F.current_timestamp().alias("event_time"),
+            F.lit(None).cast("string").alias("reason"),
+            F.col("tuple_id").alias(folding.TUPLE_ID),
+        )
+        return folding.remember(folded, unfolded)
     if children is None:
         # Each row is its input's whole ack. Copies of one input give the same event id,
         # which the fold reads once: no aggregation (no shuffle).
@@ -100,11 +115,15 @@ def _compact_rows(app: str, stage: str, own: DataFrame, children: DataFrame | No
         def xor_of(field: str) -> Column:
             return F.aggregate(F.col("pairs"), zero(), lambda acc, p: acc.bitwiseXOR(p[field]))
 
-        folded = own.groupBy("root_id").agg(pairs).select(
-            "root_id",
-            F.size("pairs").alias("n"),
-            xor_of("tuple_id").alias("signature"),
-            xor_of("own").alias("ack_val"),
+        folded = (
+            own.groupBy("root_id")
+            .agg(pairs)
+            .select(
+                "root_id",
+                F.size("pairs").alias("n"),
+                xor_of("tuple_id").alias("signature"),
+                xor_of("own").alias("ack_val"),
+            )
         )
     else:
         per_input = (

@@ -38,6 +38,7 @@ from ackfold.ledger.protocol import refuse_spark_commit
 from ackfold.ledger.tables import ACK_EVENTS, ROOTS, Ledger
 from ackfold.ledger.writer import LedgerWriter, driver_writer
 from ackfold.spark import is_connect
+from ackfold.track import folding
 from ackfold.track.layout import SCHEME, TUPLE_COLUMN, has_scheme, is_current, matching
 from ackfold.track.tracker import EVENT_COLUMNS, ROOT_COLUMNS
 
@@ -81,8 +82,12 @@ def append_batch(
     if roots is not None:
         _commit(spark, ledger, direct, ROOTS, roots.select(*ROOT_COLUMNS))
     if events:
-        union = reduce(DataFrame.unionByName, [e.select(*EVENT_COLUMNS) for e in events])
-        _commit(spark, ledger, direct, ACK_EVENTS, union)
+        rows: DataFrame | pa.Table
+        if direct is not None:  # the driver folds the compact acks (`folding`): no shuffle
+            rows = folding.collect(events)
+        else:
+            rows = reduce(DataFrame.unionByName, [e.select(*EVENT_COLUMNS) for e in events])
+        _commit(spark, ledger, direct, ACK_EVENTS, rows)
 
 
 def append_rows(
