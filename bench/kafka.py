@@ -43,7 +43,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from common import per_second
+from common import CpuClock, per_second
 from confluent_kafka import Producer
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -105,19 +105,22 @@ class Timed:
     batches: int
     start_s: float  # from start() to the end of the first micro-batch
     steady_per_s: float  # the later batches' records per second
+    cpu_s: float  # the whole query's CPU-seconds, this process and Spark's JVM
 
     def line(self, label: str) -> str:
         return (
             f"{label:<24} {self.records:,} records, {self.batches} batches: start "
-            f"{self.start_s:5.1f} s, then {self.steady_per_s:8,.0f} records/s"
+            f"{self.start_s:5.1f} s, then {self.steady_per_s:8,.0f} records/s; "
+            f"{self.cpu_s:5.1f} CPU-s in all"
         )
 
 
-def run_to_end(start: Callable[[], Any]) -> Timed:
+def run_to_end(start: Callable[[], Any], cpu: CpuClock) -> Timed:
     """Start a query (`start` returns it), wait for its end, and time it from its progress."""
-    began = time.time()
+    began, used = time.time(), cpu()
     query = start()
     query.awaitTermination()
+    used = cpu() - used
     progress = [p for p in query.recentProgress if p["numInputRows"]]
     assert progress, "the query read no records"
 
@@ -128,7 +131,7 @@ def run_to_end(start: Callable[[], Any]) -> Timed:
     later = sum(p["numInputRows"] for p in progress[1:])
     steady = later / (end(progress[-1]) - end(progress[0])) if later else 0.0
     records = sum(p["numInputRows"] for p in progress)
-    return Timed(records, len(progress), end(progress[0]) - began, steady)
+    return Timed(records, len(progress), end(progress[0]) - began, steady, used)
 
 
 def kafka_stream(spark: SparkSession, settings: Settings) -> DataFrame:
@@ -154,6 +157,7 @@ class Rounds:
     def __init__(self, spark: SparkSession, settings: Settings, work: Path) -> None:
         self.spark, self.settings, self.work = spark, settings, work
         self.runs = 0
+        self.cpu = CpuClock(spark)
 
     def home(self, name: str) -> Path:
         self.runs += 1
@@ -173,7 +177,7 @@ class Rounds:
             spout.stream().writeStream.foreachBatch(spout.register)
             .option("checkpointLocation", f"{home}/_checkpoints/spout")
             .trigger(availableNow=True).start()
-        ))  # fmt: skip
+        ), self.cpu)  # fmt: skip
         roots = self.spark.read.format("delta").load(Ledger(str(home)).path(ROOTS)).count()
         assert roots == timed.records, (roots, timed.records)
         return timed
@@ -186,7 +190,7 @@ class Rounds:
             .writeStream.format("delta")
             .option("checkpointLocation", f"{home}/_checkpoints/records")
             .trigger(availableNow=True).start(f"{home}/records")
-        ))  # fmt: skip
+        ), self.cpu)  # fmt: skip
         assert self.spark.read.format("delta").load(f"{home}/records").count() == timed.records
         return timed
 
@@ -219,7 +223,7 @@ class Rounds:
             spout.stream().writeStream.foreachBatch(batch)
             .option("checkpointLocation", f"{home}/_checkpoints/pipeline")
             .trigger(availableNow=True).start()
-        ))  # fmt: skip
+        ), self.cpu)  # fmt: skip
         events = self.spark.read.format("delta").load(Ledger(str(home)).path(ACK_EVENTS))
         open_roots = events.groupBy("root_id").agg(F.bit_xor("ack_val").alias("x"))
         assert open_roots.count() == timed.records
@@ -235,7 +239,7 @@ class Rounds:
             .writeStream.format("delta")
             .option("checkpointLocation", f"{home}/_checkpoints/words")
             .trigger(availableNow=True).start(f"{home}/words")
-        ))  # fmt: skip
+        ), self.cpu)  # fmt: skip
         return timed
 
 
@@ -245,11 +249,14 @@ def compare(name: str, tracked: list[Timed], untracked: list[Timed]) -> dict[str
     for label, runs in (("tracked", tracked), ("untracked", untracked)):
         median[f"{label}_per_s"] = statistics.median(t.steady_per_s for t in runs)
         median[f"{label}_start_s"] = statistics.median(t.start_s for t in runs)
+        median[f"{label}_cpu_s"] = statistics.median(t.cpu_s for t in runs)
     share = median["tracked_per_s"] / median["untracked_per_s"]
     say(f"{name}: steady state, tracked {median['tracked_per_s']:,.0f} records/s = {share:.0%} "
         f"of untracked {median['untracked_per_s']:,.0f}/s (overhead {1 - share:.0%}); start "
-        f"{median['tracked_start_s']:.1f} s against {median['untracked_start_s']:.1f} s "
-        f"(median of {len(tracked)})")  # fmt: skip
+        f"{median['tracked_start_s']:.1f} s against {median['untracked_start_s']:.1f} s; "
+        f"CPU-s in all {median['tracked_cpu_s']:.1f} against {median['untracked_cpu_s']:.1f} "
+        f"(x{median['tracked_cpu_s'] / median['untracked_cpu_s']:.2f}) (median of "
+        f"{len(tracked)})")  # fmt: skip
     return {
         **{k: per_second(v) if k.endswith("per_s") else round(v, 2) for k, v in median.items()},
         "tracked_share": round(share, 3),
