@@ -119,8 +119,9 @@ def _kafka(out: str, work: Path) -> None:
     assert all(summary[key] > 0 for key in ("produce_per_s", "replay_per_s")), summary
     for name in ("ingest", "pipeline"):
         figures = summary[name]
-        for key in ("tracked_per_s", "untracked_per_s", "tracked_start_s", "untracked_start_s"):
-            assert figures[key] > 0, (name, figures)
+        for label in ("tracked", "untracked"):
+            for key in ("per_s", "start_s", "cpu_s"):
+                assert figures[f"{label}_{key}"] > 0, (name, figures)
 
 
 def _object_store(out: str, work: Path) -> None:
