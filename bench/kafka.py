@@ -1,20 +1,31 @@
-"""Kafka benchmark: ingest (records registered as roots per second) and replay (roots
-re-read and republished per second) against a real local broker.
+"""Kafka benchmark: tracked against untracked on the same records, then re-read and replay,
+against a real local broker.
 
-    .venv/bin/python bench/kafka.py [--records 20000] [--replays 10000] [--payload 200]
+    .venv/bin/python bench/kafka.py [--records 220000] [--rounds 2] [--batch 10000]
+                                    [--replays 10000]
 
-Starts a KRaft broker on a free loopback port and measures, in one Spark session:
+Starts a KRaft broker on a free loopback port, produces `--records` of the demo's
+sentences (JSON, as the demo's feed sends them) over the topic's two partitions, and
+measures, in one Spark session:
 
 - confluent-kafka producing the records alone (the ceiling of anything that sends);
-- ingest: Spark's Kafka source and `KafkaSpout.register` (roots and init events to Delta,
-  per micro-batch of `kafka.max_offsets_per_trigger`), from a full topic to the end;
-- re-reading the records alone, one position at a time and as a replay reads them;
+- **ingest**: the tracked spout (`KafkaSpout.register`: `roots` rows and `init` events to
+  the ledger) against Spark's own Kafka source writing the same records to a Delta table,
+  untracked (a plain `writeStream.format("delta")`);
+- **the word count as one query**: Kafka, split, and a Delta sink of the words in one
+  streaming query, tracked (one registration and one ack per root: the tree is processed
+  in one micro-batch) against the same query untracked;
+- re-reading records alone, one position at a time and as a replay reads them;
 - the real replay end to end (`run_replay` on the embedded engine: no JVM), unthrottled,
-  of `--replays` failed roots written by delta-rs: plan (with the expiry check),
-  write-ahead log, re-read, produce, mark, statuses.
+  of `--replays` failed roots written by delta-rs.
 
-Prints one line per measurement and a JSON summary. Record the output in
-docs/benchmarks.md.
+Every query reads the topic from its start to its end in micro-batches of `--batch`
+records (`kafka.max_offsets_per_trigger`). Each is timed apart in two parts: the **start**,
+from `start()` to the end of its first micro-batch (JVM code paths, the Kafka consumer,
+Delta's log), and the **steady state**, the records of every later batch over the time
+from the end of the first batch to the end of the last. Tracked and untracked runs
+alternate, `--rounds` times; the figure of each is the median of the rounds. Prints one
+line per measurement and a JSON summary. Record the output in docs/benchmarks.md.
 """
 
 from __future__ import annotations
@@ -23,41 +34,61 @@ import argparse
 import json
 import os
 import shutil
+import statistics
 import tempfile
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
+from typing import Any
 
-from common import per_second
+from common import CpuClock, per_second
 from confluent_kafka import Producer
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 from replay import failed_ledger, time_replay  # bench/replay.py
 
-from ackfold.config import load_settings
-from ackfold.ledger.tables import ROOTS, Ledger
+from ackfold.config import Settings, load_settings
+from ackfold.demo.feed import NOT_WORD_PATTERN, sentences
+from ackfold.ledger import dml
+from ackfold.ledger.tables import ACK_EVENTS, ROOTS, Ledger
 from ackfold.sources.kafka import KafkaTopic
 from ackfold.sources.kafka_client import client_config
 from ackfold.sources.kafka_records import Position
 from ackfold.sources.kafka_spout import KafkaSpout
 from ackfold.spark import get_spark
+from ackfold.track.stage import StageTracker
 from ackfold_dev.kafka_broker import KafkaBroker
 from ackfold_dev.ports import free_port
 
 TOPIC = "bench-in"
+PARTITIONS = 2
+SINK = "sink"
+# The tracked sink's key: a word of a sentence, the same on every attempt of the sentence.
+KEY = ("origin_root_id", "position")
+ON_KEY = "t.origin_root_id = s.origin_root_id AND t.position = s.position"
+INSERT_WORDS = (
+    "WHEN NOT MATCHED THEN INSERT (origin_root_id, position, word) "
+    "VALUES (s.origin_root_id, s.position, s.word)"
+)
 
 
 def say(line: str) -> None:
     print(line, flush=True)
 
 
-def produce(settings, count: int, payload: int) -> float:  # type: ignore[no-untyped-def]
-    """Produce `count` records to partition 0 of TOPIC; returns the seconds it took."""
+def produce(settings: Settings, count: int) -> float:
+    """Produce `count` sentences, record n to partition n % 2 (at offset n // 2); returns
+    the seconds it took."""
     producer = Producer(client_config(settings, **{"enable.idempotence": True, "acks": "all"}))
-    pad = "x" * payload
+    lines = sentences()
     start = time.perf_counter()
     for n in range(count):
-        value = json.dumps({"seq": n, "text": f"sentence {n} {pad}"}).encode()
+        value = json.dumps({"seq": n, "text": lines[n % len(lines)]}).encode()
         while True:
             try:
-                producer.produce(TOPIC, value, str(n).encode(), partition=0)
+                producer.produce(TOPIC, value, str(n).encode(), partition=n % PARTITIONS)
                 break
             except BufferError:
                 producer.poll(0.05)
@@ -66,50 +97,212 @@ def produce(settings, count: int, payload: int) -> float:  # type: ignore[no-unt
     return time.perf_counter() - start
 
 
+@dataclass(frozen=True)
+class Timed:
+    """One query's run from the topic's start to its end."""
+
+    records: int
+    batches: int
+    start_s: float  # from start() to the end of the first micro-batch
+    steady_per_s: float  # the later batches' records per second
+    cpu_s: float  # the whole query's CPU-seconds, this process and Spark's JVM
+
+    def line(self, label: str) -> str:
+        return (
+            f"{label:<24} {self.records:,} records, {self.batches} batches: start "
+            f"{self.start_s:5.1f} s, then {self.steady_per_s:8,.0f} records/s; "
+            f"{self.cpu_s:5.1f} CPU-s in all"
+        )
+
+
+def run_to_end(start: Callable[[], Any], cpu: CpuClock) -> Timed:
+    """Start a query (`start` returns it), wait for its end, and time it from its progress."""
+    began, used = time.time(), cpu()
+    query = start()
+    query.awaitTermination()
+    used = cpu() - used
+    progress = [p for p in query.recentProgress if p["numInputRows"]]
+    assert progress, "the query read no records"
+
+    def end(p: dict[str, Any]) -> float:
+        at = datetime.fromisoformat(p["timestamp"].replace("Z", "+00:00")).timestamp()
+        return at + p["batchDuration"] / 1000
+
+    later = sum(p["numInputRows"] for p in progress[1:])
+    steady = later / (end(progress[-1]) - end(progress[0])) if later else 0.0
+    records = sum(p["numInputRows"] for p in progress)
+    return Timed(records, len(progress), end(progress[0]) - began, steady, used)
+
+
+def kafka_stream(spark: SparkSession, settings: Settings) -> DataFrame:
+    """The topic as a user reads it without ackfold: the same batches as the spout's."""
+    return (
+        spark.readStream.format("kafka")
+        .option("kafka.bootstrap.servers", settings.kafka.bootstrap_servers)
+        .option("subscribe", TOPIC)
+        .option("startingOffsets", "earliest")
+        .option("maxOffsetsPerTrigger", settings.kafka.max_offsets_per_trigger)
+        .load()
+    )
+
+
+def words_of(text: Any) -> Any:
+    """The words of a sentence's text, as the demo splits them."""
+    return F.filter(F.split(F.lower(text), NOT_WORD_PATTERN), lambda w: w != "")
+
+
+class Rounds:
+    """Fresh tables and checkpoints under `work` for each run of each query."""
+
+    def __init__(self, spark: SparkSession, settings: Settings, work: Path) -> None:
+        self.spark, self.settings, self.work = spark, settings, work
+        self.runs = 0
+        self.cpu = CpuClock(spark)
+
+    def home(self, name: str) -> Path:
+        self.runs += 1
+        home = self.work / f"{name}-{self.runs}"
+        shutil.rmtree(home, ignore_errors=True)
+        return home
+
+    def spout(self, name: str) -> tuple[KafkaSpout, Path]:
+        home = self.home(name)
+        own = self.settings.model_copy(update={"warehouse": str(home)})
+        spout = KafkaSpout(self.spark, own, "bench", KafkaTopic(own, TOPIC), to=[SINK])
+        return spout, home
+
+    def ingest_tracked(self) -> Timed:
+        spout, home = self.spout("ingest-tracked")
+        timed = run_to_end(lambda: (
+            spout.stream().writeStream.foreachBatch(spout.register)
+            .option("checkpointLocation", f"{home}/_checkpoints/spout")
+            .trigger(availableNow=True).start()
+        ), self.cpu)  # fmt: skip
+        roots = self.spark.read.format("delta").load(Ledger(str(home)).path(ROOTS)).count()
+        assert roots == timed.records, (roots, timed.records)
+        return timed
+
+    def ingest_untracked(self) -> Timed:
+        home = self.home("ingest-untracked")
+        timed = run_to_end(lambda: (
+            kafka_stream(self.spark, self.settings)
+            .select("key", "value", "topic", "partition", "offset", "timestamp")
+            .writeStream.format("delta")
+            .option("checkpointLocation", f"{home}/_checkpoints/records")
+            .trigger(availableNow=True).start(f"{home}/records")
+        ), self.cpu)  # fmt: skip
+        assert self.spark.read.format("delta").load(f"{home}/records").count() == timed.records
+        return timed
+
+    def pipeline_tracked(self) -> Timed:
+        """Register, split, write the words, ack each root: one query."""
+        spout, home = self.spout("pipeline-tracked")
+        # The sink acks each root's one tuple: per tuple, the rows a compact ack writes,
+        # without the shuffle that finds a root's tuples.
+        sink = StageTracker("bench", SINK, ledger=spout.ledger, acks="per_tuple")
+        path = f"{home}/words"
+
+        def batch(records: DataFrame, batch_id: int) -> None:
+            sentences = spout.register(records.cache(), batch_id)
+            text = F.get_json_object("payload", "$.text")
+            words = sentences.select(
+                "attempt", "origin_root_id", F.posexplode(words_of(text)).alias("position", "word")
+            )
+            # A replay-safe sink (docs/decisions/replay-safe-sinks.md): first attempts
+            # appended once per batch, later attempts merged on their origin root.
+            first = words.where(F.col("attempt") == 1).drop("attempt")
+            sink.write_batch(batch_id, outputs={path: first})
+            if spout.replayed:
+                later = words.where(F.col("attempt") > 1).drop("attempt")
+                dml.merge(path, later.dropDuplicates(list(KEY)), on=ON_KEY,
+                          clauses=[INSERT_WORDS])  # fmt: skip
+            sink.write_batch(batch_id, events=[sink.ack(sentences)])
+            records.unpersist()
+
+        timed = run_to_end(lambda: (
+            spout.stream().writeStream.foreachBatch(batch)
+            .option("checkpointLocation", f"{home}/_checkpoints/pipeline")
+            .trigger(availableNow=True).start()
+        ), self.cpu)  # fmt: skip
+        events = self.spark.read.format("delta").load(Ledger(str(home)).path(ACK_EVENTS))
+        open_roots = events.groupBy("root_id").agg(F.bit_xor("ack_val").alias("x"))
+        assert open_roots.count() == timed.records
+        assert open_roots.where("x <> 0").isEmpty(), "every root completes"
+        return timed
+
+    def pipeline_untracked(self) -> Timed:
+        home = self.home("pipeline-untracked")
+        text = F.get_json_object(F.col("value").cast("string"), "$.text")
+        timed = run_to_end(lambda: (
+            kafka_stream(self.spark, self.settings)
+            .select("partition", "offset", F.posexplode(words_of(text)).alias("position", "word"))
+            .writeStream.format("delta")
+            .option("checkpointLocation", f"{home}/_checkpoints/words")
+            .trigger(availableNow=True).start(f"{home}/words")
+        ), self.cpu)  # fmt: skip
+        return timed
+
+
+def compare(name: str, tracked: list[Timed], untracked: list[Timed]) -> dict[str, Any]:
+    """The medians of the rounds, and the tracked steady rate as a share of the untracked."""
+    median: dict[str, float] = {}
+    for label, runs in (("tracked", tracked), ("untracked", untracked)):
+        median[f"{label}_per_s"] = statistics.median(t.steady_per_s for t in runs)
+        median[f"{label}_start_s"] = statistics.median(t.start_s for t in runs)
+        median[f"{label}_cpu_s"] = statistics.median(t.cpu_s for t in runs)
+    share = median["tracked_per_s"] / median["untracked_per_s"]
+    say(f"{name}: steady state, tracked {median['tracked_per_s']:,.0f} records/s = {share:.0%} "
+        f"of untracked {median['untracked_per_s']:,.0f}/s (overhead {1 - share:.0%}); start "
+        f"{median['tracked_start_s']:.1f} s against {median['untracked_start_s']:.1f} s; "
+        f"CPU-s in all {median['tracked_cpu_s']:.1f} against {median['untracked_cpu_s']:.1f} "
+        f"(x{median['tracked_cpu_s'] / median['untracked_cpu_s']:.2f}) (median of "
+        f"{len(tracked)})")  # fmt: skip
+    return {
+        **{k: per_second(v) if k.endswith("per_s") else round(v, 2) for k, v in median.items()},
+        "tracked_share": round(share, 3),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--records", type=int, default=20_000)
+    parser.add_argument("--records", type=int, default=220_000)
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument(
+        "--batch", type=int, default=10_000, help="kafka.max_offsets_per_trigger: records a batch"
+    )
     parser.add_argument("--replays", type=int, default=10_000)
-    parser.add_argument("--payload", type=int, default=200, help="value padding, bytes")
+    parser.add_argument("--payload", type=int, default=200, help="replayed values' padding")
     args = parser.parse_args()
-    assert args.replays <= args.records, "a replay re-reads a produced record"
+    assert args.replays <= args.records // PARTITIONS, "a replay re-reads partition 0"
+    assert args.records >= 2 * args.batch, "a steady state needs batches after the first"
     work = Path(tempfile.mkdtemp(prefix="ackfold-bench-kafka-"))
     port = free_port()
     settings = load_settings(
         var_dir=work, jars_dir=load_settings().jars_dir,
-        kafka={"bootstrap_servers": f"127.0.0.1:{port}"},
+        kafka={"bootstrap_servers": f"127.0.0.1:{port}", "partitions": PARTITIONS,
+               "max_offsets_per_trigger": args.batch},
         defaults={"replay_rate": 100_000},
     )  # fmt: skip
-    results: dict[str, object] = {"records": args.records, "replays": args.replays}
+    results: dict[str, Any] = {"records": args.records, "replays": args.replays,
+                               "batch": args.batch}  # fmt: skip
     spark = get_spark(settings, app_name="ackfold-bench-kafka")
     with KafkaBroker(settings, port=port, data_dir=work / "kafka", topics=[TOPIC]):
-        seconds = produce(settings, args.records, args.payload)
+        seconds = produce(settings, args.records)
         results["produce_per_s"] = per_second(args.records / seconds)
         say(f"confluent-kafka produce alone: {args.records:,} records in {seconds:.1f} s "
             f"= {args.records / seconds:,.0f}/s")  # fmt: skip
 
-        # Ingest: the spout stage only, as the first stage of an app runs it.
-        ingest = Ledger(f"{work}/ingest")
-        spout = KafkaSpout(
-            spark, settings.model_copy(update={"warehouse": str(work / "ingest")}),
-            "ingest", KafkaTopic(settings, TOPIC),
-        )  # fmt: skip
-        spout.check()
-        start = time.perf_counter()
-        query = (
-            spout.stream().writeStream.foreachBatch(spout.register)
-            .option("checkpointLocation", f"{work}/ingest/_checkpoints/spout")
-            .trigger(availableNow=True).start()
-        )  # fmt: skip
-        query.awaitTermination()
-        seconds = time.perf_counter() - start
-        registered = spark.read.format("delta").load(ingest.path(ROOTS)).count()
-        assert registered == args.records, registered
-        batches = len(query.recentProgress)
-        results.update(ingest_per_s=per_second(args.records / seconds), ingest_batches=batches)
-        say(f"ingest (Kafka source, roots and init events to Delta): {args.records:,} "
-            f"records in {seconds:.1f} s, {batches} micro-batches = "
-            f"{args.records / seconds:,.0f}/s")  # fmt: skip
+        rounds = Rounds(spark, settings, work)
+        runs: dict[str, list[Timed]] = {}
+        for _ in range(args.rounds):
+            for name in ("ingest_tracked", "ingest_untracked",
+                         "pipeline_tracked", "pipeline_untracked"):  # fmt: skip
+                timed = getattr(rounds, name)()
+                assert timed.records == args.records, (name, timed)
+                say(timed.line(name.replace("_", ", ")))
+                runs.setdefault(name, []).append(timed)
+        for name in ("ingest", "pipeline"):
+            results[name] = compare(name, runs[f"{name}_tracked"], runs[f"{name}_untracked"])
 
         # Re-reading alone: one seek per position, then reading runs of positions forward.
         topic = KafkaTopic(settings, TOPIC)

@@ -10,6 +10,7 @@ holds on a machine other work also loads. The steps:
 - the split as a user writes it without ackfold (`posexplode`, written to Delta), and
   the same split tracked (`StageTracker.explode`, the words and their `_ackfold`);
 - `split.ack(sentences, words)`: the split's acks, computed from its inputs and outputs;
+  and `split.ack(sentences, exploded=...)`, the same from the sentences' arrays alone;
 - `count.ack(words)`, compact and per tuple: the count's acks of the words, read back
   from the Delta table as the count stage reads them.
 
@@ -21,14 +22,14 @@ checks that the events complete every root. Then it prints a JSON summary.
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
-import os
 import shutil
 import tempfile
 import time
 from collections.abc import Callable
-from pathlib import Path
 
+from common import CpuClock
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
@@ -49,13 +50,7 @@ def main() -> None:
     args = parser.parse_args()
 
     spark = get_spark(app_name="ackfold-bench-tracking-steps", quiet=True)
-    jvm = spark.sparkContext._gateway.jvm  # type: ignore[union-attr]
-    pid = jvm.java.lang.ProcessHandle.current().pid()
-    tick = os.sysconf("SC_CLK_TCK")
-
-    def jvm_cpu() -> float:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / tick  # utime + stime
+    jvm_cpu = CpuClock(spark).jvm
 
     results: dict[str, dict[str, float]] = {}
 
@@ -100,6 +95,9 @@ def main() -> None:
         step("split, tracked", save(words, tracked))
         stored = spark.read.format("delta").load(tracked).cache()
         step("split.ack(sentences, words)", noop(split.ack(tuples, stored)))
+        if "exploded" in inspect.signature(split.ack).parameters:  # not in older checkouts
+            by_array = split.ack(tuples, exploded=F.split("text", " "))
+            step("split.ack(sentences, exploded=)", noop(by_array))
         step("count.ack(words), compact", noop(count.ack(stored)))
         step("count.ack(words), per tuple", noop(per_tuple.ack(stored)))
 

@@ -29,7 +29,7 @@ from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
 
-from common import per_second
+from common import CpuClock, per_second
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -123,15 +123,19 @@ def count_into(counted: str, frame: DataFrame, batch_id: int) -> None:
     )  # fmt: skip
 
 
-def timed(label: str, feed: Feed, client: object, url: str, run: object) -> float:
+def timed(
+    label: str, feed: Feed, client: object, url: str, run: object, cpu: CpuClock
+) -> tuple[float, float]:
+    """Send the feed, run the app to the end of its queue: its messages per second, and
+    the CPU-seconds it took (this process and Spark's JVM)."""
     feed.send(client, url)
-    start = time.perf_counter()
+    start, used = time.perf_counter(), cpu()
     run()  # type: ignore[operator]
-    seconds = time.perf_counter() - start
+    seconds, used = time.perf_counter() - start, cpu() - used
     rate = len(feed.messages) / seconds
-    print(f"{label:<10} {len(feed.messages):,} messages in {seconds:5.1f} s = {rate:,.1f} msgs/s",
-          flush=True)  # fmt: skip
-    return rate
+    print(f"{label:<10} {len(feed.messages):,} messages in {seconds:5.1f} s = {rate:,.1f} msgs/s"
+          f", {used:5.1f} CPU-s", flush=True)  # fmt: skip
+    return rate, used
 
 
 MODES = ("compact", "per_tuple")
@@ -171,6 +175,8 @@ def main() -> None:
     feed = Feed.build(args.messages, FaultSettings())
     warm = Feed.build(args.warm_up, FaultSettings())
     rates: dict[str, list[float]] = {name: [] for name in (*MODES, "untracked")}
+    cpus: dict[str, list[float]] = {name: [] for name in rates}
+    cpu = CpuClock(spark)
     with ElasticMQ(settings, port=port) as server:
         client = server.client()
         queues = {name: f"bench-{name.replace('_', '-')}-{uuid.uuid4().hex[:6]}" for name in rates}
@@ -187,10 +193,12 @@ def main() -> None:
         # Warm up every path (JIT, Delta's code paths) on a small run each.
         for name, app in apps.items():
             if args.warm_up:
-                timed(f"warm-up {name}", warm, client, urls[name], app.step)
+                timed(f"warm-up {name}", warm, client, urls[name], app.step, cpu)
         for _ in range(args.rounds):
             for name, app in apps.items():
-                rates[name].append(timed(name, feed, client, urls[name], app.step))
+                rate, used = timed(name, feed, client, urls[name], app.step, cpu)
+                rates[name].append(rate)
+                cpus[name].append(used)
         expected = (args.rounds * sum(feed.true_counts().values())) + sum(
             warm.true_counts().values()
         )
@@ -200,6 +208,7 @@ def main() -> None:
             words = sum(app.word_counts().values())
             assert words == expected, (mode, words, expected)
     median = {name: statistics.median(found) for name, found in rates.items()}
+    cpu_median = {name: statistics.median(found) for name, found in cpus.items()}
     sent = args.warm_up + args.rounds * args.messages
     figures: dict[str, object] = {
         "messages": args.messages, "rounds": args.rounds, "batch": args.batch,
@@ -207,18 +216,24 @@ def main() -> None:
     }  # fmt: skip
     for mode in MODES:
         overhead = 1 - median[mode] / median["untracked"]
+        # CPU: what the tracked run spent beyond the untracked one, as a share of its time.
+        cpu_overhead = 1 - cpu_median["untracked"] / cpu_median[mode]
         rows, size = ledger_size(spark, str(work / mode))
         print(
             f"tracking overhead, {mode} acks: {overhead:.0%} fewer messages per second "
             f"(median of {args.rounds}: {median[mode]:,.0f} vs {median['untracked']:,.0f} "
-            f"msgs/s); ack_events {rows / sent:.1f} rows and {size / sent:,.0f} bytes "
-            "per message"
+            f"msgs/s), {cpu_overhead:.0%} by CPU-seconds ({cpu_median[mode]:.1f} vs "
+            f"{cpu_median['untracked']:.1f}); ack_events {rows / sent:.1f} rows and "
+            f"{size / sent:,.0f} bytes per message"
         )
         figures.update({
             f"{mode}_msgs_per_s": per_second(median[mode]), f"{mode}_overhead": round(overhead, 3),
+            f"{mode}_cpu_s": round(cpu_median[mode], 2),
+            f"{mode}_cpu_overhead": round(cpu_overhead, 3),
             f"{mode}_rows_per_msg": round(rows / sent, 2),
             f"{mode}_bytes_per_msg": round(size / sent),
         })  # fmt: skip
+    figures["untracked_cpu_s"] = round(cpu_median["untracked"], 2)
     print(json.dumps(figures, sort_keys=True))
     spark.stop()
     shutil.rmtree(work, ignore_errors=True)

@@ -24,7 +24,7 @@ import pytest
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from ackfold.ledger import ids, status
+from ackfold.ledger import ids, schemes, status
 from ackfold.ledger.tables import ACK_EVENTS, ROOTS, Ledger
 from ackfold.reconcile.fold import classify, fold
 from ackfold.track import columns, layout, sql_ids, stage
@@ -256,6 +256,29 @@ def test_spark_ids_equal_the_python_ids(spark: SparkSession) -> None:
             ids.event_id("orders", r1, "ack", "parse", -9),
         ),
         "hash_unicode": (sql_ids.hash64("wörd", 0, -1), ids.hash64("wörd", 0, -1)),
+        "spout_numeric": (sql_ids.spout_tuple_id(lit(r1), 2), schemes.spout_tuple_id(r1, 2)),
+        "spout_by_column": (
+            sql_ids.spout_tuple_id(lit(r1), lit(2)),
+            schemes.spout_tuple_id(r1, schemes.NUMERIC),
+        ),
+        "spout_null_scheme": (  # a null scheme is the text one
+            sql_ids.spout_tuple_id(lit(r1), lit(None).cast("int")),
+            schemes.spout_tuple_id(r1, schemes.TEXT),
+        ),
+        "tuple_numeric": (
+            sql_ids.tuple_id("parse", lit(2), anchors, lit(2)),
+            schemes.tuple_id("parse", 2, [-5, 11, 12], schemes.NUMERIC),
+        ),
+        "edge_numeric": (
+            sql_ids.edge_id(lit(3), lit(5), lit(1), lit("count"), lit(2)),
+            schemes.edge_id(3, 5, 1, "count", schemes.NUMERIC),
+        ),
+        "one_edge_numeric": (sql_ids.one_edge(lit(-77), lit(r1), 2), -77),
+        "one_edge_text": (sql_ids.one_edge(lit(-77), lit(r1), 1), ids.edge_id(-77, r1, 0, "")),
+        "numbers_unicode": (
+            sql_ids.hash_numbers(4, lit("wörd"), lit(-1).cast("bigint")),
+            schemes.hash_numbers(4, "wörd", -1),
+        ),
     }
     row = spark.range(1).select(*[col.alias(name) for name, (col, _) in cases.items()]).first()
     assert row is not None
@@ -278,6 +301,48 @@ def test_a_replayed_attempt_registers_the_tracker_root(spark: SparkSession) -> N
     assert keyed(spouted.events.collect()) == keyed(tracker.drain())
     assert keyed(spouted.roots.collect(), ROOT_KEY) == keyed(tracker.drain_roots(), ROOT_KEY)
     assert as_tuple(spouted.tuples.first()["_ackfold"]) == retry
+
+
+def test_acks_from_the_exploded_array_equal_the_acks_from_the_children(
+    spark: SparkSession,
+) -> None:
+    """``ack(inputs, exploded=items, to=...)`` writes what ``ack(inputs, explode(...))``
+    writes, in both ack modes: roots of both id schemes, short and general inputs (a
+    spout's tuple to named stages, a child of two roots), empty and null arrays, a copy of
+    an input, and children to any one stage, to two named stages and to none."""
+    rows = [("m-1", "a b c"), ("m-2", ""), ("m-3", None), ("m-4", "d"), ("m-5", "e f")]
+    batch = spark.createDataFrame(rows, "id string, text string")
+    old = StageTracker(APP, "spout", id_scheme=schemes.TEXT)
+    new = StageTracker(APP, "spout")
+    short = new.spout(batch, message_id="id", source="q").tuples
+    named = old.spout(batch, message_id="id", source="q", to=["split"]).tuples
+    pair = short.where("id = 'm-1'").alias("l").crossJoin(named.where("id = 'm-5'").alias("r"))
+    joined = StageTracker(APP, "join").emit(
+        pair.select(F.col("l._ackfold").alias("a"), F.col("r._ackfold").alias("b"), "r.text"),
+        anchors=["a", "b"],
+    )
+    items = F.split(F.col("text"), " ")
+    cases = [
+        (inputs, to)
+        for inputs in (short.union(short.where("id = 'm-1'")), named, joined)
+        for to in (None, ["count", "audit"], [])
+    ]
+    for acks in ("compact", "per_tuple"):
+        # Each case writes as its own app, so that the cases' rows stay apart in one collect.
+        splits = [StageTracker(f"app{k}", "split", acks=acks) for k in range(len(cases))]
+        by_rows = collect_events(*[
+            split.ack(inputs, split.explode(inputs, items, "word", to=to))
+            for split, (inputs, to) in zip(splits, cases, strict=True)
+        ])  # fmt: skip
+        by_array = collect_events(*[
+            split.ack(inputs, exploded=items, to=to)
+            for split, (inputs, to) in zip(splits, cases, strict=True)
+        ])  # fmt: skip
+        # Per tuple, a copy of an input writes its row twice: one event to the fold.
+        assert set(keyed(by_array)) == set(keyed(by_rows)), acks
+        assert {r["app"] for r in by_array} == {s.app for s in splits}
+    with pytest.raises(ValueError, match="not both"):
+        splits[0].ack(short, short, exploded=items)
 
 
 # -- Storm's hard cases: several roots, a parent anchored twice, a diamond --------------------

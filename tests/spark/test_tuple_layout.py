@@ -8,6 +8,7 @@ no known layout is refused with an error that says why.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,8 @@ import pytest
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from ackfold.ledger.tables import ACK_EVENTS, Ledger
+from ackfold.ledger.schemes import NUMERIC, TEXT
+from ackfold.ledger.tables import ACK_EVENTS, ROOTS_DDL, Ledger, column_specs
 from ackfold.track.layout import as_tuple, layout_of
 from ackfold.track.stage import StageTracker
 from ackfold.track.tracker import Tracker
@@ -29,6 +31,8 @@ LAYOUT_1 = (
     "consumers: array<string>, anchors: array<bigint>, stage: string>"
 )
 SENTENCES = (("m-1", "a b"), ("m-2", "b"), ("m-3", "c b"))
+T0 = datetime(2024, 1, 1, tzinfo=UTC)
+ROOTS_SPECS = column_specs(ROOTS_DDL)
 
 
 def keyed(rows: Any) -> list[tuple[Any, ...]]:
@@ -60,7 +64,7 @@ def test_a_layout_1_table_is_read_as_the_tracker_says(
     """A stage reading ackfold 0.1's words acks them, and aggregates them into a sink's
     table, with exactly the events ``Tracker`` writes for the same topology."""
     path = str(tmp_path / "words")
-    tracker = Tracker(APP, acks=acks)
+    tracker = Tracker(APP, acks=acks, id_scheme=TEXT)  # as 0.1 derived ids
     words = layout_1_words(spark, tracker, path)
     tracker.drain()
     stored = spark.read.format("delta").load(path)
@@ -90,7 +94,7 @@ def test_an_upgraded_app_appends_to_its_layout_1_table_in_layout_1(
     with the ids the Tracker gives them, and a reader sees old and new alike."""
     path = str(tmp_path / "words")
     ledger = Ledger(str(tmp_path / "ledger"))
-    old = layout_1_words(spark, Tracker(APP), path)
+    old = layout_1_words(spark, Tracker(APP, id_scheme=TEXT), path)
 
     spout = StageTracker(APP, "spout", ledger=ledger)
     split = StageTracker(APP, "split", ledger=ledger)
@@ -107,6 +111,11 @@ def test_an_upgraded_app_appends_to_its_layout_1_table_in_layout_1(
 
     stored = spark.read.format("delta").load(path)
     assert layout_of(stored.schema["_ackfold"].dataType) == 1
+    # The table gained the scheme field: old words read as text ids, new ones as numeric.
+    assert {(r.word in ("d", "e"), r._ackfold.scheme) for r in stored.collect()} == {
+        (False, None),
+        (True, NUMERIC),
+    }
     tracker = Tracker(APP)
     sentence = tracker.spout("m-9", source="q")
     expected = [tracker.emit([sentence], stage="split", position=i) for i in range(2)]
@@ -127,7 +136,7 @@ def test_layout_1_rows_appended_to_a_layout_2_table_go_in_as_layout_2(
 ) -> None:
     """Rows copied from an old table into a new one take the new table's layout."""
     old, new = str(tmp_path / "old"), str(tmp_path / "new")
-    words = layout_1_words(spark, Tracker(APP), old)
+    words = layout_1_words(spark, Tracker(APP, id_scheme=TEXT), old)
     spouted = StageTracker(APP, "spout").spout(
         spark.createDataFrame([("m-9", "d")], "id string, text string"),
         message_id="id",
@@ -174,3 +183,70 @@ def test_a_column_of_no_known_layout_is_refused(spark: SparkSession) -> None:
     alien = spark.createDataFrame([(1, (7, "x"))], "n int, _ackfold struct<id: bigint, x: string>")
     with pytest.raises(ValueError, match=r"no tuple layout this ackfold reads .*newer ackfold"):
         StageTracker(APP, "count").ack(alien)
+
+
+def test_an_app_upgraded_in_place_finishes_its_old_roots_and_starts_new_ones(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """An SQS app of an older ackfold left a `roots` table without `id_scheme` and a
+    `words` table in layout 2 without a scheme. The upgraded app gives each table the new
+    column or field, rebuilds the old roots' first tuples in their text scheme, registers
+    new roots in the numeric one, and every root completes."""
+    from ackfold.ledger.create import CREATED, create_tables
+    from ackfold.ledger.tables import ROOTS, ROOTS_V1_COLUMNS
+    from ackfold.reconcile.fold import fold
+
+    ledger = Ledger(str(tmp_path / "ledger"))
+    words_path = str(tmp_path / "words")
+    old = Tracker(APP, id_scheme=TEXT, acks="compact")
+    split_one = old.spout("m-1", source="sqs")  # split before the upgrade
+    old_words = [old.emit([split_one], stage="split", position=i) for i in range(2)]
+    old.ack(split_one, stage="split")
+    old.spout("m-2", source="sqs")  # registered before the upgrade, split after it
+    v1 = ", ".join(f"{n} {k}" for n, k, _ in ROOTS_SPECS[:ROOTS_V1_COLUMNS])
+    v1_rows = [tuple(r[n] for n, _, _ in ROOTS_SPECS[:ROOTS_V1_COLUMNS]) for r in old.drain_roots()]
+    spark.createDataFrame(v1_rows, v1).write.format("delta").save(ledger.path(ROOTS))
+    layout_2 = "id bigint, root bigint, anchor bigint, stage string, tree " + (
+        "struct<roots: array<bigint>, anchor_roots: array<array<bigint>>, "
+        "consumers: array<string>, anchors: array<bigint>>"
+    )
+    spark.createDataFrame(
+        [
+            (f"w{i}", (w.id, w.roots[0], split_one.id, "split", None))
+            for i, w in enumerate(old_words)
+        ],
+        f"word string, _ackfold struct<{layout_2}>",
+    ).write.format("delta").save(words_path)
+    events = old.drain()
+
+    CREATED.discard(ledger.path(ROOTS))
+    create_tables(spark, ledger, (ROOTS,))  # the upgraded app's start: the column is added
+    stored = spark.read.format("delta").load(ledger.path(ROOTS))
+    assert [r.id_scheme for r in stored.collect()] == [None, None]
+    spout, split, count = (StageTracker(APP, s, ledger=ledger) for s in ("spout", "split", "count"))
+    fresh = spout.spout(spark.createDataFrame([("m-3",)], "id string"), message_id="id",
+                        source="sqs")  # fmt: skip
+    spout.write_batch(None, roots=fresh.roots, events=[fresh.events])
+    roots = spark.read.format("delta").load(ledger.path(ROOTS)).where("source_message_id <> 'm-1'")
+    sentences = spout.registered(roots).withColumn("text", F.lit("a b"))
+    items = F.split("text", " ")
+    new_words = split.explode(sentences, items, "word").select("word", "_ackfold")
+    split.write_batch(0, outputs={words_path: new_words},
+                      events=[split.ack(sentences, exploded=items)])  # fmt: skip
+
+    words = spark.read.format("delta").load(words_path)
+    assert {(r.word, r._ackfold.scheme) for r in words.collect()} == {
+        ("w0", None),
+        ("w1", None),
+        ("a", TEXT),
+        ("b", TEXT),
+        ("a", NUMERIC),
+        ("b", NUMERIC),
+    }
+    events += spark.read.format("delta").load(ledger.path(ACK_EVENTS)).collect()
+    events += count.ack(words).collect()
+    # The fold of every event, their times pinned (Spark's clock is real).
+    rows = [e if isinstance(e, dict) else e.asDict() for e in events]
+    folds = fold([{**{k: e[k] for k in KEY}, "event_time": T0} for e in rows])
+    assert len(folds) == 3
+    assert all(f.init_seen and f.xor_acc == 0 for f in folds.values()), folds

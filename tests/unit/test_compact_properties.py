@@ -270,3 +270,55 @@ def test_an_unknown_ack_mode_names_the_choices() -> None:
     for make in (lambda: Tracker(APP, acks="batch"), lambda: StageTracker(APP, "s", acks="batch")):
         with pytest.raises(ValueError, match="acks must be 'compact' .* or 'per_tuple' .*'batch'"):
             make()
+
+
+@SETTINGS
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(0, 2),  # the ack call it came from, of one stage each
+            st.integers(-3, 3),  # root
+            st.integers(-(2**63), 2**63 - 1),  # tuple id
+        ),
+        max_size=40,
+    ),
+    st.randoms(use_true_random=False),
+)
+def test_the_driver_folds_compact_acks_as_the_python_rule_does(
+    acks: list[tuple[int, int, int]], rnd: random.Random
+) -> None:
+    """`folding.fold` (NumPy, what `write_batch` runs on the driver) writes the rows of
+    `compact_acks`, one call at a time: copies of an input count once, and the batch's
+    other events pass as they are."""
+    import pyarrow as pa
+
+    from ackfold.track.folding import FOLD_SET, TUPLE_ID, fold
+
+    stages = ("split", "count", "split")  # two calls of one stage are two sets
+    value = {t: rnd.getrandbits(64) - 2**63 for _, _, t in acks}  # a function of the tuple
+    rows = [
+        {"event_id": None, "app": APP, "root_id": root, "kind": "ack", "ack_val": value[t],
+         "stage": stages[call], "event_time": T0, "reason": None, TUPLE_ID: t, FOLD_SET: call}
+        for call, root, t in acks
+    ]  # fmt: skip
+    other = {"event_id": "e-1", "app": APP, "root_id": 1, "kind": "fail", "ack_val": 0,
+             "stage": "split", "event_time": T0, "reason": "bad"}  # fmt: skip
+    rnd.shuffle(rows)
+    schema = pa.schema([
+        ("event_id", pa.string()), ("app", pa.string()), ("root_id", pa.int64()),
+        ("kind", pa.string()), ("ack_val", pa.int64()), ("stage", pa.string()),
+        ("event_time", pa.timestamp("us", tz="UTC")), ("reason", pa.string()),
+        (TUPLE_ID, pa.int64()), (FOLD_SET, pa.int32()),
+    ])  # fmt: skip
+    folded = fold(pa.Table.from_pylist([other, *rows], schema)).to_pylist()
+
+    expected = [other]
+    for call in sorted({call for call, _, _ in acks}):
+        mine = [Ack(root, stages[call], t, value[t], T0) for c, root, t in acks if c == call]
+        expected += compact_acks(APP, mine)
+    assert sorted(map(_row_key, folded)) == sorted(map(_row_key, expected))
+
+
+def _row_key(row: Event) -> tuple[Any, ...]:
+    return tuple(row[k] for k in ("event_id", "app", "root_id", "kind", "ack_val", "stage",
+                                  "event_time", "reason"))  # fmt: skip

@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from ackfold.ledger import ids
+from ackfold.ledger import ids, schemes
+from ackfold.ledger.schemes import NUMERIC, TEXT
 from ackfold.reconcile.fold import fold
 from ackfold.track import tracker, tuples
 from ackfold.track.tracker import Tracker, TrackingError
@@ -30,6 +31,7 @@ ROOT_COLUMNS = [
     "source_position",
     "payload",
     "ingested_at",
+    "id_scheme",
 ]
 
 
@@ -84,7 +86,7 @@ def test_emit_writes_no_event_until_the_anchor_is_acked() -> None:
 
 
 def test_ack_row_carries_the_acked_edge_and_the_children_edges() -> None:
-    tr = Tracker("orders", clock=Clock())
+    tr = Tracker("orders", clock=Clock(), id_scheme=TEXT)
     order = tr.spout("m-1")
     r = _root(order)
     a = tr.emit([order], stage="split")
@@ -95,6 +97,36 @@ def test_ack_row_carries_the_acked_edge_and_the_children_edges() -> None:
     assert ack["ack_val"] == (
         ids.edge_id(order.id, r, 0, "") ^ ids.edge_id(a.id, r, 0, "") ^ ids.edge_id(b.id, r, 0, "")
     )
+
+
+def test_numeric_ids_hash_numbers_and_a_short_tuples_edge_is_its_id() -> None:
+    tr = Tracker("orders", clock=Clock())  # numeric: the default for new roots
+    order = tr.spout("m-1")
+    r = _root(order)
+    assert (order.scheme, tr.drain_roots()[0]["id_scheme"]) == (NUMERIC, NUMERIC)
+    assert order.id == schemes.hash_numbers(schemes.SPOUT_TAG, r)
+    a = tr.emit([order], stage="split")
+    stage = schemes.hash_numbers(schemes.STAGE_TAG, "split")
+    assert a.id == schemes.hash_numbers(schemes.TUPLE_TAG, stage, 0, order.id)
+    both = tr.emit([order, a], stage="join", to=["sink"])
+    tr.ack(order, stage="split")
+    init, ack = tr.drain()
+    # One root, one anchor, any one stage: the tuple is its own edge.
+    assert init["ack_val"] == order.id
+    join_edges = [schemes.hash_numbers(schemes.EDGE_TAG, both.id, r, 0, "sink")]
+    assert ack["ack_val"] == order.id ^ a.id ^ join_edges[0]
+
+
+def test_a_child_takes_the_lowest_scheme_of_its_anchors() -> None:
+    old, new = Tracker("orders", id_scheme=TEXT), Tracker("orders")
+    a, b = old.spout("a"), new.spout("b")
+    assert (a.scheme, b.scheme) == (TEXT, NUMERIC)
+    assert new.emit([b], stage="s").scheme == NUMERIC
+    mixed = new.emit([a, b], stage="s")
+    assert mixed.scheme == TEXT
+    assert mixed.id == ids.tuple_id("s", 0, [a.id, b.id])
+    with pytest.raises(ValueError, match="id_scheme must be 1"):
+        Tracker("orders", id_scheme=3)
 
 
 def test_multi_anchoring_joins_two_branches_of_one_root() -> None:
@@ -116,7 +148,7 @@ def test_multi_anchoring_joins_two_branches_of_one_root() -> None:
 
 
 def test_anchoring_the_same_parent_twice_keeps_the_root_open_until_the_child_is_acked() -> None:
-    tr = Tracker("orders", clock=Clock())
+    tr = Tracker("orders", clock=Clock(), id_scheme=TEXT)
     ledger = Ledger(tr)
     order = tr.spout("m-1")
     r = _root(order)
@@ -139,7 +171,7 @@ def test_anchoring_the_same_parent_twice_keeps_the_root_open_until_the_child_is_
 
 
 def test_aggregation_across_roots_belongs_to_every_root() -> None:
-    tr = Tracker("orders", clock=Clock())
+    tr = Tracker("orders", clock=Clock(), id_scheme=TEXT)
     ledger = Ledger(tr)
     spouts = [tr.spout(f"m-{i}") for i in range(3)]
     roots = [_root(t) for t in spouts]
@@ -206,7 +238,7 @@ def test_diamond_needs_an_ack_from_every_consumer() -> None:
 
 
 def test_diamond_init_holds_one_edge_per_consumer() -> None:
-    tr = Tracker("clicks", clock=Clock())
+    tr = Tracker("clicks", clock=Clock(), id_scheme=TEXT)
     click = tr.spout("c-1", to=["left", "right"])
     r = _root(click)
     (init,) = tr.drain()
@@ -397,7 +429,7 @@ def test_bad_stage_names_are_refused(stage: str) -> None:
 
 
 def test_default_positions_count_per_stage_and_anchors() -> None:
-    tr = Tracker("orders", clock=Clock())
+    tr = Tracker("orders", clock=Clock(), id_scheme=TEXT)
     a, b = tr.spout("a"), tr.spout("b")
     first, second = tr.emit([a], stage="s"), tr.emit([a], stage="s")
     assert first.id == ids.tuple_id("s", 0, [a.id])
@@ -408,7 +440,7 @@ def test_default_positions_count_per_stage_and_anchors() -> None:
 
 
 def test_explicit_positions_are_unique_and_the_counter_skips_them() -> None:
-    tr = Tracker("orders", clock=Clock())
+    tr = Tracker("orders", clock=Clock(), id_scheme=TEXT)
     a = tr.spout("a")
     assert tr.emit([a], stage="s", position=1).id == ids.tuple_id("s", 1, [a.id])
     with pytest.raises(ValueError, match="already emitted position 1"):
@@ -468,6 +500,7 @@ def test_roots_row_of_a_first_attempt() -> None:
         "source_position": "orders:0:42",
         "payload": None,
         "ingested_at": T0,
+        "id_scheme": NUMERIC,
     }
 
 

@@ -1,9 +1,10 @@
 """Random tuple DAGs for the property tests: trees, diamonds, multi-root aggregations, dup
-anchoring, sinks' outputs (emitted to no stage), explicit fails and missing acks.
+anchoring, sinks' outputs (emitted to no stage), explicit fails and missing acks, over roots
+of both id schemes, mixed in one tree.
 
 A `Program` is a random DAG plus a fate for every delivery (ack, fail, or never processed).
 `execute` runs it through a Tracker; `Model` recomputes roots, tuple ids and edges on its
-own, to check what the Tracker wrote.
+own, from the formulas of `docs/decisions/ids-and-edges.md`, to check what the Tracker wrote.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
 from ackfold.ledger import ids, status
+from ackfold.ledger.schemes import EDGE_TAG, NUMERIC, SPOUT_TAG, STAGE_TAG, TEXT, TUPLE_TAG
+from ackfold.ledger.schemes import hash_numbers as numbers
 from ackfold.reconcile.fold import RootFold, classify
 from ackfold.track.tracker import Tracker
 from ackfold.track.tuples import Tuple
@@ -44,6 +47,7 @@ class Node:
     anchors: tuple[int, ...]  # indices of earlier nodes; () for a spout
     stage: str  # the stage that emits it (processing its anchors)
     to: tuple[str, ...] | None
+    scheme: int = TEXT  # a spout's: its root's id scheme
 
     @property
     def consumers(self) -> tuple[str, ...]:
@@ -65,7 +69,8 @@ class Program:
 def programs(draw: st.DrawFn) -> Program:
     nodes: list[Node] = []
     for _ in range(draw(st.integers(1, 3))):
-        nodes.append(Node((), "spout", draw(st.sampled_from(SPOUT_CONSUMERS))))
+        scheme = draw(st.sampled_from((NUMERIC, TEXT)))
+        nodes.append(Node((), "spout", draw(st.sampled_from(SPOUT_CONSUMERS)), scheme))
     for _ in range(draw(st.integers(0, 7))):
         stage = draw(st.sampled_from(STAGES))
         eligible = [i for i, n in enumerate(nodes) if n.to is None or stage in n.to]
@@ -93,16 +98,26 @@ class Model:
         self.p = program
         self.roots: list[tuple[int, ...]] = []
         self.ids: list[int] = []
+        # Text: hashes of the parts joined by \x1f; numeric: Spark's xxhash64 of the numbers.
+        self.schemes: list[int] = []
         positions: Counter[tuple[str, tuple[int, ...]]] = Counter()
         for n in program.nodes:
             if not n.anchors:
                 root = ids.root_id(APP, f"test::m{len(self.ids)}")
                 self.roots.append((root,))
-                self.ids.append(ids.spout_tuple_id(root))
+                self.schemes.append(n.scheme)
+                numeric = n.scheme == NUMERIC
+                self.ids.append(numbers(SPOUT_TAG, root) if numeric else ids.spout_tuple_id(root))
                 continue
             anchor_ids = tuple(self.ids[a] for a in n.anchors)
             key = (n.stage, anchor_ids)
-            self.ids.append(ids.tuple_id(n.stage, positions[key], anchor_ids))
+            scheme = min(self.schemes[a] for a in n.anchors)
+            self.schemes.append(scheme)
+            if scheme == NUMERIC:
+                stage = numbers(STAGE_TAG, n.stage)
+                self.ids.append(numbers(TUPLE_TAG, stage, positions[key], *anchor_ids))
+            else:
+                self.ids.append(ids.tuple_id(n.stage, positions[key], anchor_ids))
             positions[key] += 1
             self.roots.append(tuple(dict.fromkeys(r for a in n.anchors for r in self.roots[a])))
 
@@ -116,10 +131,18 @@ class Model:
         n = self.p.nodes[i]
         return [self.roots[a] for a in n.anchors] if n.anchors else [self.roots[i]]
 
+    def edge(self, i: int, root: int, k: int, consumer: str) -> int:
+        """Node i's edge in root's tree through anchor k to consumer. A numeric tuple of one
+        root, through one anchor, to any one stage has one edge: its own id."""
+        if self.schemes[i] == TEXT:
+            return ids.edge_id(self.ids[i], root, k, consumer)
+        short = self.anchor_roots(i) == [(root,)] and self.p.nodes[i].consumers == ("",)
+        return self.ids[i] if short else numbers(EDGE_TAG, self.ids[i], root, k, consumer)
+
     def edges(self, i: int, root: int, consumer: str) -> list[int]:
         """Node i's edges in root's tree for one consumer: one per anchor reaching root."""
         return [
-            ids.edge_id(self.ids[i], root, k, consumer)
+            self.edge(i, root, k, consumer)
             for k, roots in enumerate(self.anchor_roots(i))
             if root in roots
         ]
@@ -132,7 +155,7 @@ class Model:
             for k, a in enumerate(n.anchors):
                 parent_key = "" if self.p.nodes[a].to is None else n.stage
                 if a == parent and parent_key == key and root in self.roots[a]:
-                    out += [ids.edge_id(self.ids[j], root, k, c) for c in n.consumers]
+                    out += [self.edge(j, root, k, c) for c in n.consumers]
         return out
 
     def expected_status(self, root: int) -> str:
@@ -158,10 +181,13 @@ def execute(program: Program, app: str = APP) -> Run:
         return T0 + timedelta(seconds=calls // 2)  # some ties, to exercise tie-breaking
 
     tracker = Tracker(app, clock=clock)
+    # A tracker registers roots in one scheme: the text roots come from one of their own.
+    text = Tracker(app, clock=clock, id_scheme=TEXT)
     tuples: list[Tuple] = []
     for i, n in enumerate(program.nodes):
         if not n.anchors:
-            tuples.append(tracker.spout(f"m{i}", to=n.to))
+            spout = text if n.scheme == TEXT else tracker
+            tuples.append(spout.spout(f"m{i}", to=n.to))
         else:
             tuples.append(tracker.emit([tuples[a] for a in n.anchors], stage=n.stage, to=n.to))
     # Every emit happens before any ack: children are emitted while their anchors are open.
@@ -172,7 +198,7 @@ def execute(program: Program, app: str = APP) -> Run:
             tracker.ack(tuples[i], stage=stage)
         elif fate == "fail":
             tracker.fail(tuples[i], stage=stage, reason=f"fail {i}")
-    return Run(Model(program), tuples, tracker.drain())
+    return Run(Model(program), tuples, text.drain() + tracker.drain())
 
 
 def statuses(folds: dict[int, RootFold]) -> dict[int, str]:

@@ -8,12 +8,18 @@
   and `split` reads the registered roots. On Kafka, `split` reads the topic with Spark's
   Kafka source and registers each micro-batch's records first (`ackfold.sources.kafka_spout`).
 - `split` emits one tuple per word anchored to its sentence, and writes them to the
-  `words` Delta table with `_ackfold`.
+  `words` Delta table: the word, its position, its sentence's origin root and `_ackfold`,
+  no more than the sink needs and ackfold requires. Its acks come from the sentences
+  alone (`ack(exploded=...)`): the words are written once, never read back.
 - `count` is another streaming query: it reads `words` as a Delta stream, so lineage is
   tracked across jobs, and acks each word once it is in the sink.
 - The sink, `counted`, holds one row per word occurrence, keyed on (origin root,
   position): a replayed sentence writes the same keys again and MERGE inserts only what is
   missing, so the counts (`word_counts`) stay exact under replays and partial attempts.
+  That key is the one thing a replay-safe sink needs from ackfold: the origin root, the
+  same on every attempt (where an untracked app would key on its source's message id).
+- The fault keys of `count` (the sentence's `seq`, its `attempt`) go into `words` only
+  when `count` has faults to draw.
 
 `WordCount.step()` runs each query to the end of its input (`availableNow`), which is how
 the demo drives it in reproducible cycles; `start()` runs it continuously.
@@ -47,7 +53,7 @@ from ackfold.track.stage import StageTracker
 from ackfold.track.write import query_name
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import Column, DataFrame, SparkSession
     from pyspark.sql.streaming.query import StreamingQuery
 
 log = logging.getLogger("ackfold.demo")
@@ -60,7 +66,13 @@ STAGES: Final = (SPLIT, COUNT)
 MAX_RESTARTS: Final = 3
 
 _BODY = "seq INT, text STRING"
-_COUNTED = "origin_root_id BIGINT, position INT, word STRING, root_id BIGINT"
+_COUNTED = "origin_root_id BIGINT, position INT, word STRING"
+_COUNTED_COLUMNS = ("origin_root_id", "position", "word")
+# Named, not `INSERT *`: a sink made by an older demo may have more columns.
+_INSERT_WORDS = (
+    "WHEN NOT MATCHED THEN INSERT (origin_root_id, position, word) "
+    "VALUES (s.origin_root_id, s.position, s.word)"
+)
 
 
 def with_demo_policy(settings: Settings, app: str = APP) -> Settings:
@@ -111,6 +123,13 @@ def _quiet_streaming_errors(spark: SparkSession, quiet: bool) -> Iterator[None]:
     finally:
         configurator.setLevel(logger, jvm_previous)
         proxy_log.setLevel(previous)
+
+
+def _tokens() -> Column:
+    """The words of a parsed sentence (`doc.text`), lowercased, in order."""
+    from pyspark.sql import functions as F
+
+    return F.filter(F.split(F.lower("doc.text"), NOT_WORD_PATTERN), lambda w: w != "")
 
 
 class WordCount:
@@ -201,16 +220,15 @@ class WordCount:
             stuck = ~dropped & seq.isin(self.stuck) & (F.col("attempt") <= self.max_attempts)
         failed = ~dropped & ~stuck & hit(self.faults, "fail", SPLIT, seq, F.col("attempt"))
         good = rows.where(parsed & ~dropped & ~failed & ~stuck)
-        words = self._words(good).cache()  # written, then acked: hash the words once
         # Outputs, then (a kill may come here) the acks: a re-run skips the words (their
         # transaction id is the batch id) and writes the same acks, read once.
-        self.split.write_batch(batch_id, outputs={self.words_path: words})
+        self.split.write_batch(batch_id, outputs={self.words_path: self._words(good)})
         if SPLIT in self.killer.pending and not rows.isEmpty():  # a job only when a kill is due
             self.killer.maybe_kill(SPLIT)
         self.split.write_batch(
             batch_id,
             events=[
-                self.split.ack(good, words),
+                self.split.ack(good, exploded=_tokens()),
                 self.split.fail(
                     rows.where(~parsed), "malformed message: not JSON with a seq and a text"
                 ),
@@ -221,7 +239,6 @@ class WordCount:
                 ),
             ],
         )
-        words.unpersist()
         rows.unpersist()
 
     def _kafka_split_batch(self, frame: DataFrame, batch_id: int) -> None:
@@ -229,16 +246,18 @@ class WordCount:
         assert self.kafka is not None
         self._split_batch(self.kafka.register(frame, batch_id), batch_id)
 
-    def _words(self, sentences: DataFrame) -> DataFrame:
-        """One tracked tuple per word of each sentence (rows with a parsed `doc`)."""
+    def _words(self, sentences: DataFrame, *, fault_keys: bool | None = None) -> DataFrame:
+        """One tracked tuple per word of each sentence (rows with a parsed `doc`), with
+        `count`'s fault keys if it has faults (or if `fault_keys` says so)."""
         from pyspark.sql import functions as F
 
-        words_of = F.filter(F.split(F.lower("doc.text"), NOT_WORD_PATTERN), lambda w: w != "")
-        numbered = F.transform(words_of, lambda w, i: F.struct(i.alias("position"), w.alias("w")))
-        return self.split.explode(sentences, numbered, "token").select(
-            "root_id", "origin_root_id", "attempt", F.col("doc.seq").alias("seq"),
-            F.col("token.position").alias("position"), F.col("token.w").alias("word"), "_ackfold",
-        )  # fmt: skip
+        keys = [F.col("doc.seq").alias("seq"), F.col("attempt")]
+        if fault_keys is None:
+            fault_keys = COUNT in self.faults.stages()
+        words = self.split.explode(sentences, _tokens(), "word", position="position")
+        return words.select(
+            "origin_root_id", *(keys if fault_keys else []), "position", "word", "_ackfold"
+        )
 
     def _count_batch(self, frame: DataFrame, batch_id: int) -> None:
         from pyspark.sql import functions as F
@@ -249,18 +268,16 @@ class WordCount:
         dropped = hit(self.faults, "drop", COUNT, *key)
         failed = ~dropped & hit(self.faults, "fail", COUNT, *key)
         good = words.where(~dropped & ~failed)
-        if not words.isEmpty():
-            # Keyed on the origin root: a replayed sentence inserts only what is missing.
-            dml.merge(
-                self.counted_path,
-                # One row per key: an insert-only MERGE inserts every unmatched source
-                # row, and a message delivered twice brings its words twice.
-                good.select("origin_root_id", "position", "word", "root_id").dropDuplicates(
-                    ["origin_root_id", "position"]
-                ),
-                on="t.origin_root_id = s.origin_root_id AND t.position = s.position",
-                clauses=["WHEN NOT MATCHED THEN INSERT *"],
-            )
+        # Keyed on the origin root: a replayed sentence inserts only what is missing.
+        dml.merge(
+            self.counted_path,
+            # One row per key: an insert-only MERGE inserts every unmatched source
+            # row, and a message delivered twice brings its words twice.
+            good.select(*_COUNTED_COLUMNS).dropDuplicates(["origin_root_id", "position"]),
+            on="t.origin_root_id = s.origin_root_id AND t.position = s.position",
+            clauses=[_INSERT_WORDS],
+        )
+        if COUNT in self.killer.pending and not words.isEmpty():  # a job only when due
             self.killer.maybe_kill(COUNT)
         self.count.write_batch(
             batch_id,
@@ -379,7 +396,9 @@ class WordCount:
         # Empty tables with the right schemas, so that `count` can start before any word.
         roots = self.spark.read.format("delta").load(self.ledger.path(ROOTS)).limit(0)
         sentences = self.spout.registered(roots, to=[SPLIT])
-        empty_words = self._words(sentences.withColumn("doc", F.from_json("payload", _BODY)))
-        empty_words.write.format("delta").mode("ignore").save(self.words_path)
+        parsed = sentences.withColumn("doc", F.from_json("payload", _BODY))
+        self._words(parsed, fault_keys=True).write.format("delta").mode("ignore").save(
+            self.words_path
+        )
         counted = self.spark.createDataFrame([], _COUNTED)
         counted.write.format("delta").mode("ignore").save(self.counted_path)

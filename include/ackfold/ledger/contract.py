@@ -32,6 +32,8 @@ INIT: Final = "init"
 ACK: Final = "ack"
 FAIL: Final = "fail"
 EVENT_KINDS: Final = (INIT, ACK, FAIL)
+# `roots.id_scheme`: how a root's tuple ids are derived (`ackfold.ledger.schemes`; null: 1).
+ID_SCHEMES: Final = (1, 2)
 # The rows of one root come from different writers (its `roots` row from the spout, its
 # events from each stage, its replays from the replay run), whose clocks may differ: by at
 # most this much, ackfold assumes. A read bounded by one row's time widens by it to find
@@ -206,6 +208,12 @@ def check_rows(table: str, rows: Sequence[Mapping[str, Any]]) -> list[dict[str, 
                     f"got {type(value).__name__}"
                 )
             out[name] = value
+        if table == ROOTS and out["id_scheme"] not in (None, *ID_SCHEMES):
+            raise ContractError(
+                f"{where}: column 'id_scheme' must be null or one of "
+                f"{', '.join(map(str, ID_SCHEMES))} (ackfold.ledger.schemes), "
+                f"got {out['id_scheme']}"
+            )
         if table == ACK_EVENTS and out["kind"] not in EVENT_KINDS:
             raise ContractError(
                 f"{where}: column 'kind' must be one of {', '.join(EVENT_KINDS)}, "

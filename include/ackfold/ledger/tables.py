@@ -24,12 +24,9 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    pass
 
 ACK_EVENTS = "ack_events"
 ROOTS = "roots"
@@ -66,8 +63,14 @@ ROOTS_DDL = """
     source_message_id STRING,
     source_position STRING,
     payload STRING,
-    ingested_at TIMESTAMP NOT NULL
+    ingested_at TIMESTAMP NOT NULL,
+    id_scheme INT
 """
+# The columns of contract v1 in `roots`; `id_scheme` came later (`ackfold.ledger.schemes`:
+# null is the scheme of every root before it), and is added to a table that lacks it.
+ROOTS_V1_COLUMNS = 10
+# The nullable columns ackfold added to a table after its first version, per table.
+ADDED_COLUMNS = {"roots": ("id_scheme",)}
 
 # One row per root. The columns after `fail_reason` are the reconciler's own bookkeeping:
 # they make a run resumable and exact (see docs/decisions/reconcile.md).
@@ -106,6 +109,25 @@ def column_specs(ddl: str) -> tuple[tuple[str, str, bool], ...]:
         name, kind, *rest = line.strip().rstrip(",").split()
         specs.append((name, kind, "NOT" not in rest))
     return tuple(specs)
+
+
+def missing_columns(table: str, existing: Sequence[str]) -> list[tuple[str, str]]:
+    """(name, SQL type) of the columns ackfold added to ledger table `table` since its
+    first version (`ADDED_COLUMNS`, all nullable) that a stored table of columns `existing`
+    lacks: a writer adds them to an older table before its first append
+    (`LedgerWriter.create`, `create_tables`). Any other missing column is an error there.
+
+    Example:
+        >>> missing_columns("roots", ROOTS_COLUMNS[:ROOTS_V1_COLUMNS])
+        [('id_scheme', 'INT')]
+    """
+    have = set(existing)
+    added = ADDED_COLUMNS.get(table, ())
+    return [
+        (name, kind)
+        for name, kind, _ in column_specs(TABLES[table][0])
+        if name in added and name not in have
+    ]
 
 
 def spark_schema(table: str) -> str:

@@ -53,7 +53,15 @@ from ackfold.ledger.encoding import clustered, writer_properties
 from ackfold.ledger.errors import LedgerError, MissingDeltaRs, SchemaMismatch
 from ackfold.ledger.sql import first_line
 from ackfold.ledger.store import delta_uri, is_object_store, storage_options
-from ackfold.ledger.tables import ACK_EVENTS, ROOTS, TABLE_PROPERTIES, TABLES, Ledger, local_dir
+from ackfold.ledger.tables import (
+    ACK_EVENTS,
+    ROOTS,
+    TABLE_PROPERTIES,
+    TABLES,
+    Ledger,
+    local_dir,
+    missing_columns,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -161,7 +169,9 @@ class LedgerWriter:
                         # Another writer created it meanwhile: checked below like any other.
                         if not DeltaTable.is_deltatable(path, self.storage_options):
                             raise
-                self._check(name, DeltaTable(path, storage_options=self.storage_options))
+                table = DeltaTable(path, storage_options=self.storage_options)
+                _add_missing_columns(name, table)
+                self._check(name, table)
             created[name] = made
         return created
 
@@ -205,11 +215,15 @@ class LedgerWriter:
                 skipped.append(name)
         return Appended(written[ROOTS], written[ACK_EVENTS], tuple(skipped))
 
-    def append_arrow(self, name: str, data: Any) -> None:
+    def append_arrow(
+        self, name: str, data: Any, *, app_id: str | None = None, version: int | None = None
+    ) -> bool:
         """Append an Arrow table (``pyarrow.Table``) to ledger table `name` in one commit,
         without checking its rows: for rows a tracker built in the contract's columns
         (Spark's ``DataFrame.toArrow()`` of a stage's events). They are idempotent by
-        their ids, so a retry may append them again; the fold reads them once."""
+        their ids, so a retry may append them again; the fold reads them once. With
+        `app_id` and `version`, as `append`: False, and nothing written, when this app id
+        already wrote this version to the table."""
         import pyarrow as pa
 
         self.create([name] if name not in self._checked else [])
@@ -217,9 +231,11 @@ class LedgerWriter:
         def rows(schema: pa.Schema) -> pa.Table:
             return conform(data, schema)
 
-        retry_conflicts(
-            partial(self._append, name, rows, None, None),
-            what=f"append to {self.uri(name)}",
+        return bool(
+            retry_conflicts(
+                partial(self._append, name, rows, app_id, version),
+                what=f"append to {self.uri(name)}",
+            )
         )
 
     def replace_where(self, name: str, data: Any, predicate: str) -> None:
@@ -322,6 +338,19 @@ class LedgerWriter:
                     "the writer cannot fill it"
                 )
         self._checked.add(name)
+
+
+def _add_missing_columns(name: str, table: Any) -> None:
+    """Add to `table` (a `DeltaTable`) the nullable columns of ledger table `name` that it
+    lacks, having been created by an older ackfold (`tables.missing_columns`): a metadata
+    commit; its rows read the new columns as null."""
+    from deltalake import Field
+
+    have = [f["name"] for f in json.loads(table.schema().to_json())["fields"]]
+    missing = missing_columns(name, have)
+    if missing:
+        types = {f["name"]: f["type"] for f in delta_schema(name)["fields"]}
+        table.alter.add_columns([Field(col, types[col], nullable=True) for col, _ in missing])
 
 
 def driver_writer(spark: SparkSession, ledger: Ledger) -> LedgerWriter | None:

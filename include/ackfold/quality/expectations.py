@@ -18,7 +18,13 @@ from typing import TYPE_CHECKING, Any, Final
 from ackfold.config.policy import AppPolicy
 from ackfold.ledger import status
 from ackfold.ledger.contract import EVENT_KINDS
-from ackfold.ledger.tables import ACK_EVENTS_DDL, ROOT_STATE_DDL, ROOTS_DDL, column_specs
+from ackfold.ledger.tables import (
+    ACK_EVENTS_DDL,
+    ROOT_STATE_DDL,
+    ROOTS_DDL,
+    ROOTS_V1_COLUMNS,
+    column_specs,
+)
 from ackfold.quality.batches import VALID_CHAIN
 from ackfold.quality.outcomes import SETTLED_OUTCOMES
 
@@ -133,7 +139,7 @@ def ledger_suites() -> list[Suite]:
         ),
     ]
     roots = [
-        *_schema("roots", ROOTS_DDL),
+        *_schema("roots", ROOTS_DDL, ROOTS_V1_COLUMNS),
         expect(
             "ExpectColumnValuesToBeUnique",
             "root_id_unique",

@@ -5,9 +5,11 @@ for SQS. Inside the app's first `foreachBatch`, `KafkaSpout.register` writes a `
 row and an `init` event per record before the stage does anything else, and Spark
 records the batch's offsets in its checkpoint only once `foreachBatch` returns: offsets
 advance only after the roots are registered, and nothing is committed to Kafka. A batch
-that dies midway is run again from the same offsets, and registers the same root ids.
-A batch costs one Spark job: its records come to the driver once, and the roots, the
-init events and the tuples are all made from them there.
+that dies midway is run again from the same offsets: it derives the same root ids, and
+finds them registered (its commits carry the batch's Delta application transaction), so
+a record no fault re-delivers is registered once.
+A batch's registration costs one Spark job, which brings each record's root and init
+event to the driver, not its value.
 
 - A record's root id comes from `kafka:<topic>:<partition>:<offset>@<topic id>` on
   attempt 1 (its `roots.source_message_id` is `<partition>:<offset>@<topic id>`): a topic
@@ -35,7 +37,6 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ackfold.config import Settings
-from ackfold.ledger.contract import arrow_schema
 from ackfold.ledger.create import create_tables
 from ackfold.ledger.tables import ACK_EVENTS, ROOTS, Ledger
 from ackfold.ledger.writer import driver_writer
@@ -43,18 +44,14 @@ from ackfold.sources.base import ATTEMPT, ORIGIN_ROOT_ID
 from ackfold.sources.kafka import KafkaTopic
 from ackfold.sources.kafka_client import check_topics, client_config, topic_ids
 from ackfold.sources.kafka_security import spark_security
+from ackfold.track.spout import register_roots, split_rows
 from ackfold.track.stage import StageTracker
-from ackfold.track.tracker import Tracker
-from ackfold.track.write import append_rows, query_name
+from ackfold.track.write import append_rows, batch_writer, query_name
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
 
 SPOUT_STAGE = "spout"
-# The columns `register` reads each record as, in the order its loop takes them.
-_RECORD_COLUMNS = (
-    "topic", "message_id", "source_position", "payload", "attempt", "origin_root_id"
-)  # fmt: skip
 # SPARK-55271: Spark 4.1.1's Kafka source fails the progress report that follows a batch
 # re-run on restart (a batch in the offset log, not yet in the commit log). The batch has
 # run and committed by then; restarting the query once more gets past it.
@@ -93,7 +90,10 @@ class KafkaSpout:
             query=query_name(app, self.to[0]) if self.to else None,
         )
         self.app = self.tracker.app
-        self.registered = 0  # records registered by this process (a re-run batch counts again)
+        self.registered = 0  # roots registered by this process
+        # Roots of attempt 2 or more in the batch `register` took last: where a sink that
+        # appends first attempts must merge (docs/decisions/replay-safe-sinks.md).
+        self.replayed = 0
         self._admin: Any = None  # the admin client that looks up the topic ids, made once
 
     def __getstate__(self) -> dict[str, Any]:
@@ -138,14 +138,14 @@ class KafkaSpout:
     def register(self, records: DataFrame, batch_id: int) -> DataFrame:
         """Write the roots and init events of one micro-batch of `stream()` and return its
         tuples: `roots` columns, `payload` always filled (the record's value as text), and
-        `_ackfold`. A re-run batch registers the same roots again (`batch_id` is the
-        micro-batch's; its rows are idempotent by their ids).
+        `_ackfold`. `batch_id` is the micro-batch's: a re-run of the batch writes nothing
+        again (the commits carry it as their Delta application transaction).
 
-        One pass: the batch's one Spark job reads the records to the driver (Arrow); a
-        `Tracker` derives their roots and init events there (the ids `StageTracker.spout`
-        derives in Spark), which are committed before this returns; the tuples are made
-        from the same rows, so the stage never reads Kafka again."""
-        import pyarrow as pa
+        One Spark job derives each record's root and init event (`StageTracker.spout`'s
+        ids, in Spark) and brings them to the driver, which commits them before this
+        returns; the values stay in Spark unless `kafka.store_payload` keeps them. The
+        tuples are derived from the records again where the stage uses them (cache the
+        batch if it is read more than once)."""
         from pyspark.sql import functions as F
 
         def header(name: str) -> Column:
@@ -172,31 +172,38 @@ class KafkaSpout:
             F.col("value").cast("string").alias("payload"),
             F.when(replayed, attempt).otherwise(F.lit(1)).alias("attempt"),
             F.when(replayed, origin).alias("origin_root_id"),
-        ).toArrow()
-        tracker = Tracker(self.app)
-        columns = [batch.column(name).to_pylist() for name in _RECORD_COLUMNS]
-        for topic, message, position, payload, tries, origin_id in zip(*columns, strict=True):
-            # A record delivered twice in one batch (two replays of one attempt) is one root.
-            tracker.spout(
-                message,
-                stage=SPOUT_STAGE,
-                source=KafkaTopic.source,
-                source_queue=topic,
-                attempt=tries,
-                origin_root_id=origin_id,
-                payload=payload,
-                source_position=position,
-                to=self.to,
-            )
-        roots = pa.Table.from_pylist(tracker.drain_roots(), schema=arrow_schema(ROOTS))
-        events = pa.Table.from_pylist(tracker.drain(), schema=arrow_schema(ACK_EVENTS))
-        stored = roots
+        )
+        # A record delivered twice in one batch (two replays of one attempt) is one root:
+        # its copies are dropped from the rows the driver collects, not by a shuffle.
+        spouted = register_roots(
+            self.app,
+            SPOUT_STAGE,
+            batch,
+            message_id="message_id",
+            source=KafkaTopic.source,
+            source_queue=F.col("topic"),
+            attempt="attempt",
+            origin_root_id="origin_root_id",
+            payload="payload",
+            source_position="source_position",
+            to=self.to,
+            id_scheme=self.tracker.id_scheme,
+            distinct=False,
+        )
+        rows = spouted.rows
         if not self.settings.kafka.store_payload:
             # A replay re-reads the record: the ledger keeps its position, not its value.
-            payload = roots.schema.get_field_index("payload")
-            stored = roots.set_column(payload, "payload", pa.nulls(roots.num_rows, pa.string()))
-        # Durable before foreachBatch returns, so before Spark records the batch's offsets.
+            rows = rows.withColumn("payload", F.lit(None).cast("string"))
+        roots, events = split_rows(rows.toArrow(), app=self.app, stage=SPOUT_STAGE)
+        self.replayed = sum(1 for attempt in roots.column("attempt").to_pylist() if attempt > 1)
+        # Durable before foreachBatch returns, so before Spark records the batch's offsets;
+        # once: a batch run again (its query died before its offsets were committed)
+        # finds its transaction done, and the registrations are not written twice.
         spark = records.sparkSession
-        append_rows(spark, self.ledger, roots=stored, events=events)
-        self.registered += batch.num_rows
-        return self.tracker.registered(spark.createDataFrame(roots), to=self.to)
+        writer = batch_writer(spark, batch_id, app=self.app, stage=SPOUT_STAGE,
+                              query=self.tracker.query)  # fmt: skip
+        if append_rows(spark, self.ledger, roots=roots, events=events, writer=writer):
+            self.registered += roots.num_rows
+        # The tuples hold the copies of a record delivered twice in the batch: a stage's
+        # acks take copies of a tuple as one.
+        return self.tracker.registered(spouted.roots, to=self.to)

@@ -22,13 +22,18 @@ from ackfold.track.tuples import UNNAMED, consumers_of
 ColumnOrName = Column | str
 
 
-def first_tuple(stage: str, root: Column, consumers: Sequence[str]) -> Column:
+def first_tuple(stage: str, root: Column, consumers: Sequence[str], scheme: Column) -> Column:
     """The ``_ackfold`` struct of a root's first tuple, emitted by spout ``stage`` to
-    ``consumers``."""
-    tuple_id = sql_ids.spout_tuple_id(root)
+    ``consumers``, its ids in the root's id ``scheme``."""
+    tuple_id = sql_ids.spout_tuple_id(root, scheme)
     if tuple(consumers) == (UNNAMED,):
         return layout.struct(
-            tuple_id, root=root, anchor=F.lit(None), stage=F.lit(stage), tree=F.lit(None)
+            tuple_id,
+            root=root,
+            anchor=F.lit(None),
+            stage=F.lit(stage),
+            tree=F.lit(None),
+            scheme=scheme,
         )
     return layout.pack(
         tuple_id,
@@ -37,39 +42,50 @@ def first_tuple(stage: str, root: Column, consumers: Sequence[str]) -> Column:
         consumers=_array_of(consumers),
         anchors=F.array().cast("array<bigint>"),
         stage=F.lit(stage),
+        scheme=scheme,
     )
 
 
 def child_of(stage: str, anchor: Column, position: Column, to: Sequence[str] | None) -> Column:
     """The ``_ackfold`` struct of the child ``stage`` emits at ``position`` from the one
-    tuple ``anchor``: the short form, without arrays, when the anchor has one root and
-    the child goes to any one stage (``explode``, ``emit`` with one anchor)."""
+    tuple ``anchor``: the short form, built without arrays, when the anchor has one root
+    (in either form: a spout's tuple to named stages has one) and the child goes to any
+    one stage (``explode``, ``emit`` with one anchor)."""
     general = child_tuple(stage, F.array(anchor), position, to)
     if consumers_of(to) != (UNNAMED,):
         return general
+    tree_roots = anchor["tree"]["roots"]
+    one_root = F.when(layout.is_short(anchor), anchor["root"]).when(
+        F.size(tree_roots) == 1, F.get(tree_roots, 0)
+    )
+    scheme = layout.scheme_of(anchor)
     short = layout.struct(
-        sql_ids.tuple_id(stage, position, F.array(anchor["id"])),
-        root=anchor["root"],
+        sql_ids.tuple_id(stage, position, F.array(anchor["id"]), scheme),
+        root=one_root,
         anchor=anchor["id"],
         stage=F.lit(stage),
         tree=F.lit(None),
+        scheme=scheme,
     )
-    return F.when(layout.is_short(anchor), short).otherwise(general)
+    return F.when(one_root.isNotNull(), short).otherwise(general)
 
 
 def child_tuple(stage: str, anchors: Column, position: Column, to: Sequence[str] | None) -> Column:
     """The ``_ackfold`` struct of the child ``stage`` emits at ``position`` from ``anchors``
     (an array of ``_ackfold`` structs, in anchor order), delivered ``to`` those stages
-    (``[]``: to none, a sink's output without edges)."""
+    (``[]``: to none, a sink's output without edges). Its id scheme is the lowest of its
+    anchors' (``schemes.child_scheme``)."""
     anchor_ids = F.transform(anchors, lambda a: a["id"])
     anchor_roots = F.transform(anchors, layout.roots_of)
+    scheme = F.array_min(F.transform(anchors, layout.scheme_of))
     return layout.pack(
-        sql_ids.tuple_id(stage, position, anchor_ids),
+        sql_ids.tuple_id(stage, position, anchor_ids, scheme),
         roots=F.array_distinct(F.flatten(anchor_roots)),
         anchor_roots=anchor_roots,
         consumers=_array_of(consumers_of(to)).cast("array<string>"),
         anchors=anchor_ids,
         stage=F.lit(stage),
+        scheme=scheme,
     )
 
 

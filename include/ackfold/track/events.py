@@ -10,43 +10,76 @@ these; ``Tracker.ack`` and ``Tracker.fail`` are the same rules in plain Python.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from ackfold.ledger.contract import ACK, FAIL
-from ackfold.track import layout, sql_ids
+from ackfold.track import folding, layout, sql_ids
 from ackfold.track.columns import literal, zero
 from ackfold.track.layout import TUPLE_COLUMN
-from ackfold.track.tuples import UNNAMED, sink_use_message
+from ackfold.track.tuples import UNNAMED, consumers_of, sink_use_message
 
 
 def ack_rows(
-    app: str, stage: str, inputs: DataFrame, children: DataFrame | None, *, compact: bool
+    app: str,
+    stage: str,
+    inputs: DataFrame,
+    children: DataFrame | None,
+    *,
+    compact: bool,
+    exploded: Column | None = None,
+    to: Sequence[str] | None = None,
 ) -> DataFrame:
     """The ``ack`` events of ``stage``'s ``inputs`` (``StageTracker.ack``): each input's own
-    edges XOR the edges of its children in ``children`` (invariant 2), per input and root,
-    or per root if ``compact``."""
-    t = F.col("t")
+    edges XOR the edges of its children (invariant 2), per input and root, or per root if
+    ``compact``. The children are the rows of ``children``, or the elements of each input's
+    array ``exploded``, as ``explode(inputs, exploded, ..., to=to)`` made them."""
+    t, root = F.col("t"), F.col("root_id")
+    items = [exploded.alias("items")] if exploded is not None else []
     own = (
-        inputs.select(F.col(TUPLE_COLUMN).alias("t"))
+        inputs.select(F.col(TUPLE_COLUMN).alias("t"), *items)
         .select(
             "t",
+            *(["items"] if items else []),
             F.explode(layout.roots_of(t)).alias("root_id"),
             _consumer_key(stage, t).alias("consumer"),
         )
         .select(
             t["id"].alias("tuple_id"),
             "root_id",
-            _own_value(t, F.col("root_id"), F.col("consumer")).alias("own"),
+            (
+                _own_value(t, root, F.col("consumer"))
+                if exploded is None
+                else _own_value(t, root, F.col("consumer")).bitwiseXOR(
+                    _exploded_edges(stage, t, root, F.col("items"), to)
+                )
+            ).alias("own"),
             F.lit(None).cast("bigint").alias("edge"),
         )
     )
     if compact:
-        return _compact_rows(app, stage, own, children)
+        folded = _compact_rows(app, stage, own, children)
+        if children is not None:
+            return folded
+        # The same rows per input, for a driver that folds them itself (`folding`).
+        unfolded = own.select(
+            F.lit(None).cast("string").alias("event_id"),
+            F.lit(app).alias("app"),
+            root,
+            F.lit(ACK).alias("kind"),
+            F.col("own").alias("ack_val"),
+            F.lit(stage).alias("stage"),
+            F.current_timestamp().alias("event_time"),
+            F.lit(None).cast("string").alias("reason"),
+            F.col("tuple_id").alias(folding.TUPLE_ID),
+        )
+        return folding.remember(folded, unfolded)
     if children is None:
-        # No children: each row is its input's whole ack. Copies of one input give the
-        # same event id, which the fold reads once: no aggregation (no shuffle).
-        return event_rows(app, stage, own, ACK, F.col("root_id"), F.col("tuple_id"), F.col("own"))
+        # Each row is its input's whole ack. Copies of one input give the same event id,
+        # which the fold reads once: no aggregation (no shuffle).
+        return event_rows(app, stage, own, ACK, root, F.col("tuple_id"), F.col("own"))
     combined = own.unionByName(_child_edges(stage, children))
     acks = (
         combined.groupBy("tuple_id", "root_id")
@@ -65,20 +98,32 @@ def ack_rows(
 def _compact_rows(app: str, stage: str, own: DataFrame, children: DataFrame | None) -> DataFrame:
     """One row per root: the XOR of its inputs' acks, under the id of the set of inputs.
 
-    One shuffle, by root, then three aggregations on that partitioning (no exchange
-    between them; two without children): distinct rows (copies of an input or a child
-    count once), per input its own value and the XOR of its children's edges, per root
-    the count, the XOR of the input ids (the set's signature) and the XOR of the acks.
-    Edges of anchors that are not among the inputs are left out (they stay pending, as
-    per tuple). Plain aggregates, no
-    arrays: Spark generates code for all of it.
+    Without ``children`` (a sink, or an ``explode`` acked from its inputs' arrays), an
+    input's ack is a function of the input: each root's distinct (input, ack) pairs are
+    gathered in one aggregation, whose partial sets are built before the one shuffle, so
+    only about a row per root and partition crosses it, and copies of an input count once.
+
+    With ``children``: one shuffle, by root, then three aggregations on that partitioning
+    (no exchange between them): distinct rows (copies of an input or a child count once),
+    per input its own value and the XOR of its children's edges, per root the count, the
+    XOR of the input ids (the set's signature) and the XOR of the acks. Edges of anchors
+    that are not among the inputs are left out (they stay pending, as per tuple).
     """
     if children is None:
-        # An input's own value is a function of the input: distinct inputs are enough.
-        per_input = (
-            own.repartition("root_id")
-            .dropDuplicates(["root_id", "tuple_id"])
-            .select("root_id", "tuple_id", "own", zero().alias("edges"))
+        pairs = F.collect_set(F.struct("tuple_id", "own")).alias("pairs")
+
+        def xor_of(field: str) -> Column:
+            return F.aggregate(F.col("pairs"), zero(), lambda acc, p: acc.bitwiseXOR(p[field]))
+
+        folded = (
+            own.groupBy("root_id")
+            .agg(pairs)
+            .select(
+                "root_id",
+                F.size("pairs").alias("n"),
+                xor_of("tuple_id").alias("signature"),
+                xor_of("own").alias("ack_val"),
+            )
         )
     else:
         per_input = (
@@ -92,11 +137,11 @@ def _compact_rows(app: str, stage: str, own: DataFrame, children: DataFrame | No
             )
             .where(F.col("own").isNotNull())
         )
-    folded = per_input.groupBy("root_id").agg(
-        F.count("*").alias("n"),
-        F.bit_xor("tuple_id").alias("signature"),
-        F.bit_xor(F.col("own").bitwiseXOR(F.col("edges"))).alias("ack_val"),
-    )
+        folded = per_input.groupBy("root_id").agg(
+            F.count("*").alias("n"),
+            F.bit_xor("tuple_id").alias("signature"),
+            F.bit_xor(F.col("own").bitwiseXOR(F.col("edges"))).alias("ack_val"),
+        )
     root = F.col("root_id")
     event_id = sql_ids.compact_event_id(app, root, stage, F.col("n"), F.col("signature"))
     return _rows(app, stage, folded, event_id, root, ACK, F.col("ack_val"))
@@ -200,14 +245,13 @@ def _child_edges(stage: str, children: DataFrame) -> DataFrame:
     """
     c = F.col("c")
     tree = c["tree"]
+    scheme = layout.scheme_of(c)
 
-    def edge(anchor: Column, root: Column, k: Column | int, consumer: Column) -> Column:
+    def edge(anchor: Column, root: Column, k: Column, consumer: Column) -> Column:
         return F.struct(
             anchor.alias("tuple_id"),
             root.alias("root_id"),
-            sql_ids.edge_id(c["id"], root, F.lit(k) if isinstance(k, int) else k, consumer).alias(
-                "edge"
-            ),
+            sql_ids.edge_id(c["id"], root, k, consumer, scheme).alias("edge"),
         )
 
     general = F.flatten(
@@ -223,7 +267,13 @@ def _child_edges(stage: str, children: DataFrame) -> DataFrame:
             ),
         )
     )
-    short = F.array(edge(c["anchor"], c["root"], 0, F.lit(UNNAMED)))
+    short = F.array(
+        F.struct(
+            c["anchor"].alias("tuple_id"),
+            c["root"].alias("root_id"),
+            sql_ids.one_edge(c["id"], c["root"], scheme).alias("edge"),
+        )
+    )
     return (
         children.select(F.col(TUPLE_COLUMN).alias("c"))
         .where(
@@ -246,13 +296,39 @@ def _child_edges(stage: str, children: DataFrame) -> DataFrame:
     )
 
 
+def _exploded_edges(
+    stage: str, t: Column, root: Column, items: Column, to: Sequence[str] | None
+) -> Column:
+    """The XOR of the edges, in ``root``'s tree, of the children ``stage``'s ``explode``
+    emits from tuple ``t`` (one per element of ``items``, at its index, ``to`` those
+    stages), computed from ``t`` alone: as ``columns.child_of`` derives them, short where
+    ``t`` has one root and the children go to any one stage."""
+    consumers = consumers_of(to)
+    scheme = layout.scheme_of(t)
+    one_root = F.size(layout.roots_of(t)) == 1
+
+    def edges(position: Column) -> Column:
+        child = sql_ids.tuple_id(stage, position, F.array(t["id"]), scheme)
+        each = [sql_ids.edge_id(child, root, F.lit(0), F.lit(c), scheme) for c in consumers]
+        if consumers == (UNNAMED,):
+            return F.when(one_root, sql_ids.one_edge(child, root, scheme)).otherwise(each[0])
+        return sql_ids.xor_of(*each) if each else zero()
+
+    count = F.coalesce(F.size(items), F.lit(0))
+    every = F.aggregate(
+        F.sequence(F.lit(0), count - 1), zero(), lambda acc, p: acc.bitwiseXOR(edges(p))
+    )
+    return F.when(items.isNotNull() & (count > 0), every).otherwise(zero())
+
+
 def _own_value(t: Column, root: Column, consumer: Column) -> Column:
     """``Tuple.value``: the XOR of the tuple's edges in ``root``'s tree, one per anchor."""
+    scheme = layout.scheme_of(t)
     edges = F.transform(
         t["tree"]["anchor_roots"],
         lambda roots_k, k: F.when(
-            F.array_contains(roots_k, root), sql_ids.edge_id(t["id"], root, k, consumer)
+            F.array_contains(roots_k, root), sql_ids.edge_id(t["id"], root, k, consumer, scheme)
         ).otherwise(zero()),
     )
-    short = sql_ids.edge_id(t["id"], root, F.lit(0), F.lit(UNNAMED))
+    short = sql_ids.one_edge(t["id"], root, scheme)
     return F.when(layout.is_short(t), short).otherwise(sql_ids.xor_all(edges))

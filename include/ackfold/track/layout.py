@@ -24,6 +24,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import DataType, StructType
 
+from ackfold.ledger.schemes import TEXT
 from ackfold.track.tuples import UNNAMED, Tuple
 
 TUPLE_COLUMN: Final = "_ackfold"
@@ -32,11 +33,17 @@ TREE_DDL: Final = (
     "roots ARRAY<BIGINT>, anchor_roots ARRAY<ARRAY<BIGINT>>, "
     "consumers ARRAY<STRING>, anchors ARRAY<BIGINT>"
 )
-TUPLE_DDL: Final = f"id BIGINT, root BIGINT, anchor BIGINT, stage STRING, tree STRUCT<{TREE_DDL}>"
+# The tuple's id scheme (`ackfold.ledger.schemes`): a field that may follow the fields of
+# any layout. A column without it, or a null in it (rows written before it was added to
+# their table), is the text scheme.
+SCHEME: Final = "scheme"
+TUPLE_DDL: Final = (
+    f"id BIGINT, root BIGINT, anchor BIGINT, stage STRING, tree STRUCT<{TREE_DDL}>, {SCHEME} INT"
+)
 TUPLE_TYPE: Final = f"struct<{TUPLE_DDL}>"
 LAYOUT_1_DDL: Final = (
     "id BIGINT, roots ARRAY<BIGINT>, anchor_roots ARRAY<ARRAY<BIGINT>>, "
-    "consumers ARRAY<STRING>, anchors ARRAY<BIGINT>, stage STRING"
+    f"consumers ARRAY<STRING>, anchors ARRAY<BIGINT>, stage STRING, {SCHEME} INT"
 )
 # The field names of each layout, in order: how a stored column tells its layout.
 FIELDS: Final = {
@@ -46,24 +53,45 @@ FIELDS: Final = {
 
 
 def layout_of(dtype: DataType, where: str = TUPLE_COLUMN) -> int:
-    """The layout of an ``_ackfold`` column of type ``dtype``; a ValueError, naming
-    ``where``, for a column that no layout ackfold reads describes."""
+    """The layout of an ``_ackfold`` column of type ``dtype`` (with or without the
+    ``scheme`` field after its own); a ValueError, naming ``where``, for a column that no
+    layout ackfold reads describes."""
     names = tuple(f.name for f in dtype.fields) if isinstance(dtype, StructType) else ()
+    if names[-1:] == (SCHEME,):
+        names = names[:-1]
     for layout, fields in FIELDS.items():
         if names == fields:
             return layout
     raise ValueError(
         f"{where}: the {TUPLE_COLUMN} column is {dtype.simpleString()}, which is no tuple "
         f"layout this ackfold reads (layout 1: {', '.join(FIELDS[1])}; layout 2: "
-        f"{', '.join(FIELDS[2])}). A table written by a newer ackfold needs that version; "
-        f"a column of another origin must be renamed: {TUPLE_COLUMN} is ackfold's"
+        f"{', '.join(FIELDS[2])}; either followed by {SCHEME}). A table written by a newer "
+        f"ackfold needs that version; a column of another origin must be renamed: "
+        f"{TUPLE_COLUMN} is ackfold's"
     )
 
 
+def has_scheme(dtype: DataType) -> bool:
+    """Whether an ``_ackfold`` column of type ``dtype`` carries its tuples' id scheme."""
+    return isinstance(dtype, StructType) and SCHEME in dtype.fieldNames()
+
+
+def is_current(schema: StructType) -> bool:
+    """Whether a table of ``schema`` takes tuples as they are now (layout 2 and ``scheme``,
+    or no ``_ackfold`` column at all): nothing to rewrite before an append."""
+    if TUPLE_COLUMN not in schema.fieldNames():
+        return True
+    dtype = schema[TUPLE_COLUMN].dataType
+    return layout_of(dtype) == LAYOUT and has_scheme(dtype)
+
+
 def current(column: Column, dtype: DataType, where: str = TUPLE_COLUMN) -> Column:
-    """``column`` (of type ``dtype``) in layout 2: itself, or a layout-1 struct rewritten."""
-    if layout_of(dtype, where) == LAYOUT:
-        return column
+    """``column`` (of type ``dtype``) in the current form (layout 2 and ``scheme``): itself,
+    or an older column rewritten (the text scheme where it has none)."""
+    layout = layout_of(dtype, where)
+    scheme = column[SCHEME] if has_scheme(dtype) else F.lit(TEXT)
+    if layout == LAYOUT:
+        return column if has_scheme(dtype) else column.withField(SCHEME, scheme)
     return pack(
         column["id"],
         column["roots"],
@@ -71,13 +99,15 @@ def current(column: Column, dtype: DataType, where: str = TUPLE_COLUMN) -> Colum
         column["consumers"],
         column["anchors"],
         column["stage"],
+        scheme,
     )
 
 
 def read_current(df: DataFrame, where: str) -> DataFrame:
-    """``df`` with its ``_ackfold`` column in layout 2, as every verb reads its inputs."""
+    """``df`` with its ``_ackfold`` column in the current form, as every verb reads its
+    inputs."""
     dtype = df.schema[TUPLE_COLUMN].dataType
-    if layout_of(dtype, where) == LAYOUT:
+    if layout_of(dtype, where) == LAYOUT and has_scheme(dtype):
         return df
     return df.withColumn(TUPLE_COLUMN, current(F.col(TUPLE_COLUMN), dtype, where))
 
@@ -85,7 +115,9 @@ def read_current(df: DataFrame, where: str) -> DataFrame:
 def matching(frame: DataFrame, target: StructType | None) -> DataFrame:
     """``frame`` with its ``_ackfold`` column in the layout of the ``target`` table's
     (None: a new table, which takes the frame's): a table keeps the layout it started
-    with, so an app upgraded in place goes on appending to its outputs."""
+    with, so an app upgraded in place goes on appending to its outputs. The ``scheme``
+    field goes with it: the writer adds it to a table that lacks it first
+    (``ackfold.track.write``)."""
     if target is None or TUPLE_COLUMN not in target.fieldNames():
         return frame
     if TUPLE_COLUMN not in frame.columns:
@@ -102,8 +134,15 @@ def matching(frame: DataFrame, target: StructType | None) -> DataFrame:
         consumers_of_tuple(t).alias("consumers"),
         anchors_of(t).alias("anchors"),
         t["stage"].alias("stage"),
+        t[SCHEME].alias(SCHEME),
     )
     return frame.withColumn(TUPLE_COLUMN, layout_1.cast(f"struct<{LAYOUT_1_DDL}>"))
+
+
+def scheme_of(t: Column) -> Column:
+    """The tuple's id scheme: its ``scheme`` field, the text scheme where that is null
+    (rows written before the field was added to their table)."""
+    return F.coalesce(t[SCHEME], F.lit(TEXT))
 
 
 def pack(
@@ -113,6 +152,7 @@ def pack(
     consumers: Column,
     anchors: Column,
     stage: Column,
+    scheme: Column,
 ) -> Column:
     """A layout-2 struct from the general form's parts: the short form where it applies."""
     one_root = F.get(anchor_roots, 0)
@@ -134,19 +174,21 @@ def pack(
         anchor=F.when(common, F.get(anchors, 0)),
         stage=stage,
         tree=F.when(~common, tree),
+        scheme=scheme,
     )
 
 
 def struct(
-    tuple_id: Column, *, root: Column, anchor: Column, stage: Column, tree: Column
+    tuple_id: Column, *, root: Column, anchor: Column, stage: Column, tree: Column, scheme: Column
 ) -> Column:
-    """A layout-2 struct of these fields, typed as ``TUPLE_DDL`` says."""
+    """A struct of these fields in the current form, typed as ``TUPLE_DDL`` says."""
     return F.struct(
         tuple_id.alias("id"),
         root.alias("root"),
         anchor.alias("anchor"),
         stage.alias("stage"),
         tree.alias("tree"),
+        scheme.alias(SCHEME),
     ).cast(TUPLE_TYPE)
 
 
@@ -205,4 +247,5 @@ def as_tuple(value: object) -> Tuple:
         anchor_roots=tuple(frozenset(roots) for roots in tree["anchor_roots"]),
         consumers=tuple(tree["consumers"]),
         stage=row["stage"],
+        scheme=row.get(SCHEME) or TEXT,
     )

@@ -1,10 +1,12 @@
 """The ids of ``ackfold.ledger.ids`` as Spark SQL columns: the same formulas, computed in the JVM.
 
-Each function here returns a ``Column`` equal, row by row, to its namesake in ``ids.py``:
-``xxhash64(concat_ws('\\x1f', ...))`` with 0 mapped to 1 for the 64-bit ids, and
+Each function here returns a ``Column`` equal, row by row, to its namesake in ``ids.py``
+or ``schemes.py``: ``xxhash64(concat_ws('\\x1f', ...))`` (the text scheme) or
+``xxhash64(a, b, ...)`` (the numeric one) with 0 mapped to 1 for the 64-bit ids, and
 ``md5(concat_ws('\\x1f', ...))`` for event ids. No Python UDF runs: the Tracker's formulas
 stay on the JVM's hot path. Arguments are ``Column`` expressions; a plain ``str`` or ``int``
-is a literal value, never a column name.
+is a literal value, never a column name. ``scheme`` is a tuple's id scheme, a column (a
+null is the text scheme) or an int.
 
 Example:
     >>> from pyspark.sql import functions as F
@@ -24,10 +26,11 @@ from functools import reduce
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
-from ackfold.ledger import ids
+from ackfold.ledger import ids, schemes
 from ackfold.ledger.contract import ACK
 
 Part = Column | str | int
+Scheme = Column | int
 
 
 def _text(part: Part) -> Column:
@@ -105,29 +108,82 @@ def root_id(app: str, source_key: Column, attempt: Column, origin_root_id: Colum
     )
 
 
-def spout_tuple_id(root_id: Column) -> Column:
-    """``ids.spout_tuple_id`` in SQL: the first tuple of a root."""
-    return hash64("spout", root_id)
+def hash_numbers(*parts: Column | int) -> Column:
+    """``schemes.hash_numbers`` in SQL: Spark's ``xxhash64`` of the parts, 0 mapped to 1; an
+    int is a bigint literal, a column is hashed as its type says (bigint or string).
+
+    Example:
+        >>> from ackfold.ledger import schemes
+        >>> spark.range(1).select(hash_numbers(2, F.lit(-5).cast("bigint")).alias("h")
+        ...                       ).first().h == schemes.hash_numbers(2, -5)
+        True
+    """
+    columns = [F.lit(p).cast("bigint") if isinstance(p, int) else p for p in parts]
+    h = F.xxhash64(*columns)
+    return F.when(h == 0, F.lit(1).cast("bigint")).otherwise(h)
 
 
-def tuple_id(stage: str, position: Column, anchor_ids: Column) -> Column:
-    """``ids.tuple_id`` in SQL; ``anchor_ids`` is an ``array<bigint>``, in anchor order.
+def _by_scheme(scheme: Scheme, text: Column, numeric: Column) -> Column:
+    """``numeric`` for rows of the numeric scheme, else ``text`` (a null scheme too)."""
+    if isinstance(scheme, int):
+        return numeric if schemes.check_scheme(scheme) == schemes.NUMERIC else text
+    return F.when(scheme == F.lit(schemes.NUMERIC), numeric).otherwise(text)
+
+
+def spout_tuple_id(root_id: Column, scheme: Scheme = schemes.TEXT) -> Column:
+    """``schemes.spout_tuple_id`` in SQL: the first tuple of a root."""
+    return _by_scheme(scheme, hash64("spout", root_id), hash_numbers(schemes.SPOUT_TAG, root_id))
+
+
+def tuple_id(
+    stage: str, position: Column, anchor_ids: Column, scheme: Scheme = schemes.TEXT
+) -> Column:
+    """``schemes.tuple_id`` in SQL; ``anchor_ids`` is an ``array<bigint>``, in anchor order.
 
     Example:
         >>> from pyspark.sql import functions as F
-        >>> from ackfold.ledger import ids
-        >>> spark.range(1).select(tuple_id(
-        ...     "parse", F.lit(0), F.array(F.lit(11), F.lit(12)).cast("array<bigint>")
-        ... ).alias("t")).first().t == ids.tuple_id("parse", 0, [11, 12])
+        >>> from ackfold.ledger import schemes
+        >>> anchors = F.array(F.lit(11), F.lit(12)).cast("array<bigint>")
+        >>> row = spark.range(1).select(
+        ...     tuple_id("parse", F.lit(0), anchors).alias("text"),
+        ...     tuple_id("parse", F.lit(0), anchors, F.lit(2)).alias("numeric"),
+        ... ).first()
+        >>> (row.text, row.numeric) == (schemes.tuple_id("parse", 0, [11, 12], 1),
+        ...                             schemes.tuple_id("parse", 0, [11, 12], 2))
         True
     """
     texts = [_text("tuple"), _text(stage), _text(position), anchor_ids.cast("array<string>")]
-    return _hash_texts(*texts)
+    numbers = hash_numbers(
+        schemes.TUPLE_TAG,
+        schemes.stage_key(stage),
+        position.cast("bigint"),
+        anchor_ids.cast("array<bigint>"),
+    )
+    return _by_scheme(scheme, _hash_texts(*texts), numbers)
 
 
-def edge_id(tuple_id: Column, root_id: Column, anchor_index: Column, consumer: Column) -> Column:
-    """``ids.edge_id`` in SQL: one tuple, in one root's tree, via one anchor, to one consumer."""
-    return hash64("edge", tuple_id, root_id, anchor_index, consumer)
+def edge_id(
+    tuple_id: Column,
+    root_id: Column,
+    anchor_index: Column,
+    consumer: Column,
+    scheme: Scheme = schemes.TEXT,
+) -> Column:
+    """``schemes.edge_id`` in SQL: one tuple, in one root's tree, via one anchor, to one
+    consumer (the general form)."""
+    numbers = hash_numbers(
+        schemes.EDGE_TAG,
+        tuple_id.cast("bigint"),
+        root_id.cast("bigint"),
+        anchor_index.cast("bigint"),
+        consumer.cast("string"),
+    )
+    return _by_scheme(scheme, hash64("edge", tuple_id, root_id, anchor_index, consumer), numbers)
+
+
+def one_edge(tuple_id: Column, root_id: Column, scheme: Scheme) -> Column:
+    """``schemes.one_edge`` in SQL: the one edge of a short tuple."""
+    return _by_scheme(scheme, hash64("edge", tuple_id, root_id, 0, ""), tuple_id)
 
 
 def event_id(app: str, root_id: Column, kind: str, stage: str, tuple_id: Column) -> Column:

@@ -56,6 +56,7 @@ from collections.abc import Mapping, Sequence
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from ackfold.ledger import schemes
 from ackfold.ledger.tables import Ledger
 from ackfold.track.columns import (
     ColumnOrName,
@@ -111,6 +112,7 @@ class StageTracker:
         writer_id: str | None = None,
         query: str | None = None,
         acks: str = COMPACT,
+        id_scheme: int = schemes.DEFAULT,
     ) -> None:
         self.app = check_name("app", app)
         self.stage = check_name("stage", stage)
@@ -118,6 +120,9 @@ class StageTracker:
         self.writer_id = writer_id
         self.query = query
         self.acks = check_acks(acks)
+        self.id_scheme = schemes.check_scheme(id_scheme)
+        # Output tables `write_batch` found in the current tuple layout: not checked again.
+        self._current_outputs: set[str] = set()
 
     def __repr__(self) -> str:
         return f"StageTracker({self.app!r}, {self.stage!r})"
@@ -165,6 +170,7 @@ class StageTracker:
             payload=payload,
             source_position=source_position,
             to=to,
+            id_scheme=self.id_scheme,
         )
 
     def registered(self, roots: DataFrame, *, to: Sequence[str] | None = None) -> DataFrame:
@@ -234,27 +240,31 @@ class StageTracker:
         name: str,
         *,
         to: Sequence[str] | None = None,
+        position: str | None = None,
     ) -> DataFrame:
-        """One child per element of the array ``items`` of each row, in column ``name``.
+        """One child per element of the array ``items`` of each row, in column ``name``
+        (and its index in column ``position``, if named).
 
         The i-th element is the child at position i of the row's tuple (``posexplode``),
         exactly as ``Tracker.emit`` numbers siblings. A row with an empty or null array has
-        no children; its ack still goes out. ``to`` as in ``emit``.
+        no children; its ack still goes out. ``to`` as in ``emit``. ``ack(rows,
+        exploded=items)`` acks the rows with these children without reading them.
 
         Example:
             >>> spout = StageTracker("wc", "spout").spout(
             ...     spark.createDataFrame([("m-1", "a b")], "id string, text string"),
             ...     message_id="id", source="test")
             >>> words = StageTracker("wc", "split").explode(
-            ...     spout.tuples, F.split("text", " "), "word")
-            >>> [row.word for row in words.collect()]
-            ['a', 'b']
+            ...     spout.tuples, F.split("text", " "), "word", position="at")
+            >>> [(row.at, row.word) for row in words.collect()]
+            [(0, 'a'), (1, 'b')]
         """
         df = tracked(df, f"{self!r}.explode")
-        pos = hidden("position")
+        pos = position or hidden("position")
         exploded = df.select("*", F.posexplode(as_column(items)).alias(pos, name))
         child = child_of(self.stage, F.col(TUPLE_COLUMN), F.col(pos), to)
-        return exploded.withColumn(TUPLE_COLUMN, child).drop(pos)
+        out = exploded.withColumn(TUPLE_COLUMN, child)
+        return out if position else out.drop(pos)
 
     def aggregate(
         self,
@@ -303,7 +313,14 @@ class StageTracker:
 
     # -- acks and fails -------------------------------------------------------------------
 
-    def ack(self, inputs: DataFrame, children: DataFrame | None = None) -> DataFrame:
+    def ack(
+        self,
+        inputs: DataFrame,
+        children: DataFrame | None = None,
+        *,
+        exploded: ColumnOrName | None = None,
+        to: Sequence[str] | None = None,
+    ) -> DataFrame:
         """The ``ack`` events of this stage's ``inputs``: one per root (compact), or one per
         input tuple and root (``acks="per_tuple"``). A copy of an input passed twice counts
         once.
@@ -313,6 +330,13 @@ class StageTracker:
         stage emitted from ``inputs``. Inputs without children are acked too; a sink passes
         none, or its outputs emitted ``to=[]``, which add no edges. A compact row XORs the
         acks of all the root's inputs in the call, under an id that names that set of inputs.
+
+        For children made by ``explode(inputs, items, name, to=...)``, pass ``exploded=items``
+        (and the same ``to``) instead of ``children``: their edges are then derived from each
+        input's array, one hash per element, without reading or shuffling the children
+        (Storm's bolt XORs what it emits as it emits it). Every element of the array must
+        have become a child that is written: filter the array, not the exploded rows, or
+        the roots wait for children that never come, time out and are replayed.
 
         Example:
             >>> spout = StageTracker("wc", "spout").spout(
@@ -325,11 +349,32 @@ class StageTracker:
             ...     acc ^= e.ack_val
             >>> acc != 0  # the two words are still pending
             True
+
+        The same acks from the sentence's array alone:
+
+            >>> by_array = split.ack(spout.tuples, exploded=F.split("text", " "))
+            >>> by_rows = split.ack(spout.tuples, words)
+            >>> key = ["event_id", "ack_val"]
+            >>> by_array.select(key).collect() == by_rows.select(key).collect()
+            True
         """
-        inputs = tracked(inputs, f"{self!r}.ack")
+        where = f"{self!r}.ack"
+        inputs = tracked(inputs, where)
         if children is not None:
-            children = tracked(children, f"{self!r}.ack")
-        return ack_rows(self.app, self.stage, inputs, children, compact=self.acks == COMPACT)
+            if exploded is not None:
+                raise ValueError(f"{where}: pass children or exploded, not both")
+            children = tracked(children, where)
+        elif to is not None and exploded is None:
+            raise ValueError(f"{where}: to= goes with exploded= (the explode's to)")
+        return ack_rows(
+            self.app,
+            self.stage,
+            inputs,
+            children,
+            compact=self.acks == COMPACT,
+            exploded=None if exploded is None else as_column(exploded),
+            to=to,
+        )
 
     def fail(self, inputs: DataFrame, reason: str | Column) -> DataFrame:
         """The ``fail`` events of this stage's ``inputs``: every root of each fails.
@@ -407,6 +452,7 @@ class StageTracker:
             outputs=outputs,
             roots=roots,
             events=events,
+            current=self._current_outputs,
         )
 
 

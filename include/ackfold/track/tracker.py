@@ -34,7 +34,7 @@ from datetime import UTC, datetime
 from typing import Any, Final
 
 from ackfold.errors import AckfoldError
-from ackfold.ledger import ids
+from ackfold.ledger import ids, schemes
 from ackfold.ledger.contract import ACK, FAIL, INIT
 from ackfold.ledger.tables import ACK_EVENTS_COLUMNS, ROOTS_COLUMNS
 from ackfold.ledger.values import hex64
@@ -82,11 +82,17 @@ class Tracker:
     """
 
     def __init__(
-        self, app: str, *, clock: Callable[[], datetime] | None = None, acks: str = PER_TUPLE
+        self,
+        app: str,
+        *,
+        clock: Callable[[], datetime] | None = None,
+        acks: str = PER_TUPLE,
+        id_scheme: int = schemes.DEFAULT,
     ) -> None:
         self.app = check_name("app", app)
         self._clock = clock or _utcnow
         self.acks = check_acks(acks)
+        self.id_scheme = schemes.check_scheme(id_scheme)
         self._events: list[Event] = []
         # In compact mode, the acks since the last drain, folded by drain().
         self._acks: list[Ack] = []
@@ -133,11 +139,12 @@ class Tracker:
         root = ids.root_id(self.app, source_key, attempt, origin_root_id)
         consumers = spout_consumers_of(to)
         first = Tuple(
-            id=ids.spout_tuple_id(root),
+            id=schemes.spout_tuple_id(root, self.id_scheme),
             roots=(root,),
             anchor_roots=(frozenset({root}),),
             consumers=consumers,
             stage=stage,
+            scheme=self.id_scheme,
         )
         known = self._registered.get(root)
         if known is not None:
@@ -161,6 +168,7 @@ class Tracker:
                 "source_position": source_position,
                 "payload": payload,
                 "ingested_at": now,
+                "id_scheme": self.id_scheme,
             }
         )
         init_val = 0
@@ -218,11 +226,12 @@ class Tracker:
         deliveries = [self._open_delivery(anchor, stage, "emit anchored to") for anchor in anchors]
         consumers = consumers_of(to)
         anchor_ids = tuple(anchor.id for anchor in anchors)
+        scheme = schemes.child_scheme([anchor.scheme for anchor in anchors])
         if position is None:
-            position = self._take_position(stage, anchor_ids)
+            position = self._take_position(stage, anchor_ids, scheme)
         elif isinstance(position, bool) or not isinstance(position, int) or position < 0:
             raise ValueError(f"position must be an int >= 0, got {position!r}")
-        child_id = ids.tuple_id(stage, position, anchor_ids)
+        child_id = schemes.tuple_id(stage, position, anchor_ids, scheme)
         if child_id in self._emitted:
             # Same stage, position and anchors is the same tuple: its edges would cancel.
             raise ValueError(
@@ -235,6 +244,7 @@ class Tracker:
             anchor_roots=tuple(frozenset(anchor.roots) for anchor in anchors),
             consumers=consumers,
             stage=stage,
+            scheme=scheme,
         )
         self._emitted.add(child_id)
         # Anchor index k is in the edge: anchoring one parent twice makes two edges, not zero.
@@ -242,7 +252,7 @@ class Tracker:
             pending = self._pending.setdefault(delivery, {})
             for root in anchor.roots:
                 for consumer in consumers:
-                    pending[root] = pending.get(root, 0) ^ ids.edge_id(child_id, root, k, consumer)
+                    pending[root] = pending.get(root, 0) ^ child.edge(root, k, consumer)
         return child
 
     def ack(self, t: Tuple, *, stage: str) -> None:
@@ -327,11 +337,11 @@ class Tracker:
             raise TrackingError(f"stage {stage!r} cannot {action} {t!r}: already {done}")
         return delivery
 
-    def _take_position(self, stage: str, anchor_ids: tuple[int, ...]) -> int:
+    def _take_position(self, stage: str, anchor_ids: tuple[int, ...], scheme: int) -> int:
         key = (stage, anchor_ids)
         position = self._next_position.get(key, 0)
         # Skip positions taken by explicit `position=` emits.
-        while ids.tuple_id(stage, position, anchor_ids) in self._emitted:
+        while schemes.tuple_id(stage, position, anchor_ids, scheme) in self._emitted:
             position += 1
         self._next_position[key] = position + 1
         return position

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
-from ackfold.ledger import ids
+from ackfold.ledger import ids, schemes
 from ackfold.ledger.values import hex64
 
 # The consumer of a tuple emitted without `to`: whichever stage processes it.
@@ -95,6 +95,8 @@ class Tuple:
     consumers: tuple[str, ...] = (UNNAMED,)
     # Who created it: for messages only, the id already depends on it.
     stage: str = field(default="", compare=False)
+    # How its id and edges are derived (`ackfold.ledger.schemes`): its roots' scheme.
+    scheme: int = schemes.TEXT
 
     def __repr__(self) -> str:
         return f"Tuple({hex64(self.id)}, stage={self.stage!r}, roots={len(self.roots)})"
@@ -115,10 +117,26 @@ class Tuple:
             )
         return stage
 
+    @property
+    def short(self) -> bool:
+        """Whether it has one edge only: one root, through one anchor (or a spout's
+        pseudo-anchor), to any one consumer (the short form of ``_ackfold``, in Spark)."""
+        return (
+            len(self.anchor_roots) == 1
+            and len(self.anchor_roots[0]) == 1
+            and self.consumers == (UNNAMED,)
+        )
+
+    def edge(self, root: int, anchor_index: int, consumer: str) -> int:
+        """Its edge in ``root``'s tree, through anchor ``anchor_index``, to ``consumer``."""
+        if self.short:
+            return schemes.one_edge(self.id, root, self.scheme)
+        return schemes.edge_id(self.id, root, anchor_index, consumer, self.scheme)
+
     def value(self, root: int, consumer: str) -> int:
         """XOR of this tuple's edges in ``root``'s tree for ``consumer``, one per anchor."""
         acc = 0
         for k, anchor_roots in enumerate(self.anchor_roots):
             if root in anchor_roots:
-                acc ^= ids.edge_id(self.id, root, k, consumer)
+                acc ^= self.edge(root, k, consumer)
         return acc

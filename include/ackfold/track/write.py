@@ -38,7 +38,8 @@ from ackfold.ledger.protocol import refuse_spark_commit
 from ackfold.ledger.tables import ACK_EVENTS, ROOTS, Ledger
 from ackfold.ledger.writer import LedgerWriter, driver_writer
 from ackfold.spark import is_connect
-from ackfold.track.layout import matching
+from ackfold.track import folding
+from ackfold.track.layout import SCHEME, TUPLE_COLUMN, has_scheme, is_current, matching
 from ackfold.track.tracker import EVENT_COLUMNS, ROOT_COLUMNS
 
 if TYPE_CHECKING:
@@ -56,9 +57,13 @@ def append_batch(
     outputs: Mapping[str, DataFrame] | None,
     roots: DataFrame | None,
     events: Sequence[DataFrame],
+    current: set[str] | None = None,
 ) -> None:
     """Append a micro-batch's outputs, roots and events, in that order, each idempotently
-    (``StageTracker.write_batch`` checks the arguments and documents the order)."""
+    (``StageTracker.write_batch`` checks the arguments and documents the order).
+    ``current`` holds the output tables found in the current tuple layout before: their
+    schemas are not read again (a Delta snapshot each); this call adds those it finds."""
+    current = set() if current is None else current
     frames = [*(outputs or {}).values(), *([roots] if roots is not None else []), *events]
     if not frames:
         return
@@ -70,23 +75,54 @@ def append_batch(
     )
     direct = _ledger_writer(spark, ledger)
     for path, frame in (outputs or {}).items():
-        _append(matching(frame, _table_schema(spark, path)), path, writer, batch_id)
+        target = None if path in current else _output_schema(spark, path, frame)
+        _append(matching(frame, target), path, writer, batch_id)
+        if target is None or is_current(target):
+            current.add(path)
     if roots is not None:
         _commit(spark, ledger, direct, ROOTS, roots.select(*ROOT_COLUMNS))
     if events:
-        union = reduce(DataFrame.unionByName, [e.select(*EVENT_COLUMNS) for e in events])
-        _commit(spark, ledger, direct, ACK_EVENTS, union)
+        rows: DataFrame | pa.Table
+        if direct is not None:  # the driver folds the compact acks (`folding`): no shuffle
+            rows = folding.collect(events)
+        else:
+            rows = reduce(DataFrame.unionByName, [e.select(*EVENT_COLUMNS) for e in events])
+        _commit(spark, ledger, direct, ACK_EVENTS, rows)
 
 
-def append_rows(spark: SparkSession, ledger: Ledger, *, roots: pa.Table, events: pa.Table) -> None:
+def append_rows(
+    spark: SparkSession,
+    ledger: Ledger,
+    *,
+    roots: pa.Table,
+    events: pa.Table,
+    writer: tuple[str, int] | None = None,
+) -> bool:
     """Append ledger rows the driver already holds (Arrow tables in the contract's columns,
     as a `Tracker` drains them): `roots`, then `events`, one commit each, none for no rows.
-    The driver's delta-rs writer commits them where there is one, else Spark appends them
-    (they are idempotent by their ids, as `append_batch`'s are)."""
+    The driver's delta-rs writer commits them where there is one, else Spark appends them.
+
+    They are idempotent by their ids, as `append_batch`'s are. `writer`, a Delta
+    application transaction (`batch_writer(...)`, the batch id), makes each commit once
+    besides: a re-run of the batch writes no copies. Returns whether `roots` were written:
+    False for none, or when the driver's writer found this transaction's commit (a Spark
+    append does not say whether it skipped one)."""
     direct = _ledger_writer(spark, ledger)
+    written = False
     for name, rows in ((ROOTS, roots), (ACK_EVENTS, events)):
         if rows.num_rows:
-            _commit(spark, ledger, direct, name, rows)
+            done = _commit(spark, ledger, direct, name, rows, writer)
+            written = written or (name == ROOTS and done)
+    return written
+
+
+def batch_writer(
+    spark: SparkSession, batch_id: int, *, app: str, stage: str, query: str | None = None
+) -> tuple[str, int]:
+    """The Delta application transaction of this micro-batch's writes by `stage`: its
+    ``txnAppId`` (``ackfold/<app>/<stage>/<streaming query id>``, as `StageTracker`'s
+    outputs) and ``txnVersion`` (the batch id)."""
+    return _txn_app_id(spark, batch_id, app=app, stage=stage, writer_id=None, query=query), batch_id
 
 
 def _ledger_writer(spark: SparkSession, ledger: Ledger) -> LedgerWriter | None:
@@ -102,21 +138,24 @@ def _commit(
     direct: LedgerWriter | None,
     name: str,
     rows: DataFrame | pa.Table,
-) -> None:
+    writer: tuple[str, int] | None = None,
+) -> bool:
     """Commit ledger rows (a DataFrame, or Arrow the driver holds) to table `name`: by the
-    driver's delta-rs writer where there is one, else by a Spark append."""
+    driver's delta-rs writer where there is one, else by a Spark append; with `writer`,
+    an application transaction, once (False: it was committed before)."""
     import pyarrow as pa
 
     from ackfold.ledger.contract import arrow_schema
     from ackfold.ledger.writer import conform
 
+    app_id, version = writer if writer is not None else (None, None)
     held = isinstance(rows, pa.Table)
     if direct is not None:
-        direct.append_arrow(name, rows if held else rows.toArrow())
-        return
+        table = rows if held else rows.toArrow()
+        return direct.append_arrow(name, table, app_id=app_id, version=version)
     refuse_spark_commit(ledger.root, name)  # never reached on an object store
     frame = spark.createDataFrame(conform(rows, arrow_schema(name))) if held else rows
-    _append(frame, ledger.path(name), None, None, SPARK_LEDGER_OPTIONS)
+    return _append(frame, ledger.path(name), app_id, version, SPARK_LEDGER_OPTIONS)
 
 
 def _txn_app_id(
@@ -195,16 +234,34 @@ def _table_schema(spark: SparkSession, path: str) -> StructType | None:
         return None
 
 
+def _output_schema(spark: SparkSession, path: str, frame: DataFrame) -> StructType | None:
+    """The schema of output table ``path`` that ``frame`` is appended to, its ``_ackfold``
+    given the ``scheme`` field first if it lacks it (a table an older ackfold made): a
+    metadata commit, after which its older rows read a null scheme, the text one."""
+    schema = _table_schema(spark, path)
+    if (
+        schema is None
+        or TUPLE_COLUMN not in frame.columns
+        or TUPLE_COLUMN not in schema.fieldNames()
+        or has_scheme(schema[TUPLE_COLUMN].dataType)
+    ):
+        return schema
+    statement = f"ALTER TABLE delta.`{path}` ADD COLUMNS ({TUPLE_COLUMN}.{SCHEME} INT)"
+    retry_conflicts(lambda: spark.sql(statement), what=f"adding {SCHEME} to {path}")
+    return _table_schema(spark, path)
+
+
 def _append(
     frame: DataFrame,
     path: str,
     writer: str | None,
     batch_id: int | None,
     options: Mapping[str, str] | None = None,
-) -> None:
+) -> bool:
     # Delta skips the append if this writer already committed this batch id to the table.
     write = frame.write.format("delta").mode("append").options(**(options or {}))
     if writer is not None:
         write = write.option("txnAppId", writer).option("txnVersion", str(batch_id))
     # A retry after a conflict commits once: the lost try committed nothing.
     retry_conflicts(lambda: write.save(path), what=f"append to {path}")
+    return True  # Spark does not say whether it skipped the append

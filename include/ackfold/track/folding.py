@@ -1,0 +1,136 @@
+"""Compact acks folded by the driver that commits them, not by a Spark shuffle.
+
+``StageTracker.ack`` in compact mode returns its rows folded in Spark: one row per root,
+which needs a shuffle by root. Where a batch's events are committed by the driver
+(``write_batch`` with delta-rs: a classic session on a local warehouse, or any object
+store), it collects instead each such call's rows per input, as per-tuple acks without
+their event ids (``remember`` keeps them beside the folded frame), and folds them here
+with NumPy: the same rows, one Spark job for all the batch's events, no shuffle, and one
+md5 per root rather than per input. ``ackfold.track.compact.compact_acks`` is the rule in
+plain Python; ``tests/unit/test_compact_properties.py`` holds the two to it.
+
+Example:
+    >>> import pyarrow as pa
+    >>> from datetime import datetime, timezone
+    >>> at = datetime(2024, 1, 1, tzinfo=timezone.utc)
+    >>> rows = pa.Table.from_pylist([
+    ...     {"event_id": None, "app": "wc", "root_id": 9, "kind": "ack", "ack_val": 1,
+    ...      "stage": "count", "event_time": at, "reason": None, "tuple_id": 11, "fold_set": 0},
+    ...     {"event_id": None, "app": "wc", "root_id": 9, "kind": "ack", "ack_val": 2,
+    ...      "stage": "count", "event_time": at, "reason": None, "tuple_id": 12, "fold_set": 0},
+    ... ])
+    >>> [(r["root_id"], r["ack_val"]) for r in fold(rows).to_pylist()]
+    [(9, 3)]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import reduce
+from typing import TYPE_CHECKING, Any, Final
+from weakref import WeakKeyDictionary
+
+from ackfold.ledger import ids
+from ackfold.ledger.tables import ACK_EVENTS_COLUMNS
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from pyspark.sql import DataFrame
+
+TUPLE_ID: Final = "tuple_id"
+# Which compact call a row of a batch's events came from: each call is its own set.
+FOLD_SET: Final = "fold_set"
+
+# Each compact ack frame `StageTracker.ack` returned, to its rows per input (event ids null).
+_UNFOLDED: WeakKeyDictionary[DataFrame, DataFrame] = WeakKeyDictionary()
+
+
+def remember(folded: DataFrame, unfolded: DataFrame) -> DataFrame:
+    """``folded``, a compact ack frame, with ``unfolded`` (its rows per input, as event
+    rows with a null ``event_id`` and a ``tuple_id``) kept for ``collect``."""
+    _UNFOLDED[folded] = unfolded
+    return folded
+
+
+def collect(frames: Sequence[DataFrame]) -> pa.Table:
+    """The event rows of ``frames`` as Arrow, in one Spark job: a frame that ``remember``
+    knows comes unfolded and is folded here, any other as it is."""
+    from pyspark.sql import functions as F
+
+    parts = []
+    for index, frame in enumerate(frames):
+        unfolded = _UNFOLDED.get(frame)
+        if unfolded is None:
+            parts.append(
+                frame.select(
+                    *ACK_EVENTS_COLUMNS,
+                    F.lit(None).cast("bigint").alias(TUPLE_ID),
+                    F.lit(None).cast("int").alias(FOLD_SET),
+                )
+            )
+        else:
+            parts.append(
+                unfolded.select(*ACK_EVENTS_COLUMNS, TUPLE_ID, F.lit(index).alias(FOLD_SET))
+            )
+    return fold(reduce(lambda a, b: a.unionByName(b), parts).toArrow())
+
+
+def fold(table: pa.Table) -> pa.Table:
+    """``table``'s event rows (the contract's columns, ``tuple_id`` and ``fold_set``) with
+    the rows of each fold set made one row per root, as ``compact.compact_acks`` makes
+    them: copies of an input count once, the ack vals and the tuple ids XORed, the latest
+    event time, the id of the set (``ids.compact_event_id``). Other rows are kept."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    marked = pc.is_valid(table.column(FOLD_SET))
+    kept = table.filter(pc.invert(marked)).select(list(ACK_EVENTS_COLUMNS))
+    rows = table.filter(marked)
+    if not rows.num_rows:
+        return kept
+
+    def numbers(name: str) -> Any:
+        return rows.column(name).to_numpy().astype(np.int64, copy=False)
+
+    sets, roots, tuples, vals = (numbers(n) for n in (FOLD_SET, "root_id", TUPLE_ID, "ack_val"))
+    times = pc.cast(rows.column("event_time"), pa.int64()).to_numpy()
+    order = np.lexsort((tuples, roots, sets))
+    sets, roots, tuples, vals, times = (a[order] for a in (sets, roots, tuples, vals, times))
+    # One row per (set, root, tuple): a copy of an input counts once (its value is the same).
+    distinct = np.ones(len(order), dtype=bool)
+    distinct[1:] = (sets[1:] != sets[:-1]) | (roots[1:] != roots[:-1]) | (tuples[1:] != tuples[:-1])
+    sets, roots, tuples, vals, times, firsts = (
+        a[distinct] for a in (sets, roots, tuples, vals, times, order)
+    )
+    starts = np.flatnonzero(np.r_[True, (sets[1:] != sets[:-1]) | (roots[1:] != roots[:-1])])
+    counts = np.diff(np.r_[starts, len(roots)])
+    signatures = np.bitwise_xor.reduceat(tuples, starts)
+    ack_vals = np.bitwise_xor.reduceat(vals, starts)
+    latest = np.maximum.reduceat(times, starts)
+    head = rows.take(pa.array(firsts[starts]))
+    apps, stages = head.column("app").to_pylist(), head.column("stage").to_pylist()
+    root_ids = roots[starts].tolist()
+    event_ids = [
+        ids.compact_event_id(app, root, stage, int(n), int(signature))
+        for app, root, stage, n, signature in zip(
+            apps, root_ids, stages, counts, signatures, strict=True
+        )
+    ]
+    # Every id of the unfolded rows is null: take the column's type as a string's.
+    schema = pa.schema(
+        [pa.field("event_id", pa.string()) if f.name == "event_id" else f for f in kept.schema]
+    )
+    folded = pa.table(
+        {
+            "event_id": pa.array(event_ids, pa.string()),
+            "app": head.column("app"),
+            "root_id": pa.array(root_ids, pa.int64()),
+            "kind": head.column("kind"),
+            "ack_val": pa.array(ack_vals, pa.int64()),
+            "stage": head.column("stage"),
+            "event_time": pa.array(latest, pa.int64()).cast(schema.field("event_time").type),
+            "reason": head.column("reason"),
+        }
+    ).cast(schema)
+    return pa.concat_tables([kept.cast(schema), folded])
