@@ -52,16 +52,20 @@ def scan(
     files whose partition values `keep` accepts (values as the log writes them: strings,
     None for null) and that match every filter of `partitions` (delta-rs's form:
     `(column, "=" | "!=" | "in" | "not in", value or values)`). Partition values come
-    from the log, never from paths."""
+    from the log, never from paths. A table whose files do not hold its rows as they are
+    (deletion vectors, column mapping) is refused (`require_plain_files`)."""
     from deltalake import DeltaTable
 
     if partitions:
         keep = _and(keep, partitions)
 
+    from ackfold.ledger.protocol import require_plain_files
+
     table = DeltaTable(uri, storage_options=dict(storage_options or {}) or None)
     schema = arrow_table_schema(table)
     columns_of = list(table.metadata().partition_columns)
     actions = arrow_table(table.get_add_actions(flatten=True))
+    require_plain_files(table, uri, actions)
     wanted = ["path", *(f"partition.{c}" for c in columns_of)]
     base = table.table_uri.rstrip("/")
     files: list[tuple[str, dict[str, str | None]]] = []

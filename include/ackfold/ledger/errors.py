@@ -13,6 +13,7 @@ Example:
 from __future__ import annotations
 
 __all__ = [
+    "LeaseLost",
     "LedgerConflict",
     "LedgerError",
     "MissingDeltaRs",
@@ -21,6 +22,7 @@ __all__ = [
     "SchemaMismatch",
     "SparkCommitRefused",
     "UnknownApp",
+    "UnreadableFiles",
     "UnsafeStore",
 ]
 
@@ -61,3 +63,13 @@ class UnsafeStore(LedgerError):
 
 class SparkCommitRefused(LedgerError):
     """A Spark commit to a ledger table that delta-rs commits on this object store."""
+
+
+class LeaseLost(LedgerError):
+    """This run no longer holds the ledger's lease (another run took it, or its renewals
+    stopped for longer than its time to live): it commits nothing more."""
+
+
+class UnreadableFiles(LedgerError):
+    """A table's data files do not hold its rows as they are (deletion vectors, column
+    mapping): the engines that read the files themselves refuse it."""

@@ -23,6 +23,8 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 from ackfold.ledger.conflicts import retry_conflicts
+from ackfold.ledger.dml import with_txn
+from ackfold.ledger.fence import spark_commit
 from ackfold.ledger.tables import (
     ROOT_STATE,
     ROOT_STATE_DDL,
@@ -44,7 +46,7 @@ def upgrade_root_state(spark: SparkSession, ledger: Ledger) -> bool:
     path = ledger.path(ROOT_STATE)
     if path in _CURRENT:
         return False
-    changed = _upgrade(spark, path)
+    changed = _upgrade(spark, path, ledger.root)
     _CURRENT.add(path)
     return changed
 
@@ -53,23 +55,25 @@ def upgrade_root_state(spark: SparkSession, ledger: Ledger) -> bool:
 _CURRENT: set[str] = set()
 
 
-def _upgrade(spark: SparkSession, path: str) -> bool:
+def _upgrade(spark: SparkSession, path: str, ledger_root: str) -> bool:
     detail = spark.sql(f"DESCRIBE DETAIL delta.`{path}`").first()
     assert detail is not None
     changed = False
     if tuple(detail["partitionColumns"]) != ROOT_STATE_PARTITIONS:
         log.info("root_state: rewriting it partitioned by %s", ", ".join(ROOT_STATE_PARTITIONS))
-        retry_conflicts(
-            lambda: (
+        spark_commit(
+            ledger_root,
+            path,
+            lambda txn: with_txn(
                 spark.read.format("delta")
                 .load(path)
                 .select(*column_names(ROOT_STATE_DDL))
                 .write.format("delta")
                 .mode("overwrite")
                 .option("overwriteSchema", "true")
-                .partitionBy(*ROOT_STATE_PARTITIONS)
-                .save(path)
-            ),
+                .partitionBy(*ROOT_STATE_PARTITIONS),
+                txn,
+            ).save(path),
             what=f"rewriting {path}",
         )
         changed = True
