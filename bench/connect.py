@@ -34,10 +34,10 @@ from deltalake import DeltaTable
 from synth import Synthetic
 
 from ackfold.config import Settings
+from ackfold.ledger.marks import read_mark
 from ackfold.ledger.tables import ACK_EVENTS, Ledger
 from ackfold.local.connect import LocalConnectServer
 from ackfold.local.ports import free_port
-from ackfold.reconcile.marks import read_mark
 from ackfold.spark import get_spark
 
 

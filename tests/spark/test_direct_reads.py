@@ -53,6 +53,9 @@ def test_tables_whose_files_do_not_hold_their_rows_are_refused_by_name(
         f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES ('delta.enableDeletionVectors' = 'true')"
     )
     spark.sql(f"DELETE FROM delta.`{path}` WHERE root_id % 2 = 0")
+    late = Tracker("orders", clock=lambda: now)
+    late.ack(late.spout("m9"), stage="store")  # something new: the engine runs
+    LedgerWriter(settings.table_root).append(late.drain_roots(), late.drain())
     with pytest.raises(LedgerError, match=r"root_state.*delta\.enableDeletionVectors") as raised:
         run_reconcile(settings, now=now + timedelta(minutes=1), engine="embedded")
     assert "REORG TABLE" in str(raised.value)

@@ -16,8 +16,8 @@ from deltalake import DeltaTable
 from pyspark.sql import SparkSession
 
 from ackfold.config import Settings, load_settings
+from ackfold.ledger.marks import read_mark
 from ackfold.ledger.tables import ACK_EVENTS, ROOTS, Ledger
-from ackfold.reconcile.marks import read_mark
 from ackfold.reconcile.reconciler import reconcile, reconcile_quietly
 from ackfold.track.tracker import Tracker
 from tests.conftest import JARS_DIR

@@ -1,4 +1,4 @@
-"""The mark of what a reconcile folded (`ackfold.reconcile.marks`): a Delta transaction in
+"""The mark of what a reconcile folded (`ackfold.ledger.marks`): a Delta transaction in
 `root_state`, that only moves forward, carries the lease's epoch, is read the same way on
 every store, and takes over an earlier ackfold's mark (its file, or Spark's stream
 checkpoint) without folding anything again."""
@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import logging
+import shutil
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -15,12 +16,12 @@ from deltalake import DeltaTable
 
 from ackfold import Tracker
 from ackfold.config import load_settings
+from ackfold.ledger import marks
 from ackfold.ledger.errors import LeaseLost
 from ackfold.ledger.fence import FENCE_APP, STRIDE, Fence, holding
 from ackfold.ledger.lease import ledger_turn
 from ackfold.ledger.tables import ACK_EVENTS, ROOT_STATE, Ledger
 from ackfold.ledger.writer import LedgerWriter
-from ackfold.reconcile import marks
 from ackfold.reconcile.quiet import quiet_summary
 from ackfold.reconcile.run import run_reconcile
 from tests.conftest import JARS_DIR
@@ -92,7 +93,7 @@ def test_an_earlier_ackfolds_mark_file_is_carried_on_not_folded_again(
     legacy = {"format": 1, "ack_events_id": events.metadata().id, "ack_events_version": 2}
     (checkpoint / marks.LEGACY_MARK).write_text(json.dumps(legacy))
 
-    caplog.set_level(logging.INFO, logger="ackfold.reconcile")
+    caplog.set_level(logging.INFO, logger="ackfold.ledger.marks")
     summary = run_reconcile(settings, now=T0 + timedelta(minutes=1), engine="embedded")
     assert summary["events_read"] == 2, "only the root appended after the old mark"
     assert "carrying on from an earlier ackfold's mark" in caplog.text
@@ -149,3 +150,53 @@ def test_a_quiet_run_is_told_by_the_mark_and_a_damaged_state_goes_to_an_engine(
     log = Path(ledger.path(ROOT_STATE)) / "_delta_log"
     (log / f"{_state_version(ledger) + 1:020d}.json").write_text("{not json\n")
     assert quiet_summary(settings, now=T0, since=T0.date(), app=None) is None
+
+
+def test_an_earlier_ackfolds_root_state_is_brought_up_in_one_commit_by_either_engine(
+    tmp_path: Path,
+) -> None:
+    """root_state as an earlier ackfold left it (partitioned by day alone, two more columns,
+    every column nullable, as Spark's rewrite made it), and its mark file: the next
+    reconcile (the embedded engine's here; the Spark engine calls the same upgrade)
+    rewrites it in the current layout with its NOT NULLs, and folds only what is new."""
+    import pyarrow as pa
+    from deltalake import write_deltalake
+
+    from ackfold.ledger.contract import arrow_schema
+
+    settings = load_settings(var_dir=tmp_path, jars_dir=JARS_DIR)
+    writer = LedgerWriter(settings.table_root)
+    ledger = Ledger(settings.table_root)
+    tracker = Tracker("orders", clock=lambda: T0)
+    for n in range(2):
+        tracker.ack(tracker.spout(f"m{n}"), stage="store")
+        writer.append(tracker.drain_roots(), tracker.drain())
+    run_reconcile(settings, now=T0 + timedelta(minutes=1), engine="embedded")
+    current = DeltaTable(ledger.path(ROOT_STATE)).to_pyarrow_table()
+    older = pa.table(
+        [*current.columns, *(pa.nulls(current.num_rows, pa.string()) for _ in range(2))],
+        schema=pa.schema(
+            [f.with_nullable(True) for f in current.schema]
+            + [pa.field("last_event_id", pa.string()), pa.field("fail_event_id", pa.string())]
+        ),
+    )
+    shutil.rmtree(ledger.path(ROOT_STATE))  # made anew: no mark of this ackfold in it
+    write_deltalake(ledger.path(ROOT_STATE), older, partition_by=["first_event_date"])
+    events = DeltaTable(ledger.path(ACK_EVENTS))
+    checkpoint = Path(marks.reconcile_checkpoint(ledger, None))
+    checkpoint.mkdir(parents=True)
+    legacy = {"format": 1, "ack_events_id": events.metadata().id}
+    legacy["ack_events_version"] = events.version()
+    (checkpoint / marks.LEGACY_MARK).write_text(json.dumps(legacy))
+    tracker.ack(tracker.spout("m2"), stage="store")
+    writer.append(tracker.drain_roots(), tracker.drain())
+
+    before = _state_version(ledger)
+    summary = run_reconcile(settings, now=T0 + timedelta(minutes=2), engine="embedded")
+    assert (summary["events_read"], summary["by_status"]) == (2, {"completed": 3})
+    upgraded = DeltaTable(ledger.path(ROOT_STATE))
+    assert upgraded.metadata().partition_columns == ["first_event_date", "status"]
+    assert pa.schema(upgraded.schema().to_arrow()) == arrow_schema(ROOT_STATE)
+    rewrites = [c for c in upgraded.history() if c["version"] > before]
+    assert sum(c["operation"] == "WRITE" and "Overwrite" in str(c["operationParameters"])
+               for c in rewrites) == 1, "in one commit"  # fmt: skip

@@ -221,16 +221,25 @@ def _dataset_of(
     storage_options: Mapping[str, str] | None,
 ) -> Any:
     """An Arrow dataset of parquet files on an object store, read through delta-rs's
-    file system with the ledger's storage options."""
+    file system with the ledger's storage options.
+
+    Its strings are declared `string_view`: delta-rs's MERGE writes some files with
+    their strings as views, others not, and Arrow compares the filters DuckDB pushes
+    down (`app = $app`) only with the fragment's own type; a `string_view` filter is
+    cast to a plain string fragment's, not the other way round."""
+    import pyarrow as pa
     import pyarrow.dataset as ds
     import pyarrow.fs as pafs
     from deltalake.fs import DeltaStorageHandler
 
     base = _common_base(uris)
     handler = DeltaStorageHandler(base, dict(storage_options or {}) or None)
+    viewed = pa.schema(
+        [f.with_type(pa.string_view()) if pa.types.is_string(f.type) else f for f in schema]
+    )
     return ds.dataset(
         [u[len(base) + 1 :] for u in uris],
-        schema=schema,
+        schema=viewed,
         format="parquet",
         filesystem=pafs.PyFileSystem(handler),
     )

@@ -63,6 +63,10 @@ FENCE_APP: Final = "ackfold.lease"
 # A fenced commit's transaction version: the epoch, then the run's count of commits.
 STRIDE: Final = 10**9
 _active = threading.local()
+# Fault injection for tests and the soak (bench/soak.py): each hook is called with the
+# table's path and "before" or "after" around every fenced commit, in the committing
+# thread; one that raises (a kill) or blocks (a frozen host) stands for what happens there.
+COMMIT_HOOKS: list[Callable[[str, str], None]] = []
 
 
 class Fence:
@@ -98,8 +102,10 @@ class Fence:
         made yet), before the run reads them: from then on no commit of an older epoch
         lands there."""
         for path in paths:
-            if _table(path, missing_ok=True) is not None:
-                self.commit(path, commit_nothing, what=f"fence of {path}")
+            found = [_table(path, missing_ok=True)]
+            if found[0] is not None:  # read once: the first try commits on it
+                load = lambda f=found, p=path: f.pop() if f else _table(p)  # noqa: E731
+                self.commit(path, commit_nothing, what=f"fence of {path}", load=load)
 
     def commit(
         self,
@@ -125,7 +131,10 @@ class Fence:
                 return None
             self._check(table, path)
             txns = [Transaction(FENCE_APP, version), *also]
-            return _checkpointed(action)(table, CommitProperties(app_transactions=txns))
+            _hooks(path, "before")
+            result = _checkpointed(action)(table, CommitProperties(app_transactions=txns))
+            _hooks(path, "after")
+            return result
 
         return retry_conflicts(self._refusing(path, attempt), what=what or f"commit to {path}")
 
@@ -142,7 +151,9 @@ class Fence:
             table = _table(path, missing_ok=True)
             if table is not None:
                 self._check(table, path)
+            _hooks(path, "before")
             result = action((FENCE_APP, version))
+            _hooks(path, "after")
             after = _table(path, missing_ok=True)
             if after is not None:  # Spark skipped it (a newer epoch) without an error
                 self._check(after, path)
@@ -201,6 +212,11 @@ class Fence:
     def _who(self) -> str:
         held_by = f"{self.holder}, " if self.holder else ""
         return f"this run ({held_by}lease epoch {self.epoch})"
+
+
+def _hooks(path: str, moment: str) -> None:
+    for hook in list(COMMIT_HOOKS):
+        hook(path, moment)
 
 
 def commit_nothing(table: Any, properties: Any) -> None:

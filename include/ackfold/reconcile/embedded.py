@@ -4,7 +4,7 @@ The same run as `ackfold.reconcile.reconciler` (Spark), step for step, on the sa
 tables, and with the same result row for row (`tests/conformance`):
 
 1. what is new: the `ack_events` appended since the mark the last run left in
-   `root_state` (`ackfold.reconcile.marks`, shared by both engines), read from the
+   `root_state` (`ackfold.ledger.marks`, shared by both engines), read from the
    table's log (`ackfold.embedded.log`);
 2. in slices of at most `reconcile.max_bytes_per_batch` of parquet, each one a step:
    the slice's events and those waiting in `unmatched_events` folded per root
@@ -37,21 +37,21 @@ from ackfold.embedded import duck, tables
 from ackfold.embedded.log import DataFile
 from ackfold.ledger import status
 from ackfold.ledger.contract import CLOCK_SKEW
-from ackfold.ledger.errors import LedgerError
 from ackfold.ledger.fence import commit
+from ackfold.ledger.layout import upgrade_root_state
+from ackfold.ledger.marks import commit_mark
 from ackfold.ledger.sql import sql_date, sql_str
 from ackfold.ledger.tables import (
     ACK_EVENTS,
     ACK_EVENTS_COLUMNS,
     ROOT_STATE,
-    ROOT_STATE_PARTITIONS,
     ROOTS,
     UNMATCHED_EVENTS,
     Ledger,
 )
 from ackfold.ledger.writer import LedgerWriter
 from ackfold.reconcile import duck_fold, quiet
-from ackfold.reconcile.marks import byte_limit, commit_mark, new_events, slices
+from ackfold.reconcile.new_events import byte_limit, new_events, slices
 from ackfold.reconcile.state import COLUMNS, settled_before
 
 if TYPE_CHECKING:
@@ -106,7 +106,7 @@ class EmbeddedReconciler:
 
     def run(self) -> dict[str, Any]:
         self.writer.create([ACK_EVENTS, ROOTS, ROOT_STATE, UNMATCHED_EVENTS])
-        _check_layout(self.writer.table(ROOT_STATE), self.uri(ROOT_STATE))
+        upgrade_root_state(self.ledger)
         appends, _ = new_events(self.ledger, self.app)
         self.events_id = appends.table_id
         steps = 0
@@ -435,13 +435,3 @@ class EmbeddedReconciler:
             "SELECT count(*) FROM waiting_now WHERE $app IS NULL OR app = $app", {"app": self.app}
         ).fetchall()[0][0]
         return quiet.summary(self.app, self.now, self.counts, int(unmatched), by_status)
-
-
-def _check_layout(table: Any, uri: str) -> None:
-    partitions = tuple(table.metadata().partition_columns)
-    if partitions != ROOT_STATE_PARTITIONS:
-        raise LedgerError(
-            f"{uri} is partitioned by ({', '.join(partitions)}), an earlier ackfold's layout: "
-            "run one reconcile with engine.kind=spark (ACKFOLD_ENGINE__KIND=spark) to "
-            "rewrite it, then the embedded engine can take over"
-        )

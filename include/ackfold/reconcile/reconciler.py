@@ -1,7 +1,7 @@
 """The reconciler: Storm's acker, as an incremental batch fold over the Delta ledger.
 
 Each run reads only the `ack_events` appended since the mark the last run left in
-`root_state` (`ackfold.reconcile.marks`, shared with the embedded engine): the files the
+`root_state` (`ackfold.ledger.marks`, shared with the embedded engine): the files the
 table's log names after it, in slices of at most `reconcile.max_bytes_per_batch`. For
 each slice it folds the new events per root (`spark_fold.fold_events`: one shuffle),
 joins them with the state of the roots it keeps open and classifies every open root
@@ -39,6 +39,7 @@ from ackfold.ledger.dml import with_txn
 from ackfold.ledger.fence import spark_commit
 from ackfold.ledger.layout import upgrade_root_state
 from ackfold.ledger.lease import ledger_turn
+from ackfold.ledger.marks import check_app_name, commit_mark
 from ackfold.ledger.tables import (
     ACK_EVENTS,
     ACK_EVENTS_COLUMNS,
@@ -49,13 +50,7 @@ from ackfold.ledger.tables import (
     spark_schema,
 )
 from ackfold.reconcile import quiet
-from ackfold.reconcile.marks import (
-    byte_limit,
-    check_app_name,
-    commit_mark,
-    new_events,
-    slices,
-)
+from ackfold.reconcile.new_events import byte_limit, new_events, slices
 from ackfold.reconcile.spark_fold import INSERT, PARK, UPDATE, combine, fold_events
 from ackfold.reconcile.state import (
     append_new,
@@ -98,7 +93,7 @@ class Reconciler:
 
     def run(self) -> dict[str, Any]:
         create_tables(self.spark, self.ledger, (ACK_EVENTS, ROOTS, ROOT_STATE, UNMATCHED_EVENTS))
-        upgrade_root_state(self.spark, self.ledger)
+        upgrade_root_state(self.ledger)
         appends, _ = new_events(self.ledger, self.app)
         limit = byte_limit(self.settings.reconcile.max_bytes_per_batch)
         for files, version in slices(appends, limit):

@@ -12,7 +12,7 @@ It owns what every run needs, in this order:
 4. the summary, with the engine that made it (`engine`: `quiet`, `embedded` or `spark`).
 
 Both engines read and move the same mark of what has been folded (in `root_state`:
-`ackfold.reconcile.marks`), so a ledger reconciled by one is reconciled next by the other
+`ackfold.ledger.marks`), so a ledger reconciled by one is reconciled next by the other
 without folding anything twice; before either reads anything, the run claims the tables
 it writes with the lease's epoch (`ackfold.ledger.fence`).
 
@@ -34,8 +34,7 @@ from ackfold.config import Settings
 from ackfold.embedded import EMBEDDED, engine_for
 from ackfold.ledger.lease import ledger_turn
 from ackfold.ledger.lock import DEFAULT_WAIT
-from ackfold.ledger.tables import ACK_EVENTS, ROOT_STATE, ROOTS, UNMATCHED_EVENTS, Ledger
-from ackfold.ledger.writer import LedgerWriter
+from ackfold.ledger.tables import ROOT_STATE, UNMATCHED_EVENTS, Ledger
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -43,8 +42,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("ackfold.reconcile")
 
 QUIET: Final = "quiet"
-# What a reconcile reads (the first two) and writes (the last two, which it claims).
-RECONCILED: Final = (ACK_EVENTS, ROOTS, ROOT_STATE, UNMATCHED_EVENTS)
 
 
 def run_reconcile(
@@ -64,8 +61,8 @@ def run_reconcile(
     the Spark engine, or what makes it when it is needed (else `get_spark`). `holder` names the
     run in the ledger's lease, and `wait` is how long to wait for another run's turn. The
     run's counters go over OTLP when metrics are on."""
+    from ackfold.ledger.marks import check_app_name
     from ackfold.reconcile import quiet
-    from ackfold.reconcile.marks import check_app_name
 
     at = (now or datetime.now(UTC)).astimezone(UTC)
     if app is not None:
@@ -79,7 +76,6 @@ def run_reconcile(
             return _exported(settings, {**summary, "engine": QUIET})
         # Before anything is read: no run that lost the lease commits to them any more.
         ledger = Ledger(settings.table_root)
-        LedgerWriter(settings.table_root).create(RECONCILED)
         fence.claim([ledger.path(ROOT_STATE), ledger.path(UNMATCHED_EVENTS)])
         if chosen == EMBEDDED:
             from ackfold.reconcile.embedded import EmbeddedReconciler

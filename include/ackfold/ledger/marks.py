@@ -21,36 +21,38 @@ an earlier ackfold has no mark yet: its last one is read from where that ackfold
 (`LEGACY_MARK` in the run's checkpoint directory, else the last batch Spark's stream
 committed there), and the run's first mark is then committed here.
 
-`new_events` reads, from `ack_events`' log, the files appended after the mark
-(`ackfold.embedded.log.appended_since`: the whole table, loudly, when the log or a file
-is gone); `slices` cuts them into the steps a run folds one at a time.
+What a run reads after the mark is `ackfold.reconcile.new_events`; what maintenance must
+keep for it, `unfolded_since`.
 
 Example:
-    >>> appends = new_events(writer, Ledger("/srv/warehouse"), None)    # doctest: +SKIP
-    >>> [(len(files), upto) for files, upto in slices(appends, 512 << 20)]  # doctest: +SKIP
-    [(3, 44)]
+    >>> import tempfile
+    >>> from ackfold.ledger.writer import LedgerWriter
+    >>> ledger = Ledger(tempfile.mkdtemp())
+    >>> _ = LedgerWriter(ledger.root).create()
+    >>> events_id = str(events_table(ledger).metadata().id)
+    >>> commit_mark(ledger, None, events_id, 0)
+    >>> read_mark(ledger, None, events_id), read_mark(ledger, "orders", events_id)
+    (0, None)
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterator
+from datetime import UTC, datetime
 from typing import Any, Final
 
 from ackfold.config.values import APP_NAME
-from ackfold.embedded.log import Appends, DataFile, appended_since
 from ackfold.ledger.fence import commit as fence_commit
 from ackfold.ledger.fence import commit_nothing
 from ackfold.ledger.store import delta_uri, storage_options
 from ackfold.ledger.tables import ACK_EVENTS, ROOT_STATE, Ledger
 
-log = logging.getLogger("ackfold.reconcile")
+log = logging.getLogger("ackfold.ledger.marks")
 
 CHECKPOINTS: Final = "_checkpoints"
 # Where an earlier ackfold kept its mark, in the run's checkpoint directory.
 LEGACY_MARK: Final = "ackfold-read-up-to.json"
-_UNITS: Final = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
 
 
 def check_app_name(app: str) -> str:
@@ -125,45 +127,6 @@ def commit_mark(ledger: Ledger, app: str | None, events_id: str, version: int) -
         ledger.root, path, commit, what=f"mark {app_id} = {version} in {path}",
         also=[Transaction(app_id, version)],
     )  # fmt: skip
-
-
-def new_events(ledger: Ledger, app: str | None) -> tuple[Appends, int | None]:
-    """The files appended to `ack_events` after the mark of `app`'s runs, up to its
-    current version, and that mark (None: none, and the whole table is read)."""
-    table = events_table(ledger)
-    events_id = str(table.metadata().id)
-    mark = read_mark(ledger, app, events_id)
-    path = ledger.path(ACK_EVENTS)
-    return appended_since(delta_uri(path), mark, storage_options=storage_options(path)), mark
-
-
-def slices(appends: Appends, limit: int) -> Iterator[tuple[list[DataFile], int | None]]:
-    """The files in slices of at most `limit` bytes (or one version's files, if more),
-    each with the version it has read all of: a slice ends where a version does, so the
-    mark can move on after it. A table read whole is one version: its slices end
-    anywhere, and only the run's end moves the mark (None)."""
-    batch: list[DataFile] = []
-    size = 0
-    for f in appends.files:
-        ends_version = not batch or batch[-1].version != f.version
-        if batch and size + f.size > limit and (ends_version or appends.whole):
-            yield batch, None if appends.whole else batch[-1].version
-            batch, size = [], 0
-        batch.append(f)
-        size += f.size
-    if batch:
-        yield batch, None if appends.whole else batch[-1].version
-
-
-def byte_limit(text: str) -> int:
-    """`reconcile.max_bytes_per_batch` in bytes.
-
-    Example:
-        >>> byte_limit("512m"), byte_limit("4096")
-        (536870912, 4096)
-    """
-    unit = text[-1].lower()
-    return int(text[:-1]) * _UNITS[unit] if unit in _UNITS else int(text)
 
 
 # -- what an earlier ackfold left ------------------------------------------------------
@@ -249,3 +212,28 @@ def _stream_offset(store: Any, events_id: str) -> int | None:
     except (ValueError, KeyError, TypeError, IndexError, AttributeError):
         return None
     return version if version >= 0 else None
+
+
+# -- what maintenance must keep ----------------------------------------------------------
+
+
+def unfolded_since(ledger: Ledger) -> tuple[int, datetime | None] | None:
+    """The first version of `ack_events` after the mark of the runs of every app, and when
+    it was committed (None if its commit file is gone); None when there is nothing after
+    the mark, or no mark at all (the next run reads the table as it is, whole).
+
+    What maintenance keeps for the next reconcile: the files that version and the later
+    ones added (VACUUM), and their commit files (log cleanup). A run of one app
+    (`--app`) whose mark is older reads what is gone as the whole table, loudly."""
+    table = events_table(ledger)
+    mark = read_mark(ledger, None, str(table.metadata().id))
+    if mark is None or mark >= table.version():
+        return None
+    first = mark + 1
+    store = _store(ledger.path(ACK_EVENTS))
+    text = _read_text(store, f"_delta_log/{first:020d}.json") if store is not None else None
+    for line in (text or "").splitlines():
+        info = json.loads(line).get("commitInfo") if line.strip() else None
+        if info and "timestamp" in info:
+            return first, datetime.fromtimestamp(int(info["timestamp"]) / 1000, UTC)
+    return first, None
