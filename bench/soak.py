@@ -123,8 +123,9 @@ class Soak:
         logging.getLogger("ackfold.embedded").addHandler(self.fallbacks)
         self.counts: dict[str, int] = {}
         self.seconds: dict[str, float] = {}
-        self.outages = self._outages()
         self.plan = self._fault_plan()
+        self.outages = self._outages()
+        self._later_faults()
         self.kills = 0
         self.spark_days = self._spark_days() if spark is not None else set()
         self.app = SparkApp(spark, self.settings.table_root, f"soak-{seed}-wordcount",
@@ -169,10 +170,10 @@ class Soak:
         return urls
 
     def _outages(self) -> list[tuple[datetime, datetime]]:
-        """Reconcile outages of 1 to 10 days, one every 60 days or so, after the first
-        days (when each fault meets a reconcile once)."""
+        """Reconcile outages of 1 to 10 days, one every 60 days or so, after each fault
+        met a reconcile once."""
         out = []
-        first = 2 * len(FAULTS) * self.args.reconcile_every + 24
+        first = max(self.plan, default=0) + self.args.reconcile_every
         last = self.args.days * 24 - 24
         for _ in range(max(1, self.args.days // 60) if last > first else 0):
             begin = self.start + timedelta(hours=self.rng.randint(first, last))
@@ -186,11 +187,16 @@ class Soak:
         kinds = [k for k in FAULTS if self.s3 is not None or not k.startswith("s3")]
         hours = list(range(0, self.args.days * 24, self.args.reconcile_every))
         early = hours[1 : 1 + 2 * len(kinds) : 2]
-        plan = dict(zip(early, kinds, strict=False))
-        for hour in hours[1 + 2 * len(kinds) :]:
+        return dict(zip(early, kinds, strict=False))
+
+    def _later_faults(self) -> None:
+        """About one reconcile in ten meets a fault, after the first ones and outside the
+        outages, drawn from the seed."""
+        kinds = [k for k in FAULTS if self.s3 is not None or not k.startswith("s3")]
+        first = max(self.plan, default=0) + self.args.reconcile_every
+        for hour in range(first, self.args.days * 24, self.args.reconcile_every):
             if self.rng.random() < 0.1:
-                plan[hour] = self.rng.choice(kinds)
-        return plan
+                self.plan[hour] = self.rng.choice(kinds)
 
     def _spark_days(self) -> set[int]:
         """The days the reconciles run on Spark: the second (switched to on the first day
@@ -230,6 +236,9 @@ class Soak:
             with self._timed("spark app"):
                 self.app.run(self.args.roots)
         down = any(begin <= self.now < end for begin, end in self.outages)
+        self._count(
+            "reconciles missed in an outage", down and hour % self.args.reconcile_every == 0
+        )
         if hour % self.args.reconcile_every == 0 and not down:
             fault = self.plan.get(hour, "")
             with self._timed("reconciles"):
@@ -241,7 +250,7 @@ class Soak:
         if hour % 24 == 2:
             with self._timed("maintenance"):
                 self._maintain()
-        if hour % self.args.quality_every == 3 and not down:
+        if hour and hour % self.args.quality_every == 0 and not down:
             with self._timed("quality"):
                 run_quality(self.settings, now=self.now)
             self._count("quality runs")
