@@ -4,8 +4,9 @@ The clock is the soak's: producers stamp their events with it, and reconcile, re
 quality and maintenance run at it (`now`), on their schedules, hour after simulated
 hour:
 
-- two producers outside Spark (`Tracker`, `LedgerWriter`) register a batch of roots every
-  hour, and take back what replays send to their SQS queues (a real ElasticMQ); a
+- two producers outside Spark (`Tracker`, `LedgerWriter`) register a batch of roots in
+  turn every `--produce-every` hours, and take back what replays send to their SQS queues
+  (a real ElasticMQ); a
   tracked Spark app (`StageTracker`, its words table in the first tuple layout) runs a
   batch every `--spark-app-every` hours (bench/soak_world.py);
 - reconcile every `--reconcile-every` hours, then the automatic replay; quality every
@@ -53,6 +54,7 @@ import logging
 import os
 import random
 import shutil
+import signal
 import statistics
 import sys
 import tempfile
@@ -182,16 +184,15 @@ class Soak:
         return out
 
     def _fault_plan(self) -> dict[int, str]:
-        """The reconcile hours that meet a fault: each kind once in the first days, then
-        about one run in ten, drawn from the seed."""
+        """The reconcile hours that meet a fault in the first days: each kind once."""
         kinds = [k for k in FAULTS if self.s3 is not None or not k.startswith("s3")]
         hours = list(range(0, self.args.days * 24, self.args.reconcile_every))
         early = hours[1 : 1 + 2 * len(kinds) : 2]
         return dict(zip(early, kinds, strict=False))
 
     def _later_faults(self) -> None:
-        """About one reconcile in ten meets a fault, after the first ones and outside the
-        outages, drawn from the seed."""
+        """After the first days, about one reconcile in ten meets a fault, drawn from the
+        seed (none, when an outage stops the reconciles)."""
         kinds = [k for k in FAULTS if self.s3 is not None or not k.startswith("s3")]
         first = max(self.plan, default=0) + self.args.reconcile_every
         for hour in range(first, self.args.days * 24, self.args.reconcile_every):
@@ -225,13 +226,14 @@ class Soak:
         return self._summary(time.monotonic() - started)
 
     def _hour(self, hour: int) -> None:
-        producer = self.producers[hour % len(self.producers)]
-        killed = self.rng.random() < 0.01
-        with self._timed("producers"):
-            producer.produce(self.now, self.args.roots, killed=killed)
-            self._count("producer killed between commits", killed)
-            for p in self.producers:
-                p.consume(self.sqs, self.queues[p.queue], self.now)
+        if hour % self.args.produce_every == 0:
+            producer = self.producers[hour // self.args.produce_every % len(self.producers)]
+            killed = self.rng.random() < 0.01
+            with self._timed("producers"):
+                producer.produce(self.now, self.args.roots, killed=killed)
+                self._count("producer killed between commits", killed)
+                for p in self.producers:
+                    p.consume(self.sqs, self.queues[p.queue], self.now)
         if self.app is not None and hour % self.args.spark_app_every == 0:
             with self._timed("spark app"):
                 self.app.run(self.args.roots)
@@ -588,7 +590,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--days", type=int, default=365, help="simulated days")
     parser.add_argument("--store", choices=("local", "s3"), default="local")
     parser.add_argument("--roots", type=int, default=10, help="roots a producer registers a batch")
-    parser.add_argument("--reconcile-every", type=int, default=6, help="hours")
+    parser.add_argument("--produce-every", type=int, default=2, help="hours between batches")
+    parser.add_argument("--reconcile-every", type=int, default=8, help="hours")
     parser.add_argument("--quality-every", type=int, default=24 * 30, help="hours")
     parser.add_argument("--spark-app-every", type=int, default=24 * 7, help="hours")
     parser.add_argument("--check-every", type=int, default=30, help="days")
@@ -598,6 +601,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workdir", help="where the ledgers go (default: a temp dir)")
     parser.add_argument("--warehouse", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    # Stopped with SIGTERM, as with Ctrl-C: the servers it started stop with it.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     logging.basicConfig(level=logging.ERROR, format="%(asctime)s %(name)s: %(message)s")
     log.setLevel(logging.WARNING)
     work = Path(args.workdir or tempfile.mkdtemp(prefix="ackfold-soak-"))
