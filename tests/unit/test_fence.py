@@ -102,6 +102,23 @@ def test_a_lost_or_expired_lease_commits_nothing(tmp_path: Path) -> None:
     assert _values(path) == [0]
 
 
+def test_a_run_whose_lease_was_taken_commits_nothing_though_the_taker_wrote_nothing(
+    tmp_path: Path,
+) -> None:
+    """Found by the soak: the run that took over found nothing to do (a quiet reconcile)
+    and claimed no table, so no table holds its epoch; the lease itself does."""
+    path = _table(tmp_path)
+    lease = LedgerLease(str(tmp_path))
+    ahead = LedgerLease(str(tmp_path), clock=lambda: datetime.now(UTC) + timedelta(hours=1))
+    with lease.held("a run that freezes") as frozen:
+        frozen.commit(path, _append(1))
+        with ahead.held("another host, with nothing to do"):
+            pass
+        with pytest.raises(LeaseLost, match=r"to a newer run \(lease epoch 2\)"):
+            frozen.commit(path, _append(2))
+    assert _values(path) == [0, 1]
+
+
 def test_outside_a_turn_a_commit_is_not_fenced_and_inside_it_is(tmp_path: Path) -> None:
     path = _table(tmp_path)
     commit(str(tmp_path), path, _append(1), what="a library call")

@@ -72,7 +72,9 @@ COMMIT_HOOKS: list[Callable[[str, str], None]] = []
 class Fence:
     """The epoch of one hold of the ledger's lease under `warehouse`, and the commits made
     under it. `expired` says whether the lease's time to live has run out by this host's
-    clock (its renewals failed): then the run stops committing at once."""
+    clock (its renewals failed): then the run stops committing at once. `newest` reads the
+    lease's epoch now: a newer one (another run took the lease, even one that has committed
+    nothing yet) stops it too."""
 
     def __init__(
         self,
@@ -81,6 +83,7 @@ class Fence:
         epoch: int,
         holder: str = "",
         expired: Callable[[], bool] = lambda: False,
+        newest: Callable[[], int] | None = None,
     ) -> None:
         if epoch < 1:
             raise ValueError(f"a lease epoch is 1 or more, not {epoch}")
@@ -88,6 +91,7 @@ class Fence:
         self.epoch = epoch
         self.holder = holder
         self._expired = expired
+        self._newest = newest
         self._commits = itertools.count(1)
         self.lost: str | None = None
 
@@ -181,6 +185,13 @@ class Fence:
                 f"{self._who()} could not renew the ledger's lease within its time to live: "
                 f"another run may hold it now, so nothing more is committed to {path}"
             )
+        taken = self._taken_since()
+        if taken is not None:
+            self.lose(f"taken since, lease epoch {taken}")
+            raise LeaseLost(
+                f"{self._who()} lost the ledger's lease to a newer run (lease epoch {taken}): "
+                f"{path} is left as it is; the next run redoes this one's work"
+            )
         held = table.transaction_version(FENCE_APP)
         if held is None:
             return
@@ -191,6 +202,18 @@ class Fence:
                 f"{self._who()} lost the ledger's lease to a newer run, which owns the "
                 "derived tables now; this run's work is dropped, and the next run redoes it"
             )
+
+    def _taken_since(self) -> int | None:
+        """The lease's epoch if another run has taken it since this one did; None if not,
+        or if the lease cannot be read now (the tables' epochs still fence this run)."""
+        if self._newest is None:
+            return None
+        try:
+            newest = self._newest()
+        except Exception as exc:  # a store restarting: the check of the table remains
+            log.debug("fence: the lease could not be read (%s)", exc)
+            return None
+        return newest if newest > self.epoch else None
 
     def _refusing(self, path: str, attempt: Callable[[], T]) -> Callable[[], T]:
         """`attempt`, whose conflicting commit is a `LeaseLost` when a newer epoch wrote

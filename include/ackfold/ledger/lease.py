@@ -164,7 +164,11 @@ class LedgerLease:
         token = uuid.uuid4().hex
         epoch = self._take(me, token, wait, say)
         fence = Fence(
-            self.warehouse, epoch=epoch, holder=me, expired=lambda: self._clock() >= self._until
+            self.warehouse,
+            epoch=epoch,
+            holder=me,
+            expired=lambda: self._clock() >= self._until,
+            newest=lambda: int(self._read()[1][_GENERATION]),
         )
         stop = threading.Event()
         keeper = threading.Thread(
