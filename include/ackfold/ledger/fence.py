@@ -66,6 +66,7 @@ _active = threading.local()
 # Fault injection for tests and the soak (bench/soak.py): each hook is called with the
 # table's path and "before" or "after" around every fenced commit, in the committing
 # thread; one that raises (a kill) or blocks (a frozen host) stands for what happens there.
+# "before" comes before the fence's checks: a host frozen there checks when it wakes.
 COMMIT_HOOKS: list[Callable[[str, str], None]] = []
 
 
@@ -133,9 +134,9 @@ class Fence:
             table = (load or (lambda: _table(path)))()
             if self._landed(table, version):
                 return None
+            _hooks(path, "before")
             self._check(table, path)
             txns = [Transaction(FENCE_APP, version), *also]
-            _hooks(path, "before")
             result = _checkpointed(action)(table, CommitProperties(app_transactions=txns))
             _hooks(path, "after")
             return result
@@ -152,10 +153,10 @@ class Fence:
         version = self._next()
 
         def attempt() -> T:
+            _hooks(path, "before")
             table = _table(path, missing_ok=True)
             if table is not None:
                 self._check(table, path)
-            _hooks(path, "before")
             result = action((FENCE_APP, version))
             _hooks(path, "after")
             after = _table(path, missing_ok=True)
