@@ -1,4 +1,4 @@
-"""A year of a production ledger in under an hour: a time-warped soak of ackfold (issue 47).
+"""A year of a production ledger, time-warped: a soak of ackfold (issue 47).
 
 The clock is the soak's: producers stamp their events with it, and reconcile, replay,
 quality and maintenance run at it (`now`), on their schedules, hour after simulated
