@@ -52,7 +52,7 @@ from ackfold.ledger.tables import (
 from ackfold.ledger.writer import LedgerWriter
 from ackfold.reconcile import duck_fold, quiet
 from ackfold.reconcile.new_events import byte_limit, new_events, slices
-from ackfold.reconcile.state import COLUMNS, settled_before
+from ackfold.reconcile.state import COLUMNS, settled_before, window_start
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -145,13 +145,16 @@ class EmbeddedReconciler:
         """Fold the events of `files` (None: no new events) and the waiting ones into
         root_state, and classify the open roots again."""
         db = self.db
-        since = (self.now - self.settings.reconcile.lookback).date()
+        self._register_events(files)
+        (oldest_event,) = db.execute(
+            "SELECT min(event_time) FROM events WHERE NOT waiting"
+        ).fetchall()[0]
+        since = window_start(self.settings, self.now, oldest_event)
         self._open_state(since)
         db.execute(
             "CREATE OR REPLACE TEMP TABLE prior_seen AS "
             "SELECT root_id, seen_event_hashes FROM prior"
         )
-        self._register_events(files)
         db.execute(f"CREATE OR REPLACE TEMP TABLE seen AS {duck_fold.SEEN_SQL}")
         db.execute(f"CREATE OR REPLACE TEMP TABLE marked AS {duck_fold.FOLD_SQL}")
         (seen,) = db.execute("SELECT count(*) FROM seen").fetchall()[0]

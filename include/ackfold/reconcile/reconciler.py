@@ -58,6 +58,7 @@ from ackfold.reconcile.state import (
     merge_updates,
     open_state,
     settled_before,
+    window_start,
 )
 from ackfold.reconcile.timeouts import explain_timeouts
 
@@ -134,7 +135,10 @@ class Reconciler:
         out unchanged."""
         from pyspark.sql import functions as F
 
-        since = _window_start(self.settings, self.now)
+        first_event = None
+        if batch is not None:  # after an outage, its events are older than `now`
+            first_event = batch.agg(F.min("event_time")).first()[0]  # type: ignore[index]
+        since = window_start(self.settings, self.now, first_event)
         prior = open_state(self.spark, self.ledger, since=since, app=self.app)
         events = self._with_waiting(batch)
         new = fold_events(events, prior.select("root_id", "seen_event_hashes"), self._partitions())
@@ -305,12 +309,6 @@ def _totals(rows: DataFrame) -> dict[str | None, Any]:
     }
 
 
-def _window_start(settings: Settings, now: datetime) -> date:
-    """The first day of the window: superseded roots first seen since are kept open,
-    and the ids of every other root first seen since tell its events from new ones."""
-    return (now - settings.reconcile.lookback).date()
-
-
 def _roots(totals: dict[str | None, Any], change: str) -> int:
     return int(totals[change]["roots"]) if change in totals else 0
 
@@ -347,7 +345,7 @@ def reconcile_quietly(
     if app is not None:
         check_app_name(app)
     with ledger_turn(settings, _holder(app), say=log.info):
-        return quiet.quiet_summary(settings, now=at, since=_window_start(settings, at), app=app)
+        return quiet.quiet_summary(settings, now=at, since=window_start(settings, at), app=app)
 
 
 def _holder(app: str | None) -> str:

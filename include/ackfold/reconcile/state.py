@@ -27,7 +27,7 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable
-from datetime import date
+from datetime import UTC, date, datetime
 from typing import TYPE_CHECKING, Final
 
 from ackfold.ledger import dml, status
@@ -37,6 +37,8 @@ from ackfold.ledger.tables import ROOT_STATE, ROOT_STATE_DDL, Ledger, column_nam
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
+
+    from ackfold.config import Settings
 
 COLUMNS: Final = column_names(ROOT_STATE_DDL)
 
@@ -82,6 +84,26 @@ def _read(spark: SparkSession, ledger: Ledger, app: str | None) -> DataFrame:
 
     state = spark.read.format("delta").load(ledger.path(ROOT_STATE))
     return state if app is None else state.where(F.col("app") == F.lit(app))
+
+
+def window_start(settings: Settings, now: datetime, oldest_event: datetime | None = None) -> date:
+    """The first day of a step's window: a lookback before `now`, or before the step's
+    oldest new event (after an outage, its late events meet the rows of roots first seen
+    during it), but never more than the events' retention before `now`. Superseded roots
+    first seen since are kept open, and the ids of every other root first seen since tell
+    its events from new ones.
+
+    Example:
+        >>> from ackfold.config import load_settings
+        >>> now, outage = datetime(2027, 1, 10, tzinfo=UTC), datetime(2027, 1, 5, tzinfo=UTC)
+        >>> settings = load_settings(reconcile={"lookback": "2d"})
+        >>> window_start(settings, now), window_start(settings, now, outage)
+        (datetime.date(2027, 1, 8), datetime.date(2027, 1, 3))
+    """
+    start = now
+    if oldest_event is not None:
+        start = max(min(now, oldest_event.astimezone(UTC)), now - settings.maintenance.retention)
+    return (start - settings.reconcile.lookback).date()
 
 
 def settled_before(
