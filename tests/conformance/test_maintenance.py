@@ -114,7 +114,8 @@ def _files(ledger: Ledger, name: str) -> tuple[set[str], set[str]]:
     path = Path(ledger.path(name))
     files = [p for p in path.rglob("*.parquet") if "_delta_log" not in p.parts]
     on_disk = {str(p.relative_to(path)) for p in files}
-    named = {uri.removeprefix(f"file://{path}/") for uri in DeltaTable(str(path)).file_uris()}
+    uris = DeltaTable(str(path)).file_uris()  # file:// URIs or plain paths, by version
+    named = {str(Path(uri.removeprefix("file://")).relative_to(path)) for uri in uris}
     return on_disk, named
 
 
