@@ -15,7 +15,7 @@ TEST_WORKERS ?= 4
 
 .PHONY: run test lint format setup install jars emulators schemas docs-assets browser test-unit test-spark connect \
         test-airflow test-sqs test-kafka test-e2e test-browser test-cluster test-connect test-pythons test-bench test-docs test-install test-s3 test-stores docs sqs s3 gcs azure kafka cluster demo bench bench-reconcile bench-replay bench-demo-stores \
-        bench-wordcount bench-ui bench-quality bench-kafka bench-connect lock clean
+        bench-wordcount bench-ui bench-quality bench-kafka bench-connect soak lock clean
 
 ## run: install what is missing, then start the embedded stack (Ctrl-C stops it)
 run: setup
@@ -204,6 +204,11 @@ bench-ui: setup
 ## bench-quality: the quality checks on the embedded engine and on Spark, side by side: 10M events, and 1M over them
 bench-quality: setup
 	$(BIN)/python bench/quality.py
+
+## soak: a simulated year of a production ledger, with faults, checked against the reference fold: three seeds on local disk, one on the local S3 API (hours; figures go to docs/benchmarks.md)
+soak: setup
+	$(BIN)/python bench/soak.py --seeds 1 2 3
+	$(BIN)/python bench/soak.py --seeds 4 --store s3
 
 ## lock: re-resolve requirements*.in into the pinned requirements*.txt
 lock: install

@@ -78,6 +78,10 @@ TINY: dict[str, list[str]] = {
                      "--increment", "1000", "--histories", "0,2000", "--workdir", "{work}",
                      "--plot", "{work}/plot.png"],
     "replay.py": ["--messages", "100"],
+    # The suite's soak: three days, no JVM but the run's ElasticMQ; each fault once.
+    "soak.py": ["--days", "3", "--roots", "3", "--reconcile-every", "3", "--check-every", "1",
+                "--quality-every", "1000000", "--no-spark", "--sqs", "{sqs}",
+                "--workdir", "{work}"],
     "tracking_steps.py": ["--sentences", "200", "--words", "5", "--runs", "1"],
     "ui.py": ["--roots", "2000", "--days", "2", "--runs", "1", "--workdir", "{work}"],
     "wordcount.py": ["--messages", "60", "--rounds", "1", "--batch", "30", "--warm-up", "0"],
@@ -93,9 +97,11 @@ def test_every_script_has_a_tiny_run() -> None:
 def test_the_script_runs_at_a_tiny_size(
     name: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
-    # connect.py: the run's shared Spark Connect server (tests/connect), not one more.
+    # connect.py: the run's shared Spark Connect server (tests/connect), not one more;
+    # soak.py: the run's shared ElasticMQ (tests/sqs).
     connect = request.getfixturevalue("connect_url") if name == "connect.py" else ""
-    args = [arg.format(work=tmp_path, connect=connect) for arg in TINY[name]]
+    sqs = request.getfixturevalue("sqs_server").endpoint_url if name == "soak.py" else ""
+    args = [arg.format(work=tmp_path, connect=connect, sqs=sqs) for arg in TINY[name]]
     CHECKS[name](run_script(name, args, tmp_path), tmp_path)
 
 
@@ -188,6 +194,23 @@ def _replay(out: str, work: Path) -> None:
     assert summary["embedded_replay_seconds"] >= summary["embedded_plan_seconds"] > 0
 
 
+def _soak(out: str, work: Path) -> None:
+    summary = summary_of(out)  # the script exits 1 if any check failed
+    assert summary["failed"] == []
+    (run,) = summary["runs"]
+    counts = run["counts"]
+    assert counts["checks passed"] == 4, counts  # each simulated day, and the end
+    for fault in ("paused hosts fenced out", "reconciles killed at a commit",
+                  "replays killed at a commit"):  # fmt: skip
+        assert counts.get(fault, 0) >= 1, (fault, counts)
+    assert counts["reconciles (embedded)"] > 10
+    assert counts["maintenance runs"] == 3
+    assert counts["reconciles missed in an outage"] >= 1
+    assert run["cost_flat"]
+    assert run["storage_bounded"]
+    assert run["reconciles_reading_more_than_new"] == 0
+
+
 def _tracking_steps(out: str, work: Path) -> None:
     summary = summary_of(out)  # the script checks that the events complete every root
     assert (summary["sentences"], summary["words"]) == (200, 5)
@@ -225,6 +248,7 @@ CHECKS: dict[str, Callable[[str, Path], None]] = {
     "quality.py": _quality,
     "reconcile.py": _reconcile,
     "replay.py": _replay,
+    "soak.py": _soak,
     "tracking_steps.py": _tracking_steps,
     "ui.py": _ui,
     "wordcount.py": _wordcount,

@@ -10,13 +10,13 @@ import subprocess
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from deltalake import DeltaTable
 from pyspark.sql import SparkSession
 
 from ackfold.config import load_settings
 from ackfold.ledger.ids import format_id
-from ackfold.ledger.tables import Ledger
-from ackfold.reconcile.quiet import MARK
-from ackfold.reconcile.reconciler import reconcile_checkpoint
+from ackfold.ledger.marks import read_mark
+from ackfold.ledger.tables import ACK_EVENTS, Ledger
 from ackfold.track.tracker import Tracker
 from tests.conftest import JARS_DIR, PROJECT_DIR
 from tests.spark.ledger_io import append
@@ -63,17 +63,18 @@ def test_reconcile_then_list_and_show_through_the_cli(spark: SparkSession, tmp_p
     quiet = json.loads(again.stdout)
     assert (quiet["by_status"], quiet["events_read"]) == (summary["by_status"], 0)
     assert "nothing to write, so no Spark job ran" in again.stderr, again.stderr[-2000:]
-    # Its checkpoint's mark removed, the same run is a Spark run: verbose, Spark's
-    # warnings are back.
-    mark = Path(reconcile_checkpoint(ledger, None)) / MARK
-    mark.unlink()
+    # A commit to ack_events since (of no row), the same run is a Spark run: verbose,
+    # Spark's warnings are back.
+    events = DeltaTable(ledger.path(ACK_EVENTS))
+    events.create_write_transaction([], mode="append", schema=events.schema())
     spark_run = _ackfold(tmp_path, "reconcile", "--now", "2026-11-22T10:05:00Z", "--verbose")
     assert spark_run.returncode == 0, spark_run.stderr[-2000:]
     again_on_spark = json.loads(spark_run.stdout)
     assert (quiet["engine"], again_on_spark.pop("engine")) == ("quiet", "spark")
     assert again_on_spark == {k: v for k, v in quiet.items() if k != "engine"}
     assert spark_warnings(spark_run.stderr), spark_run.stderr[-2000:]
-    assert mark.is_file(), "the Spark run marks its checkpoint again"
+    folded = read_mark(ledger, None, str(events.metadata().id))
+    assert folded == events.version() + 1, "the Spark run marks what it read"
 
     listed = _ackfold(tmp_path, "roots", "--status", "failed", "--json")
     assert listed.returncode == 0, listed.stderr

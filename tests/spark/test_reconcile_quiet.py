@@ -12,12 +12,13 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from deltalake import DeltaTable
 from pyspark.sql import SparkSession
 
 from ackfold.config import Settings, load_settings
+from ackfold.ledger.marks import read_mark
 from ackfold.ledger.tables import ACK_EVENTS, ROOTS, Ledger
-from ackfold.reconcile.quiet import MARK, read_mark, table_version
-from ackfold.reconcile.reconciler import reconcile, reconcile_checkpoint, reconcile_quietly
+from ackfold.reconcile.reconciler import reconcile, reconcile_quietly
 from ackfold.track.tracker import Tracker
 from tests.conftest import JARS_DIR
 from tests.spark.ledger_io import append, state
@@ -97,18 +98,18 @@ def test_a_new_event_or_a_table_made_anew_goes_to_spark(
 
     # The same version number of another table (made anew at the same path) is not a
     # version this checkpoint has read.
-    path = Path(Ledger(settings.table_root).path(ACK_EVENTS))
-    shutil.rmtree(path)
     from ackfold.ledger.create import CREATED
 
+    path = Path(Ledger(settings.table_root).path(ACK_EVENTS))
+    before = DeltaTable(str(path))
+    folded = read_mark(Ledger(settings.table_root), None, str(before.metadata().id))
+    shutil.rmtree(path)
     CREATED.discard(str(path))
     _track(spark, settings, T0 + timedelta(minutes=4))
     _track(spark, settings, T0 + timedelta(minutes=4))
-    checkpoint = reconcile_checkpoint(Ledger(settings.table_root), None)
-    made_anew, marked = table_version(str(path)), read_mark(checkpoint)
-    assert made_anew is not None
-    assert marked is not None
-    assert made_anew[1] == marked[1], "the same version number: only the id tells them apart"
+    made_anew = DeltaTable(str(path))
+    assert made_anew.version() == folded, "the same version number: only the id tells them apart"
+    assert read_mark(Ledger(settings.table_root), None, str(made_anew.metadata().id)) is None
     assert reconcile_quietly(settings, now=T0 + timedelta(minutes=5)) is None
 
 
@@ -121,8 +122,10 @@ def test_each_app_scope_keeps_its_own_mark(spark: SparkSession, settings: Settin
     assert quiet["app"] == "orders"
     assert sum(quiet["by_status"].values()) == 3, "the orders roots only"
     assert reconcile_quietly(settings, now=T0 + timedelta(minutes=2)) is None, "never run"
-    mark = Path(reconcile_checkpoint(Ledger(settings.table_root), "orders")) / MARK
-    assert mark.is_file()
+    events = DeltaTable(Ledger(settings.table_root).path(ACK_EVENTS))
+    ledger, events_id = Ledger(settings.table_root), str(events.metadata().id)
+    assert read_mark(ledger, "orders", events_id) == events.version()
+    assert read_mark(ledger, None, events_id) is None
 
 
 def test_each_apps_own_timeout_and_idle_timeout_decide(spark: SparkSession, tmp_path: Path) -> None:

@@ -1,85 +1,202 @@
-"""The mark a reconcile leaves in its checkpoint (`ackfold.reconcile.quiet`): where it can
-be kept, and that only a whole, legible one counts."""
+"""The mark of what a reconcile folded (`ackfold.ledger.marks`): a Delta transaction in
+`root_state`, that only moves forward, carries the lease's epoch, is read the same way on
+every store, and takes over an earlier ackfold's mark (its file, or Spark's stream
+checkpoint) without folding anything again."""
 
 from __future__ import annotations
 
+import json
 import logging
-from datetime import UTC, datetime
+import shutil
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from deltalake import DeltaTable
 
+from ackfold import Tracker
 from ackfold.config import load_settings
+from ackfold.ledger import marks
+from ackfold.ledger.errors import LeaseLost
+from ackfold.ledger.fence import FENCE_APP, STRIDE, Fence, holding
+from ackfold.ledger.lease import ledger_turn
 from ackfold.ledger.tables import ACK_EVENTS, ROOT_STATE, Ledger
 from ackfold.ledger.writer import LedgerWriter
-from ackfold.reconcile.quiet import (
-    MARK,
-    local_dir,
-    quiet_summary,
-    read_mark,
-    save_mark,
-    table_version,
-)
-from ackfold.reconcile.reconciler import reconcile_checkpoint
+from ackfold.reconcile.quiet import quiet_summary
+from ackfold.reconcile.run import run_reconcile
 from tests.conftest import JARS_DIR
 
-
-def test_only_a_directory_of_this_machine_can_keep_a_mark() -> None:
-    assert local_dir("/srv/warehouse") == Path("/srv/warehouse")
-    assert local_dir("file:///srv/ware%20house") == Path("/srv/ware house")
-    assert local_dir("s3a://bucket/warehouse") is None
-    assert table_version("s3a://bucket/warehouse/ack_events") is None
+T0 = datetime(2026, 11, 27, tzinfo=UTC)
 
 
-def test_a_mark_reads_back_and_a_damaged_one_is_no_mark(tmp_path: Path) -> None:
-    save_mark(str(tmp_path), ("f0774700-8249-4a25-b2e7-ca956ce170ad", 7))
-    assert read_mark(str(tmp_path)) == ("f0774700-8249-4a25-b2e7-ca956ce170ad", 7)
-    assert [p.name for p in tmp_path.iterdir()] == [MARK], "no staged file left behind"
-    (tmp_path / MARK).write_text('{"ack_events_id": "f077')
-    assert read_mark(str(tmp_path)) is None
-    (tmp_path / MARK).write_text('{"ack_events_id": "f077", "ack_events_version": 7}')
-    assert read_mark(str(tmp_path)) is None, "a mark of another format is no mark"
-    assert read_mark(str(tmp_path / "elsewhere")) is None
-
-
-def test_no_mark_where_there_is_no_checkpoint(tmp_path: Path) -> None:
-    save_mark(str(tmp_path / "never-started"), ("id", 1))
-    assert not (tmp_path / "never-started").exists()
-    assert table_version(str(tmp_path / "no-table")) is None
-
-
-def test_a_mark_that_cannot_be_written_leaves_the_run_successful(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
-) -> None:
-    (tmp_path / MARK).mkdir()  # in the way of the mark
-    save_mark(str(tmp_path), ("id", 1))
-    assert "the next run will start Spark" in caplog.text
-
-
-def test_on_a_marked_ledger_a_quiet_run_counts_it_and_a_damaged_one_goes_to_spark(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
-) -> None:
-    """The no-JVM half alone: tables made by delta-rs, a mark naming the events' version."""
+def _ledger(tmp_path: Path) -> tuple[Ledger, str]:
     settings = load_settings(var_dir=tmp_path, jars_dir=JARS_DIR)
     LedgerWriter(settings.table_root).create()
     ledger = Ledger(settings.table_root)
-    checkpoint = Path(reconcile_checkpoint(ledger, None))
+    return ledger, str(DeltaTable(ledger.path(ACK_EVENTS)).metadata().id)
+
+
+def _state_version(ledger: Ledger) -> int:
+    return int(DeltaTable(ledger.path(ROOT_STATE)).version())
+
+
+def test_the_mark_is_a_transaction_of_root_state_that_only_moves_forward(tmp_path: Path) -> None:
+    ledger, events_id = _ledger(tmp_path)
+    assert marks.read_mark(ledger, None, events_id) is None
+    marks.commit_mark(ledger, None, events_id, 7)
+    marks.commit_mark(ledger, "orders", events_id, 3)
+    assert marks.read_mark(ledger, None, events_id) == 7
+    assert marks.read_mark(ledger, "orders", events_id) == 3, "each scope its own"
+    assert marks.read_mark(ledger, None, "another-table") is None
+    app_id = marks.mark_app(None, events_id)
+    assert DeltaTable(ledger.path(ROOT_STATE)).transaction_version(app_id) == 7
+
+    before = _state_version(ledger)
+    marks.commit_mark(ledger, None, events_id, 5)  # behind: no commit at all
+    marks.commit_mark(ledger, None, events_id, 7)
+    assert (_state_version(ledger), marks.read_mark(ledger, None, events_id)) == (before, 7)
+
+
+def test_a_mark_carries_the_lease_epoch_and_a_lost_lease_cannot_move_it(tmp_path: Path) -> None:
+    ledger, events_id = _ledger(tmp_path)
+    settings = load_settings(var_dir=tmp_path, jars_dir=JARS_DIR)
+    with ledger_turn(settings, "reconcile") as fence:
+        marks.commit_mark(ledger, None, events_id, 4)
+    held = DeltaTable(ledger.path(ROOT_STATE)).transaction_version(FENCE_APP)
+    assert held is not None
+    assert held // STRIDE == fence.epoch
+
+    newer = Fence(ledger.root, epoch=fence.epoch + 1)
+    newer.claim([ledger.path(ROOT_STATE)])
+    stale = Fence(ledger.root, epoch=fence.epoch)
+    with holding(stale), pytest.raises(LeaseLost, match=r"lease epoch \d+ \(this run's is \d+\)"):
+        marks.commit_mark(ledger, None, events_id, 9)
+    assert marks.read_mark(ledger, None, events_id) == 4
+
+
+def test_an_earlier_ackfolds_mark_file_is_carried_on_not_folded_again(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A ledger an earlier ackfold reconciled up to version 2 of ack_events, then version 3
+    appended: the next run reads version 3 only, and marks it in root_state."""
+    settings = load_settings(var_dir=tmp_path, jars_dir=JARS_DIR)
+    writer = LedgerWriter(settings.table_root)
+    ledger = Ledger(settings.table_root)
+    tracker = Tracker("orders", clock=lambda: T0)
+    for n in range(3):
+        root = tracker.spout(f"m{n}")
+        tracker.ack(root, stage="store")
+        writer.append(tracker.drain_roots(), tracker.drain())
+    events = DeltaTable(ledger.path(ACK_EVENTS))
+    checkpoint = Path(marks.reconcile_checkpoint(ledger, None))
     checkpoint.mkdir(parents=True)
-    read = table_version(ledger.path(ACK_EVENTS))
-    assert read is not None
-    save_mark(str(checkpoint), read)
-    now = datetime(2026, 11, 27, tzinfo=UTC)
-    quiet = quiet_summary(settings, checkpoint=str(checkpoint), now=now, since=now.date(), app=None)
+    legacy = {"format": 1, "ack_events_id": events.metadata().id, "ack_events_version": 2}
+    (checkpoint / marks.LEGACY_MARK).write_text(json.dumps(legacy))
+
+    caplog.set_level(logging.INFO, logger="ackfold.ledger.marks")
+    summary = run_reconcile(settings, now=T0 + timedelta(minutes=1), engine="embedded")
+    assert summary["events_read"] == 2, "only the root appended after the old mark"
+    assert "carrying on from an earlier ackfold's mark" in caplog.text
+    assert marks.read_mark(ledger, None, str(events.metadata().id)) == events.version()
+
+
+def test_an_earlier_ackfolds_spark_checkpoint_gives_the_last_version_read_whole(
+    tmp_path: Path,
+) -> None:
+    """Delta's streaming source's offsets, as Spark 4.1 with Delta 4.4 wrote them: the end
+    of batch 1 is version 6 before its first file, so 5 was read whole; batch 2 was
+    planned but never committed."""
+    ledger, events_id = _ledger(tmp_path)
+    checkpoint = Path(marks.reconcile_checkpoint(ledger, "orders"))
+    (checkpoint / "offsets").mkdir(parents=True)
+    (checkpoint / "commits").mkdir()
+
+    def offsets(batch: int, version: int, index: int, starting: bool = False) -> None:
+        source = {
+            "sourceVersion": 1, "reservoirId": events_id, "reservoirVersion": version,
+            "index": index, "isStartingVersion": starting,
+        }  # fmt: skip
+        header = {"batchWatermarkMs": 0, "batchTimestampMs": 1795000000000, "conf": {}}
+        text = f"v1\n{json.dumps(header)}\n{json.dumps(source)}"
+        (checkpoint / "offsets" / str(batch)).write_text(text)
+
+    offsets(0, 3, 2, starting=True)
+    (checkpoint / "commits" / "0").write_text('v1\n{"nextBatchWatermarkMs":0}')
+    assert marks.read_mark(ledger, "orders", events_id) is None, "within the first snapshot"
+    offsets(1, 6, -1)
+    (checkpoint / "commits" / "1").write_text('v1\n{"nextBatchWatermarkMs":0}')
+    offsets(2, 9, -1)
+    assert marks.read_mark(ledger, "orders", events_id) == 5
+    assert marks.read_mark(ledger, "orders", "another-table") is None
+    marks.commit_mark(ledger, "orders", events_id, 8)
+    assert marks.read_mark(ledger, "orders", events_id) == 8, "root_state's mark first"
+
+
+def test_a_quiet_run_is_told_by_the_mark_and_a_damaged_state_goes_to_an_engine(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    settings = load_settings(var_dir=tmp_path, jars_dir=JARS_DIR)
+    ledger, events_id = _ledger(tmp_path)
+    quiet = quiet_summary(settings, now=T0, since=T0.date(), app=None)
+    assert quiet is None, "no mark yet"
+    marks.commit_mark(ledger, None, events_id, int(DeltaTable(ledger.path(ACK_EVENTS)).version()))
+    quiet = quiet_summary(settings, now=T0, since=T0.date(), app=None)
     assert quiet == {
-        "app": None, "now": now.isoformat(), "events_read": 0, "events_folded": 0,
+        "app": None, "now": T0.isoformat(), "events_read": 0, "events_folded": 0,
         "duplicates_dropped": 0, "roots_updated": 0, "unmatched_events": 0, "by_status": {},
     }  # fmt: skip
 
     caplog.set_level(logging.DEBUG, logger="ackfold.reconcile")
     log = Path(ledger.path(ROOT_STATE)) / "_delta_log"
-    (log / "00000000000000000001.json").write_text("{not json\n")
-    assert (
-        quiet_summary(settings, checkpoint=str(checkpoint), now=now, since=now.date(), app=None)
-        is None
+    (log / f"{_state_version(ledger) + 1:020d}.json").write_text("{not json\n")
+    assert quiet_summary(settings, now=T0, since=T0.date(), app=None) is None
+
+
+def test_an_earlier_ackfolds_root_state_is_brought_up_in_one_commit_by_either_engine(
+    tmp_path: Path,
+) -> None:
+    """root_state as an earlier ackfold left it (partitioned by day alone, two more columns,
+    every column nullable, as Spark's rewrite made it), and its mark file: the next
+    reconcile (the embedded engine's here; the Spark engine calls the same upgrade)
+    rewrites it in the current layout with its NOT NULLs, and folds only what is new."""
+    import pyarrow as pa
+    from deltalake import write_deltalake
+
+    from ackfold.ledger.contract import arrow_schema
+
+    settings = load_settings(var_dir=tmp_path, jars_dir=JARS_DIR)
+    writer = LedgerWriter(settings.table_root)
+    ledger = Ledger(settings.table_root)
+    tracker = Tracker("orders", clock=lambda: T0)
+    for n in range(2):
+        tracker.ack(tracker.spout(f"m{n}"), stage="store")
+        writer.append(tracker.drain_roots(), tracker.drain())
+    run_reconcile(settings, now=T0 + timedelta(minutes=1), engine="embedded")
+    current = DeltaTable(ledger.path(ROOT_STATE)).to_pyarrow_table()
+    older = pa.table(
+        [*current.columns, *(pa.nulls(current.num_rows, pa.string()) for _ in range(2))],
+        schema=pa.schema(
+            [f.with_nullable(True) for f in current.schema]
+            + [pa.field("last_event_id", pa.string()), pa.field("fail_event_id", pa.string())]
+        ),
     )
-    assert "Spark runs" in caplog.text
+    shutil.rmtree(ledger.path(ROOT_STATE))  # made anew: no mark of this ackfold in it
+    write_deltalake(ledger.path(ROOT_STATE), older, partition_by=["first_event_date"])
+    events = DeltaTable(ledger.path(ACK_EVENTS))
+    checkpoint = Path(marks.reconcile_checkpoint(ledger, None))
+    checkpoint.mkdir(parents=True)
+    legacy = {"format": 1, "ack_events_id": events.metadata().id}
+    legacy["ack_events_version"] = events.version()
+    (checkpoint / marks.LEGACY_MARK).write_text(json.dumps(legacy))
+    tracker.ack(tracker.spout("m2"), stage="store")
+    writer.append(tracker.drain_roots(), tracker.drain())
+
+    before = _state_version(ledger)
+    summary = run_reconcile(settings, now=T0 + timedelta(minutes=2), engine="embedded")
+    assert (summary["events_read"], summary["by_status"]) == (2, {"completed": 3})
+    upgraded = DeltaTable(ledger.path(ROOT_STATE))
+    assert upgraded.metadata().partition_columns == ["first_event_date", "status"]
+    assert pa.schema(upgraded.schema().to_arrow()) == arrow_schema(ROOT_STATE)
+    rewrites = [c for c in upgraded.history() if c["version"] > before]
+    assert sum(c["operation"] == "WRITE" and "Overwrite" in str(c["operationParameters"])
+               for c in rewrites) == 1, "in one commit"  # fmt: skip

@@ -11,9 +11,17 @@ the commits after it from `_delta_log`:
   `skipChangeCommits` does;
 - files added without `dataChange` (compaction) hold rows that were folded already.
 
-A commit file that is gone (log retention outlived by a long outage) cannot say what it
-added: then the whole current table is the answer, and the fold's de-duplication keeps it
-exact (`Appends.whole`).
+When the log cannot say, the whole current table is the answer, and the fold's
+de-duplication keeps it exact (`Appends.whole`), with a warning that names the table and
+what is missing:
+
+- a commit file that is gone (log retention outlived by a long outage);
+- a data file that is gone: appended after the mark, rewritten since by compaction (whose
+  files are no new rows), and deleted by VACUUM. Only files that a later commit of the
+  range removed are looked for: a file the table still holds is there.
+
+The table's protocol is checked first: its data files must hold its rows as they are
+(`ackfold.ledger.protocol.require_plain_files`).
 
 Example:
     >>> appends = appended_since("/srv/warehouse/ack_events", 41)   # doctest: +SKIP
@@ -30,6 +38,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote
+
+from ackfold.ledger.sql import first_line
 
 log = logging.getLogger("ackfold.embedded")
 
@@ -68,21 +78,19 @@ def appended_since(
     file of the table), up to its current version."""
     from deltalake import DeltaTable
 
+    from ackfold.ledger.protocol import require_plain_files
+
     options = dict(storage_options or {}) or None
     table = DeltaTable(uri, storage_options=options)
+    require_plain_files(table, uri)
     version = int(table.version())
     table_id = str(table.metadata().id)
     if after is not None and after >= version:
         return Appends(table_id, version, (), whole=False)
     if after is not None:
-        files = _from_log(table, uri, after, version, options)
+        files = _from_log(table, uri, after, version)
         if files is not None:
             return Appends(table_id, version, files, whole=False)
-        log.warning(
-            "%s: the log from version %d on is gone (log retention); reading the whole "
-            "table, and dropping what was folded already",
-            uri, after + 1,
-        )  # fmt: skip
     return Appends(table_id, version, _current(table, version), whole=True)
 
 
@@ -95,32 +103,56 @@ def _current(table: Any, version: int) -> tuple[DataFile, ...]:
     )
 
 
-def _from_log(
-    table: Any, uri: str, after: int, version: int, options: dict[str, str] | None
-) -> tuple[DataFile, ...] | None:
-    """The data files of the appends in versions after..version, or None if the log no
-    longer holds one of them."""
+def _from_log(table: Any, uri: str, after: int, version: int) -> tuple[DataFile, ...] | None:
+    """The data files of the appends in versions after..version, or None (with a warning)
+    if the log no longer holds one of those commits, or one of those files is gone."""
     from deltalake.fs import DeltaStorageHandler
 
     store = DeltaStorageHandler(table.table_uri, table._storage_options)
     base = table.table_uri.rstrip("/")
-    files: list[DataFile] = []
+    added: dict[str, DataFile] = {}
+    removed: set[str] = set()
     for v in range(after + 1, version + 1):
         name = f"_delta_log/{v:020d}.json"
         try:
             with store.open_input_file(name) as handle:
                 text = handle.read().decode("utf-8")
         except (FileNotFoundError, OSError) as exc:
-            log.debug("%s/%s: %s", uri, name, exc)
+            log.warning(
+                "%s: the log from version %d on is gone (log retention: %s); reading the "
+                "whole table, and dropping what was folded already",
+                uri, v, first_line(exc),
+            )  # fmt: skip
             return None
         actions = [json.loads(line) for line in text.splitlines() if line.strip()]
-        if any(a.get("remove", {}).get("dataChange", True) for a in actions if "remove" in a):
+        removed.update(unquote(a["remove"]["path"]) for a in actions if "remove" in a)
+        if any(a["remove"].get("dataChange", True) for a in actions if "remove" in a):
             continue  # rows changed, none added: skipChangeCommits
         for action in actions:
             add = action.get("add")
             if add and add.get("dataChange", True):
-                files.append(DataFile(absolute_uri(base, add["path"]), int(add.get("size", 0)), v))
-    return tuple(files)
+                path = unquote(add["path"])
+                added[path] = DataFile(absolute_uri(base, add["path"]), int(add.get("size", 0)), v)
+    gone = _missing(store, sorted(removed & set(added)))
+    if gone:
+        log.warning(
+            "%s: %d data file(s) appended after version %d are gone (compacted, then "
+            "vacuumed), e.g. %s; reading the whole table, and dropping what was folded "
+            "already",
+            uri, len(gone), after, added[gone[0]].uri,
+        )  # fmt: skip
+        return None
+    return tuple(added.values())
+
+
+def _missing(store: Any, paths: list[str]) -> list[str]:
+    """The `paths` (relative to the table) that `store` no longer holds."""
+    if not paths:
+        return []
+    import pyarrow.fs as pafs
+
+    found = pafs.PyFileSystem(store).get_file_info(paths)
+    return [p for p, info in zip(paths, found, strict=True) if info.type == pafs.FileType.NotFound]
 
 
 def arrow_table(data: Any) -> Any:

@@ -52,16 +52,20 @@ def scan(
     files whose partition values `keep` accepts (values as the log writes them: strings,
     None for null) and that match every filter of `partitions` (delta-rs's form:
     `(column, "=" | "!=" | "in" | "not in", value or values)`). Partition values come
-    from the log, never from paths."""
+    from the log, never from paths. A table whose files do not hold its rows as they are
+    (deletion vectors, column mapping) is refused (`require_plain_files`)."""
     from deltalake import DeltaTable
 
     if partitions:
         keep = _and(keep, partitions)
 
+    from ackfold.ledger.protocol import require_plain_files
+
     table = DeltaTable(uri, storage_options=dict(storage_options or {}) or None)
     schema = arrow_table_schema(table)
     columns_of = list(table.metadata().partition_columns)
     actions = arrow_table(table.get_add_actions(flatten=True))
+    require_plain_files(table, uri, actions)
     wanted = ["path", *(f"partition.{c}" for c in columns_of)]
     base = table.table_uri.rstrip("/")
     files: list[tuple[str, dict[str, str | None]]] = []
@@ -217,16 +221,25 @@ def _dataset_of(
     storage_options: Mapping[str, str] | None,
 ) -> Any:
     """An Arrow dataset of parquet files on an object store, read through delta-rs's
-    file system with the ledger's storage options."""
+    file system with the ledger's storage options.
+
+    Its strings are declared `string_view`: delta-rs's MERGE writes some files with
+    their strings as views, others not, and Arrow compares the filters DuckDB pushes
+    down (`app = $app`) only with the fragment's own type; a `string_view` filter is
+    cast to a plain string fragment's, not the other way round."""
+    import pyarrow as pa
     import pyarrow.dataset as ds
     import pyarrow.fs as pafs
     from deltalake.fs import DeltaStorageHandler
 
     base = _common_base(uris)
     handler = DeltaStorageHandler(base, dict(storage_options or {}) or None)
+    viewed = pa.schema(
+        [f.with_type(pa.string_view()) if pa.types.is_string(f.type) else f for f in schema]
+    )
     return ds.dataset(
         [u[len(base) + 1 :] for u in uris],
-        schema=schema,
+        schema=viewed,
         format="parquet",
         filesystem=pafs.PyFileSystem(handler),
     )

@@ -23,7 +23,7 @@ from datetime import UTC, date, datetime
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, Row, SparkSession
+    from pyspark.sql import DataFrame, DataFrameWriter, Row, SparkSession
 
 
 def table(path: str) -> str:
@@ -83,6 +83,15 @@ def idempotent(spark: SparkSession, txn: tuple[str, int] | None) -> Iterator[Non
     finally:
         spark.conf.unset("spark.databricks.delta.write.txnAppId")
         spark.conf.unset("spark.databricks.delta.write.txnVersion")
+
+
+def with_txn(writer: DataFrameWriter, txn: tuple[str, int] | None) -> DataFrameWriter:
+    """`writer` committing with Delta's transaction `txn` (app id, version): its
+    `txnAppId`/`txnVersion` options, which make a write that app id already made at that
+    version (or later) a no-op (`ackfold.ledger.fence`)."""
+    if txn is None:
+        return writer
+    return writer.option("txnAppId", txn[0]).option("txnVersion", str(txn[1]))
 
 
 def merge(

@@ -17,6 +17,7 @@ from ackfold.errors import AckfoldError
 
 __all__ = [
     "AppBusy",
+    "LeaseLost",
     "LedgerBusy",
     "LedgerConflict",
     "LedgerError",
@@ -26,6 +27,7 @@ __all__ = [
     "SchemaMismatch",
     "SparkCommitRefused",
     "UnknownApp",
+    "UnreadableFiles",
     "UnsafeStore",
 ]
 
@@ -75,3 +77,13 @@ class LedgerBusy(LedgerError, TimeoutError):
 
 class AppBusy(LedgerError, TimeoutError):
     """Another driver of the app held its lock for too long. Also a `TimeoutError`."""
+
+
+class LeaseLost(LedgerError):
+    """This run no longer holds the ledger's lease (another run took it, or its renewals
+    stopped for longer than its time to live): it commits nothing more."""
+
+
+class UnreadableFiles(LedgerError):
+    """A table's data files do not hold its rows as they are (deletion vectors, column
+    mapping): the engines that read the files themselves refuse it."""

@@ -6,77 +6,65 @@ by `first_event_date` and `status` (the reconciler reads the partitions of open 
 wherever they sit in time, and counts roots by status from file metadata), and ties
 between events are broken by what the state keeps, so those two ids are gone.
 
-`upgrade_root_state` rewrites an older table once, in one commit: a reader sees the old
-version or the new one, never a mix. It then restores the NOT NULL of the columns that
-the rewrite made nullable (one commit each; a run killed in between finishes them next
-time). A table in the current layout is left as it is.
+`upgrade_root_state` rewrites an older table once, by delta-rs, for both engines, in one
+commit that carries the lease's epoch (`ackfold.ledger.fence`): a reader sees the old
+version or the new one, never a mix, and the columns keep their NOT NULLs (a Spark
+rewrite made them nullable, and Delta 4 cannot make a column NOT NULL again). A table
+in the current layout is left as it is. The table is read whole: one upgrade, in the
+memory of its rows.
 
 Example:
-    >>> upgrade_root_state(spark, Ledger("/data/warehouse"))        # doctest: +SKIP
+    >>> upgrade_root_state(Ledger("/data/warehouse"))        # doctest: +SKIP
     False
 """
 
 from __future__ import annotations
 
 import logging
-from functools import partial
-from typing import TYPE_CHECKING
+from typing import Any
 
-from ackfold.ledger.conflicts import retry_conflicts
-from ackfold.ledger.tables import (
-    ROOT_STATE,
-    ROOT_STATE_DDL,
-    ROOT_STATE_PARTITIONS,
-    Ledger,
-    column_names,
-    column_specs,
-)
-
-if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+from ackfold.ledger.contract import arrow_schema
+from ackfold.ledger.encoding import writer_properties
+from ackfold.ledger.errors import SchemaMismatch
+from ackfold.ledger.fence import commit
+from ackfold.ledger.store import delta_uri, storage_options
+from ackfold.ledger.tables import ROOT_STATE, ROOT_STATE_PARTITIONS, Ledger
 
 log = logging.getLogger("ackfold.ledger")
 
 
-def upgrade_root_state(spark: SparkSession, ledger: Ledger) -> bool:
-    """Bring `root_state` to the current layout; whether anything had to change. Once per
-    process and table: a process that reconciles over and over checks it once."""
+def upgrade_root_state(ledger: Ledger) -> bool:
+    """Bring `root_state` to the current layout; whether anything had to change."""
+    from deltalake import DeltaTable
+
     path = ledger.path(ROOT_STATE)
-    if path in _CURRENT:
-        return False
-    changed = _upgrade(spark, path)
-    _CURRENT.add(path)
-    return changed
-
-
-# The root_state tables this process has found, or made, current (`upgrade_root_state`).
-_CURRENT: set[str] = set()
-
-
-def _upgrade(spark: SparkSession, path: str) -> bool:
-    detail = spark.sql(f"DESCRIBE DETAIL delta.`{path}`").first()
-    assert detail is not None
-    changed = False
-    if tuple(detail["partitionColumns"]) != ROOT_STATE_PARTITIONS:
+    table = DeltaTable(delta_uri(path), storage_options=storage_options(path))
+    changed = tuple(table.metadata().partition_columns) != ROOT_STATE_PARTITIONS
+    if changed:
         log.info("root_state: rewriting it partitioned by %s", ", ".join(ROOT_STATE_PARTITIONS))
-        retry_conflicts(
-            lambda: (
-                spark.read.format("delta")
-                .load(path)
-                .select(*column_names(ROOT_STATE_DDL))
-                .write.format("delta")
-                .mode("overwrite")
-                .option("overwriteSchema", "true")
-                .partitionBy(*ROOT_STATE_PARTITIONS)
-                .save(path)
-            ),
-            what=f"rewriting {path}",
-        )
-        changed = True
-    nullable = {f.name for f in spark.read.format("delta").load(path).schema if f.nullable}
-    for name, _, may_be_null in column_specs(ROOT_STATE_DDL):
-        if not may_be_null and name in nullable:
-            statement = f"ALTER TABLE delta.`{path}` ALTER COLUMN {name} SET NOT NULL"
-            retry_conflicts(partial(spark.sql, statement), what=statement)
-            changed = True
+        commit(ledger.root, path, _rewrite, what=f"rewriting {path}")
     return changed
+
+
+def _rewrite(table: Any, properties: Any) -> None:
+    """`table` (an older root_state) rewritten in one commit: the current columns, in the
+    contract's types and NOT NULLs, partitioned as now."""
+    from deltalake import write_deltalake
+
+    schema = arrow_schema(ROOT_STATE)
+    rows = table.to_pyarrow_table()
+    missing = [name for name in schema.names if name not in rows.column_names]
+    if missing:
+        raise SchemaMismatch(
+            f"{table.table_uri} has no column {', '.join(missing)}: it is no root_state this "
+            "ackfold can bring up to date; move it away and reconcile from the events again"
+        )
+    write_deltalake(
+        table,
+        rows.select(schema.names).cast(schema),
+        mode="overwrite",
+        schema_mode="overwrite",
+        partition_by=list(ROOT_STATE_PARTITIONS),
+        writer_properties=writer_properties(ROOT_STATE),
+        commit_properties=properties,
+    )

@@ -9,13 +9,18 @@ is a compare-and-swap: of two hosts that both read it free, one commit lands and
 other fails, re-reads, and finds it held.
 
 - **Take**: if the lease is free or expired (or already ours), commit ourselves as its
-  holder until now + `TTL`. Otherwise wait, saying once for whom, up to `wait` seconds,
-  then `LedgerBusy` naming the holder.
+  holder until now + `TTL`, with the next **epoch**. Otherwise wait, saying once for
+  whom, up to `wait` seconds, then `LedgerBusy` naming the holder.
 - **Keep**: a daemon thread renews the expiry every `TTL / 4` while the run goes on.
 - **Give back**: commit it free, if it is still ours.
 - A holder that dies stops renewing, and the lease is free `TTL` after its last renewal;
   at once for a run on the holder's own host, which sees that its process is gone.
   Expiry compares the holders' clocks: hosts must keep them in sync (NTP), far inside `TTL`.
+- **Fence**: a holder frozen past its expiry (a paused VM) may wake up after another run
+  took over. The epoch fences it out: every commit of a leased run carries it, and a
+  commit of an older epoch is refused (`ackfold.ledger.fence`). The holder also stops
+  committing by itself once its own clock passes its last expiry, or its keeper finds
+  another holder.
 
 It needs no JVM, so the CLI takes it before it starts Spark. On S3 the compare-and-swap
 is delta-rs's conditional create of the next log file (`If-None-Match: *`), as for every
@@ -24,9 +29,9 @@ ledger commit there (`docs/decisions/object-stores.md`).
 Example:
     >>> import tempfile
     >>> lease = LedgerLease(tempfile.mkdtemp())
-    >>> with lease.held("doctest"):
-    ...     lease.holder().startswith("doctest on ")
-    True
+    >>> with lease.held("doctest") as fence:
+    ...     lease.holder().startswith("doctest on "), fence.epoch
+    (True, 1)
     >>> lease.holder() is None
     True
 """
@@ -45,6 +50,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Final
 
 from ackfold.ledger.errors import LedgerBusy, LedgerError
+from ackfold.ledger.fence import Fence, holding
 from ackfold.ledger.lock import DEFAULT_WAIT, ledger_lock
 from ackfold.ledger.tables import LEASE
 
@@ -58,14 +64,16 @@ TTL: Final = timedelta(minutes=2)
 _POLL: Final = 1.0
 _HOLDER, _TOKEN, _EXPIRES = "ackfold.lease.holder", "ackfold.lease.token", "ackfold.lease.expires"
 _PROCESS = "ackfold.lease.process"  # host:pid of the holder
+_GENERATION = "ackfold.lease.epoch"  # how many times it was taken: the fence's epoch
 _FREE: Final = "-"
-_EPOCH: Final = "1970-01-01T00:00:00+00:00"
+_NEVER: Final = "1970-01-01T00:00:00+00:00"
 _turns = threading.local()
 _PROPERTIES: Final = {
     _HOLDER: _FREE,
     _TOKEN: _FREE,
-    _EXPIRES: _EPOCH,
+    _EXPIRES: _NEVER,
     _PROCESS: _FREE,
+    _GENERATION: "0",
     # One small commit per renewal: checkpoint often, keep an hour of log.
     "delta.checkpointInterval": "50",
     "delta.logRetentionDuration": "interval 1 hours",
@@ -79,11 +87,14 @@ def ledger_turn(
     *,
     wait: float = DEFAULT_WAIT,
     say: Callable[[str], None] | None = None,
-) -> Iterator[None]:
+    clock: Callable[[], datetime] | None = None,
+) -> Iterator[Fence]:
     """The turn of a reconcile, replay or maintenance run: this host's lock file
     (`ledger_lock`: instant, and freed at once if the holder dies), then the ledger's lease
-    (every host). Re-entrant within a thread: a replay holding its turn from the plan on
-    runs the sends inside it."""
+    (every host), whose fence it yields and makes this thread's (`ackfold.ledger.fence.
+    active`): the run's commits carry its epoch. Re-entrant within a thread: a replay
+    holding its turn from the plan on runs the sends inside it. `clock` is the lease's
+    (this host's clock by default)."""
     started = time.monotonic()
     with ledger_lock(settings.var_dir, settings.table_root, holder, wait=wait, say=say):
         # Re-entrant per warehouse: a turn of another ledger takes that ledger's lease.
@@ -92,15 +103,17 @@ def ledger_turn(
         if depths.get(key, 0):
             depths[key] += 1
             try:
-                yield
+                yield _turns.__dict__["fences"][key]
             finally:
                 depths[key] -= 1
             return
         left = max(0.0, wait - (time.monotonic() - started))
-        with LedgerLease(settings.table_root).held(holder, wait=left, say=say):
+        lease = LedgerLease(settings.table_root, clock=clock)
+        with lease.held(holder, wait=left, say=say) as fence, holding(fence):
             depths[key] = 1
+            _turns.__dict__.setdefault("fences", {})[key] = fence
             try:
-                yield
+                yield fence
             finally:
                 depths[key] = 0
 
@@ -120,6 +133,7 @@ class LedgerLease:
         from ackfold.ledger.store import delta_uri
         from ackfold.ledger.store import storage_options as env_options
 
+        self.warehouse = warehouse
         self.path = delta_uri(f"{warehouse.rstrip('/')}/{TABLE}")
         self.ttl = ttl
         # The store's credentials from the environment unless given (as LedgerWriter's).
@@ -128,6 +142,8 @@ class LedgerLease:
         )
         self._clock = clock or (lambda: datetime.now(UTC))
         self.host = host or socket.gethostname()
+        # The expiry of this host's last take or renewal: past it, its hold may be taken.
+        self._until = datetime.fromisoformat(_NEVER)
 
     def holder(self) -> str | None:
         """Who holds the lease now (None: nobody, or an expired holder)."""
@@ -141,18 +157,26 @@ class LedgerLease:
         *,
         wait: float = DEFAULT_WAIT,
         say: Callable[[str], None] | None = None,
-    ) -> Iterator[None]:
-        """Hold the lease for the block: `holder` names this run to those who wait."""
+    ) -> Iterator[Fence]:
+        """Hold the lease for the block: `holder` names this run to those who wait. Yields
+        the fence of this hold: its epoch, which the run's commits carry."""
         me = f"{holder} on {self.host} (pid {os.getpid()})"
         token = uuid.uuid4().hex
-        self._take(me, token, wait, say)
+        epoch = self._take(me, token, wait, say)
+        fence = Fence(
+            self.warehouse,
+            epoch=epoch,
+            holder=me,
+            expired=lambda: self._clock() >= self._until,
+            newest=lambda: int(self._read()[1][_GENERATION]),
+        )
         stop = threading.Event()
         keeper = threading.Thread(
-            target=self._keep, args=(me, token, stop), name="ackfold-lease", daemon=True
+            target=self._keep, args=(me, token, stop, fence), name="ackfold-lease", daemon=True
         )
         keeper.start()
         try:
-            yield
+            yield fence
         finally:
             stop.set()
             keeper.join(timeout=60)
@@ -163,15 +187,17 @@ class LedgerLease:
 
     # -- the three moves ----------------------------------------------------------------
 
-    def _take(self, me: str, token: str, wait: float, say: Callable[[str], None] | None) -> None:
+    def _take(self, me: str, token: str, wait: float, say: Callable[[str], None] | None) -> int:
+        """Take the lease for `me` (waiting up to `wait` seconds); its new epoch."""
         deadline = time.monotonic() + wait
         told = False
         while True:
             table, config = self._read()
             if self._free(config) or config[_TOKEN] == token:
-                if self._swap(table, me, token):
-                    log.info("took the ledger lease: %s", me)
-                    return
+                epoch = int(config[_GENERATION]) + 1
+                if self._swap(table, me, token, epoch=epoch):
+                    log.info("took the ledger lease (epoch %d): %s", epoch, me)
+                    return epoch
                 if time.monotonic() < deadline:
                     continue  # another host committed first: look again at once
                 raise LedgerBusy(
@@ -190,18 +216,19 @@ class LedgerLease:
                 told = True
             time.sleep(_POLL)
 
-    def _keep(self, me: str, token: str, stop: threading.Event) -> None:
+    def _keep(self, me: str, token: str, stop: threading.Event, fence: Fence) -> None:
         while not stop.wait(self.ttl.total_seconds() / 4):
             try:
                 table, config = self._read()
                 if config[_TOKEN] != token:
+                    fence.lose(f"taken by {config[_HOLDER]}")
                     log.error(
-                        "lost the ledger lease to %s: a run on another host may write the "
-                        "ledger at the same time (were renewals blocked for %ss?)",
+                        "lost the ledger lease to %s (were renewals blocked for %ss?): this "
+                        "run commits nothing more, its fence refuses it",
                         config[_HOLDER], self.ttl.total_seconds(),
                     )  # fmt: skip
                     return
-                self._swap(table, me, token)
+                self._swap(table, me, token, epoch=fence.epoch)
             except Exception as exc:  # the next renewal may get through: say so and go on
                 log.warning("could not renew the ledger lease (%s): %s", self.path, exc)
 
@@ -210,14 +237,15 @@ class LedgerLease:
             table, config = self._read()
             if config[_TOKEN] != token:
                 return
-            if self._swap(table, _FREE, _FREE, expires=_EPOCH, process=_FREE):
+            epoch = int(config[_GENERATION])
+            if self._swap(table, _FREE, _FREE, epoch=epoch, expires=_NEVER, process=_FREE):
                 return
         log.warning("could not give back the ledger lease: it expires by itself")
 
     # -- Delta ---------------------------------------------------------------------------
 
     def _free(self, config: dict[str, str]) -> bool:
-        expires = datetime.fromisoformat(config.get(_EXPIRES, _EPOCH))
+        expires = datetime.fromisoformat(config.get(_EXPIRES, _NEVER))
         if config.get(_TOKEN, _FREE) == _FREE or expires <= self._clock():
             return True
         return self._gone(config.get(_PROCESS, _FREE))
@@ -241,6 +269,7 @@ class LedgerLease:
         holder: str,
         token: str,
         *,
+        epoch: int,
         expires: str | None = None,
         process: str | None = None,
     ) -> bool:
@@ -257,12 +286,15 @@ class LedgerLease:
                     _TOKEN: token,
                     _EXPIRES: until,
                     _PROCESS: process or f"{self.host}:{os.getpid()}",
+                    _GENERATION: str(epoch),
                 },
                 raise_if_not_exists=False,
                 commit_properties=CommitProperties(max_commit_retries=0),
             )
         except CommitFailedError:
             return False
+        if expires is None:
+            self._until = datetime.fromisoformat(until)
         return True
 
     def _read(self) -> tuple[Any, dict[str, str]]:
@@ -277,7 +309,9 @@ class LedgerLease:
         for _ in range(3):
             try:
                 table = DeltaTable(self.path, storage_options=self.storage_options)
-                lease = {k: _PROPERTIES[k] for k in (_HOLDER, _TOKEN, _EXPIRES, _PROCESS)}
+                lease = {
+                    k: _PROPERTIES[k] for k in (_HOLDER, _TOKEN, _EXPIRES, _PROCESS, _GENERATION)
+                }
                 return table, {**lease, **table.metadata().configuration}
             except TableNotFoundError:
                 pass

@@ -17,14 +17,18 @@
 3. **VACUUM** every ledger table, keeping `maintenance.vacuum_retention` (Delta's 7 days
    by default) of unreferenced files for running streams and readers. Delta 4 reads the
    retention from the table property `delta.deletedFileRetentionDuration`, which this
-   sets where it differs.
+   sets where it differs. `ack_events` keeps more while it has commits no reconcile has
+   folded yet: every file they added stays (`store_maintenance.vacuum_hours`).
+4. **Checkpoints and log cleanup** of every table, as delta-rs does it
+   (`store_maintenance.tidy_logs`): `ack_events`' log keeps the commits no reconcile has
+   folded yet.
 
 Safe with the rest of ackfold running:
 - The retention DELETE is a MERGE that rewrites files, never with deletion vectors: the
   tables stay at reader version 1 for delta-rs (checked before and after).
-- The reconciler reads `ack_events` as a Delta stream with `skipChangeCommits`, so this
-  non-append commit does not stop it; OPTIMIZE commits carry no data change, which a
-  Delta stream skips anyway.
+- The reconciler reads the files `ack_events`' log says were appended since its mark,
+  skipping commits that remove rows (as Spark's `skipChangeCommits` does) and files
+  added without a data change (OPTIMIZE's).
 - Apps' appends do not conflict with the MERGE (Delta's WriteSerializable isolation).
 
 Example:
@@ -39,22 +43,28 @@ import logging
 import time
 from datetime import UTC, datetime
 from functools import partial
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any
 
 from ackfold.config import Settings
 from ackfold.errors import AckfoldError
-from ackfold.ledger import dml, status
+from ackfold.ledger import dml
 from ackfold.ledger.conflicts import retry_conflicts
 from ackfold.ledger.create import create_tables
 from ackfold.ledger.encoding import spark_codec
 from ackfold.ledger.lease import ledger_turn
+from ackfold.ledger.store_maintenance import (
+    COMPACTED,
+    RETENTION_PROPERTY,
+    SETTLED,
+    Z_ORDERED,
+    tidy_logs,
+    vacuum_hours,
+)
 from ackfold.ledger.tables import (
     ACK_EVENTS,
     APP_PROGRESS,
     QUALITY_RESULTS,
-    REPLAY_LOG,
     ROOT_STATE,
-    ROOTS,
     SENT_MESSAGES,
     TABLES,
     Ledger,
@@ -64,13 +74,6 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 log = logging.getLogger("ackfold.maintenance")
-RETENTION_PROPERTY = "delta.deletedFileRetentionDuration"
-
-# Complete trees: every event a later reconcile could read for them is ignored.
-SETTLED: Final = (status.COMPLETED, status.COMPLETED_LATE)
-Z_ORDERED: Final = (ACK_EVENTS, ROOTS)
-# Small appends: the replay log, and the heartbeat (a commit per app every 30 s).
-COMPACTED: Final = (REPLAY_LOG, APP_PROGRESS)
 
 
 class MaintenanceError(AckfoldError, RuntimeError):
@@ -115,11 +118,11 @@ def _maintain(spark: SparkSession, settings: Settings, now: datetime | None) -> 
             _sql(spark, f"OPTIMIZE delta.`{ledger.path(table)}` ZORDER BY (root_id)")
         for table in COMPACTED:
             _sql(spark, f"OPTIMIZE delta.`{ledger.path(table)}`")
-    hours = round(settings.maintenance.vacuum_retention.total_seconds() / 3600)
     for table in TABLES:
-        _set_retention(spark, ledger.path(table), hours)
+        _set_retention(spark, ledger.path(table), vacuum_hours(settings, ledger, table))
     for table in TABLES:
         _sql(spark, f"VACUUM delta.`{ledger.path(table)}`")
+    summary["logs_kept"] = tidy_logs(ledger)
     for table in TABLES:
         check_reader_version(spark, ledger.path(table))
     summary["optimized"] = [*Z_ORDERED, *COMPACTED]

@@ -18,6 +18,11 @@ file only if it is absent, which the file system makes atomic. On an object stor
   deleted) before the first commit of each process, on every object store, and refuses
   the store if the second create is not refused.
 
+And the reading side of the protocol: the embedded engine reads a table's data files
+itself, which is right only while the files alone hold the table's rows.
+`require_plain_files` refuses a table with deletion vectors or column mapping, naming the
+property and how to undo it, before anything is read.
+
 Example:
     >>> roots = table_protocols("s3a://bucket/warehouse")[1]
     >>> roots.table, roots.protocol
@@ -32,7 +37,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from ackfold.ledger.errors import LedgerError, SparkCommitRefused, UnsafeStore
+from ackfold.ledger.errors import LedgerError, SparkCommitRefused, UnreadableFiles, UnsafeStore
 from ackfold.ledger.store import (
     endpoint_of,
     is_object_store,
@@ -276,3 +281,42 @@ def _create_twice(client: Any, bucket: str, prefix: str) -> int:
         # A probe left behind is 1 byte: never hide the answer behind it.
         with contextlib.suppress(ClientError, BotoCoreError):
             client.delete_object(Bucket=bucket, Key=key)
+
+
+def require_plain_files(table: Any, path: str, actions: Any = None) -> None:
+    """Raise `UnreadableFiles` unless the data files of `table` (a delta-rs `DeltaTable`
+    at `path`) hold exactly its rows, under its column names: no column mapping, and no
+    deletion vector on any file. `actions`: its add actions (an Arrow table), if read."""
+    mode = table.metadata().configuration.get("delta.columnMapping.mode", "none")
+    if mode != "none":
+        raise UnreadableFiles(
+            f"{path} has column mapping (delta.columnMapping.mode = {mode}): its data files "
+            "name the columns otherwise, and ackfold's engines read the files themselves. "
+            "Rewrite it without (CREATE TABLE ... AS SELECT into a table made by "
+            "`ackfold init`, then swap the directories), and keep the table property "
+            "delta.columnMapping.mode unset on ledger tables"
+        )
+    features = table.protocol().reader_features or []
+    if "deletionVectors" in features and _has_deletion_vectors(table, actions):
+        raise UnreadableFiles(
+            f"{path} has deletion vectors (delta.enableDeletionVectors): rows deleted or "
+            "replaced beside its data files, which ackfold's engines read themselves. Purge "
+            "them and turn them off in Spark: ALTER TABLE delta.`<path>` SET TBLPROPERTIES "
+            "('delta.enableDeletionVectors' = 'false'), then REORG TABLE delta.`<path>` "
+            "APPLY (PURGE)"
+        )
+
+
+def _has_deletion_vectors(table: Any, actions: Any) -> bool:
+    """Whether any file of `table` has a deletion vector (its add action names one)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if actions is None:
+        actions = pa.RecordBatchReader.from_stream(table.get_add_actions(flatten=True)).read_all()
+    named = [
+        c for c in actions.column_names if c.lower().replace("_", "").startswith("deletionvector")
+    ]
+    if not named:  # delta-rs does not say: the feature is on, so assume they may exist
+        return True
+    return any(pc.any(pc.is_valid(actions[c])).as_py() for c in named)

@@ -14,7 +14,17 @@ delta-rs committed a moment before (`docs/decisions/object-stores.md`). So here:
 2. **Compaction**: `ack_events` and `roots` Z-ordered by `root_id`
    (`DeltaTable.optimize.z_order`), `replay_log` compacted (`optimize.compact`).
 3. **VACUUM**: `DeltaTable.vacuum`, keeping `maintenance.vacuum_retention`, set first as
-   the table property `delta.deletedFileRetentionDuration` where it differs.
+   the table property `delta.deletedFileRetentionDuration` where it differs. Never the
+   files no reconcile has folded yet: while `ack_events` has commits after the mark of
+   the reconcile of every app (`ackfold.ledger.marks.unfolded_since`), its VACUUM keeps
+   every file removed since the first of them (`vacuum_hours`), and says so.
+4. **Checkpoints and log cleanup** (`tidy_logs`): a checkpoint of every table, then the
+   log files older than `delta.logRetentionDuration` (30 days) deleted; `ack_events`'
+   only once no commit that a reconcile has not folded would go with them.
+
+Spark's maintenance (`ackfold.ledger.maintenance`) runs the same steps on the same
+tables (`Z_ORDERED`, `COMPACTED`), its last two with these functions; the conformance
+suite compares the tables both leave.
 
 Each commit is retried on a conflict (`retry_conflicts`): an app's append that lands
 first makes the next try read the table again.
@@ -23,9 +33,10 @@ first makes the next try read the table again.
 from __future__ import annotations
 
 import logging
+import math
 import re
 import time
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from functools import partial
 from importlib.metadata import version
 from typing import Any, Final
@@ -36,6 +47,8 @@ from ackfold.ledger import status
 from ackfold.ledger.conflicts import retry_conflicts
 from ackfold.ledger.encoding import writer_properties
 from ackfold.ledger.errors import LedgerConflict
+from ackfold.ledger.marks import unfolded_since
+from ackfold.ledger.store import delta_uri, storage_options
 from ackfold.ledger.tables import (
     ACK_EVENTS,
     APP_PROGRESS,
@@ -45,6 +58,7 @@ from ackfold.ledger.tables import (
     ROOTS,
     SENT_MESSAGES,
     TABLES,
+    Ledger,
 )
 from ackfold.ledger.writer import object_store_writer
 
@@ -52,10 +66,14 @@ log = logging.getLogger("ackfold.maintenance")
 RETENTION_PROPERTY: Final = "delta.deletedFileRetentionDuration"
 SETTLED: Final = (status.COMPLETED, status.COMPLETED_LATE)
 Z_ORDERED: Final = (ACK_EVENTS, ROOTS)
-COMPACTED: Final = (REPLAY_LOG,)
+# Small appends: the replay log, and the heartbeat (a commit per app every 30 s).
+COMPACTED: Final = (REPLAY_LOG, APP_PROGRESS)
 # The first deltalake whose conflict checker lets a rewrite commit beside a concurrent
 # append (tests/s3/test_maintenance.py fails on 1.0.0, passes on 1.1.4).
 MERGES_BESIDE_APPENDS: Final = (1, 1)
+LOG_RETENTION_PROPERTY: Final = "delta.logRetentionDuration"
+DEFAULT_LOG_RETENTION: Final = timedelta(days=30)
+_UNITS: Final = {"second": 1, "minute": 60, "hour": 3600, "day": 86400, "week": 604800}
 
 
 class StoreMaintenanceError(AckfoldError, RuntimeError):
@@ -105,18 +123,20 @@ def maintain_on_store(settings: Settings, *, now: datetime | None = None) -> dic
             lambda t, p=properties: t.optimize.compact(writer_properties=p),
             "compaction",
         )
-    hours = round(settings.maintenance.vacuum_retention.total_seconds() / 3600)
-    wanted = f"interval {hours} hours"
-    for name in TABLES:
+    ledger = Ledger(settings.table_root)
+    kept = {name: vacuum_hours(settings, ledger, name) for name in TABLES}
+    for name, hours in kept.items():
+        wanted = f"interval {hours} hours"
         table = _table(writer, name)
         if table.metadata().configuration.get(RETENTION_PROPERTY) != wanted:
             _commit(
                 writer, name,
-                lambda t: t.alter.set_table_properties({RETENTION_PROPERTY: wanted}),
+                lambda t, w=wanted: t.alter.set_table_properties({RETENTION_PROPERTY: w}),
                 "retention property",
             )  # fmt: skip
-    for name in TABLES:
+    for name, hours in kept.items():
         _commit(writer, name, partial(_vacuum, hours=hours), "VACUUM")
+    summary["logs_kept"] = tidy_logs(ledger)
     for name in TABLES:
         _check_reader_version(_table(writer, name), writer.uri(name))
     summary["optimized"] = [*Z_ORDERED, *COMPACTED]
@@ -125,6 +145,68 @@ def maintain_on_store(settings: Settings, *, now: datetime | None = None) -> dic
     summary["seconds"] = round(time.monotonic() - started, 1)
     log.info("maintenance (delta-rs, object store): %s", summary)
     return summary
+
+
+def vacuum_hours(settings: Settings, ledger: Ledger, name: str) -> int:
+    """The hours of unreferenced files VACUUM keeps in table `name`:
+    `maintenance.vacuum_retention`, or for `ack_events` more, back to the first commit no
+    reconcile has folded yet (VACUUM reads the wall clock, and so does this)."""
+    hours = round(settings.maintenance.vacuum_retention.total_seconds() / 3600)
+    first, at = (unfolded_since(ledger) if name == ACK_EVENTS else None) or (0, None)
+    if at is None:
+        return hours
+    needed = math.ceil((datetime.now(UTC) - at) / timedelta(hours=1)) + 1
+    if needed <= hours:
+        return hours
+    log.info(
+        "maintenance: VACUUM of %s keeps %d hours of files, not %d: version %d (committed "
+        "%s) and later are not folded by a reconcile yet, and their files stay until one has",
+        ledger.path(name), needed, hours, first, at.isoformat(timespec="seconds"),
+    )  # fmt: skip
+    return needed
+
+
+def tidy_logs(ledger: Ledger, tables: tuple[str, ...] = tuple(TABLES)) -> list[str]:
+    """Checkpoint each of `tables`, then delete its log files older than its
+    `delta.logRetentionDuration` (delta-rs's `cleanup_metadata`); `ack_events`' are kept
+    while a commit no reconcile has folded yet would go with them. The tables whose logs
+    were kept whole."""
+    from deltalake import DeltaTable
+
+    kept = []
+    for name in tables:
+        path = ledger.path(name)
+        table = DeltaTable(delta_uri(path), storage_options=storage_options(path))
+        table.create_checkpoint()
+        first, at = (unfolded_since(ledger) if name == ACK_EVENTS else None) or (0, None)
+        retention = log_retention(table.metadata().configuration)
+        if at is not None and at < datetime.now(UTC) - retention:
+            log.info(
+                "maintenance: the log of %s is kept whole: version %d (committed %s) is "
+                "older than its log retention and not folded by a reconcile yet",
+                path, first, at.isoformat(timespec="seconds"),
+            )  # fmt: skip
+            kept.append(name)
+            continue
+        table.cleanup_metadata()
+    return kept
+
+
+def log_retention(configuration: dict[str, str]) -> timedelta:
+    """A table's `delta.logRetentionDuration` (Delta's 30 days when unset).
+
+    Example:
+        >>> log_retention({"delta.logRetentionDuration": "interval 7 days"})
+        datetime.timedelta(days=7)
+        >>> log_retention({})
+        datetime.timedelta(days=30)
+    """
+    text = configuration.get(LOG_RETENTION_PROPERTY)
+    if not text:
+        return DEFAULT_LOG_RETENTION
+    words = text.lower().split()
+    count, unit = (words[1], words[2]) if words[0] == "interval" else (words[0], words[1])
+    return timedelta(seconds=float(count) * _UNITS[unit.rstrip("s")])
 
 
 def _table(writer: Any, name: str) -> Any:

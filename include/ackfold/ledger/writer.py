@@ -241,41 +241,57 @@ class LedgerWriter:
     def replace_where(self, name: str, data: Any, predicate: str) -> None:
         """Replace the rows of ledger table `name` that match `predicate` (SQL over the
         table's columns, built from ackfold's own names and quoted values only) with the
-        Arrow table `data`, in one commit: Delta's `replaceWhere`, in delta-rs."""
-        import pyarrow as pa
-        from deltalake import DeltaTable, PostCommitHookProperties, write_deltalake
+        Arrow table `data`, in one commit: Delta's `replaceWhere`, in delta-rs. Under the
+        ledger's turn the commit carries the lease's epoch (a derived table's rows)."""
+        from ackfold.ledger.fence import commit
 
         self.create([name] if name not in self._checked else [])
         path = self.uri(name)
+        commit(
+            self.ledger.root,
+            self.ledger.path(name),
+            lambda table, properties: self.write(
+                name, table, data, predicate=predicate, commit_properties=properties
+            ),
+            what=f"replace where {predicate} in {path}",
+            load=lambda: self.table(name),
+        )
 
-        def replace() -> None:
-            with _writing(path):
-                table = DeltaTable(path, storage_options=self.storage_options)
-                schema = pa.schema(table.schema().to_arrow())
-                write_deltalake(
-                    table,
-                    clustered(name, conform(data, schema)),
-                    mode="overwrite",
-                    predicate=predicate,
-                    writer_properties=writer_properties(name),
-                    post_commithook_properties=PostCommitHookProperties(create_checkpoint=False),
-                )
-                _checkpoint_at_interval(table)
+    def write(
+        self,
+        name: str,
+        table: Any,
+        data: Any,
+        *,
+        predicate: str | None = None,
+        commit_properties: Any = None,
+    ) -> None:
+        """One commit of the Arrow table `data` to `table` (the `DeltaTable` of ledger table
+        `name`, as read for this commit), in the ledger's encoding: an append, or with
+        `predicate` a replacement of the rows it matches. No retry and no checkpoint: the
+        caller's (a fenced commit's, `ackfold.ledger.fence`) reads the table again and
+        calls this anew, then checkpoints (`checkpoint_at_interval`)."""
+        import pyarrow as pa
+        from deltalake import PostCommitHookProperties, write_deltalake
 
-        retry_conflicts(replace, what=f"replace where {predicate} in {path}")
+        how: dict[str, Any] = {
+            "writer_properties": writer_properties(name),
+            "commit_properties": commit_properties,
+            "post_commithook_properties": PostCommitHookProperties(create_checkpoint=False),
+        }
+        with _writing(self.uri(name)):
+            rows = clustered(name, conform(data, pa.schema(table.schema().to_arrow())))
+            if predicate is None:
+                write_deltalake(table, rows, mode="append", **how)
+            else:
+                write_deltalake(table, rows, mode="overwrite", predicate=predicate, **how)
 
     def _append(self, name: str, rows: Any, app_id: str | None, version: int | None) -> bool:
         """One commit to `name` of `rows` (row mappings, or a function of the table's
         Arrow schema that returns the Arrow table); False when `app_id` already wrote
         `version`."""
         import pyarrow as pa
-        from deltalake import (
-            CommitProperties,
-            DeltaTable,
-            PostCommitHookProperties,
-            Transaction,
-            write_deltalake,
-        )
+        from deltalake import CommitProperties, DeltaTable, Transaction
 
         path = self.uri(name)
         with _writing(path):
@@ -303,15 +319,8 @@ class LedgerWriter:
                     field.name: [row.get(field.name) for row in rows] for field in schema
                 }  # columns outside the contract (added to the table later) stay null
                 data = pa.table(columns, schema=schema)
-            write_deltalake(
-                table,
-                clustered(name, data),
-                mode="append",
-                writer_properties=writer_properties(name),
-                commit_properties=properties,
-                post_commithook_properties=PostCommitHookProperties(create_checkpoint=False),
-            )
-            _checkpoint_at_interval(table)
+        self.write(name, table, data, commit_properties=properties)
+        checkpoint_at_interval(table)
         return True
 
     def _check(self, name: str, table: Any) -> None:
@@ -434,8 +443,9 @@ def conform(data: Any, schema: Any) -> Any:
     return pa.Table.from_arrays(columns, schema=schema)
 
 
-def _checkpoint_at_interval(table: Any) -> None:
-    """Checkpoint every `delta.checkpointInterval` versions, 10 unless the table says
+def checkpoint_at_interval(table: Any) -> None:
+    """After a commit through `table` (a `DeltaTable` at the version it committed):
+    checkpoint every `delta.checkpointInterval` versions, 10 unless the table says
     otherwise, as Delta Spark does (delta-rs's own default is 100): readers, Spark's and
     delta-rs's, then replay at most that many commits. It takes delta-rs milliseconds."""
     interval = int(table.metadata().configuration.get("delta.checkpointInterval") or 10)

@@ -3,9 +3,9 @@
 The same run as `ackfold.reconcile.reconciler` (Spark), step for step, on the same
 tables, and with the same result row for row (`tests/conformance`):
 
-1. what is new: the `ack_events` appended since the mark the last run left
-   (`ackfold.reconcile.quiet`: the table's id and the version folded up to, shared by both
-   engines), read from the table's log (`ackfold.embedded.log`);
+1. what is new: the `ack_events` appended since the mark the last run left in
+   `root_state` (`ackfold.ledger.marks`, shared by both engines), read from the
+   table's log (`ackfold.embedded.log`);
 2. in slices of at most `reconcile.max_bytes_per_batch` of parquet, each one a step:
    the slice's events and those waiting in `unmatched_events` folded per root
    (`duck_fold`), joined to the state of the open roots, every open root classified
@@ -13,9 +13,11 @@ tables, and with the same result row for row (`tests/conformance`):
    delta-rs; the events of roots still unknown kept waiting; then the mark moves on;
 3. the summary, as the Spark run gives it.
 
-A step run again (killed between its writes and its mark) writes nothing twice: the state
-it reads has its events already, as in the Spark run. Memory is bounded by the slice and
-by `engine.memory_limit`, beyond which DuckDB spills to disk.
+Every commit carries the lease's epoch (`ackfold.ledger.fence`): a run that lost the
+lease while it was frozen commits nothing when it wakes up. A step run again (killed
+between its writes and its mark) writes nothing twice: the state it reads has its events
+already, as in the Spark run. Memory is bounded by the slice and by
+`engine.memory_limit`, beyond which DuckDB spills to disk.
 
 Example:
     >>> summary = EmbeddedReconciler(settings).run()      # doctest: +SKIP
@@ -26,40 +28,37 @@ Example:
 from __future__ import annotations
 
 import logging
-import shutil
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, date, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from ackfold.config import Settings
 from ackfold.embedded import duck, tables
-from ackfold.embedded.log import Appends, DataFile, appended_since
+from ackfold.embedded.log import DataFile
 from ackfold.ledger import status
 from ackfold.ledger.contract import CLOCK_SKEW
-from ackfold.ledger.errors import LedgerError
+from ackfold.ledger.fence import commit
+from ackfold.ledger.layout import upgrade_root_state
+from ackfold.ledger.marks import commit_mark
 from ackfold.ledger.sql import sql_date, sql_str
 from ackfold.ledger.tables import (
     ACK_EVENTS,
     ACK_EVENTS_COLUMNS,
     ROOT_STATE,
-    ROOT_STATE_PARTITIONS,
     ROOTS,
     UNMATCHED_EVENTS,
     Ledger,
-    local_dir,
 )
 from ackfold.ledger.writer import LedgerWriter
 from ackfold.reconcile import duck_fold, quiet
-from ackfold.reconcile.state import COLUMNS
+from ackfold.reconcile.new_events import byte_limit, new_events, slices
+from ackfold.reconcile.state import COLUMNS, settled_before, window_start
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
 log = logging.getLogger("ackfold.reconcile")
 
-_UNITS = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
-# What a Spark stream keeps in its checkpoint: retired when the embedded engine folds.
-SPARK_STREAM_STATE = ("offsets", "commits", "sources", "metadata", "state")
 _EVENT_COLUMNS = ", ".join(ACK_EVENTS_COLUMNS)
 # The step's events (of the apps `{mine}` accepts), flagged. A view, not a copy: the fold
 # reads the files once, and the few lookups after it (events of the roots that stay open)
@@ -89,7 +88,6 @@ class EmbeddedReconciler:
         *,
         now: datetime | None = None,
         app: str | None = None,
-        checkpoint: str,
     ) -> None:
         self.settings = settings
         self.ledger = Ledger(settings.table_root)
@@ -99,7 +97,7 @@ class EmbeddedReconciler:
         self.options = self.writer.storage_options
         self.now = (now or datetime.now(UTC)).astimezone(UTC)
         self.app = app
-        self.checkpoint = checkpoint
+        self.events_id = ""
         self.counts = dict.fromkeys(quiet.COUNTERS, 0)
         self.db = duck.connect(settings)
         self._register_policy()
@@ -108,22 +106,21 @@ class EmbeddedReconciler:
 
     def run(self) -> dict[str, Any]:
         self.writer.create([ACK_EVENTS, ROOTS, ROOT_STATE, UNMATCHED_EVENTS])
-        _check_layout(self.writer.table(ROOT_STATE), self.uri(ROOT_STATE))
-        mark = quiet.read_mark(self.checkpoint)
-        events = self.writer.table(ACK_EVENTS)
-        after = mark[1] if mark is not None and mark[0] == str(events.metadata().id) else None
-        appends = appended_since(self.uri(ACK_EVENTS), after, storage_options=self.options)
+        upgrade_root_state(self.ledger)
+        appends, _ = new_events(self.ledger, self.app)
+        self.events_id = appends.table_id
         steps = 0
-        for files, version in _slices(appends, _bytes(self.settings.reconcile.max_bytes_per_batch)):
+        limit = byte_limit(self.settings.reconcile.max_bytes_per_batch)
+        for files, version in slices(appends, limit):
             self.step(files)
             steps += 1
             if version is not None:
-                self._mark((appends.table_id, version))
+                commit_mark(self.ledger, self.app, self.events_id, version)
         if not steps:
             self.step(None)  # nothing new: the open roots are classified all the same
         # Roots that timed out at a stage whose outputs no stage acks say so (issue 42).
         self._explain_timeouts()
-        self._mark((appends.table_id, appends.version))
+        commit_mark(self.ledger, self.app, self.events_id, appends.version)
         return self.summary()
 
     def uri(self, table: str) -> str:
@@ -133,28 +130,31 @@ class EmbeddedReconciler:
         """Ledger table `table` as a DuckDB relation (`ackfold.embedded.tables.scan`)."""
         return tables.scan(self.db, self.uri(table), storage_options=self.options, **how)
 
-    def _mark(self, read: tuple[str, int]) -> None:
-        """Say what has been folded, for both engines: Spark's stream state in the same
-        checkpoint is behind it now, so it is retired, and a Spark run next starts its
-        stream after the mark (`Reconciler._starting_version`)."""
-        directory = local_dir(self.checkpoint)
-        if directory is not None:
-            directory.mkdir(parents=True, exist_ok=True)
-            for stale in SPARK_STREAM_STATE:
-                shutil.rmtree(directory / stale, ignore_errors=True)
-        quiet.save_mark(self.checkpoint, read)
+    def _commit(self, table: str, action: Callable[[Any, Any], Any], what: str) -> Any:
+        """`action(delta_table, commit_properties)`: one commit to ledger table `table`,
+        carrying the lease's epoch (`ackfold.ledger.fence.commit`)."""
+        return commit(
+            self.settings.table_root,
+            self.ledger.path(table),
+            action,
+            what=f"{what} {self.uri(table)}",
+            load=lambda: self.writer.table(table),
+        )
 
     def step(self, files: Sequence[DataFile] | None) -> None:
         """Fold the events of `files` (None: no new events) and the waiting ones into
         root_state, and classify the open roots again."""
         db = self.db
-        since = (self.now - self.settings.reconcile.lookback).date()
+        self._register_events(files)
+        (oldest_event,) = db.execute(
+            "SELECT min(event_time) FROM events WHERE NOT waiting"
+        ).fetchall()[0]
+        since = window_start(self.settings, self.now, oldest_event)
         self._open_state(since)
         db.execute(
             "CREATE OR REPLACE TEMP TABLE prior_seen AS "
             "SELECT root_id, seen_event_hashes FROM prior"
         )
-        self._register_events(files)
         db.execute(f"CREATE OR REPLACE TEMP TABLE seen AS {duck_fold.SEEN_SQL}")
         db.execute(f"CREATE OR REPLACE TEMP TABLE marked AS {duck_fold.FOLD_SQL}")
         (seen,) = db.execute("SELECT count(*) FROM seen").fetchall()[0]
@@ -168,7 +168,28 @@ class EmbeddedReconciler:
             f"CREATE OR REPLACE TEMP TABLE rows AS {duck_fold.COMBINE_SQL}",
             {"now": self.now},
         )
+        self._drop_copies_of_settled(first_day)
         self._write()
+
+    def _drop_copies_of_settled(self, first_day: date) -> None:
+        """The roots this step would park for the first time that have a settled row first
+        seen before `first_day` (out of the step's reads): their events are copies (a run
+        killed before its mark, an `--app` run that folded them), dropped as Spark drops
+        them (`ackfold.reconcile.state.settled_before`)."""
+        parked = [
+            int(root)
+            for (root,) in self.db.execute(
+                "SELECT root_id FROM rows WHERE change = $park AND read > 0",
+                {"park": duck_fold.PARK},
+            ).fetchall()
+        ]
+        found = settled_before(self.ledger, parked, first_day, self.app)
+        if found:
+            self.db.execute(
+                "UPDATE rows SET change = NULL WHERE list_contains($found, root_id)",
+                {"found": sorted(found)},
+            )
+            log.info("reconcile: %d root(s) settled before %s read again", len(found), first_day)
 
     # -- the inputs -------------------------------------------------------------------
 
@@ -308,18 +329,31 @@ class EmbeddedReconciler:
             "AND t.first_event_date = s.prior_date AND t.status = s.prior_status "
             "AND t.root_id = s.root_id"
         )
-        table = self.writer.table(ROOT_STATE)
-        metrics = (
-            table.merge(updates, predicate, source_alias="s", target_alias="t")
-            .when_matched_update({c: f"s.{c}" for c in COLUMNS})
-            .execute()
-        )
-        self.counts["roots_updated"] += int(metrics.get("num_target_rows_updated", 0))
+        metrics = self._commit(
+            ROOT_STATE,
+            lambda table, properties: (
+                table.merge(
+                    updates, predicate, source_alias="s", target_alias="t",
+                    commit_properties=properties,
+                )
+                .when_matched_update({c: f"s.{c}" for c in COLUMNS})
+                .execute()
+            ),
+            "MERGE into",
+        )  # fmt: skip
+        self.counts["roots_updated"] += int((metrics or {}).get("num_target_rows_updated", 0))
 
     def _append_new(self) -> None:
         inserts = self._written(duck_fold.INSERT, list(COLUMNS))
         if inserts.num_rows:
-            self.writer.append_arrow(ROOT_STATE, inserts)
+            # Fenced, and found on a retry if it landed: new roots go in once.
+            self._commit(
+                ROOT_STATE,
+                lambda table, properties: self.writer.write(
+                    ROOT_STATE, table, inserts, commit_properties=properties
+                ),
+                "append to",
+            )
         self.counts["roots_updated"] += inserts.num_rows
 
     def _written(self, change: str, columns: Sequence[str]) -> pa.Table:
@@ -365,12 +399,18 @@ class EmbeddedReconciler:
             "AND t.first_event_date = s.first_event_date AND t.root_id = s.root_id "
             "AND t.fail_at IS NULL"
         )
-        (
-            self.writer.table(ROOT_STATE)
-            .merge(source, predicate, source_alias="s", target_alias="t")
-            .when_matched_update({"fail_reason": "s.reason"})
-            .execute()
-        )
+        self._commit(
+            ROOT_STATE,
+            lambda table, properties: (
+                table.merge(
+                    source, predicate, source_alias="s", target_alias="t",
+                    commit_properties=properties,
+                )
+                .when_matched_update({"fail_reason": "s.reason"})
+                .execute()
+            ),
+            "MERGE into",
+        )  # fmt: skip
         log.info("reconcile: %d timed-out root(s) waited on a stage no stage acks", len(reasons))
 
     def _park(self) -> None:
@@ -398,36 +438,3 @@ class EmbeddedReconciler:
             "SELECT count(*) FROM waiting_now WHERE $app IS NULL OR app = $app", {"app": self.app}
         ).fetchall()[0][0]
         return quiet.summary(self.app, self.now, self.counts, int(unmatched), by_status)
-
-
-def _slices(appends: Appends, limit: int) -> Iterator[tuple[list[DataFile], int | None]]:
-    """The files in slices of at most `limit` bytes (or one version's files, if more),
-    each with the version it has read all of: a slice ends where a version does, so the
-    mark can move on after it. A table read whole is one version: its slices end
-    anywhere, and only the run's end moves the mark (None)."""
-    batch: list[DataFile] = []
-    size = 0
-    for f in appends.files:
-        ends_version = not batch or batch[-1].version != f.version
-        if batch and size + f.size > limit and (ends_version or appends.whole):
-            yield batch, None if appends.whole else batch[-1].version
-            batch, size = [], 0
-        batch.append(f)
-        size += f.size
-    if batch:
-        yield batch, None if appends.whole else batch[-1].version
-
-
-def _bytes(text: str) -> int:
-    unit = text[-1].lower()
-    return int(text[:-1]) * _UNITS[unit] if unit in _UNITS else int(text)
-
-
-def _check_layout(table: Any, uri: str) -> None:
-    partitions = tuple(table.metadata().partition_columns)
-    if partitions != ROOT_STATE_PARTITIONS:
-        raise LedgerError(
-            f"{uri} is partitioned by ({', '.join(partitions)}), an earlier ackfold's layout: "
-            "run one reconcile with engine.kind=spark (ACKFOLD_ENGINE__KIND=spark) to "
-            "rewrite it, then the embedded engine can take over"
-        )

@@ -1,12 +1,17 @@
 """The reconciler: Storm's acker, as an incremental batch fold over the Delta ledger.
 
-Each run reads only the `ack_events` appended since the last run (a Delta streaming read
-with `availableNow` and a checkpoint). For each micro-batch it folds the new events per
-root (`spark_fold.fold_events`: one shuffle), joins them with the state of the roots it
-keeps open and classifies every open root again, events or not, so that a timeout fires
-without an event (`spark_fold.combine`); then it MERGEs the rows that changed, appends
-the roots seen for the first time, and keeps the events of unknown roots waiting. A run
-with no new event still classifies the open roots.
+Each run reads only the `ack_events` appended since the mark the last run left in
+`root_state` (`ackfold.ledger.marks`, shared with the embedded engine): the files the
+table's log names after it, in slices of at most `reconcile.max_bytes_per_batch`. For
+each slice it folds the new events per root (`spark_fold.fold_events`: one shuffle),
+joins them with the state of the roots it keeps open and classifies every open root
+again, events or not, so that a timeout fires without an event (`spark_fold.combine`);
+then it MERGEs the rows that changed, appends the roots seen for the first time, keeps
+the events of unknown roots waiting, and moves the mark. A run with no new event still
+classifies the open roots.
+
+Every commit carries the lease's epoch as its Delta transaction (`txnAppId`,
+`txnVersion`: `ackfold.ledger.fence`), so a run that lost the lease commits nothing.
 
 The algorithm is `ackfold.reconcile.spark_fold`, which matches `ackfold.reconcile.fold`
 (the plain Python reference) row for row; what is read of `root_state` and how it is
@@ -21,19 +26,20 @@ Example:
 
 from __future__ import annotations
 
-import json
 import logging
-import uuid
 from datetime import UTC, date, datetime
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlparse
 
 from ackfold.config import Settings
-from ackfold.config.values import APP_NAME
-from ackfold.ledger.conflicts import retry_conflicts
+from ackfold.embedded.log import DataFile
 from ackfold.ledger.contract import CLOCK_SKEW
 from ackfold.ledger.create import create_tables
+from ackfold.ledger.dml import with_txn
+from ackfold.ledger.fence import spark_commit
 from ackfold.ledger.layout import upgrade_root_state
 from ackfold.ledger.lease import ledger_turn
+from ackfold.ledger.marks import check_app_name, commit_mark
 from ackfold.ledger.tables import (
     ACK_EVENTS,
     ACK_EVENTS_COLUMNS,
@@ -41,28 +47,27 @@ from ackfold.ledger.tables import (
     ROOTS,
     UNMATCHED_EVENTS,
     Ledger,
-    local_dir,
     spark_schema,
 )
 from ackfold.reconcile import quiet
+from ackfold.reconcile.new_events import byte_limit, new_events, slices
 from ackfold.reconcile.spark_fold import INSERT, PARK, UPDATE, combine, fold_events
-from ackfold.reconcile.state import append_new, known_roots, merge_updates, open_state
+from ackfold.reconcile.state import (
+    append_new,
+    known_roots,
+    merge_updates,
+    open_state,
+    settled_before,
+    window_start,
+)
 from ackfold.reconcile.timeouts import explain_timeouts
-from ackfold.spark import is_connect, start_query
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 log = logging.getLogger("ackfold.reconcile")
 
-CHECKPOINTS = "_checkpoints"
-
-
-def check_app_name(app: str) -> str:
-    """`app`, if it is a plain name: it becomes part of a checkpoint path."""
-    if not APP_NAME.match(app):
-        raise ValueError(f"app {app!r} is not an app name: use letters, digits, '.', '_', '-'")
-    return app
+__all__ = ["Reconciler", "check_app_name", "reconcile", "reconcile_quietly"]
 
 
 class Reconciler:
@@ -83,114 +88,57 @@ class Reconciler:
         self.now = (now or datetime.now(UTC)).astimezone(UTC)
         self.app = check_app_name(app) if app is not None else None
         self.counts = dict.fromkeys(quiet.COUNTERS, 0)
-        self.scope = _scope(app)
-        self.checkpoint = reconcile_checkpoint(self.ledger, app)
-        self.query_name = f"ackfold-reconcile-{self.scope}"
         self.batches = 0
-        # Under Spark Connect the batches run on a copy of this object, in the server's
-        # Python worker, which shares this session: it hands its counts back in the
-        # session's settings, under a key of this run's own.
-        self.handback = f"ackfold.reconcile.run.{uuid.uuid4().hex}"
-
-    def __getstate__(self) -> dict[str, Any]:
-        # A copy on a Connect server works on its batch's session, not on the client's.
-        state = self.__dict__.copy()
-        state.pop("spark", None)
-        return state
 
     # -- the run ----------------------------------------------------------------------
 
     def run(self) -> dict[str, Any]:
         create_tables(self.spark, self.ledger, (ACK_EVENTS, ROOTS, ROOT_STATE, UNMATCHED_EVENTS))
-        upgrade_root_state(self.spark, self.ledger)
-        events = (
-            self.spark.readStream.format("delta")
-            .option("maxBytesPerTrigger", self.settings.reconcile.max_bytes_per_batch)
-            # Maintenance deletes the events of long-completed roots: a commit that removes
-            # rows is no new event, and must not stop the stream.
-            .option("skipChangeCommits", "true")
-        )
-        read = self._version_to_read()
-        start = self._starting_version()
-        if start is not None:
-            events = events.option("startingVersion", start)
-        stream = events.load(self.ledger.path(ACK_EVENTS))
-        if self.app:
-            stream = stream.where(stream.app == self.app)
-        writer = (
-            stream.writeStream.foreachBatch(self._batch)
-            .option("checkpointLocation", self.checkpoint)
-            .trigger(availableNow=True)
-            .queryName(self.query_name)
-        )
-        query = start_query(writer)
-        query.awaitTermination()
-        if is_connect(self.spark):
-            self._take_back()
+        upgrade_root_state(self.ledger)
+        appends, _ = new_events(self.ledger, self.app)
+        limit = byte_limit(self.settings.reconcile.max_bytes_per_batch)
+        for files, version in slices(appends, limit):
+            self.batches += 1
+            self.step(self._events_of(files))
+            if version is not None:
+                commit_mark(self.ledger, self.app, appends.table_id, version)
         if not self.batches:
             self.step(None)  # nothing new: the open roots are classified all the same
         # Roots that timed out at a stage whose outputs no stage acks say so (issue 42).
         explain_timeouts(self.spark, self.ledger, now=self.now, app=self.app)
-        if read is not None:
-            quiet.save_mark(self.checkpoint, read)
+        commit_mark(self.ledger, self.app, appends.table_id, appends.version)
         return self.summary()
 
-    def _version_to_read(self) -> tuple[str, int] | None:
-        """(id, version) of `ack_events` as delta-rs reads it here, before the stream
-        starts: what this run will have folded, for `quiet.save_mark`. None where this
-        process does not see the table that Spark reads (a Connect server elsewhere)."""
-        path = self.ledger.path(ACK_EVENTS)
-        read = quiet.table_version(path)
-        if read is not None and is_connect(self.spark):
-            detail = self.spark.sql(f"DESCRIBE DETAIL delta.`{path}`").first()
-            if detail is None or detail["id"] != read[0]:
-                return None
-        return read
+    def _events_of(self, files: list[DataFile]) -> DataFrame:
+        """The rows of `files` (data files of `ack_events`, which holds its rows as they
+        are: `ackfold.embedded.log` checked its protocol), of this run's app."""
+        from pyspark.sql import functions as F
 
-    def _starting_version(self) -> int | None:
-        """Where the stream starts when the embedded engine folded last: its checkpoint
-        holds the mark of what was folded and no stream state of Spark's (the embedded
-        engine retires it, `ackfold.reconcile.embedded`), so the stream starts after the
-        mark instead of from the first version. None: the checkpoint decides."""
-        directory = local_dir(self.checkpoint)
-        if directory is None or (directory / "offsets").exists():
-            return None
-        mark = quiet.read_mark(self.checkpoint)
-        read = quiet.table_version(self.ledger.path(ACK_EVENTS))
-        if mark is None or read is None or mark[0] != read[0]:
-            return None
-        return mark[1] + 1
+        paths = [self._spark_uri(f.uri) for f in files]
+        events = self.spark.read.schema(spark_schema(ACK_EVENTS)).parquet(*paths)
+        return events if self.app is None else events.where(F.col("app") == F.lit(self.app))
 
-    def _batch(self, batch: DataFrame, batch_id: int) -> None:
-        copy = "spark" not in self.__dict__  # this object, pickled to a Connect server
-        if copy:
-            self.spark = batch.sparkSession
-        self.batches += 1
-        self.step(batch)
-        if copy:
-            handed = {"batches": self.batches, **self.counts}
-            self.spark.conf.set(self.handback, json.dumps(handed))
-
-    def _take_back(self) -> None:
-        """The counts of the batches a Connect server ran for this run."""
-        handed = self.spark.conf.get(self.handback, None)
-        if handed:
-            self.spark.conf.unset(self.handback)
-            counts = json.loads(handed)
-            self.batches = int(counts.pop("batches"))
-            self.counts.update({k: int(v) for k, v in counts.items()})
+    def _spark_uri(self, uri: str) -> str:
+        """A data file's URI as delta-rs names it, in the warehouse's scheme for Spark
+        (`s3a://` where delta-rs says `s3://`)."""
+        scheme = urlparse(self.ledger.root).scheme.lower()
+        if scheme in ("s3a", "s3n") and uri.startswith("s3://"):
+            return f"{scheme}{uri[2:]}"
+        return uri
 
     def step(self, batch: DataFrame | None) -> None:
         """Fold `batch` (None: no new events) into root_state and classify the open roots.
 
-        A batch run again (the run died between its writes and its checkpoint) writes
-        nothing it wrote before: the state it reads has its events already (each open root
-        keeps the hashes of the events it folded, a settled root is known as such), so its
-        rows come out unchanged. That is why these writes need no Delta transaction ids,
-        whose look-up costs a Spark job per table on every batch."""
+        A batch run again (the run died between its writes and its mark) writes nothing it
+        wrote before: the state it reads has its events already (each open root keeps the
+        hashes of the events it folded, a settled root is known as such), so its rows come
+        out unchanged."""
         from pyspark.sql import functions as F
 
-        since = _window_start(self.settings, self.now)
+        first_event = None
+        if batch is not None:  # after an outage, its events are older than `now`
+            first_event = batch.agg(F.min("event_time")).first()[0]  # type: ignore[index]
+        since = window_start(self.settings, self.now, first_event)
         prior = open_state(self.spark, self.ledger, since=since, app=self.app)
         events = self._with_waiting(batch)
         new = fold_events(events, prior.select("root_id", "seen_event_hashes"), self._partitions())
@@ -212,27 +160,20 @@ class Reconciler:
                 now=F.lit(self.now),
             ).cache()
             try:
-                self._write(rows, events)
+                self._write(rows, events, first_day)
             finally:
                 rows.unpersist()
         finally:
             new.unpersist()
 
-    def _write(self, rows: DataFrame, events: DataFrame) -> None:
+    def _write(self, rows: DataFrame, events: DataFrame, first_day: date) -> None:
         from pyspark.sql import functions as F
 
         change = F.col("change")
-        totals = {
-            r["change"]: r
-            for r in rows.groupBy("change")
-            .agg(
-                F.count("*").alias("roots"),
-                F.sum("fresh").alias("fresh"),
-                F.sum(F.col("read") + F.col("waited")).alias("copies"),
-                F.sum("read").alias("read"),
-            )
-            .collect()
-        }
+        totals = _totals(rows)
+        if PARK in totals and int(totals[PARK]["read"] or 0):
+            rows = self._drop_copies_of_settled(rows, first_day)
+            totals = _totals(rows)
         read = sum(int(r["read"] or 0) for r in totals.values())
         copies = sum(int(r["copies"] or 0) for r in totals.values())
         folded = sum(int(totals[c]["fresh"] or 0) for c in (UPDATE, INSERT) if c in totals)
@@ -261,6 +202,22 @@ class Reconciler:
             self._park(
                 events.join(rows.where(change == PARK).select("root_id"), "root_id", "left_semi")
             )
+
+    def _drop_copies_of_settled(self, rows: DataFrame, first_day: date) -> DataFrame:
+        """`rows`, less the roots it would park for the first time that have a settled row
+        first seen before `first_day`: their events are copies (a run killed before its
+        mark, an `--app` run that folded them), dropped as the embedded engine drops them
+        (`ackfold.reconcile.state.settled_before`)."""
+        from pyspark.sql import functions as F
+
+        first_parked = rows.where((F.col("change") == PARK) & (F.col("read") > 0))
+        parked = [int(r["root_id"]) for r in first_parked.select("root_id").collect()]
+        found = settled_before(self.ledger, parked, first_day, self.app)
+        if not found:
+            return rows
+        log.info("reconcile: %d root(s) settled before %s read again", len(found), first_day)
+        settled = F.col("root_id").isin(sorted(found))
+        return rows.withColumn("change", F.when(~settled, F.col("change")))
 
     # -- the inputs -------------------------------------------------------------------
 
@@ -311,13 +268,14 @@ class Reconciler:
 
         others = self._read(UNMATCHED_EVENTS)
         others = others.where(F.col("app") != self.app) if self.app else others.limit(0)
-        writer = (
-            others.unionByName(waiting.select(*others.columns).dropDuplicates())
-            .write.format("delta")
-            .mode("overwrite")
-        )
+        rows = others.unionByName(waiting.select(*others.columns).dropDuplicates())
         path = self.ledger.path(UNMATCHED_EVENTS)
-        retry_conflicts(lambda: writer.save(path), what=f"overwrite of {path}")
+        spark_commit(
+            self.ledger.root,
+            path,
+            lambda txn: with_txn(rows.write.format("delta").mode("overwrite"), txn).save(path),
+            what=f"overwrite of {path}",
+        )
 
     def summary(self) -> dict[str, Any]:
         from pyspark.sql import functions as F
@@ -334,19 +292,21 @@ class Reconciler:
         return quiet.summary(self.app, self.now, self.counts, unmatched, by_status)
 
 
-def _scope(app: str | None) -> str:
-    return f"app={app}" if app else "all"
+def _totals(rows: DataFrame) -> dict[str | None, Any]:
+    """Per `change`: the roots, their fresh events, the copies read, the events read."""
+    from pyspark.sql import functions as F
 
-
-def reconcile_checkpoint(ledger: Ledger, app: str | None) -> str:
-    """The checkpoint of the stream of new events of `app` (None: of every app)."""
-    return ledger.path(f"{CHECKPOINTS}/reconcile/{_scope(app)}")
-
-
-def _window_start(settings: Settings, now: datetime) -> date:
-    """The first day of the window: superseded roots first seen since are kept open,
-    and the ids of every other root first seen since tell its events from new ones."""
-    return (now - settings.reconcile.lookback).date()
+    return {
+        r["change"]: r
+        for r in rows.groupBy("change")
+        .agg(
+            F.count("*").alias("roots"),
+            F.sum("fresh").alias("fresh"),
+            F.sum(F.col("read") + F.col("waited")).alias("copies"),
+            F.sum("read").alias("read"),
+        )
+        .collect()
+    }
 
 
 def _roots(totals: dict[str | None, Any], change: str) -> int:
@@ -385,13 +345,7 @@ def reconcile_quietly(
     if app is not None:
         check_app_name(app)
     with ledger_turn(settings, _holder(app), say=log.info):
-        return quiet.quiet_summary(
-            settings,
-            checkpoint=reconcile_checkpoint(Ledger(settings.table_root), app),
-            now=at,
-            since=_window_start(settings, at),
-            app=app,
-        )
+        return quiet.quiet_summary(settings, now=at, since=window_start(settings, at), app=app)
 
 
 def _holder(app: str | None) -> str:

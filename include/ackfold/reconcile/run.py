@@ -11,8 +11,10 @@ It owns what every run needs, in this order:
    (`ackfold.reconcile.reconciler`), on the session given or a new one;
 4. the summary, with the engine that made it (`engine`: `quiet`, `embedded` or `spark`).
 
-Both engines read and move the same mark of what has been folded, so a ledger reconciled
-by one is reconciled next by the other without folding anything twice.
+Both engines read and move the same mark of what has been folded (in `root_state`:
+`ackfold.ledger.marks`), so a ledger reconciled by one is reconciled next by the other
+without folding anything twice; before either reads anything, the run claims the tables
+it writes with the lease's epoch (`ackfold.ledger.fence`).
 
 Example:
     >>> from ackfold.config import load_settings
@@ -32,7 +34,7 @@ from ackfold.config import Settings
 from ackfold.embedded import EMBEDDED, engine_for
 from ackfold.ledger.lease import ledger_turn
 from ackfold.ledger.lock import DEFAULT_WAIT
-from ackfold.ledger.tables import Ledger
+from ackfold.ledger.tables import ROOT_STATE, UNMATCHED_EVENTS, Ledger
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -59,28 +61,26 @@ def run_reconcile(
     the Spark engine, or what makes it when it is needed (else `get_spark`). `holder` names the
     run in the ledger's lease, and `wait` is how long to wait for another run's turn. The
     run's counters go over OTLP when metrics are on."""
+    from ackfold.ledger.marks import check_app_name
     from ackfold.reconcile import quiet
-    from ackfold.reconcile.reconciler import check_app_name, reconcile_checkpoint
 
     at = (now or datetime.now(UTC)).astimezone(UTC)
     if app is not None:
         check_app_name(app)
     chosen = engine or engine_for(settings)
-    checkpoint = reconcile_checkpoint(Ledger(settings.table_root), app)
-    with ledger_turn(settings, _holder(holder, app), wait=wait, say=say or log.info):
+    with ledger_turn(settings, _holder(holder, app), wait=wait, say=say or log.info) as fence:
         summary = quiet.quiet_summary(
-            settings,
-            checkpoint=checkpoint,
-            now=at,
-            since=(at - settings.reconcile.lookback).date(),
-            app=app,
+            settings, now=at, since=(at - settings.reconcile.lookback).date(), app=app
         )
         if summary is not None:
             return _exported(settings, {**summary, "engine": QUIET})
+        # Before anything is read: no run that lost the lease commits to them any more.
+        ledger = Ledger(settings.table_root)
+        fence.claim([ledger.path(ROOT_STATE), ledger.path(UNMATCHED_EVENTS)])
         if chosen == EMBEDDED:
             from ackfold.reconcile.embedded import EmbeddedReconciler
 
-            summary = EmbeddedReconciler(settings, now=at, app=app, checkpoint=checkpoint).run()
+            summary = EmbeddedReconciler(settings, now=at, app=app).run()
         else:
             from ackfold.reconcile.reconciler import Reconciler
             from ackfold.spark import get_spark

@@ -10,6 +10,11 @@ set of partitions, never settled history:
   `reconcile.lookback`, which a late completion may still turn `completed_late`.
 - `known_roots`: the ids of the other roots first seen since a date: what tells an event
   of a settled root (ignored) from the first event of a new one.
+- `settled_before`: which of a few root ids have a settled row first seen before a date,
+  for both engines (delta-rs): the events of such a root are copies, not events waiting
+  for a root that is still unknown. Asked only of the roots a step would park for the
+  first time (rare: an event before its init, an event of a long-settled root read
+  again), it reads the ids of older history, never on the common path.
 - `merge_updates` rewrites only the rows that changed, in only the partitions they were
   in (a status change moves a row to its new partition); `append_new` appends the roots
   seen for the first time.
@@ -21,17 +26,19 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from datetime import date
+from collections.abc import Collection, Iterable
+from datetime import UTC, date, datetime
 from typing import TYPE_CHECKING, Final
 
 from ackfold.ledger import dml, status
-from ackfold.ledger.conflicts import retry_conflicts
+from ackfold.ledger.fence import spark_commit
 from ackfold.ledger.sql import sql_date, sql_str
 from ackfold.ledger.tables import ROOT_STATE, ROOT_STATE_DDL, Ledger, column_names
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
+
+    from ackfold.config import Settings
 
 COLUMNS: Final = column_names(ROOT_STATE_DDL)
 
@@ -79,6 +86,54 @@ def _read(spark: SparkSession, ledger: Ledger, app: str | None) -> DataFrame:
     return state if app is None else state.where(F.col("app") == F.lit(app))
 
 
+def window_start(settings: Settings, now: datetime, oldest_event: datetime | None = None) -> date:
+    """The first day of a step's window: a lookback before `now`, or before the step's
+    oldest new event (after an outage, its late events meet the rows of roots first seen
+    during it), but never more than the events' retention before `now`. Superseded roots
+    first seen since are kept open, and the ids of every other root first seen since tell
+    its events from new ones.
+
+    Example:
+        >>> from ackfold.config import load_settings
+        >>> now, outage = datetime(2027, 1, 10, tzinfo=UTC), datetime(2027, 1, 5, tzinfo=UTC)
+        >>> settings = load_settings(reconcile={"lookback": "2d"})
+        >>> window_start(settings, now), window_start(settings, now, outage)
+        (datetime.date(2027, 1, 8), datetime.date(2027, 1, 3))
+    """
+    start = now
+    if oldest_event is not None:
+        start = max(min(now, oldest_event.astimezone(UTC)), now - settings.maintenance.retention)
+    return (start - settings.reconcile.lookback).date()
+
+
+def settled_before(
+    ledger: Ledger, root_ids: Collection[int], day: date, app: str | None = None
+) -> set[int]:
+    """The ids among `root_ids` whose root has a `root_state` row first seen before `day`
+    that is not unsettled: the roots whose events a step with `day` as its first day
+    would otherwise take for events still waiting for their root."""
+    if not root_ids:
+        return set()
+    import pyarrow.dataset as ds
+    from deltalake import DeltaTable
+
+    from ackfold.ledger.protocol import require_plain_files
+    from ackfold.ledger.store import delta_uri, storage_options
+
+    path = ledger.path(ROOT_STATE)
+    table = DeltaTable(delta_uri(path), storage_options=storage_options(path))
+    require_plain_files(table, path)
+    keep = (
+        (ds.field("first_event_date") < day)
+        & ~ds.field("status").isin(list(status.UNSETTLED))
+        & ds.field("root_id").isin(sorted(root_ids))
+    )
+    if app is not None:
+        keep = keep & (ds.field("app") == app)
+    found = table.to_pyarrow_dataset().to_table(columns=["root_id"], filter=keep)
+    return set(found.column("root_id").to_pylist())
+
+
 def merge_updates(ledger: Ledger, rows: DataFrame, partitions: Iterable[tuple[date, str]]) -> int:
     """MERGE `rows` (root_state rows with their `prior_date` and `prior_status`) over the
     rows they replace, reading only `partitions` (their prior (date, status) pairs);
@@ -98,15 +153,25 @@ def merge_updates(ledger: Ledger, rows: DataFrame, partitions: Iterable[tuple[da
     )
     path = ledger.path(ROOT_STATE)
     clauses = [f"WHEN MATCHED THEN UPDATE SET {dml.assignments(COLUMNS)}"]
-    metrics = retry_conflicts(
-        lambda: dml.merge(path, rows, on=on, clauses=clauses), what=f"MERGE into {path}"
+    metrics = spark_commit(
+        ledger.root,
+        path,
+        lambda txn: dml.merge(path, rows, on=on, clauses=clauses, txn=txn),
+        what=f"MERGE into {path}",
     )
     return dml.metric(metrics, "num_affected_rows")
 
 
 def append_new(ledger: Ledger, rows: DataFrame) -> None:
     """Append the rows of roots seen for the first time (a re-run batch has none left:
-    its first run's rows are in the state it reads, `Reconciler.step`)."""
+    its first run's rows are in the state it reads, `Reconciler.step`). Under the lease the
+    append carries its epoch: a retry whose first try landed is skipped, and a run that
+    lost the lease appends nothing (`ackfold.ledger.fence`)."""
     writer = rows.select(*COLUMNS).write.format("delta").mode("append")
     path = ledger.path(ROOT_STATE)
-    retry_conflicts(lambda: writer.save(path), what=f"append to {path}")
+    spark_commit(
+        ledger.root,
+        path,
+        lambda txn: dml.with_txn(writer, txn).save(path),
+        what=f"append to {path}",
+    )

@@ -20,8 +20,8 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from ackfold.ledger import dml, status
-from ackfold.ledger.conflicts import retry_conflicts
 from ackfold.ledger.errors import LedgerError
+from ackfold.ledger.fence import spark_commit
 from ackfold.ledger.pending import AppStages, app_stages
 from ackfold.ledger.reader import LedgerReader
 from ackfold.ledger.tables import ROOT_STATE, Ledger
@@ -70,8 +70,11 @@ def explain_timeouts(
     )
     path = ledger.path(ROOT_STATE)
     clauses = ["WHEN MATCHED THEN UPDATE SET fail_reason = s.reason"]
-    metrics = retry_conflicts(
-        lambda: dml.merge(path, source, on=on, clauses=clauses), what=f"MERGE into {path}"
+    metrics = spark_commit(
+        ledger.root,
+        path,
+        lambda txn: dml.merge(path, source, on=on, clauses=clauses, txn=txn),
+        what=f"MERGE into {path}",
     )
     explained = dml.metric(metrics, "num_affected_rows")
     log.info(

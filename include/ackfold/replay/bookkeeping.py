@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Final
 from ackfold.ledger import dml, status
 from ackfold.ledger.conflicts import retry_conflicts
 from ackfold.ledger.contract import arrow_schema
+from ackfold.ledger.fence import spark_commit
 from ackfold.ledger.tables import DEAD_LETTERS, REPLAY_LOG, ROOT_STATE, Ledger, spark_schema
 from ackfold.ledger.writer import driver_writer
 from ackfold.replay.planner import DEAD_LETTER, REPLAY, SENT, Plan, Planned
@@ -152,8 +153,10 @@ class SparkBookkeeper(Bookkeeper):
         )
         dates = sorted({day for _, _, day in updates})
         path = self.ledger.path(ROOT_STATE)
-        retry_conflicts(
-            lambda: dml.merge(
+        spark_commit(
+            self.ledger.root,
+            path,
+            lambda txn: dml.merge(
                 path,
                 frame,
                 on=f"{dml.in_list('t.first_event_date', dates)} AND t.root_id = s.root_id",
@@ -162,6 +165,7 @@ class SparkBookkeeper(Bookkeeper):
                     "AND t.status <> s.status THEN UPDATE SET "
                     f"status = s.status, status_changed_at = {dml.literal(now)}"
                 ],
+                txn=txn,
             ),
             what=f"MERGE into {path}",
         )
@@ -179,7 +183,11 @@ class SparkBookkeeper(Bookkeeper):
             f"WHEN NOT MATCHED AND NOT s.redrive THEN INSERT ({', '.join(columns)}) "  # noqa: S608
             f"VALUES ({', '.join(f's.{c}' for c in columns)})",
         ]
-        retry_conflicts(
-            lambda: dml.merge(letters_path, source, on="t.root_id = s.root_id", clauses=clauses),
+        spark_commit(
+            self.ledger.root,
+            letters_path,
+            lambda txn: dml.merge(
+                letters_path, source, on="t.root_id = s.root_id", clauses=clauses, txn=txn
+            ),
             what=f"MERGE into {letters_path}",
         )

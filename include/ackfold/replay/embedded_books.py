@@ -12,7 +12,8 @@ The same rows and the same MERGEs as `ackfold.replay.bookkeeping.SparkBookkeeper
 
 Every value goes to delta-rs as a column of an Arrow source table: the predicates hold
 only ackfold's own column names and status constants. The run holds the ledger's lease
-(`ackfold.ledger.lease.ledger_turn`) around all of it, so no reconcile MERGEs meanwhile.
+(`ackfold.ledger.lease.ledger_turn`) around all of it, so no reconcile MERGEs meanwhile,
+and its MERGEs carry the lease's epoch (`ackfold.ledger.fence`).
 """
 
 from __future__ import annotations
@@ -21,8 +22,8 @@ from collections.abc import Callable
 from datetime import date, datetime
 from typing import Any
 
-from ackfold.ledger.conflicts import retry_conflicts
 from ackfold.ledger.contract import arrow_schema
+from ackfold.ledger.fence import commit
 from ackfold.ledger.tables import DEAD_LETTERS, REPLAY_LOG, ROOT_STATE, Ledger
 from ackfold.ledger.writer import LedgerWriter
 from ackfold.replay.bookkeeping import Bookkeeper
@@ -63,13 +64,14 @@ class EmbeddedBookkeeper(Bookkeeper):
         )
         replayable = ", ".join(f"'{s}'" for s in REPLAYABLE)  # ackfold's own constants
 
-        def merge(table: Any) -> Any:
+        def merge(table: Any, properties: Any) -> Any:
             return (
                 table.merge(
                     source,
                     "t.first_event_date = s.first_event_date AND t.root_id = s.root_id",
                     source_alias="s",
                     target_alias="t",
+                    commit_properties=properties,
                 )
                 .when_matched_update(
                     {"status": "s.status", "status_changed_at": "s.changed_at"},
@@ -94,9 +96,15 @@ class EmbeddedBookkeeper(Bookkeeper):
         )
         inserted = {name: f"s.{name}" for name in arrow_schema(DEAD_LETTERS).names}
 
-        def merge(table: Any) -> Any:
+        def merge(table: Any, properties: Any) -> Any:
             return (
-                table.merge(source, "t.root_id = s.root_id", source_alias="s", target_alias="t")
+                table.merge(
+                    source,
+                    "t.root_id = s.root_id",
+                    source_alias="s",
+                    target_alias="t",
+                    commit_properties=properties,
+                )
                 # A redrive's `dead_lettered_at` column holds the run's time: when it was
                 # redriven.
                 .when_matched_update(
@@ -109,10 +117,9 @@ class EmbeddedBookkeeper(Bookkeeper):
 
         self._merge(DEAD_LETTERS, merge)
 
-    def _merge(self, name: str, merge: Callable[[Any], Any]) -> None:
-        """Run `merge` on the current version of table `name`; a commit that loses to
-        another writer reads again and decides again (`retry_conflicts`)."""
-        from deltalake import DeltaTable
-
+    def _merge(self, name: str, merge: Callable[[Any, Any], Any]) -> None:
+        """Run `merge(table, commit_properties)` on the current version of table `name`,
+        carrying the lease's epoch (`ackfold.ledger.fence.commit`); a commit that loses to
+        another writer reads again and decides again."""
         path = self.ledger.path(name)
-        retry_conflicts(lambda: merge(DeltaTable(path)), what=f"MERGE into {path}")
+        commit(self.ledger.root, path, merge, what=f"MERGE into {path}")

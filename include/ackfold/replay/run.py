@@ -32,6 +32,7 @@ from ackfold.config import Settings
 from ackfold.embedded import SPARK, engine_for
 from ackfold.ledger.lease import ledger_turn
 from ackfold.ledger.lock import DEFAULT_WAIT
+from ackfold.ledger.tables import DEAD_LETTERS, ROOT_STATE, Ledger
 from ackfold.replay.bookkeeping import AUTOMATIC
 from ackfold.replay.planner import Plan
 from ackfold.replay.replayer import Progress, Replayer, ReplaySummary, unsent_error
@@ -68,13 +69,19 @@ def run_replay(
     holder = holder or (
         "the automatic replay" if request.automatic else f"a replay by {request.requested_by}"
     )
-    with ledger_turn(settings, holder, wait=wait, say=say or log.info):
+    with ledger_turn(settings, holder, wait=wait, say=say or log.info) as fence:
         session = None
         if engine == SPARK:
             session = spark() if callable(spark) else spark
         replayer = Replayer(session, settings, now=now, engine=engine)
         try:
             plan = replayer.plan(request)
+            if plan.sends:
+                # From here no run that lost the lease can change what this one settles
+                # (its MERGEs only move replayable statuses, so a plan read just before
+                # stays right: `ackfold.ledger.fence`).
+                ledger = Ledger(settings.table_root)
+                fence.claim([ledger.path(ROOT_STATE), ledger.path(DEAD_LETTERS)])
             if on_plan is not None:
                 on_plan(plan)
             summary = replayer.execute(plan, progress=progress)

@@ -1,0 +1,660 @@
+"""A year of a production ledger, time-warped: a soak of ackfold (issue 47).
+
+The clock is the soak's: producers stamp their events with it, and reconcile, replay,
+quality and maintenance run at it (`now`), on their schedules, hour after simulated
+hour:
+
+- two producers outside Spark (`Tracker`, `LedgerWriter`) register a batch of roots in
+  turn every `--produce-every` hours, and take back what replays send to their SQS queues
+  (a real ElasticMQ); a
+  tracked Spark app (`StageTracker`, its words table in the first tuple layout) runs a
+  batch every `--spark-app-every` hours (bench/soak_world.py);
+- reconcile every `--reconcile-every` hours, then the automatic replay; quality every
+  `--quality-every` hours; maintenance daily (retention, Z-order, VACUUM, log cleanup and
+  checkpoints);
+
+with faults drawn from the seed:
+
+- reconcile outages of 1 to 10 days (replay and quality stop too; maintenance goes on);
+- a host paused past its lease while another runs: a reconcile frozen at one of its
+  commits, another host (its own var dir, its clock past the lease's expiry) reconciles,
+  then the frozen one wakes up, and must commit nothing;
+- a kill at every commit point: reconciles killed before or after each of their fenced
+  commits in turn, replays too, and producers between their two commits;
+- engine switches both ways (embedded, Spark, embedded);
+- an upgrade: the soak starts from a ledger an earlier ackfold left (its mark in a file
+  of the checkpoint directory, root_state in the older partition layout, the words table
+  in the first tuple layout);
+- on the S3 API (`--store s3`, moto behind `ackfold_dev.s3`), server restarts, some in
+  the middle of a run.
+
+At each checkpoint (`--check-every` days) and at the end, after a reconcile and a replay
+have caught up, it checks that every root's status (and XOR, and event count) is the
+reference fold's (`ackfold.reconcile.fold`) over every event ever written, that no root
+is lost, counted twice or unsettled without a reason (a replay's backoff), that each
+reconcile's cost follows its new events, not the ledger's age, and that storage stays
+bounded by the retention.
+
+Time that only Delta reads: VACUUM and log cleanup compare files' ages with the wall
+clock, which no one can warp. The soak vacuums with no retention (`maintenance.
+vacuum_retention` 0: every file no table names goes at once, but those no reconcile has
+folded), and keeps `--log-retention` seconds of log.
+
+    python bench/soak.py --seeds 1 2 3 --days 365                 # local disk
+    python bench/soak.py --seeds 4 --days 365 --store s3           # the local S3 API
+
+It exits 1 if a check fails, and prints a JSON summary last.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import random
+import shutil
+import signal
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from soak_world import Faults, Killed, Producer, Record, SparkApp
+
+from ackfold.config import Settings, load_settings
+from ackfold.ledger import status
+from ackfold.ledger.errors import LeaseLost
+from ackfold.ledger.lease import TTL, ledger_turn
+from ackfold.ledger.maintenance import maintain
+from ackfold.ledger.store import delta_uri, storage_options
+from ackfold.ledger.tables import ACK_EVENTS, ROOT_STATE, UNMATCHED_EVENTS, Ledger
+from ackfold.ledger.writer import LedgerWriter
+from ackfold.quality.run import run_quality
+from ackfold.reconcile.fold import classify, fold
+from ackfold.reconcile.run import run_reconcile
+from ackfold.replay.run import automatic_replay
+
+log = logging.getLogger("soak")
+APPS = ("orders", "webhooks")
+TIMEOUT = timedelta(minutes=30)
+BACKOFF = timedelta(hours=1)
+MAX_ATTEMPTS = 3
+# Where a root may rest: complete, or handed to a new attempt or a dead-letter queue.
+DONE = (status.COMPLETED, status.COMPLETED_LATE, status.REPLAYED, status.DEAD_LETTERED)
+# The faults a reconcile or a replay can meet, each at least once in the first days.
+FAULTS = ("paused host", "killed reconcile", "app run", "killed replay", "s3 restart",
+          "s3 restart mid-run")  # fmt: skip
+KILL_POINTS = [(commit, moment) for commit in range(1, 9) for moment in ("before", "after")]
+
+
+class SoakFailed(AssertionError):
+    """A check of the soak failed: what, and the first roots that break it."""
+
+
+class Soak:
+    """One seed's simulated year on one warehouse."""
+
+    def __init__(
+        self, args: argparse.Namespace, seed: int, home: Path, sqs: str, spark: Any, s3: Any
+    ) -> None:
+        self.args, self.seed, self.home, self.spark, self.s3 = args, seed, home, spark, s3
+        self.rng = random.Random(seed)  # noqa: S311 (a seeded draw, no secret)
+        self.start = datetime(2027, 1, 4, tzinfo=UTC)
+        self.now = self.start
+        self.settings = self._settings(home / "host-a", sqs)
+        self.other_host = self._settings(home / "host-b", sqs)
+        self.ledger = Ledger(self.settings.table_root)
+        self.record = Record()
+        self.writer = LedgerWriter(self.settings.table_root)
+        self.producers = [
+            Producer(app, f"soak-{seed}-{app}", self.writer, self.record, self.rng) for app in APPS
+        ]
+        self.faults = Faults()
+        self.costs: list[dict[str, Any]] = []
+        self.events_written_at_last_run = 0
+        self.sizes: list[tuple[int, int, int]] = []  # (day, ack_events, warehouse) bytes
+        self.fallbacks = _Counting("reading the whole table")
+        logging.getLogger("ackfold.embedded").addHandler(self.fallbacks)
+        self.counts: dict[str, int] = {}
+        self.seconds: dict[str, float] = {}
+        self.plan = self._fault_plan()
+        self.outages = self._outages()
+        self._later_faults()
+        self.kills = 0
+        self.spark_days = self._spark_days() if spark is not None else set()
+        self.app = SparkApp(spark, self.settings.table_root, f"soak-{seed}-wordcount",
+                            self.record, self.rng) if spark is not None else None  # fmt: skip
+        self.queues = self._queues(sqs)
+
+    # -- set-up -------------------------------------------------------------------------
+
+    def _settings(self, var: Path, sqs: str) -> Settings:
+        warehouse = self.args.warehouse.format(seed=self.seed) if self.args.warehouse else None
+        apps = {
+            app: {"source": "sqs", "source_queue": f"soak-{self.seed}-{app}",
+                  "dead_letter_queue": f"soak-{self.seed}-{app}-dead"}
+            for app in (*APPS, "wordcount")
+        }  # fmt: skip
+        settings = load_settings(
+            var_dir=var,
+            jars_dir=self.args.jars,
+            warehouse=warehouse or str(self.home / "warehouse"),
+            sqs={"endpoint_url": sqs},
+            defaults={"timeout": "30m", "max_attempts": MAX_ATTEMPTS, "replay_backoff": "1h",
+                      "replay_rate": 100_000},
+            apps=apps,
+            reconcile={"lookback": "2d"},
+            maintenance={"retention": f"{self.args.retention}d", "progress_retention": "7d"},
+            spark={"master": "local[2]", "shuffle_partitions": 2},
+        )  # fmt: skip
+        # VACUUM reads the wall clock: no retention, but what no reconcile has folded.
+        kept = settings.maintenance.model_copy(update={"vacuum_retention": timedelta(0)})
+        return settings.model_copy(update={"maintenance": kept})
+
+    def _queues(self, sqs: str) -> dict[str, str]:
+        from ackfold.sources.sqs_client import sqs_client
+
+        client = sqs_client(self.settings)
+        urls = {}
+        for app in (*APPS, "wordcount"):
+            for suffix in ("", "-dead"):
+                name = f"soak-{self.seed}-{app}{suffix}"
+                urls[name] = client.create_queue(QueueName=name)["QueueUrl"]
+        self.sqs = client
+        return urls
+
+    def _outages(self) -> list[tuple[datetime, datetime]]:
+        """Reconcile outages of 1 to 10 days, one every 60 days or so, after each fault
+        met a reconcile once."""
+        out = []
+        first = max(self.plan, default=0) + self.args.reconcile_every
+        last = self.args.days * 24 - 24
+        for _ in range(max(1, self.args.days // 60) if last > first else 0):
+            begin = self.start + timedelta(hours=self.rng.randint(first, last))
+            days = self.rng.randint(1, max(1, min(10, self.args.days // 3)))
+            out.append((begin, begin + timedelta(days=days)))
+        return out
+
+    def _fault_plan(self) -> dict[int, str]:
+        """The reconcile hours that meet a fault in the first days: each kind once."""
+        kinds = [k for k in FAULTS if self.s3 is not None or not k.startswith("s3")]
+        hours = list(range(0, self.args.days * 24, self.args.reconcile_every))
+        early = hours[1 : 1 + 2 * len(kinds) : 2]
+        return dict(zip(early, kinds, strict=False))
+
+    def _later_faults(self) -> None:
+        """After the first days, about one reconcile in ten meets a fault, drawn from the
+        seed (none, when an outage stops the reconciles)."""
+        kinds = [k for k in FAULTS if self.s3 is not None or not k.startswith("s3")]
+        first = max(self.plan, default=0) + self.args.reconcile_every
+        for hour in range(first, self.args.days * 24, self.args.reconcile_every):
+            if self.rng.random() < 0.1:
+                self.plan[hour] = self.rng.choice(kinds)
+
+    def _spark_days(self) -> set[int]:
+        """The days the reconciles run on Spark: the second (switched to on the first day
+        after the upgrade, and back the day after), and a few stretches of 1 to 3 days."""
+        days = {1}
+        for _ in range(max(1, self.args.days // 90)):
+            first = self.rng.randint(3, max(3, self.args.days - 4))
+            days |= set(range(first, first + self.rng.randint(1, 3)))
+        return days
+
+    # -- the year -----------------------------------------------------------------------
+
+    def run(self) -> dict[str, Any]:
+        started = time.monotonic()
+        self._older_ackfold()
+        with self.faults.installed():
+            for hour in range(self.args.days * 24):
+                self.now = self.start + timedelta(hours=hour)
+                self._hour(hour)
+                day, at = divmod(hour, 24)
+                if at == 23 and (day + 1) % self.args.check_every == 0:
+                    with self._timed("checks"):
+                        self.check()
+        with self._timed("checks"):
+            self.check()
+        return self._summary(time.monotonic() - started)
+
+    def _hour(self, hour: int) -> None:
+        if hour % self.args.produce_every == 0:
+            producer = self.producers[hour // self.args.produce_every % len(self.producers)]
+            killed = self.rng.random() < 0.01
+            with self._timed("producers"):
+                producer.produce(self.now, self.args.roots, killed=killed)
+                self._count("producer killed between commits", killed)
+                for p in self.producers:
+                    p.consume(self.sqs, self.queues[p.queue], self.now)
+        if self.app is not None and hour % self.args.spark_app_every == 0:
+            with self._timed("spark app"):
+                self.app.run(self.args.roots)
+        down = any(begin <= self.now < end for begin, end in self.outages)
+        self._count(
+            "reconciles missed in an outage", down and hour % self.args.reconcile_every == 0
+        )
+        if hour % self.args.reconcile_every == 0 and not down:
+            fault = self.plan.get(hour, "")
+            with self._timed("reconciles"):
+                if fault.startswith("s3 restart"):
+                    self._restart_s3(mid_run=fault.endswith("mid-run"))
+                self._reconcile_with_faults(fault)
+            with self._timed("replays"):
+                self._replay(killed=fault == "killed replay")
+        if hour % 24 == 2:
+            with self._timed("maintenance"):
+                self._maintain()
+        if hour and hour % self.args.quality_every == 0 and not down:
+            with self._timed("quality"):
+                run_quality(self.settings, now=self.now)
+            self._count("quality runs")
+
+    @contextmanager
+    def _timed(self, what: str) -> Iterator[None]:
+        began = time.monotonic()
+        try:
+            yield
+        finally:
+            self.seconds[what] = self.seconds.get(what, 0.0) + time.monotonic() - began
+
+    def _engine(self) -> str:
+        return "spark" if (self.now - self.start).days in self.spark_days else "embedded"
+
+    def _reconcile(
+        self, settings: Settings | None = None, app: str | None = None
+    ) -> dict[str, Any]:
+        began = time.monotonic()
+        engine = self._engine()
+        summary = run_reconcile(settings or self.settings, now=self.now, app=app, engine=engine,
+                                spark=self.spark)  # fmt: skip
+        seconds = time.monotonic() - began
+        if app is None and summary["engine"] != "quiet":
+            written = self.record.count()
+            self.costs.append({
+                "day": (self.now - self.start).days, "engine": engine, "seconds": seconds,
+                "events_read": summary["events_read"],
+                "events_new": written - self.events_written_at_last_run,
+            })  # fmt: skip
+            self.events_written_at_last_run = written
+        self._count(f"reconciles ({summary['engine']})")
+        return summary
+
+    def _reconcile_with_faults(self, fault: str) -> None:
+        if fault == "paused host" and self._engine() == "embedded":
+            self._paused_host()
+        elif fault == "killed reconcile":
+            commit, moment = KILL_POINTS[self.kills % len(KILL_POINTS)]  # every point in turn
+            self.kills += 1
+            try:
+                with self.faults.kill_at(commit, moment):
+                    self._reconcile()
+            except Killed:
+                self._count("reconciles killed at a commit")
+            self._reconcile()  # the next scheduled run, as the DAG's retry
+        elif fault == "app run":
+            self._reconcile(app=self.rng.choice(APPS))  # a run of one app, its own mark
+            self._reconcile()
+        else:
+            self._reconcile()
+
+    def _restart_s3(self, *, mid_run: bool) -> None:
+        """The S3 server killed and started again (its journal keeps what it answered);
+        `mid_run`: while a reconcile runs, which may fail (the next one carries on)."""
+        if not mid_run:
+            self.s3.kill()
+            self.s3.start()
+            self._count("s3 restarts")
+            return
+
+        def bounce() -> None:
+            self.s3.kill()
+            time.sleep(1)
+            self.s3.start()
+
+        timer = threading.Timer(0.3, bounce)
+        timer.start()
+        try:
+            self._reconcile()
+        except Exception as exc:  # what a store that went away mid-run does to it
+            log.warning("soak: a reconcile failed as S3 restarted: %s", str(exc)[:200])
+            self._count("reconciles failed by an s3 restart")
+        finally:
+            timer.join()
+        self._count("s3 restarts mid-run")
+
+    def _paused_host(self) -> None:
+        """Host A's reconcile is frozen before one of its commits, past its lease; host B
+        takes the lease and reconciles; A wakes up and must commit nothing."""
+        wake, outcome = threading.Event(), {}
+
+        def host_a() -> None:
+            try:
+                outcome["summary"] = run_reconcile(self.settings, now=self.now, engine="embedded")
+            except BaseException as exc:  # what host A's run ended with
+                outcome["error"] = exc
+
+        with self.faults.freeze_at(self.rng.randint(2, 6), wake):
+            a = threading.Thread(target=host_a, name="soak-host-a")
+            a.start()
+            frozen = self.faults.frozen.wait(120)
+        try:
+            if frozen:
+                # B's clock is past A's last expiry: A's renewals stopped while it was frozen.
+                ahead = lambda: datetime.now(UTC) + TTL + timedelta(minutes=1)  # noqa: E731
+                with ledger_turn(self.other_host, "soak host b", clock=ahead):
+                    self._reconcile(self.other_host)
+        finally:
+            wake.set()
+            a.join(600)
+        if not frozen:
+            self._count("paused hosts that committed nothing to pause at")
+            return
+        error = outcome.get("error")
+        if not isinstance(error, LeaseLost):
+            raise SoakFailed(f"a reconcile that lost its lease ended with {outcome!r}")
+        self._count("paused hosts fenced out")
+
+    def _replay(self, *, killed: bool = False) -> None:
+        try:
+            if killed:
+                point = self.rng.choice(KILL_POINTS[:6])
+                with self.faults.kill_at(*point):
+                    automatic_replay(self.settings, now=self.now)
+            else:
+                automatic_replay(self.settings, now=self.now)
+        except Killed:
+            self._count("replays killed at a commit")
+        self._count("replays")
+
+    def _maintain(self) -> None:
+        summary = maintain(None, self.settings, now=self.now)
+        self._count("maintenance runs")
+        self._count("maintenance runs that kept unfolded files", bool(summary.get("logs_kept")))
+        if (self.now - self.start).days % 7 == 0:
+            day = (self.now - self.start).days
+            self.sizes.append((day, self._bytes(ACK_EVENTS), self._bytes()))
+
+    # -- the older ackfold ----------------------------------------------------------------
+
+    def _older_ackfold(self) -> None:
+        """A day of the ledger as an earlier ackfold left it: folded up to a version that
+        its mark file names, root_state in the older layout (partitioned by day alone, with
+        two more columns), and no mark in root_state."""
+        for hour in range(24):
+            self.now = self.start - timedelta(days=1) + timedelta(hours=hour)
+            self.producers[hour % 2].produce(self.now, self.args.roots)
+        summary = run_reconcile(self.settings, now=self.now, engine="embedded")
+        from deltalake import DeltaTable
+
+        from ackfold.ledger.marks import LEGACY_MARK, reconcile_checkpoint
+
+        events = DeltaTable(delta_uri(self.ledger.path("ack_events")),
+                            storage_options=storage_options(self.ledger.root))  # fmt: skip
+        mark = {"format": 1, "ack_events_id": events.metadata().id,
+                "ack_events_version": events.version()}  # fmt: skip
+        self._older_root_state()
+        checkpoint = reconcile_checkpoint(self.ledger, None)
+        _put(checkpoint, LEGACY_MARK, json.dumps(mark).encode())
+        self.events_written_at_last_run = self.record.count()
+        self._count("roots folded by the older ackfold", sum(summary["by_status"].values()))
+
+    def _older_root_state(self) -> None:
+        """root_state made anew as the older ackfold kept it: partitioned by day alone,
+        two more columns, every column nullable, and no mark of this ackfold in it."""
+        import pyarrow as pa
+        from deltalake import write_deltalake
+
+        path = self.ledger.path(ROOT_STATE)
+        current = _arrow(self.ledger, ROOT_STATE)
+        schema = pa.schema(
+            [f.with_nullable(True) for f in current.schema]
+            + [pa.field("last_event_id", pa.string()), pa.field("fail_event_id", pa.string())]
+        )
+        nulls = [pa.nulls(current.num_rows, pa.string()) for _ in range(2)]
+        older = pa.Table.from_arrays([*current.columns, *nulls], schema=schema)
+        _remove(path)
+        write_deltalake(delta_uri(path), older, partition_by=["first_event_date"],
+                        storage_options=storage_options(path))  # fmt: skip
+
+    # -- the checks -----------------------------------------------------------------------
+
+    def check(self) -> None:
+        """After a reconcile and a replay have caught up: every root against the reference
+        fold, none lost, none twice, none unsettled without a reason."""
+        self._reconcile()
+        automatic_replay(self.settings, now=self.now)
+        state = _rows(self.ledger, ROOT_STATE)
+        ids = [r["root_id"] for r in state]
+        if len(ids) != len(set(ids)):
+            raise SoakFailed(
+                f"roots counted twice: {sorted({i for i in ids if ids.count(i) > 1})[:5]}"
+            )
+        by_root = {r["root_id"]: r for r in state}
+        lost, wrong, stuck = [], [], []
+        grace = TIMEOUT + timedelta(hours=self.args.reconcile_every)
+        for root in self.record.events:
+            row = by_root.get(root)
+            folded = fold([dict(e) for e in self.record.of(root)])[root]
+            if row is None:
+                lost.append(root)
+                continue
+            expected = classify(folded, now=self.now, timeout=TIMEOUT, prior_status=row["status"])
+            if row["status"] in status.SUPERSEDED or row["status"] == status.COMPLETED_LATE:
+                ok = expected == row["status"]
+            else:
+                ok = classify(folded, now=self.now, timeout=TIMEOUT) == row["status"]
+            if not ok or (row["xor_acc"], row["event_count"]) != (
+                folded.xor_acc,
+                folded.event_count,
+            ):
+                wrong.append((root, row["status"], expected, row["xor_acc"], folded.xor_acc))
+            elif row["status"] not in DONE and not self._waits(row, folded, grace):
+                stuck.append((root, row["status"], row["attempt"]))
+        waiting = _rows(self.ledger, UNMATCHED_EVENTS)
+        problems = {"lost": lost, "wrong": wrong, "stuck": stuck, "waiting": waiting}
+        if any(problems.values()):
+            found = {k: (len(v), v[:3]) for k, v in problems.items() if v}
+            raise SoakFailed(f"day {(self.now - self.start).days}: {found}")
+        self._count("checks passed")
+        log.warning("soak seed %d: %s: %d roots checked", self.seed, self.now.date(), len(by_root))
+
+    def _waits(self, row: dict[str, Any], folded: Any, grace: timedelta) -> bool:
+        """Whether an unsettled root has a reason: younger than its timeout and a
+        reconcile, or failed or timed out and waiting out its replay's backoff."""
+        if folded.first_event_at >= self.now - grace:
+            return True
+        if row["status"] in (status.FAILED, status.TIMED_OUT):
+            backoff = BACKOFF * 2 ** ((row["attempt"] or 1) - 1)
+            return bool(row["status_changed_at"] + backoff > self.now)
+        return False
+
+    def _summary(self, seconds: float) -> dict[str, Any]:
+        embedded = [c for c in self.costs if c["engine"] == "embedded"]
+        months = {}
+        for c in embedded:
+            months.setdefault(c["day"] // 30, []).append(c["seconds"])
+        medians = {m: round(statistics.median(v), 3) for m, v in sorted(months.items())}
+        first_month = medians.get(1) or next(iter(medians.values()), 0)
+        # Wall time on a shared machine is noisy: the last months against the first,
+        # with room; what each run read against what was new is exact.
+        flat = max(medians.values(), default=0) <= max(5 * first_month, first_month + 2.0)
+        reads = [c for c in embedded if c["events_read"] > c["events_new"] * 3 + 100]
+        events_bytes = {d: b for d, b, _ in self.sizes}
+        steady = [b for d, b, _ in self.sizes if d >= 2 * self.args.retention]
+        bounded = not steady or max(steady) <= 2 * min(steady) + (1 << 20)
+        failures = [
+            what for what, ok in (
+                ("a reconcile's cost grew with the ledger's age", flat),
+                ("a reconcile read more than what was new", not reads),
+                ("ack_events grew beyond its retention", bounded),
+            ) if not ok
+        ]  # fmt: skip
+        if failures:
+            raise SoakFailed("; ".join(failures))
+        return {
+            "seed": self.seed, "days": self.args.days, "store": self.args.store,
+            "seconds": round(seconds, 1),
+            "seconds_by_step": {k: round(v, 1) for k, v in sorted(self.seconds.items())},
+            "roots": len(self.record.events),
+            "events": self.record.count(), "counts": dict(sorted(self.counts.items())),
+            "fates": {p.app: dict(p.fates) for p in self.producers},
+            "faults": dict(self.faults.hits),
+            "reconcile_seconds_median_by_month": medians, "cost_flat": flat,
+            "reconciles_reading_more_than_new": len(reads),
+            "ack_events_bytes_by_day": events_bytes,
+            "warehouse_bytes_by_day": {d: b for d, _, b in self.sizes},
+            "storage_bounded": bounded,
+            "whole_table_reads": self.fallbacks.count,
+        }  # fmt: skip
+
+    def _count(self, what: str, happened: bool | int = True) -> None:
+        self.counts[what] = self.counts.get(what, 0) + int(happened)
+
+    def _bytes(self, table: str = "") -> int:
+        """Bytes under the warehouse (or one of its tables): data, logs, checkpoints."""
+        where = self.ledger.path(table) if table else self.settings.table_root
+        if self.args.store == "s3":
+            return sum(_object_sizes(where))
+        return sum(p.stat().st_size for p in Path(where).rglob("*") if p.is_file())
+
+
+class _Counting(logging.Handler):
+    """Counts the log lines that say `text` (the whole-table reads after a stale mark)."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(logging.WARNING)
+        self.text, self.count = text, 0
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.count += self.text in record.getMessage()
+
+
+def _arrow(ledger: Ledger, name: str) -> Any:
+    from deltalake import DeltaTable
+
+    path = ledger.path(name)
+    return DeltaTable(delta_uri(path), storage_options=storage_options(path)).to_pyarrow_table()
+
+
+def _rows(ledger: Ledger, name: str) -> list[dict[str, Any]]:
+    return list(_arrow(ledger, name).to_pylist())
+
+
+def _put(location: str, name: str, data: bytes) -> None:
+    """A file beside the tables, as the older ackfold wrote its mark (local or S3)."""
+    if "://" not in location:
+        Path(location).mkdir(parents=True, exist_ok=True)
+        (Path(location) / name).write_bytes(data)
+        return
+    from ackfold.ledger.store import s3_client
+
+    bucket, _, prefix = delta_uri(location).removeprefix("s3://").partition("/")
+    client = s3_client(storage_options(location) or {})
+    client.put_object(Bucket=bucket, Key=f"{prefix.strip('/')}/{name}", Body=data)
+
+
+def _remove(location: str) -> None:
+    """A table's directory, gone (local, or its objects on S3)."""
+    if "://" not in location:
+        shutil.rmtree(location)
+        return
+    from ackfold.ledger.store import s3_client
+
+    bucket, _, prefix = delta_uri(location).removeprefix("s3://").partition("/")
+    client = s3_client(storage_options(location) or {})
+    for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
+        for item in page.get("Contents", []):
+            client.delete_object(Bucket=bucket, Key=item["Key"])
+
+
+def _object_sizes(location: str) -> list[int]:
+    import pyarrow.fs as pafs
+    from deltalake.fs import DeltaStorageHandler
+
+    store = pafs.PyFileSystem(DeltaStorageHandler(delta_uri(location), storage_options(location)))
+    found = store.get_file_info(pafs.FileSelector("", recursive=True))
+    return [f.size or 0 for f in found if f.type == pafs.FileType.File]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=int, nargs="+", default=[1])
+    parser.add_argument("--days", type=int, default=365, help="simulated days")
+    parser.add_argument("--store", choices=("local", "s3"), default="local")
+    parser.add_argument("--roots", type=int, default=10, help="roots a producer registers a batch")
+    parser.add_argument("--produce-every", type=int, default=2, help="hours between batches")
+    parser.add_argument("--reconcile-every", type=int, default=8, help="hours")
+    parser.add_argument("--quality-every", type=int, default=24 * 30, help="hours")
+    parser.add_argument("--spark-app-every", type=int, default=24 * 7, help="hours")
+    parser.add_argument("--check-every", type=int, default=30, help="days")
+    parser.add_argument("--retention", type=int, default=30, help="days of events kept")
+    parser.add_argument("--no-spark", action="store_true", help="no Spark app, no Spark engine")
+    parser.add_argument("--sqs", help="an SQS endpoint to use (default: start ElasticMQ)")
+    parser.add_argument("--workdir", help="where the ledgers go (default: a temp dir)")
+    parser.add_argument("--warehouse", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    # Stopped with SIGTERM, as with Ctrl-C: the servers it started stop with it.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    logging.basicConfig(level=logging.ERROR, format="%(asctime)s %(name)s: %(message)s")
+    log.setLevel(logging.WARNING)
+    work = Path(args.workdir or tempfile.mkdtemp(prefix="ackfold-soak-"))
+    results, failed = [], []
+    with ExitStack() as stack:
+        args.jars = load_settings().jars_dir  # the project's jar cache, wherever ledgers go
+        base = load_settings(var_dir=work / "servers", jars_dir=args.jars)
+        sqs = args.sqs or _start_sqs(stack, base)
+        s3 = None
+        if args.store == "s3":
+            from ackfold_dev.s3 import LocalS3
+
+            s3 = stack.enter_context(LocalS3(work / "s3"))
+            os.environ.update(s3.env())
+            args.warehouse = f"s3://{s3.bucket}/soak-{{seed}}"
+        spark = None
+        if not args.no_spark and args.store == "local":  # Spark reads no s3a:// here
+            from ackfold.spark import get_spark
+
+            spark = get_spark(
+                base.model_copy(
+                    update={
+                        "spark": base.spark.model_copy(
+                            update={"master": "local[2]", "shuffle_partitions": 2}
+                        )
+                    }
+                ),
+                app_name="ackfold-soak",
+            )
+        for seed in args.seeds:
+            soak = Soak(args, seed, work / f"seed-{seed}", sqs, spark, s3)
+            try:
+                summary = soak.run()
+            except SoakFailed as exc:
+                failed.append(seed)
+                summary = {"seed": seed, "failed": str(exc), "counts": soak.counts}
+            results.append(summary)
+            print(json.dumps(summary, default=str), flush=True)
+    print(json.dumps({"seeds": args.seeds, "failed": failed, "runs": results}, default=str))
+    sys.stdout.flush()
+    os._exit(1 if failed else 0)  # delta-rs may abort at interpreter exit (DESIGN.md)
+
+
+def _start_sqs(stack: ExitStack, settings: Settings) -> str:
+    from ackfold_dev.elasticmq import ElasticMQ
+    from ackfold_dev.ports import free_port
+
+    port = free_port()
+    here = settings.model_copy(update={"sqs": settings.sqs.model_copy(
+        update={"endpoint_url": f"http://127.0.0.1:{port}"})})  # fmt: skip
+    return str(stack.enter_context(ElasticMQ(here, port=port)).endpoint_url)
+
+
+if __name__ == "__main__":
+    main()

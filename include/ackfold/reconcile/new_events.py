@@ -1,0 +1,64 @@
+"""What a reconcile reads: the `ack_events` files appended after the mark of what its
+scope has folded (`ackfold.ledger.marks`), in slices, for both engines.
+
+`new_events` reads them from the table's log (`ackfold.embedded.log.appended_since`: the
+whole table, loudly, when the log or a file is gone); `slices` cuts them into the steps
+a run folds one at a time, each ending where a version ends, so the mark can move on
+after it.
+
+Example:
+    >>> appends, mark = new_events(Ledger("/srv/warehouse"), None)        # doctest: +SKIP
+    >>> [(len(files), upto) for files, upto in slices(appends, 512 << 20)]  # doctest: +SKIP
+    [(3, 44)]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Final
+
+from ackfold.embedded.log import Appends, DataFile, appended_since
+from ackfold.ledger.marks import events_table, read_mark
+from ackfold.ledger.store import delta_uri, storage_options
+from ackfold.ledger.tables import ACK_EVENTS, Ledger
+
+_UNITS: Final = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
+
+
+def new_events(ledger: Ledger, app: str | None) -> tuple[Appends, int | None]:
+    """The files appended to `ack_events` after the mark of `app`'s runs, up to its
+    current version, and that mark (None: none, and the whole table is read)."""
+    table = events_table(ledger)
+    events_id = str(table.metadata().id)
+    mark = read_mark(ledger, app, events_id)
+    path = ledger.path(ACK_EVENTS)
+    return appended_since(delta_uri(path), mark, storage_options=storage_options(path)), mark
+
+
+def slices(appends: Appends, limit: int) -> Iterator[tuple[list[DataFile], int | None]]:
+    """The files in slices of at most `limit` bytes (or one version's files, if more),
+    each with the version it has read all of: a slice ends where a version does, so the
+    mark can move on after it. A table read whole is one version: its slices end
+    anywhere, and only the run's end moves the mark (None)."""
+    batch: list[DataFile] = []
+    size = 0
+    for f in appends.files:
+        ends_version = not batch or batch[-1].version != f.version
+        if batch and size + f.size > limit and (ends_version or appends.whole):
+            yield batch, None if appends.whole else batch[-1].version
+            batch, size = [], 0
+        batch.append(f)
+        size += f.size
+    if batch:
+        yield batch, None if appends.whole else batch[-1].version
+
+
+def byte_limit(text: str) -> int:
+    """`reconcile.max_bytes_per_batch` in bytes.
+
+    Example:
+        >>> byte_limit("512m"), byte_limit("4096")
+        (536870912, 4096)
+    """
+    unit = text[-1].lower()
+    return int(text[:-1]) * _UNITS[unit] if unit in _UNITS else int(text)
