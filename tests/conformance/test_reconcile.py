@@ -192,6 +192,55 @@ def test_a_replayed_root_that_completes_late_is_a_duplicate_delivery(
     assert row["xor_acc"] == 0
 
 
+def test_a_late_ack_after_an_outage_longer_than_the_lookback_completes_its_replayed_root(
+    reconcile: Reconcile, settings: Settings, ledger: Ledger
+) -> None:
+    """Reconcile stops for five days (the lookback is two): the old attempt of a root
+    replayed before the outage finishes on day 1, new messages arrive on day 5, and the
+    one run after the outage folds them all as the reference fold does over every event
+    (a window starting a lookback before `now` took the late ack for a copy)."""
+    clock = [T0]
+    tracker = Tracker("wordcount", clock=lambda: clock[0])
+    root = tracker.spout("m1")
+    word = tracker.emit([root], stage="split")
+    tracker.ack(root, stage="split")
+    (replayed,) = root.roots
+    early = tracker.drain()
+    append(ledger, "roots", tracker.drain_roots())
+    append(ledger, "ack_events", early)
+    reconcile(settings, now=T0 + timedelta(minutes=10))
+    set_status(ledger, status.REPLAYED)  # as the replay engine's bookkeeping would
+
+    clock[0] = T0 + timedelta(days=1)  # the outage began; the old attempt finishes
+    tracker.ack(word, stage="count")
+    late = tracker.drain()
+    append(ledger, "ack_events", late)
+    clock[0] = T0 + timedelta(days=5)
+    newer = tracker.spout("m2")
+    tracker.ack(newer, stage="split")
+    tracker.spout("m3")
+    newest = tracker.drain()
+    append(ledger, "roots", tracker.drain_roots())
+    append(ledger, "ack_events", newest)
+
+    now = T0 + timedelta(days=5, minutes=1)
+    assert now - T0 > settings.reconcile.lookback
+    summary = reconcile(settings, now=now)
+    expected = {
+        r: (
+            classify(
+                f, now=now, timeout=TIMEOUT, prior_status=status.REPLAYED if r == replayed else None
+            ),
+            f.xor_acc,
+        )
+        for r, f in fold(early + late + newest).items()
+    }
+    assert expected[replayed] == (status.COMPLETED_LATE, 0)
+    actual = {r: (row["status"], row["xor_acc"]) for r, row in state(ledger).items()}
+    assert actual == expected
+    assert (summary["unmatched_events"], waiting(ledger)) == (0, [])
+
+
 def test_events_of_an_unknown_root_wait_until_their_init_arrives(
     reconcile: Reconcile, settings: Settings, ledger: Ledger
 ) -> None:
