@@ -256,8 +256,29 @@ def install_heartbeat(
 
     beat.listener = _Listener()
     spark.streams.addListener(beat.listener)
+    if type(spark).__module__.startswith("pyspark.sql.connect"):
+        _remove_before_exit(spark, beat)
     log.info("heartbeat of %s: app_progress, every %gs per query", app, every)
     return beat
+
+
+def _remove_before_exit(spark: SparkSession, beat: Heartbeat) -> None:
+    """On Spark Connect a listener's events arrive on a thread that is not a daemon: an
+    app that ends without removing its heartbeat would never exit. Remove it (and write
+    what it holds) when the interpreter starts to exit, before it waits for its threads:
+    the hook concurrent.futures uses for its own workers."""
+
+    def remove() -> None:
+        try:
+            remove_heartbeat(spark, beat)
+        except Exception as exc:  # the session is gone already: nothing left to remove
+            log.debug("heartbeat of %s: not removed at exit (%s)", beat.app, exc)
+
+    register = getattr(threading, "_register_atexit", None)
+    if register is None:  # pragma: no cover - every CPython from 3.9 has it
+        log.warning("heartbeat of %s: remove it before exit (remove_heartbeat)", beat.app)
+        return
+    register(remove)
 
 
 def remove_heartbeat(spark: SparkSession, beat: Heartbeat) -> None:
