@@ -128,6 +128,12 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         on_stack.sort(key=lambda item: item.get_closest_marker("stops_stack") is not None)
         rest = [item for item in items if item not in on_stack]
         items[:] = rest[:first] + on_stack + rest[first:]
+    # The stores tier starts its own JVM with the stores' connectors, which a worker whose
+    # shared session already runs could not: its group is collected first, so xdist hands
+    # it to a worker before that worker has run anything else.
+    own_jvm = [item for item in items if _tier(item) == "stores"]
+    if own_jvm:
+        items[:] = own_jvm + [item for item in items if _tier(item) != "stores"]
     # xdist hands out the groups in this order: the longest group that waits on nothing
     # (the pythons tier, 10 to 16 minutes) starts first, so that it does not end the run
     # alone on one core.

@@ -64,7 +64,8 @@ class Stack:
     sqs: str
     make: subprocess.Popen[bytes]
     log: Path
-    alerts: Receiver
+    # The webhook the stack's alerts go to; None for a deployment started without one.
+    alerts: Receiver | None = None
 
     @property
     def password(self) -> str:

@@ -340,7 +340,7 @@ def test_with_spark_remote_every_spark_task_runs_its_entry_point_through_connect
         task = bag.dags[dag_id].get_task(task_id)
         assert task.task_type == "PythonOperator", (dag_id, task_id)
         assert task.python_callable.__name__ == "run_spark_app"
-        assert task.op_args == [app, args]
+        assert task.op_args == [app, args, None]  # no tracked app: no heartbeat named
         assert (APPS_DIR / app).is_file()
         assert task.pool == (
             "ackfold_ledger" if (dag_id, task_id) in LEDGER_WRITERS else "default_pool"

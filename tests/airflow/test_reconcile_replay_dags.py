@@ -3,6 +3,7 @@ on a ledger the word-count demo app wrote on a real ElasticMQ, with seeded fault
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 import uuid
@@ -14,8 +15,9 @@ import pytest
 from ackfold.config import Settings, load_settings
 from ackfold.config.demo import FaultSettings
 from ackfold.demo.feed import Feed
-from ackfold.demo.wordcount import WordCount
+from ackfold.demo.wordcount import WordCount, with_demo_policy
 from ackfold.ledger.tables import REPLAY_LOG, ROOT_STATE
+from ackfold_dev.airflow_env import demo_app_env
 from tests.airflow.conftest import SETTINGS
 from tests.conftest import JARS_DIR, PROJECT_DIR
 from tests.sqs.conftest import sqs_server  # noqa: F401 (a fixture)
@@ -43,14 +45,17 @@ def demo(sqs_server: Any) -> Iterator[tuple[Settings, str]]:  # noqa: F811
     patch = pytest.MonkeyPatch()
     # The DAGs' spark-submits read the settings from the environment.
     patch.setenv("ACKFOLD_SQS__ENDPOINT_URL", sqs_server.endpoint_url)
-    # The word count, configured (so with the demo's policy: a 10 s timeout) for them too.
+    # The word count with the demo's policy (a 10 s timeout), registered for them as
+    # `make run` registers it: in the environment.
     queue = f"dags-{uuid.uuid4().hex[:8]}"
-    patch.setenv("ACKFOLD_APPS__WORDCOUNT__SOURCE_QUEUE", queue)
-    settings = load_settings(
+    settings = with_demo_policy(load_settings(
         var_dir=SETTINGS.var_dir, jars_dir=JARS_DIR, spark={"master": "local[2]"},
         sqs={"endpoint_url": sqs_server.endpoint_url, "wait_time": "1s"},
         apps={"wordcount": {"source_queue": queue}},
-    )  # fmt: skip
+    ))  # fmt: skip
+    policy = json.loads(demo_app_env(settings)["ACKFOLD_APPS__WORDCOUNT"])
+    policy.pop("dag")  # the app is run by the fixture, not by a DAG of its own
+    patch.setenv("ACKFOLD_APPS__WORDCOUNT", json.dumps(policy))
     app = WordCount(get_spark(settings, app_name="ackfold-tests"), settings, faults=FAULTS)
     client = app.queue.client
     url = client.create_queue(QueueName=app.queue.queue)["QueueUrl"]

@@ -186,7 +186,12 @@ def test_make_run_shows_the_demo_report_then_keeps_the_app_running(stack: Stack)
     status = json.loads((stack.var / "run" / "wordcount.json").read_text())
     # The demo's hand-over, or the DAG's driver once it has taken the app over.
     assert status["phase"].startswith("running as ackfold_app_wordcount"), status
-    # The demo is done: reaped, not left `<defunct>` beside the stack until Ctrl-C.
+    # The demo is done: reaped, not left `<defunct>` beside the stack until Ctrl-C. It
+    # says so a moment before it exits, and the stack reaps it on its next check (each
+    # second): a zombie older than that is one left until Ctrl-C.
+    deadline = time.monotonic() + 60
+    while _zombies_of(stack) and time.monotonic() < deadline:
+        time.sleep(1)
     assert _zombies_of(stack) == []
     # As of the demo's last reconcile: every message but the poison and the stuck one.
     assert status["roots_by_status"]["completed"] == DEMO_MESSAGES - 2, status

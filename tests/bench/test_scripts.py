@@ -27,8 +27,10 @@ SCRIPTS = sorted(p.name for p in BENCH.glob("*.py") if p.read_text().find("def m
 def run_script(name: str, args: list[str], work: Path) -> str:
     """Run bench/<name> with `args` as `make bench-*` runs it from a clone: in a directory
     whose `var/` holds what `make setup` fetched (the jars, Data Docs' assets), with no
-    ackfold setting in the environment; what it printed."""
+    ackfold setting in the environment but the one the Makefile exports (its var dir, the
+    checkout's `var/`); what it printed."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("ACKFOLD_")}
+    env["ACKFOLD_VAR_DIR"] = str(work / "var")  # the Makefile's `export ACKFOLD_VAR_DIR`
     # With Spark's code generation, as a user runs them (the other tiers interpret).
     env["SPARK_SUBMIT_OPTS"] = env.get("SPARK_SUBMIT_OPTS", "").replace(SPARK_INTERPRETED, "")
     env.update(SPARK_LOCAL_IP="127.0.0.1", GX_ANALYTICS_ENABLED="false")

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from ackfold.config import load_settings
+from ackfold.demo.wordcount import with_demo_policy
 from ackfold.ledger.lock import app_lock
 from tests.browser.test_reliability_ui import _log_in
 from tests.embedded_stack import DEMO_WAIT, Stack
@@ -88,7 +89,8 @@ def test_an_app_goes_alive_then_stalled_with_one_alert_then_alive_again(
     tries = _tries(stack, token)
     before = _stall_alerts(stack)
     assert not before or before[-1].startswith("RESOLVED"), f"a stall is open already: {before}"
-    settings = load_settings(var_dir=stack.var)
+    # The demo's policy, as `make run` registers it for the stack's processes.
+    settings = with_demo_policy(load_settings(var_dir=stack.var))
     stall_after = settings.app(APP).alerts.max_heartbeat_age
     assert stall_after is not None
     assert not isinstance(stall_after, str)

@@ -82,10 +82,12 @@ def ensure_venv(end: str) -> Path:
              *TOOLS], env, PROJECT_DIR)  # fmt: skip
         marker.write_text(digest)
     # ackfold itself, built from the checkout as it is now (not editable: nothing of the
-    # checkout's include/ on the path).
+    # checkout's include/ on the path), and the development wing the tests' servers need.
     run([str(UV), "pip", "install", "-q", "--python", str(python), "--no-deps",
-         "--reinstall-package", "ackfold", "."], env, PROJECT_DIR)  # fmt: skip
-    shutil.rmtree(PROJECT_DIR / "build", ignore_errors=True)
+         "--reinstall-package", "ackfold", "--reinstall-package", "ackfold-dev", ".", "./dev"],
+        env, PROJECT_DIR)  # fmt: skip
+    for build in (PROJECT_DIR / "build", PROJECT_DIR / "dev" / "build"):
+        shutil.rmtree(build, ignore_errors=True)
     return python
 
 

@@ -52,7 +52,7 @@ def ensure_venv(python: str, venv: Path) -> Path:
         [uv, "pip", "install", "-q", "--python", str(venv / "bin" / "python"),
          "-r", "requirements.txt", "-r", "requirements-dev.txt"],
         [uv, "pip", "install", "-q", "--python", str(venv / "bin" / "python"), "--no-deps",
-         "-e", "."],
+         "-e", ".", "-e", "dev"],
     ):  # fmt: skip
         done = subprocess.run(
             argv, cwd=PROJECT_DIR, capture_output=True, text=True, timeout=900, check=False

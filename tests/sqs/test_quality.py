@@ -173,14 +173,15 @@ def ledger_faults(
         f"event_time, reason FROM {init % g[2]}",
         # A root id registered for another message.
         "INSERT INTO {roots} SELECT root_id, app, attempt, origin_root_id, source, "
-        "source_queue, 'another-message', source_position, payload, ingested_at "
+        "source_queue, 'another-message', source_position, payload, ingested_at, id_scheme "
         f"FROM {{roots}} WHERE root_id = {g[3]}",
         # A redelivery, which the contract allows: the same event and root, written again.
         f"INSERT INTO {{ack_events}} SELECT * FROM {init % g[9]}",
         f"INSERT INTO {{roots}} SELECT * FROM {{roots}} WHERE root_id = {g[9]}",
         f"UPDATE {{roots}} SET origin_root_id = 12345 WHERE root_id = {g[4]}",
         f"INSERT INTO {{roots}} SELECT {third}, app, 3, origin_root_id, source, source_queue, "
-        f"'m-3', NULL, payload, current_timestamp() FROM {{roots}} WHERE root_id = {last}",
+        f"'m-3', NULL, payload, current_timestamp(), id_scheme "
+        f"FROM {{roots}} WHERE root_id = {last}",
         f"INSERT INTO {{root_state}} SELECT * FROM {{root_state}} WHERE root_id = {g[5]}",
         f"UPDATE {{root_state}} SET status = 'done' WHERE root_id = {g[6]}",
         f"UPDATE {{root_state}} SET xor_acc = 42 WHERE root_id = {g[7]}",

@@ -57,8 +57,12 @@ def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]
 @pytest.fixture(scope="module")
 def session(servers: dict[str, Any], tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """One JVM for the three stores: each connector's jars and each server's settings."""
+    from pyspark import SparkContext
+
     from ackfold.spark import get_spark, spark_jars
 
+    # A session already running in this process would be reused, without the connectors.
+    assert SparkContext._active_spark_context is None, "a JVM without the stores' connectors"
     var = tmp_path_factory.mktemp("spark-stores-var")
     jars = spark_jars(load_settings(var_dir=var, jars_dir=JARS_DIR))
     for bundle in STORE_BUNDLES.values():
