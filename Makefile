@@ -9,11 +9,15 @@ INSTALLED := $(VENV)/.installed
 # its own var/. Outside it, ackfold keeps state under the Airflow home or the user's
 # state directory, never the working directory.
 export ACKFOLD_VAR_DIR ?= $(CURDIR)/var
+# Spark's Python packages are source-only on PyPI, and uv rebuilds a source archive
+# whenever the index's caching headers are missing (behind some proxies: each time).
+# scripts/wheelhouse.py builds each version once into var/wheels, which uv reads first.
+export UV_FIND_LINKS ?= $(CURDIR)/var/wheels
 # make test's xdist workers: the groups of tests that share a server or a JVM
 # (tests/conftest.py GROUPS), each on one worker, mostly waiting on their servers.
 TEST_WORKERS ?= 4
 
-.PHONY: run test lint format setup install jars emulators schemas docs-assets browser test-unit test-spark connect \
+.PHONY: run test lint format setup install wheels jars emulators schemas docs-assets browser test-unit test-spark connect \
         test-airflow test-sqs test-kafka test-e2e test-browser test-cluster test-connect test-pythons test-bench test-docs test-install test-s3 test-stores docs sqs s3 gcs azure kafka cluster demo bench bench-reconcile bench-replay bench-demo-stores \
         bench-wordcount bench-ui bench-quality bench-kafka bench-connect soak lock clean
 
@@ -54,7 +58,7 @@ connect: setup
 	$(BIN)/ackfold connect
 
 ## test: install what is missing, lint, then run every test tier, side by side (TEST_WORKERS)
-test: setup emulators schemas browser lint
+test: setup wheels emulators schemas browser lint
 	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadgroup
 
 ## setup: Python packages in .venv, JVM jars in var/jars, Data Docs' styles and scripts (all idempotent; the store emulators are `make emulators`, which `make test` runs)
@@ -68,9 +72,15 @@ $(INSTALLED): requirements.txt requirements-dev.txt pyproject.toml dev/pyproject
 	@scripts/system-deps.sh
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	@$(BIN)/python -m pip install -q "uv==$(UV_VERSION)"
+	@$(BIN)/python scripts/wheelhouse.py $(UV_FIND_LINKS)
 	$(BIN)/uv pip install -q --python $(BIN)/python -r requirements.txt -r requirements-dev.txt
 	$(BIN)/uv pip install -q --python $(BIN)/python --no-deps -e . -e dev
 	@touch $@
+
+# Again before the tests: the newest Spark a range allows (the dependency ends, the Airflow
+# matrix) may be new since the install.
+wheels: install
+	@$(BIN)/python scripts/wheelhouse.py $(UV_FIND_LINKS)
 
 # The Compose Specification's JSON schema that tests/deploy validates docker-compose.yml
 # against: from npm, pinned by version and sha256 (dev/ackfold_dev/compose_schema.py).
