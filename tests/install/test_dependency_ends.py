@@ -93,20 +93,8 @@ def ensure_venv(end: str) -> Path:
     return python
 
 
-# A known defect, recorded rather than hidden: the fenced commits and the marks in
-# root_state (issue 47) fail at the declared floors (deltalake 1.0, duckdb 1.3, pyarrow 16:
-# 13 tests of the selection, e.g. duckdb's "Unsupported cast to string_view"). Until the
-# code degrades there or the floors rise, the lowest end is expected to fail, strictly: it
-# fails the suite the day it passes, so the mark cannot outlive the defect.
-FLOOR_DEFECT = pytest.mark.xfail(
-    strict=True, reason="issue 47's fence and marks need more than the declared floors"
-)
-
-
 @pytest.mark.timeout(1800)
-@pytest.mark.parametrize(
-    "end", [pytest.param(end, marks=FLOOR_DEFECT) if end == "lowest" else end for end in ENDS]
-)
+@pytest.mark.parametrize("end", ENDS)
 def test_the_embedded_engine_and_the_ledger_pass_with_ackfolds_dependencies_at(
     end: str,
 ) -> None:

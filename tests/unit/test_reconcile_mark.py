@@ -9,15 +9,17 @@ import json
 import logging
 import shutil
 from datetime import UTC, datetime, timedelta
+from importlib.metadata import version
 from pathlib import Path
 
 import pytest
 from deltalake import DeltaTable
+from packaging.version import Version
 
 from ackfold import Tracker
-from ackfold.config import load_settings
+from ackfold.config import Settings, load_settings
 from ackfold.ledger import marks
-from ackfold.ledger.errors import LeaseLost
+from ackfold.ledger.errors import LeaseLost, SchemaMismatch
 from ackfold.ledger.fence import FENCE_APP, STRIDE, Fence, holding
 from ackfold.ledger.lease import ledger_turn
 from ackfold.ledger.tables import ACK_EVENTS, ROOT_STATE, Ledger
@@ -152,17 +154,12 @@ def test_a_quiet_run_is_told_by_the_mark_and_a_damaged_state_goes_to_an_engine(
     assert quiet_summary(settings, now=T0, since=T0.date(), app=None) is None
 
 
-def test_an_earlier_ackfolds_root_state_is_brought_up_in_one_commit_by_either_engine(
-    tmp_path: Path,
-) -> None:
-    """root_state as an earlier ackfold left it (partitioned by day alone, two more columns,
-    every column nullable, as Spark's rewrite made it), and its mark file: the next
-    reconcile (the embedded engine's here; the Spark engine calls the same upgrade)
-    rewrites it in the current layout with its NOT NULLs, and folds only what is new."""
+def _earlier_ackfolds_ledger(tmp_path: Path) -> tuple[Settings, Ledger]:
+    """A ledger whose root_state is as an earlier ackfold left it (partitioned by day
+    alone, two more columns, every column nullable, as Spark's rewrite made it), with its
+    mark file, and one root appended since."""
     import pyarrow as pa
     from deltalake import write_deltalake
-
-    from ackfold.ledger.contract import arrow_schema
 
     settings = load_settings(var_dir=tmp_path, jars_dir=JARS_DIR)
     writer = LedgerWriter(settings.table_root)
@@ -190,7 +187,25 @@ def test_an_earlier_ackfolds_root_state_is_brought_up_in_one_commit_by_either_en
     (checkpoint / marks.LEGACY_MARK).write_text(json.dumps(legacy))
     tracker.ack(tracker.spout("m2"), stage="store")
     writer.append(tracker.drain_roots(), tracker.drain())
+    return settings, ledger
 
+
+# Repartitioning a table in one overwrite: deltalake 1.6 and later.
+REPARTITIONS = Version(version("deltalake")) >= Version("1.6")
+
+
+@pytest.mark.skipif(not REPARTITIONS, reason="this deltalake cannot repartition a table")
+def test_an_earlier_ackfolds_root_state_is_brought_up_in_one_commit_by_either_engine(
+    tmp_path: Path,
+) -> None:
+    """root_state as an earlier ackfold left it, and its mark file: the next reconcile
+    (the embedded engine's here; the Spark engine calls the same upgrade) rewrites it in
+    the current layout with its NOT NULLs, and folds only what is new."""
+    import pyarrow as pa
+
+    from ackfold.ledger.contract import arrow_schema
+
+    settings, ledger = _earlier_ackfolds_ledger(tmp_path)
     before = _state_version(ledger)
     summary = run_reconcile(settings, now=T0 + timedelta(minutes=2), engine="embedded")
     assert (summary["events_read"], summary["by_status"]) == (2, {"completed": 3})
@@ -200,3 +215,22 @@ def test_an_earlier_ackfolds_root_state_is_brought_up_in_one_commit_by_either_en
     rewrites = [c for c in upgraded.history() if c["version"] > before]
     assert sum(c["operation"] == "WRITE" and "Overwrite" in str(c["operationParameters"])
                for c in rewrites) == 1, "in one commit"  # fmt: skip
+
+
+@pytest.mark.skipif(REPARTITIONS, reason="this deltalake repartitions a table")
+def test_a_deltalake_that_cannot_repartition_says_so_and_changes_nothing(
+    tmp_path: Path,
+) -> None:
+    """Before deltalake 1.6, an earlier ackfold's root_state cannot be brought up to date:
+    the reconcile stops, naming the table, the version it needs and what to do, and leaves
+    root_state's rows and layout as they were (run at the lowest end of ackfold's
+    dependencies)."""
+    settings, ledger = _earlier_ackfolds_ledger(tmp_path)
+    rows = DeltaTable(ledger.path(ROOT_STATE)).to_pyarrow_table().sort_by("root_id")
+    with pytest.raises(
+        SchemaMismatch, match=r"root_state/? is partitioned .*\(1\.6 can\): upgrade deltalake"
+    ):
+        run_reconcile(settings, now=T0 + timedelta(minutes=2), engine="embedded")
+    table = DeltaTable(ledger.path(ROOT_STATE))
+    assert table.metadata().partition_columns == ["first_event_date"]
+    assert table.to_pyarrow_table().sort_by("root_id").equals(rows)

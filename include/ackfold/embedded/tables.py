@@ -18,6 +18,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -226,7 +227,8 @@ def _dataset_of(
     Its strings are declared `string_view`: delta-rs's MERGE writes some files with
     their strings as views, others not, and Arrow compares the filters DuckDB pushes
     down (`app = $app`) only with the fragment's own type; a `string_view` filter is
-    cast to a plain string fragment's, not the other way round."""
+    cast to a plain string fragment's, not the other way round. (An Arrow that cannot
+    cast to `string_view` reads neither kind as views: plain strings it is.)"""
     import pyarrow as pa
     import pyarrow.dataset as ds
     import pyarrow.fs as pafs
@@ -234,15 +236,28 @@ def _dataset_of(
 
     base = _common_base(uris)
     handler = DeltaStorageHandler(base, dict(storage_options or {}) or None)
-    viewed = pa.schema(
-        [f.with_type(pa.string_view()) if pa.types.is_string(f.type) else f for f in schema]
-    )
+    if _casts_to_string_view():
+        schema = pa.schema(
+            [f.with_type(pa.string_view()) if pa.types.is_string(f.type) else f for f in schema]
+        )
     return ds.dataset(
         [u[len(base) + 1 :] for u in uris],
-        schema=viewed,
+        schema=schema,
         format="parquet",
         filesystem=pafs.PyFileSystem(handler),
     )
+
+
+@functools.cache
+def _casts_to_string_view() -> bool:
+    """Whether this Arrow casts strings to `string_view` (18 and later)."""
+    import pyarrow as pa
+
+    try:
+        pa.array([""]).cast(pa.string_view())
+    except NotImplementedError:
+        return False
+    return True
 
 
 def _register(

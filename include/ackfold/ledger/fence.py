@@ -244,11 +244,17 @@ def _hooks(path: str, moment: str) -> None:
 
 
 def commit_nothing(table: Any, properties: Any) -> None:
-    """A delta-rs commit of `table` with no file: the transactions of `properties` only."""
-    table.create_write_transaction(
-        [],
+    """A delta-rs commit of `table` with no file: the transactions of `properties` only.
+
+    An append of no rows, not `create_write_transaction`: deltalake 1.0's drops the
+    commit's application transactions (the marks and the fence), its writes keep them."""
+    import pyarrow as pa
+    from deltalake import write_deltalake
+
+    write_deltalake(
+        table,
+        pa.schema(table.schema().to_arrow()).empty_table(),
         mode="append",
-        schema=table.schema(),
         partition_by=list(table.metadata().partition_columns) or None,
         commit_properties=properties,
     )

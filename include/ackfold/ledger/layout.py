@@ -21,6 +21,7 @@ Example:
 from __future__ import annotations
 
 import logging
+from importlib.metadata import version
 from typing import Any
 
 from ackfold.ledger.contract import arrow_schema
@@ -59,12 +60,22 @@ def _rewrite(table: Any, properties: Any) -> None:
             f"{table.table_uri} has no column {', '.join(missing)}: it is no root_state this "
             "ackfold can bring up to date; move it away and reconcile from the events again"
         )
-    write_deltalake(
-        table,
-        rows.select(schema.names).cast(schema),
-        mode="overwrite",
-        schema_mode="overwrite",
-        partition_by=list(ROOT_STATE_PARTITIONS),
-        writer_properties=writer_properties(ROOT_STATE),
-        commit_properties=properties,
-    )
+    try:
+        write_deltalake(
+            table,
+            rows.select(schema.names).cast(schema),
+            mode="overwrite",
+            schema_mode="overwrite",
+            partition_by=list(ROOT_STATE_PARTITIONS),
+            writer_properties=writer_properties(ROOT_STATE),
+            commit_properties=properties,
+        )
+    except Exception as exc:  # deltalake's DeltaError: the message tells the cause
+        if "partitioning does not match" not in str(exc):
+            raise
+        raise SchemaMismatch(
+            f"{table.table_uri} is partitioned as an earlier ackfold left it (by "
+            f"{', '.join(table.metadata().partition_columns)}); bringing it up to date "
+            f"repartitions it, which deltalake {version('deltalake')} cannot do (1.6 can): "
+            "upgrade deltalake, then reconcile again. Nothing was changed."
+        ) from exc

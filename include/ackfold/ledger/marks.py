@@ -46,7 +46,7 @@ from ackfold.config.values import APP_NAME
 from ackfold.ledger.fence import commit as fence_commit
 from ackfold.ledger.fence import commit_nothing
 from ackfold.ledger.store import delta_uri, storage_options
-from ackfold.ledger.tables import ACK_EVENTS, ROOT_STATE, Ledger
+from ackfold.ledger.tables import ACK_EVENTS, ROOT_STATE, Ledger, local_dir
 
 log = logging.getLogger("ackfold.ledger.marks")
 
@@ -157,6 +157,9 @@ def _store(location: str) -> Any:
     import pyarrow.fs as pafs
     from deltalake.fs import DeltaStorageHandler
 
+    local = local_dir(location)
+    if local is not None and not local.is_dir():
+        return None  # (deltalake 1.0's handler would make the directory)
     try:
         return pafs.PyFileSystem(
             DeltaStorageHandler(delta_uri(location), storage_options(location))
