@@ -16,6 +16,10 @@ OUTAGE = "injected outage"
 # dead-lettered after MAX_ATTEMPTS attempts, and the replay by hand is one more.
 MAX_ATTEMPTS = DEMO_MAX_ATTEMPTS
 DEAD_LETTERS = DEMO_FAULTS["poison"] + DEMO_FAULTS["stuck"]
+# How the new attempt ends: completed, or completed late where a loaded machine let it
+# outlast the app's timeout, so a reconcile timed it out (its attempts spent: dead-letter)
+# before its acks were folded. Fully processed either way (DESIGN.md, Statuses).
+COMPLETED = ("completed", "completed_late")
 
 
 def _log_in(page: Any, stack: Stack, path: str) -> None:
@@ -124,7 +128,7 @@ def test_replay_a_stuck_dead_letter_and_watch_it_complete(
     while True:
         stack.reconcile(token, 900)
         page.goto(f"{stack.url}/ackfold/roots/{root_id}")
-        if page.locator("#root-outcome").get_attribute("data-status") == "completed":
+        if page.locator("#root-outcome").get_attribute("data-status") in COMPLETED:
             break
         assert time.monotonic() < deadline, "the new attempt did not complete"
         time.sleep(10)
@@ -132,7 +136,7 @@ def test_replay_a_stuck_dead_letter_and_watch_it_complete(
     assert attempts.locator("a[data-testid=attempt-link]").count() == MAX_ATTEMPTS + 1
     assert "completed" in attempts.inner_text()
     outcome = page.locator("#root-outcome")
-    assert outcome.get_attribute("data-status") == "completed"
+    assert outcome.get_attribute("data-status") in COMPLETED
     assert outcome.get_attribute("data-attempt") == str(MAX_ATTEMPTS + 1)
     shoot(page, "5-completed")
 
