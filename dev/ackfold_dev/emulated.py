@@ -5,9 +5,6 @@ what it answered kept (`LocalGCS`, `LocalAzure`)."""
 
 from __future__ import annotations
 
-import contextlib
-import os
-import signal
 import sys
 import time
 from abc import abstractmethod
@@ -117,11 +114,7 @@ class EmulatedStore(LocalServer):
 
     def kill(self) -> None:
         """SIGKILL the proxy and the emulator at once, as a crash would."""
-        pid = self._process.pid
-        if pid is not None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(pid, signal.SIGKILL)
-        self._process.stop(grace=5)
+        self._process.kill()
 
     def wait_for_exit(self) -> str:
         code = self._process.wait()

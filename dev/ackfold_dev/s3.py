@@ -173,14 +173,7 @@ class LocalS3(LocalServer):
 
     def kill(self) -> None:
         """SIGKILL the server at once, as a crash would (the journal keeps what it answered)."""
-        import os
-        import signal
-
-        pid = self._process.pid
-        if pid is not None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(pid, signal.SIGKILL)
-        self._process.stop(grace=5)
+        self._process.kill()
 
     def wait_for_exit(self) -> str:
         code = self._process.wait()

@@ -156,6 +156,13 @@ class JvmProcess:
             self._log.close()
             self._log = None
 
+    def kill(self) -> None:
+        """SIGKILL the group at once, as a crash would, then reap it."""
+        if self._proc is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self._proc.pid, signal.SIGKILL)
+        self.stop(grace=5)
+
 
 class JvmServer(LocalServer):
     """A local server that is one JVM (`self._jvm`): its pid, stop and exit are the JVM's."""
