@@ -52,6 +52,17 @@ DAGS = {
 }  # fmt: skip
 # What the DAG file, the plugins and the providers look like to that Airflow, in its own
 # process: one script, not a CLI start for each.
+# Whether root_state holds the reconcile's mark of the ack_events it folded.
+MARKED = """
+from deltalake import DeltaTable
+from ackfold import load_settings
+from ackfold.ledger.marks import read_mark
+from ackfold.ledger.tables import ACK_EVENTS, Ledger
+
+ledger = Ledger(load_settings().table_root)
+events = DeltaTable(ledger.path(ACK_EVENTS))
+print("marked" if read_mark(ledger, None, events.metadata().id) is not None else "unmarked")
+"""
 INSPECT = """
 import json, os, sys
 try:
@@ -241,6 +252,9 @@ def test_ackfold_installs_into_the_teams_airflow_and_reconciles_there(
         assert listed.returncode == 0, f"{listed.stderr[-500:]}\n{log}"
         (root,) = json.loads(listed.stdout)
         assert root["fail_reason"] == reason
+    # The reconcile marked what it folded, in root_state (with this release's deltalake):
+    # the next one reads only what came after.
+    assert run([python, "-c", MARKED], deployment, work).split()[-1] == "marked", log
     # Its state went under the Airflow home, none into the directory it ran in.
     assert list((home / "ackfold" / "run").glob("ledger-*.lock"))
     assert list(work.iterdir()) == []
