@@ -77,10 +77,10 @@ $(INSTALLED): requirements.txt requirements-dev.txt pyproject.toml dev/pyproject
 	$(BIN)/uv pip install -q --python $(BIN)/python --no-deps -e . -e dev
 	@touch $@
 
-# Again before the tests: the newest Spark a range allows (the dependency ends, the Airflow
-# matrix) may be new since the install.
+# The tests' too: the Spark of each Airflow release's pins, and the newest each range
+# allows (the install tier resolves them; a newer one may be out since the last run).
 wheels: install
-	@$(BIN)/python scripts/wheelhouse.py $(UV_FIND_LINKS)
+	@$(BIN)/python scripts/wheelhouse.py $(UV_FIND_LINKS) --tests
 
 # The Compose Specification's JSON schema that tests/deploy validates docker-compose.yml
 # against: from npm, pinned by version and sha256 (dev/ackfold_dev/compose_schema.py).

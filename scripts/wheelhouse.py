@@ -8,11 +8,11 @@ them, every install downloads pyspark again and builds it: over a minute of a co
 disk). uv prefers a wheel to a source archive of the same version, so a version built
 here once is never built again.
 
-The versions: the pins of requirements.txt and of the Airflow releases' resolved sets
-(tests/install/airflow/), and the newest each range of pyproject.toml allows.
+The versions: the pins of requirements.txt (what `make install` needs); with `--tests`,
+also the pins of the Airflow releases' resolved sets (tests/install/airflow/) and the
+newest each range of pyproject.toml allows (what the install tier resolves).
 
-Usage: python scripts/wheelhouse.py DIR (the standard library and pip only: it runs
-before .venv exists).
+Usage: python scripts/wheelhouse.py DIR [--tests] (the standard library and pip only).
 """
 
 from __future__ import annotations
@@ -26,15 +26,20 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("pyspark", "pyspark-client")
-PINNED = (ROOT / "requirements.txt", *sorted((ROOT / "tests/install/airflow").glob("*.txt")))
 
 
-def specs() -> list[str]:
-    """Every version requirement of PACKAGES this repository installs or resolves."""
+def specs(tests: bool) -> list[str]:
+    """The version requirements of PACKAGES that `make install` installs; with `tests`,
+    also those the test tiers install or resolve."""
     names = "|".join(re.escape(name) for name in PACKAGES)
+    pinned = [ROOT / "requirements.txt"]
+    if tests:
+        pinned += sorted((ROOT / "tests/install/airflow").glob("*.txt"))
     found: list[str] = []
-    for path in PINNED:
+    for path in pinned:
         found += re.findall(rf"^(?:{names})==[^\s;#]+", path.read_text(), re.MULTILINE)
+    if not tests:
+        return sorted(set(found))
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     extras = project["optional-dependencies"].values()
     for requirement in [*project["dependencies"], *(r for extra in extras for r in extra)]:
@@ -64,7 +69,7 @@ def build(spec: str, wheelhouse: Path) -> None:
 def main() -> None:
     wheelhouse = Path(sys.argv[1]).resolve()
     wheelhouse.mkdir(parents=True, exist_ok=True)
-    for spec in specs():
+    for spec in specs(tests="--tests" in sys.argv[2:]):
         build(spec, wheelhouse)
 
 
