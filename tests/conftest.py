@@ -272,7 +272,9 @@ def stop_jvm(session: SparkSession) -> None:
         gateway.shutdown()
         gateway.proc.stdin.close()  # the JVM exits when its parent's pipe closes
         gateway.proc.wait(timeout=60)
+        # Both: a SparkConf is made on `_jvm` while it is set, the dead JVM's too.
         SparkContext._gateway = None
+        SparkContext._jvm = None
 
 
 @pytest.fixture(scope="session")
