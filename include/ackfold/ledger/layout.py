@@ -77,5 +77,5 @@ def _rewrite(table: Any, properties: Any) -> None:
             f"{table.table_uri} is partitioned as an earlier ackfold left it (by "
             f"{', '.join(table.metadata().partition_columns)}); bringing it up to date "
             f"repartitions it, which deltalake {version('deltalake')} cannot do (1.6 can): "
-            "upgrade deltalake, then reconcile again. Nothing was changed."
+            "upgrade deltalake, then reconcile again. Its rows are as they were."
         ) from exc
