@@ -30,6 +30,9 @@ from ackfold.ledger.errors import SchemaMismatch
 from ackfold.ledger.tables import missing_columns
 
 if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from ackfold.ledger.tables import Ledger
     from ackfold.ledger.writer import LedgerWriter
 
 log = logging.getLogger(__name__)
@@ -64,6 +67,26 @@ def roots_scheme(path: str, columns: Sequence[str] | None, wanted: int) -> int:
             UPGRADE_COMMAND,
         )
     return schemes.TEXT
+
+
+def stored_columns(
+    ledger: Ledger, name: str, spark: SparkSession | None = None
+) -> list[str] | None:
+    """The columns of ledger table `name` as stored now (None: no table yet): read by
+    delta-rs where it reaches the warehouse (this machine, an object store), else by
+    `spark` (HDFS and the like; None without a session there)."""
+    from ackfold.ledger.store import is_object_store
+    from ackfold.ledger.tables import local_dir
+    from ackfold.ledger.writer import LedgerWriter
+
+    if local_dir(ledger.root) is not None or is_object_store(ledger.root):
+        return LedgerWriter(ledger.root).columns(name)
+    if spark is None:
+        return None
+    try:
+        return list(spark.read.format("delta").load(ledger.path(name)).columns)
+    except Exception:
+        return None
 
 
 def require_roots_fit(path: str, columns: Sequence[str], recorded: Iterable[object]) -> None:
@@ -107,8 +130,10 @@ def upgrade(writer: LedgerWriter, tables: Sequence[str] = CONTRACT_TABLES) -> li
     from deltalake import DeltaTable, Field
 
     from ackfold.ledger.contract import delta_schema
+    from ackfold.ledger.protocol import require_conditional_writes
     from ackfold.ledger.writer import writing
 
+    require_conditional_writes(writer.ledger.root, writer.storage_options)
     added = []
     for name in tables:
         uri = writer.uri(name)
