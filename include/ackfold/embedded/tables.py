@@ -292,8 +292,10 @@ def _project(
     if not columns:
         return relation
     have = set(relation.columns)
+    if all(c in have or typed is None or c not in typed for c in columns):
+        return relation.project(*(_quoted(c) for c in columns))
     return relation.project(
-        *(
+        ", ".join(
             _quoted(c)
             if c in have or typed is None or c not in typed
             else f"CAST(NULL AS {_duck_type(typed[c])}) AS {_quoted(c)}"
