@@ -189,11 +189,14 @@ def test_an_app_upgraded_in_place_finishes_its_old_roots_and_starts_new_ones(
     spark: SparkSession, tmp_path: Path
 ) -> None:
     """An SQS app of an older ackfold left a `roots` table without `id_scheme` and a
-    `words` table in layout 2 without a scheme. The upgraded app gives each table the new
-    column or field, rebuilds the old roots' first tuples in their text scheme, registers
-    new roots in the numeric one, and every root completes."""
+    `words` table in layout 2 without a scheme. The upgraded app starts and leaves `roots`
+    as it is (only `ackfold upgrade` adds the column); after the upgrade it gives the
+    output table the new field, rebuilds the old roots' first tuples in their text scheme,
+    registers new roots in the numeric one, and every root completes."""
     from ackfold.ledger.create import CREATED, create_tables
     from ackfold.ledger.tables import ROOTS, ROOTS_V1_COLUMNS
+    from ackfold.ledger.upgrade import upgrade
+    from ackfold.ledger.writer import LedgerWriter
     from ackfold.reconcile.fold import fold
 
     ledger = Ledger(str(tmp_path / "ledger"))
@@ -220,7 +223,9 @@ def test_an_app_upgraded_in_place_finishes_its_old_roots_and_starts_new_ones(
     events = old.drain()
 
     CREATED.discard(ledger.path(ROOTS))
-    create_tables(spark, ledger, (ROOTS,))  # the upgraded app's start: the column is added
+    create_tables(spark, ledger, (ROOTS,))  # the upgraded app's start: no schema change
+    assert len(spark.read.format("delta").load(ledger.path(ROOTS)).columns) == ROOTS_V1_COLUMNS
+    assert upgrade(LedgerWriter(ledger.root)) == [f"{ledger.path(ROOTS)}: id_scheme INT"]
     stored = spark.read.format("delta").load(ledger.path(ROOTS))
     assert [r.id_scheme for r in stored.collect()] == [None, None]
     spout, split, count = (StageTracker(APP, s, ledger=ledger) for s in ("spout", "split", "count"))
