@@ -244,3 +244,11 @@ def test_the_upgrade_help_says_what_it_stops_and_what_producers_must_do(
     assert "Delta streams that read a table stop at a schema change and must be restarted" in text
     assert 'schema_mode="merge"' in text
     assert json.dumps("id_scheme")[1:-1] in text
+
+
+def test_doctests() -> None:
+    import doctest
+
+    from ackfold.ledger import upgrade
+
+    assert doctest.testmod(upgrade).failed == 0

@@ -14,7 +14,8 @@ Example:
     >>> import tempfile
     >>> from ackfold.ledger.writer import LedgerWriter
     >>> writer = LedgerWriter(tempfile.mkdtemp())
-    >>> upgrade(writer)  # tables made by this release have every column
+    >>> _ = writer.create(["roots", "ack_events"])  # made by this release: every column
+    >>> upgrade(writer)
     []
 """
 

@@ -28,7 +28,7 @@ Example:
     >>> import tempfile
     >>> from ackfold import LedgerWriter, Tracker
     >>> writer = LedgerWriter(tempfile.mkdtemp())
-    >>> tracker = Tracker("orders")
+    >>> tracker = Tracker("orders", ledger=writer)  # roots in the scheme this ledger records
     >>> order = tracker.spout("order-1", source="sqs", source_queue="orders", payload="{}")
     >>> tracker.ack(order, stage="store")
     >>> roots, events = tracker.drain_roots(), tracker.drain()
