@@ -17,6 +17,7 @@ from ackfold.config import load_settings
 from ackfold.ledger import ids, status
 from ackfold.ledger.schemes import NUMERIC, TEXT
 from ackfold.ledger.tables import ACK_EVENTS, ROOTS, ROOTS_V1_COLUMNS, Ledger
+from ackfold.ledger.upgrade import upgrade
 from ackfold.ledger.writer import LedgerWriter
 from ackfold.track.layout import as_tuple
 from ackfold.track.tracker import Tracker
@@ -85,6 +86,9 @@ def test_an_old_ledger_folds_beside_the_upgraded_apps_rows(
     new.emit([lost], stage="split")
     new.ack(lost, stage="split")  # its word is never counted
     writer = LedgerWriter(ledger.root)
+    # The numeric roots need the column: the operator's `ackfold upgrade` adds it (no
+    # write does: the contract's tables change only by that command).
+    assert upgrade(writer) == [f"{ledger.path(ROOTS)}: id_scheme INT"]
     writer.append(new.drain_roots(), new.drain())
 
     reconcile(settings, now=T0 + timedelta(minutes=5))
@@ -96,7 +100,7 @@ def test_an_old_ledger_folds_beside_the_upgraded_apps_rows(
         _root(fresh): status.COMPLETED,
         _root(lost): status.PENDING,
     }
-    # The writer gave the old table the column: null (text) for the old roots.
+    # The upgraded table: null (text) for the old roots.
     schemes: dict[str, Any] = {r["source_message_id"]: r["id_scheme"] for r in read(ledger, ROOTS)}
     assert schemes == {"m-done": None, "m-half": None, "m-wait": None, "m-new": 2, "m-lost": 2}
 

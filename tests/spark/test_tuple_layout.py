@@ -189,11 +189,14 @@ def test_an_app_upgraded_in_place_finishes_its_old_roots_and_starts_new_ones(
     spark: SparkSession, tmp_path: Path
 ) -> None:
     """An SQS app of an older ackfold left a `roots` table without `id_scheme` and a
-    `words` table in layout 2 without a scheme. The upgraded app gives each table the new
-    column or field, rebuilds the old roots' first tuples in their text scheme, registers
-    new roots in the numeric one, and every root completes."""
+    `words` table in layout 2 without a scheme. The upgraded app starts and leaves `roots`
+    as it is (only `ackfold upgrade` adds the column); after the upgrade it gives the
+    output table the new field, rebuilds the old roots' first tuples in their text scheme,
+    registers new roots in the numeric one, and every root completes."""
     from ackfold.ledger.create import CREATED, create_tables
     from ackfold.ledger.tables import ROOTS, ROOTS_V1_COLUMNS
+    from ackfold.ledger.upgrade import upgrade
+    from ackfold.ledger.writer import LedgerWriter
     from ackfold.reconcile.fold import fold
 
     ledger = Ledger(str(tmp_path / "ledger"))
@@ -220,7 +223,9 @@ def test_an_app_upgraded_in_place_finishes_its_old_roots_and_starts_new_ones(
     events = old.drain()
 
     CREATED.discard(ledger.path(ROOTS))
-    create_tables(spark, ledger, (ROOTS,))  # the upgraded app's start: the column is added
+    create_tables(spark, ledger, (ROOTS,))  # the upgraded app's start: no schema change
+    assert len(spark.read.format("delta").load(ledger.path(ROOTS)).columns) == ROOTS_V1_COLUMNS
+    assert upgrade(LedgerWriter(ledger.root)) == [f"{ledger.path(ROOTS)}: id_scheme INT"]
     stored = spark.read.format("delta").load(ledger.path(ROOTS))
     assert [r.id_scheme for r in stored.collect()] == [None, None]
     spout, split, count = (StageTracker(APP, s, ledger=ledger) for s in ("spout", "split", "count"))
@@ -250,3 +255,65 @@ def test_an_app_upgraded_in_place_finishes_its_old_roots_and_starts_new_ones(
     folds = fold([{**{k: e[k] for k in KEY}, "event_time": T0} for e in rows])
     assert len(folds) == 3
     assert all(f.init_seen and f.xor_acc == 0 for f in folds.values()), folds
+
+
+def test_a_contract_v1_roots_table_gets_text_roots_from_spark_and_keeps_its_layout(
+    spark: SparkSession, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A `roots` table that a contract-v1 producer made (no `id_scheme`): the Spark spout
+    registers its roots there in the text scheme, with one warning naming the upgrade,
+    and appends them without the column; a Spark append of numeric roots is refused
+    before it writes. The table's schema never changes."""
+    import logging
+
+    from deltalake import DeltaTable
+
+    from ackfold.ledger.errors import SchemaMismatch
+    from ackfold.ledger.tables import ROOTS, ROOTS_V1_COLUMNS
+    from ackfold.reconcile.fold import fold
+    from ackfold.track.write import _commit
+    from tests.contract_v1 import now_utc, write_v1_ledger
+
+    ledger = Ledger(str(tmp_path / "ledger"))
+    write_v1_ledger(Path(ledger.root), now_utc())
+    roots_table = DeltaTable(ledger.path(ROOTS))
+    version = roots_table.version()
+
+    spout = StageTracker(APP, "spout", ledger=ledger)
+    batch = spark.createDataFrame([("s-1",), ("s-2",)], "id string")
+    with caplog.at_level(logging.WARNING, logger="ackfold.ledger.upgrade"):
+        out = spout.spout(batch, message_id="id", source="sqs")
+    assert {r.id_scheme for r in out.roots.collect()} == {TEXT}
+    assert any("ackfold upgrade" in r.getMessage() for r in caplog.records)
+    spout.write_batch(None, roots=out.roots, events=[out.events])
+    # As an SQS app reads them back: rows of the v1 table, rebuilt in the text scheme.
+    registered = spark.read.format("delta").load(ledger.path(ROOTS))
+    sentences = spout.registered(registered.where("source_message_id LIKE 's-%'"))
+    split = StageTracker(APP, "split", ledger=ledger)
+    split.write_batch(None, events=[split.ack(sentences)])
+    stored = DeltaTable(ledger.path(ROOTS))
+    assert len(stored.schema().fields) == ROOTS_V1_COLUMNS
+    assert stored.version() == version + 1
+    # The new roots complete in the scheme the table reads them in (null: text).
+    events = spark.read.format("delta").load(ledger.path(ACK_EVENTS))
+    mine = [r.asDict() for r in events.where("stage IN ('spout', 'split')").collect()]
+    new = {r.root_id for r in out.roots.collect()}
+    folds = fold(
+        [{**{k: e[k] for k in KEY}, "event_time": T0} for e in mine if e["root_id"] in new]
+    )
+    assert len(folds) == 2
+    assert all(f.init_seen and f.xor_acc == 0 for f in folds.values())
+
+    # A Spark append (a Connect session on this warehouse, HDFS) of numeric roots.
+    numeric = StageTracker(APP, "spout", id_scheme=NUMERIC)  # no ledger: cannot ask it
+    rows = numeric.spout(spark.createDataFrame([("n-1",)], "id string"), message_id="id",
+                         source="sqs").roots  # fmt: skip
+    with pytest.raises(SchemaMismatch, match="ackfold upgrade"):
+        _commit(spark, ledger, None, ROOTS, rows)
+    assert DeltaTable(ledger.path(ROOTS)).version() == version + 1
+    text = StageTracker(APP, "spout", id_scheme=TEXT)
+    rows = text.spout(spark.createDataFrame([("t-1",)], "id string"), message_id="id",
+                      source="sqs").roots  # fmt: skip
+    _commit(spark, ledger, None, ROOTS, rows)
+    stored = DeltaTable(ledger.path(ROOTS))
+    assert (stored.version(), len(stored.schema().fields)) == (version + 2, ROOTS_V1_COLUMNS)

@@ -1,5 +1,7 @@
-"""`ackfold init` and `ackfold schema`: create an empty ledger, and print its contract for
-writers in other languages; both without a JVM."""
+"""`ackfold init`, `ackfold upgrade` and `ackfold schema`: create an empty ledger, add to
+an existing one the optional columns of this release (the one command that changes the
+schema of `roots` and `ack_events`), and print the contract for writers in other
+languages; all without a JVM."""
 
 from __future__ import annotations
 
@@ -15,10 +17,27 @@ if TYPE_CHECKING:
     from ackfold.config import Settings
 
 FORMATS: Final = ("sql", "arrow", "json-schema")
+UPGRADE_HELP: Final = (
+    "add to roots and ack_events the optional columns of this release (a schema change)"
+)
+UPGRADE_DESCRIPTION: Final = """\
+Add to the ledger's roots and ack_events the nullable columns ackfold added after
+contract v1 (roots.id_scheme), one metadata commit per table that lacks any; print
+each column added. Idempotent: a second run adds nothing. No other command changes
+the schema of these tables; until this runs, ackfold reads and writes them as they are
+(new roots there use the text id scheme).
+
+Before you run it:
+- Delta streams that read a table stop at a schema change and must be restarted:
+  restart the SQS apps (they stream roots) after it.
+- A producer that appends with a plain write_deltalake(..., mode="append") and leaves
+  the new column out then fails with a schema mismatch: it must append with
+  schema_mode="merge", or give the column (null is fine). See docs/ledger.md."""
 
 
 def add_commands(command: AddCommand) -> None:
-    """Register `ackfold init` and `ackfold schema`, with their arguments."""
+    """Register `ackfold init`, `ackfold upgrade` and `ackfold schema`, with their
+    arguments."""
     init = command(
         "init", _init, "create the ledger's missing tables (no JVM); existing ones are kept"
     )
@@ -26,6 +45,14 @@ def add_commands(command: AddCommand) -> None:
         "--warehouse",
         metavar="PATH",
         help="where the tables go (default: the `warehouse` setting)",
+    )
+    upgrade = command("upgrade", _upgrade, UPGRADE_HELP)
+    upgrade.description = UPGRADE_DESCRIPTION
+    upgrade.formatter_class = argparse.RawDescriptionHelpFormatter
+    upgrade.add_argument(
+        "--warehouse",
+        metavar="PATH",
+        help="the ledger to upgrade (default: the `warehouse` setting)",
     )
     schema = command("schema", _schema, "print the ledger contract, for writers in other languages")
     schema.add_argument(
@@ -57,6 +84,25 @@ def _init(settings: Settings, args: argparse.Namespace) -> int:
         return ledger_error(exc)
     for table, made in created.items():
         emit(f"{'created' if made else 'exists '} {writer.ledger.path(table)}")
+    return 0
+
+
+def _upgrade(settings: Settings, args: argparse.Namespace) -> int:
+    from ackfold.ledger.errors import LedgerError
+    from ackfold.ledger.upgrade import upgrade
+    from ackfold.ledger.writer import LedgerWriter
+
+    warehouse = settings.table_root if args.warehouse is None else args.warehouse.strip()
+    if not warehouse:
+        raise UsageError("--warehouse must name a directory or a URI, got an empty string")
+    try:
+        added = upgrade(LedgerWriter(warehouse))
+    except LedgerError as exc:
+        return ledger_error(exc)
+    for line in added:
+        emit(f"added {line}")
+    if not added:
+        emit(f"up to date: {warehouse} (nothing added)")
     return 0
 
 

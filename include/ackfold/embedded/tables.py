@@ -82,7 +82,14 @@ def scan(
         rel = _local_partitioned(db, files, data, columns_of, typed)
     else:
         rel = _remote_partitioned(db, files, data, columns_of, typed, storage_options)
-    return _project(rel, columns or schema.names)
+    wanted_columns = list(columns or schema.names)
+    optional = _added_columns(uri)
+    # A column the table's schema lacks (a contract-v1 table) but ackfold asks for
+    # is one added after v1: read as null, as in a file written before it.
+    for name in wanted_columns:
+        if name not in typed and name in optional:
+            typed[name] = optional[name]
+    return _project(rel, wanted_columns, typed)
 
 
 def _and(
@@ -114,7 +121,7 @@ def _local_partitioned(
     """One scan of every file by DuckDB's parquet reader, each row joined to its file's
     partition values."""
     paths = [str(_local_path(uri)) for uri, _ in files]
-    rel = _project(db.read_parquet(paths, union_by_name=True), [f.name for f in data])
+    rel = _project(db.read_parquet(paths, union_by_name=True), [f.name for f in data], typed)
     if not partitions:
         return rel
     name = f"_ackfold_files_{next(_names)}"
@@ -124,7 +131,12 @@ def _local_partitioned(
     markers = ", ".join("?" for _ in range(len(partitions) + 1))
     rows = [[path, *(v[c] for c in partitions)] for path, (_, v) in zip(paths, files, strict=True)]
     db.executemany(f"INSERT INTO {name} VALUES ({markers})", rows)  # noqa: S608
-    db.read_parquet(paths, union_by_name=True, filename=True).create_view(f"{name}_rows")
+    found = _project(
+        db.read_parquet(paths, union_by_name=True, filename=True),
+        [*(f.name for f in data), "filename"],
+        typed,
+    )
+    found.create_view(f"{name}_rows")
     cols = [f"p.{_quoted(f.name)}" for f in data] + [
         f"CAST(f.{_quoted(c)} AS {_duck_type(typed[c])}) AS {_quoted(c)}" for c in partitions
     ]
@@ -174,6 +186,8 @@ def _duck_type(arrow_type: Any) -> str:
 
     if pa.types.is_date(arrow_type):
         return "DATE"
+    if pa.types.is_int32(arrow_type):
+        return "INTEGER"
     if pa.types.is_integer(arrow_type):
         return "BIGINT"
     if pa.types.is_boolean(arrow_type):
@@ -209,7 +223,8 @@ def scan_files(
         return _register(db, _empty(schema), None)
     local = [path for f in files if (path := _local_path(f.uri)) is not None]
     if len(local) == len(files):
-        return _project(db.read_parquet(local, union_by_name=True), schema.names)
+        typed = {f.name: f.type for f in schema}
+        return _project(db.read_parquet(local, union_by_name=True), schema.names, typed)
     return _register(
         db, _dataset_of(db, [f.uri for f in files], schema, storage_options), schema.names
     )
@@ -267,9 +282,40 @@ def _register(
 
 
 def _project(
-    relation: duckdb.DuckDBPyRelation, columns: Sequence[str] | None
+    relation: duckdb.DuckDBPyRelation,
+    columns: Sequence[str] | None,
+    typed: Mapping[str, Any] | None = None,
 ) -> duckdb.DuckDBPyRelation:
-    return relation.project(*(_quoted(c) for c in columns)) if columns else relation
+    """`columns` of `relation`; one it lacks, of Arrow type `typed[name]`, is null: a
+    nullable column added to the table after some of its files were written (DuckDB's
+    `union_by_name` fills it only where at least one of the files read has it)."""
+    if not columns:
+        return relation
+    have = set(relation.columns)
+    if all(c in have or typed is None or c not in typed for c in columns):
+        return relation.project(*(_quoted(c) for c in columns))
+    return relation.project(
+        ", ".join(
+            _quoted(c)
+            if c in have or typed is None or c not in typed
+            else f"CAST(NULL AS {_duck_type(typed[c])}) AS {_quoted(c)}"
+            for c in columns
+        )
+    )
+
+
+def _added_columns(uri: str) -> dict[str, Any]:
+    """The Arrow types of the columns ackfold added after contract v1 to the ledger table
+    at `uri` (by its last path segment; none for any other table): what a table made
+    before them may lack, and reads as null."""
+    from ackfold.ledger.contract import arrow_schema
+    from ackfold.ledger.tables import ADDED_COLUMNS
+
+    name = uri.rstrip("/").rsplit("/", 1)[-1]
+    added = ADDED_COLUMNS.get(name, ())
+    if not added:
+        return {}
+    return {f.name: f.type for f in arrow_schema(name) if f.name in added}
 
 
 def _quoted(name: str) -> str:

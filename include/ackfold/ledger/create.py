@@ -1,8 +1,9 @@
 """Create the ledger's tables from a Spark session: the missing ones, once per process.
 
 `create_tables` makes the tables of `ackfold.ledger.tables` that do not exist yet, and
-adds to existing ones the nullable columns ackfold added since they were made
-(`ackfold.ledger.writer.LedgerWriter.create` does the same without a JVM). It sits
+leaves existing ones as they are, without the columns ackfold added since they were made
+(`ackfold.ledger.upgrade`; `ackfold.ledger.writer.LedgerWriter.create` does the same
+without a JVM). It sits
 above both `tables` (the schemas) and `writer` (which creates them on an object store),
 so neither imports the other.
 
@@ -18,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from ackfold.ledger.conflicts import retry_conflicts
 from ackfold.ledger.store import is_object_store
-from ackfold.ledger.tables import TABLES, Ledger, create_sql, missing_columns
+from ackfold.ledger.tables import TABLES, Ledger, create_sql
 from ackfold.ledger.writer import LedgerWriter, object_store_writer
 
 if TYPE_CHECKING:
@@ -35,8 +36,9 @@ def create_tables(
     *,
     writer: LedgerWriter | None = None,
 ) -> None:
-    """Create the tables of `ledger` that do not exist yet; an existing table only gains
-    the nullable columns ackfold added since it was made (`tables.missing_columns`).
+    """Create the tables of `ledger` that do not exist yet; an existing table is left
+    as it is, even without the columns ackfold added since it was made: only `ackfold
+    upgrade` adds them (a schema change stops the streams that read the table).
 
     Once per process and table: CREATE TABLE IF NOT EXISTS loads the table's snapshot
     every time, which a process that reconciles or tracks over and over would pay on
@@ -60,16 +62,4 @@ def create_tables(
             target = f"delta.`{path}`"
             # Two first writers create the table at once: the loser finds it made.
             retry_conflicts(partial(spark.sql, create_sql(name, target)), what=f"creating {path}")
-            _add_missing_columns(spark, name, path)
             CREATED.add(path)
-
-
-def _add_missing_columns(spark: SparkSession, name: str, path: str) -> None:
-    """Add to the table at `path` the nullable columns of ledger table `name` that it
-    lacks, having been created by an older ackfold (`tables.missing_columns`), as
-    `LedgerWriter.create` does."""
-    missing = missing_columns(name, spark.read.format("delta").load(path).columns)
-    if missing:
-        columns = ", ".join(f"{col} {kind}" for col, kind in missing)
-        statement = f"ALTER TABLE delta.`{path}` ADD COLUMNS ({columns})"
-        retry_conflicts(partial(spark.sql, statement), what=f"adding {columns} to {path}")

@@ -67,7 +67,8 @@ ROOTS_DDL = """
     id_scheme INT
 """
 # The columns of contract v1 in `roots`; `id_scheme` came later (`ackfold.ledger.schemes`:
-# null is the scheme of every root before it), and is added to a table that lacks it.
+# null is the scheme of every root before it). A producer may leave it out, and a table
+# may lack it for good: only `ackfold upgrade` adds it (`ackfold.ledger.upgrade`).
 ROOTS_V1_COLUMNS = 10
 # The nullable columns ackfold added to a table after its first version, per table.
 ADDED_COLUMNS = {"roots": ("id_scheme",)}
@@ -114,8 +115,8 @@ def column_specs(ddl: str) -> tuple[tuple[str, str, bool], ...]:
 def missing_columns(table: str, existing: Sequence[str]) -> list[tuple[str, str]]:
     """(name, SQL type) of the columns ackfold added to ledger table `table` since its
     first version (`ADDED_COLUMNS`, all nullable) that a stored table of columns `existing`
-    lacks: a writer adds them to an older table before its first append
-    (`LedgerWriter.create`, `create_tables`). Any other missing column is an error there.
+    lacks: optional for every writer, read as null, added only by `ackfold upgrade`
+    (`ackfold.ledger.upgrade`). Any other missing column is an error.
 
     Example:
         >>> missing_columns("roots", ROOTS_COLUMNS[:ROOTS_V1_COLUMNS])

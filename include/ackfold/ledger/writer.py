@@ -9,6 +9,8 @@ and `Tracker.drain()` give the rows, `LedgerWriter.append` writes them, and a re
   schema (types, NOT NULLs), partition columns, description and `TABLE_PROPERTIES`, at
   the same protocol (reader 1, writer 2). delta-rs accepts every property; it does not
   act on `delta.autoOptimize.optimizeWrite` itself (Spark's writers and OPTIMIZE do).
+  An existing table is only checked, never altered: one without a column added after
+  contract v1 is written in its own layout (`ackfold.ledger.upgrade`).
 - `append` checks every row against the contract before it writes anything, then
   appends `roots`, then `ack_events` (a reconcile never meets an event before its root).
   With `app_id` and `version` (Spark's `txnAppId`/`txnVersion`) each commit records a
@@ -26,7 +28,7 @@ Example:
     >>> import tempfile
     >>> from ackfold import LedgerWriter, Tracker
     >>> writer = LedgerWriter(tempfile.mkdtemp())
-    >>> tracker = Tracker("orders")
+    >>> tracker = Tracker("orders", ledger=writer)  # roots in the scheme this ledger records
     >>> order = tracker.spout("order-1", source="sqs", source_queue="orders", payload="{}")
     >>> tracker.ack(order, stage="store")
     >>> roots, events = tracker.drain_roots(), tracker.drain()
@@ -47,6 +49,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
+from ackfold.ledger import schemes
 from ackfold.ledger.conflicts import retry_conflicts
 from ackfold.ledger.contract import ContractError, check_rows, delta_schema
 from ackfold.ledger.encoding import clustered, writer_properties
@@ -55,13 +58,14 @@ from ackfold.ledger.sql import first_line
 from ackfold.ledger.store import delta_uri, is_object_store, storage_options
 from ackfold.ledger.tables import (
     ACK_EVENTS,
+    ADDED_COLUMNS,
     ROOTS,
     TABLE_PROPERTIES,
     TABLES,
     Ledger,
     local_dir,
-    missing_columns,
 )
+from ackfold.ledger.upgrade import require_roots_fit, roots_scheme
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -123,7 +127,7 @@ class LedgerWriter:
         from deltalake import DeltaTable
 
         self.create([name] if name not in self._checked else [])
-        with _writing(self.uri(name)):
+        with writing(self.uri(name)):
             return DeltaTable(self.uri(name), storage_options=self.storage_options)
 
     def create(self, tables: Sequence[str] = tuple(TABLES)) -> dict[str, bool]:
@@ -151,7 +155,7 @@ class LedgerWriter:
                 raise ValueError(f"unknown ledger table {name!r}; tables: {', '.join(TABLES)}")
             path = self.uri(name)
             made = False
-            with _writing(path):
+            with writing(path):
                 if not DeltaTable.is_deltatable(path, self.storage_options):
                     _, partitions, comment = TABLES[name]
                     try:
@@ -169,9 +173,9 @@ class LedgerWriter:
                         # Another writer created it meanwhile: checked below like any other.
                         if not DeltaTable.is_deltatable(path, self.storage_options):
                             raise
-                table = DeltaTable(path, storage_options=self.storage_options)
-                _add_missing_columns(name, table)
-                self._check(name, table)
+                # Checked, never altered: a schema change would stop the streams that
+                # read the table and fail a contract-v1 producer's plain appends.
+                self._check(name, DeltaTable(path, storage_options=self.storage_options))
             created[name] = made
         return created
 
@@ -190,7 +194,8 @@ class LedgerWriter:
         each unit of work the next version, and retry a failed one with the same version
         and rows. The rows, then both tables, are checked before anything is appended:
         after a `ContractError` or a `SchemaMismatch` no row was written. Duplicate
-        events (same `event_id`) are written once.
+        events (same `event_id`) are written once. A `roots` table without `id_scheme`
+        (contract v1) takes roots of the text scheme only (`roots_scheme`).
         """
         if (app_id is None) != (version is None):
             raise ValueError("pass app_id and version together (or neither)")
@@ -229,6 +234,9 @@ class LedgerWriter:
         self.create([name] if name not in self._checked else [])
 
         def rows(schema: pa.Schema) -> pa.Table:
+            if name == ROOTS and "id_scheme" in data.column_names:
+                recorded = data.column("id_scheme").to_pylist()
+                require_roots_fit(self.ledger.path(ROOTS), schema.names, recorded)
             return conform(data, schema)
 
         return bool(
@@ -237,6 +245,29 @@ class LedgerWriter:
                 what=f"append to {self.uri(name)}",
             )
         )
+
+    def roots_scheme(self, wanted: int = schemes.DEFAULT) -> int:
+        """The id scheme of the roots to register into this ledger: `wanted`, or the
+        text scheme where the `roots` table has no `id_scheme` column (contract v1; one
+        warning names `ackfold upgrade`). `Tracker(app, ledger=writer)` asks this.
+
+        Example:
+            >>> import tempfile
+            >>> LedgerWriter(tempfile.mkdtemp()).roots_scheme()  # a new ledger: every column
+            2
+        """
+        return roots_scheme(self.ledger.path(ROOTS), self.columns(ROOTS), wanted)
+
+    def columns(self, name: str) -> list[str] | None:
+        """The columns of ledger table `name` as stored now; None if it does not exist."""
+        from deltalake import DeltaTable
+
+        path = self.uri(name)
+        with writing(path):
+            if not DeltaTable.is_deltatable(path, self.storage_options):
+                return None
+            table = DeltaTable(path, storage_options=self.storage_options)
+            return [f["name"] for f in json.loads(table.schema().to_json())["fields"]]
 
     def replace_where(self, name: str, data: Any, predicate: str) -> None:
         """Replace the rows of ledger table `name` that match `predicate` (SQL over the
@@ -279,7 +310,7 @@ class LedgerWriter:
             "commit_properties": commit_properties,
             "post_commithook_properties": PostCommitHookProperties(create_checkpoint=False),
         }
-        with _writing(self.uri(name)):
+        with writing(self.uri(name)):
             rows = clustered(name, conform(data, pa.schema(table.schema().to_arrow())))
             if predicate is None:
                 write_deltalake(table, rows, mode="append", **how)
@@ -294,7 +325,7 @@ class LedgerWriter:
         from deltalake import CommitProperties, DeltaTable, Transaction
 
         path = self.uri(name)
-        with _writing(path):
+        with writing(path):
             tables = self._local.__dict__.setdefault("tables", {})
             table = tables.get(name)
             if table is None:
@@ -313,8 +344,11 @@ class LedgerWriter:
                 properties = CommitProperties(app_transactions=[Transaction(app_id, version)])
             schema = pa.schema(table.schema().to_arrow())
             if callable(rows):
-                data = rows(schema)
+                data = rows(schema)  # checks roots' schemes as below
             else:
+                if name == ROOTS:  # before the first commit of `append`: nothing written
+                    recorded = [row.get("id_scheme") for row in rows]
+                    require_roots_fit(self.ledger.path(ROOTS), schema.names, recorded)
                 columns = {
                     field.name: [row.get(field.name) for row in rows] for field in schema
                 }  # columns outside the contract (added to the table later) stay null
@@ -327,8 +361,11 @@ class LedgerWriter:
         """Raise `SchemaMismatch` unless `table` takes the contract's rows of `name`."""
         path = self.uri(name)
         actual = {f["name"]: f for f in json.loads(table.schema().to_json())["fields"]}
+        optional = ADDED_COLUMNS.get(name, ())
         for want in delta_schema(name)["fields"]:
             have = actual.pop(want["name"], None)
+            if have is None and want["name"] in optional:
+                continue  # added after the table was made: its rows are written without
             if have is None:
                 raise SchemaMismatch(f"{path} has no column {want['name']!r} (contract v1)")
             if have["type"] != want["type"]:
@@ -347,19 +384,6 @@ class LedgerWriter:
                     "the writer cannot fill it"
                 )
         self._checked.add(name)
-
-
-def _add_missing_columns(name: str, table: Any) -> None:
-    """Add to `table` (a `DeltaTable`) the nullable columns of ledger table `name` that it
-    lacks, having been created by an older ackfold (`tables.missing_columns`): a metadata
-    commit; its rows read the new columns as null."""
-    from deltalake import Field
-
-    have = [f["name"] for f in json.loads(table.schema().to_json())["fields"]]
-    missing = missing_columns(name, have)
-    if missing:
-        types = {f["name"]: f["type"] for f in delta_schema(name)["fields"]}
-        table.alter.add_columns([Field(col, types[col], nullable=True) for col, _ in missing])
 
 
 def driver_writer(spark: SparkSession, ledger: Ledger) -> LedgerWriter | None:
@@ -454,7 +478,7 @@ def checkpoint_at_interval(table: Any) -> None:
 
 
 @contextmanager
-def _writing(path: str) -> Iterator[None]:
+def writing(path: str) -> Iterator[None]:
     """Turn delta-rs and file system errors into one `LedgerError` line naming the table."""
     from deltalake.exceptions import DeltaError
 

@@ -218,7 +218,8 @@ class Ingester:
                     self.app, message.message_id, message.problem,
                 )  # fmt: skip
         if self.writer is not None:
-            tracker = Tracker(self.app)
+            # The scheme the ledger's roots table records (text in a contract-v1 one).
+            tracker = Tracker(self.app, id_scheme=self.tracker.roots_scheme(self.spark))
             for m in messages:
                 tracker.spout(
                     m.message_id,

@@ -187,7 +187,7 @@ class KafkaSpout:
             payload="payload",
             source_position="source_position",
             to=self.to,
-            id_scheme=self.tracker.id_scheme,
+            id_scheme=self.tracker.roots_scheme(records.sparkSession),
             distinct=False,
         )
         rows = spouted.rows

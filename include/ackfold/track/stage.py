@@ -53,11 +53,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from ackfold.ledger import schemes
-from ackfold.ledger.tables import Ledger
+from ackfold.ledger.tables import ROOTS, Ledger
+from ackfold.ledger.upgrade import roots_scheme, stored_columns
 from ackfold.track.columns import (
     ColumnOrName,
     as_column,
@@ -121,6 +122,8 @@ class StageTracker:
         self.query = query
         self.acks = check_acks(acks)
         self.id_scheme = schemes.check_scheme(id_scheme)
+        # The scheme `ledger`'s roots table can record (`roots_scheme`), once known.
+        self._roots_scheme: int | None = None
         # Output tables `write_batch` found in the current tuple layout: not checked again.
         self._current_outputs: set[str] = set()
 
@@ -170,8 +173,22 @@ class StageTracker:
             payload=payload,
             source_position=source_position,
             to=to,
-            id_scheme=self.id_scheme,
+            id_scheme=self.roots_scheme(df.sparkSession),
         )
+
+    def roots_scheme(self, spark: SparkSession) -> int:
+        """The id scheme of the roots this stage registers: ``id_scheme``, unless the
+        ``roots`` table of ``ledger`` has no ``id_scheme`` column (contract v1, until
+        ``ackfold upgrade``), which records only the text scheme: then that, with one
+        warning. Looked up once: a table never loses the column, and text-scheme roots
+        fit a table that gains it."""
+        if self.ledger is None:
+            return self.id_scheme
+        if self._roots_scheme is None:
+            columns = stored_columns(self.ledger, ROOTS, spark)
+            path = self.ledger.path(ROOTS)
+            self._roots_scheme = roots_scheme(path, columns, self.id_scheme)
+        return self._roots_scheme
 
     def registered(self, roots: DataFrame, *, to: Sequence[str] | None = None) -> DataFrame:
         """The first tuples of roots this spout stage registered earlier, one per row of

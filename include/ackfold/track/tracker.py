@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from ackfold.errors import AckfoldError
 from ackfold.ledger import ids, schemes
@@ -40,6 +40,9 @@ from ackfold.ledger.tables import ACK_EVENTS_COLUMNS, ROOTS_COLUMNS
 from ackfold.ledger.values import hex64
 from ackfold.track.compact import PER_TUPLE, Ack, check_acks, compact_acks
 from ackfold.track.tuples import Tuple, check_name, consumers_of, spout_consumers_of
+
+if TYPE_CHECKING:
+    from ackfold.ledger.writer import LedgerWriter
 
 # The v1 contract's columns, in the tables' order.
 EVENT_COLUMNS: Final = ACK_EVENTS_COLUMNS
@@ -68,6 +71,11 @@ class Tracker:
     tuple again would emit the same children. The default, ``"per_tuple"``, writes one row
     per ack.
 
+    ``id_scheme`` is the id scheme of the roots it registers (``ackfold.ledger.schemes``).
+    With ``ledger``, the writer its rows go to, it is the scheme that ledger can record:
+    the text scheme where its ``roots`` table has no ``id_scheme`` column (contract v1,
+    until ``ackfold upgrade``), else ``id_scheme``.
+
     Example:
         >>> tracker = Tracker("clicks")
         >>> click = tracker.spout(41, source="kafka", source_position="clicks:0:41")
@@ -88,11 +96,14 @@ class Tracker:
         clock: Callable[[], datetime] | None = None,
         acks: str = PER_TUPLE,
         id_scheme: int = schemes.DEFAULT,
+        ledger: LedgerWriter | None = None,
     ) -> None:
         self.app = check_name("app", app)
         self._clock = clock or _utcnow
         self.acks = check_acks(acks)
         self.id_scheme = schemes.check_scheme(id_scheme)
+        if ledger is not None:
+            self.id_scheme = ledger.roots_scheme(self.id_scheme)
         self._events: list[Event] = []
         # In compact mode, the acks since the last drain, folded by drain().
         self._acks: list[Ack] = []

@@ -31,11 +31,13 @@ from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
+from ackfold.ledger import schemes
 from ackfold.ledger.conflicts import retry_conflicts
 from ackfold.ledger.create import create_tables
 from ackfold.ledger.encoding import SPARK_LEDGER_OPTIONS
 from ackfold.ledger.protocol import refuse_spark_commit
 from ackfold.ledger.tables import ACK_EVENTS, ROOTS, Ledger
+from ackfold.ledger.upgrade import require_roots_fit, stored_columns
 from ackfold.ledger.writer import LedgerWriter, driver_writer
 from ackfold.spark import is_connect
 from ackfold.track import folding
@@ -155,7 +157,32 @@ def _commit(
         return direct.append_arrow(name, table, app_id=app_id, version=version)
     refuse_spark_commit(ledger.root, name)  # never reached on an object store
     frame = spark.createDataFrame(conform(rows, arrow_schema(name))) if held else rows
+    if name == ROOTS:
+        frame = _in_roots_layout(spark, ledger, frame)
     return _append(frame, ledger.path(name), app_id, version, SPARK_LEDGER_OPTIONS)
+
+
+# The `roots` tables found with `id_scheme`: a table never loses a column.
+_WITH_SCHEME: set[str] = set()
+
+
+def _in_roots_layout(spark: SparkSession, ledger: Ledger, frame: DataFrame) -> DataFrame:
+    """`roots` rows as the stored table takes them: without `id_scheme` where it lacks the
+    column (contract v1; no append adds it), after `require_roots_fit` refused rows of a
+    scheme it cannot record, before anything is written."""
+    from pyspark.sql import functions as F
+
+    path = ledger.path(ROOTS)
+    if path in _WITH_SCHEME or "id_scheme" not in frame.columns:
+        return frame
+    columns = stored_columns(ledger, ROOTS, spark)
+    if columns is None or "id_scheme" in columns:
+        _WITH_SCHEME.add(path)
+        return frame
+    scheme = F.col("id_scheme")
+    others = frame.where(scheme.isNotNull() & (scheme != schemes.TEXT)).select(scheme)
+    require_roots_fit(path, columns, [row.id_scheme for row in others.limit(1).collect()])
+    return frame.drop("id_scheme")
 
 
 def _txn_app_id(
