@@ -48,6 +48,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 from ackfold.config import Settings
 from ackfold.embedded import EMBEDDED, SPARK
 from ackfold.errors import AckfoldError
+from ackfold.ledger.fence import held
 from ackfold.ledger.tables import Ledger
 from ackfold.replay.bookkeeping import PLANNED, Bookkeeper, SparkBookkeeper, now_wall
 from ackfold.replay.duck_planner import EmbeddedPlanner
@@ -205,6 +206,9 @@ class Replayer:
         todo = list(batch)
         delay = self.settings.replay.send_backoff.total_seconds()
         for round_ in range(self.settings.replay.send_attempts):
+            # A run that lost the lease sends nothing more (invariant 19): the lease is
+            # read before each chunk's sends (no commit fences a queue).
+            self._guard(read=True)
             if round_:
                 log.warning(
                     "replay: %d message(s) not sent (%s); retrying in %.0fs",
@@ -235,6 +239,7 @@ class Replayer:
             for start in range(0, len(members), queue.batch_size):
                 group = members[start : start + queue.batch_size]
                 pacer.wait(len(group))
+                self._guard(read=False)  # lost or expired: no read, each batch
                 outbound = [p.outbound() for p in group]
                 if queue.parallel > 1:
                     calls.append(self._threads(queue.parallel).submit(send, outbound))
@@ -243,6 +248,12 @@ class Replayer:
                     done.set_result(send(outbound))
                     calls.append(done)
         return [sent for call in calls for sent in call.result()]
+
+    def _guard(self, *, read: bool) -> None:
+        """Raise `LeaseLost` if this run no longer holds the ledger's lease (`read`: as the
+        lease says now; else as this run knows it), `Unfenced` outside a turn."""
+        fence = held(self.settings.table_root, "a replay's send")
+        fence.check("the rest of this replay's sends", read=read)
 
     def _threads(self, count: int) -> ThreadPoolExecutor:
         if self._pool is None:
