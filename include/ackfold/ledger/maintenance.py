@@ -94,10 +94,13 @@ def maintain(
     Spark commit (an unconditional PUT) could overwrite. Without a session (`spark`
     None: the embedded engine, in an Airflow task with no JVM) the steps are delta-rs's
     on any warehouse."""
+    from ackfold.ledger.protocol import unsafe_spark_commits
     from ackfold.ledger.store import is_object_store
 
     with ledger_turn(settings, "ackfold maintenance", say=log.info):
-        if spark is None or is_object_store(settings.table_root):
+        # And where Spark's commits are no put-if-absent (a shared file system): delta-rs's.
+        unsafe = unsafe_spark_commits(settings.table_root, settings.spark.conf)
+        if spark is None or is_object_store(settings.table_root) or unsafe is not None:
             from ackfold.ledger.store_maintenance import maintain_on_store
 
             return maintain_on_store(settings, now=now)
