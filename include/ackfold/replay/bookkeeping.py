@@ -159,10 +159,7 @@ class SparkBookkeeper(Bookkeeper):
         path = self.ledger.path(REPLAY_LOG)
 
         def append(txn: tuple[str, int] | None) -> None:
-            write = frame.write.format("delta").mode("append")
-            if txn is not None:
-                write = write.option("txnAppId", txn[0]).option("txnVersion", txn[1])
-            write.save(path)
+            dml.with_txn(frame.write.format("delta").mode("append"), txn).save(path)
 
         spark_commit(self.ledger.root, path, append, what=f"append to {path}")
 
