@@ -48,7 +48,8 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 from ackfold.config import Settings
 from ackfold.embedded import EMBEDDED, SPARK
 from ackfold.errors import AckfoldError
-from ackfold.ledger.fence import held
+from ackfold.ledger.fence import active, held
+from ackfold.ledger.lease import ledger_turn
 from ackfold.ledger.tables import Ledger
 from ackfold.replay.bookkeeping import PLANNED, Bookkeeper, SparkBookkeeper, now_wall
 from ackfold.replay.duck_planner import EmbeddedPlanner
@@ -102,8 +103,9 @@ class Replayer:
     session started for it). By default, Spark if a session is given, else embedded;
     `ackfold.replay.run.run_replay` chooses by `engine.kind`.
 
-    It takes no lock: `run_replay` runs `plan` and `execute` under the ledger's turn, one
-    writer of `root_state` at a time, from the plan to the last status."""
+    `run_replay` runs `plan` and `execute` under the ledger's turn, one writer of
+    `root_state` at a time, from the plan to the last status; `execute` called alone takes
+    the turn for itself."""
 
     def __init__(
         self,
@@ -144,7 +146,19 @@ class Replayer:
         progress: Progress | None = None,
         after_send: AfterSend | None = None,
     ) -> ReplaySummary:
-        """Log, send, mark. `after_send` runs after each chunk is sent, before its mark."""
+        """Log, send, mark. `after_send` runs after each chunk is sent, before its mark.
+
+        Under the ledger's turn: the caller's (`run_replay`, which claims the tables and
+        checks its plan first) or a fence this thread holds, else one taken here: its
+        sends and commits are a lease holder's (invariant 19)."""
+        if active(self.settings.table_root) is not None:
+            return self._execute(plan, progress=progress, after_send=after_send)
+        with ledger_turn(self.settings, "a replay", say=log.info):
+            return self._execute(plan, progress=progress, after_send=after_send)
+
+    def _execute(
+        self, plan: Plan, *, progress: Progress | None, after_send: AfterSend | None
+    ) -> ReplaySummary:
         started = time.monotonic()
         request = plan.request
         summary = ReplaySummary(
