@@ -38,6 +38,8 @@ def test_the_spark_engine_on_s3_is_refused_naming_the_store_and_the_ways_out() -
     assert "S3 (s3a://lake/w) with Delta's S3SingleDriverLogStore" in said
     assert "engine.kind: embedded" in said
     assert "io.delta.storage.S3DynamoDBLogStore" in said
+    # A DAG built elsewhere still makes the Spark task; the task's run refuses.
+    assert engine_for(settings, refuse=False) == SPARK
     spark_conf = {"kind": "spark"}
     with_dynamodb = load_settings(warehouse="s3a://lake/w", engine=spark_conf,
                                   spark={"conf": DYNAMODB})  # fmt: skip

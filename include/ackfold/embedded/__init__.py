@@ -25,11 +25,13 @@ EMBEDDED: Final = "embedded"
 SPARK: Final = "spark"
 
 
-def engine_for(settings: Settings) -> Literal["embedded", "spark"]:
+def engine_for(settings: Settings, *, refuse: bool = True) -> Literal["embedded", "spark"]:
     """The engine `settings` choose: `engine.kind`, with `auto` resolved by the warehouse.
     Spark is chosen only where its commits to the derived tables are put-if-absent; asked
     for elsewhere (S3 without Delta's DynamoDB log store, a shared file system) it is
-    refused with `UnsafeSparkCommits` (`ackfold.ledger.protocol.unsafe_spark_commits`).
+    refused with `UnsafeSparkCommits` (`ackfold.ledger.protocol.unsafe_spark_commits`),
+    unless `refuse` is False: a DAG built on a host that is not the worker's says which
+    task to make, and the task's run refuses.
 
     Example:
         >>> from ackfold.config import load_settings
@@ -48,7 +50,8 @@ def engine_for(settings: Settings) -> Literal["embedded", "spark"]:
 
     kind = settings.engine.kind
     if kind == SPARK:
-        refuse_unsafe_spark_engine(settings)
+        if refuse:
+            refuse_unsafe_spark_engine(settings)
         return SPARK
     if kind != "auto":
         return kind
