@@ -21,6 +21,11 @@ carries the lease's **epoch**, and Delta refuses it once a newer epoch exists:
 - A commit of this run whose answer was lost (a store restarted mid-PUT) is found on the
   retry by its version, and not made twice.
 
+And no gap around it (issue 55): a claim that cannot read a table (any error but its
+absence) stops the run (`FenceUnreadable`); a commit with no fence in force raises
+(`Unfenced`): only a leased run writes the derived tables; `Fence.check` reads the lease
+before a step no commit can fence (a replay's sends).
+
 `docs/decisions/fencing.md` has the argument, and what each engine does.
 
 Example:
