@@ -14,6 +14,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+from deltalake import DeltaTable
 
 from ackfold.config import Settings, load_settings
 from ackfold.ledger import fence as fence_module
@@ -21,7 +22,7 @@ from ackfold.ledger import status
 from ackfold.ledger.errors import LeaseLost
 from ackfold.ledger.fence import Fence, holding
 from ackfold.ledger.lease import LedgerLease
-from ackfold.ledger.tables import REPLAY_LOG, ROOT_STATE, Ledger
+from ackfold.ledger.tables import DEAD_LETTERS, REPLAY_LOG, ROOT_STATE, Ledger
 from ackfold.replay.planner import Plan
 from ackfold.replay.replayer import Replayer
 from ackfold.replay.request import ReplayRequest
@@ -172,3 +173,20 @@ def test_a_run_that_loses_its_lease_between_chunks_sends_no_further_chunk(
     assert _waiting(sqs) == 10, "the chunk sent before the lease was lost, and no other"
     log = read_table(settings.table_root, REPLAY_LOG)
     assert {r["event"] for r in log} == {"planned"}, "no mark after the lease was lost"
+
+
+def test_a_quiet_replay_claims_nothing_and_a_dry_run_claims_nothing(tmp_path: Path) -> None:
+    """The claim comes only once a real plan has sends: a replay with nothing to send,
+    and a dry run, leave `root_state` and `dead_letters` at their versions."""
+    settings = _settings(tmp_path)
+    write_failed(settings.table_root, [Failed(1, status=status.COMPLETED), Failed(2)])
+    ledger = Ledger(settings.table_root)
+    versions = {
+        name: DeltaTable(ledger.path(name)).version() for name in (ROOT_STATE, DEAD_LETTERS)
+    }
+    quiet = run_replay(settings, ReplayRequest(app="nothing", requested_by="t"), now=NOW)
+    assert quiet.planned == 0
+    dry = run_replay(settings, ReplayRequest(automatic=True, dry_run=True), now=NOW)
+    assert dry.planned == 1
+    after = {name: DeltaTable(ledger.path(name)).version() for name in (ROOT_STATE, DEAD_LETTERS)}
+    assert after == versions
