@@ -15,6 +15,7 @@ from pyspark.sql import SparkSession
 
 from ackfold.config import Settings, load_settings
 from ackfold.ledger import status
+from ackfold.ledger.fence import Fence, holding
 from ackfold.ledger.tables import DEAD_LETTERS, ROOT_STATE, Ledger
 from ackfold.replay.bookkeeping import PLANNED, SparkBookkeeper
 from ackfold.replay.embedded_books import EmbeddedBookkeeper
@@ -104,8 +105,9 @@ def test_both_engines_plan_alike_and_settle_alike(spark: SparkSession, tmp_path:
     assert len(first.skipped) >= 3
     # An earlier run planned some sends, and marked a few of them sent.
     books = EmbeddedBookkeeper(Ledger(one.table_root))
-    books.append_log(first, first.sends[:8], PLANNED)
-    books.mark(first, first.sends[:3], {p.root_id: Sent(p.root_id, "m") for p in first.sends})
+    with holding(Fence(one.table_root, epoch=1)):  # a leased run's commits
+        books.append_log(first, first.sends[:8], PLANNED)
+        books.mark(first, first.sends[:3], {p.root_id: Sent(p.root_id, "m") for p in first.sends})
 
     for name, request in requests.items():
         expected = comparable(on_spark.plan(request))
@@ -121,8 +123,9 @@ def test_both_engines_plan_alike_and_settle_alike(spark: SparkSession, tmp_path:
     done = Replayer(None, one, now=NOW).plan(requests["automatic"]).sends
     done += Replayer(None, one, now=NOW).plan(redrives).sends
     results = {p.root_id: Sent(p.root_id, message_id=f"id-{p.root_id}") for p in done}
-    EmbeddedBookkeeper(Ledger(one.table_root)).settle(done, results)
-    SparkBookkeeper(spark, Ledger(two.table_root)).settle(done, results)
+    with holding(Fence(one.table_root, epoch=2)), holding(Fence(two.table_root, epoch=2)):
+        EmbeddedBookkeeper(Ledger(one.table_root)).settle(done, results)
+        SparkBookkeeper(spark, Ledger(two.table_root)).settle(done, results)
 
     def rows(settings: Settings, table: str, drop: tuple[str, ...]) -> list[dict[str, Any]]:
         found = [

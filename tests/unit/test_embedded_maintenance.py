@@ -9,11 +9,16 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pyarrow.parquet as pq
+import pytest
 from deltalake import DeltaTable
 
 from ackfold import LedgerWriter, Tracker
 from ackfold.config import load_settings
+from ackfold.ledger.errors import LeaseLost
+from ackfold.ledger.fence import COMMIT_HOOKS
+from ackfold.ledger.lease import LedgerLease
 from ackfold.ledger.maintenance import maintain
+from ackfold.ledger.tables import ACK_EVENTS, TABLES, Ledger
 from ackfold.reconcile.run import run_reconcile
 from ackfold.track.heartbeat import ledger_write, progress_row
 
@@ -62,3 +67,45 @@ def test_maintenance_without_spark_expires_only_long_completed_roots(tmp_path: P
     after = run_reconcile(settings, now=later)
     assert after["events_read"] == 0
     assert after["by_status"]["completed"] == 3
+
+
+def test_maintenance_frozen_past_its_lease_commits_nothing_more(tmp_path: Path) -> None:
+    """Issue 55: maintenance committed without the epoch, so a run frozen after reading
+    which roots had settled could wake and delete events after another host took over.
+    Now its retention MERGE is refused, and no later step (OPTIMIZE, ALTER, VACUUM, log
+    cleanup) runs."""
+    settings = load_settings(var_dir=tmp_path)
+    tracker = Tracker("orders", clock=lambda: T0)
+    for i in range(3):
+        tracker.ack(tracker.spout(f"ok{i}", source="sqs", source_queue="q"), stage="store")
+    writer = LedgerWriter(settings.table_root)
+    writer.append(tracker.drain_roots(), tracker.drain(), app_id="orders", version=1)
+    assert run_reconcile(settings, now=T0 + timedelta(minutes=1))["by_status"] == {"completed": 3}
+    later = T0 + settings.maintenance.retention + timedelta(days=1)
+    events = Ledger(settings.table_root).path(ACK_EVENTS)
+    seen: list[str] = []
+    versions: dict[str, int] = {}
+
+    def freeze_then_wake(path: str, moment: str) -> None:
+        if path != events or moment != "before" or len(seen) == 2:
+            return  # after the second: the newer run's claim passes here too
+        seen.append(path)
+        if len(seen) == 2:  # its retention MERGE (after its claim): frozen past its lease
+            ahead = LedgerLease(
+                settings.table_root, clock=lambda: datetime.now(UTC) + timedelta(hours=1)
+            )
+            with ahead.held("maintenance on another host") as newer:
+                newer.claim([events])
+            for name in TABLES:
+                versions[name] = DeltaTable(writer.uri(name)).version()
+
+    kept = DeltaTable(events).to_pyarrow_table().num_rows
+    COMMIT_HOOKS.append(freeze_then_wake)
+    try:
+        with pytest.raises(LeaseLost, match="lost the ledger's lease to a newer run"):
+            maintain(None, settings, now=later)
+    finally:
+        COMMIT_HOOKS.remove(freeze_then_wake)
+    assert len(seen) == 2, "the retention MERGE was a fenced commit"
+    assert DeltaTable(events).to_pyarrow_table().num_rows == kept == 6, "no event deleted"
+    assert {name: DeltaTable(writer.uri(name)).version() for name in TABLES} == versions

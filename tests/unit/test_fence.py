@@ -16,8 +16,8 @@ import pytest
 from deltalake import DeltaTable, write_deltalake
 
 from ackfold.ledger import fence as fence_module
-from ackfold.ledger.errors import LeaseLost
-from ackfold.ledger.fence import FENCE_APP, STRIDE, Fence, commit, holding
+from ackfold.ledger.errors import FenceUnreadable, LeaseLost, Unfenced
+from ackfold.ledger.fence import FENCE_APP, STRIDE, Fence, commit, holding, spark_commit
 from ackfold.ledger.lease import LedgerLease
 
 
@@ -119,13 +119,36 @@ def test_a_run_whose_lease_was_taken_commits_nothing_though_the_taker_wrote_noth
     assert _values(path) == [0, 1]
 
 
-def test_outside_a_turn_a_commit_is_not_fenced_and_inside_it_is(tmp_path: Path) -> None:
+def test_outside_a_turn_a_commit_raises_and_inside_it_is_fenced(tmp_path: Path) -> None:
+    """Issue 55: a commit with no fence in force used to be made unfenced; it raises."""
     path = _table(tmp_path)
-    commit(str(tmp_path), path, _append(1), what="a library call")
+    with pytest.raises(Unfenced, match="holds no turn of the ledger"):
+        commit(str(tmp_path), path, _append(1), what="a library call")
+    with pytest.raises(Unfenced, match="holds no turn of the ledger"):
+        spark_commit(str(tmp_path), path, lambda txn: None, what="a library call")
     assert DeltaTable(path).transaction_version(FENCE_APP) is None
+    assert _values(path) == [0]
     with holding(Fence(str(tmp_path), epoch=9)):
         commit(str(tmp_path), path, _append(2), what="a leased run's")
     assert DeltaTable(path).transaction_version(FENCE_APP) == 9 * STRIDE + 1
+
+
+def test_a_claim_that_cannot_read_a_table_stops_the_run(tmp_path: Path) -> None:
+    """Issue 55: a claim passed over any table it could not read (a 503, a corrupt log)
+    as if it did not exist, and the run went on unclaimed. Only a missing table is
+    passed over; any other read error stops the run, and nothing is committed."""
+    path = _table(tmp_path)
+    missing = str(tmp_path / "not_made_yet")
+    (Path(path) / "_delta_log" / "00000000000000000001.json").write_text("{not json\n")
+    run = Fence(str(tmp_path), epoch=5)
+    with pytest.raises(FenceUnreadable, match=r"claim of .*/t could not read"):
+        run.claim([missing, path])
+    assert not Path(missing).exists()
+    assert sorted(p.name for p in (Path(path) / "_delta_log").glob("*.json")) == [
+        "00000000000000000000.json",
+        "00000000000000000001.json",
+    ]
+    run.claim([missing])  # a table not made yet is no error: there is nothing to fence
 
 
 def test_each_take_of_the_lease_draws_the_next_epoch(tmp_path: Path) -> None:

@@ -5,6 +5,7 @@ checkpoint) without folding anything again."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import shutil
@@ -29,6 +30,7 @@ from ackfold.reconcile.run import run_reconcile
 from tests.conftest import JARS_DIR
 
 T0 = datetime(2026, 11, 27, tzinfo=UTC)
+_EPOCHS = itertools.count(1)  # a run of its own, a newer epoch, for each `_mark`
 
 
 def _ledger(tmp_path: Path) -> tuple[Ledger, str]:
@@ -38,6 +40,12 @@ def _ledger(tmp_path: Path) -> tuple[Ledger, str]:
     return ledger, str(DeltaTable(ledger.path(ACK_EVENTS)).metadata().id)
 
 
+def _mark(ledger: Ledger, app: str | None, events_id: str, version: int) -> None:
+    """`commit_mark` as a leased run makes it (a commit with no fence in force raises)."""
+    with holding(Fence(ledger.root, epoch=next(_EPOCHS))):
+        marks.commit_mark(ledger, app, events_id, version)
+
+
 def _state_version(ledger: Ledger) -> int:
     return int(DeltaTable(ledger.path(ROOT_STATE)).version())
 
@@ -45,8 +53,8 @@ def _state_version(ledger: Ledger) -> int:
 def test_the_mark_is_a_transaction_of_root_state_that_only_moves_forward(tmp_path: Path) -> None:
     ledger, events_id = _ledger(tmp_path)
     assert marks.read_mark(ledger, None, events_id) is None
-    marks.commit_mark(ledger, None, events_id, 7)
-    marks.commit_mark(ledger, "orders", events_id, 3)
+    _mark(ledger, None, events_id, 7)
+    _mark(ledger, "orders", events_id, 3)
     assert marks.read_mark(ledger, None, events_id) == 7
     assert marks.read_mark(ledger, "orders", events_id) == 3, "each scope its own"
     assert marks.read_mark(ledger, None, "another-table") is None
@@ -54,8 +62,8 @@ def test_the_mark_is_a_transaction_of_root_state_that_only_moves_forward(tmp_pat
     assert DeltaTable(ledger.path(ROOT_STATE)).transaction_version(app_id) == 7
 
     before = _state_version(ledger)
-    marks.commit_mark(ledger, None, events_id, 5)  # behind: no commit at all
-    marks.commit_mark(ledger, None, events_id, 7)
+    _mark(ledger, None, events_id, 5)  # behind: no commit at all
+    _mark(ledger, None, events_id, 7)
     assert (_state_version(ledger), marks.read_mark(ledger, None, events_id)) == (before, 7)
 
 
@@ -130,7 +138,7 @@ def test_an_earlier_ackfolds_spark_checkpoint_gives_the_last_version_read_whole(
     offsets(2, 9, -1)
     assert marks.read_mark(ledger, "orders", events_id) == 5
     assert marks.read_mark(ledger, "orders", "another-table") is None
-    marks.commit_mark(ledger, "orders", events_id, 8)
+    _mark(ledger, "orders", events_id, 8)
     assert marks.read_mark(ledger, "orders", events_id) == 8, "root_state's mark first"
 
 
@@ -141,7 +149,7 @@ def test_a_quiet_run_is_told_by_the_mark_and_a_damaged_state_goes_to_an_engine(
     ledger, events_id = _ledger(tmp_path)
     quiet = quiet_summary(settings, now=T0, since=T0.date(), app=None)
     assert quiet is None, "no mark yet"
-    marks.commit_mark(ledger, None, events_id, int(DeltaTable(ledger.path(ACK_EVENTS)).version()))
+    _mark(ledger, None, events_id, int(DeltaTable(ledger.path(ACK_EVENTS)).version()))
     quiet = quiet_summary(settings, now=T0, since=T0.date(), app=None)
     assert quiet == {
         "app": None, "now": T0.isoformat(), "events_read": 0, "events_folded": 0,

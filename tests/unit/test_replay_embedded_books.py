@@ -6,6 +6,7 @@ without sending it again."""
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from deltalake import DeltaTable
 
 from ackfold.config import Settings, load_settings
 from ackfold.ledger import status
+from ackfold.ledger.fence import Fence, holding
 from ackfold.ledger.lease import ledger_turn
 from ackfold.ledger.lock import LedgerBusy
 from ackfold.ledger.tables import DEAD_LETTERS, REPLAY_LOG, ROOT_STATE, Ledger
@@ -30,12 +32,15 @@ NOW = T0 + timedelta(hours=1)
 
 
 @pytest.fixture
-def settings(tmp_path: Path) -> Settings:
-    return load_settings(
+def settings(tmp_path: Path) -> Iterator[Settings]:
+    settings = load_settings(
         var_dir=tmp_path / "var",
         engine={"kind": "embedded"},
         defaults={"replay_backoff": "1s", "max_attempts": 3},
     )
+    # The bookkeeping's commits are a leased run's: with no fence in force they raise.
+    with holding(Fence(settings.table_root, epoch=1)):
+        yield settings
 
 
 def test_settling_sets_each_status_once_and_records_each_dead_letter_once(

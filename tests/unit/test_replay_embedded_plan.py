@@ -4,6 +4,7 @@ letter, a skip and why), and what the write-ahead log makes of a run that crashe
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -11,6 +12,7 @@ import pytest
 
 from ackfold.config import Settings, load_settings
 from ackfold.ledger import status
+from ackfold.ledger.fence import Fence, holding
 from ackfold.ledger.tables import REPLAY_LOG, Ledger
 from ackfold.replay.bookkeeping import PLANNED
 from ackfold.replay.embedded_books import EmbeddedBookkeeper
@@ -24,13 +26,16 @@ NOW = T0 + timedelta(hours=1)
 
 
 @pytest.fixture
-def settings(tmp_path: Path) -> Settings:
-    return load_settings(
+def settings(tmp_path: Path) -> Iterator[Settings]:
+    settings = load_settings(
         var_dir=tmp_path / "var",
         engine={"kind": "embedded"},
         defaults={"replay_backoff": "60s", "max_attempts": 3},
         apps={"clicks": {"replay_backoff": "10s", "max_attempts": 5}},
     )
+    # A replay's sends and commits are a leased run's: with no fence in force they raise.
+    with holding(Fence(settings.table_root, epoch=1)):
+        yield settings
 
 
 def plan(settings: Settings, request: ReplayRequest, now: datetime = NOW) -> Plan:

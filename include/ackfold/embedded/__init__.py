@@ -25,8 +25,13 @@ EMBEDDED: Final = "embedded"
 SPARK: Final = "spark"
 
 
-def engine_for(settings: Settings) -> Literal["embedded", "spark"]:
+def engine_for(settings: Settings, *, refuse: bool = True) -> Literal["embedded", "spark"]:
     """The engine `settings` choose: `engine.kind`, with `auto` resolved by the warehouse.
+    Spark is chosen only where its commits to the derived tables are put-if-absent; asked
+    for elsewhere (S3 without Delta's DynamoDB log store, a shared file system) it is
+    refused with `UnsafeSparkCommits` (`ackfold.ledger.protocol.unsafe_spark_commits`),
+    unless `refuse` is False: a DAG built on a host that is not the worker's says which
+    task to make, and the task's run refuses.
 
     Example:
         >>> from ackfold.config import load_settings
@@ -36,13 +41,28 @@ def engine_for(settings: Settings) -> Literal["embedded", "spark"]:
         'spark'
         >>> engine_for(load_settings(warehouse="s3a://lake/warehouse"))
         'embedded'
+        >>> engine_for(load_settings(warehouse="s3a://lake/warehouse", spark={"remote": "sc://h"}))
+        'embedded'
         >>> engine_for(load_settings(warehouse="/srv/warehouse", engine={"kind": "spark"}))
         'spark'
     """
+    from ackfold.ledger.protocol import refuse_unsafe_spark_engine, unsafe_spark_commits
+
     kind = settings.engine.kind
+    if kind == SPARK:
+        if refuse:
+            refuse_unsafe_spark_engine(settings)
+        return SPARK
     if kind != "auto":
         return kind
-    if settings.spark.remote:  # the team runs its jobs on a Spark Connect server
-        return SPARK
     # delta-rs commits to a local disk and every object store: all but `other` (HDFS, ...).
-    return EMBEDDED if store_kind(settings.table_root) != "other" else SPARK
+    if store_kind(settings.table_root) == "other":
+        return SPARK
+    # A team that runs its jobs on a Spark Connect server keeps them there, where Spark
+    # may commit the derived tables; elsewhere (S3, a shared file system) the embedded.
+    if (
+        settings.spark.remote
+        and unsafe_spark_commits(settings.table_root, settings.spark.conf) is None
+    ):
+        return SPARK
+    return EMBEDDED

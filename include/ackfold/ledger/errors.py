@@ -17,7 +17,9 @@ from ackfold.errors import AckfoldError
 
 __all__ = [
     "AppBusy",
+    "FenceUnreadable",
     "LeaseLost",
+    "LeaseTooNew",
     "LedgerBusy",
     "LedgerConflict",
     "LedgerError",
@@ -26,8 +28,10 @@ __all__ = [
     "RootNotFound",
     "SchemaMismatch",
     "SparkCommitRefused",
+    "Unfenced",
     "UnknownApp",
     "UnreadableFiles",
+    "UnsafeSparkCommits",
     "UnsafeStore",
 ]
 
@@ -82,6 +86,25 @@ class AppBusy(LedgerError, TimeoutError):
 class LeaseLost(LedgerError):
     """This run no longer holds the ledger's lease (another run took it, or its renewals
     stopped for longer than its time to live): it commits nothing more."""
+
+
+class FenceUnreadable(LedgerError):
+    """A table the fence must read (to claim it, or to check a commit) could not be read
+    for another reason than its absence: the run stops instead of going on unclaimed."""
+
+
+class Unfenced(LedgerError):
+    """A commit that only the holder of the ledger's lease may make, made with no turn of
+    the ledger in force (invariant 19)."""
+
+
+class UnsafeSparkCommits(LedgerError):
+    """The Spark engine was chosen where Spark's commits to the derived tables are not
+    put-if-absent, and a paused writer could overwrite a newer commit."""
+
+
+class LeaseTooNew(LedgerError):
+    """The ledger's lease is kept for a later ackfold release than this one."""
 
 
 class UnreadableFiles(LedgerError):

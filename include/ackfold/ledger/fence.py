@@ -21,6 +21,11 @@ carries the lease's **epoch**, and Delta refuses it once a newer epoch exists:
 - A commit of this run whose answer was lost (a store restarted mid-PUT) is found on the
   retry by its version, and not made twice.
 
+And no gap around it (issue 55): a claim that cannot read a table (any error but its
+absence) stops the run (`FenceUnreadable`); a commit with no fence in force raises
+(`Unfenced`): only a leased run writes the derived tables; `Fence.check` reads the lease
+before a step no commit can fence (a replay's sends).
+
 `docs/decisions/fencing.md` has the argument, and what each engine does.
 
 Example:
@@ -53,13 +58,17 @@ from contextlib import contextmanager
 from typing import Any, Final, TypeVar
 
 from ackfold.ledger.conflicts import retry_conflicts
-from ackfold.ledger.errors import LeaseLost
+from ackfold.ledger.errors import FenceUnreadable, LeaseLost, Unfenced
+from ackfold.ledger.sql import first_line
 from ackfold.ledger.store import delta_uri, storage_options
+from ackfold.ledger.tables import DEAD_LETTERS, ROOT_STATE, UNMATCHED_EVENTS
 
 log = logging.getLogger("ackfold.ledger.fence")
 
 T = TypeVar("T")
 FENCE_APP: Final = "ackfold.lease"
+# The tables only a leased run writes: every commit to them is fenced, or refused.
+DERIVED: Final = frozenset({ROOT_STATE, UNMATCHED_EVENTS, DEAD_LETTERS})
 # A fenced commit's transaction version: the epoch, then the run's count of commits.
 STRIDE: Final = 10**9
 _active = threading.local()
@@ -107,10 +116,19 @@ class Fence:
         made yet), before the run reads them: from then on no commit of an older epoch
         lands there."""
         for path in paths:
-            found = [_table(path, missing_ok=True)]
+            # Only a table that does not exist is passed over: any other read error (a
+            # 503, a corrupt log) stops the run, which would go on unclaimed.
+            found = [_table(path, missing_ok=True, what=f"claim of {path}")]
             if found[0] is not None:  # read once: the first try commits on it
                 load = lambda f=found, p=path: f.pop() if f else _table(p)  # noqa: E731
                 self.commit(path, commit_nothing, what=f"fence of {path}", load=load)
+
+    def check(self, what: str, *, read: bool = True) -> None:
+        """Raise `LeaseLost` unless this run still holds the lease, as far as it can tell
+        now (lost, or expired by this host's clock; with `read`, taken since, by a read of
+        the lease): before a step outside the ledger, such as a replay's send, which no
+        Delta commit can fence. `what` names the step."""
+        self._check(None, what, read=read)
 
     def commit(
         self,
@@ -154,12 +172,12 @@ class Fence:
 
         def attempt() -> T:
             _hooks(path, "before")
-            table = _table(path, missing_ok=True)
+            table = _table(path, missing_ok=True, what=f"fenced commit to {path}")
             if table is not None:
                 self._check(table, path)
             result = action((FENCE_APP, version))
             _hooks(path, "after")
-            after = _table(path, missing_ok=True)
+            after = _table(path, missing_ok=True, what=f"fenced commit to {path}")
             if after is not None:  # Spark skipped it (a newer epoch) without an error
                 self._check(after, path)
             return result
@@ -174,9 +192,10 @@ class Fence:
     def _landed(self, table: Any, version: int) -> bool:
         return bool(table.transaction_version(FENCE_APP) == version)
 
-    def _check(self, table: Any, path: str) -> None:
-        """Raise `LeaseLost` if this run may not commit to `table`: the lease is lost or
-        expired, or a newer epoch committed there."""
+    def _check(self, table: Any, path: str, *, read: bool = True) -> None:
+        """Raise `LeaseLost` if this run may not commit to `table` (None: only the lease
+        is checked): the lease is lost or expired, or (`read`) taken since, or a newer
+        epoch committed there."""
         if self.lost is not None:
             raise LeaseLost(
                 f"{self._who()} lost the ledger's lease ({self.lost}): {path} is left as it is"
@@ -186,14 +205,14 @@ class Fence:
                 f"{self._who()} could not renew the ledger's lease within its time to live: "
                 f"another run may hold it now, so nothing more is committed to {path}"
             )
-        taken = self._taken_since()
+        taken = self._taken_since() if read else None
         if taken is not None:
             self.lose(f"taken since, lease epoch {taken}")
             raise LeaseLost(
                 f"{self._who()} lost the ledger's lease to a newer run (lease epoch {taken}): "
                 f"{path} is left as it is; the next run redoes this one's work"
             )
-        held = table.transaction_version(FENCE_APP)
+        held = None if table is None else table.transaction_version(FENCE_APP)
         if held is None:
             return
         epoch = int(held) // STRIDE
@@ -273,17 +292,33 @@ def _checkpointed(action: Callable[[Any, Any], T]) -> Callable[[Any, Any], T]:
     return run
 
 
-def _table(path: str, *, missing_ok: bool = False) -> Any:
+def _table(path: str, *, missing_ok: bool = False, what: str = "") -> Any:
     """The table at `path` (a warehouse path as Spark or delta-rs spells it), fresh; None if
-    `missing_ok` and this process cannot read it."""
+    `missing_ok` and there is no table there. Any other error reading it is a
+    `FenceUnreadable` (with `missing_ok`): the fence cannot hold a table it cannot read."""
     from deltalake import DeltaTable
+    from deltalake.exceptions import TableNotFoundError
 
     try:
         return DeltaTable(delta_uri(path), storage_options=storage_options(path))
-    except Exception:
+    except TableNotFoundError:
         if not missing_ok:
             raise
         return None
+    except Exception as exc:
+        if not missing_ok:
+            raise
+        raise FenceUnreadable(
+            f"the {what or 'fence'} could not read {path} ({first_line(exc)}): the run "
+            "stops rather than commit unfenced; run it again once the store answers"
+        ) from exc
+
+
+def version_of(path: str) -> int | None:
+    """The latest version of the table at `path`; None if there is none (any other read
+    error raises `FenceUnreadable`)."""
+    table = _table(path, missing_ok=True, what=f"read of {path}")
+    return None if table is None else int(table.version())
 
 
 def active(warehouse: str) -> Fence | None:
@@ -318,18 +353,11 @@ def commit(
     load: Callable[[], Any] | None = None,
 ) -> T | None:
     """`action(table, commit_properties)`: one delta-rs commit to the table at `path` of
-    the ledger under `warehouse`, fenced by this thread's lease (`Fence.commit`); outside
-    a turn (a library call), retried on a conflict with the transactions of `also` only.
-    `load` reads the table afresh for each try (by default with the environment's
+    the ledger under `warehouse`, fenced by this thread's lease (`Fence.commit`). Raises
+    `Unfenced` outside a turn: a write that only the lease's holder may make (invariant
+    19). `load` reads the table afresh for each try (by default with the environment's
     storage options)."""
-    fence = active(warehouse)
-    if fence is not None:
-        return fence.commit(path, action, what=what, also=also, load=load)
-    from deltalake import CommitProperties
-
-    fresh = load or (lambda: _table(path))
-    properties = CommitProperties(app_transactions=list(also)) if also else None
-    return retry_conflicts(lambda: _checkpointed(action)(fresh(), properties), what=what)
+    return held(warehouse, what).commit(path, action, what=what, also=also, load=load)
 
 
 def spark_commit(
@@ -337,8 +365,19 @@ def spark_commit(
 ) -> T:
     """`action(txn)`: one Spark commit to the table at `path` of the ledger under
     `warehouse`, with `txn` as its `txnAppId`/`txnVersion`, fenced by this thread's lease
-    (`Fence.spark_commit`); outside a turn, `txn` is None, retried on a conflict."""
+    (`Fence.spark_commit`). Raises `Unfenced` outside a turn."""
+    return held(warehouse, what).spark_commit(path, action, what=what)
+
+
+def held(warehouse: str, what: str) -> Fence:
+    """This thread's fence of `warehouse`; `Unfenced` if it holds none (`what`, a commit or
+    another step that only the lease's holder may take, says what was refused)."""
     fence = active(warehouse)
-    if fence is not None:
-        return fence.spark_commit(path, action, what=what)
-    return retry_conflicts(lambda: action(None), what=what)
+    if fence is None:
+        raise Unfenced(
+            f"{what}: only the holder of the ledger's lease may do this, and "
+            "this thread holds no turn of the ledger under "
+            f"{warehouse}; run it inside `ackfold.ledger.lease.ledger_turn` (as the "
+            "reconcile, replay and maintenance runs do)"
+        )
+    return fence

@@ -22,6 +22,14 @@ other fails, re-reads, and finds it held.
   committing by itself once its own clock passes its last expiry, or its keeper finds
   another holder.
 
+- **Epochs never go back**: a lease table made anew (first use, or lost) starts from the
+  highest epoch a commit to the ledger's tables carries (`epoch_floor`).
+- **Releases**: the lease records its format and the first release that keeps it
+  (`LEASE_FORMAT`, `MIN_RELEASE`). A release of an earlier format is kept out: the keys
+  it reads (format 1's) say the lease is held for ever by "ackfold 0.2.0 or later", so it
+  waits, names that release and gives up (`LedgerBusy`); a lease of a later format is
+  refused with `LeaseTooNew`, naming that format's release.
+
 It needs no JVM, so the CLI takes it before it starts Spark. On S3 the compare-and-swap
 is delta-rs's conditional create of the next log file (`If-None-Match: *`), as for every
 ledger commit there (`docs/decisions/object-stores.md`).
@@ -49,7 +57,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Final
 
-from ackfold.ledger.errors import LedgerBusy, LedgerError
+from ackfold.ledger.errors import LeaseTooNew, LedgerBusy, LedgerError
 from ackfold.ledger.fence import Fence, holding
 from ackfold.ledger.lock import DEFAULT_WAIT, ledger_lock
 from ackfold.ledger.tables import LEASE
@@ -62,9 +70,35 @@ log = logging.getLogger("ackfold.ledger.lease")
 TABLE: Final = LEASE
 TTL: Final = timedelta(minutes=2)
 _POLL: Final = 1.0
-_HOLDER, _TOKEN, _EXPIRES = "ackfold.lease.holder", "ackfold.lease.token", "ackfold.lease.expires"
-_PROCESS = "ackfold.lease.process"  # host:pid of the holder
+# Who holds it, with which token, until when, in which process (host:pid). Kept under keys
+# of their own since lease format 2: the earlier keys (`_OLD`) keep an earlier release out.
+_HOLDER, _TOKEN, _EXPIRES = "ackfold.turn.holder", "ackfold.turn.token", "ackfold.turn.expires"
+_PROCESS = "ackfold.turn.process"
 _GENERATION = "ackfold.lease.epoch"  # how many times it was taken: the fence's epoch
+# The lease's format, and the first release that keeps it: a release that knows only an
+# earlier format refuses the lease, naming that release (`LeaseTooNew`). Raise both when
+# a release changes what a holder must do; `ackfold.ledger.fence` came with format 2.
+_FORMAT, _RELEASE = "ackfold.lease.format", "ackfold.lease.minRelease"
+LEASE_FORMAT: Final = 2
+MIN_RELEASE: Final = "0.2.0"
+# The keys of format 1 (ackfold before 0.2.0), which such a release reads and never finds
+# free: held, by a holder whose name says what to do, for ever. So an older host waits for
+# it, says for whom, and gives up (`LedgerBusy`) without taking the lease or committing.
+_OLD: Final = ("ackfold.lease.holder", "ackfold.lease.token", "ackfold.lease.expires",
+               "ackfold.lease.process")  # fmt: skip
+_GATE: Final = dict(
+    zip(
+        _OLD,
+        (
+            f"ackfold {MIN_RELEASE} or later (this host runs an older ackfold: upgrade it "
+            "before it runs a reconcile, replay or maintenance)",
+            f"lease-format-{LEASE_FORMAT}",
+            "9999-12-31T23:59:59+00:00",
+            "-",
+        ),
+        strict=True,
+    )
+)
 _FREE: Final = "-"
 _NEVER: Final = "1970-01-01T00:00:00+00:00"
 _turns = threading.local()
@@ -74,6 +108,9 @@ _PROPERTIES: Final = {
     _EXPIRES: _NEVER,
     _PROCESS: _FREE,
     _GENERATION: "0",
+    _FORMAT: str(LEASE_FORMAT),
+    _RELEASE: MIN_RELEASE,
+    **_GATE,
     # One small commit per renewal: checkpoint often, keep an hour of log.
     "delta.checkpointInterval": "50",
     "delta.logRetentionDuration": "interval 1 hours",
@@ -287,6 +324,9 @@ class LedgerLease:
                     _EXPIRES: until,
                     _PROCESS: process or f"{self.host}:{os.getpid()}",
                     _GENERATION: str(epoch),
+                    _FORMAT: str(LEASE_FORMAT),
+                    _RELEASE: MIN_RELEASE,
+                    **_GATE,
                 },
                 raise_if_not_exists=False,
                 commit_properties=CommitProperties(max_commit_retries=0),
@@ -298,7 +338,8 @@ class LedgerLease:
         return True
 
     def _read(self) -> tuple[Any, dict[str, str]]:
-        """The lease table (made if missing) and its properties."""
+        """The lease table (made if missing) and its properties, as this release reads
+        them; `LeaseTooNew` if a later release keeps it."""
         from deltalake import DeltaTable, Field, Schema
         from deltalake.exceptions import DeltaError, TableNotFoundError
         from deltalake.schema import PrimitiveType
@@ -309,22 +350,76 @@ class LedgerLease:
         for _ in range(3):
             try:
                 table = DeltaTable(self.path, storage_options=self.storage_options)
-                lease = {
-                    k: _PROPERTIES[k] for k in (_HOLDER, _TOKEN, _EXPIRES, _PROCESS, _GENERATION)
-                }
-                return table, {**lease, **table.metadata().configuration}
+                return table, self._view(table.metadata().configuration)
             except TableNotFoundError:
                 pass
+            # Made anew (first use, or lost): its epochs go on from the highest fence the
+            # ledger's tables hold, or every run after would be refused by its own fence.
+            floor = epoch_floor(self.warehouse, self.storage_options)
+            if floor:
+                log.warning(
+                    "the ledger lease (%s) was missing: made anew, its epochs going on "
+                    "from %d, the highest the ledger's tables hold", self.path, floor,
+                )  # fmt: skip
             try:
                 DeltaTable.create(
                     self.path,
                     Schema([Field("unused", PrimitiveType("string"))]),
                     mode="error",
                     description="ackfold: who may write the ledger now (in the properties)",
-                    configuration=dict(_PROPERTIES),
+                    configuration={**_PROPERTIES, _GENERATION: str(floor)},
                     storage_options=self.storage_options,
                     raise_if_key_not_exists=False,
                 )
             except DeltaError as exc:
                 log.debug("another writer created %s first: %s", self.path, exc)
         raise LedgerError(f"cannot create or read the ledger lease at {self.path}")
+
+    def _view(self, configuration: dict[str, str]) -> dict[str, str]:
+        """The lease's properties as this release reads them. A lease kept in a later
+        format is refused; one an earlier release left (format 1: no keys of this one)
+        is read from that release's keys, so its live holder is waited for."""
+        found = int(configuration.get(_FORMAT, "1"))
+        if found > LEASE_FORMAT:
+            from ackfold import __version__
+
+            raise LeaseTooNew(
+                f"the ledger's lease ({self.path}) is kept by ackfold "
+                f"{configuration.get(_RELEASE, '?')} or later (lease format {found}); this "
+                f"host runs ackfold {__version__}, which knows format {LEASE_FORMAT}: upgrade "
+                "ackfold on this host before it runs a reconcile, replay or maintenance"
+            )
+        view = {k: _PROPERTIES[k] for k in (_HOLDER, _TOKEN, _EXPIRES, _PROCESS, _GENERATION)}
+        if _TOKEN not in configuration:  # an earlier release's lease: its keys say who has it
+            for key, old in zip((_HOLDER, _TOKEN, _EXPIRES, _PROCESS), _OLD, strict=True):
+                view[key] = configuration.get(old, view[key])
+        return {**view, **configuration}
+
+
+def epoch_floor(warehouse: str, storage_options: dict[str, str] | None = None) -> int:
+    """The highest lease epoch that a commit to a table of the ledger under `warehouse`
+    carries (0 if none): where a lease made anew must go on from. A table that cannot be
+    read (but is there) stops it, as a fence would."""
+    from deltalake import DeltaTable
+    from deltalake.exceptions import TableNotFoundError
+
+    from ackfold.ledger.fence import FENCE_APP, STRIDE
+    from ackfold.ledger.store import delta_uri
+    from ackfold.ledger.tables import TABLES, Ledger
+
+    ledger, floor = Ledger(warehouse), 0
+    for name in TABLES:
+        try:
+            table = DeltaTable(delta_uri(ledger.path(name)), storage_options=storage_options)
+        except TableNotFoundError:
+            continue
+        except Exception as exc:
+            raise LedgerError(
+                f"the ledger lease is missing and {ledger.path(name)} cannot be read ({exc}): "
+                "its epoch floor is unknown, so no lease is made; run again once the store "
+                "answers"
+            ) from exc
+        held = table.transaction_version(FENCE_APP)
+        if held is not None:
+            floor = max(floor, int(held) // STRIDE)
+    return floor

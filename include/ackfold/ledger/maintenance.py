@@ -51,6 +51,7 @@ from ackfold.ledger import dml
 from ackfold.ledger.conflicts import retry_conflicts
 from ackfold.ledger.create import create_tables
 from ackfold.ledger.encoding import spark_codec
+from ackfold.ledger.fence import Fence, held, spark_commit
 from ackfold.ledger.lease import ledger_turn
 from ackfold.ledger.store_maintenance import (
     COMPACTED,
@@ -94,10 +95,13 @@ def maintain(
     Spark commit (an unconditional PUT) could overwrite. Without a session (`spark`
     None: the embedded engine, in an Airflow task with no JVM) the steps are delta-rs's
     on any warehouse."""
+    from ackfold.ledger.protocol import unsafe_spark_commits
     from ackfold.ledger.store import is_object_store
 
     with ledger_turn(settings, "ackfold maintenance", say=log.info):
-        if spark is None or is_object_store(settings.table_root):
+        # And where Spark's commits are no put-if-absent (a shared file system): delta-rs's.
+        unsafe = unsafe_spark_commits(settings.table_root, settings.spark.conf)
+        if spark is None or is_object_store(settings.table_root) or unsafe is not None:
             from ackfold.ledger.store_maintenance import maintain_on_store
 
             return maintain_on_store(settings, now=now)
@@ -108,6 +112,11 @@ def _maintain(spark: SparkSession, settings: Settings, now: datetime | None) -> 
     started = time.monotonic()
     ledger = Ledger(settings.table_root)
     create_tables(spark, ledger)
+    # Claimed before anything is read, as on the embedded engine: the retention's MERGE
+    # and DELETEs carry the epoch (`spark_commit`); OPTIMIZE, ALTER and VACUUM take no
+    # transaction in Delta Spark, so the lease is checked before each (`_sql`).
+    fence = held(settings.table_root, "maintenance")
+    fence.claim([ledger.path(table) for table in TABLES])
     now = (now or datetime.now(UTC)).astimezone(UTC)
     for table in TABLES:
         check_reader_version(spark, ledger.path(table))
@@ -115,13 +124,13 @@ def _maintain(spark: SparkSession, settings: Settings, now: datetime | None) -> 
         summary = expire_events(spark, settings, now=now)
         summary["reports_deleted"] = expire_reports(spark, settings, now=now)
         for table in Z_ORDERED:
-            _sql(spark, f"OPTIMIZE delta.`{ledger.path(table)}` ZORDER BY (root_id)")
+            _sql(spark, f"OPTIMIZE delta.`{ledger.path(table)}` ZORDER BY (root_id)", fence)
         for table in COMPACTED:
-            _sql(spark, f"OPTIMIZE delta.`{ledger.path(table)}`")
+            _sql(spark, f"OPTIMIZE delta.`{ledger.path(table)}`", fence)
     for table in TABLES:
-        _set_retention(spark, ledger.path(table), vacuum_hours(settings, ledger, table))
+        _set_retention(spark, ledger.path(table), vacuum_hours(settings, ledger, table), fence)
     for table in TABLES:
-        _sql(spark, f"VACUUM delta.`{ledger.path(table)}`")
+        _sql(spark, f"VACUUM delta.`{ledger.path(table)}`", fence)
     summary["logs_kept"] = tidy_logs(ledger)
     for table in TABLES:
         check_reader_version(spark, ledger.path(table))
@@ -161,12 +170,15 @@ def expire_events(
             # The event_time bound lets file statistics skip every file written since the
             # cut-off (appends are in time order): only old files are rewritten.
             # Its own metrics, not the table's last commit: an app may have appended since.
-            metrics = retry_conflicts(
-                lambda: dml.merge(
+            metrics = spark_commit(
+                settings.table_root,
+                ledger.path(ACK_EVENTS),
+                lambda txn: dml.merge(
                     ledger.path(ACK_EVENTS),
                     expired,
                     on=f"t.root_id = s.root_id AND t.event_time < {dml.literal(cutoff)}",
                     clauses=["WHEN MATCHED THEN DELETE"],
+                    txn=txn,
                 ),
                 what=f"retention MERGE into {ledger.path(ACK_EVENTS)}",
             )
@@ -200,12 +212,13 @@ def expire_reports(spark: SparkSession, settings: Settings, *, now: datetime) ->
         deleted[table] = spark.read.format("delta").load(ledger.path(table)).where(old).count()
         if deleted[table]:  # no empty commit
             what = f"retention delete in {ledger.path(table)}"
-            retry_conflicts(partial(dml.delete, spark, ledger.path(table), old), what=what)
+            delete = partial(_delete, spark, ledger.path(table), old)
+            spark_commit(settings.table_root, ledger.path(table), delete, what=what)
     log.info("retention: %s before %s deleted", deleted, cutoff)
     return deleted
 
 
-def _set_retention(spark: SparkSession, path: str, hours: int) -> None:
+def _set_retention(spark: SparkSession, path: str, hours: int, fence: Fence) -> None:
     """Make VACUUM keep `hours` of unreferenced files. Delta 4 ignores VACUUM's RETAIN (but
     0) and reads the table's `delta.deletedFileRetentionDuration`, so that is what is set,
     once (a metadata-only commit, which the reconciler's stream passes)."""
@@ -216,13 +229,25 @@ def _set_retention(spark: SparkSession, path: str, hours: int) -> None:
         _sql(
             spark,
             f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES ('{RETENTION_PROPERTY}' = '{wanted}')",
+            fence,
         )
 
 
-def _sql(spark: SparkSession, statement: str) -> None:
+def _delete(spark: SparkSession, path: str, where: str, txn: tuple[str, int] | None) -> None:
+    with dml.idempotent(spark, txn):
+        dml.delete(spark, path, where)
+
+
+def _sql(spark: SparkSession, statement: str, fence: Fence) -> None:
     """Run one committing statement, retried on a Delta conflict (e.g. OPTIMIZE against the
-    retention's MERGE of another run)."""
-    retry_conflicts(partial(spark.sql, statement), what=statement)
+    retention's MERGE of another run), each try only while `fence`'s run holds the lease
+    (Delta Spark's OPTIMIZE, ALTER and VACUUM carry no transaction to fence them with)."""
+
+    def run() -> Any:
+        fence.check(statement)
+        return spark.sql(statement)
+
+    retry_conflicts(run, what=statement)
 
 
 def check_reader_version(spark: SparkSession, path: str) -> None:

@@ -26,11 +26,14 @@ keep for it, `unfolded_since`.
 
 Example:
     >>> import tempfile
+    >>> from ackfold.ledger.lease import LedgerLease
+    >>> from ackfold.ledger.fence import holding
     >>> from ackfold.ledger.writer import LedgerWriter
     >>> ledger = Ledger(tempfile.mkdtemp())
     >>> _ = LedgerWriter(ledger.root).create()
     >>> events_id = str(events_table(ledger).metadata().id)
-    >>> commit_mark(ledger, None, events_id, 0)
+    >>> with LedgerLease(ledger.root).held("doctest") as fence, holding(fence):
+    ...     commit_mark(ledger, None, events_id, 0)
     >>> read_mark(ledger, None, events_id), read_mark(ledger, "orders", events_id)
     (0, None)
 """

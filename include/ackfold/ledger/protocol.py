@@ -37,7 +37,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from ackfold.ledger.errors import LedgerError, SparkCommitRefused, UnreadableFiles, UnsafeStore
+from ackfold.ledger.errors import (
+    LedgerError,
+    SparkCommitRefused,
+    UnreadableFiles,
+    UnsafeSparkCommits,
+    UnsafeStore,
+)
 from ackfold.ledger.store import (
     endpoint_of,
     is_object_store,
@@ -170,6 +176,103 @@ def refuse_unsafe_log_store(warehouse: str, conf: Mapping[str, str]) -> None:
                 f"meets delta-rs's atomically; another log store could lose a commit. "
                 f"Remove `{setting}` from spark.conf (ACKFOLD_SPARK__CONF)"
             )
+
+
+# Delta's log store for S3 whose commits are put-if-absent (a DynamoDB table decides who
+# commits each version); and the file systems that several hosts share, where Delta
+# Spark's commit (check that the file is absent, then rename) is no atomic create.
+S3_DYNAMODB_LOG_STORE: Final = "io.delta.storage.S3DynamoDBLogStore"
+SHARED_FILE_SYSTEMS: Final = frozenset(
+    {"nfs", "nfs4", "cifs", "smb3", "smbfs", "9p", "afs", "ceph", "glusterfs", "lustre",
+     "gpfs", "beegfs", "ocfs2", "gfs2", "virtiofs", "davfs"}
+)  # fmt: skip
+
+
+def unsafe_spark_commits(
+    warehouse: str, conf: Mapping[str, str], *, mounts: str | None = None
+) -> str | None:
+    """Why Spark must not commit the derived tables of the ledger under `warehouse` (with
+    Spark settings `conf`), or None where each of its commits is put-if-absent: a paused
+    Spark run could otherwise overwrite a newer run's commit of the same version, which no
+    fence can undo. `mounts`: the text of /proc/self/mounts (this host's, by default).
+
+    Example:
+        >>> unsafe_spark_commits("gs://lake/warehouse", {}) is None
+        True
+        >>> unsafe_spark_commits(
+        ...     "s3a://lake/warehouse",
+        ...     {"spark.delta.logStore.s3a.impl": "io.delta.storage.S3DynamoDBLogStore"},
+        ... ) is None
+        True
+        >>> print(unsafe_spark_commits("s3a://lake/warehouse", {}).split(": ")[0])
+        S3 (s3a://lake/warehouse) with Delta's S3SingleDriverLogStore
+    """
+    from urllib.parse import urlparse
+
+    kind = store_kind(warehouse)
+    if kind == "s3":
+        scheme = urlparse(warehouse).scheme.lower()
+        for setting in (f"spark.delta.logStore.{scheme}.impl", "spark.delta.logStore.class"):
+            if (conf.get(setting) or "").strip() == S3_DYNAMODB_LOG_STORE:
+                return None
+        return (
+            f"S3 ({warehouse}) with Delta's S3SingleDriverLogStore: its commit is an "
+            "unconditional PUT of the next log file"
+        )
+    if kind == "local":
+        fs_type, mount = _file_system(urlparse(warehouse).path or warehouse, mounts)
+        if fs_type in SHARED_FILE_SYSTEMS or fs_type.startswith("fuse."):
+            return (
+                f"a shared file system ({fs_type} at {mount}, holding {warehouse}): Delta "
+                "Spark's commit there checks that the next log file is absent, then renames "
+                "onto it, which is no atomic create across hosts"
+            )
+    return None  # one host's local disk, GCS and ADLS (create-if-absent), HDFS (rename)
+
+
+def refuse_unsafe_spark_engine(settings: Any, *, mounts: str | None = None) -> None:
+    """Raise `UnsafeSparkCommits` if the Spark engine would commit the ledger's derived
+    tables (`settings.table_root`) where a paused writer can overwrite a newer commit
+    (`unsafe_spark_commits`), naming the store and the ways out."""
+    why = unsafe_spark_commits(settings.table_root, settings.spark.conf, mounts=mounts)
+    if why is None:
+        return
+    dynamodb = (
+        f", or Delta's DynamoDB log store for S3 (spark.conf "
+        f"`spark.delta.logStore.s3a.impl` = {S3_DYNAMODB_LOG_STORE}, with its DynamoDB table)"
+        if store_kind(settings.table_root) == "s3"
+        else ""
+    )
+    raise UnsafeSparkCommits(
+        f"refusing the Spark engine (`engine.kind`): its commits to the derived tables would "
+        f"go to {why}, so a Spark run paused past its lease could overwrite a newer run's "
+        f"commit. Use the embedded engine (`engine.kind: embedded`, or `auto`), whose "
+        f"delta-rs commits are put-if-absent{dynamodb}"
+    )
+
+
+def _file_system(path: str, mounts: str | None) -> tuple[str, str]:
+    """The type and mount point of the file system that holds `path` (the longest mount
+    point above it in `mounts`); ("", "") if unknown."""
+    import os
+
+    if mounts is None:
+        try:
+            with open("/proc/self/mounts", encoding="utf-8") as found:
+                mounts = found.read()
+        except OSError:
+            return "", ""
+    path = os.path.abspath(path)
+    best = ("", "")
+    for line in mounts.splitlines():
+        fields = line.split()
+        if len(fields) < 3:
+            continue
+        point = fields[1].replace("\\040", " ")
+        above = path == point or path.startswith(point.rstrip("/") + "/")
+        if above and len(point) >= len(best[1]):
+            best = (fields[2], point)
+    return best
 
 
 _CHECKED: set[tuple[str, str, str]] = set()

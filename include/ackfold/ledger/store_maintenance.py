@@ -44,9 +44,10 @@ from typing import Any, Final
 from ackfold.config import Settings
 from ackfold.errors import AckfoldError
 from ackfold.ledger import status
-from ackfold.ledger.conflicts import retry_conflicts
 from ackfold.ledger.encoding import writer_properties
 from ackfold.ledger.errors import LedgerConflict
+from ackfold.ledger.fence import commit as fence_commit
+from ackfold.ledger.fence import held
 from ackfold.ledger.marks import unfolded_since
 from ackfold.ledger.store import delta_uri, storage_options
 from ackfold.ledger.tables import (
@@ -87,6 +88,9 @@ def maintain_on_store(settings: Settings, *, now: datetime | None = None) -> dic
     started = time.monotonic()
     writer = object_store_writer(settings.table_root)
     writer.create()
+    # Before anything is read: a maintenance run that lost the lease commits nothing
+    # more to any table (its retention from an old read, its OPTIMIZE, its ALTER).
+    held(settings.table_root, "maintenance").claim([writer.ledger.path(n) for n in TABLES])
     now = (now or datetime.now(UTC)).astimezone(UTC)
     cutoff = now - settings.maintenance.retention
     for name in TABLES:
@@ -112,7 +116,9 @@ def maintain_on_store(settings: Settings, *, now: datetime | None = None) -> dic
         _commit(
             writer,
             name,
-            lambda t, p=properties: t.optimize.z_order(["root_id"], writer_properties=p),
+            lambda t, c, p=properties: t.optimize.z_order(
+                ["root_id"], writer_properties=p, commit_properties=c
+            ),
             "Z-order",
         )
     for name in COMPACTED:
@@ -120,7 +126,7 @@ def maintain_on_store(settings: Settings, *, now: datetime | None = None) -> dic
         _commit(
             writer,
             name,
-            lambda t, p=properties: t.optimize.compact(writer_properties=p),
+            lambda t, c, p=properties: t.optimize.compact(writer_properties=p, commit_properties=c),
             "compaction",
         )
     ledger = Ledger(settings.table_root)
@@ -131,7 +137,9 @@ def maintain_on_store(settings: Settings, *, now: datetime | None = None) -> dic
         if table.metadata().configuration.get(RETENTION_PROPERTY) != wanted:
             _commit(
                 writer, name,
-                lambda t, w=wanted: t.alter.set_table_properties({RETENTION_PROPERTY: w}),
+                lambda t, c, w=wanted: t.alter.set_table_properties(
+                    {RETENTION_PROPERTY: w}, commit_properties=c
+                ),
                 "retention property",
             )  # fmt: skip
     for name, hours in kept.items():
@@ -173,6 +181,8 @@ def tidy_logs(ledger: Ledger, tables: tuple[str, ...] = tuple(TABLES)) -> list[s
     were kept whole."""
     from deltalake import DeltaTable
 
+    # Not commits, but changes all the same (invariant 19): only by the lease's holder.
+    held(ledger.root, "log cleanup").check("the ledger's logs (no cleanup)")
     kept = []
     for name in tables:
         path = ledger.path(name)
@@ -216,10 +226,16 @@ def _table(writer: Any, name: str) -> Any:
 
 
 def _commit(writer: Any, name: str, action: Any, what: str) -> Any:
-    """`action(table)` on a fresh snapshot of `name`, retried on a conflict."""
+    """`action(table, commit_properties)` on a fresh snapshot of `name`, retried on a
+    conflict, fenced by the run's lease (`ackfold.ledger.fence.commit`): the properties
+    carry its epoch, and a run that lost the lease commits nothing."""
     try:
-        return retry_conflicts(
-            lambda: action(_table(writer, name)), what=f"{what} of {writer.uri(name)}"
+        return fence_commit(
+            writer.ledger.root,
+            writer.ledger.path(name),
+            action,
+            what=f"{what} of {writer.uri(name)}",
+            load=lambda: _table(writer, name),
         )
     except LedgerConflict as exc:
         found = version("deltalake")
@@ -235,8 +251,10 @@ def _commit(writer: Any, name: str, action: Any, what: str) -> Any:
         ) from exc
 
 
-def _vacuum(table: Any, *, hours: int) -> list[str]:
-    removed: list[str] = table.vacuum(retention_hours=hours, dry_run=False)
+def _vacuum(table: Any, properties: Any, *, hours: int) -> list[str]:
+    removed: list[str] = table.vacuum(
+        retention_hours=hours, dry_run=False, commit_properties=properties
+    )
     return removed
 
 
@@ -267,7 +285,7 @@ def _delete_events(writer: Any, roots: Any, cutoff: datetime) -> int:
     """Delete the events of `roots` older than `cutoff` from `ack_events`: the count."""
     moment = _timestamp(cutoff)
 
-    def merge(table: Any) -> Any:
+    def merge(table: Any, properties: Any) -> Any:
         return (
             table.merge(
                 roots,
@@ -275,6 +293,7 @@ def _delete_events(writer: Any, roots: Any, cutoff: datetime) -> int:
                 source_alias="s",
                 target_alias="t",
                 writer_properties=writer_properties(ACK_EVENTS),
+                commit_properties=properties,
             )
             .when_matched_delete()
             .execute()
@@ -287,7 +306,10 @@ def _delete_events(writer: Any, roots: Any, cutoff: datetime) -> int:
 def _delete_older(writer: Any, name: str, column: str, cutoff: datetime) -> int:
     predicate = f"{column} < {_timestamp(cutoff)}"
     properties = writer_properties(name)
-    delete = lambda t: t.delete(predicate, writer_properties=properties)  # noqa: E731
+
+    def delete(table: Any, commit: Any) -> Any:
+        return table.delete(predicate, writer_properties=properties, commit_properties=commit)
+
     metrics = _commit(writer, name, delete, "retention DELETE")
     return int(metrics.get("num_deleted_rows", 0))
 

@@ -272,21 +272,24 @@ class LedgerWriter:
     def replace_where(self, name: str, data: Any, predicate: str) -> None:
         """Replace the rows of ledger table `name` that match `predicate` (SQL over the
         table's columns, built from ackfold's own names and quoted values only) with the
-        Arrow table `data`, in one commit: Delta's `replaceWhere`, in delta-rs. Under the
-        ledger's turn the commit carries the lease's epoch (a derived table's rows)."""
-        from ackfold.ledger.fence import commit
+        Arrow table `data`, in one commit: Delta's `replaceWhere`, in delta-rs. A derived
+        table's commit carries the lease's epoch (`Unfenced` outside a turn); another
+        table's does under a turn (a quality run's report needs none)."""
+        from ackfold.ledger.fence import DERIVED, active, commit
 
         self.create([name] if name not in self._checked else [])
         path = self.uri(name)
-        commit(
-            self.ledger.root,
-            self.ledger.path(name),
-            lambda table, properties: self.write(
-                name, table, data, predicate=predicate, commit_properties=properties
-            ),
-            what=f"replace where {predicate} in {path}",
-            load=lambda: self.table(name),
-        )
+
+        def replace(table: Any, properties: Any) -> None:
+            self.write(name, table, data, predicate=predicate, commit_properties=properties)
+
+        what = f"replace where {predicate} in {path}"
+        if name in DERIVED or active(self.ledger.root) is not None:
+            commit(self.ledger.root, self.ledger.path(name), replace, what=what,
+                   load=lambda: self.table(name))  # fmt: skip
+        else:
+            retry_conflicts(lambda: replace(self.table(name), None), what=what)
+            checkpoint_at_interval(self.table(name))
 
     def write(
         self,

@@ -34,6 +34,7 @@ from ackfold.config import Settings
 from ackfold.embedded import EMBEDDED, engine_for
 from ackfold.ledger.lease import ledger_turn
 from ackfold.ledger.lock import DEFAULT_WAIT
+from ackfold.ledger.protocol import refuse_unsafe_spark_engine
 from ackfold.ledger.tables import ROOT_STATE, UNMATCHED_EVENTS, Ledger
 
 if TYPE_CHECKING:
@@ -74,6 +75,8 @@ def run_reconcile(
         )
         if summary is not None:
             return _exported(settings, {**summary, "engine": QUIET})
+        if chosen != EMBEDDED:  # an override is refused where `engine.kind: spark` would be
+            refuse_unsafe_spark_engine(settings)
         # Before anything is read: no run that lost the lease commits to them any more.
         ledger = Ledger(settings.table_root)
         fence.claim([ledger.path(ROOT_STATE), ledger.path(UNMATCHED_EVENTS)])

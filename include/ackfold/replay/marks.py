@@ -16,8 +16,10 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
+from contextlib import nullcontext
 from types import TracebackType
 
+from ackfold.ledger.fence import active, holding
 from ackfold.replay.bookkeeping import Bookkeeper
 from ackfold.replay.planner import Plan, Planned
 from ackfold.sources.base import Sent
@@ -35,6 +37,8 @@ class Marker:
         self._closing = False
         self._error: BaseException | None = None
         self._changed = threading.Condition()
+        # The marks are the run's commits: its thread's fence fences them in this one too.
+        self._fence = active(books.ledger.root)
         self._thread = threading.Thread(target=self._run, name="ackfold-replay-marks")
         self._thread.start()
 
@@ -89,7 +93,8 @@ class Marker:
             batch = [p for chunk, _ in taken for p in chunk]
             results = {k: v for _, found in taken for k, v in found.items()}
             try:
-                self._books.mark(self._plan, batch, results)
+                with holding(self._fence) if self._fence is not None else nullcontext():
+                    self._books.mark(self._plan, batch, results)
             except BaseException as exc:  # re-raised in the sending thread
                 with self._changed:
                     self._error = exc

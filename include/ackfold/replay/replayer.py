@@ -48,6 +48,8 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 from ackfold.config import Settings
 from ackfold.embedded import EMBEDDED, SPARK
 from ackfold.errors import AckfoldError
+from ackfold.ledger.fence import active, held
+from ackfold.ledger.lease import ledger_turn
 from ackfold.ledger.tables import Ledger
 from ackfold.replay.bookkeeping import PLANNED, Bookkeeper, SparkBookkeeper, now_wall
 from ackfold.replay.duck_planner import EmbeddedPlanner
@@ -101,8 +103,9 @@ class Replayer:
     session started for it). By default, Spark if a session is given, else embedded;
     `ackfold.replay.run.run_replay` chooses by `engine.kind`.
 
-    It takes no lock: `run_replay` runs `plan` and `execute` under the ledger's turn, one
-    writer of `root_state` at a time, from the plan to the last status."""
+    `run_replay` runs `plan` and `execute` under the ledger's turn, one writer of
+    `root_state` at a time, from the plan to the last status; `execute` called alone takes
+    the turn for itself."""
 
     def __init__(
         self,
@@ -143,7 +146,19 @@ class Replayer:
         progress: Progress | None = None,
         after_send: AfterSend | None = None,
     ) -> ReplaySummary:
-        """Log, send, mark. `after_send` runs after each chunk is sent, before its mark."""
+        """Log, send, mark. `after_send` runs after each chunk is sent, before its mark.
+
+        Under the ledger's turn: the caller's (`run_replay`, which claims the tables and
+        checks its plan first) or a fence this thread holds, else one taken here: its
+        sends and commits are a lease holder's (invariant 19)."""
+        if active(self.settings.table_root) is not None:
+            return self._execute(plan, progress=progress, after_send=after_send)
+        with ledger_turn(self.settings, "a replay", say=log.info):
+            return self._execute(plan, progress=progress, after_send=after_send)
+
+    def _execute(
+        self, plan: Plan, *, progress: Progress | None, after_send: AfterSend | None
+    ) -> ReplaySummary:
         started = time.monotonic()
         request = plan.request
         summary = ReplaySummary(
@@ -205,6 +220,9 @@ class Replayer:
         todo = list(batch)
         delay = self.settings.replay.send_backoff.total_seconds()
         for round_ in range(self.settings.replay.send_attempts):
+            # A run that lost the lease sends nothing more (invariant 19): the lease is
+            # read before each chunk's sends (no commit fences a queue).
+            self._guard(read=True)
             if round_:
                 log.warning(
                     "replay: %d message(s) not sent (%s); retrying in %.0fs",
@@ -235,6 +253,7 @@ class Replayer:
             for start in range(0, len(members), queue.batch_size):
                 group = members[start : start + queue.batch_size]
                 pacer.wait(len(group))
+                self._guard(read=False)  # lost or expired: no read, each batch
                 outbound = [p.outbound() for p in group]
                 if queue.parallel > 1:
                     calls.append(self._threads(queue.parallel).submit(send, outbound))
@@ -243,6 +262,12 @@ class Replayer:
                     done.set_result(send(outbound))
                     calls.append(done)
         return [sent for call in calls for sent in call.result()]
+
+    def _guard(self, *, read: bool) -> None:
+        """Raise `LeaseLost` if this run no longer holds the ledger's lease (`read`: as the
+        lease says now; else as this run knows it), `Unfenced` outside a turn."""
+        fence = held(self.settings.table_root, "a replay's send")
+        fence.check("the rest of this replay's sends", read=read)
 
     def _threads(self, count: int) -> ThreadPoolExecutor:
         if self._pool is None:

@@ -9,6 +9,9 @@ It owns what every run needs, in this order:
 - the engine, by `engine.kind` (`ackfold.embedded.engine_for`): the embedded one (DuckDB
   and delta-rs in this process, no JVM) unless that says Spark; then the session given,
   or one started for the run (after the turn is taken: another host may hold it);
+- the claim of the tables it writes, once its plan has sends, and the plan made again if
+  anything else committed to them between the plan's read and the claim (a frozen run's
+  commit: `ackfold.ledger.fence`);
 - the plan, shown to the caller (`on_plan`: the CLI prints it and may ask before sending;
   raising there ends the run with nothing sent), then the sends and the bookkeeping
   (`ackfold.replay.replayer.Replayer.execute`);
@@ -30,9 +33,10 @@ from typing import TYPE_CHECKING, Any
 
 from ackfold.config import Settings
 from ackfold.embedded import SPARK, engine_for
+from ackfold.ledger.fence import version_of
 from ackfold.ledger.lease import ledger_turn
 from ackfold.ledger.lock import DEFAULT_WAIT
-from ackfold.ledger.tables import DEAD_LETTERS, ROOT_STATE, Ledger
+from ackfold.ledger.tables import DEAD_LETTERS, REPLAY_LOG, ROOT_STATE, Ledger
 from ackfold.replay.bookkeeping import AUTOMATIC
 from ackfold.replay.planner import Plan
 from ackfold.replay.replayer import Progress, Replayer, ReplaySummary, unsent_error
@@ -75,13 +79,20 @@ def run_replay(
             session = spark() if callable(spark) else spark
         replayer = Replayer(session, settings, now=now, engine=engine)
         try:
+            ledger = Ledger(settings.table_root)
+            claimed = [ledger.path(name) for name in (ROOT_STATE, DEAD_LETTERS, REPLAY_LOG)]
+            before = {path: version_of(path) for path in claimed}
             plan = replayer.plan(request)
-            if plan.sends:
-                # From here no run that lost the lease can change what this one settles
-                # (its MERGEs only move replayable statuses, so a plan read just before
-                # stays right: `ackfold.ledger.fence`).
-                ledger = Ledger(settings.table_root)
-                fence.claim([ledger.path(ROOT_STATE), ledger.path(DEAD_LETTERS)])
+            if plan.sends and not request.dry_run:
+                # From here no run that lost the lease can change what this one reads or
+                # settles (`ackfold.ledger.fence`). A quiet run claims nothing.
+                fence.claim(claimed)
+                if _moved(before, claimed):
+                    # Something else committed between the plan's read and the claim (a
+                    # frozen reconcile's MERGE that completed a root): plan again, at or
+                    # after the claimed snapshot, where no stale commit can land.
+                    log.info("replay: the ledger changed before the claim; planning again")
+                    plan = replayer.plan(request)
             if on_plan is not None:
                 on_plan(plan)
             summary = replayer.execute(plan, progress=progress)
@@ -89,6 +100,16 @@ def run_replay(
             replayer.close()
     _export(settings, request, summary)
     return summary
+
+
+def _moved(before: dict[str, int | None], paths: list[str]) -> bool:
+    """Whether any of the tables at `paths` holds a commit since `before` (their versions
+    before the plan) other than this run's claim (one commit each, where one exists)."""
+    for path in paths:
+        now, then = version_of(path), before[path]
+        if now != then and (then is None or now is None or now - then > 1):
+            return True
+    return False
 
 
 def automatic_replay(
