@@ -20,8 +20,9 @@ file only if it is absent, which the file system makes atomic. On an object stor
 
 And the reading side of the protocol: the embedded engine reads a table's data files
 itself, which is right only while the files alone hold the table's rows.
-`require_plain_files` refuses a table with deletion vectors or column mapping, naming the
-property and how to undo it, before anything is read.
+`require_plain_files` refuses a table with column mapping, or with a deletion vector on
+any of its files (read from its log, per file: a table that merely lists the feature reads
+as any other), naming the property and how to undo it, before anything is read.
 
 Example:
     >>> roots = table_protocols("s3a://bucket/warehouse")[1]
@@ -32,10 +33,13 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import json
+import re
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
+from urllib.parse import unquote
 
 from ackfold.ledger.errors import LedgerError, SparkCommitRefused, UnreadableFiles, UnsafeStore
 from ackfold.ledger.store import (
@@ -286,7 +290,10 @@ def _create_twice(client: Any, bucket: str, prefix: str) -> int:
 def require_plain_files(table: Any, path: str, actions: Any = None) -> None:
     """Raise `UnreadableFiles` unless the data files of `table` (a delta-rs `DeltaTable`
     at `path`) hold exactly its rows, under its column names: no column mapping, and no
-    deletion vector on any file. `actions`: its add actions (an Arrow table), if read."""
+    deletion vector on any file of its current version. A table that lists the
+    `deletionVectors` feature but whose files have none (a table whose vectors were
+    purged, or that never deleted a row) reads as any other. `actions` is not used (the
+    add actions delta-rs flattens carry no deletion vectors: the log is read instead)."""
     mode = table.metadata().configuration.get("delta.columnMapping.mode", "none")
     if mode != "none":
         raise UnreadableFiles(
@@ -297,26 +304,88 @@ def require_plain_files(table: Any, path: str, actions: Any = None) -> None:
             "delta.columnMapping.mode unset on ledger tables"
         )
     features = table.protocol().reader_features or []
-    if "deletionVectors" in features and _has_deletion_vectors(table, actions):
+    if "deletionVectors" not in features:
+        return
+    vectors = files_with_deletion_vectors(table)
+    if vectors:
         raise UnreadableFiles(
-            f"{path} has deletion vectors (delta.enableDeletionVectors): rows deleted or "
-            "replaced beside its data files, which ackfold's engines read themselves. Purge "
-            "them and turn them off in Spark: ALTER TABLE delta.`<path>` SET TBLPROPERTIES "
-            "('delta.enableDeletionVectors' = 'false'), then REORG TABLE delta.`<path>` "
-            "APPLY (PURGE)"
+            f"{path} has deletion vectors on {len(vectors)} data file(s) (e.g. "
+            f"{vectors[0]}): rows deleted beside the files, which ackfold's engines read "
+            "themselves. Rewrite those files without them, in Spark: ALTER TABLE "
+            f"delta.`{path}` SET TBLPROPERTIES ('delta.enableDeletionVectors' = 'false') "
+            f"(no new ones), then REORG TABLE delta.`{path}` APPLY (PURGE). The table keeps "
+            "the deletionVectors feature in its protocol; ackfold reads it once no file has "
+            "a vector"
         )
 
 
-def _has_deletion_vectors(table: Any, actions: Any) -> bool:
-    """Whether any file of `table` has a deletion vector (its add action names one)."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
+def files_with_deletion_vectors(table: Any) -> list[str]:
+    """The data files (paths as the log names them, decoded) of the current version of
+    `table` (a delta-rs `DeltaTable`) whose add action carries a deletion vector: the
+    table's last checkpoint, then the commits after it, replayed per file.
 
-    if actions is None:
-        actions = pa.RecordBatchReader.from_stream(table.get_add_actions(flatten=True)).read_all()
-    named = [
-        c for c in actions.column_names if c.lower().replace("_", "").startswith("deletionvector")
-    ]
-    if not named:  # delta-rs does not say: the feature is on, so assume they may exist
-        return True
-    return any(pc.any(pc.is_valid(actions[c])).as_py() for c in named)
+    Read from the log because delta-rs's add actions (`get_add_actions`, flattened or
+    not) carry no deletion vectors, and `DeltaTable.deletion_vectors()` (deltalake 1.6
+    on) reads every vector's bitmap, not only whether it is there."""
+    import pyarrow.fs as pafs
+    from deltalake.fs import DeltaStorageHandler
+
+    store = pafs.PyFileSystem(DeltaStorageHandler(table.table_uri, table._storage_options))
+    version = int(table.version())
+    start, vectors = _checkpoint_vectors(store, version)
+    for v in range(start + 1, version + 1):
+        try:
+            with store.open_input_stream(f"_delta_log/{v:020d}.json") as handle:
+                text = handle.read().decode("utf-8")
+        except (FileNotFoundError, OSError) as exc:
+            raise UnreadableFiles(
+                f"{table.table_uri}: cannot tell which files have deletion vectors, commit "
+                f"{v} of its log is gone ({exc}) and no checkpoint covers it"
+            ) from None
+        actions = [json.loads(line) for line in text.splitlines() if line.strip()]
+        # A commit may remove a file and add it back with a vector (a DELETE): removes
+        # first, then adds, so that the file's last add is what stays.
+        for action in actions:
+            if "remove" in action:
+                vectors.pop(unquote(action["remove"]["path"]), None)
+        for action in actions:
+            if "add" in action:
+                add = action["add"]
+                vectors[unquote(add["path"])] = add.get("deletionVector") is not None
+    return sorted(path for path, has in vectors.items() if has)
+
+
+def _checkpoint_vectors(store: Any, version: int) -> tuple[int, dict[str, bool]]:
+    """The newest complete checkpoint of the log at or before `version` (-1 if none),
+    and, for each file it adds, whether the file has a deletion vector."""
+    import pyarrow.fs as pafs
+    import pyarrow.parquet as pq
+
+    parts: dict[int, list[str]] = {}
+    for info in store.get_file_info(pafs.FileSelector("_delta_log", allow_not_found=True)):
+        match = _CHECKPOINT.fullmatch(info.base_name)
+        if match and int(match["version"]) <= version:
+            parts.setdefault(int(match["version"]), []).append(info.path)
+    for found in sorted(parts, reverse=True):
+        names = sorted(parts[found])
+        wanted = _CHECKPOINT.fullmatch(names[0].rsplit("/", 1)[-1])
+        assert wanted is not None
+        if wanted["parts"] and len(names) != int(wanted["parts"]):
+            continue  # a multi-part checkpoint still being written
+        vectors: dict[str, bool] = {}
+        for name in names:
+            with store.open_input_file(name) as handle:
+                adds = pq.read_table(handle, columns=["add"]).column("add")
+            for add in adds.to_pylist():
+                if add is not None:
+                    vectors[unquote(add["path"])] = add.get("deletionVector") is not None
+        return found, vectors
+    return -1, {}
+
+
+# A classic checkpoint (`<v>.checkpoint.parquet`) or one part of a multi-part one
+# (`<v>.checkpoint.<part>.<parts>.parquet`); a V2 checkpoint is of a protocol that
+# delta-rs does not read.
+_CHECKPOINT: Final = re.compile(
+    r"(?P<version>\d{20})\.checkpoint(?:\.(?P<part>\d{10})\.(?P<parts>\d{10}))?\.parquet"
+)
