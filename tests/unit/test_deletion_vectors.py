@@ -22,7 +22,15 @@ from ackfold.ledger.errors import UnreadableFiles
 from ackfold.ledger.protocol import files_with_deletion_vectors
 from ackfold.ledger.tables import ACK_EVENTS, ROOT_STATE, ROOTS
 from ackfold.reconcile.run import run_reconcile
-from tests.deletion_vector_ledger import FIXTURES, NOW, PURGED, WITH_VECTORS, rows, write_ledger
+from tests.deletion_vector_ledger import (
+    FIXTURES,
+    NOW,
+    PURGED,
+    STATE_WITH_VECTORS,
+    WITH_VECTORS,
+    rows,
+    write_ledger,
+)
 
 
 @pytest.fixture(autouse=True)
@@ -131,3 +139,31 @@ def test_the_way_out_works_the_purged_ledger_folds_without_the_deleted_events(
     assert summary["by_status"] == run_reconcile(twin, now=NOW, engine="embedded")["by_status"]
     assert _states(settings) == _states(twin)
     assert victim not in {row[0] for row in _states(settings)}  # its events are gone
+
+
+def test_the_cli_and_the_ui_read_a_root_state_with_vectors_as_it_is(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The CLI's and the UI's reads go through delta-rs's own engine, which applies the
+    vectors: the root deleted in Spark is not listed, and the UI's counts (from the log's
+    row counts where no file has a vector) leave it out too."""
+    import json
+
+    from ackfold.ledger.ids import format_id
+    from ackfold.ui.queries import UiReader
+
+    shutil.copytree(FIXTURES / STATE_WITH_VECTORS, tmp_path / "w")
+    warehouse = str(tmp_path / "w")
+    _, _, victim = rows(spread=True)
+    assert len(files_with_deletion_vectors(DeltaTable(f"{warehouse}/{ROOT_STATE}"))) == 1
+    monkeypatch.setenv("ACKFOLD_WAREHOUSE", warehouse)
+    assert cli.run(["roots", "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert len(listed) == 3
+    assert format_id(victim) not in {root["root_id"] for root in listed}
+    # A month of whole days: the overview would count each partition's roots from the
+    # log's row counts, which include the deleted row.
+    overview = UiReader(warehouse).overview(None)
+    assert overview.bucket_seconds == 86400
+    assert overview.counts["completed"] == overview.ingested == 3
+    assert sum(sum(b.counts.values()) for b in overview.buckets) == 3
