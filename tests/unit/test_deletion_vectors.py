@@ -19,8 +19,8 @@ from ackfold.cli import main as cli
 from ackfold.config import Settings, load_settings
 from ackfold.embedded import tables
 from ackfold.ledger.errors import UnreadableFiles
-from ackfold.ledger.protocol import files_with_deletion_vectors
 from ackfold.ledger.tables import ACK_EVENTS, ROOT_STATE, ROOTS
+from ackfold.ledger.vectors import files_with_deletion_vectors
 from ackfold.reconcile.run import run_reconcile
 from tests.deletion_vector_ledger import (
     FIXTURES,
@@ -167,3 +167,21 @@ def test_the_cli_and_the_ui_read_a_root_state_with_vectors_as_it_is(
     assert overview.bucket_seconds == 86400
     assert overview.counts["completed"] == overview.ingested == 3
     assert sum(sum(b.counts.values()) for b in overview.buckets) == 3
+
+
+def test_arrow_reads_of_a_root_state_with_the_feature_and_no_vector(tmp_path: Path) -> None:
+    """delta-rs's Arrow dataset refuses any table that lists the feature; the reconcile's
+    read that uses one (the roots settled before a day) gets a dataset of the files
+    themselves, with the partition values of the log."""
+    from datetime import date
+
+    from ackfold.ledger.tables import Ledger
+    from ackfold.reconcile.state import settled_before
+
+    settings = _settings(tmp_path, "var")
+    write_ledger(Path(settings.table_root))
+    run_reconcile(settings, now=NOW, engine="embedded")
+    _add_feature(f"{settings.table_root}/{ROOT_STATE}")
+    ids = {row[0] for row in _states(settings)}
+    assert settled_before(Ledger(settings.table_root), ids, date(2026, 11, 23)) == ids
+    assert settled_before(Ledger(settings.table_root), ids, date(2026, 11, 22)) == set()

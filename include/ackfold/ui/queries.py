@@ -389,7 +389,7 @@ class UiReader(LedgerReader):
 
     def _has_vectors(self) -> bool:
         """Whether a file of `root_state` has a deletion vector (read from the log)."""
-        from ackfold.ledger.protocol import files_with_deletion_vectors
+        from ackfold.ledger.vectors import files_with_deletion_vectors
 
         table = self.table(ROOT_STATE, required=True)
         if "deletionVectors" not in (table.protocol().reader_features or []):
