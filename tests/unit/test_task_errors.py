@@ -49,3 +49,25 @@ def test_an_ackfold_error_ends_the_task_log_as_the_clis_one_line(tmp_path: Path)
 def test_a_wrapped_task_keeps_its_name_and_docstring() -> None:
     assert reconcile_in_task.__name__ == "reconcile_in_task"  # as the DAG tests find it
     assert "reconcile" in str(reconcile_in_task.__doc__)
+
+
+def test_a_spark_job_through_connect_ends_its_task_the_same_way(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Spark job run in the task's process (Spark Connect: `run_spark_app`) that
+    raises an `AckfoldError` ends its task with the same one line."""
+    import sys
+
+    from ackfold.airflow.spark_jobs import run_spark_app
+
+    job = tmp_path / "job.py"
+    job.write_text(
+        "from ackfold.ledger.errors import LeaseLost\n"
+        'raise LeaseLost("lost the ledger\'s lease to a newer run (lease epoch 7)")\n'
+    )
+    monkeypatch.setenv("ACKFOLD_SPARK__REMOTE", "sc://localhost:15002")  # never dialled
+    monkeypatch.setattr(sys, "argv", list(sys.argv))
+    with pytest.raises(airflow_exception()) as failed:
+        run_spark_app(str(job), [])
+    assert str(failed.value) == "ackfold: lost the ledger's lease to a newer run (lease epoch 7)"
+    assert failed.value.__suppress_context__
