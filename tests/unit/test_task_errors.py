@@ -71,3 +71,54 @@ def test_a_spark_job_through_connect_ends_its_task_the_same_way(
         run_spark_app(str(job), [])
     assert str(failed.value) == "ackfold: lost the ledger's lease to a newer run (lease epoch 7)"
     assert failed.value.__suppress_context__
+
+
+def test_a_spark_submit_entry_point_ends_its_output_with_the_one_line(tmp_path: Path) -> None:
+    """The entry points spark-submit runs (`ackfold.jobs`) end on an `AckfoldError` with
+    the same line on stderr, the last of spark-submit's output in the task's log, and a
+    failed exit status; no traceback. Here the job's Delta jars are missing (a fresh var
+    dir): refused before any JVM."""
+    import os
+    import subprocess
+    import sys
+
+    from ackfold.jobs import app_path
+
+    env = {**os.environ, "ACKFOLD_VAR_DIR": str(tmp_path / "var")}
+    done = subprocess.run(
+        [sys.executable, str(app_path("reconcile.py"))],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode != 0
+    assert "Traceback" not in done.stderr
+    assert done.stderr.splitlines()[-1] == (
+        f"ackfold: The delta jars are not in {tmp_path / 'var' / 'jars' / 'delta'}: run "
+        "`make setup` (or `ackfold setup`) to download them from Maven Central."
+    )
+
+
+def test_a_job_in_the_tasks_process_fails_its_task_with_the_jobs_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An entry point's one line (`SystemExit` with its text), run through Spark Connect
+    in the task's process, is the task's failure, as it is."""
+    import sys
+
+    from ackfold.airflow.spark_jobs import run_spark_app
+
+    job = tmp_path / "job.py"
+    job.write_text(
+        "from ackfold.jobs import one_line_errors\n"
+        "from ackfold.ledger.errors import LeaseLost\n"
+        "with one_line_errors():\n"
+        '    raise LeaseLost("lost the ledger\'s lease to a newer run (lease epoch 7)")\n'
+    )
+    monkeypatch.setenv("ACKFOLD_SPARK__REMOTE", "sc://localhost:15002")  # never dialled
+    monkeypatch.setattr(sys, "argv", list(sys.argv))
+    with pytest.raises(airflow_exception()) as failed:
+        run_spark_app(str(job), [])
+    assert str(failed.value) == "ackfold: lost the ledger's lease to a newer run (lease epoch 7)"

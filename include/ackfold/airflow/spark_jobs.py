@@ -147,5 +147,7 @@ def run_spark_app(app: str, args: list[str], tracked: str | None = None) -> None
     try:
         runpy.run_path(str(script), run_name="__main__")
     except SystemExit as exc:  # the entry point's own exit status, as spark-submit's
+        if isinstance(exc.code, str):  # its one line (`ackfold.jobs.one_line_errors`)
+            raise airflow_exception()(exc.code) from None
         if exc.code not in (0, None):
             raise airflow_exception()(f"{script} exited with {exc.code}") from None
