@@ -93,3 +93,37 @@ def test_a_bug_keeps_its_traceback(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(cli, "load_settings", broken)
     with pytest.raises(ZeroDivisionError, match="a bug"):
         cli.run(["config"])
+
+
+@pytest.mark.parametrize(
+    ("error", "code"),
+    [
+        ("ackfold.ledger.errors.SchemaMismatch", 1),
+        ("ackfold.ledger.errors.UnreadableFiles", 1),
+        ("ackfold.ledger.errors.LeaseLost", 1),
+        ("ackfold.errors.AckfoldError", 1),
+        ("ackfold.config.ConfigError", cli.EXIT_USAGE),
+    ],
+)
+def test_every_ackfold_error_is_one_line_with_its_exit_code(
+    error: str, code: int, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Any `AckfoldError` a command raises, not only the ones the CLI names, is one line
+    (its traceback with --verbose); usage errors keep exit code 2."""
+    import importlib
+
+    module, name = error.rsplit(".", 1)
+    kind = getattr(importlib.import_module(module), name)
+
+    def refused() -> None:
+        raise kind("root_state: what is wrong, and the fix")
+
+    monkeypatch.setattr(cli, "load_settings", refused)
+    assert cli.run(["config"]) == code
+    assert capsys.readouterr().err.splitlines() == [
+        "ackfold: root_state: what is wrong, and the fix"
+    ]
+    assert cli.run(["config", "-v"]) == code
+    err = capsys.readouterr().err.splitlines()
+    assert err[0] == "Traceback (most recent call last):"
+    assert err[-1] == "ackfold: root_state: what is wrong, and the fix"

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from ackfold.airflow.compat import airflow_exception, not_found_exception
 from ackfold.airflow.connections import SPARK_CONN_ID, kafka_credential_env, with_kafka_connection
+from ackfold.airflow.tasks import one_line_errors
 from ackfold.config import Settings, load_settings
 from ackfold.jobs import app_path
 from ackfold.spark import spark_conf, spark_jars
@@ -125,10 +126,12 @@ def connect_endpoint(settings: Settings) -> str:
         return settings.spark.remote
 
 
+@one_line_errors
 def run_spark_app(app: str, args: list[str], tracked: str | None = None) -> None:
     """Run the entry point `app` (or the absolute path `app`) in this process, as
     spark-submit would, through Spark Connect: a task process of its own, so its
-    environment and argv are the job's (`tracked`: the tracked app it runs)."""
+    environment and argv are the job's (`tracked`: the tracked app it runs). An
+    `AckfoldError` of the job ends the task as one line (`one_line_errors`)."""
     settings = load_settings()
     os.environ["ACKFOLD_SPARK__REMOTE"] = connect_endpoint(settings)
     if tracked:
@@ -144,5 +147,7 @@ def run_spark_app(app: str, args: list[str], tracked: str | None = None) -> None
     try:
         runpy.run_path(str(script), run_name="__main__")
     except SystemExit as exc:  # the entry point's own exit status, as spark-submit's
+        if isinstance(exc.code, str):  # its one line (`ackfold.jobs.one_line_errors`)
+            raise airflow_exception()(exc.code) from None
         if exc.code not in (0, None):
             raise airflow_exception()(f"{script} exited with {exc.code}") from None

@@ -1,26 +1,51 @@
 """The bodies of ackfold's Airflow tasks: each calls the run of `ackfold.reconcile`,
 `ackfold.replay`, `ackfold.quality`, `ackfold.alerts` or `ackfold.metrics`, logs it and
 returns its summary (XCom). A run that will not get better by retrying (a bad conf, a
-violated expectation) fails the task without retries. Tests call these without a
-scheduler."""
+violated expectation) fails the task without retries. An `AckfoldError` ends the task as
+the CLI's one line (`ackfold: <what is wrong and the fix>`), the last line of the task's
+log, not a traceback through ackfold's internals (`one_line_errors`; its traceback is
+logged at DEBUG). Tests call these without a scheduler."""
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
-from collections.abc import Mapping
-from typing import Any, Final
+from collections.abc import Callable, Mapping
+from typing import Any, Final, ParamSpec, TypeVar
 
-from ackfold.airflow.compat import fail_exception
+from ackfold.airflow.compat import airflow_exception, fail_exception
 from ackfold.airflow.connections import with_kafka_connection
 from ackfold.config import Settings, load_settings
+from ackfold.errors import AckfoldError
 
 log = logging.getLogger("ackfold.airflow")
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 # The sends a manual replay's return value lists (all of them are in the task log).
 SHOWN_SENDS: Final = 50
 
 
+def one_line_errors(body: Callable[P, R]) -> Callable[P, R]:
+    """`body` (a task's callable), with an `AckfoldError` turned into an
+    `AirflowException` whose message is the CLI's line for it: the task still fails (and
+    is retried, if it has retries), and its log ends with that line after a traceback of
+    this one frame. The original traceback is logged at DEBUG."""
+
+    @functools.wraps(body)
+    def run(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return body(*args, **kwargs)
+        except AckfoldError as exc:
+            log.debug("%s raised", body.__name__, exc_info=exc)
+            raise airflow_exception()(f"ackfold: {exc}") from None
+
+    return run
+
+
+@one_line_errors
 def run_manual_replay(
     conf: dict[str, Any], requested_by: str, settings: Settings | None = None
 ) -> dict[str, Any]:
@@ -79,6 +104,7 @@ def run_manual_replay(
     return result
 
 
+@one_line_errors
 def run_automatic_replay(settings: Settings | None = None) -> dict[str, Any]:
     """The `replay` task of `ackfold_replay` on the embedded engine, in the task's own
     process (`ackfold/jobs/replay.py --auto` runs the same on Spark): each app's policy.
@@ -88,6 +114,7 @@ def run_automatic_replay(settings: Settings | None = None) -> dict[str, Any]:
     return automatic_replay(with_kafka_connection(settings or load_settings()))
 
 
+@one_line_errors
 def reconcile_in_task() -> dict[str, Any]:
     """The `reconcile` task of `ackfold_reconcile` on the embedded engine: the run in the
     task's own process, its JSON summary logged and returned (XCom), its counters pushed
@@ -99,6 +126,7 @@ def reconcile_in_task() -> dict[str, Any]:
     return summary
 
 
+@one_line_errors
 def maintenance_in_task() -> dict[str, Any]:
     """The `maintain` task of `ackfold_maintenance` on the embedded engine: retention,
     compaction and VACUUM in delta-rs, in the task's own process (the packaged
@@ -110,6 +138,7 @@ def maintenance_in_task() -> dict[str, Any]:
     return summary
 
 
+@one_line_errors
 def smoke_in_task() -> dict[str, Any]:
     """The `delta_round_trip` task of `ackfold_smoke` on the embedded engine: a Delta
     round trip in delta-rs in the warehouse (the packaged `smoke.py` makes it on Spark).
@@ -125,6 +154,7 @@ def smoke_in_task() -> dict[str, Any]:
     return report
 
 
+@one_line_errors
 def quality_check(airflow_run_id: str, settings: Settings | None = None) -> dict[str, Any]:
     """The `check` task of `ackfold_quality` on the embedded engine: the quality run in the
     task's own process (no JVM, no spark-submit), as `ackfold/jobs/quality.py` runs it on
@@ -140,6 +170,7 @@ def quality_check(airflow_run_id: str, settings: Settings | None = None) -> dict
     return {"run_id": report.run_id, "checks": len(report.results), "passed": report.passed}
 
 
+@one_line_errors
 def quality_verdict(airflow_run_id: str, settings: Settings | None = None) -> dict[str, Any]:
     """The `verdict` task: read the `quality_results` of the DAG run's quality run (no
     JVM) and fail, without retries, listing each violated expectation with its observed
@@ -160,6 +191,7 @@ def quality_verdict(airflow_run_id: str, settings: Settings | None = None) -> di
     return {"run_id": report.run_id, "checks": len(report.results), "passed": True}
 
 
+@one_line_errors
 def state_alerts(context: Mapping[str, Any], settings: Settings | None = None) -> dict[str, Any]:
     """The `alerts` task of `ackfold_reconcile`: the `root_state` rules of every app, one
     message per breach that opened or resolved (`ackfold.alerts`)."""
@@ -169,6 +201,7 @@ def state_alerts(context: Mapping[str, Any], settings: Settings | None = None) -
     return check_state(settings, context=context, airflow_run_id=str(context.get("run_id")))
 
 
+@one_line_errors
 def quality_alerts(context: Mapping[str, Any], settings: Settings | None = None) -> dict[str, Any]:
     """The `alerts` task of `ackfold_quality`: the quality rule over the DAG run's quality
     run, whatever its verdict (it runs after a failed one too)."""
@@ -182,6 +215,7 @@ def quality_alerts(context: Mapping[str, Any], settings: Settings | None = None)
     return check_quality(settings, rows, context=context, airflow_run_id=run_id)
 
 
+@one_line_errors
 def ledger_metrics(context: Mapping[str, Any], settings: Settings | None = None) -> dict[str, Any]:
     """The `metrics` task of `ackfold_reconcile`: what `root_state` says after the run,
     over OTLP (`ackfold.metrics`); the time to detect of what this DAG run marked counts

@@ -135,19 +135,11 @@ def run(argv: Sequence[str] | None = None) -> int:
     args, unknown = parser.parse_known_args(argv)
     if unknown and args.func is not _development_only:
         parser.error(f"unrecognized arguments: {' '.join(unknown)}")
-    # The errors a user can cause, once a command runs.
+    # The errors a user can cause, once a command runs: every `AckfoldError` is one line
+    # (its traceback with --verbose); anything else is a bug and keeps its traceback.
     from ackfold.config import ConfigError
-    from ackfold.ledger.errors import (
-        LedgerBusy,
-        LedgerConflict,
-        MissingDeltaRs,
-        SparkCommitRefused,
-        UnsafeStore,
-    )
-    from ackfold.sources.base import SourceError
+    from ackfold.errors import AckfoldError
     from ackfold.spark.jars import JarsError
-    from ackfold.spark.python import WorkerPythonMismatch
-    from ackfold.spark.session import SparkConnectError, SparkMasterUnreachable
 
     with _verbose(args.verbose):
         try:
@@ -157,19 +149,9 @@ def run(argv: Sequence[str] | None = None) -> int:
         except (ConfigError, JarsError, UsageError) as exc:
             error_line(exc)
             return EXIT_USAGE
-        except (
-            SparkMasterUnreachable,
-            SparkConnectError,
-            WorkerPythonMismatch,
-            SourceError,
-            LedgerBusy,
-            LedgerConflict,
-            UnsafeStore,
-            SparkCommitRefused,
-            MissingDeltaRs,
-        ) as exc:
-            # A source queue or a Spark endpoint that cannot be reached or refuses, a
-            # ledger another run kept or kept changing: say which, no traceback.
+        except AckfoldError as exc:
+            # A ledger, a source queue or a Spark endpoint that refuses, cannot be reached
+            # or was changed under the run: say which, no traceback.
             error_line(exc)
             return 1
         except KeyboardInterrupt:

@@ -16,7 +16,12 @@ Example:
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+
+from ackfold.errors import AckfoldError
 
 APPS_DIR = Path(__file__).resolve().parent
 
@@ -35,3 +40,17 @@ def app_path(app: str) -> Path:
     if app not in entry_points():
         raise ValueError(f"no ackfold entry point {app!r}: one of {', '.join(entry_points())}")
     return APPS_DIR / app
+
+
+@contextmanager
+def one_line_errors() -> Iterator[None]:
+    """An entry point's body: an `AckfoldError` ends it as the CLI's one line,
+    `ackfold: <what is wrong and the fix>`, on stderr with exit status 1 (`SystemExit`
+    with that text), not a traceback (which goes to the `ackfold.jobs` logger at DEBUG).
+    spark-submit's output, which the task's log shows, ends with it; a job run in the
+    task's process (`run_spark_app`) fails its task with it."""
+    try:
+        yield
+    except AckfoldError as exc:
+        logging.getLogger("ackfold.jobs").debug("the job failed", exc_info=exc)
+        raise SystemExit(f"ackfold: {exc}") from None

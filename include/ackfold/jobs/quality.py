@@ -14,6 +14,7 @@ import json
 import sys
 
 from ackfold.config import load_settings
+from ackfold.jobs import one_line_errors
 from ackfold.ledger.parse import parse_time
 from ackfold.quality import run_quality
 from ackfold.quality.run import quality_run_id
@@ -21,22 +22,23 @@ from ackfold.reconcile.reconciler import check_app_name
 from ackfold.spark import get_spark
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(prog="quality.py")
-    parser.add_argument("--app", type=check_app_name)
-    parser.add_argument("--now", type=lambda text: parse_time(text, "--now"))
-    parser.add_argument("--airflow-run-id", help="the DAG run this quality run belongs to")
-    args = parser.parse_args()
-    settings = load_settings()
-    spark = get_spark(settings, app_name="ackfold-quality")
-    # spark-submitted: the Spark engine, whatever `engine.kind` says.
-    settings = settings.model_copy(
-        update={"engine": settings.engine.model_copy(update={"kind": "spark"})}
-    )
-    run_id = quality_run_id(args.airflow_run_id) if args.airflow_run_id else None
-    report = run_quality(
-        settings, spark=spark, app=args.app, now=args.now, run_id=run_id,
-        say=lambda text: print(text, file=sys.stderr, flush=True),
-    )  # fmt: skip
-    print(report.format(), flush=True)
-    print(json.dumps(report.as_dict(), sort_keys=True), flush=True)
-    spark.stop()
+    with one_line_errors():
+        parser = argparse.ArgumentParser(prog="quality.py")
+        parser.add_argument("--app", type=check_app_name)
+        parser.add_argument("--now", type=lambda text: parse_time(text, "--now"))
+        parser.add_argument("--airflow-run-id", help="the DAG run this quality run belongs to")
+        args = parser.parse_args()
+        settings = load_settings()
+        spark = get_spark(settings, app_name="ackfold-quality")
+        # spark-submitted: the Spark engine, whatever `engine.kind` says.
+        settings = settings.model_copy(
+            update={"engine": settings.engine.model_copy(update={"kind": "spark"})}
+        )
+        run_id = quality_run_id(args.airflow_run_id) if args.airflow_run_id else None
+        report = run_quality(
+            settings, spark=spark, app=args.app, now=args.now, run_id=run_id,
+            say=lambda text: print(text, file=sys.stderr, flush=True),
+        )  # fmt: skip
+        print(report.format(), flush=True)
+        print(json.dumps(report.as_dict(), sort_keys=True), flush=True)
+        spark.stop()

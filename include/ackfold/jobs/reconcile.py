@@ -15,29 +15,31 @@ from pyspark.sql import SparkSession
 
 from ackfold.config import load_settings
 from ackfold.embedded import SPARK
+from ackfold.jobs import one_line_errors
 from ackfold.ledger.parse import parse_time
 from ackfold.reconcile.reconciler import check_app_name
 from ackfold.reconcile.run import run_reconcile
 from ackfold.spark import get_spark
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(prog="reconcile.py")
-    parser.add_argument("--app", type=check_app_name)
-    parser.add_argument("--now", type=lambda text: parse_time(text, "--now"))
-    args = parser.parse_args()
-    settings = load_settings()
-    started: list[SparkSession] = []
+    with one_line_errors():
+        parser = argparse.ArgumentParser(prog="reconcile.py")
+        parser.add_argument("--app", type=check_app_name)
+        parser.add_argument("--now", type=lambda text: parse_time(text, "--now"))
+        args = parser.parse_args()
+        settings = load_settings()
+        started: list[SparkSession] = []
 
-    def session() -> (
-        SparkSession
-    ):  # only when there is something to fold: a quiet run starts no Spark
-        started.append(get_spark(settings, app_name="ackfold-reconcile"))
-        return started[0]
+        def session() -> (
+            SparkSession
+        ):  # only when there is something to fold: a quiet run starts no Spark
+            started.append(get_spark(settings, app_name="ackfold-reconcile"))
+            return started[0]
 
-    summary = run_reconcile(
-        settings, now=args.now, app=args.app, spark=session, engine=SPARK,
-        holder="ackfold_reconcile",
-    )  # fmt: skip
-    for spark in started:
-        spark.stop()
-    print(json.dumps(summary, sort_keys=True), flush=True)
+        summary = run_reconcile(
+            settings, now=args.now, app=args.app, spark=session, engine=SPARK,
+            holder="ackfold_reconcile",
+        )  # fmt: skip
+        for spark in started:
+            spark.stop()
+        print(json.dumps(summary, sort_keys=True), flush=True)

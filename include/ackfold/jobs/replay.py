@@ -17,6 +17,7 @@ import sys
 from pyspark.sql import SparkSession
 
 from ackfold.config import load_settings
+from ackfold.jobs import one_line_errors
 from ackfold.ledger.parse import parse_time
 from ackfold.reconcile.reconciler import check_app_name
 from ackfold.replay.replayer import ReplayError
@@ -24,26 +25,27 @@ from ackfold.replay.run import automatic_replay
 from ackfold.spark import get_spark
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(prog="replay.py")
-    parser.add_argument(
-        "--auto", action="store_true", required=True, help="follow each app's replay policy"
-    )
-    parser.add_argument("--app", type=check_app_name, help="only this app's roots")
-    parser.add_argument("--now", type=lambda text: parse_time(text, "--now"))
-    args = parser.parse_args()
-    settings = load_settings()
-    started: list[SparkSession] = []
+    with one_line_errors():
+        parser = argparse.ArgumentParser(prog="replay.py")
+        parser.add_argument(
+            "--auto", action="store_true", required=True, help="follow each app's replay policy"
+        )
+        parser.add_argument("--app", type=check_app_name, help="only this app's roots")
+        parser.add_argument("--now", type=lambda text: parse_time(text, "--now"))
+        args = parser.parse_args()
+        settings = load_settings()
+        started: list[SparkSession] = []
 
-    def session() -> SparkSession:
-        started.append(get_spark(settings, app_name="ackfold-replay"))
-        return started[0]
+        def session() -> SparkSession:
+            started.append(get_spark(settings, app_name="ackfold-replay"))
+            return started[0]
 
-    try:
-        summary = automatic_replay(settings, app=args.app, now=args.now, spark=session)
-    except ReplayError as exc:
-        print(f"ackfold replay: {exc}", file=sys.stderr, flush=True)
-        sys.exit(1)
-    finally:
-        for spark in started:
-            spark.stop()
-    print(json.dumps(summary, sort_keys=True), flush=True)
+        try:
+            summary = automatic_replay(settings, app=args.app, now=args.now, spark=session)
+        except ReplayError as exc:
+            print(f"ackfold replay: {exc}", file=sys.stderr, flush=True)
+            sys.exit(1)
+        finally:
+            for spark in started:
+                spark.stop()
+        print(json.dumps(summary, sort_keys=True), flush=True)

@@ -24,6 +24,7 @@ import logging
 from importlib.metadata import version
 from typing import Any
 
+from ackfold import __version__
 from ackfold.ledger.contract import arrow_schema
 from ackfold.ledger.encoding import writer_properties
 from ackfold.ledger.errors import SchemaMismatch
@@ -76,6 +77,10 @@ def _rewrite(table: Any, properties: Any) -> None:
         raise SchemaMismatch(
             f"{table.table_uri} is partitioned as an earlier ackfold left it (by "
             f"{', '.join(table.metadata().partition_columns)}); bringing it up to date "
-            f"repartitions it, which deltalake {version('deltalake')} cannot do (1.6 can): "
-            "upgrade deltalake, then reconcile again. Its rows are as they were."
+            f"repartitions it, which deltalake {version('deltalake')} cannot do (1.6 can). "
+            "Run one reconcile with deltalake 1.6 or later, in a virtualenv of its own where "
+            "this one's constraints hold deltalake back (pip install "
+            f"'ackfold=={__version__}' 'deltalake>=1.6'), with this deployment's "
+            "settings: `ackfold reconcile`. It takes the ledger's lease as any run does; "
+            "later runs read the new layout on any deltalake. Its rows are as they were."
         ) from exc

@@ -20,8 +20,9 @@ file only if it is absent, which the file system makes atomic. On an object stor
 
 And the reading side of the protocol: the embedded engine reads a table's data files
 itself, which is right only while the files alone hold the table's rows.
-`require_plain_files` refuses a table with deletion vectors or column mapping, naming the
-property and how to undo it, before anything is read.
+`require_plain_files` refuses a table with column mapping, or with a deletion vector on
+any of its files (read from its log, per file: a table that merely lists the feature reads
+as any other), naming the property and how to undo it, before anything is read.
 
 Example:
     >>> roots = table_protocols("s3a://bucket/warehouse")[1]
@@ -389,7 +390,10 @@ def _create_twice(client: Any, bucket: str, prefix: str) -> int:
 def require_plain_files(table: Any, path: str, actions: Any = None) -> None:
     """Raise `UnreadableFiles` unless the data files of `table` (a delta-rs `DeltaTable`
     at `path`) hold exactly its rows, under its column names: no column mapping, and no
-    deletion vector on any file. `actions`: its add actions (an Arrow table), if read."""
+    deletion vector on any file of its current version. A table that lists the
+    `deletionVectors` feature but whose files have none (a table whose vectors were
+    purged, or that never deleted a row) reads as any other. `actions` is not used (the
+    add actions delta-rs flattens carry no deletion vectors: the log is read instead)."""
     mode = table.metadata().configuration.get("delta.columnMapping.mode", "none")
     if mode != "none":
         raise UnreadableFiles(
@@ -400,26 +404,18 @@ def require_plain_files(table: Any, path: str, actions: Any = None) -> None:
             "delta.columnMapping.mode unset on ledger tables"
         )
     features = table.protocol().reader_features or []
-    if "deletionVectors" in features and _has_deletion_vectors(table, actions):
+    if "deletionVectors" not in features:
+        return
+    from ackfold.ledger.vectors import files_with_deletion_vectors
+
+    vectors = files_with_deletion_vectors(table)
+    if vectors:
         raise UnreadableFiles(
-            f"{path} has deletion vectors (delta.enableDeletionVectors): rows deleted or "
-            "replaced beside its data files, which ackfold's engines read themselves. Purge "
-            "them and turn them off in Spark: ALTER TABLE delta.`<path>` SET TBLPROPERTIES "
-            "('delta.enableDeletionVectors' = 'false'), then REORG TABLE delta.`<path>` "
-            "APPLY (PURGE)"
+            f"{path} has deletion vectors on {len(vectors)} data file(s) (e.g. "
+            f"{vectors[0]}): rows deleted beside the files, which ackfold's engines read "
+            "themselves. Rewrite those files without them, in Spark: ALTER TABLE "
+            f"delta.`{path}` SET TBLPROPERTIES ('delta.enableDeletionVectors' = 'false') "
+            f"(no new ones), then REORG TABLE delta.`{path}` APPLY (PURGE). The table keeps "
+            "the deletionVectors feature in its protocol; ackfold reads it once no file has "
+            "a vector"
         )
-
-
-def _has_deletion_vectors(table: Any, actions: Any) -> bool:
-    """Whether any file of `table` has a deletion vector (its add action names one)."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    if actions is None:
-        actions = pa.RecordBatchReader.from_stream(table.get_add_actions(flatten=True)).read_all()
-    named = [
-        c for c in actions.column_names if c.lower().replace("_", "").startswith("deletionvector")
-    ]
-    if not named:  # delta-rs does not say: the feature is on, so assume they may exist
-        return True
-    return any(pc.any(pc.is_valid(actions[c])).as_py() for c in named)

@@ -80,7 +80,7 @@ class SqlReader:
                 ) from None
             table = None
         except (DeltaError, OSError) as exc:
-            raise LedgerError(f"cannot read {path}: {first_line(exc)}") from None
+            raise LedgerError(f"cannot read {path}: {unreadable(exc)}") from None
         if table is not None:
             if self._builder is None:
                 self._builder = query_builder(QueryBuilder)
@@ -97,7 +97,7 @@ class SqlReader:
         try:
             yield
         except (DeltaError, OSError) as exc:
-            raise LedgerError(f"cannot read {self.ledger.path(name)}: {first_line(exc)}") from None
+            raise LedgerError(f"cannot read {self.ledger.path(name)}: {unreadable(exc)}") from None
 
     def query(
         self,
@@ -209,6 +209,22 @@ def first_line(exc: BaseException) -> str:
     """The first line of an error's message (its type when it has none)."""
     text = str(exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__
+
+
+def unreadable(exc: BaseException) -> str:
+    """Why delta-rs cannot read a table: the first line of its error, and what to do
+    where a deltalake before 1.6 meets a table that lists the deletionVectors feature
+    (it opens none, with or without vectors)."""
+    text = first_line(exc)
+    if "DeletionVectors" not in text:
+        return text
+    from importlib.metadata import version
+
+    return (
+        f"{text}: deltalake {version('deltalake')} opens no table that lists the "
+        "deletionVectors feature. Read it with deltalake 1.6 or later, or rewrite it "
+        "without the feature (see the docs, Upgrading ackfold: Deletion vectors)"
+    )
 
 
 # Evaluate filters inside the parquet scan, before decoding other columns.

@@ -117,12 +117,11 @@ def settled_before(
     import pyarrow.dataset as ds
     from deltalake import DeltaTable
 
-    from ackfold.ledger.protocol import require_plain_files
     from ackfold.ledger.store import delta_uri, storage_options
+    from ackfold.ledger.vectors import plain_dataset
 
     path = ledger.path(ROOT_STATE)
     table = DeltaTable(delta_uri(path), storage_options=storage_options(path))
-    require_plain_files(table, path)
     keep = (
         (ds.field("first_event_date") < day)
         & ~ds.field("status").isin(list(status.UNSETTLED))
@@ -130,7 +129,7 @@ def settled_before(
     )
     if app is not None:
         keep = keep & (ds.field("app") == app)
-    found = table.to_pyarrow_dataset().to_table(columns=["root_id"], filter=keep)
+    found = plain_dataset(table, path).to_table(columns=["root_id"], filter=keep)
     return set(found.column("root_id").to_pylist())
 
 

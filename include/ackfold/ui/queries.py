@@ -285,8 +285,9 @@ class UiReader(LedgerReader):
         binned = "CAST(first_event_date AS TIMESTAMP)" if width % 86400 == 0 else "first_event_at"
         bucket = f"date_bin(INTERVAL '{width} seconds', {binned}, {_EPOCH})"
         whole = since is None and until is None
-        # Every app's every day, in buckets of whole days: the log's row counts say it.
-        by_day = app is None and whole and width % 86400 == 0
+        # Every app's every day, in buckets of whole days: the log's row counts say it,
+        # unless a file has a deletion vector (its count includes the rows deleted).
+        by_day = app is None and whole and width % 86400 == 0 and not self._has_vectors()
         counted = _counts_from_log(files, width) if by_day else None
         everyone: int | None = None  # completed roots of every app, where not `counted`'s
         if counted is None:  # not every day of every app, or no partition to count
@@ -385,6 +386,16 @@ class UiReader(LedgerReader):
         table = self.table(ROOT_STATE, required=True)
         with self.reading(ROOT_STATE):
             return table.get_add_actions(flatten=True)
+
+    def _has_vectors(self) -> bool:
+        """Whether a file of `root_state` has a deletion vector (read from the log)."""
+        from ackfold.ledger.vectors import files_with_deletion_vectors
+
+        table = self.table(ROOT_STATE, required=True)
+        if "deletionVectors" not in (table.protocol().reader_features or []):
+            return False
+        with self.reading(ROOT_STATE):
+            return bool(files_with_deletion_vectors(table))
 
     def _first_event_span(self, actions: Any) -> tuple[datetime | None, datetime | None]:
         """The earliest and latest `first_event_at` from the files' statistics in the Delta
