@@ -1,0 +1,340 @@
+"""Writes the golden ledgers under tests/golden/<case>/ (run once; the folders are committed).
+
+Each earlier release writes its own case, with its own code: the driver checks out the
+release's commit as a temporary worktree and runs this file's `era` command in a process
+whose `ackfold` is that release's (`PYTHONPATH=/tmp/old-<sha>/include`). The era's
+Tracker and LedgerWriter write a first batch, its own reconcile folds it (leaving its
+`root_state` and its mark where it kept them), then it writes a second batch that no
+reconcile has folded. The expected statuses are the reference fold's
+(`ackfold.reconcile.fold`, of the checkout running the driver) over every event at `NOW`,
+cross-checked with the era's own reconcile on a copy of the ledger.
+
+    git -C /work/main worktree add --detach /tmp/old-e0d421d e0d421d   # and each sha below
+    PYTHONPATH=include:dev .venv/bin/python tests/golden/make_cases.py make [case ...]
+
+Cases and their writers (`ERAS`; `contract-v1` and the deletion-vector cases need no old
+release: a plain delta-rs producer, and Delta Spark's DELETE, write them). The harness
+is `tests/conformance/test_golden.py`; `LAYOUTS` there names the case of every layout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+PROJECT = HERE.parents[1]
+APP = "orders"
+T0 = datetime(2024, 1, 1, tzinfo=UTC)
+# The first batch's reconcile, the second batch, and the `now` every fold of a case takes:
+# fixed, so no status depends on the wall clock.
+FIRST_RECONCILE = T0 + timedelta(minutes=30)
+SECOND_BATCH = T0 + timedelta(hours=2, minutes=50)
+NOW = T0 + timedelta(hours=3)
+TIMEOUT = timedelta(hours=1)
+
+# case -> (release commits: the first batch's writer, the second batch's writer), what it keeps.
+ERAS: dict[str, tuple[str, str, str]] = {
+    "pre-i49": (
+        "e0d421d", "e0d421d",
+        "ackfold before issue 49 (the first parent of its merge, 5360a37): roots without "
+        "id_scheme, root_state as before issue 47, the embedded reconcile's mark beside the "
+        "ledger (_checkpoints/reconcile/all/ackfold-read-up-to.json)",
+    ),
+    "gained-id-scheme": (
+        "e0d421d", "5360a37",
+        "roots written without id_scheme by ackfold before issue 49, then given the column by "
+        "the LedgerWriter of issue 49's merge (5360a37), whose rows carry it: some files have "
+        "the column and some do not; root_state and the mark as before issue 47",
+    ),
+    "i47": (
+        "babe60e", "babe60e",
+        "ackfold at issue 47's merge (babe60e): id_scheme in every file, root_state in its "
+        "current layout, the reconcile's mark a Delta transaction in root_state",
+    ),
+}  # fmt: skip
+
+
+# -- the era's side: runs on the old release's ackfold ------------------------------------
+
+
+def _settings(warehouse: Path) -> Any:
+    from ackfold.config import load_settings
+
+    return load_settings(
+        var_dir=warehouse.parent / "var", warehouse=str(warehouse),
+        jars_dir=PROJECT / "var" / "jars", defaults={"timeout": "1h"},
+        engine={"kind": "embedded"},
+    )  # fmt: skip
+
+
+class _Clock:
+    def __init__(self, now: datetime) -> None:
+        self.now = now
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+def era(warehouse: Path, batch: int, *, reconcile: bool, statuses_to: Path | None) -> None:
+    """One batch of the scenario, by the release this process imports; then its reconcile
+    (at FIRST_RECONCILE) if `reconcile`; `statuses_to`: only reconcile a copy at NOW and
+    write its statuses there (the cross-check)."""
+    from ackfold.ledger.writer import LedgerWriter
+    from ackfold.reconcile.run import run_reconcile
+    from ackfold.track.tracker import Tracker
+
+    if statuses_to is not None:
+        from deltalake import DeltaTable
+
+        copy = Path(tempfile.mkdtemp()) / "warehouse"
+        shutil.copytree(warehouse, copy)
+        run_reconcile(_settings(copy), now=NOW, engine="embedded")
+        rows = (
+            DeltaTable(str(copy / "root_state"))
+            .to_pyarrow_table(columns=["root_id", "status"])
+            .to_pylist()
+        )
+        statuses_to.write_text(json.dumps({str(r["root_id"]): r["status"] for r in rows}))
+        return
+    clock = _Clock(T0 if batch == 1 else SECOND_BATCH)
+    tracker = Tracker(APP, clock=clock)
+    if batch == 1:
+        for name in ("c1", "c2", "c3", "c4"):  # each word counted: completed
+            line = tracker.spout(name, source="sqs", source_queue="orders-in")
+            for _ in range(2):
+                tracker.ack(tracker.emit([line], stage="split"), stage="sink")
+            tracker.ack(line, stage="split")
+        for name in ("f1", "f2"):  # a bad record at the sink: failed
+            line = tracker.spout(name, source="sqs", source_queue="orders-in")
+            word = tracker.emit([line], stage="split")
+            tracker.ack(line, stage="split")
+            tracker.fail(word, stage="sink", reason="bad record")
+        for name in ("t1", "t2"):  # a word never counted: timed out at NOW
+            line = tracker.spout(name, source="sqs", source_queue="orders-in")
+            tracker.emit([line], stage="split")
+            tracker.ack(line, stage="split")
+    else:
+        for name in ("n1", "n2"):  # completed after the last old reconcile
+            line = tracker.spout(name, source="sqs", source_queue="orders-in")
+            tracker.ack(tracker.emit([line], stage="split"), stage="sink")
+            tracker.ack(line, stage="split")
+        for name in ("p1", "p2"):  # split, not counted yet: pending at NOW
+            line = tracker.spout(name, source="sqs", source_queue="orders-in")
+            tracker.emit([line], stage="split")
+            tracker.ack(line, stage="split")
+    writer = LedgerWriter(str(warehouse))
+    writer.create()
+    writer.append(tracker.drain_roots(), tracker.drain())
+    if reconcile:
+        run_reconcile(_settings(warehouse), now=FIRST_RECONCILE, engine="embedded")
+
+
+# -- the driver's side: runs on this checkout's ackfold -----------------------------------
+
+
+def _old(sha: str) -> Path:
+    path = Path(f"/tmp/old-{sha}")
+    if not path.exists():
+        subprocess.run(
+            ["git", "-C", str(PROJECT), "worktree", "add", "--detach", str(path), sha], check=True
+        )
+    return path
+
+
+def _run_era(sha: str, warehouse: Path, *args: str) -> None:
+    env = {**os.environ, "PYTHONPATH": str(_old(sha) / "include")}
+    command = [sys.executable, __file__, "era", str(warehouse), *args]
+    # delta-rs may abort at interpreter exit (exit 134) after the work is done: the era
+    # leaves with os._exit, and says it finished on its last line.
+    done = subprocess.run(command, env=env, capture_output=True, text=True)
+    if "era done" not in done.stdout:
+        raise RuntimeError(f"{sha} {args}: exit {done.returncode}\n{done.stdout}\n{done.stderr}")
+
+
+def _read(path: Path, columns: list[str] | None = None) -> list[dict[str, Any]]:
+    from deltalake import DeltaTable
+
+    return DeltaTable(str(path)).to_pyarrow_table(columns=columns).to_pylist()
+
+
+def reference(warehouse: Path) -> dict[str, Any]:
+    """The statuses the reference fold gives every root of `warehouse` at NOW."""
+    from ackfold.reconcile.fold import classify, fold
+
+    roots = {r["root_id"]: r["source_message_id"] for r in _read(warehouse / "roots")}
+    folds = fold(_read(warehouse / "ack_events"))
+    statuses = {
+        str(root): classify(folds[root], now=NOW, timeout=TIMEOUT) for root in sorted(roots)
+    }
+    return {
+        "app": APP, "now": NOW.isoformat(), "timeout": "1h",
+        "statuses": statuses,
+        "messages": {str(root): roots[root] for root in sorted(roots)},
+    }  # fmt: skip
+
+
+def _tidy(warehouse: Path) -> None:
+    """No checksum files: a reader needs none."""
+    for crc in warehouse.rglob("*.crc"):
+        crc.unlink()
+
+
+def _write_case(name: str, warehouse: Path, expected: dict[str, Any], case: dict[str, Any]) -> None:
+    target = HERE / name
+    shutil.rmtree(target, ignore_errors=True)
+    target.mkdir()
+    _tidy(warehouse)
+    shutil.copytree(warehouse, target / "ledger")
+    (target / "expected.json").write_text(json.dumps(expected, indent=1, sort_keys=True) + "\n")
+    (target / "case.json").write_text(json.dumps(case, indent=1) + "\n")
+
+
+def make_era_case(name: str) -> None:
+    first, second, what = ERAS[name]
+    warehouse = Path(tempfile.mkdtemp()) / "warehouse"
+    _run_era(first, warehouse, "--batch", "1", "--reconcile")
+    _run_era(second, warehouse, "--batch", "2")
+    expected = reference(warehouse)
+    checked = warehouse.parent / "statuses.json"
+    _run_era(second, warehouse, "--batch", "2", "--statuses-to", str(checked))
+    theirs = json.loads(checked.read_text())
+    if theirs != expected["statuses"]:
+        raise RuntimeError(f"{name}: {second}'s reconcile disagrees: {theirs} != {expected}")
+    case = {
+        "written_by": what,
+        "commits": {"first batch and its reconcile": first, "second batch": second},
+        "how": "tests/golden/make_cases.py make " + name,
+        "cross_checked_with": f"the embedded reconcile of {second}, at now",
+    }
+    _write_case(name, warehouse, expected, case)
+
+
+# Contract v1's columns, as docs/ledger.md spells them (not imported: the producer is not ackfold).
+def _v1_schemas() -> tuple[Any, Any]:
+    import pyarrow as pa
+
+    ts = pa.timestamp("us", tz="UTC")
+    roots = pa.schema([
+        pa.field("root_id", pa.int64(), False), pa.field("app", pa.string(), False),
+        pa.field("attempt", pa.int32(), False), pa.field("origin_root_id", pa.int64(), False),
+        pa.field("source", pa.string(), False), pa.field("source_queue", pa.string()),
+        pa.field("source_message_id", pa.string()), pa.field("source_position", pa.string()),
+        pa.field("payload", pa.string()), pa.field("ingested_at", ts, False),
+    ])  # fmt: skip
+    events = pa.schema([
+        pa.field("event_id", pa.string(), False), pa.field("app", pa.string(), False),
+        pa.field("root_id", pa.int64(), False), pa.field("kind", pa.string(), False),
+        pa.field("ack_val", pa.int64(), False), pa.field("stage", pa.string(), False),
+        pa.field("event_time", ts, False), pa.field("reason", pa.string()),
+    ])  # fmt: skip
+    return roots, events
+
+
+def _id(*parts: object) -> int:
+    """A 64-bit id derived from `parts`, as a producer in any language might derive it."""
+    digest = hashlib.sha256("/".join(map(str, parts)).encode()).digest()
+    return int.from_bytes(digest[:8], "big", signed=True)
+
+
+def producer_rows(
+    messages: dict[str, str], at: datetime, prefix: str = "v1"
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """A contract-v1 producer's rows: per message, a root, its init (the first tuple's id)
+    and a split acking it with one word; a word acked at the sink completes it.
+    `messages`: message id -> `completed`, `pending` or `failed` (what it is made to end as).
+    """
+    roots, events = [], []
+    for message, end in messages.items():
+        root = _id(prefix, APP, message)
+        line, word = _id(root, "line"), _id(root, "word")
+        roots.append({
+            "root_id": root, "app": APP, "attempt": 1, "origin_root_id": root, "source": "sqs",
+            "source_queue": "orders-in", "source_message_id": message, "source_position": None,
+            "payload": f"line {message}", "ingested_at": at,
+        })  # fmt: skip
+        steps = [("init", line, "spout", None), ("ack", line ^ word, "split", None)]
+        if end == "completed":
+            steps.append(("ack", word, "sink", None))
+        elif end == "failed":
+            steps.append(("fail", 0, "sink", "bad record"))
+        for n, (kind, val, stage, reason) in enumerate(steps):
+            events.append({
+                "event_id": f"{prefix}-{message}-{n}", "app": APP, "root_id": root, "kind": kind,
+                "ack_val": val, "stage": stage, "event_time": at, "reason": reason,
+            })  # fmt: skip
+    return roots, events
+
+
+def write_v1(warehouse: Path, roots: list[dict[str, Any]], events: list[dict[str, Any]]) -> None:
+    """Append with plain delta-rs, creating the tables if they are missing."""
+    import pyarrow as pa
+    from deltalake import write_deltalake
+
+    root_schema, event_schema = _v1_schemas()
+    write_deltalake(
+        str(warehouse / "roots"), pa.Table.from_pylist(roots, root_schema), mode="append"
+    )
+    write_deltalake(
+        str(warehouse / "ack_events"), pa.Table.from_pylist(events, event_schema), mode="append"
+    )
+
+
+V1_BATCH_1 = {"c1": "completed", "c2": "completed", "f1": "failed", "t1": "pending"}
+V1_BATCH_2 = {"n1": "completed", "p1": "pending"}
+
+
+def make_contract_v1(name: str = "contract-v1") -> Path:
+    warehouse = Path(tempfile.mkdtemp()) / "warehouse"
+    write_v1(warehouse, *producer_rows(V1_BATCH_1, T0))
+    write_v1(warehouse, *producer_rows(V1_BATCH_2, SECOND_BATCH))
+    case = {
+        "written_by": "a contract-v1 producer: plain deltalake.write_deltalake (delta-rs "
+        "1.6.6) of the columns docs/ledger.md lists for contract v1, no id_scheme, no "
+        "ackfold code; no reconcile has run",
+        "how": "tests/golden/make_cases.py make " + name,
+        "cross_checked_with": "the reference fold alone (no ackfold wrote it)",
+    }
+    _write_case(name, warehouse, reference(warehouse), case)
+    return warehouse
+
+
+CASES = {"contract-v1": make_contract_v1, **{name: make_era_case for name in ERAS}}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="command")
+    era_cmd = sub.add_parser("era", help="one batch, by the release this process imports")
+    era_cmd.add_argument("warehouse", type=Path)
+    era_cmd.add_argument("--batch", type=int, required=True)
+    era_cmd.add_argument("--reconcile", action="store_true")
+    era_cmd.add_argument("--statuses-to", type=Path)
+    make = sub.add_parser("make", help="write the cases (all by default)")
+    make.add_argument("cases", nargs="*", help=", ".join(CASES))
+    args = parser.parse_args()
+    if args.command == "era":
+        era(args.warehouse, args.batch, reconcile=args.reconcile, statuses_to=args.statuses_to)
+        print("era done", flush=True)
+        os._exit(0)
+    unknown = set(args.cases or ()) - set(CASES)
+    if args.command != "make" or unknown:
+        parser.error(f"usage: make [{' '.join(CASES)}] (unknown: {sorted(unknown)})")
+    for name in args.cases or CASES:
+        print(f"{name} ...", flush=True)
+        CASES[name](name)
+    sys.stdout.flush()
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    main()
