@@ -110,26 +110,36 @@ def era(warehouse: Path, batch: int, *, reconcile: bool, statuses_to: Path | Non
     tracker = Tracker(APP, clock=clock)
     if batch == 1:
         for name in ("c1", "c2", "c3", "c4"):  # each word counted: completed
-            line = tracker.spout(name, source="sqs", source_queue="orders-in")
+            line = tracker.spout(
+                name, source="sqs", source_queue="orders-in", payload=f"line {name}"
+            )
             for _ in range(2):
                 tracker.ack(tracker.emit([line], stage="split"), stage="sink")
             tracker.ack(line, stage="split")
         for name in ("f1", "f2"):  # a bad record at the sink: failed
-            line = tracker.spout(name, source="sqs", source_queue="orders-in")
+            line = tracker.spout(
+                name, source="sqs", source_queue="orders-in", payload=f"line {name}"
+            )
             word = tracker.emit([line], stage="split")
             tracker.ack(line, stage="split")
             tracker.fail(word, stage="sink", reason="bad record")
         for name in ("t1", "t2"):  # a word never counted: timed out at NOW
-            line = tracker.spout(name, source="sqs", source_queue="orders-in")
+            line = tracker.spout(
+                name, source="sqs", source_queue="orders-in", payload=f"line {name}"
+            )
             tracker.emit([line], stage="split")
             tracker.ack(line, stage="split")
     else:
         for name in ("n1", "n2"):  # completed after the last old reconcile
-            line = tracker.spout(name, source="sqs", source_queue="orders-in")
+            line = tracker.spout(
+                name, source="sqs", source_queue="orders-in", payload=f"line {name}"
+            )
             tracker.ack(tracker.emit([line], stage="split"), stage="sink")
             tracker.ack(line, stage="split")
         for name in ("p1", "p2"):  # split, not counted yet: pending at NOW
-            line = tracker.spout(name, source="sqs", source_queue="orders-in")
+            line = tracker.spout(
+                name, source="sqs", source_queue="orders-in", payload=f"line {name}"
+            )
             tracker.emit([line], stage="split")
             tracker.ack(line, stage="split")
     writer = LedgerWriter(str(warehouse))
@@ -167,19 +177,27 @@ def _read(path: Path, columns: list[str] | None = None) -> list[dict[str, Any]]:
     return DeltaTable(str(path)).to_pyarrow_table(columns=columns).to_pylist()
 
 
-def reference(warehouse: Path) -> dict[str, Any]:
-    """The statuses the reference fold gives every root of `warehouse` at NOW."""
+def reference(warehouse: Path, now: datetime = NOW) -> dict[str, Any]:
+    """What every fold of `warehouse` at `now` must give: each root's status by the
+    reference fold; how many roots a replay (failed and timed out) selects; the quality
+    checks that fail (`no_lost_roots` while a root registered before the timeout plus the
+    default grace of 15 minutes is unsettled, as invariant 10 says)."""
     from ackfold.reconcile.fold import classify, fold
 
-    roots = {r["root_id"]: r["source_message_id"] for r in _read(warehouse / "roots")}
+    roots = {r["root_id"]: r for r in _read(warehouse / "roots")}
     folds = fold(_read(warehouse / "ack_events"))
-    statuses = {
-        str(root): classify(folds[root], now=NOW, timeout=TIMEOUT) for root in sorted(roots)
-    }
+    statuses = {root: classify(folds[root], now=now, timeout=TIMEOUT) for root in sorted(roots)}
+    due = now - TIMEOUT - timedelta(minutes=15)
+    lost = [
+        root for root, s in statuses.items()
+        if s not in ("completed", "completed_late") and roots[root]["ingested_at"] < due
+    ]  # fmt: skip
     return {
-        "app": APP, "now": NOW.isoformat(), "timeout": "1h",
-        "statuses": statuses,
-        "messages": {str(root): roots[root] for root in sorted(roots)},
+        "app": APP, "now": now.isoformat(), "timeout": "1h",
+        "statuses": {str(root): s for root, s in statuses.items()},
+        "messages": {str(root): roots[root]["source_message_id"] for root in sorted(roots)},
+        "replay_selected": sum(s in ("failed", "timed_out") for s in statuses.values()),
+        "quality_failing": ["no_lost_roots"] if lost else [],
     }  # fmt: skip
 
 
@@ -246,6 +264,11 @@ def _id(*parts: object) -> int:
     return int.from_bytes(digest[:8], "big", signed=True)
 
 
+def producer_id(prefix: str, message: str) -> int:
+    """The root id the contract-v1 producer gives `message`."""
+    return _id(prefix, APP, message)
+
+
 def producer_rows(
     messages: dict[str, str], at: datetime, prefix: str = "v1"
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -255,7 +278,7 @@ def producer_rows(
     """
     roots, events = [], []
     for message, end in messages.items():
-        root = _id(prefix, APP, message)
+        root = producer_id(prefix, message)
         line, word = _id(root, "line"), _id(root, "word")
         roots.append({
             "root_id": root, "app": APP, "attempt": 1, "origin_root_id": root, "source": "sqs",
@@ -275,18 +298,35 @@ def producer_rows(
     return roots, events
 
 
-def write_v1(warehouse: Path, roots: list[dict[str, Any]], events: list[dict[str, Any]]) -> None:
-    """Append with plain delta-rs, creating the tables if they are missing."""
+def write_v1(
+    warehouse: Path,
+    roots: list[dict[str, Any]],
+    events: list[dict[str, Any]],
+    *,
+    merge: bool = False,
+) -> None:
+    """Append with plain delta-rs, creating the tables if they are missing. `merge`: with
+    `schema_mode="merge"`, as a producer must append its v1 columns to a table that ackfold
+    gave more (delta-rs refuses a plain append of fewer columns than the table's); a
+    merge of fewer columns leaves the table's schema as it is."""
     import pyarrow as pa
     from deltalake import write_deltalake
 
-    root_schema, event_schema = _v1_schemas()
-    write_deltalake(
-        str(warehouse / "roots"), pa.Table.from_pylist(roots, root_schema), mode="append"
-    )
-    write_deltalake(
-        str(warehouse / "ack_events"), pa.Table.from_pylist(events, event_schema), mode="append"
-    )
+    mode: dict[str, Any] = {"schema_mode": "merge"} if merge else {}
+    for name, rows, schema in zip(
+        ("roots", "ack_events"), (roots, events), _v1_schemas(), strict=True
+    ):
+        write_deltalake(
+            str(warehouse / name), pa.Table.from_pylist(rows, schema), mode="append", **mode
+        )
+
+
+def beyond_v1(table: Path) -> bool:
+    """Whether `table` (roots or ack_events) has columns contract v1 does not name."""
+    from deltalake import DeltaTable
+
+    names = {f.name for f in _v1_schemas()[0]} | {f.name for f in _v1_schemas()[1]}
+    return any(f.name not in names for f in DeltaTable(str(table)).schema().fields)
 
 
 V1_BATCH_1 = {"c1": "completed", "c2": "completed", "f1": "failed", "t1": "pending"}
