@@ -348,7 +348,75 @@ def make_contract_v1(name: str = "contract-v1") -> Path:
     return warehouse
 
 
-CASES = {"contract-v1": make_contract_v1, **{name: make_era_case for name in ERAS}}
+def _spark() -> Any:
+    from ackfold.config import load_settings
+    from ackfold.spark import get_spark
+
+    var = Path(tempfile.mkdtemp())
+    spark = {"master": "local[2]", "shuffle_partitions": 2}
+    return get_spark(load_settings(var_dir=var, jars_dir=PROJECT / "var" / "jars", spark=spark))
+
+
+def _deletion_vectors(table: Path) -> int:
+    """The add actions of `table`'s log that carry a deletion vector."""
+    count = 0
+    for commit in sorted((table / "_delta_log").glob("*.json")):
+        for line in commit.read_text().splitlines():
+            action = json.loads(line)
+            count += bool(action.get("add", {}).get("deletionVector"))
+    return count
+
+
+# The roots a Spark DELETE removes from the dv-present case, with their events: one in
+# each batch's file, beside rows that stay, so each file gets a deletion vector.
+DELETED = {"x1": "completed", "x2": "pending"}
+
+
+def make_deletion_vectors(name: str) -> None:
+    """A contract-v1 ledger whose tables Delta Spark gave `delta.enableDeletionVectors`
+    (`dv-enabled`), and then, in `dv-present`, deletion vectors by a DELETE of two roots."""
+    present = name == "dv-present"
+    warehouse = Path(tempfile.mkdtemp()) / "warehouse"
+    first, second = dict(V1_BATCH_1), dict(V1_BATCH_2)
+    if present:
+        first["x1"], second["x2"] = DELETED["x1"], DELETED["x2"]
+    write_v1(warehouse, *producer_rows(first, T0))
+    write_v1(warehouse, *producer_rows(second, SECOND_BATCH))
+    spark = _spark()
+    gone = ", ".join(str(producer_id("v1", m)) for m in DELETED)
+    for table in ("roots", "ack_events"):
+        path = f"delta.`{warehouse / table}`"
+        spark.sql(f"ALTER TABLE {path} SET TBLPROPERTIES ('delta.enableDeletionVectors' = 'true')")
+        if present:
+            spark.sql(f"DELETE FROM {path} WHERE root_id IN ({gone})")
+    spark.stop()
+    for table in ("roots", "ack_events"):
+        vectors = _deletion_vectors(warehouse / table)
+        assert vectors == (2 if present else 0), f"{name}: {table} has {vectors} vectors"
+    # The reference fold of the rows that remain: what was written, less what was deleted
+    # (read by construction, not through a reader of deletion vectors).
+    plain = Path(tempfile.mkdtemp()) / "warehouse"
+    write_v1(plain, *producer_rows(V1_BATCH_1, T0))
+    write_v1(plain, *producer_rows(V1_BATCH_2, SECOND_BATCH))
+    case = {
+        "written_by": "a contract-v1 producer (plain delta-rs 1.6.6), then Delta Spark 4.4.0 "
+        "(delta-spark_4.1_2.13, pyspark 4.1.1): ALTER TABLE SET TBLPROPERTIES "
+        "('delta.enableDeletionVectors' = 'true') on roots and ack_events"
+        + (f", then DELETE of the roots {sorted(DELETED)} and their events, which "
+           "leaves a deletion vector on each batch's file" if present else
+           "; no row deleted, so no deletion vector is present"),
+        "how": "tests/golden/make_cases.py make " + name,
+        "cross_checked_with": "the reference fold of the rows written less the rows deleted",
+    }  # fmt: skip
+    _write_case(name, warehouse, reference(plain), case)
+
+
+CASES = {
+    "contract-v1": make_contract_v1,
+    **{name: make_era_case for name in ERAS},
+    "dv-enabled": make_deletion_vectors,
+    "dv-present": make_deletion_vectors,
+}
 
 
 def main() -> None:
