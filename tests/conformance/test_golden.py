@@ -101,6 +101,15 @@ def test_golden_ledger(
     assert _statuses(ledger) == expected["statuses"], "a dry run and the checks change nothing"
     assert _versions(ledger) == untouched, "no ackfold command commits to roots or ack_events"
 
+    statuses = expected["statuses"]
+    outputs = json.loads((GOLDEN / case / "case.json").read_text()).get("outputs", {})
+    for table, output in outputs.items():
+        _consume(tmp_path / "warehouse", table, output, at=now - timedelta(minutes=10))
+    if outputs:
+        reconcile(settings, now=now)
+        statuses = expected["after_stage"]
+        assert _statuses(ledger) == statuses, "a stage of today completes the trees"
+
     # A contract-v1 producer appends after every ackfold command, unchanged, and its roots
     # fold beside the old ones.
     at = now - timedelta(minutes=5)
@@ -111,4 +120,22 @@ def test_golden_ledger(
     make_cases.write_v1(tmp_path / "warehouse", *rows, merge=merge)
     reconcile(settings, now=now)
     after = {str(make_cases.producer_id("after", message)): end for message, end in AFTER.items()}
-    assert _statuses(ledger) == {**expected["statuses"], **after}
+    assert _statuses(ledger) == {**statuses, **after}
+
+
+def _consume(warehouse: Path, table: str, output: dict[str, Any], *, at: datetime) -> None:
+    """A stage of today reads the output `table` an earlier release wrote, in the tuple
+    layout the case names, and acks the tuples of `output["unconsumed"]` (by word): their
+    events are appended as any producer appends them."""
+    from ackfold.track.layout import FIELDS, as_tuple
+    from ackfold.track.tracker import Tracker
+
+    rows = DeltaTable(str(warehouse / table)).to_pyarrow_table().to_pylist()
+    assert rows, f"{table} is empty"
+    assert all(tuple(r["_ackfold"]) == FIELDS[output["layout"]] for r in rows), "its layout"
+    stage = Tracker(make_cases.APP, clock=lambda: at)
+    for row in rows:
+        if row["word"] in output["unconsumed"]:
+            stage.ack(as_tuple(row["_ackfold"]), stage=output["stage"])
+    merge = make_cases.beyond_v1(warehouse / ACK_EVENTS)
+    make_cases.write_v1(warehouse, [], stage.drain(), merge=merge)

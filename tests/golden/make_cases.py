@@ -149,6 +149,80 @@ def era(warehouse: Path, batch: int, *, reconcile: bool, statuses_to: Path | Non
         run_reconcile(_settings(warehouse), now=FIRST_RECONCILE, engine="embedded")
 
 
+# The lines a Spark era's app reads, per batch: `words` of each go to the output table;
+# `count`, the app's last stage, consumes some of them and leaves the rest to the harness
+# (a stage of today reading the output table).
+SPARK_LINES = {
+    0: [("s1", "a b"), ("s2", "c d"), ("s3", "e f"), ("s4", "g"), ("sf", None)],
+    1: [("s5", "i j"), ("s6", "k")],
+}
+COUNTED = {0: ("a", "b", "c", "d"), 1: ("i", "j")}
+UNCONSUMED = ("e", "f", "g", "k")
+
+
+def spark_era(warehouse: Path, engine: str) -> None:
+    """The app of an era that tracked on Spark: `spout` registers lines, `split` writes
+    their words to the output table `words` (`_ackfold` in the era's tuple layout) and fails
+    the line without text, `count` acks the words of COUNTED. The era's Spark reconcile runs
+    after the first batch; the second batch is left for the next reconcile."""
+    from pyspark.sql import functions as F
+
+    from ackfold.config import load_settings
+    from ackfold.spark import get_spark
+    from ackfold.track.stage import StageTracker
+
+    settings = load_settings(
+        var_dir=warehouse.parent / "var", warehouse=str(warehouse),
+        jars_dir=PROJECT / "var" / "jars", defaults={"timeout": "1h"},
+        spark={"master": "local[2]", "shuffle_partitions": 2},
+    )  # fmt: skip
+    spark = get_spark(settings)
+    wh = str(warehouse)
+    spout, split, count = (StageTracker(APP, s, ledger=wh) for s in ("spout", "split", "count"))
+    for batch, lines_of in SPARK_LINES.items():
+        frame = spark.createDataFrame(lines_of, "id string, text string")
+        lines = spout.spout(
+            frame, message_id="id", source="sqs", source_queue="orders-in",
+            payload=F.coalesce(F.col("text"), F.lit("(no text)")),
+        )  # fmt: skip
+        good = lines.tuples.where(F.col("text").isNotNull())
+        bad = lines.tuples.where(F.col("text").isNull())
+        words = split.explode(good, F.split("text", " "), "word").select("word", "_ackfold")
+        split.write_batch(
+            batch, outputs={f"{wh}/words": words}, roots=lines.roots,
+            events=[lines.events, split.ack(good, words), split.fail(bad, "no text")],
+        )  # fmt: skip
+        stored = spark.read.format("delta").load(f"{wh}/words")
+        counted = stored.where(F.col("word").isin(*COUNTED[batch]))
+        count.write_batch(batch, events=[count.ack(counted)])
+        if batch == 0:
+            now = datetime.now(UTC)
+            if engine == "0.1":
+                from ackfold.reconcile.reconciler import reconcile
+
+                reconcile(spark, settings, now=now)
+            else:
+                from ackfold.reconcile.run import run_reconcile
+
+                run_reconcile(settings, now=now, engine="spark", spark=spark)
+    # The case's `now`: three hours after its first event, when its open roots timed out.
+    first = spark.read.format("delta").load(f"{wh}/ack_events").agg(F.min("event_time"))
+    at = first.first()[0].astimezone(UTC).replace(second=0, microsecond=0)
+    case_now = at + timedelta(hours=3)
+    shutil.copytree(warehouse, warehouse.parent / "case")
+    # The cross-check: the era's own reconcile, at the case's now, on the original.
+    if engine == "0.1":
+        reconcile(spark, settings, now=case_now)
+    else:
+        run_reconcile(settings, now=case_now, engine="spark", spark=spark)
+    rows = spark.read.format("delta").load(f"{wh}/root_state").select("root_id", "status")
+    theirs = {str(r.root_id): r.status for r in rows.collect()}
+    (warehouse.parent / "statuses.json").write_text(
+        json.dumps({"now": case_now.isoformat(), "statuses": theirs})
+    )
+    spark.stop()
+
+
 # -- the driver's side: runs on this checkout's ackfold -----------------------------------
 
 
@@ -316,9 +390,9 @@ def write_v1(
     for name, rows, schema in zip(
         ("roots", "ack_events"), (roots, events), _v1_schemas(), strict=True
     ):
-        write_deltalake(
-            str(warehouse / name), pa.Table.from_pylist(rows, schema), mode="append", **mode
-        )
+        if rows:
+            table = pa.Table.from_pylist(rows, schema)
+            write_deltalake(str(warehouse / name), table, mode="append", **mode)
 
 
 def beyond_v1(table: Path) -> bool:
@@ -411,8 +485,55 @@ def make_deletion_vectors(name: str) -> None:
     _write_case(name, warehouse, reference(plain), case)
 
 
+SPARK_ERAS = {
+    "ackfold-0.1": (
+        "0125a88", "0.1",
+        "ackfold 0.1 as it tracked on Spark (0125a88, the commit before root_state was "
+        "repartitioned, f718dee): its StageTracker wrote the output table `words` in _ackfold "
+        "tuple layout 1 (before issue 40), its Spark reconcile left root_state partitioned by "
+        "first_event_date alone and its mark in its stream's checkpoint "
+        "(_checkpoints/reconcile/all)",
+    ),
+    "spark-pre-i49": (
+        "e0d421d", "spark",
+        "ackfold before issue 49 (e0d421d) tracking on Spark: `words` in _ackfold tuple "
+        "layout 2 (issue 40), roots without id_scheme, its Spark engine's reconcile leaving "
+        "root_state as before issue 47 and its mark in its stream's checkpoint",
+    ),
+}  # fmt: skip
+
+
+def make_spark_era_case(name: str) -> None:
+    sha, engine, what = SPARK_ERAS[name]
+    warehouse = Path(tempfile.mkdtemp()) / "warehouse"
+    _run_era(sha, warehouse, "--batch", "0", "--spark", engine)
+    done = json.loads((warehouse.parent / "statuses.json").read_text())
+    now = datetime.fromisoformat(done["now"])
+    case_dir = warehouse.parent / "case"
+    expected = reference(case_dir, now)
+    if done["statuses"] != expected["statuses"]:
+        raise RuntimeError(f"{name}: {sha}'s reconcile disagrees: {done} != {expected}")
+    messages = {m: root for root, m in expected["messages"].items()}
+    # A stage of today acks the words `count` left: their roots complete.
+    left = {"s3", "s4", "s6"}
+    expected["after_stage"] = {
+        root: "completed" if m in left else expected["statuses"][root]
+        for m, root in messages.items()
+    }
+    layout = 1 if engine == "0.1" else 2
+    case = {
+        "written_by": what,
+        "commits": {"tracking and reconcile": sha},
+        "how": "tests/golden/make_cases.py make " + name,
+        "cross_checked_with": f"the Spark reconcile of {sha}, at now, on a copy",
+        "outputs": {"words": {"layout": layout, "stage": "count", "unconsumed": list(UNCONSUMED)}},
+    }
+    _write_case(name, case_dir, expected, case)
+
+
 CASES = {
     "contract-v1": make_contract_v1,
+    **{name: make_spark_era_case for name in SPARK_ERAS},
     **{name: make_era_case for name in ERAS},
     "dv-enabled": make_deletion_vectors,
     "dv-present": make_deletion_vectors,
@@ -427,9 +548,14 @@ def main() -> None:
     era_cmd.add_argument("--batch", type=int, required=True)
     era_cmd.add_argument("--reconcile", action="store_true")
     era_cmd.add_argument("--statuses-to", type=Path)
+    era_cmd.add_argument("--spark", choices=("0.1", "spark"), help="the era's Spark app")
     make = sub.add_parser("make", help="write the cases (all by default)")
     make.add_argument("cases", nargs="*", help=", ".join(CASES))
     args = parser.parse_args()
+    if args.command == "era" and args.spark:
+        spark_era(args.warehouse, args.spark)
+        print("era done", flush=True)
+        os._exit(0)
     if args.command == "era":
         era(args.warehouse, args.batch, reconcile=args.reconcile, statuses_to=args.statuses_to)
         print("era done", flush=True)
