@@ -40,7 +40,8 @@ LAYOUTS = {
     "root_state since issue 47, its mark a transaction in it": "i47",
     "root_state partitioned by first_event_date alone (before the repartition)": "ackfold-0.1",
     "_ackfold tuple layout 1 in an output table (ackfold 0.1)": "ackfold-0.1",
-    "_ackfold tuple layout 2 in an output table (issue 40)": "pre-i49",
+    "_ackfold tuple layout 2 in an output table (issue 40)": "spark-pre-i49",
+    "the Spark reconcile's mark in its stream's checkpoint (before issue 47)": "spark-pre-i49",
     "deletion vectors enabled, none present": "dv-enabled",
     "deletion vectors present (a Spark DELETE)": "dv-present",
 }
