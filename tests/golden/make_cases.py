@@ -27,6 +27,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -206,8 +207,9 @@ def spark_era(warehouse: Path, engine: str) -> None:
 
                 run_reconcile(settings, now=now, engine="spark", spark=spark)
     # The case's `now`: three hours after its first event, when its open roots timed out.
-    first = spark.read.format("delta").load(f"{wh}/ack_events").agg(F.min("event_time"))
-    at = first.first()[0].astimezone(UTC).replace(second=0, microsecond=0)
+    first = spark.read.format("delta").load(f"{wh}/ack_events").agg(F.min("event_time")).first()
+    assert first is not None
+    at = first[0].astimezone(UTC).replace(second=0, microsecond=0)
     case_now = at + timedelta(hours=3)
     shutil.copytree(warehouse, warehouse.parent / "case")
     # The cross-check: the era's own reconcile, at the case's now, on the original.
@@ -248,7 +250,8 @@ def _run_era(sha: str, warehouse: Path, *args: str) -> None:
 def _read(path: Path, columns: list[str] | None = None) -> list[dict[str, Any]]:
     from deltalake import DeltaTable
 
-    return DeltaTable(str(path)).to_pyarrow_table(columns=columns).to_pylist()
+    rows: list[dict[str, Any]] = DeltaTable(str(path)).to_pyarrow_table(columns=columns).to_pylist()
+    return rows
 
 
 def reference(warehouse: Path, now: datetime = NOW) -> dict[str, Any]:
@@ -359,7 +362,9 @@ def producer_rows(
             "source_queue": "orders-in", "source_message_id": message, "source_position": None,
             "payload": f"line {message}", "ingested_at": at,
         })  # fmt: skip
-        steps = [("init", line, "spout", None), ("ack", line ^ word, "split", None)]
+        steps: list[tuple[str, int, str, str | None]] = [
+            ("init", line, "spout", None), ("ack", line ^ word, "split", None),
+        ]  # fmt: skip
         if end == "completed":
             steps.append(("ack", word, "sink", None))
         elif end == "failed":
@@ -531,7 +536,7 @@ def make_spark_era_case(name: str) -> None:
     _write_case(name, case_dir, expected, case)
 
 
-CASES = {
+CASES: dict[str, Callable[[str], object]] = {
     "contract-v1": make_contract_v1,
     **{name: make_spark_era_case for name in SPARK_ERAS},
     **{name: make_era_case for name in ERAS},
