@@ -91,16 +91,23 @@ def test_golden_ledger(
     spark = request.getfixturevalue("spark") if engine == "spark" else None
     untouched = _versions(ledger)
 
+    def unchanged(command: str) -> None:
+        assert _versions(ledger) == untouched, (
+            f"{command} committed to roots or ack_events: only the producers write them"
+        )
+
     reconcile(settings, now=now)
+    unchanged("the reconcile")
     assert _statuses(ledger) == expected["statuses"]
 
-    dry = run_replay(settings, ReplayRequest(dry_run=True, requested_by="golden"), now=now,
-                     spark=spark)  # fmt: skip
+    request_ = ReplayRequest(dry_run=True, requested_by="golden")
+    dry = run_replay(settings, request_, now=now, spark=spark)
+    unchanged("a replay's dry run")
     assert (dry.selected, dry.planned, dry.sent) == (expected["replay_selected"],) * 2 + (0,)
     report = run_quality(settings, spark=spark, now=now)
+    unchanged("the quality checks")
     assert sorted({r.check for r in report.violations}) == expected["quality_failing"]
     assert _statuses(ledger) == expected["statuses"], "a dry run and the checks change nothing"
-    assert _versions(ledger) == untouched, "no ackfold command commits to roots or ack_events"
 
     statuses = expected["statuses"]
     outputs = json.loads((GOLDEN / case / "case.json").read_text()).get("outputs", {})
@@ -112,14 +119,15 @@ def test_golden_ledger(
         assert _statuses(ledger) == statuses, "a stage of today completes the trees"
 
     # A contract-v1 producer appends after every ackfold command, unchanged, and its roots
-    # fold beside the old ones.
+    # fold beside the old ones: plainly where the case's tables are contract v1's; with
+    # schema_mode="merge" where an ackfold gave them more columns, as a producer must.
     at = now - timedelta(minutes=5)
-    # Plain appends where the case's tables are contract v1's; where an ackfold gave them
-    # more columns, with schema_mode="merge", as the producer must (docs/ledger.md).
     merge = make_cases.beyond_v1(GOLDEN / case / "ledger" / ROOTS)
     rows = make_cases.producer_rows(AFTER, at, "after")
     make_cases.write_v1(tmp_path / "warehouse", *rows, merge=merge)
+    untouched = _versions(ledger)
     reconcile(settings, now=now)
+    unchanged("the reconcile after the producer's append")
     after = {str(make_cases.producer_id("after", message)): end for message, end in AFTER.items()}
     assert _statuses(ledger) == {**statuses, **after}
 
