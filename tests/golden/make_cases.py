@@ -1,20 +1,31 @@
 """Writes the golden ledgers under tests/golden/<case>/ (run once; the folders are committed).
 
 Each earlier release writes its own case, with its own code: the driver checks out the
-release's commit as a temporary worktree and runs this file's `era` command in a process
-whose `ackfold` is that release's (`PYTHONPATH=/tmp/old-<sha>/include`). The era's
-Tracker and LedgerWriter write a first batch, its own reconcile folds it (leaving its
-`root_state` and its mark where it kept them), then it writes a second batch that no
-reconcile has folded. The expected statuses are the reference fold's
-(`ackfold.reconcile.fold`, of the checkout running the driver) over every event at `NOW`,
-cross-checked with the era's own reconcile on a copy of the ledger.
+release's commit as a temporary worktree (`/tmp/old-<sha>`, made if missing) and runs this
+file's `era` command in a process whose `ackfold` is that release's
+(`PYTHONPATH=/tmp/old-<sha>/include`, this checkout's venv).
 
-    git -C /work/main worktree add --detach /tmp/old-e0d421d e0d421d   # and each sha below
-    PYTHONPATH=include:dev .venv/bin/python tests/golden/make_cases.py make [case ...]
+- `ERAS` (plain Python): the era's Tracker and LedgerWriter write a first batch at fixed
+  times, its embedded reconcile folds it (leaving its `root_state` and its mark where it
+  kept them), then a second batch that no reconcile has folded.
+- `SPARK_ERAS` (a JVM each, a minute or two): the era's Spark app (`StageTracker`) writes
+  lines, an output table of words in its tuple layout and the acks of some words, its
+  Spark reconcile folds the first batch, and a second batch follows. Spark stamps its
+  events with the wall clock, so these cases record their own `now`: three hours after
+  their first event.
+- `contract-v1` and the deletion-vector cases need no old release: a plain delta-rs
+  producer writes them, and Delta Spark (this venv's) enables the feature and DELETEs.
 
-Cases and their writers (`ERAS`; `contract-v1` and the deletion-vector cases need no old
-release: a plain delta-rs producer, and Delta Spark's DELETE, write them). The harness
-is `tests/conformance/test_golden.py`; `LAYOUTS` there names the case of every layout.
+The expected statuses are the reference fold's (`ackfold.reconcile.fold`, of the checkout
+running the driver) over every event at the case's `now`, cross-checked with the era's
+own reconcile at that `now` on a copy; a disagreement stops the driver.
+
+    cd <checkout> && PYTHONPATH=include:dev ACKFOLD_VAR_DIR=$PWD/var \
+        .venv/bin/python tests/golden/make_cases.py make [case ...]   # all by default
+    git -C <checkout> worktree remove /tmp/old-<sha>                   # each, afterwards
+
+The harness is `tests/conformance/test_golden.py`; `LAYOUTS` there names the case of
+every layout, and tests/golden/README.md lists them.
 """
 
 from __future__ import annotations
