@@ -20,8 +20,8 @@ The expected statuses are the reference fold's (`ackfold.reconcile.fold`, of the
 running the driver) over every event at the case's `now`, cross-checked with the era's
 own reconcile at that `now` on a copy; a disagreement stops the driver.
 
-    cd <checkout> && PYTHONPATH=include:dev ACKFOLD_VAR_DIR=$PWD/var \
-        .venv/bin/python tests/golden/make_cases.py make [case ...]   # all by default
+    cd <checkout>; export PYTHONPATH=include:dev ACKFOLD_VAR_DIR=$PWD/var
+    .venv/bin/python tests/golden/make_cases.py make [case ...]   # all cases by default
     git -C <checkout> worktree remove /tmp/old-<sha>                   # each, afterwards
 
 The harness is `tests/conformance/test_golden.py`; `LAYOUTS` there names the case of
