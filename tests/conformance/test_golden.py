@@ -111,16 +111,16 @@ def test_golden_ledger(
         assert refusal["naming"] in refused, f"the refusal names the way out: {refused}"
         unchanged("the refused reconcile")
         return
-    unchanged("the reconcile")
     assert _statuses(ledger) == expected["statuses"]
+    unchanged("the reconcile")
 
     request_ = ReplayRequest(dry_run=True, requested_by="golden")
     dry = run_replay(settings, request_, now=now, spark=spark)
-    unchanged("a replay's dry run")
     assert (dry.selected, dry.planned, dry.sent) == (expected["replay_selected"],) * 2 + (0,)
+    unchanged("a replay's dry run")
     report = run_quality(settings, spark=spark, now=now)
-    unchanged("the quality checks")
     assert sorted({r.check for r in report.violations}) == expected["quality_failing"]
+    unchanged("the quality checks")
     assert _statuses(ledger) == expected["statuses"], "a dry run and the checks change nothing"
 
     statuses = expected["statuses"]
