@@ -76,6 +76,9 @@ class Outbound:
     # Extra attributes (dead letters: reason, last stage).
     attributes: Mapping[str, str] = field(default_factory=dict)
     position: str | None = None
+    # The root id the new attempt registers under (`ackfold.ledger.ids.root_id` of the
+    # origin and attempt): a sender that names what it sends by it needs no hash.
+    new_root_id: int | None = None
 
     @property
     def dedup_id(self) -> str:
