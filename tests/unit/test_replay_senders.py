@@ -14,10 +14,13 @@ from pathlib import Path
 import pytest
 
 from ackfold.config import Settings, load_settings
+from ackfold.embedded import duck
 from ackfold.ledger import ids, status
 from ackfold.ledger.tables import DEAD_LETTERS, REPLAY_LOG
-from ackfold.ledger.writer import LedgerWriter
 from ackfold.quality import run_quality
+from ackfold.quality.batches import Window
+from ackfold.quality.duck_batches import LedgerViews
+from ackfold.quality.outcomes import NO_SENDER_OUTCOME
 from ackfold.reconcile.run import run_reconcile
 from ackfold.replay.planner import DEAD_LETTER, REPLAY
 from ackfold.replay.queues import NO_QUEUE, SourceQueues, Unsendable, kafka_sender, sqs_sender
@@ -27,7 +30,7 @@ from ackfold.replay.run import run_replay
 from ackfold.replay.senders import GROUP, SenderError, find_sender, no_sender_reason, registered
 from ackfold.sources.files import ATTEMPT_FIELD, ORIGIN_FIELD, FilesInbox
 from ackfold.track.tracker import Tracker
-from tests.replay_ledger import T0, Failed, read_table, statuses, write_failed
+from tests.replay_ledger import T0, Failed, files_orders, read_table, statuses, write_failed
 
 NOW = T0 + timedelta(hours=1)
 PROJECT = Path(__file__).resolve().parents[2]
@@ -161,15 +164,7 @@ def test_quality_fails_while_a_no_sender_root_is_failed_and_passes_once_it_is_de
         defaults={"timeout": "5m", "replay_backoff": "1s", "max_attempts": 3},
         apps={"orders": {"quality": {"max_dead_letter_rate": 0.5}}},
     )
-    t0 = datetime.now(UTC) - timedelta(hours=1)
-    tracker = Tracker("orders", clock=lambda: t0)
-    good = tracker.spout("o-1", source="files", source_queue="/inbox")
-    tracker.ack(good, stage="store")
-    bad = tracker.spout("o-2", source="files", source_queue="/inbox")
-    tracker.fail(bad, stage="store", reason="no quantity")
-    LedgerWriter(settings.table_root).append(tracker.drain_roots(), tracker.drain())
-    now = datetime.now(UTC)  # statuses change at wall-clock times: the backoff counts from them
-    run_reconcile(settings, now=now)
+    good, bad, now = files_orders(settings)
 
     def lost() -> list[str]:
         report = run_quality(settings, app="orders", now=now)
@@ -183,10 +178,19 @@ def test_quality_fails_while_a_no_sender_root_is_failed_and_passes_once_it_is_de
     summary = run_replay(settings, auto(), now=now)
     assert summary.dead_lettered == 1
     run_reconcile(settings, now=now)  # a later reconcile leaves the dead letter as it is
-    assert statuses(settings.table_root)[bad.roots[0]] == status.DEAD_LETTERED
+    assert statuses(settings.table_root)[bad] == status.DEAD_LETTERED
     (letter,) = read_table(settings.table_root, DEAD_LETTERS)
     assert letter["reason"] == no_sender_reason("files")
     assert lost() == []
+    # ... and says why it is settled: not a lost message, and not a root that ran out of
+    # attempts either.
+    assert settings.quality.window is not None
+    views = LedgerViews(
+        duck.connect(settings), settings, Window.ending(now, settings.quality.window)
+    )
+    overdue = views.overdue("orders")
+    outcomes = dict(zip(overdue["root_id"].tolist(), overdue["outcome"].tolist(), strict=True))
+    assert outcomes == {bad: NO_SENDER_OUTCOME, good: status.COMPLETED}
 
 
 def test_the_files_sender_redrops_the_payload_into_the_inbox_as_the_new_attempt(

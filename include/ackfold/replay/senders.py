@@ -48,6 +48,7 @@ from importlib.metadata import EntryPoint, entry_points
 from typing import TYPE_CHECKING, Final, Protocol
 
 from ackfold.errors import AckfoldError
+from ackfold.sources.base import NO_SENDER
 
 if TYPE_CHECKING:
     from ackfold.config import Settings
@@ -73,7 +74,7 @@ class SenderError(AckfoldError, TypeError):
 
 def no_sender_reason(source: str) -> str:
     """The dead-letter reason of a root whose `source` has no sender."""
-    return f"no sender for source {source!r}: register one under the entry point group {GROUP}"
+    return f"{NO_SENDER}{source!r}: register one under the entry point group {GROUP}"
 
 
 def find_sender(source: str) -> SenderFactory | None:
