@@ -11,6 +11,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from ackfold.config import Settings
 from ackfold.ledger import ids, status
 from ackfold.ledger.tables import ROOT_STATE, ROOTS
 from ackfold.ledger.writer import LedgerWriter
@@ -94,3 +95,22 @@ def read_table(warehouse: str | Path, table: str) -> list[dict[str, Any]]:
 def statuses(warehouse: str | Path) -> dict[int, str]:
     """Each root's status in `root_state`."""
     return {row["root_id"]: row["status"] for row in read_table(warehouse, ROOT_STATE)}
+
+
+def files_orders(settings: Settings) -> tuple[int, int, datetime]:
+    """The README's app on `settings`' ledger: two orders read from a folder of files
+    (`source="files"`, which has no sender), an hour ago; one completed, one failed, and
+    reconciled. Returns the completed root, the failed one, and the reconcile's time."""
+    from ackfold.reconcile.run import run_reconcile
+    from ackfold.track.tracker import Tracker
+
+    t0 = datetime.now(UTC) - timedelta(hours=1)
+    tracker = Tracker("orders", clock=lambda: t0)
+    good = tracker.spout("o-1", source="files", source_queue="/inbox")
+    tracker.ack(good, stage="store")
+    bad = tracker.spout("o-2", source="files", source_queue="/inbox")
+    tracker.fail(bad, stage="store", reason="no quantity")
+    LedgerWriter(settings.table_root).append(tracker.drain_roots(), tracker.drain())
+    now = datetime.now(UTC)  # statuses change at wall-clock times: the backoff counts from them
+    run_reconcile(settings, now=now, engine="embedded")
+    return good.roots[0], bad.roots[0], now

@@ -41,7 +41,7 @@ from ackfold.quality.outcomes import overdue_outcome
 from ackfold.reconcile.spark_fold import policy_column
 from ackfold.replay.bookkeeping import AUTOMATIC
 from ackfold.replay.planner import REPLAY, SENT
-from ackfold.sources.base import EXPIRED
+from ackfold.sources.base import EXPIRED, NO_SENDER
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -258,14 +258,23 @@ class LedgerFrames:
             .select("root_id", F.lit(True).alias("expired"))
             .distinct()
         )
+        # Dead-lettered at once because its source has no sender: settled, and says so.
+        no_sender = (
+            self._since(DEAD_LETTERS, "dead_lettered_at", CLOCK_SKEW)
+            .where(F.col("reason").startswith(NO_SENDER))
+            .select("root_id", F.lit(True).alias("no_sender"))
+            .distinct()
+        )
         return (
             self._overdue_roots(app)
             .select("root_id", "origin_root_id", "attempt")
             .join(states, "root_id", "left")
             .join(registered, ["origin_root_id", "attempt"], "left")
             .join(expired, "root_id", "left")
+            .join(no_sender, "root_id", "left")
             .withColumn("next_registered", F.coalesce(F.col("next_registered"), F.lit(False)))
             .withColumn("expired", F.coalesce(F.col("expired"), F.lit(False)))
+            .withColumn("no_sender", F.coalesce(F.col("no_sender"), F.lit(False)))
             .withColumn("outcome", overdue_outcome(policy, self.window.now))
             .select("root_id", "attempt", "status", "outcome")
         )

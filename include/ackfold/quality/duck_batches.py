@@ -39,7 +39,7 @@ from ackfold.quality.batches import EVENT_CONTENT, ROOT_IDENTITY, VALID_CHAIN, W
 from ackfold.quality.outcomes import overdue_outcome_sql
 from ackfold.replay.bookkeeping import AUTOMATIC
 from ackfold.replay.planner import REPLAY, SENT
-from ackfold.sources.base import EXPIRED
+from ackfold.sources.base import EXPIRED, NO_SENDER
 
 if TYPE_CHECKING:
     import duckdb
@@ -331,15 +331,18 @@ class LedgerViews:
         query = (
             "WITH next AS (SELECT DISTINCT origin_root_id, attempt - 1 AS attempt "  # noqa: S608
             f"  FROM {roots} WHERE app = $app), "
-            "expired AS (SELECT DISTINCT root_id FROM q_dead_letters WHERE reason = $expired) "
+            "expired AS (SELECT DISTINCT root_id FROM q_dead_letters WHERE reason = $expired), "
+            "no_sender AS (SELECT DISTINCT root_id FROM q_dead_letters "
+            "  WHERE starts_with(reason, $no_sender)) "
             "SELECT o.root_id, o.attempt, s.status, "
             f"{outcome} AS outcome FROM {overdue} o "
             f"LEFT JOIN {states} s ON s.root_id = o.root_id "
             "LEFT JOIN next n ON n.origin_root_id = o.origin_root_id AND n.attempt = o.attempt "
-            "LEFT JOIN expired x ON x.root_id = o.root_id"
+            "LEFT JOIN expired x ON x.root_id = o.root_id "
+            "LEFT JOIN no_sender y ON y.root_id = o.root_id"
         )
         rows: Any = self.db.execute(
-            query, {"app": app, "expired": EXPIRED, **params}
+            query, {"app": app, "expired": EXPIRED, "no_sender": NO_SENDER, **params}
         ).to_arrow_table()
         # A row per overdue root, a handful of distinct outcomes: categories for pandas.
         for name in ("status", "outcome"):

@@ -23,11 +23,15 @@ if TYPE_CHECKING:
 # under way (`IN_PROGRESS`, `AWAITING_REPLAY`); anything else is lost.
 IN_PROGRESS: Final = "in progress (events within its idle timeout)"
 AWAITING_REPLAY: Final = "awaiting its replay (backoff)"
+# Dead-lettered at once because its source has no sender: settled (nothing could replay
+# it), and Data Docs say why (`ackfold.replay.senders`; its reason starts `NO_SENDER`).
+NO_SENDER_OUTCOME: Final = "dead_lettered: its source has no sender (see ackfold.senders)"
 SETTLED_OUTCOMES: Final = (
     status.COMPLETED,
     status.COMPLETED_LATE,
     status.REPLAYED,
     status.DEAD_LETTERED,
+    NO_SENDER_OUTCOME,
     IN_PROGRESS,
     AWAITING_REPLAY,
 )
@@ -39,7 +43,8 @@ def overdue_outcome(policy: AppPolicy, now: datetime) -> Column:
 
     Reads the root's `root_state` columns (`status`, `status_changed_at`, `first_event_at`,
     `last_event_at`, `fail_at`), its `attempt`, `next_registered` (the next attempt is
-    registered) and `expired` (dead-lettered because the source deleted the message)."""
+    registered), `expired` (dead-lettered because the source deleted the message) and
+    `no_sender` (dead-lettered because its source has no sender)."""
     from pyspark.sql import functions as F
 
     grace = policy.quality.grace
@@ -65,6 +70,10 @@ def overdue_outcome(policy: AppPolicy, now: datetime) -> Column:
         .when(
             F.col("expired") & (F.col("status") == status.DEAD_LETTERED),
             F.lit(f"dead-lettered: {EXPIRED} before its replay"),
+        )
+        .when(
+            F.col("no_sender") & (F.col("status") == status.DEAD_LETTERED),
+            F.lit(NO_SENDER_OUTCOME),
         )
         .when(F.col("status").isin(*SETTLED_OUTCOMES) & ~replayed, F.col("status"))
         .when(replayed & (F.col("next_registered") | replay_in_flight), F.col("status"))
@@ -93,8 +102,9 @@ def timeout_due(policy: AppPolicy) -> Column:
 
 def overdue_outcome_sql(policy: AppPolicy, now: datetime) -> tuple[str, dict[str, Any]]:
     """The `outcome` of an overdue root as a SQL expression over `s` (its `root_state`
-    row), `o` (its attempt), `n` (its next attempt, if registered) and `x` (dead-lettered
-    because the source deleted it), with its named parameters: the same rules as
+    row), `o` (its attempt), `n` (its next attempt, if registered), `x` (dead-lettered
+    because the source deleted it) and `y` (dead-lettered because its source has no
+    sender), with its named parameters: the same rules as
     `overdue_outcome`, for the embedded engine (`ackfold.quality.duck_batches`)."""
     grace = policy.quality.grace
     params: dict[str, Any] = {}
@@ -129,6 +139,7 @@ def overdue_outcome_sql(policy: AppPolicy, now: datetime) -> tuple[str, dict[str
         f"CASE WHEN s.status IS NULL THEN {bind('never reconciled: no event of it folded')} "
         f"WHEN x.root_id IS NOT NULL AND s.status = {dead} "
         f"  THEN {bind(f'dead-lettered: {EXPIRED} before its replay')} "
+        f"WHEN y.root_id IS NOT NULL AND s.status = {dead} THEN {bind(NO_SENDER_OUTCOME)} "
         f"WHEN s.status IN ({settled}) AND s.status <> {replayed} THEN s.status "
         f"WHEN s.status = {replayed} AND (n.attempt IS NOT NULL OR {in_flight}) THEN s.status "
         f"WHEN s.status = {replayed} "

@@ -9,8 +9,10 @@ roots out of attempts go to `dead_letters` and their dead-letter queue.
 - `planner`: a run's first half, `Plan` (select roots, decide per root), read by
   `spark_planner` (Spark) or `duck_planner` (the embedded engine: DuckDB, delta-rs);
 - `replayer`: `Replayer` (plan, then execute: send in batches at a rate, retry);
-- `queues`: where each root goes back to; `bookkeeping`: what a run records in the
-  ledger (`embedded_books`: the same through delta-rs).
+- `queues`: where each root goes back to, made by its source's sender (`senders`: the
+  `ackfold.senders` entry points; a source with none is dead-lettered at once);
+  `bookkeeping`: what a run records in the ledger (`embedded_books`: the same through
+  delta-rs).
 
 Example:
     >>> from ackfold.replay import ReplayRequest, run_replay

@@ -20,7 +20,7 @@ from ackfold.config.policy import AppPolicy
 from ackfold.errors import AckfoldError
 from ackfold.ledger import ids, status
 from ackfold.ledger.tables import Ledger
-from ackfold.replay.queues import SENDERS, SourceQueues
+from ackfold.replay.queues import SourceQueues, Unsendable
 from ackfold.replay.request import REPLAYABLE, ReplayRequest
 from ackfold.sources.base import (
     EXPIRED,
@@ -81,7 +81,7 @@ class Planned:
         )
         return Outbound(
             self.root_id, self.origin_root_id, self.attempt, self.payload, attributes,
-            self.source_position,
+            self.source_position, self.new_root_id,
         )  # fmt: skip
 
 
@@ -181,7 +181,8 @@ class Planner(ABC):
     ) -> Planned | str:
         """The send for one selected root, or why it is skipped. A root whose message the
         source deleted, with no copy in `roots`, can only be dead-lettered (`EXPIRED`); so
-        can one whose position does not parse. One in a topic that does not exist waits."""
+        can one whose position does not parse, and one whose source has no sender
+        (`ackfold.replay.senders`). One in a topic that does not exist waits."""
         current = row["status"]
         if current not in REPLAYABLE:
             return f"{current}: nothing to replay"
@@ -190,9 +191,13 @@ class Planner(ABC):
         if root is None:
             return "not in the roots table: no payload to send"
         source = root["source"]
-        if source not in SENDERS:
-            return f"source {source!r} cannot be replayed"
         queue = self.queues.get(source, root["source_queue"] or "", row["app"])
+        if isinstance(queue, Unsendable):
+            # Nothing can ever send it: dead-lettered now, whatever its attempts, rather
+            # than left failed for good (invariant 10).
+            if current == status.DEAD_LETTERED:
+                return f"{queue.reason}: nothing to replay"
+            return self._planned(row, root, queue, logged, DEAD_LETTER, queue.reason, None)
         position = root["source_position"] if queue.rereads else None
         problem = unreadable.get(position) if position else None
         if problem is not None and not problem.final:
@@ -202,7 +207,6 @@ class Planner(ABC):
         if root["payload"] is None and position is None:
             return "no payload stored"
         attempt = row["attempt"] or root["attempt"]
-        origin = row["origin_root_id"] or root["origin_root_id"]
         policy = self._policy(row["app"])
         action = REPLAY
         reason = _reason(row)
@@ -220,16 +224,31 @@ class Planner(ABC):
             if current == status.DEAD_LETTERED:
                 return f"{problem.reason}: nothing to replay"
             action, reason, position = DEAD_LETTER, problem.reason, None
-        entry = logged.get((row["root_id"], action))
+        return self._planned(row, root, queue, logged, action, reason, position)
+
+    def _planned(
+        self,
+        row: dict[str, Any],
+        root: dict[str, Any],
+        queue: SourceQueue,
+        logged: dict[tuple[int, str], dict[str, Any]],
+        action: str,
+        reason: str | None,
+        position: str | None,
+    ) -> Planned:
+        """The send `_decide` chose for one root: its new attempt, and where it stands
+        in the replay log."""
+        attempt = row["attempt"] or root["attempt"]
+        origin = row["origin_root_id"] or root["origin_root_id"]
         planned = Planned(
             root_id=row["root_id"],
             app=row["app"],
             action=action,
-            prior_status=current,
+            prior_status=row["status"],
             attempt=attempt + 1,
             origin_root_id=origin,
             new_root_id=ids.root_id(row["app"], "", attempt + 1, origin),
-            source=source,
+            source=root["source"],
             source_queue=queue.queue,
             target=queue.replay_queue if action == REPLAY else queue.dead_letter_queue,
             reason=reason,
@@ -238,6 +257,7 @@ class Planner(ABC):
             payload=root["payload"],
             source_position=position,
         )
+        entry = logged.get((row["root_id"], action))
         if entry is None:
             return planned
         state = SENT if entry["sent"] else UNSENT
@@ -252,7 +272,7 @@ class Planner(ABC):
         positions: dict[SourceQueue, dict[str, str | None]] = {}
         for row in candidates:
             root = roots.get(row["root_id"])
-            if root is None or root["source"] not in SENDERS or not root["source_position"]:
+            if root is None or not root["source_position"]:
                 continue
             queue = self.queues.get(root["source"], root["source_queue"] or "", row["app"])
             if queue.rereads:

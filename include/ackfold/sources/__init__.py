@@ -18,4 +18,6 @@ Modules:
 - `kafka`: Kafka through confluent-kafka (re-read, republish); `kafka_client`: its clients
   and the admin calls (topics); `kafka_spout`: the spout stage of a Kafka app;
 - `sent`: what a producer sent, for the quality checks to hold the ledger to.
+- `files`: a folder of JSON files, `FilesInbox`: an example sender to register (a replay
+  re-drops the payload into the inbox; `ackfold.replay.senders`).
 """

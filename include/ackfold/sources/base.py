@@ -27,6 +27,10 @@ DEAD_LAST_STAGE: Final = "ackfold_last_stage"
 # The dead-letter reason of a root whose message the source deleted (Kafka retention)
 # before a replay could re-read it: a message lost, which the quality checks report.
 EXPIRED: Final = "source record expired"
+# How the dead-letter reason of a root whose source has no sender begins
+# (`ackfold.replay.senders.no_sender_reason`): nothing could replay it, and the quality
+# checks count it as settled, saying why.
+NO_SENDER: Final = "no sender for source "
 
 
 class SourceError(AckfoldError, RuntimeError):
@@ -76,6 +80,9 @@ class Outbound:
     # Extra attributes (dead letters: reason, last stage).
     attributes: Mapping[str, str] = field(default_factory=dict)
     position: str | None = None
+    # The root id the new attempt registers under (`ackfold.ledger.ids.root_id` of the
+    # origin and attempt): a sender that names what it sends by it needs no hash.
+    new_root_id: int | None = None
 
     @property
     def dedup_id(self) -> str:
