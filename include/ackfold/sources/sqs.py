@@ -13,6 +13,7 @@ Example:
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
@@ -63,16 +64,31 @@ class SqsQueue(PullSource):
         client: Any = None,
     ) -> None:
         super().__init__(queue)
-        if client is None:
-            from ackfold.sources.sqs_client import sqs_client
-
-            client = sqs_client(settings)
-        self.client = client
-        region = getattr(getattr(client, "meta", None), "region_name", None)
-        self.endpoint = settings.sqs.endpoint_url or f"AWS SQS in {region or settings.sqs.region}"
+        self._settings = settings
+        self._client = client
+        self._client_lock = threading.Lock()  # a replay's send threads may ask first
         self.visibility_timeout = int(settings.sqs.visibility_timeout.total_seconds())
         self._dead_letter_queue = dead_letter_queue
         self._urls: dict[str, str] = {}
+
+    @property
+    def client(self) -> Any:
+        """The boto3 client, made at the first call: planning a replay (a dry run too)
+        needs the queue's names only, not SQS's region or credentials."""
+        with self._client_lock:
+            if self._client is None:
+                from ackfold.sources.sqs_client import sqs_client
+
+                self._client = sqs_client(self._settings)
+            return self._client
+
+    @property
+    def endpoint(self) -> str:
+        """Where this queue's SQS is, for messages: the endpoint, or AWS's in its region."""
+        if self._settings.sqs.endpoint_url:
+            return self._settings.sqs.endpoint_url
+        region = getattr(getattr(self.client, "meta", None), "region_name", None)
+        return f"AWS SQS in {region or self._settings.sqs.region}"
 
     # -- reading --------------------------------------------------------------------------
 
