@@ -8,6 +8,7 @@ import pytest
 
 from ackfold.config import ConfigError, load_settings
 from ackfold.sources.base import SourceError
+from ackfold.sources.sqs import SqsQueue
 from ackfold.sources.sqs_client import is_loopback, sqs_client
 from tests.conftest import PROJECT_DIR
 
@@ -201,8 +202,12 @@ def test_the_mwaa_recipe_sends_to_aws_regional_sqs(monkeypatch: pytest.MonkeyPat
     # The deployment as docs/operations/mwaa.md configures it, and nothing else.
     for name, value in _mwaa_startup_script().items():
         monkeypatch.setenv(name, value)
-    client = sqs_client(load_settings())
+    settings = load_settings()
     region = os.environ["AWS_REGION"]
-    assert client.meta.region_name == region
-    assert client.meta.endpoint_url == f"https://sqs.{region}.amazonaws.com"
-    assert not is_loopback(client.meta.endpoint_url)
+    # The client of the queue a replay sends to (`SqsQueue`, as `ackfold.replay` makes it).
+    queue = SqsQueue(settings, "orders-in")
+    for client in (sqs_client(settings), queue.client):
+        assert client.meta.region_name == region
+        assert client.meta.endpoint_url == f"https://sqs.{region}.amazonaws.com"
+        assert not is_loopback(client.meta.endpoint_url)
+    assert queue.endpoint == f"AWS SQS in {region}"
