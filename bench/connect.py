@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import checkout  # noqa: F401  (before settings load: the checkout's var/)
 from common import DEPTH, FANOUT, Workdir, roots_for
 from deltalake import DeltaTable
 from synth import Synthetic

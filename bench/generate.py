@@ -24,6 +24,7 @@ from ackfold.ledger.tables import Ledger
 from ackfold.spark import get_spark
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import checkout  # noqa: F401  (before settings load: the checkout's var/)
 from synth import EPOCH, Synthetic
 
 

@@ -43,6 +43,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import checkout  # noqa: F401  (before settings load: the checkout's var/)
 from common import CpuClock, per_second
 from confluent_kafka import Producer
 from pyspark.sql import DataFrame, SparkSession

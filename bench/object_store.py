@@ -45,6 +45,7 @@ from ackfold_dev.gcs import LocalGCS
 from ackfold_dev.s3 import LocalS3
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import checkout  # noqa: F401  (before settings load: the checkout's var/)
 from arrow_ledger import ArrowLedger
 
 

@@ -29,6 +29,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import checkout  # noqa: F401  (before settings load: the checkout's var/)
 from arrow_ledger import ArrowLedger
 
 from ackfold.config import load_settings

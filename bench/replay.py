@@ -23,6 +23,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import checkout  # noqa: F401  (before settings load: the checkout's var/)
 from common import per_second
 
 from ackfold.config import Settings, load_settings

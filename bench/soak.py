@@ -67,6 +67,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import checkout  # noqa: F401  (before settings load: the checkout's var/)
 from soak_world import Faults, Killed, Producer, Record, SparkApp
 
 from ackfold.config import Settings, load_settings

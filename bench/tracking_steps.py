@@ -29,6 +29,7 @@ import tempfile
 import time
 from collections.abc import Callable
 
+import checkout  # noqa: F401  (before settings load: the checkout's var/)
 from common import CpuClock
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F

@@ -39,6 +39,8 @@ from ackfold.ui.app import create_app
 from ackfold.ui.security import Viewer
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import checkout  # noqa: F401  (before settings load: the checkout's var/)
+
 from tests.ledger_fixtures import append_columns, write_rows
 
 START = datetime(2026, 10, 1, tzinfo=UTC)

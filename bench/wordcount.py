@@ -29,6 +29,7 @@ from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
 
+import checkout  # noqa: F401  (before settings load: the checkout's var/)
 from common import CpuClock, per_second
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F

@@ -10,7 +10,8 @@ it, and a production install never loads it.
 - `cluster`: a Spark standalone cluster from the pyspark install; `connect`: a Spark
   Connect server with Delta;
 - `stack`: the embedded stack behind `make run` (`airflow standalone`, the demo), with
-  the environment it gives Airflow (`airflow_env`);
+  the environment it gives Airflow (`airflow_env`) and the local endpoints it sets itself
+  (`local_endpoints`: ackfold's defaults are production's);
 - `compose_schema`: the Compose Specification's schema that `docker-compose.yml` is
   validated against (there is no Docker engine here to run it);
 - `s3`, `s3_app`: a local S3 API (moto) with atomic conditional writes;

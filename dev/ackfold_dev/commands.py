@@ -104,7 +104,10 @@ def _demo(settings: Settings, args: argparse.Namespace) -> int:
     import threading
 
     from ackfold.demo.run import Demo, demo_lock
+    from ackfold_dev.local_endpoints import with_local_endpoints
     from ackfold_dev.stack import start_sources, stop_all
+
+    settings = with_local_endpoints(settings)
 
     # SQS or Kafka on loopback, unless remote or already running.
     sources = start_sources(settings, emit)
@@ -134,16 +137,18 @@ def _demo(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def _up(settings: Settings, args: argparse.Namespace) -> int:
+    from ackfold_dev.local_endpoints import with_local_endpoints
     from ackfold_dev.stack import run_stack
 
-    return run_stack(settings, demo=not args.no_demo, verbose=args.verbose)
+    return run_stack(with_local_endpoints(settings), demo=not args.no_demo, verbose=args.verbose)
 
 
 def _sqs(settings: Settings, args: argparse.Namespace) -> int:
     from ackfold_dev.elasticmq import ElasticMQ, ElasticMQError
+    from ackfold_dev.local_endpoints import with_local_endpoints
 
     try:
-        return ElasticMQ(settings).serve_forever()
+        return ElasticMQ(with_local_endpoints(settings)).serve_forever()
     except ElasticMQError as exc:
         print(f"ackfold: {exc}", file=sys.stderr)
         return 1

@@ -23,7 +23,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from ackfold.config import Settings
 from ackfold.errors import AckfoldError
-from ackfold.sources.sqs_client import is_loopback, sqs_client
+from ackfold.sources.sqs_client import LOCAL_REGION, is_loopback, sqs_client
 from ackfold.spark.jars import bundle_jars
 from ackfold_dev import PROJECT_DIR
 from ackfold_dev.ports import port_free
@@ -77,7 +77,10 @@ class ElasticMQ(JvmServer):
         if self._jvm.running:
             raise ElasticMQError(f"ElasticMQ already runs on {self.endpoint_url}")
         endpoint = self.settings.sqs.endpoint_url
-        if endpoint is None or not is_loopback(endpoint) or urlsplit(endpoint).scheme != "http":
+        # Unset, it serves on its own port (the caller points its clients at it: `client`).
+        if endpoint is not None and (
+            not is_loopback(endpoint) or urlsplit(endpoint).scheme != "http"
+        ):
             raise ElasticMQError(
                 f"sqs.endpoint_url is {endpoint}, but the local ElasticMQ serves only "
                 "http on loopback: set ACKFOLD_SQS__ENDPOINT_URL=http://127.0.0.1:9324"
@@ -98,7 +101,7 @@ class ElasticMQ(JvmServer):
             f"-Dconfig.file={self.config}",
             # System properties override the file (Typesafe config's ConfigFactory.load).
             f"-Drest-sqs.bind-port={self.port}",
-            f"-Daws.region={self.settings.sqs.region}",
+            f"-Daws.region={self.settings.sqs.region or LOCAL_REGION}",
             "-cp", classpath,
             MAIN_CLASS,
         ]  # fmt: skip
@@ -132,5 +135,7 @@ class ElasticMQ(JvmServer):
     def banner(self) -> str:
         return (
             f"ElasticMQ (SQS) on {self.endpoint_url} — queues: "
-            f"{', '.join(self.queue_names()) or 'none'} — Ctrl-C stops it"
+            f"{', '.join(self.queue_names()) or 'none'} — Ctrl-C stops it\n"
+            # ackfold's own default is AWS's endpoint: another shell must name this one.
+            f"point ackfold at it with: ACKFOLD_SQS__ENDPOINT_URL={self.endpoint_url}"
         )

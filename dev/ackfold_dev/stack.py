@@ -203,6 +203,19 @@ def _say(message: str) -> None:
     print(message, flush=True)
 
 
+def create_ledger(settings: Settings, log: Callable[[str], None]) -> list[str]:
+    """Create the ledger's missing tables once, with delta-rs, before the stack starts its
+    processes: the demo's driver and Airflow's first tasks would otherwise each create
+    them at the same moment, and all but one lose a commit and retry. Returns the tables
+    made here."""
+    from ackfold.ledger.writer import LedgerWriter
+
+    made = [name for name, new in LedgerWriter(settings.table_root).create().items() if new]
+    if made:
+        log(f"created the ledger's tables in {settings.table_root}: {', '.join(made)}")
+    return made
+
+
 def start_sqs(settings: Settings, log: Callable[[str], None]) -> ElasticMQ | None:
     """Start ElasticMQ for a loopback `sqs.endpoint_url`; None if SQS is elsewhere, or if
     a server already answers there (`make sqs` in another terminal)."""
@@ -328,6 +341,7 @@ def run_stack(
     os.environ[MARKER] = supervisor.token
     sources: list[LocalServer] = []
     try:
+        create_ledger(settings, log)
         sources = start_sources(settings, log)
         with log_path.open("ab") as out:
             airflow_bin = str(Path(sys.executable).parent / "airflow")

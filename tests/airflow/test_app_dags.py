@@ -12,7 +12,7 @@ import pytest
 
 from ackfold.airflow.app_dags import app_dags, reconcile_schedule
 from ackfold.airflow.assets import app_asset
-from ackfold.config import Settings, load_settings
+from ackfold.config import ConfigError, Settings, load_settings
 from tests.airflow.conftest import SETTINGS, first_run_after
 from tests.conftest import PROJECT_DIR
 
@@ -72,7 +72,7 @@ def test_an_app_dag_is_declared_from_its_configuration(tmp_path: Path) -> None:
     assert first_run_after(dag) > datetime.now(UTC)
     (task,) = dag.tasks
     assert task.owner == "data-eng"
-    assert task.task_type == "SparkSubmitOperator"
+    assert task.task_type == "AckfoldSparkSubmitOperator"
     assert task._conn_id == "spark_default"
     assert task.application == str(tmp_path / "orders_app.py")
     assert task.application_args == ["--region", "eu"]
@@ -102,8 +102,9 @@ def test_an_app_on_the_cluster_s_storage_is_passed_to_spark_submit_as_it_is(
     remote = settings.model_copy(
         update={"spark": settings.spark.model_copy(update={"remote": "sc://127.0.0.1:15002"})}
     )
-    with pytest.raises(ValueError, match=r"apps.orders.dag.application: with spark.remote"):
-        app_dags(remote)
+    (task,) = app_dags(remote)["ackfold_app_orders"].tasks
+    with pytest.raises(ConfigError, match=r"apps.orders.dag.application: with spark.remote"):
+        task.execute(context={})
 
 
 def test_the_reconcile_runs_on_its_cron_or_after_any_app_run(tmp_path: Path) -> None:
@@ -117,10 +118,20 @@ def test_the_reconcile_runs_on_its_cron_or_after_any_app_run(tmp_path: Path) -> 
     assert schedule.timetable.expression == SETTINGS.airflow.reconcile_schedule
 
 
-def test_an_app_whose_file_is_missing_is_a_clear_error(tmp_path: Path) -> None:
+def test_an_app_whose_file_is_missing_fails_its_own_task(tmp_path: Path) -> None:
     settings = _settings(tmp_path, application=str(tmp_path / "nowhere.py"))
-    with pytest.raises(ValueError, match=r"apps.orders.dag.application: no file .*nowhere.py"):
-        app_dags(settings)
+    dags = app_dags(settings)
+    assert list(dags) == ["ackfold_app_billing", "ackfold_app_orders"], "both still declared"
+    broken = dags["ackfold_app_orders"]
+    assert "**Broken**: apps.orders.dag.application: no file" in broken.doc_md
+    (task,) = broken.tasks
+    with pytest.raises(ConfigError, match=r"apps.orders.dag.application: no file .*nowhere.py"):
+        task.execute(context={})
+    assert dags["ackfold_app_billing"].tasks[0].task_type == "AckfoldSparkSubmitOperator"
+
+
+# The DAGs that must stay whatever is wrong with one app's.
+OTHERS = ("ackfold_reconcile", "ackfold_replay", "ackfold_manual_replay", "ackfold_quality")
 
 
 @pytest.fixture
@@ -163,10 +174,30 @@ def test_the_dag_folder_declares_each_configured_app(configured: Path) -> None:
     assert bag.dags["ackfold_app_orders"].schedule.expression == "0 0 * * *"  # @daily
     assert isinstance(bag.dags["ackfold_reconcile"].schedule, AssetOrTimeSchedule)
 
-    # A missing app file is the DAG file's import error, naming the setting.
+    # A missing app file is that app's error, in its own task: every DAG still loads.
     configured.unlink()
-    (error,) = [e for f, e in _dag_folder().import_errors.items() if f.endswith("ackfold_dags.py")]
-    assert "apps.orders.dag.application" in error
+    bag = _dag_folder()
+    assert bag.import_errors == {}
+    assert set(OTHERS) | {"ackfold_app_orders"} <= set(bag.dags)
+    (task,) = bag.dags["ackfold_app_orders"].tasks
+    with pytest.raises(ConfigError, match=r"apps.orders.dag.application: no file"):
+        task.execute(context={})
+
+
+def test_missing_jars_fail_the_spark_tasks_not_the_dag_file(
+    configured: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A scheduler without the jar cache parses every DAG; the app's run says what is
+    missing and how to fill the cache when it runs."""
+    from ackfold.spark.jars import JarsError
+
+    monkeypatch.setenv("ACKFOLD_JARS_DIR", str(tmp_path / "no-jars"))
+    bag = _dag_folder()
+    assert bag.import_errors == {}
+    assert set(OTHERS) | {"ackfold_app_orders"} <= set(bag.dags)
+    (task,) = bag.dags["ackfold_app_orders"].tasks
+    with pytest.raises(JarsError, match=r"no-jars.*make setup"):
+        task.execute(context={})
 
 
 def test_an_app_run_submits_the_app_and_updates_its_asset(configured: Path) -> None:

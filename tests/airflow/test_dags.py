@@ -69,10 +69,12 @@ def test_on_the_spark_engine_the_smoke_dag_submits_to_spark_default(
 ) -> None:
     dag = _spark_engine_bag(monkeypatch).dags["ackfold_smoke"]
     (task,) = dag.tasks
-    assert task.task_type == "SparkSubmitOperator"
+    assert task.task_type == "AckfoldSparkSubmitOperator"
     assert task._conn_id == "spark_default"
     assert Path(task.application) == APPS_DIR / "smoke.py"
-    assert "delta-spark_4.1_2.13-4.4.0.jar" in task.jars
+    # Resolved when the task runs, not when the DAG file is parsed.
+    assert task.jars is None
+    assert "delta-spark_4.1_2.13-4.4.0.jar" in task.resolved_jars()
     assert task.conf["spark.sql.extensions"] == "io.delta.sql.DeltaSparkSessionExtension"
 
 
@@ -91,7 +93,7 @@ def test_smoke_dag_runs_to_success_on_either_engine(
     shutil.rmtree(smoke, ignore_errors=True)
     dag = DagBag(dag_folder=str(PROJECT_DIR / "dags" / "ackfold_dags.py")).dags["ackfold_smoke"]
     (task,) = dag.tasks
-    expected_type = "PythonOperator" if engine == "embedded" else "SparkSubmitOperator"
+    expected_type = "PythonOperator" if engine == "embedded" else "AckfoldSparkSubmitOperator"
     assert task.task_type == expected_type
     run = dag.test()
     assert run.state == DagRunState.SUCCESS
@@ -100,7 +102,7 @@ def test_smoke_dag_runs_to_success_on_either_engine(
 
 
 def _submits(task, app: str, args: list[str]) -> None:  # type: ignore[no-untyped-def]
-    assert task.task_type == "SparkSubmitOperator"
+    assert task.task_type == "AckfoldSparkSubmitOperator"
     assert task._conn_id == "spark_default"
     assert Path(task.application) == APPS_DIR / app
     assert task.application_args == args

@@ -26,9 +26,23 @@ def test_a_verified_cache_lists_its_jars(tmp_path: Path) -> None:
     assert [p.name for p in bundle_jars("delta", tmp_path)] == ["delta-spark_4.1_2.13-4.4.0.jar"]
 
 
-def test_missing_cache_says_which_command_fixes_it(tmp_path: Path) -> None:
-    with pytest.raises(JarsError, match=r"not in .*delta: run `make setup`"):
-        bundle_jars("delta", tmp_path)
+def test_missing_cache_says_which_command_fixes_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(JarsError, match=r"not in .*delta: run `ackfold setup`.*ACKFOLD_JARS_DIR"):
+        bundle_jars("delta", tmp_path / "cache")
+
+
+def test_a_checkouts_cache_is_named_when_run_from_the_checkout(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `make setup` filled ./var/jars; the command ran without make's ACKFOLD_VAR_DIR.
+    _fake_cache(tmp_path / "var" / "jars")
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(JarsError) as caught:
+        bundle_jars("delta", tmp_path / "state" / "jars")
+    assert f"set ACKFOLD_VAR_DIR={tmp_path / 'var'}" in str(caught.value)
 
 
 def test_corrupt_jar_is_detected(tmp_path: Path) -> None:
@@ -75,5 +89,5 @@ def test_spark_conf_refuses_to_start_without_the_delta_jars(tmp_path: Path) -> N
     from ackfold.spark import spark_conf
 
     settings = load_settings(var_dir=tmp_path, jars_dir=tmp_path / "empty")
-    with pytest.raises(JarsError, match="run `make setup`"):
+    with pytest.raises(JarsError, match=r"The delta jars are not in .*empty/delta: "):
         spark_conf(settings)

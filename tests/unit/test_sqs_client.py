@@ -1,4 +1,5 @@
 import os
+import re
 from datetime import timedelta
 from pathlib import Path
 
@@ -6,7 +7,10 @@ import botocore
 import pytest
 
 from ackfold.config import ConfigError, load_settings
+from ackfold.sources.base import SourceError
+from ackfold.sources.sqs import SqsQueue
 from ackfold.sources.sqs_client import is_loopback, sqs_client
+from tests.conftest import PROJECT_DIR
 
 pytestmark = pytest.mark.usefixtures("clean_env")
 
@@ -83,7 +87,8 @@ def test_is_loopback(url: str | None, loopback: bool) -> None:
 
 
 @pytest.mark.usefixtures("no_credentials")
-def test_loopback_without_credentials_is_unsigned() -> None:
+def test_loopback_without_credentials_is_unsigned(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ACKFOLD_SQS__ENDPOINT_URL", "http://127.0.0.1:9324")
     client = sqs_client(load_settings())
     assert client.meta.config.signature_version is botocore.UNSIGNED
     assert client.meta.endpoint_url == "http://127.0.0.1:9324"
@@ -96,7 +101,7 @@ def test_loopback_with_credentials_from_the_chain_is_signed(
 ) -> None:
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "secret")
-    client = sqs_client(load_settings())
+    client = sqs_client(load_settings(sqs={"endpoint_url": "http://127.0.0.1:9324"}))
     assert client.meta.config.signature_version is not botocore.UNSIGNED
 
 
@@ -105,7 +110,7 @@ def test_credentials_from_a_profile_file_are_used(tmp_path: Path) -> None:
     Path(os.environ["AWS_SHARED_CREDENTIALS_FILE"]).write_text(
         "[default]\naws_access_key_id = AKIDEXAMPLE\naws_secret_access_key = secret\n"
     )
-    client = sqs_client(load_settings())
+    client = sqs_client(load_settings(sqs={"endpoint_url": "http://127.0.0.1:9324"}))
     assert client.meta.config.signature_version is not botocore.UNSIGNED
 
 
@@ -122,9 +127,87 @@ def test_a_remote_endpoint_is_never_unsigned(monkeypatch: pytest.MonkeyPatch) ->
 def test_retries_and_timeouts_come_from_settings(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ACKFOLD_SQS__MAX_RETRIES", "7")
     monkeypatch.setenv("ACKFOLD_SQS__WAIT_TIME", "20s")
+    monkeypatch.setenv("AWS_REGION", "eu-west-1")
     config = sqs_client(load_settings()).meta.config
     # botocore's `max_attempts` counts retries: 7 retries are 8 attempts in all.
     assert config.retries == {"mode": "standard", "total_max_attempts": 8}
     # A long poll must end before the read times out.
     assert config.read_timeout > 20
     assert config.connect_timeout <= 10
+
+
+def test_sqs_defaults_leave_endpoint_and_region_to_boto3() -> None:
+    sqs = load_settings().sqs
+    assert (sqs.endpoint_url, sqs.region) == (None, None)
+
+
+@pytest.mark.usefixtures("no_credentials")
+@pytest.mark.parametrize("variable", ["AWS_REGION", "AWS_DEFAULT_REGION"])
+def test_the_region_comes_from_the_aws_chain(
+    monkeypatch: pytest.MonkeyPatch, variable: str
+) -> None:
+    monkeypatch.setenv(variable, "ap-southeast-2")
+    client = sqs_client(load_settings())
+    assert client.meta.region_name == "ap-southeast-2"
+    assert client.meta.endpoint_url == "https://sqs.ap-southeast-2.amazonaws.com"
+
+
+@pytest.mark.usefixtures("no_credentials")
+def test_the_region_of_a_profile_is_used(monkeypatch: pytest.MonkeyPatch) -> None:
+    Path(os.environ["AWS_CONFIG_FILE"]).write_text("[default]\nregion = sa-east-1\n")
+    assert sqs_client(load_settings()).meta.region_name == "sa-east-1"
+
+
+@pytest.mark.usefixtures("no_credentials")
+def test_the_setting_wins_over_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AWS_REGION", "eu-west-1")
+    monkeypatch.setenv("ACKFOLD_SQS__REGION", "us-west-2")
+    assert sqs_client(load_settings()).meta.region_name == "us-west-2"
+
+
+@pytest.mark.usefixtures("no_credentials")
+def test_an_empty_variable_unsets_the_files_endpoint(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    config = tmp_path / "ackfold.yaml"
+    config.write_text("sqs:\n  endpoint_url: http://127.0.0.1:9324\n  region: us-west-2\n")
+    monkeypatch.setenv("ACKFOLD_CONFIG", str(config))
+    assert load_settings().sqs.endpoint_url == "http://127.0.0.1:9324"
+    monkeypatch.setenv("ACKFOLD_SQS__ENDPOINT_URL", "")
+    monkeypatch.setenv("ACKFOLD_SQS__REGION", "")
+    monkeypatch.setenv("AWS_REGION", "eu-central-1")
+    sqs = load_settings().sqs
+    assert (sqs.endpoint_url, sqs.region) == (None, None)
+    assert sqs_client(load_settings()).meta.endpoint_url == (
+        "https://sqs.eu-central-1.amazonaws.com"
+    )
+
+
+@pytest.mark.usefixtures("no_credentials")
+def test_no_region_anywhere_names_the_settings() -> None:
+    with pytest.raises(SourceError, match=r"set AWS_REGION .*sqs\.region \(ACKFOLD_SQS__REGION\)"):
+        sqs_client(load_settings())
+
+
+def _mwaa_startup_script() -> dict[str, str]:
+    """The variables the MWAA recipe's startup script exports."""
+    page = (PROJECT_DIR / "docs" / "operations" / "mwaa.md").read_text()
+    exports = dict(re.findall(r"^export (\w+)=(\S+)$", page, flags=re.MULTILINE))
+    assert set(exports) == {"ACKFOLD_WAREHOUSE", "AWS_REGION"}, exports
+    return exports
+
+
+@pytest.mark.usefixtures("no_credentials")
+def test_the_mwaa_recipe_sends_to_aws_regional_sqs(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The deployment as docs/operations/mwaa.md configures it, and nothing else.
+    for name, value in _mwaa_startup_script().items():
+        monkeypatch.setenv(name, value)
+    settings = load_settings()
+    region = os.environ["AWS_REGION"]
+    # The client of the queue a replay sends to (`SqsQueue`, as `ackfold.replay` makes it).
+    queue = SqsQueue(settings, "orders-in")
+    for client in (sqs_client(settings), queue.client):
+        assert client.meta.region_name == region
+        assert client.meta.endpoint_url == f"https://sqs.{region}.amazonaws.com"
+        assert not is_loopback(client.meta.endpoint_url)
+    assert queue.endpoint == f"AWS SQS in {region}"

@@ -5,7 +5,8 @@
   (`defaults`) and the manual replay's form (`params`);
 - `tasks`: the bodies of the tasks, which call ackfold's runs;
 - `spark_jobs`: how a task runs a job on Spark (spark-submit of a packaged entry point,
-  or Spark Connect); `connections`: the Airflow connections those use;
+  its jars resolved when it runs: `spark_submit`; or Spark Connect); `connections`: the
+  Airflow connections those use;
 - `plugin`: the Reliability UI (the `airflow.plugins` entry point);
 - `provider`: the provider's description (the `apache_airflow_provider` entry point).
 

@@ -10,8 +10,11 @@ session it makes with `ackfold.spark.get_spark` records the app's heartbeat. A r
 ends well updates the app's asset, `ackfold_app_<app>`; `ackfold_reconcile` is scheduled
 on its cron *or* any of those assets, so the events a run wrote are folded right after
 it, and the replay follows.
-A file that is missing, or a bad entry, is the import error of the DAG file that calls
-`ackfold_dags()`: Airflow then loads none of its DAGs until it is fixed, and says why.
+A file that is missing, or an application spark-submit cannot take, is that app's
+error: its DAG still appears, says what is wrong in its docs, and its `run` task fails
+with the reason; the other DAGs of the file load as ever. (A setting that does not
+validate at all is still the DAG file's import error.) The jars are resolved when a run
+starts, not when the DAG file is parsed (`ackfold.airflow.spark_submit`).
 
 With `apps.<app>.dag.mode: continuous` the app runs as one long supervised task instead
 (`@continuous`, restarted with backoff when it fails), and `ackfold_reconcile` keeps its
@@ -53,7 +56,7 @@ def application_path(app: str, spec: AppDag, settings: Settings) -> str:
     to fetch; else a file, a relative path taken from the directory of the configuration
     file (`ACKFOLD_CONFIG`, else `./ackfold.yaml`), or from the working directory without
     one. A file that is not there (or a URI under Spark Connect, where the task runs the
-    file itself) is a clear error, which Airflow shows as the DAG file's import error."""
+    file itself) is a clear `ValueError`, which the app's own `run` task raises."""
     if is_uri(spec.application):
         if settings.spark.remote:
             raise ValueError(
@@ -84,16 +87,21 @@ def app_dags(settings: Settings) -> dict[str, DAG]:
 def _app_dag(app: str, spec: AppDag, settings: Settings) -> DAG:
     from airflow.sdk import DAG
 
-    application = application_path(app, spec, settings)
+    try:
+        application, problem = application_path(app, spec, settings), None
+    except ValueError as exc:
+        # This app's own error, in its own task: the other DAGs of the file still load.
+        application, problem = spec.application, str(exc)
+    broken = f"\n**Broken**: {problem}\n" if problem else ""
     if spec.mode == CONTINUOUS:
-        return _continuous_dag(app, spec, settings, application)
+        return _continuous_dag(app, spec, settings, application, problem)
     with DAG(
         dag_id=f"{APP_DAG_PREFIX}{app}",
         doc_md=f"""
 ### ackfold app `{app}`
 Runs the tracked app `{app}` (`{application}`) until it has taken what its source holds,
 then stops (`availableNow`).
-
+{broken}
 - **Runs** on `apps.{app}.dag.schedule` (`{spec.schedule}`), one run at a time, so its
   streaming checkpoint has one writer. Trigger it by hand to drain the source now.
 - `run` submits the app on `spark_default` with `apps.{app}.dag.args`; its log is the
@@ -119,23 +127,28 @@ then stops (`availableNow`).
             settings,
             args=list(spec.args),
             tracked=app,
+            problem=problem,
             outlets=[app_asset(app)],
         )
     return dag
 
 
-def _continuous_dag(app: str, spec: AppDag, settings: Settings, application: str) -> DAG:
+def _continuous_dag(
+    app: str, spec: AppDag, settings: Settings, application: str, problem: str | None
+) -> DAG:
     """`apps.<app>.dag.mode: continuous`: the app as one long task, always one run, its
-    failures retried with a doubling backoff without end."""
+    failures retried with a doubling backoff without end (`problem`: what is wrong with
+    its configuration, which its task raises)."""
     from airflow.sdk import DAG
 
+    broken = f"\n**Broken**: {problem}\n" if problem else ""
     with DAG(
         dag_id=f"{APP_DAG_PREFIX}{app}",
         doc_md=f"""
 ### ackfold app `{app}` (continuous)
 Runs the tracked app `{app}` (`{application} --continuous`) as one long task: its queries
 run on their triggers until it fails or is stopped.
-
+{broken}
 - **Runs** `@continuous`, one run at a time: when a run ends, the next starts.
 - A failed try (the driver killed, a query failed) is **restarted** after
   `apps.{app}.dag.restart_backoff` (`{spec.restart_backoff}`), doubling up to
@@ -160,7 +173,10 @@ run on their triggers until it fails or is stopped.
         },
         tags=["ackfold", "app", "continuous", *spec.tags],
     ) as dag:
-        spark_job("run", application, settings, args=[*spec.args, "--continuous"], tracked=app)
+        spark_job(
+            "run", application, settings, args=[*spec.args, "--continuous"], tracked=app,
+            problem=problem,
+        )  # fmt: skip
     return dag
 
 

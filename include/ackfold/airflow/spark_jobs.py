@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from ackfold.airflow.compat import airflow_exception, not_found_exception
 from ackfold.airflow.connections import SPARK_CONN_ID, kafka_credential_env, with_kafka_connection
 from ackfold.airflow.tasks import one_line_errors
-from ackfold.config import Settings, load_settings
+from ackfold.config import ConfigError, Settings, load_settings
 from ackfold.jobs import app_path
 from ackfold.spark import spark_conf, spark_jars
 from ackfold.spark.session import APP_ENV
@@ -31,10 +31,12 @@ def spark_submit_kwargs(
     *,
     args: list[str] | None = None,
     tracked: str | None = None,
+    jars: bool = True,
 ) -> dict[str, Any]:
     """SparkSubmitOperator arguments that run the entry point `app` (or the absolute path
     `app`) with ackfold's Spark setup; for a tracked app's own run, `tracked` names it to
-    its driver (`ACKFOLD_APP`: its session records the app's heartbeat)."""
+    its driver (`ACKFOLD_APP`: its session records the app's heartbeat). `jars=False`
+    leaves the jars out, for an operator that resolves them when it runs."""
     settings = settings or load_settings()
     conf = spark_conf(settings, with_jars=False)
     # Client mode: the driver's Python is this interpreter, with ackfold on it.
@@ -42,7 +44,7 @@ def spark_submit_kwargs(
     return {
         "conn_id": SPARK_CONN_ID,
         "application": app if is_uri(app) else str(app_path(app)),
-        "jars": ",".join(spark_jars(settings)),
+        **({"jars": ",".join(spark_jars(settings))} if jars else {}),
         "conf": conf,
         "name": f"ackfold-{Path(app).stem}",
         "application_args": args or [],
@@ -63,13 +65,23 @@ def spark_job(
     *,
     args: list[str] | None = None,
     tracked: str | None = None,
+    problem: str | None = None,
     **operator: Any,
 ) -> BaseOperator:
     """The task that runs the entry point `app` (or the app at the absolute path `app`):
-    spark-submit on `spark_default`, or, with `spark.remote` set, the same entry point in
+    spark-submit on `spark_default`, its jars resolved when it runs
+    (`AckfoldSparkSubmitOperator`), or, with `spark.remote` set, the same entry point in
     the task's own process, its session on the Spark Connect endpoint
     (`connect_endpoint`). `tracked`: the tracked app a run of its own DAG runs, named to
-    its driver (its heartbeat). `operator`: the operator's own arguments (outlets, ...)."""
+    its driver (its heartbeat). `problem`: what is wrong with the app's configuration,
+    which the task raises when it runs instead (the DAG file, and every other DAG in it,
+    still loads). `operator`: the operator's own arguments (outlets, ...)."""
+    if problem is not None:
+        from airflow.providers.standard.operators.python import PythonOperator
+
+        return PythonOperator(
+            task_id=task_id, python_callable=refuse, op_args=[problem], **operator
+        )
     if settings.spark.remote:
         from airflow.providers.standard.operators.python import PythonOperator
 
@@ -80,17 +92,23 @@ def spark_job(
             **operator,
         )
     try:
-        from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+        from ackfold.airflow.spark_submit import AckfoldSparkSubmitOperator
     except ImportError:
         raise ImportError(
             f"task {task_id!r} spark-submits {app}, which needs Airflow's Spark provider: "
             "install ackfold[airflow-spark] (or set engine.kind: embedded)"
         ) from None
-    return SparkSubmitOperator(
+    return AckfoldSparkSubmitOperator(
         task_id=task_id,
-        **spark_submit_kwargs(app, settings, args=args, tracked=tracked),
+        settings=settings,
+        **spark_submit_kwargs(app, settings, args=args, tracked=tracked, jars=False),
         **operator,
     )
+
+
+def refuse(problem: str) -> None:
+    """The body of a task whose configuration is wrong: fail with what is wrong."""
+    raise ConfigError(problem)
 
 
 def engine_job(

@@ -5,7 +5,9 @@ It says where the warehouse is and how delta-rs reaches it (the storage options 
 environment, secrets masked), tries a conditional create on an object store (S3, GCS,
 ADLS: the check every process makes before its first commit), names the Hadoop connector
 and the Delta log store Spark uses there, and lists per table who commits it and how. Exit 0 when
-the setup is safe, 1 when it is not, with the reason and the setting to change.
+the setup is safe, 1 when it is not, with the reason and the setting to change. It also
+warns, without failing, of every endpoint on loopback (SQS, Kafka, the store, Spark
+Connect): the local stack's, which a deployment must not keep (`loopback_endpoints`).
 """
 
 from __future__ import annotations
@@ -108,6 +110,8 @@ def _doctor(settings: Settings, args: argparse.Namespace) -> int:
             "and ADLS for the ledger; this store's commit protocol is not checked: set "
             "`warehouse` (ACKFOLD_WAREHOUSE) to one of those"
         )
+    store_endpoint = endpoint_of(warehouse, options) if kind in ("s3", "gcs", "azure") else None
+    warnings = loopback_endpoints(settings, store_endpoint)
     emit("")
     rows = table_protocols(warehouse)
     width = max(len(r.table) for r in rows)
@@ -117,12 +121,67 @@ def _doctor(settings: Settings, args: argparse.Namespace) -> int:
     emit("")
     for note in notes:
         emit(f"note: {note}")
+    for warning in warnings:
+        emit(f"warning: {warning}")
     if problems:
         for problem in problems:
             emit(f"UNSAFE: {problem}")
         return 1
     emit("safe: one commit protocol per table, every writer at once")
     return 0
+
+
+def loopback_endpoints(
+    settings: Settings, store_endpoint: tuple[str, str] | None = None
+) -> list[str]:
+    """A warning for each endpoint of `settings` on this machine (127.0.0.0/8, ::1,
+    localhost), naming its setting: right for the local stack, wrong for a deployment,
+    whose other hosts (and whose replays) would each reach their own loopback.
+
+    `store_endpoint` is the warehouse's (the variable that names it, the endpoint). Kafka's
+    brokers count when an app reads Kafka or the setting is given: its default is loopback.
+
+    Example:
+        >>> from ackfold.config import load_settings
+        >>> local = load_settings(sqs={"endpoint_url": "http://localhost:9324"})
+        >>> print(loopback_endpoints(local)[0].partition(",")[0])
+        sqs.endpoint_url (ACKFOLD_SQS__ENDPOINT_URL) is http://localhost:9324
+        >>> loopback_endpoints(load_settings())
+        []
+    """
+    from urllib.parse import urlsplit
+
+    from ackfold.config.hosts import is_loopback_host
+    from ackfold.config.sections import mask_token
+
+    def local(url: str) -> bool:
+        host = urlsplit(url if "://" in url else f"//{url}").hostname
+        return host is not None and is_loopback_host(host)
+
+    found: list[tuple[str, str, str]] = []
+    sqs = settings.sqs.endpoint_url
+    if sqs and local(sqs):
+        fix = "unset it (ACKFOLD_SQS__ENDPOINT_URL=) for AWS, or name the real endpoint"
+        found.append(("sqs.endpoint_url (ACKFOLD_SQS__ENDPOINT_URL)", sqs, fix))
+    kafka = settings.kafka.bootstrap_servers
+    reads_kafka = any(app.source == "kafka" for app in settings.apps.values())
+    if (reads_kafka or "bootstrap_servers" in settings.kafka.model_fields_set) and any(
+        local(server.strip()) for server in kafka.split(",")
+    ):
+        found.append(("kafka.bootstrap_servers (ACKFOLD_KAFKA__BOOTSTRAP_SERVERS)", kafka,
+                      "name the cluster's brokers"))  # fmt: skip
+    if store_endpoint is not None and local(store_endpoint[1]):
+        variable, url = store_endpoint
+        fix = f"unset {variable} for the cloud's own, or name the real endpoint"
+        found.append((f"the warehouse's endpoint ({variable})", url, fix))
+    remote = settings.spark.remote
+    if remote and local(remote.replace("sc://", "http://", 1)):
+        found.append(("spark.remote (ACKFOLD_SPARK__REMOTE)", mask_token(remote),
+                      "name the Spark Connect server the deployment's hosts reach"))  # fmt: skip
+    return [
+        f"{setting} is {value}, on this machine: fine for the local stack; in a deployment, {fix}"
+        for setting, value, fix in found
+    ]
 
 
 def mixed_pyspark() -> str | None:

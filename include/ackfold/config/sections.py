@@ -101,8 +101,12 @@ class SqsSettings(Section):
 
     Credentials come from boto3's standard chain, never from here.
 
-    - `endpoint_url`: the SQS endpoint; the local ElasticMQ by default, None for AWS.
-    - `region`: the AWS region of the queues.
+    - `endpoint_url`: the SQS endpoint. Unset (the default), boto3 resolves AWS's own
+      regional endpoint; the local stack (`ackfold up`, `ackfold demo`, `make run`) sets
+      its ElasticMQ's, `http://127.0.0.1:9324`, itself. An empty value
+      (`ACKFOLD_SQS__ENDPOINT_URL=`) unsets it.
+    - `region`: the AWS region of the queues. Unset (the default), boto3's chain decides:
+      `AWS_REGION`, `AWS_DEFAULT_REGION`, the profile's region. An empty value unsets it.
     - `max_retries`: retries of a failed request after its first attempt (botocore's
       standard retry mode, with backoff).
     - `wait_time`: how long one receive waits for messages (SQS long poll, at most 20 s).
@@ -111,12 +115,19 @@ class SqsSettings(Section):
     - `max_messages_per_batch`: the most messages one micro-batch takes from a queue.
     """
 
-    endpoint_url: str | None = "http://127.0.0.1:9324"
-    region: str = "us-east-1"
+    endpoint_url: str | None = None
+    region: str | None = Field(None, pattern=r"^[a-z0-9-]{1,50}$")
     max_retries: int = Field(5, ge=1, le=20)
     wait_time: Duration = timedelta(seconds=5)
     visibility_timeout: Duration = timedelta(seconds=120)
     max_messages_per_batch: int = Field(1000, ge=10, le=100_000)
+
+    @field_validator("endpoint_url", "region", mode="before")
+    @classmethod
+    def _empty_is_unset(cls, value: object) -> object:
+        # An environment variable cannot be null: `ACKFOLD_SQS__ENDPOINT_URL=` overrides a
+        # file's endpoint with boto3's own resolution.
+        return None if isinstance(value, str) and not value.strip() else value
 
     @field_validator("endpoint_url")
     @classmethod

@@ -14,16 +14,20 @@ Example:
 
 from __future__ import annotations
 
+import logging
 from functools import partial
+from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ackfold.ledger.conflicts import retry_conflicts
+from ackfold.ledger.conflicts import conflict_of, retry_conflicts
 from ackfold.ledger.store import is_object_store
 from ackfold.ledger.tables import TABLES, Ledger, create_sql
 from ackfold.ledger.writer import LedgerWriter, object_store_writer
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+
+log = logging.getLogger(__name__)
 
 # The tables this process has created or found (`create_tables`).
 CREATED: set[str] = set()
@@ -59,7 +63,31 @@ def create_tables(
     for name in tables:
         path = ledger.path(name)
         if path not in CREATED:
-            target = f"delta.`{path}`"
             # Two first writers create the table at once: the loser finds it made.
-            retry_conflicts(partial(spark.sql, create_sql(name, target)), what=f"creating {path}")
+            retry_conflicts(partial(create_table, spark, name, path), what=f"creating {path}")
             CREATED.add(path)
+
+
+def create_table(spark: SparkSession, name: str, path: str) -> None:
+    """CREATE TABLE IF NOT EXISTS ledger table `name` at `path` on Spark. A conflict with
+    another process that created it meanwhile (two first starts at once: the stack's
+    demo and its Airflow tasks) is what IF NOT EXISTS asked for: not a conflict to retry
+    and warn of. Any other conflict raises, for `retry_conflicts`."""
+    try:
+        spark.sql(create_sql(name, f"delta.`{path}`"))
+    except Exception as exc:
+        if conflict_of(exc) is None or not table_exists(path):
+            raise
+        log.debug("%s: made by another writer meanwhile (%s)", path, conflict_of(exc))
+
+
+def table_exists(path: str) -> bool:
+    """Whether a Delta table on a local disk is at `path` (its first commit is there); False
+    for any other store, where a conflict is left to the retries."""
+    if "://" in path and not path.startswith("file:"):
+        return False
+    delta_log = Path(path.removeprefix("file://").removeprefix("file:")) / "_delta_log"
+    if not delta_log.is_dir():
+        return False
+    # A commit or a checkpoint: a log cleaned up since may no longer hold version 0.
+    return any(delta_log.glob("[0-9]*.json")) or any(delta_log.glob("[0-9]*.checkpoint*"))

@@ -169,6 +169,7 @@ class Replayer:
             self._books.append_log(plan, new, PLANNED, dry_run=True)
             summary.seconds = time.monotonic() - started
             return summary
+        self._check_dead_letter_queues(plan.to_send)
         plan.logged_at = self._books.append_log(plan, new, PLANNED)
         done = [p for p in plan.sends if p.state == SENT]
         summary.already_sent = len(done)
@@ -209,6 +210,15 @@ class Replayer:
         summary.seconds = time.monotonic() - started
         log.info("replay %s: %s", plan.replay_id, json.dumps(summary.as_dict(), default=str))
         return summary
+
+    def _check_dead_letter_queues(self, sends: Sequence[Planned]) -> None:
+        """Before anything is logged or sent: each dead-letter queue this run sends to can
+        take its letters (`SourceQueue.check_dead_letter_queue`), else `SourceError` naming
+        the queue and the fix. A missing one would otherwise fail mid-run, after the
+        replays before it went out."""
+        targets = {(p.source, p.source_queue, p.app) for p in sends if p.action == DEAD_LETTER}
+        for source, queue, app in sorted(targets):
+            self._queues.get(source, queue, app).check_dead_letter_queue(app)
 
     def _rate(self, request: ReplayRequest) -> float:
         if request.app:

@@ -156,6 +156,12 @@ class SourceQueue(ABC):
         """Release the clients this queue holds (a Kafka producer and consumer)."""
         return None
 
+    def check_dead_letter_queue(self, app: str) -> None:
+        """Raise `SourceError` if the dead-letter queue cannot take `app`'s dead letters
+        (it does not exist, or this host may not reach it), naming the queue and the fix:
+        a replay checks before it logs or sends anything. By default, nothing to check."""
+        return None
+
     def expired(self, positions: Iterable[str]) -> set[str]:
         """The positions whose messages the source no longer holds (a source that
         re-reads), of positions `unreadable` passed. `SourceError` if the source cannot

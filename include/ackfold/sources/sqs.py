@@ -13,6 +13,7 @@ Example:
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
@@ -33,6 +34,15 @@ BATCH = 10  # SQS's limit for ReceiveMessage, SendMessageBatch and DeleteMessage
 # SQS caps a string attribute's value at 256 KiB; reasons are kept short and readable.
 _MAX_REASON = 1000
 _RETRYABLE_ERRORS = ("EndpointConnectionError", "ConnectTimeoutError", "ReadTimeoutError")
+_MISSING = "does not exist"
+# The IAM permission each call needs (a batch call needs its single action's permission).
+_PERMISSIONS = {
+    "GetQueueUrl": "sqs:GetQueueUrl",
+    "ReceiveMessage": "sqs:ReceiveMessage",
+    "DeleteMessageBatch": "sqs:DeleteMessage",
+    "SendMessageBatch": "sqs:SendMessage",
+    "GetQueueAttributes": "sqs:GetQueueAttributes",
+}
 
 
 class SqsQueue(PullSource):
@@ -54,15 +64,31 @@ class SqsQueue(PullSource):
         client: Any = None,
     ) -> None:
         super().__init__(queue)
-        if client is None:
-            from ackfold.sources.sqs_client import sqs_client
-
-            client = sqs_client(settings)
-        self.client = client
-        self.endpoint = settings.sqs.endpoint_url or f"SQS in {settings.sqs.region}"
+        self._settings = settings
+        self._client = client
+        self._client_lock = threading.Lock()  # a replay's send threads may ask first
         self.visibility_timeout = int(settings.sqs.visibility_timeout.total_seconds())
         self._dead_letter_queue = dead_letter_queue
         self._urls: dict[str, str] = {}
+
+    @property
+    def client(self) -> Any:
+        """The boto3 client, made at the first call: planning a replay (a dry run too)
+        needs the queue's names only, not SQS's region or credentials."""
+        with self._client_lock:
+            if self._client is None:
+                from ackfold.sources.sqs_client import sqs_client
+
+                self._client = sqs_client(self._settings)
+            return self._client
+
+    @property
+    def endpoint(self) -> str:
+        """Where this queue's SQS is, for messages: the endpoint, or AWS's in its region."""
+        if self._settings.sqs.endpoint_url:
+            return self._settings.sqs.endpoint_url
+        region = getattr(getattr(self.client, "meta", None), "region_name", None)
+        return f"AWS SQS in {region or self._settings.sqs.region}"
 
     # -- reading --------------------------------------------------------------------------
 
@@ -111,6 +137,25 @@ class SqsQueue(PullSource):
         # A FIFO queue's dead-letter queue must be FIFO too: its name ends in .fifo.
         base, fifo = self.queue.removesuffix(".fifo"), self.queue.endswith(".fifo")
         return f"{base}-dlq" + (".fifo" if fifo else "")
+
+    def check_dead_letter_queue(self, app: str) -> None:
+        """The dead-letter queue must exist: ackfold creates no queue outside the local
+        stack (a queue's retention, encryption and policies are the deployment's)."""
+        dead = self.dead_letter_queue
+        try:
+            self.url(dead)
+        except SourceError as exc:
+            if _MISSING not in str(exc):
+                raise
+            variable = f"ACKFOLD_APPS__{app.upper()}__DEAD_LETTER_QUEUE"
+            raise SourceError(
+                f"SQS dead-letter queue {dead} (of {self.queue}) does not exist at "
+                f"{self.endpoint}: the roots of app {app} that run out of attempts go there, "
+                f"and ackfold creates no queue. Create it (aws sqs create-queue --queue-name "
+                f"{dead}), or name an existing one in apps.{app}.dead_letter_queue "
+                f"({variable}); the role needs sqs:GetQueueUrl and sqs:SendMessage on it. "
+                "Nothing was sent"
+            ) from None
 
     def _send(self, queue: str, messages: Sequence[Outbound]) -> list[Sent]:
         try:
@@ -164,10 +209,17 @@ class SqsQueue(PullSource):
             return method(**kwargs)
         except ClientError as exc:
             code = exc.response.get("Error", {}).get("Code", "")
+            queue = kwargs.get("QueueName") or kwargs.get("QueueUrl")
             if "NonExistentQueue" in code or code == "QueueDoesNotExist":
-                queue = kwargs.get("QueueName") or kwargs.get("QueueUrl")
-                raise SourceError(f"SQS queue {queue} does not exist at {self.endpoint}") from None
+                raise SourceError(f"SQS queue {queue} {_MISSING} at {self.endpoint}") from None
             message = exc.response.get("Error", {}).get("Message", "")
+            if "AccessDenied" in code:
+                permission = _PERMISSIONS.get(action, f"sqs:{action}")
+                raise SourceError(
+                    f"SQS refused {action} on {queue} at {self.endpoint} ({code}: {message}): "
+                    f"the role of this host needs {permission} on that queue "
+                    "(docs/operations/deploy.md lists what each command needs)"
+                ) from None
             raise SourceError(
                 f"SQS {action} failed at {self.endpoint}: {code}: {message}"
             ) from None

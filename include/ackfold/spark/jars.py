@@ -208,13 +208,30 @@ def resolve(bundle: Bundle, jars_dir: Path, log: Callable[[str], None] = print) 
     return [dest / name for name in sorted(checksums)]
 
 
+def _missing_fix(name: str, jars_dir: Path) -> str:
+    """How to fill a cache that is not there: a checkout's `make setup` fills its own
+    `var/jars`, which a command run from the checkout without `ACKFOLD_VAR_DIR` (as `make`
+    sets it) does not look in."""
+    here = Path.cwd() / "var" / "jars"
+    if here.resolve() != jars_dir.resolve() and (here / name / MANIFEST).is_file():
+        return (
+            f"this directory's var/jars has them (a checkout's `make setup`): set "
+            f"ACKFOLD_VAR_DIR={here.parent} (or ACKFOLD_JARS_DIR={here}), as make does"
+        )
+    return (
+        "run `ackfold setup` to download them there from Maven Central (the cache is "
+        "`jars_dir`, ACKFOLD_JARS_DIR, else <var_dir>/jars; `make setup` fills a checkout's "
+        "var/jars, which commands run through make use)"
+    )
+
+
 def bundle_jars(name: str, jars_dir: Path) -> list[Path]:
     """The verified jars of bundle `name`, or `JarsError` saying how to fix the cache."""
     bundle = BUNDLES[name]
     dest = jars_dir / name
     manifest_path = dest / MANIFEST
     if not manifest_path.is_file():
-        raise JarsError(f"The {name} jars are not in {dest}: {FIX}.")
+        raise JarsError(f"The {name} jars are not in {dest}: {_missing_fix(name, jars_dir)}.")
     try:
         manifest = json.loads(manifest_path.read_text())
         checksums: dict[str, str] = manifest["jars"]
