@@ -1,27 +1,14 @@
-"""A tracked Structured Streaming app on SQS to copy: replay-safe, end to end.
+"""A tracked Structured Streaming app on SQS to copy, replay-safe end to end.
 
-Orders arrive as JSON messages on an SQS queue (`{"items": ["tea", "milk"]}`). The
-ingester registers each message as a root before it deletes it from the queue; the
-query's one stage, `store`, writes one row per item to `<warehouse>/apps/<app>/lines`,
-keyed on `(origin_root_id, position)` with an insert-only MERGE, then acks the order (or
-fails one without items). A replay is a new message on the same queue with the same
-`origin_root_id`: it inserts only what an earlier attempt left out, so the lines stay exact.
+Orders arrive as JSON on an SQS queue (`{"items": ["tea", "milk"]}`). The ingester
+registers each as a root before it deletes it; the one stage, `store`, MERGEs one row per
+item into `<warehouse>/apps/<app>/lines`, keyed on `(origin_root_id, position)`, then acks
+the order (or fails one without items). A replay (the same `origin_root_id`, a new
+attempt) inserts only what an earlier attempt left out.
 
     spark-submit spark_apps/sqs_app.py --queue orders [--app orders] [--continuous]
 
-Run it as an Airflow DAG (`ackfold_app_orders`) with an entry in `ackfold.yaml`:
-
-    apps:
-      orders:
-        source: sqs
-        source_queue: orders
-        dag:
-          application: spark_apps/sqs_app.py
-          args: ["--queue", "orders"]
-          mode: continuous
-
-Without `--continuous` a run takes what the queue holds, processes it and stops
-(`availableNow`). Replace `store_batch` with your own stages (docs/tracking/spark.md).
+As a DAG: `apps.<app>.dag` (docs/dags.md); your own stages: docs/tracking/spark.md.
 """
 
 from __future__ import annotations
@@ -38,7 +25,6 @@ from ackfold.spark import get_spark
 from ackfold.track.write import query_name
 
 STAGE = "store"
-ORDER = "items array<string>"
 LINES = "origin_root_id bigint, position int, item string"
 KEY = "t.origin_root_id = s.origin_root_id AND t.position = s.position"
 
@@ -54,7 +40,7 @@ def build(spark: Any, settings: Settings, queue: str, *, app: str) -> tuple[Inge
     spark.createDataFrame([], LINES).write.format("delta").mode("ignore").save(lines)
 
     def store_batch(batch: Any, batch_id: int) -> None:
-        orders = batch.withColumn("order", F.from_json("payload", ORDER))
+        orders = batch.withColumn("order", F.from_json("payload", "items array<string>"))
         has_items = F.coalesce(F.size("order.items") > 0, F.lit(False))
         good, bad = orders.where(has_items), orders.where(~has_items)
         rows = good.select("origin_root_id", F.posexplode("order.items").alias("position", "item"))
