@@ -106,7 +106,8 @@ def test_golden_ledger(
             f"{command} committed to roots or ack_events: only the producers write them"
         )
 
-    refusal = expected.get("or_refused")
+    refusal: dict[str, str] = expected.get("or_refused") or {}
+    refused: str | None = None
     try:
         reconcile(settings, now=now)
     except AckfoldError as exc:
@@ -114,8 +115,6 @@ def test_golden_ledger(
         if not refusal or type(exc).__name__ != refusal["error"]:
             raise
         refused = str(exc)
-    else:
-        refused = None
     if refused is not None:
         assert refusal["naming"] in refused, f"the refusal names the way out: {refused}"
         unchanged("the refused reconcile")
