@@ -51,7 +51,7 @@ if TYPE_CHECKING:
     from ackfold.replay.request import ReplayRequest
     from ackfold.track.stage import StageTracker
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 __all__ = [
     "AckfoldError",
     "ConfigError",

@@ -35,6 +35,7 @@ from pathlib import Path
 
 import pytest
 
+from ackfold import __version__
 from tests.conftest import PROJECT_DIR
 from tests.docs.test_examples import blocks
 from tests.install.checkout import PRODUCER, UV, copy_checkout, pip_shim, run, user_env
@@ -264,7 +265,7 @@ def test_ackfold_installs_into_the_teams_airflow_and_reconciles_there(
 def test_each_set_of_extras_resolves_under_the_release_or_fails_as_the_deploy_page_says(
     release: Release, checkout: Path
 ) -> None:
-    (wheel,) = checkout.glob("dist/ackfold-0.1*.whl")
+    (wheel,) = checkout.glob(f"dist/ackfold-{__version__}-*.whl")
     for extras, cells in extras_table().items():
         said = cells[release.minor]
         done = resolve(f"ackfold[{extras}] @ {wheel.as_uri()}", release)

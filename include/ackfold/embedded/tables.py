@@ -66,7 +66,7 @@ def scan(
     schema = arrow_table_schema(table)
     columns_of = list(table.metadata().partition_columns)
     actions = arrow_table(table.get_add_actions(flatten=True))
-    require_plain_files(table, uri, actions)
+    require_plain_files(table, uri)
     wanted = ["path", *(f"partition.{c}" for c in columns_of)]
     base = table.table_uri.rstrip("/")
     files: list[tuple[str, dict[str, str | None]]] = []

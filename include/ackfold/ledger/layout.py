@@ -36,11 +36,16 @@ log = logging.getLogger("ackfold.ledger")
 
 
 def upgrade_root_state(ledger: Ledger) -> bool:
-    """Bring `root_state` to the current layout; whether anything had to change."""
+    """Bring `root_state` to the current layout; whether anything had to change (not
+    where there is no table yet). A reconcile calls it first, before the table is checked
+    or written: an upgrade that fails commits nothing, and the table stays as it was."""
     from deltalake import DeltaTable
 
     path = ledger.path(ROOT_STATE)
-    table = DeltaTable(delta_uri(path), storage_options=storage_options(path))
+    uri, options = delta_uri(path), storage_options(path)
+    if not DeltaTable.is_deltatable(uri, options):
+        return False
+    table = DeltaTable(uri, storage_options=options)
     changed = tuple(table.metadata().partition_columns) != ROOT_STATE_PARTITIONS
     if changed:
         log.info("root_state: rewriting it partitioned by %s", ", ".join(ROOT_STATE_PARTITIONS))

@@ -387,13 +387,13 @@ def _create_twice(client: Any, bucket: str, prefix: str) -> int:
             client.delete_object(Bucket=bucket, Key=key)
 
 
-def require_plain_files(table: Any, path: str, actions: Any = None) -> None:
+def require_plain_files(table: Any, path: str) -> None:
     """Raise `UnreadableFiles` unless the data files of `table` (a delta-rs `DeltaTable`
     at `path`) hold exactly its rows, under its column names: no column mapping, and no
     deletion vector on any file of its current version. A table that lists the
     `deletionVectors` feature but whose files have none (a table whose vectors were
-    purged, or that never deleted a row) reads as any other. `actions` is not used (the
-    add actions delta-rs flattens carry no deletion vectors: the log is read instead)."""
+    purged, or that never deleted a row) reads as any other. The log is read for them:
+    the add actions delta-rs flattens carry no deletion vectors."""
     mode = table.metadata().configuration.get("delta.columnMapping.mode", "none")
     if mode != "none":
         raise UnreadableFiles(

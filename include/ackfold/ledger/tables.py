@@ -96,6 +96,10 @@ ROOT_STATE_DDL = """
     first_event_date DATE NOT NULL
 """
 ROOT_STATE_PARTITIONS = ("first_event_date", "status")
+# The columns an earlier ackfold kept in root_state and this one no longer writes
+# (`ackfold.ledger.layout`): a table that still has them is read as it is until the next
+# reconcile brings it up to date, the first thing that run does.
+FORMER_COLUMNS = {"root_state": ("last_event_id", "fail_event_id")}
 
 
 def column_names(ddl: str) -> tuple[str, ...]:

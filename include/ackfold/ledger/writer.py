@@ -59,6 +59,7 @@ from ackfold.ledger.store import delta_uri, is_object_store, storage_options
 from ackfold.ledger.tables import (
     ACK_EVENTS,
     ADDED_COLUMNS,
+    FORMER_COLUMNS,
     ROOTS,
     TABLE_PROPERTIES,
     TABLES,
@@ -380,8 +381,11 @@ class LedgerWriter:
                 raise SchemaMismatch(
                     f"{path}: column {want['name']!r} is NOT NULL, the contract allows nulls"
                 )
+        former = FORMER_COLUMNS.get(name, ())
         for extra in actual.values():
-            if not extra["nullable"]:
+            # An earlier ackfold's root_state: the reconcile rewrites it before its first
+            # write (`ackfold.ledger.layout.upgrade_root_state`); until then it is only read.
+            if not extra["nullable"] and extra["name"] not in former:
                 raise SchemaMismatch(
                     f"{path}: column {extra['name']!r} is NOT NULL and not in the contract: "
                     "the writer cannot fill it"

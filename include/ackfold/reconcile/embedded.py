@@ -105,8 +105,9 @@ class EmbeddedReconciler:
     # -- the run ----------------------------------------------------------------------
 
     def run(self) -> dict[str, Any]:
-        self.writer.create([ACK_EVENTS, ROOTS, ROOT_STATE, UNMATCHED_EVENTS])
+        # An earlier layout first: the checks and writes below are for the current one.
         upgrade_root_state(self.ledger)
+        self.writer.create([ACK_EVENTS, ROOTS, ROOT_STATE, UNMATCHED_EVENTS])
         appends, _ = new_events(self.ledger, self.app)
         self.events_id = appends.table_id
         steps = 0

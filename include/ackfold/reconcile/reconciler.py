@@ -93,8 +93,9 @@ class Reconciler:
     # -- the run ----------------------------------------------------------------------
 
     def run(self) -> dict[str, Any]:
-        create_tables(self.spark, self.ledger, (ACK_EVENTS, ROOTS, ROOT_STATE, UNMATCHED_EVENTS))
+        # An earlier layout first: the checks and writes below are for the current one.
         upgrade_root_state(self.ledger)
+        create_tables(self.spark, self.ledger, (ACK_EVENTS, ROOTS, ROOT_STATE, UNMATCHED_EVENTS))
         appends, _ = new_events(self.ledger, self.app)
         limit = byte_limit(self.settings.reconcile.max_bytes_per_batch)
         for files, version in slices(appends, limit):
