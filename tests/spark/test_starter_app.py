@@ -113,4 +113,4 @@ def test_a_failed_order_of_the_starter_app_replays_through_the_inbox_and_complet
 
 
 def roots_of(spark: Any, settings: Settings) -> list[Any]:
-    return spark.read.format("delta").load(f"{settings.table_root}/roots").collect()
+    return list(spark.read.format("delta").load(f"{settings.table_root}/roots").collect())
