@@ -3,7 +3,8 @@
 `spark_apps/starter.py` read such a folder with `spark.readStream.json`).
 
 It is an example of a sender (`ackfold.replay.senders`), and is not registered by
-default: it replays only for an app that keeps what it needs. Such an app
+default: it replays only for an app that keeps what it needs, as the README's example and
+`spark_apps/starter.py` do. Such an app
 
 - stores each message as its root's payload, one JSON object (`payload=F.to_json(...)`);
 - reads the two fields a replay adds, `ackfold_origin_root_id` and `ackfold_attempt`,
