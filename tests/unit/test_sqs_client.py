@@ -128,3 +128,23 @@ def test_retries_and_timeouts_come_from_settings(monkeypatch: pytest.MonkeyPatch
     # A long poll must end before the read times out.
     assert config.read_timeout > 20
     assert config.connect_timeout <= 10
+
+
+@pytest.mark.usefixtures("no_credentials")
+def test_the_service_model_is_read_once_per_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each client used to read botocore's SQS model again (0.3 s a client: a replay makes
+    one per queue, the soak thousands)."""
+    from botocore.loaders import JSONFileLoader
+
+    sqs_client(load_settings())  # the first one reads it
+    reads: list[str] = []
+    real = JSONFileLoader.load_file
+
+    def counted(self: JSONFileLoader, file_path: str) -> object:
+        reads.append(file_path)
+        return real(self, file_path)
+
+    monkeypatch.setattr(JSONFileLoader, "load_file", counted)
+    client = sqs_client(load_settings())
+    assert reads == []
+    assert client.meta.service_model.service_name == "sqs"

@@ -16,8 +16,9 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import urlsplit
 
-import boto3
 import botocore
+import botocore.loaders
+import botocore.session
 from botocore.config import Config
 
 from ackfold.config import Settings
@@ -34,11 +35,19 @@ def is_loopback(url: str | None) -> bool:
     return host is not None and is_loopback_host(host)
 
 
+# botocore reads a service's model (large JSON files) once per loader, and each new session
+# makes its own: one loader for the process, so a client is made without reading them again
+# (a replay makes one per queue; the soak, thousands). Sessions, and so credentials, stay
+# one per client.
+_LOADER = botocore.loaders.create_loader()
+
+
 def sqs_client(settings: Settings) -> Any:
-    """A boto3 SQS client for `settings.sqs`, unsigned only for a loopback endpoint without
-    credentials."""
+    """A boto3 (botocore) SQS client for `settings.sqs`, unsigned only for a loopback endpoint
+    without credentials."""
     sqs = settings.sqs
-    session = boto3.Session(region_name=sqs.region)
+    session = botocore.session.Session()
+    session.register_component("data_loader", _LOADER)
     config = Config(
         retries={"mode": "standard", "max_attempts": sqs.max_retries},
         connect_timeout=CONNECT_TIMEOUT,
@@ -46,4 +55,6 @@ def sqs_client(settings: Settings) -> Any:
     )
     if session.get_credentials() is None and is_loopback(sqs.endpoint_url):
         config = config.merge(Config(signature_version=botocore.UNSIGNED))
-    return session.client("sqs", endpoint_url=sqs.endpoint_url, config=config)
+    return session.create_client(
+        "sqs", region_name=sqs.region, endpoint_url=sqs.endpoint_url, config=config
+    )
