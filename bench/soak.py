@@ -546,6 +546,8 @@ class Soak:
         then on (docs/ledger.md)."""
         added = upgrade(self.writer)
         self.v1.merge = True
+        for producer in self.producers:
+            producer.scheme = None  # numeric ids from now on, where id_scheme was added
         self._count("upgrades")
         self._count("columns added by the upgrade", len(added))
 

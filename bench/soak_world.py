@@ -70,6 +70,7 @@ class Producer:
         self.app, self.queue, self.writer, self.record, self.rng = app, queue, writer, record, rng
         self.version = 0
         self.sequence = 0
+        self.scheme: int | None = None  # the id scheme of its roots, once read
         self.late: list[tuple[datetime, Any]] = []  # (when, tuple) of acks that come late
         self.fates: dict[str, int] = defaultdict(int)
 
@@ -121,8 +122,11 @@ class Producer:
 
     def _tracker(self, now: datetime) -> Tracker:
         ticks = (now + timedelta(milliseconds=i) for i in range(10**7))
-        # With its writer: the id scheme its `roots` table records (text, before an upgrade).
-        return Tracker(self.app, clock=ticks.__next__, ledger=self.writer)
+        # The id scheme its `roots` table records (text, before an upgrade), as
+        # `Tracker(ledger=writer)` picks it: read once, and again after an upgrade.
+        if self.scheme is None:
+            self.scheme = self.writer.roots_scheme()
+        return Tracker(self.app, clock=ticks.__next__, id_scheme=self.scheme)
 
     def _process(self, tracker: Tracker, root: Any, now: datetime, *, first: bool) -> None:
         """What happens to one root, by the seed: a replayed attempt mostly goes through."""
