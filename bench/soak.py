@@ -22,9 +22,18 @@ with faults drawn from the seed:
 - a kill at every commit point: reconciles killed before or after each of their fenced
   commits in turn, replays too, and producers between their two commits;
 - engine switches both ways (embedded, Spark, embedded);
-- an upgrade: the soak starts from a ledger an earlier ackfold left (its mark in a file
-  of the checkpoint directory, root_state in the older partition layout, the words table
-  in the first tuple layout);
+- an upgrade: the soak starts from a golden ledger (`--start-from CASE`, a copy of
+  tests/golden/CASE/ledger; by default `contract-v1`, written by a producer that knows
+  nothing of ackfold, so that the upgrade below has columns to add), then a day of it as
+  an earlier ackfold left it (its mark in a file of the checkpoint directory, root_state
+  in the older partition layout, the words table in the first tuple layout);
+- a contract-v1 producer (`V1Producer`: plain `write_deltalake`, v1's columns) writing
+  all year beside the tracked ones, and `ackfold upgrade` (`ackfold.ledger.upgrade`) on
+  `--upgrade-day`, after which it appends with `schema_mode="merge"`;
+- claims that cannot read their table (a 503): the run stops (`FenceUnreadable`) and the
+  next one catches up; a replay and a maintenance run paused past their lease while
+  another host takes it: woken, the replay sends nothing and logs nothing, the
+  maintenance commits nothing;
 - on the S3 API (`--store s3`, moto behind `ackfold_dev.s3`), server restarts, some in
   the middle of a run.
 
@@ -42,6 +51,7 @@ folded), and keeps `--log-retention` seconds of log.
 
     python bench/soak.py --seeds 1 2 3 --days 365                 # local disk
     python bench/soak.py --seeds 4 --days 365 --store s3           # the local S3 API
+    python bench/soak.py --days 10 --start-from fresh              # no golden ledger
 
 It exits 1 if a check fails, and prints a JSON summary last.
 """
@@ -68,15 +78,17 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import checkout  # noqa: F401  (before settings load: the checkout's var/)
-from soak_world import Faults, Killed, Producer, Record, SparkApp
+from soak_world import Faults, Killed, Producer, Record, SparkApp, V1Producer
 
 from ackfold.config import Settings, load_settings
 from ackfold.ledger import status
-from ackfold.ledger.errors import LeaseLost
+from ackfold.ledger.errors import FenceUnreadable, LeaseLost
+from ackfold.ledger.fence import version_of
 from ackfold.ledger.lease import TTL, ledger_turn
 from ackfold.ledger.maintenance import maintain
 from ackfold.ledger.store import delta_uri, storage_options
-from ackfold.ledger.tables import ACK_EVENTS, ROOT_STATE, UNMATCHED_EVENTS, Ledger
+from ackfold.ledger.tables import ACK_EVENTS, REPLAY_LOG, ROOT_STATE, UNMATCHED_EVENTS, Ledger
+from ackfold.ledger.upgrade import upgrade
 from ackfold.ledger.writer import LedgerWriter
 from ackfold.quality.run import run_quality
 from ackfold.reconcile.fold import classify, fold
@@ -85,15 +97,20 @@ from ackfold.replay.run import automatic_replay
 
 log = logging.getLogger("soak")
 APPS = ("orders", "webhooks")
+V1_APP = "legacy"  # the contract-v1 producer's app
+GOLDEN = Path(__file__).resolve().parent.parent / "tests" / "golden"
 TIMEOUT = timedelta(minutes=30)
 BACKOFF = timedelta(hours=1)
 MAX_ATTEMPTS = 3
 # Where a root may rest: complete, or handed to a new attempt or a dead-letter queue.
 DONE = (status.COMPLETED, status.COMPLETED_LATE, status.REPLAYED, status.DEAD_LETTERED)
 # The faults a reconcile or a replay can meet, each at least once in the first days.
-FAULTS = ("paused host", "killed reconcile", "app run", "killed replay", "s3 restart",
-          "s3 restart mid-run")  # fmt: skip
+FAULTS = ("paused host", "killed reconcile", "app run", "killed replay", "unreadable claim",
+          "paused replay", "paused maintenance", "s3 restart", "s3 restart mid-run")  # fmt: skip
 KILL_POINTS = [(commit, moment) for commit in range(1, 9) for moment in ("before", "after")]
+# A replay with sends claims root_state, dead_letters and replay_log (commits 1 to 3, those
+# that exist) before it sends, then logs and books what it sent: its points reach past them.
+REPLAY_KILL_POINTS = [(c, m) for c in range(1, 7) for m in ("before", "after")]
 
 
 class SoakFailed(AssertionError):
@@ -118,6 +135,11 @@ class Soak:
         self.producers = [
             Producer(app, f"soak-{seed}-{app}", self.writer, self.record, self.rng) for app in APPS
         ]
+        self.v1 = V1Producer(V1_APP, f"soak-{seed}-{V1_APP}", self.settings.table_root,
+                             storage_options(self.settings.table_root), self.record,
+                             self.rng)  # fmt: skip
+        self.upgrade_hour = 24 * (args.days // 2 if args.upgrade_day is None else args.upgrade_day)
+        self.folded: dict[int, Any] = {}  # root -> its reference fold, at the last check
         self.faults = Faults()
         self.costs: list[dict[str, Any]] = []
         self.events_written_at_last_run = 0
@@ -142,7 +164,7 @@ class Soak:
         apps = {
             app: {"source": "sqs", "source_queue": f"soak-{self.seed}-{app}",
                   "dead_letter_queue": f"soak-{self.seed}-{app}-dead"}
-            for app in (*APPS, "wordcount")
+            for app in (*APPS, "wordcount", V1_APP)
         }  # fmt: skip
         settings = load_settings(
             var_dir=var,
@@ -165,10 +187,12 @@ class Soak:
 
         client = sqs_client(self.settings)
         urls = {}
-        for app in (*APPS, "wordcount"):
+        for app in (*APPS, "wordcount", V1_APP):
             for suffix in ("", "-dead"):
                 name = f"soak-{self.seed}-{app}{suffix}"
                 urls[name] = client.create_queue(QueueName=name)["QueueUrl"]
+        for name in self._golden_queues():  # where the golden roots' replays go (unread)
+            urls[name] = client.create_queue(QueueName=name)["QueueUrl"]
         self.sqs = client
         return urls
 
@@ -213,6 +237,7 @@ class Soak:
 
     def run(self) -> dict[str, Any]:
         started = time.monotonic()
+        self._start_from()
         self._older_ackfold()
         with self.faults.installed():
             for hour in range(self.args.days * 24):
@@ -235,6 +260,12 @@ class Soak:
                 self._count("producer killed between commits", killed)
                 for p in self.producers:
                     p.consume(self.sqs, self.queues[p.queue], self.now)
+        if hour % self.args.produce_every == 1 % self.args.produce_every:
+            with self._timed("producers"):
+                self.v1.produce(self.now, max(1, self.args.roots // 2))
+        if hour == self.upgrade_hour:
+            with self._timed("upgrade"):
+                self._upgrade()
         if self.app is not None and hour % self.args.spark_app_every == 0:
             with self._timed("spark app"):
                 self.app.run(self.args.roots)
@@ -249,7 +280,13 @@ class Soak:
                     self._restart_s3(mid_run=fault.endswith("mid-run"))
                 self._reconcile_with_faults(fault)
             with self._timed("replays"):
-                self._replay(killed=fault == "killed replay")
+                met = fault != "paused replay" or self._paused_replay()
+                killed = self._replay(killed=fault == "killed replay")
+                if not met or (fault == "killed replay" and not killed):
+                    self._again(hour, fault)  # nothing to send, or no commit there: later
+            if fault == "paused maintenance":
+                with self._timed("maintenance"):
+                    self._paused_maintenance()
         if hour % 24 == 2:
             with self._timed("maintenance"):
                 self._maintain()
@@ -303,6 +340,14 @@ class Soak:
         elif fault == "app run":
             self._reconcile(app=self.rng.choice(APPS))  # a run of one app, its own mark
             self._reconcile()
+        elif fault == "unreadable claim":
+            try:
+                with self.faults.unreadable_claim():
+                    self._reconcile()
+                self._count("unreadable claims with no claim to make")  # a quiet run
+            except FenceUnreadable:
+                self._count("reconciles stopped by an unreadable claim")
+            self._reconcile()  # the next run catches up
         else:
             self._reconcile()
 
@@ -334,28 +379,9 @@ class Soak:
     def _paused_host(self) -> None:
         """Host A's reconcile is frozen before one of its commits, past its lease; host B
         takes the lease and reconciles; A wakes up and must commit nothing."""
-        wake, outcome = threading.Event(), {}
-
-        def host_a() -> None:
-            try:
-                outcome["summary"] = run_reconcile(self.settings, now=self.now, engine="embedded")
-            except BaseException as exc:  # what host A's run ended with
-                outcome["error"] = exc
-
-        with self.faults.freeze_at(self.rng.randint(2, 6), wake):
-            a = threading.Thread(target=host_a, name="soak-host-a")
-            a.start()
-            frozen = self.faults.frozen.wait(120)
-        try:
-            if frozen:
-                # B's clock is past A's last expiry: A's renewals stopped while it was frozen.
-                ahead = lambda: datetime.now(UTC) + TTL + timedelta(minutes=1)  # noqa: E731
-                with ledger_turn(self.other_host, "soak host b", clock=ahead):
-                    self._reconcile(self.other_host)
-        finally:
-            wake.set()
-            a.join(600)
-        if not frozen:
+        run = lambda: run_reconcile(self.settings, now=self.now, engine="embedded")  # noqa: E731
+        outcome = self._paused(run, self.rng.randint(2, 6), "before")
+        if outcome is None:
             self._count("paused hosts that committed nothing to pause at")
             return
         error = outcome.get("error")
@@ -363,17 +389,119 @@ class Soak:
             raise SoakFailed(f"a reconcile that lost its lease ended with {outcome!r}")
         self._count("paused hosts fenced out")
 
-    def _replay(self, *, killed: bool = False) -> None:
+    def _again(self, hour: int, fault: str) -> None:
+        """`fault` at the next reconcile hour that meets none."""
+        later = hour + self.args.reconcile_every
+        while later in self.plan:
+            later += self.args.reconcile_every
+        self.plan[later] = fault
+        self._count(f"{fault}: put off to a later run")
+
+    def _paused_replay(self) -> bool:
+        """A replay frozen at its first claim (before it, or after it and before its
+        sends), past its lease, while host B takes the lease; woken, it must send nothing
+        (no message in any queue) and log nothing (no commit to replay_log)."""
+        run = lambda: automatic_replay(self.settings, now=self.now)  # noqa: E731
+        moment = self.rng.choice(("before", "after"))
+        seen: dict[str, Any] = {}
+
+        def woken() -> None:  # what was there when A woke
+            seen.update(messages=self._messages(), log=version_of(self._path(REPLAY_LOG)))
+
+        outcome = self._paused(run, 1, moment, before_wake=woken)
+        if outcome is None:
+            return False  # nothing to send: no claim to pause at
+        after = {"messages": self._messages(), "log": version_of(self._path(REPLAY_LOG))}
+        if not isinstance(outcome.get("error"), LeaseLost) or after != seen:
+            raise SoakFailed(f"a replay that lost its lease ended with {outcome!r}: "
+                             f"before it woke {seen}, after {after}")  # fmt: skip
+        self._count(f"paused replays fenced out ({moment} their claim)")
+        return True
+
+    def _paused_maintenance(self) -> None:
+        """Maintenance frozen before one of its first commits (its claims), past its lease,
+        while host B takes the lease; woken, it must commit nothing to any table."""
+        run = lambda: maintain(None, self.settings, now=self.now)  # noqa: E731
+        seen: dict[str, Any] = {}
+        outcome = self._paused(run, self.rng.randint(1, 4), "before",
+                               before_wake=lambda: seen.update(self._versions()))  # fmt: skip
+        if outcome is None:
+            self._count("paused maintenance with nothing to commit")
+            return
+        after = self._versions()
+        if not isinstance(outcome.get("error"), LeaseLost) or after != seen:
+            raise SoakFailed(f"maintenance that lost its lease ended with {outcome!r}: "
+                             f"before it woke {seen}, after {after}")  # fmt: skip
+        self._count("paused maintenance fenced out")
+
+    def _paused(
+        self, run: Any, commit: int, moment: str, before_wake: Any = None
+    ) -> dict[str, Any] | None:
+        """`run` in host A's thread, frozen `moment` its `commit`-th fenced commit; host B
+        (its clock past A's last expiry: A's renewals stopped while it was frozen) takes
+        the lease and reconciles; then `before_wake`, and A wakes. What A's run ended with
+        (`summary` or `error`), or None if it never reached that commit."""
+        wake, outcome = threading.Event(), {}
+
+        def host_a() -> None:
+            try:
+                outcome["summary"] = run()
+            except BaseException as exc:  # what host A's run ended with
+                outcome["error"] = exc
+
+        with self.faults.freeze_at(commit, wake, moment):
+            a = threading.Thread(target=host_a, name="soak-host-a")
+            a.start()
+            while not self.faults.frozen.wait(0.05) and a.is_alive():
+                pass
+            frozen = self.faults.frozen.is_set()
+        try:
+            if frozen:
+                ahead = lambda: datetime.now(UTC) + TTL + timedelta(minutes=1)  # noqa: E731
+                with ledger_turn(self.other_host, "soak host b", clock=ahead):
+                    self._reconcile(self.other_host)
+                if before_wake is not None:
+                    before_wake()
+        finally:
+            wake.set()
+            a.join(600)
+        return outcome if frozen else None
+
+    def _messages(self) -> dict[str, int]:
+        """Messages in each queue now (visible or in flight)."""
+        found = {}
+        for name, url in self.queues.items():
+            attrs = self.sqs.get_queue_attributes(QueueUrl=url, AttributeNames=[
+                "ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible",
+                "ApproximateNumberOfMessagesDelayed"])  # fmt: skip
+            found[name] = sum(int(v) for v in attrs["Attributes"].values())
+        return found
+
+    def _versions(self) -> dict[str, int | None]:
+        """Each ledger table's version now."""
+        names = (ACK_EVENTS, ROOT_STATE, UNMATCHED_EVENTS, REPLAY_LOG, "roots", "dead_letters",
+                 "app_progress")  # fmt: skip
+        return {name: version_of(self._path(name)) for name in names}
+
+    def _path(self, name: str) -> str:
+        return str(self.ledger.path(name))
+
+    def _replay(self, *, killed: bool = False) -> bool:
+        """The automatic replay; `killed` at a commit point drawn from the seed. Whether
+        it was killed."""
         try:
             if killed:
-                point = self.rng.choice(KILL_POINTS[:6])
+                point = self.rng.choice(REPLAY_KILL_POINTS)
                 with self.faults.kill_at(*point):
                     automatic_replay(self.settings, now=self.now)
             else:
                 automatic_replay(self.settings, now=self.now)
         except Killed:
             self._count("replays killed at a commit")
-        self._count("replays")
+            return True
+        finally:
+            self._count("replays")
+        return False
 
     def _maintain(self) -> None:
         summary = maintain(None, self.settings, now=self.now)
@@ -382,6 +510,47 @@ class Soak:
         if (self.now - self.start).days % 7 == 0:
             day = (self.now - self.start).days
             self.sizes.append((day, self._bytes(ACK_EVENTS), self._bytes()))
+
+    # -- the golden ledger and the upgrade ----------------------------------------------------
+
+    def _golden(self) -> Path | None:
+        case = self.args.start_from
+        return None if case == "fresh" else GOLDEN / case / "ledger"
+
+    def _golden_queues(self) -> set[str]:
+        golden = self._golden()
+        if golden is None:
+            return set()
+        from deltalake import DeltaTable
+
+        queues = DeltaTable(str(golden / "roots")).to_pyarrow_table(columns=["source_queue"])
+        return {q for q in queues.column(0).to_pylist() if q}
+
+    def _start_from(self) -> None:
+        """The warehouse begins as a copy of the golden ledger (`--start-from`), whose
+        events join the record; `fresh`: the tables are made by this release, and the v1
+        producer merges its schema from the start (the upgrade then adds nothing)."""
+        golden = self._golden()
+        if golden is None:
+            self.writer.create(["roots", "ack_events"])
+            self.v1.merge = True
+            return
+        _copy_tree(golden, self.settings.table_root)
+        from deltalake import DeltaTable
+
+        events = DeltaTable(str(golden / ACK_EVENTS)).to_pyarrow_table().to_pylist()
+        self.record.add(events)
+        self._count("golden events", len(events))
+
+    def _upgrade(self) -> None:
+        """`ackfold upgrade` mid-year; the v1 producer appends with schema_mode="merge" from
+        then on (docs/ledger.md)."""
+        added = upgrade(self.writer)
+        self.v1.merge = True
+        for producer in self.producers:
+            producer.scheme = None  # numeric ids from now on, where id_scheme was added
+        self._count("upgrades")
+        self._count("columns added by the upgrade", len(added))
 
     # -- the older ackfold ----------------------------------------------------------------
 
@@ -441,9 +610,13 @@ class Soak:
         by_root = {r["root_id"]: r for r in state}
         lost, wrong, stuck = [], [], []
         grace = TIMEOUT + timedelta(hours=self.args.reconcile_every)
+        # The reference fold of the roots with new events only: the others' is unchanged.
+        for root in self.record.dirty:
+            self.folded[root] = fold(self.record.of(root))[root]
+        self.record.dirty.clear()
         for root in self.record.events:
             row = by_root.get(root)
-            folded = fold([dict(e) for e in self.record.of(root)])[root]
+            folded = self.folded[root]
             if row is None:
                 lost.append(root)
                 continue
@@ -460,7 +633,12 @@ class Soak:
             elif row["status"] not in DONE and not self._waits(row, folded, grace):
                 stuck.append((root, row["status"], row["attempt"]))
         waiting = _rows(self.ledger, UNMATCHED_EVENTS)
-        problems = {"lost": lost, "wrong": wrong, "stuck": stuck, "waiting": waiting}
+        problems: dict[str, list[Any]] = {
+            "lost": lost,
+            "wrong": wrong,
+            "stuck": stuck,
+            "waiting": waiting,
+        }
         if any(problems.values()):
             found = {k: (len(v), v[:3]) for k, v in problems.items() if v}
             raise SoakFailed(f"day {(self.now - self.start).days}: {found}")
@@ -479,7 +657,7 @@ class Soak:
 
     def _summary(self, seconds: float) -> dict[str, Any]:
         embedded = [c for c in self.costs if c["engine"] == "embedded"]
-        months = {}
+        months: dict[int, list[float]] = {}
         for c in embedded:
             months.setdefault(c["day"] // 30, []).append(c["seconds"])
         medians = {m: round(statistics.median(v), 3) for m, v in sorted(months.items())}
@@ -506,7 +684,7 @@ class Soak:
             "seconds_by_step": {k: round(v, 1) for k, v in sorted(self.seconds.items())},
             "roots": len(self.record.events),
             "events": self.record.count(), "counts": dict(sorted(self.counts.items())),
-            "fates": {p.app: dict(p.fates) for p in self.producers},
+            "fates": {**{p.app: dict(p.fates) for p in self.producers}, V1_APP: self.v1.fates},
             "faults": dict(self.faults.hits),
             "reconcile_seconds_median_by_month": medians, "cost_flat": flat,
             "reconciles_reading_more_than_new": len(reads),
@@ -547,6 +725,20 @@ def _arrow(ledger: Ledger, name: str) -> Any:
 
 def _rows(ledger: Ledger, name: str) -> list[dict[str, Any]]:
     return list(_arrow(ledger, name).to_pylist())
+
+
+def _copy_tree(source: Path, location: str) -> None:
+    """Every file under `source`, copied under `location` (local, or objects on S3)."""
+    if "://" not in location:
+        shutil.copytree(source, location, dirs_exist_ok=True)
+        return
+    from ackfold.ledger.store import s3_client
+
+    bucket, _, prefix = delta_uri(location).removeprefix("s3://").partition("/")
+    client = s3_client(storage_options(location) or {})
+    for path in sorted(p for p in source.rglob("*") if p.is_file()):
+        key = f"{prefix.strip('/')}/{path.relative_to(source).as_posix()}"
+        client.put_object(Bucket=bucket, Key=key, Body=path.read_bytes())
 
 
 def _put(location: str, name: str, data: bytes) -> None:
@@ -597,6 +789,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--spark-app-every", type=int, default=24 * 7, help="hours")
     parser.add_argument("--check-every", type=int, default=30, help="days")
     parser.add_argument("--retention", type=int, default=30, help="days of events kept")
+    cases = sorted(p.parent.name for p in GOLDEN.glob("*/ledger"))
+    parser.add_argument(
+        "--start-from",
+        choices=[*cases, "fresh"],
+        default="contract-v1",
+        help="the golden ledger it starts from (tests/golden), or fresh",
+    )
+    parser.add_argument(
+        "--upgrade-day", type=int, help="the simulated day of `ackfold upgrade` (default: mid-way)"
+    )
     parser.add_argument("--no-spark", action="store_true", help="no Spark app, no Spark engine")
     parser.add_argument("--sqs", help="an SQS endpoint to use (default: start ElasticMQ)")
     parser.add_argument("--workdir", help="where the ledgers go (default: a temp dir)")

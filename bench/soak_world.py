@@ -7,9 +7,14 @@ record of every event ever written, and the faults, all driven by one seed.
   twice. It also reads the replays back from its SQS queue and processes each attempt.
 - `SparkApp`: a tracked Spark app (`StageTracker`) whose words table an older ackfold
   created in the first tuple layout: it keeps appending to it in that layout.
-- `Record`: every event any producer wrote, by root: what the reference fold reads.
+- `V1Producer`: a producer of contract v1 that knows nothing of ackfold: plain
+  `deltalake.write_deltalake(mode="append")` of v1's columns (no `id_scheme`), and after
+  `ackfold upgrade`, `schema_mode="merge"` as docs/ledger.md says.
+- `Record`: every event any producer wrote, by root: what the reference fold reads; the
+  roots with events since the last check (`dirty`), so the check folds only those again.
 - `Faults`: the hooks on the ledger's fenced commits (`ackfold.ledger.fence.COMMIT_HOOKS`)
-  that kill a run at a commit point, or freeze it there while another host takes over.
+  that kill a run at a commit point, or freeze it there while another host takes over;
+  and a claim whose read of its table fails (a 503).
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ from __future__ import annotations
 import random
 import threading
 from collections import defaultdict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -39,17 +44,21 @@ class Record:
 
     events: dict[int, list[tuple[Any, ...]]] = field(default_factory=lambda: defaultdict(list))
     apps: dict[int, str] = field(default_factory=dict)
+    dirty: set[int] = field(default_factory=set)
+    written: int = 0
 
-    def add(self, events: list[dict[str, Any]]) -> None:
+    def add(self, events: Iterable[dict[str, Any]]) -> None:
         for e in events:
             self.events[e["root_id"]].append(tuple(e[k] for k in EVENT_KEYS))
             self.apps.setdefault(e["root_id"], e["app"])
+            self.dirty.add(e["root_id"])
+            self.written += 1
 
     def of(self, root: int) -> list[dict[str, Any]]:
         return [dict(zip(EVENT_KEYS, e, strict=True)) for e in self.events[root]]
 
     def count(self) -> int:
-        return sum(len(v) for v in self.events.values())
+        return self.written
 
 
 class Producer:
@@ -61,6 +70,7 @@ class Producer:
         self.app, self.queue, self.writer, self.record, self.rng = app, queue, writer, record, rng
         self.version = 0
         self.sequence = 0
+        self.scheme: int | None = None  # the id scheme of its roots, once read
         self.late: list[tuple[datetime, Any]] = []  # (when, tuple) of acks that come late
         self.fates: dict[str, int] = defaultdict(int)
 
@@ -112,7 +122,11 @@ class Producer:
 
     def _tracker(self, now: datetime) -> Tracker:
         ticks = (now + timedelta(milliseconds=i) for i in range(10**7))
-        return Tracker(self.app, clock=ticks.__next__)
+        # The id scheme its `roots` table records (text, before an upgrade), as
+        # `Tracker(ledger=writer)` picks it: read once, and again after an upgrade.
+        if self.scheme is None:
+            self.scheme = self.writer.roots_scheme()
+        return Tracker(self.app, clock=ticks.__next__, id_scheme=self.scheme)
 
     def _process(self, tracker: Tracker, root: Any, now: datetime, *, first: bool) -> None:
         """What happens to one root, by the seed: a replayed attempt mostly goes through."""
@@ -148,6 +162,99 @@ class Producer:
             self.record.add(events)
 
 
+class V1Producer:
+    """A producer of contract v1 outside ackfold: its own 64-bit ids, a root tuple and one
+    child per root (init, split's ack with the child's id, store's ack), with the same
+    fates as `Producer`'s, appended with plain `write_deltalake`: v1's columns only, and
+    `schema_mode="merge"` once `merge` is set (after `ackfold upgrade`). It never consumes
+    its queue: a replayed root rests `replayed`."""
+
+    def __init__(
+        self, app: str, queue: str, root: str, storage: Any, record: Record, rng: random.Random
+    ) -> None:
+        self.app, self.queue, self.root, self.storage = app, queue, root.rstrip("/"), storage
+        self.record, self.rng = record, rng
+        self.sequence = 0
+        self.merge = False
+        self.late: list[tuple[datetime, dict[str, Any]]] = []
+        self.fates: dict[str, int] = defaultdict(int)
+
+    def produce(self, now: datetime, roots: int) -> None:
+        rows: list[dict[str, Any]] = []
+        events: list[dict[str, Any]] = []
+        for _ in range(roots):
+            self.sequence += 1
+            name = f"{self.app}-{self.sequence}"
+            root_id, tuple_id, child = (self.rng.getrandbits(64) - 2**63 for _ in range(3))
+            rows.append({"root_id": root_id, "app": self.app, "attempt": 1,
+                         "origin_root_id": root_id, "source": "sqs", "source_queue": self.queue,
+                         "source_message_id": name, "source_position": None,
+                         "payload": f"v1 message {self.sequence}", "ingested_at": now})  # fmt: skip
+
+            def event(n: int, kind: str, ack_val: int, stage: str, at: datetime = now,
+                      reason: str | None = None, root_id: int = root_id, name: str = name,
+                      ) -> dict[str, Any]:  # fmt: skip
+                return {"event_id": f"{name}-{n}", "app": self.app, "root_id": root_id,
+                        "kind": kind, "ack_val": ack_val, "stage": stage, "event_time": at,
+                        "reason": reason}  # fmt: skip
+
+            events.append(event(0, "init", tuple_id, "spout"))
+            draw = self.rng.random()
+            if draw < 0.04:
+                events.append(event(1, "fail", 0, "split", reason="unparseable"))
+                self.fates["failed"] += 1
+                continue
+            events.append(event(1, "ack", tuple_id ^ child, "split"))
+            store = event(2, "ack", child, "store")
+            if draw < 0.08:
+                self.fates["lost"] += 1
+            elif draw < 0.12:
+                at = now + timedelta(hours=self.rng.randint(1, 40))
+                self.late.append((at, {**store, "event_time": at}))
+                self.fates["late"] += 1
+            else:
+                events.append(store)
+                self.fates["processed"] += 1
+        events += [e for at, e in self.late if at <= now]
+        self.late = [(at, e) for at, e in self.late if at > now]
+        self._append("roots", rows)
+        self._append("ack_events", events)
+        self.record.add(events)
+
+    def _append(self, table: str, rows: list[dict[str, Any]]) -> None:
+        import pyarrow as pa
+        from deltalake import write_deltalake
+
+        if not rows:
+            return
+        write_deltalake(
+            f"{self.root}/{table}",
+            pa.Table.from_pylist(rows, V1_SCHEMAS[table]),
+            mode="append",
+            schema_mode="merge" if self.merge else None,
+            storage_options=self.storage,
+        )
+
+
+def _v1_schemas() -> dict[str, Any]:
+    import pyarrow as pa
+
+    stamp = pa.timestamp("us", tz="UTC")
+    text, big = pa.string(), pa.int64()
+    return {
+        "roots": pa.schema([("root_id", big), ("app", text), ("attempt", pa.int32()),
+                            ("origin_root_id", big), ("source", text), ("source_queue", text),
+                            ("source_message_id", text), ("source_position", text),
+                            ("payload", text), ("ingested_at", stamp)]),
+        "ack_events": pa.schema([("event_id", text), ("app", text), ("root_id", big),
+                                 ("kind", text), ("ack_val", big), ("stage", text),
+                                 ("event_time", stamp), ("reason", text)]),
+    }  # fmt: skip
+
+
+V1_SCHEMAS = _v1_schemas()
+
+
 class Killed(BaseException):
     """A run killed at a commit point: nothing after it runs, nothing catches it."""
 
@@ -177,11 +284,43 @@ class Faults:
             yield
 
     @contextmanager
-    def freeze_at(self, commit: int, wake: threading.Event) -> Iterator[None]:
-        """Freeze the run before its `commit`-th fenced commit until `wake` is set."""
+    def freeze_at(
+        self, commit: int, wake: threading.Event, moment: str = "before"
+    ) -> Iterator[None]:
+        """Freeze the run `moment` ("before", "after") its `commit`-th fenced commit until
+        `wake` is set."""
         self.frozen.clear()
-        with self._planned(("freeze", commit, "before", wake)):
+        with self._planned(("freeze", commit, moment, wake)):
             yield
+
+    @contextmanager
+    def unreadable_claim(self) -> Iterator[None]:
+        """The first claim's read of its table fails, once: delta-rs raises what a store
+        that answers 503 makes it raise, inside the fence's own read (`fence._table`)."""
+        import deltalake
+
+        real, table = fence._table, deltalake.DeltaTable
+        done: list[str] = []
+
+        def unreadable(uri: str, *args: Any, **kwargs: Any) -> Any:
+            raise OSError(f"Generic S3 error: 503 Service Unavailable (the soak) reading {uri}")
+
+        def read(path: str, *, missing_ok: bool = False, what: str = "") -> Any:
+            if not what.startswith("claim of") or done:
+                return real(path, missing_ok=missing_ok, what=what)
+            done.append(path)
+            self.hits[f"unreadable claim ({path.rsplit('/', 1)[-1]})"] += 1
+            deltalake.DeltaTable = unreadable  # type: ignore[assignment,misc]
+            try:
+                return real(path, missing_ok=missing_ok, what=what)
+            finally:
+                deltalake.DeltaTable = table  # type: ignore[misc]
+
+        fence._table = read
+        try:
+            yield
+        finally:
+            fence._table = real
 
     @contextmanager
     def _planned(self, plan: tuple[str, int, str, threading.Event | None]) -> Iterator[None]:

@@ -203,8 +203,20 @@ def _soak(out: str, work: Path) -> None:
     counts = run["counts"]
     assert counts["checks passed"] == 4, counts  # each simulated day, and the end
     for fault in ("paused hosts fenced out", "reconciles killed at a commit",
-                  "replays killed at a commit"):  # fmt: skip
+                  "replays killed at a commit", "reconciles stopped by an unreadable claim",
+                  "paused maintenance fenced out"):  # fmt: skip
         assert counts.get(fault, 0) >= 1, (fault, counts)
+    # A paused replay is met after its claim or before it: either, once at least.
+    assert any(k.startswith("paused replays fenced out") for k in counts), counts
+    # It began on the contract-v1 golden ledger, whose v1 producer wrote beside the
+    # tracked ones all through, and `ackfold upgrade` added id_scheme on day 1.
+    assert counts["golden events"] == 16, counts
+    assert (counts["upgrades"], counts["columns added by the upgrade"]) == (1, 1), counts
+    assert sum(run["fates"]["legacy"].values()) > 0, run["fates"]
+    # Each fault hit the commit it means: a claim read, a reconcile's and a replay's.
+    faults = run["faults"]
+    assert any(k.startswith("unreadable claim") for k in faults), faults
+    assert any(k.startswith("freeze") for k in faults), faults
     assert counts["reconciles (embedded)"] > 10
     assert counts["maintenance runs"] == 3
     assert counts["reconciles missed in an outage"] >= 1

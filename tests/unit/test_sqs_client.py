@@ -211,3 +211,24 @@ def test_the_mwaa_recipe_sends_to_aws_regional_sqs(monkeypatch: pytest.MonkeyPat
         assert client.meta.endpoint_url == f"https://sqs.{region}.amazonaws.com"
         assert not is_loopback(client.meta.endpoint_url)
     assert queue.endpoint == f"AWS SQS in {region}"
+
+
+@pytest.mark.usefixtures("no_credentials")
+def test_the_service_model_is_read_once_per_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each client used to read botocore's SQS model again (0.3 s a client: a replay makes
+    one per queue, the soak thousands)."""
+    from botocore.loaders import JSONFileLoader
+
+    monkeypatch.setenv("AWS_REGION", "eu-west-1")
+    sqs_client(load_settings())  # the first one reads it
+    reads: list[str] = []
+    real = JSONFileLoader.load_file
+
+    def counted(self: JSONFileLoader, file_path: str) -> object:
+        reads.append(file_path)
+        return real(self, file_path)
+
+    monkeypatch.setattr(JSONFileLoader, "load_file", counted)
+    client = sqs_client(load_settings())
+    assert reads == []
+    assert client.meta.service_model.service_name == "sqs"

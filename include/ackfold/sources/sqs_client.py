@@ -23,8 +23,9 @@ import os
 from typing import Any
 from urllib.parse import urlsplit
 
-import boto3
 import botocore
+import botocore.loaders
+import botocore.session
 from botocore.config import Config
 
 from ackfold.config import Settings
@@ -44,22 +45,31 @@ def is_loopback(url: str | None) -> bool:
     return host is not None and is_loopback_host(host)
 
 
+# botocore reads a service's model (large JSON files) once per loader, and each new session
+# makes its own: one loader for the process, so a client is made without reading them again
+# (a replay makes one per queue; the soak, thousands). Sessions, and so credentials, stay
+# one per client.
+_LOADER = botocore.loaders.create_loader()
+
+
 def sqs_client(settings: Settings) -> Any:
-    """A boto3 SQS client for `settings.sqs`, unsigned only for a loopback endpoint without
-    credentials."""
+    """A boto3 (botocore) SQS client for `settings.sqs`, unsigned only for a loopback endpoint
+    without credentials."""
     sqs = settings.sqs
+    session = botocore.session.Session()
+    session.register_component("data_loader", _LOADER)
     # botocore reads AWS_DEFAULT_REGION and the profile, but not AWS_REGION, which AWS's
-    # other SDKs and MWAA set: read it here, after the setting and before boto3's chain.
-    session = boto3.Session(region_name=sqs.region or os.environ.get("AWS_REGION") or None)
+    # other SDKs and MWAA set: read it here, after the setting and before botocore's chain.
+    region = sqs.region or os.environ.get("AWS_REGION") or session.get_config_variable("region")
     local = is_loopback(sqs.endpoint_url)
-    if session.region_name is None:
+    if not region:
         if not local:
             raise SourceError(
                 "SQS has no region: set AWS_REGION (or AWS_DEFAULT_REGION, or a region in the "
                 "AWS profile), or sqs.region (ACKFOLD_SQS__REGION)"
             )
         # ElasticMQ ignores the region; botocore only needs one to build the client.
-        session = boto3.Session(region_name=LOCAL_REGION)
+        region = LOCAL_REGION
     config = Config(
         retries={"mode": "standard", "max_attempts": sqs.max_retries},
         connect_timeout=CONNECT_TIMEOUT,
@@ -67,4 +77,6 @@ def sqs_client(settings: Settings) -> Any:
     )
     if session.get_credentials() is None and local:
         config = config.merge(Config(signature_version=botocore.UNSIGNED))
-    return session.client("sqs", endpoint_url=sqs.endpoint_url, config=config)
+    return session.create_client(
+        "sqs", region_name=region, endpoint_url=sqs.endpoint_url, config=config
+    )
