@@ -26,8 +26,9 @@ from tests.docs.test_examples import Block, blocks
 from tests.embedded_stack import Stack, free_port
 from tests.install.checkout import PRODUCER, copy_checkout, pip_shim, run, user_env
 
-# The README's blocks this test runs, in order: the install, the DAG file, the pool.
+# The deploy page's blocks this test runs, in order: the install, the DAG file, the pool.
 MARK = "tests/install/test_wheel.py"
+DEPLOY = PROJECT_DIR / "docs" / "operations" / "deploy.md"
 DAGS = {
     "ackfold_reconcile", "ackfold_replay", "ackfold_manual_replay", "ackfold_quality",
     "ackfold_maintenance", "ackfold_smoke",
@@ -46,9 +47,13 @@ print(json.dumps({"application": getattr(task, "application", None), "path": sys
 
 
 def readme_blocks() -> tuple[Block, Block, Block]:
-    found = [b for b in blocks(PROJECT_DIR / "README.md") if MARK in (b.note or "")]
+    """The deploy page's blocks for a new virtualenv (the install, the DAG file, the pool);
+    the README's DAG file is the same."""
+    found = [b for b in blocks(DEPLOY) if MARK in (b.note or "")]
     assert [b.lang for b in found] == ["bash", "python", "bash"], found
     install, dag_file, pool = found
+    readme = [b.code for b in blocks(PROJECT_DIR / "README.md") if MARK in (b.note or "")]
+    assert readme == [dag_file.code], "the README's DAG file differs from the deploy page's"
     return install, dag_file, pool
 
 
