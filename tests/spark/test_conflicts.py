@@ -19,12 +19,15 @@ from typing import Any
 import pytest
 from pyspark.sql import Column, DataFrame, SparkSession
 
+from ackfold.config import load_settings
 from ackfold.ledger import status
 from ackfold.ledger.create import create_tables
+from ackfold.ledger.lease import ledger_turn
 from ackfold.ledger.tables import ACK_EVENTS, ROOT_STATE, ROOT_STATE_DDL, Ledger, spark_schema
 from ackfold.reconcile.state import append_new, merge_updates
 from ackfold.track import write
 from ackfold.track.stage import StageTracker
+from tests.conftest import JARS_DIR
 
 DAY = date(2026, 11, 20)
 AT = datetime(2026, 11, 20, 9, 0, tzinfo=UTC)
@@ -99,22 +102,31 @@ def test_a_reconcile_merge_that_loses_to_a_concurrent_append_is_retried_and_both
     """Root 1 is pending; a reconcile MERGEs it to completed while another writer
     appends root 2 into the same partition (first_event_date, pending)."""
     ledger = Ledger(str(tmp_path / "warehouse"))
+    settings = load_settings(warehouse=ledger.root, var_dir=tmp_path, jars_dir=JARS_DIR)
     create_tables(spark, ledger, (ROOT_STATE,))
-    append_new(ledger, state_rows(spark, {"root_id": 1, "app": "a", "status": status.PENDING}))
     path = ledger.path(ROOT_STATE)
-
-    def other() -> None:
-        row = {"root_id": 2, "app": "b", "status": status.PENDING}
-        append_new(ledger, state_rows(spark, row))
-
     completed = {"root_id": 1, "app": "a", "status": status.COMPLETED, "xor_acc": 0}
-    with (
-        caplog.at_level(logging.WARNING, "ackfold.ledger.conflicts"),
-        meanwhile(tmp_path, other) as hold,
-    ):
-        rows = state_rows(spark, completed, prior=True)
-        rows = rows.withColumn("last_stage", hold(rows["last_stage"]))
-        changed = merge_updates(ledger, rows, [(DAY, status.PENDING)])
+    # The reconcile commits root_state as the lease's holder does: under its fence.
+    with ledger_turn(settings, "reconcile") as fence:
+        fence.claim([path])
+        pending = {"root_id": 1, "app": "a", "status": status.PENDING}
+        append_new(ledger, state_rows(spark, pending))
+
+        # Another Delta writer's append, in a session of its own: the fence's transaction id
+        # is a session setting of the MERGE's (Delta's txnAppId), not this writer's.
+        elsewhere = spark.newSession()
+
+        def other() -> None:
+            row = {"root_id": 2, "app": "b", "status": status.PENDING}
+            state_rows(elsewhere, row).write.format("delta").mode("append").save(path)
+
+        with (
+            caplog.at_level(logging.WARNING, "ackfold.ledger.conflicts"),
+            meanwhile(tmp_path, other) as hold,
+        ):
+            rows = state_rows(spark, completed, prior=True)
+            rows = rows.withColumn("last_stage", hold(rows["last_stage"]))
+            changed = merge_updates(ledger, rows, [(DAY, status.PENDING)])
 
     retries = [r.getMessage() for r in caplog.records]
     assert len(retries) == 1, retries
