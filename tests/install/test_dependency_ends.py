@@ -111,7 +111,8 @@ def test_the_embedded_engine_and_the_ledger_pass_with_ackfolds_dependencies_at(
     done = subprocess.run(
         [str(python), "-m", "pytest", "-q", "-n", "0", "-p", "no:cacheprovider", "-m",
          "not spark", *(f"--deselect={test}" for test in NEEDS_SPARK),
-         *(f"--ignore={module}" for module in (*IMPORT_SPARK, *NEEDS_QUALITY)), *deselect, *SELECTION],
+         *(f"--ignore={module}" for module in (*IMPORT_SPARK, *NEEDS_QUALITY)),
+         *deselect, *SELECTION],
         cwd=PROJECT_DIR, env=env, capture_output=True, text=True, timeout=1700, check=False,
     )  # fmt: skip
     tail = done.stdout[-4000:]
