@@ -27,11 +27,12 @@ from ackfold.track.write import query_name
 STAGE = "store"
 LINES = "origin_root_id bigint, position int, item string"
 KEY = "t.origin_root_id = s.origin_root_id AND t.position = s.position"
+# Insert-only: a replayed order (same origin, same positions) adds nothing it already has.
+INSERT = "WHEN NOT MATCHED THEN INSERT *"
 
 
 def build(spark: Any, settings: Settings, queue: str, *, app: str) -> tuple[Ingester, Any]:
     """The app's ingester and its query, not yet started (a `DataStreamWriter`)."""
-    from delta.tables import DeltaTable
     from pyspark.sql import functions as F
 
     ingester = Ingester(spark, settings, app, SqsQueue(settings, queue), to=[STAGE])
@@ -45,9 +46,8 @@ def build(spark: Any, settings: Settings, queue: str, *, app: str) -> tuple[Inge
         good, bad = orders.where(has_items), orders.where(~has_items)
         rows = good.select("origin_root_id", F.posexplode("order.items").alias("position", "item"))
         # By key, then the acks: a replay or a re-run batch inserts only what is missing.
-        DeltaTable.forPath(batch.sparkSession, lines).alias("t").merge(
-            rows.dropDuplicates(["origin_root_id", "position"]).alias("s"), KEY
-        ).whenNotMatchedInsertAll().execute()
+        rows.dropDuplicates(["origin_root_id", "position"]).createOrReplaceTempView("lines")
+        batch.sparkSession.sql(f"MERGE INTO delta.`{lines}` t USING lines s ON {KEY} {INSERT}")
         store.write_batch(batch_id, events=[store.ack(good), store.fail(bad, "no items")])
 
     writer = (
