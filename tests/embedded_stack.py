@@ -147,9 +147,15 @@ class Stack:
     def run_dag(self, dag_id: str, token: str, timeout: float) -> dict[str, Any]:
         """Trigger `dag_id` by hand, as the UI's Trigger button does, and wait for its run
         to finish."""
-        status, run = self.call(
-            "POST", f"/api/v2/dags/{dag_id}/dagRuns", {"logical_date": None}, token=token
-        )
+        for _ in range(3):
+            status, run = self.call(
+                "POST", f"/api/v2/dags/{dag_id}/dagRuns", {"logical_date": None}, token=token
+            )
+            # Airflow standalone's SQLite may be locked by the scheduler's own commit (a 500,
+            # "Database error"); a user's second click goes through.
+            if status != 500 or "Database error" not in str(run):
+                break
+            time.sleep(3)
         assert status == 200, run
         return self.wait_for_run(dag_id, run["dag_run_id"], token, timeout)
 
