@@ -8,7 +8,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -128,16 +128,21 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         on_stack.sort(key=lambda item: item.get_closest_marker("stops_stack") is not None)
         rest = [item for item in items if item not in on_stack]
         items[:] = rest[:first] + on_stack + rest[first:]
-    # The stores tier starts its own JVM with the stores' connectors, which a worker whose
-    # shared session already runs could not: its group is collected first, so xdist hands
-    # it to a worker before that worker has run anything else.
-    own_jvm = [item for item in items if _tier(item) == "stores"]
-    if own_jvm:
-        items[:] = own_jvm + [item for item in items if _tier(item) != "stores"]
-    # xdist hands out the groups in this order: the longest group that waits on nothing
-    # (the pythons tier, 10 to 16 minutes) starts first, so that it does not end the run
-    # alone on one core.
-    items.sort(key=lambda item: _tier(item) != "pythons")
+    # xdist hands the groups out in the order of the items (addopts: --no-loadscope-reorder;
+    # its default, the largest group first, put the stores tier on a worker whose shared
+    # session already ran, and its connectors were missing):
+    # - the stores tier first: it starts its own JVM with the stores' connectors, which a
+    #   worker whose shared session already runs could not;
+    # - then the pythons tier, the longest group that waits on nothing (10 to 16 minutes), so
+    #   that it does not end the run alone on one core;
+    # - then the other groups, the largest first, as xdist would.
+    sizes = Counter(_group(item) for item in items)
+    first = {GROUPS["stores"]: 0, GROUPS["pythons"]: 1}
+    items.sort(key=lambda item: (first.get(_group(item), 2), -sizes[_group(item)], _group(item)))
+
+
+def _group(item: pytest.Item) -> str:
+    return item.get_closest_marker("xdist_group").args[0]
 
 
 def _engine(item: pytest.Item) -> str | None:
