@@ -151,10 +151,26 @@ def files(ledger: Ledger, name: str) -> tuple[dict[str, int], set[str]]:
 
 def added_since(ledger: Ledger, name: str, version: int) -> set[str]:
     """The names of the files table `name`'s commits from `version` on added."""
+    return {Path(path).name for path in added_files(ledger, name, version)}
+
+
+def added_files(ledger: Ledger, name: str, version: int) -> dict[str, int]:
+    """The files table `name`'s commits from `version` on added, with their sizes, by
+    their paths inside the table."""
     table = DeltaTable(ledger.path(name))
-    added = set()
+    added = {}
     for v in range(version, table.version() + 1):
         log = Path(ledger.path(name)) / "_delta_log" / f"{v:020d}.json"
         actions = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
-        added |= {Path(a["add"]["path"]).name for a in actions if "add" in a}
+        added |= {a["add"]["path"]: int(a["add"]["size"]) for a in actions if "add" in a}
     return added
+
+
+def gone(ledger: Ledger, name: str, before: dict[str, int], version: int) -> dict[str, int]:
+    """The data files that left table `name`'s directory since it was at `version` with
+    the files `before` on disk: those, and the files its commits since added (a rewrite's
+    file that a later step replaced and VACUUM deleted within the same run), that are no
+    longer on disk."""
+    known = {**before, **added_files(ledger, name, version + 1)}
+    on_disk = files(ledger, name)[0]
+    return {path: size for path, size in known.items() if path not in on_disk}
