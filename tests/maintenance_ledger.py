@@ -25,6 +25,7 @@ from ackfold.ledger.tables import (
     REPLAY_LOG,
     ROOT_STATE,
     SENT_MESSAGES,
+    TABLES,
     Ledger,
 )
 from ackfold.ledger.writer import LedgerWriter
@@ -166,11 +167,24 @@ def added_files(ledger: Ledger, name: str, version: int) -> dict[str, int]:
     return added
 
 
-def gone(ledger: Ledger, name: str, before: dict[str, int], version: int) -> dict[str, int]:
-    """The data files that left table `name`'s directory since it was at `version` with
-    the files `before` on disk: those, and the files its commits since added (a rewrite's
-    file that a later step replaced and VACUUM deleted within the same run), that are no
-    longer on disk."""
-    known = {**before, **added_files(ledger, name, version + 1)}
-    on_disk = files(ledger, name)[0]
-    return {path: size for path, size in known.items() if path not in on_disk}
+class DiskAtVacuum:
+    """A `progress` for `run_maintenance` that lists each table's data files on disk as
+    the vacuum step starts and as it ends: `gone[name]`, the files (with their sizes) that
+    left the disk in between, is what VACUUM deleted, whichever engine ran it (a file an
+    earlier step wrote and committed nothing about, such as the empty file of a Spark
+    DELETE that removed every row of its input, included)."""
+
+    def __init__(self, ledger: Ledger) -> None:
+        self.ledger = ledger
+        self.said: list[str] = []
+        self.before: dict[str, dict[str, int]] = {}
+        self.gone: dict[str, dict[str, int]] = {}
+
+    def __call__(self, text: str) -> None:
+        self.said.append(text)
+        if text.startswith("maintenance: vacuum ("):
+            self.before = {name: files(self.ledger, name)[0] for name in TABLES}
+        elif text.startswith("maintenance: vacuum done"):
+            for name, before in self.before.items():
+                after = files(self.ledger, name)[0]
+                self.gone[name] = {p: size for p, size in before.items() if p not in after}

@@ -38,10 +38,10 @@ from tests.conformance.conftest import Reconcile, state
 from tests.conftest import JARS_DIR
 from tests.maintenance_ledger import (
     NOW,
+    DiskAtVacuum,
     added_since,
     expected_rows,
     files,
-    gone,
     no_retention,
     read,
     rows_of,
@@ -70,15 +70,14 @@ def test_maintenance_leaves_what_the_reference_says(
     unfolded = unfolded_since(ledger)
     assert unfolded is not None, "the late appends are not folded"
     added = added_since(ledger, ACK_EVENTS, unfolded[0])
-    before = {name: files(ledger, name)[0] for name in TABLES}
-    versions = {name: DeltaTable(ledger.path(name)).version() for name in TABLES}
+    disk = DiskAtVacuum(ledger)
     spark = request.getfixturevalue("spark") if engine == "spark" else None
 
     with caplog.at_level(logging.INFO, logger="ackfold.maintenance"):
         if spark is not None:
             spark.conf.set(RETENTION_CHECK, "false")  # VACUUM that keeps nothing
         try:
-            summary = run_maintenance(settings, engine=engine, spark=spark, now=NOW)
+            summary = run_maintenance(settings, engine=engine, spark=spark, now=NOW, progress=disk)
         finally:
             if spark is not None:
                 spark.conf.unset(RETENTION_CHECK)
@@ -112,7 +111,7 @@ def test_maintenance_leaves_what_the_reference_says(
         else:
             assert set(on_disk) == named, f"{name}: files the table no longer names are left"
         # What the summary says VACUUM deleted is what left the disk.
-        left = gone(ledger, name, before[name], versions[name])
+        left = disk.gone[name]
         assert summary["removed"][name] == {"files": len(left), "bytes": sum(left.values())}
     assert summary["files_removed"] > 0
 

@@ -22,9 +22,9 @@ from ackfold.maintenance import run_maintenance
 from tests.alert_fixtures import Receiver, otlp_points
 from tests.maintenance_ledger import (
     NOW,
+    DiskAtVacuum,
     expected_rows,
     files,
-    gone,
     no_retention,
     rows_of,
     write_ledger,
@@ -44,11 +44,9 @@ def test_a_run_times_each_step_carries_the_epoch_and_reports_what_vacuum_deleted
     settings = no_retention(load_settings(var_dir=made))
     ledger = Ledger(settings.table_root)
     expected = {name: expected_rows(ledger, name, NOW, settings) for name in TABLES}
-    before = {name: files(ledger, name)[0] for name in TABLES}
-    versions = {name: DeltaTable(ledger.path(name)).version() for name in TABLES}
-    said: list[str] = []
+    disk = DiskAtVacuum(ledger)
 
-    summary = run_maintenance(settings, now=NOW, progress=said.append)
+    summary = run_maintenance(settings, now=NOW, progress=disk)
 
     assert (summary["engine"], summary["dry_run"], summary["protocol"]) == (
         "embedded", False, "delta-rs",
@@ -64,7 +62,7 @@ def test_a_run_times_each_step_carries_the_epoch_and_reports_what_vacuum_deleted
         assert version is not None, name
         assert version // STRIDE == epoch, name
     # What VACUUM deleted is what left the disk, file for file and byte for byte.
-    left = {name: gone(ledger, name, before[name], versions[name]) for name in TABLES}
+    left = disk.gone
     for name in TABLES:
         assert summary["removed"][name] == {
             "files": len(left[name]), "bytes": sum(left[name].values()),
@@ -76,9 +74,9 @@ def test_a_run_times_each_step_carries_the_epoch_and_reports_what_vacuum_deleted
     # Each step timed, and said as it starts and ends, in order.
     assert list(summary["seconds_by_step"]) == list(STEPS)
     assert all(seconds >= 0 for seconds in summary["seconds_by_step"].values())
-    assert [line.split()[1] for line in said] == [s for s in STEPS for _ in (0, 1)]
-    assert said[0] == "maintenance: retention (1/4) ..."
-    assert said[-1].startswith("maintenance: logs done in ")
+    assert [line.split()[1] for line in disk.said] == [s for s in STEPS for _ in (0, 1)]
+    assert disk.said[0] == "maintenance: retention (1/4) ..."
+    assert disk.said[-1].startswith("maintenance: logs done in ")
 
 
 def test_a_dry_run_commits_nothing_and_foresees_what_a_run_deletes(made: Path) -> None:
@@ -206,3 +204,13 @@ def test_the_summary_reads_as_a_step_a_line() -> None:
         "  vacuum: 3 file(s), 3.0 MiB, deleted from 2 table(s) (0.5 s)",
         "  logs: 2 table(s) checkpointed; logs kept whole: ack_events",
     ]
+
+
+def test_doctests() -> None:
+    import doctest
+
+    from ackfold.cli import maintain
+
+    result = doctest.testmod(maintain)
+    assert result.attempted >= 2
+    assert result.failed == 0
