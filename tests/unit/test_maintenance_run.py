@@ -7,6 +7,7 @@ maintain` prints it, or one line for an error."""
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 
 import pytest
@@ -214,3 +215,22 @@ def test_doctests() -> None:
     result = doctest.testmod(maintain)
     assert result.attempted >= 2
     assert result.failed == 0
+
+
+def test_the_dags_task_is_the_same_run_with_each_step_in_its_log(
+    made: Path,
+    clean_env: None,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from ackfold.airflow.tasks import maintenance_in_task
+
+    monkeypatch.setenv("ACKFOLD_VAR_DIR", str(made))
+    with caplog.at_level(logging.INFO, logger="ackfold.airflow"):
+        summary = maintenance_in_task()
+    assert (summary["engine"], summary["dry_run"]) == ("embedded", False)
+    assert summary["roots_expired"] == 6  # by the clock, all long settled
+    assert list(summary["seconds_by_step"]) == list(STEPS)
+    logged = [r.getMessage() for r in caplog.records if r.name == "ackfold.airflow"]
+    assert "maintenance: vacuum (3/4) ..." in logged
+    assert json.loads(logged[-1])["epoch"] == summary["epoch"]
