@@ -85,11 +85,11 @@ from ackfold.ledger import status
 from ackfold.ledger.errors import FenceUnreadable, LeaseLost
 from ackfold.ledger.fence import version_of
 from ackfold.ledger.lease import TTL, ledger_turn
-from ackfold.ledger.maintenance import maintain
 from ackfold.ledger.store import delta_uri, storage_options
 from ackfold.ledger.tables import ACK_EVENTS, REPLAY_LOG, ROOT_STATE, UNMATCHED_EVENTS, Ledger
 from ackfold.ledger.upgrade import upgrade
 from ackfold.ledger.writer import LedgerWriter
+from ackfold.maintenance import run_maintenance
 from ackfold.quality.run import run_quality
 from ackfold.reconcile.fold import classify, fold
 from ackfold.reconcile.run import run_reconcile
@@ -421,7 +421,7 @@ class Soak:
     def _paused_maintenance(self) -> None:
         """Maintenance frozen before one of its first commits (its claims), past its lease,
         while host B takes the lease; woken, it must commit nothing to any table."""
-        run = lambda: maintain(None, self.settings, now=self.now)  # noqa: E731
+        run = lambda: run_maintenance(self.settings, engine="embedded", now=self.now)  # noqa: E731
         seen: dict[str, Any] = {}
         outcome = self._paused(run, self.rng.randint(1, 4), "before",
                                before_wake=lambda: seen.update(self._versions()))  # fmt: skip
@@ -504,7 +504,7 @@ class Soak:
         return False
 
     def _maintain(self) -> None:
-        summary = maintain(None, self.settings, now=self.now)
+        summary = run_maintenance(self.settings, engine="embedded", now=self.now)
         self._count("maintenance runs")
         self._count("maintenance runs that kept unfolded files", bool(summary.get("logs_kept")))
         if (self.now - self.start).days % 7 == 0:

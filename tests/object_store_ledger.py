@@ -33,9 +33,9 @@ from ackfold import LedgerWriter
 from ackfold.config import load_settings
 from ackfold.ledger.contract import arrow_schema
 from ackfold.ledger.lease import ledger_turn
-from ackfold.ledger.maintenance import maintain
 from ackfold.ledger.store import delta_uri, storage_options
 from ackfold.ledger.tables import ACK_EVENTS, REPLAY_LOG, ROOTS
+from ackfold.maintenance import run_maintenance
 from tests.conftest import PROJECT_DIR
 
 BATCHES, SIZE = 30, 5
@@ -114,7 +114,7 @@ def lose_nothing(tmp_path: Path, server: Store, warehouse: str, *, kill: bool = 
 
         def maintain_meanwhile() -> None:
             try:
-                maintenance.append(maintain(None, settings))  # type: ignore[arg-type]
+                maintenance.append(run_maintenance(settings, engine="embedded"))
             except BaseException as exc:
                 maintenance.append(exc)
 

@@ -12,9 +12,9 @@ from typing import Any
 from ackfold import LedgerWriter, Tracker
 from ackfold.config import load_settings
 from ackfold.ledger.contract import arrow_schema
-from ackfold.ledger.maintenance import maintain
 from ackfold.ledger.store import delta_uri, storage_options
 from ackfold.ledger.tables import ACK_EVENTS, ROOT_STATE, ROOTS
+from ackfold.maintenance import run_maintenance
 from tests.s3.conftest import warehouse_of
 
 
@@ -75,7 +75,7 @@ def test_maintenance_on_s3_is_delta_rs_and_loses_no_append(
     producer = threading.Thread(target=produce)
     producer.start()
     try:
-        summary = maintain(None, settings)  # type: ignore[arg-type]
+        summary = run_maintenance(settings, engine="embedded")
     finally:
         stop.set()
         producer.join()

@@ -17,8 +17,8 @@ from ackfold import LedgerWriter, Tracker
 from ackfold.config import load_settings
 from ackfold.demo.feed import send_bodies
 from ackfold.ledger import status
-from ackfold.ledger.maintenance import maintain
 from ackfold.ledger.tables import REPLAY_LOG, ROOT_STATE, ROOTS, TABLES, Ledger
+from ackfold.maintenance import run_maintenance
 from ackfold.reconcile import reconcile
 from ackfold.replay.replayer import Replayer
 from ackfold.replay.request import ReplayRequest
@@ -116,7 +116,7 @@ def test_a_plain_python_producer_is_reconciled_and_replayed(
 
     # Maintenance (OPTIMIZE, Z-order, VACUUM) runs on the delta-rs tables, which stay
     # readable without a JVM (reader version 1).
-    maintain(spark, settings, now=later)
+    run_maintenance(settings, engine="spark", spark=spark, now=later)
     for table in TABLES:
         assert DeltaTable(ledger.path(table)).protocol().min_reader_version == 1
     assert DeltaTable(ledger.path(ROOTS)).to_pyarrow_table().num_rows == 4

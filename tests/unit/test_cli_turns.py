@@ -1,6 +1,6 @@
-"""`ackfold reconcile` and `ackfold replay` take their turn with the DAGs' runs on other
-hosts: while another process holds the ledger's lease they say for whom they wait, and
-after `--wait` seconds exit 1 naming it, before a JVM starts."""
+"""`ackfold reconcile`, `ackfold replay` and `ackfold maintain` take their turn with the
+DAGs' runs on other hosts: while another process holds the ledger's lease they say for
+whom they wait, and after `--wait` seconds exit 1 naming it, before a JVM starts."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ def no_jvm(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(spark_module, "get_spark", refuse)
 
 
-@pytest.mark.parametrize("command", [["reconcile"], ["replay", "--app", "orders"]])
+@pytest.mark.parametrize("command", [["reconcile"], ["replay", "--app", "orders"], ["maintain"]])
 def test_a_command_waits_for_a_run_on_another_host_then_refuses(
     command: list[str],
     clean_env: None,

@@ -17,8 +17,8 @@ from ackfold.config import load_settings
 from ackfold.ledger.errors import LeaseLost
 from ackfold.ledger.fence import COMMIT_HOOKS
 from ackfold.ledger.lease import LedgerLease
-from ackfold.ledger.maintenance import maintain
 from ackfold.ledger.tables import ACK_EVENTS, TABLES, Ledger
+from ackfold.maintenance import run_maintenance
 from ackfold.reconcile.run import run_reconcile
 from ackfold.track.heartbeat import ledger_write, progress_row
 
@@ -47,7 +47,7 @@ def test_maintenance_without_spark_expires_only_long_completed_roots(tmp_path: P
     before = run_reconcile(settings, now=T0 + timedelta(minutes=1))["by_status"]
     assert before == {"completed": 3, "pending": 1}
 
-    summary = maintain(None, settings, now=later)
+    summary = run_maintenance(settings, now=later)
 
     assert (summary["protocol"], summary["roots_expired"]) == ("delta-rs", 3)
     events = DeltaTable(writer.uri("ack_events")).to_pyarrow_table().to_pylist()
@@ -103,7 +103,7 @@ def test_maintenance_frozen_past_its_lease_commits_nothing_more(tmp_path: Path) 
     COMMIT_HOOKS.append(freeze_then_wake)
     try:
         with pytest.raises(LeaseLost, match="lost the ledger's lease to a newer run"):
-            maintain(None, settings, now=later)
+            run_maintenance(settings, now=later)
     finally:
         COMMIT_HOOKS.remove(freeze_then_wake)
     assert len(seen) == 2, "the retention MERGE was a fenced commit"

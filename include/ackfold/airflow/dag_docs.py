@@ -109,13 +109,18 @@ Keeps the ledger small and fast to read:
 2. **OPTIMIZE**: Z-orders `ack_events` and `roots` by `root_id` (fast `ackfold show` and
    UI lookups), compacts `replay_log`.
 3. **VACUUM** every ledger table, keeping `maintenance.vacuum_retention` (default 7 days).
+4. **Checkpoints** every table and cleans up its log.
 
-- **Runs** on `airflow.maintenance_schedule` (default daily); trigger it by hand any time.
+- **Runs** on `airflow.maintenance_schedule` (default daily); trigger it by hand any time,
+  or run `ackfold maintain` (the same run, `run_maintenance`; `--dry-run` shows what
+  would go).
 - **Reads** `root_state`; **rewrites** `ack_events`, `roots`, `replay_log`; vacuums all.
   Safe while apps and the reconciler run: the tables stay at reader version 1 (no
   deletion vectors), and the reconciler's stream skips the retention's delete commits.
-- The task submits the packaged `maintenance.py` on `spark_default`; its last log line is
-  the JSON summary (roots expired, events deleted).
+- Takes the ledger's turn; every commit carries the lease's epoch.
+- The task logs each step as it starts and ends, then the JSON summary (roots expired,
+  events deleted, files and bytes VACUUM removed, seconds per step); on Spark it submits
+  the packaged `maintenance.py` on `spark_default`, whose last log line is that summary.
 """
 
 SMOKE: Final = """

@@ -1,10 +1,10 @@
 """The bodies of ackfold's Airflow tasks: each calls the run of `ackfold.reconcile`,
-`ackfold.replay`, `ackfold.quality`, `ackfold.alerts` or `ackfold.metrics`, logs it and
-returns its summary (XCom). A run that will not get better by retrying (a bad conf, a
-violated expectation) fails the task without retries. An `AckfoldError` ends the task as
-the CLI's one line (`ackfold: <what is wrong and the fix>`), the last line of the task's
-log, not a traceback through ackfold's internals (`one_line_errors`; its traceback is
-logged at DEBUG). Tests call these without a scheduler."""
+`ackfold.replay`, `ackfold.maintenance`, `ackfold.quality`, `ackfold.alerts` or
+`ackfold.metrics`, logs it and returns its summary (XCom). A run that will not get
+better by retrying (a bad conf, a violated expectation) fails the task without retries.
+An `AckfoldError` ends the task as the CLI's one line (`ackfold: <what is wrong and the
+fix>`), the last line of the task's log, not a traceback through ackfold's internals
+(`one_line_errors`; its traceback is logged at DEBUG). Tests call these without a scheduler."""
 
 from __future__ import annotations
 
@@ -128,12 +128,16 @@ def reconcile_in_task() -> dict[str, Any]:
 
 @one_line_errors
 def maintenance_in_task() -> dict[str, Any]:
-    """The `maintain` task of `ackfold_maintenance` on the embedded engine: retention,
-    compaction and VACUUM in delta-rs, in the task's own process (the packaged
-    `maintenance.py` runs them on Spark); its JSON summary logged and returned."""
-    from ackfold.ledger.maintenance import maintain
+    """The `maintain` task of `ackfold_maintenance` on the embedded engine: the run
+    (`run_maintenance`: retention, compaction, VACUUM and log cleanup in delta-rs) in the
+    task's own process (the packaged `maintenance.py` runs it on Spark); each step and
+    its JSON summary logged, the summary returned (XCom), its metrics pushed over OTLP
+    when metrics are on (by `run_maintenance`)."""
+    from ackfold.maintenance import run_maintenance
 
-    summary = maintain(None, load_settings())
+    summary = run_maintenance(
+        load_settings(), holder="ackfold_maintenance", progress=lambda text: log.info("%s", text)
+    )
     log.info("%s", json.dumps(summary, sort_keys=True, default=str))
     return summary
 

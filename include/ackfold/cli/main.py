@@ -5,7 +5,7 @@ that does not answer) ends in one clear message on stderr and a non-zero exit, w
 traceback; Spark logs its errors only. `--verbose` (`-v`), before or after the command,
 brings back Spark's warnings, ackfold's log lines and the tracebacks. An unexpected
 exception is a bug: its traceback is always shown. Each command group is a module of this
-package (`setup`, `replay`, `demo`, `ledger`, `doctor`, `jobs`, `read`).
+package (`setup`, `replay`, `demo`, `ledger`, `doctor`, `jobs`, `maintain`, `read`).
 
 Other distributions add commands through the entry-point group `ackfold.commands`: each
 entry point is an `add_commands(command)` function, as each module here has. A checkout's
@@ -28,7 +28,7 @@ from importlib.metadata import entry_points
 from typing import TYPE_CHECKING
 
 from ackfold import __version__
-from ackfold.cli import demo, doctor, jobs, ledger, read, replay, setup
+from ackfold.cli import demo, doctor, jobs, ledger, maintain, read, replay, setup
 from ackfold.cli.common import EXIT_USAGE, Handler, UsageError, error_line, verbosity
 
 if TYPE_CHECKING:
@@ -80,6 +80,7 @@ def _parser(plugins: bool) -> tuple[argparse.ArgumentParser, set[str]]:
     ledger.add_commands(command)
     doctor.add_commands(command)
     jobs.add_commands(command)
+    maintain.add_commands(command)
     read.add_commands(command)
     return parser, added - set(DEVELOPMENT_COMMANDS) - plugged
 

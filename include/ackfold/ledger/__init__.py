@@ -12,8 +12,9 @@
 - `lock`, `lease`: one writer of `root_state` at a time, on a host and on every host;
 - `errors`: the ledger's errors (`LedgerError` and its kinds), which every module imports;
 - `conflicts`: Delta's concurrent-modification conflicts, retried by every writer;
-- `maintenance`: retention, OPTIMIZE, VACUUM; `store_maintenance`: the same in delta-rs,
-  on an object store.
+- `maintenance`: retention, OPTIMIZE, VACUUM on Spark; `store_maintenance`: the same in
+  delta-rs (the embedded engine, and every object store). The run that takes the turn
+  and calls them is `ackfold.maintenance.run_maintenance`.
 
 (The synthetic ledgers of the benchmarks are `bench/synth.py` and `bench/arrow_ledger.py`.)
 """

@@ -31,9 +31,13 @@ Safe with the rest of ackfold running:
   added without a data change (OPTIMIZE's).
 - Apps' appends do not conflict with the MERGE (Delta's WriteSerializable isolation).
 
+The run that takes the ledger's turn, chooses the engine and reports what these steps
+did is `ackfold.maintenance.run_maintenance`; every caller (the DAG, `ackfold maintain`,
+the Spark job) goes through it.
+
 Example:
-    >>> from ackfold.ledger.maintenance import maintain
-    >>> maintain(spark, settings)["events_deleted"]        # doctest: +SKIP
+    >>> from ackfold.maintenance import run_maintenance
+    >>> run_maintenance(settings)["events_deleted"]        # doctest: +SKIP
     120440
 """
 
@@ -43,7 +47,7 @@ import logging
 import time
 from datetime import UTC, datetime
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from ackfold.config import Settings
 from ackfold.errors import AckfoldError
@@ -51,15 +55,17 @@ from ackfold.ledger import dml
 from ackfold.ledger.conflicts import retry_conflicts
 from ackfold.ledger.create import create_tables
 from ackfold.ledger.encoding import spark_codec
-from ackfold.ledger.fence import Fence, held, spark_commit
-from ackfold.ledger.lease import ledger_turn
+from ackfold.ledger.fence import Fence, held, spark_commit, version_of
 from ackfold.ledger.store_maintenance import (
     COMPACTED,
     RETENTION_PROPERTY,
     SETTLED,
     Z_ORDERED,
+    Step,
+    no_steps,
     tidy_logs,
     vacuum_hours,
+    vacuumed,
 )
 from ackfold.ledger.tables import (
     ACK_EVENTS,
@@ -81,34 +87,53 @@ class MaintenanceError(AckfoldError, RuntimeError):
     """A table cannot be maintained safely as it is (e.g. deletion vectors are on)."""
 
 
-def maintain(
-    spark: SparkSession | None, settings: Settings, *, now: datetime | None = None
-) -> dict[str, Any]:
-    """Retention, then OPTIMIZE, then VACUUM; returns what each step did.
+# Delta Spark writes VACUUM's START and END commits (with the files and bytes deleted)
+# only with this on; delta-rs always does. The summary's `removed` reads them.
+VACUUM_LOGGING: Final = "spark.databricks.delta.vacuum.logging.enabled"
 
-    It takes the ledger's turn (`ackfold.ledger.lease.ledger_turn`) for the whole run:
-    reconciles, replays and maintenance take turns on every host. The apps go on
-    appending; a commit that meets one of theirs is retried (`ackfold.ledger.conflicts`).
 
-    On an object store every step is delta-rs's (`ackfold.ledger.store_maintenance`),
-    never Spark's: the apps' appends there are delta-rs's conditional commits, which a
-    Spark commit (an unconditional PUT) could overwrite. Without a session (`spark`
-    None: the embedded engine, in an Airflow task with no JVM) the steps are delta-rs's
-    on any warehouse."""
+def spark_steps_safe(settings: Settings) -> bool:
+    """Whether the Spark engine may run maintenance's steps in Spark here: a warehouse
+    that is no object store, where Spark's commits are put-if-absent. Elsewhere every
+    step is delta-rs's, whatever the engine: the apps' appends there are delta-rs's
+    conditional commits, which a Spark commit (an unconditional PUT) could overwrite."""
     from ackfold.ledger.protocol import unsafe_spark_commits
     from ackfold.ledger.store import is_object_store
 
-    with ledger_turn(settings, "ackfold maintenance", say=log.info):
-        # And where Spark's commits are no put-if-absent (a shared file system): delta-rs's.
-        unsafe = unsafe_spark_commits(settings.table_root, settings.spark.conf)
-        if spark is None or is_object_store(settings.table_root) or unsafe is not None:
-            from ackfold.ledger.store_maintenance import maintain_on_store
-
-            return maintain_on_store(settings, now=now)
-        return _maintain(spark, settings, now)
+    if is_object_store(settings.table_root):
+        return False
+    return unsafe_spark_commits(settings.table_root, settings.spark.conf) is None
 
 
-def _maintain(spark: SparkSession, settings: Settings, now: datetime | None) -> dict[str, Any]:
+def maintain_steps(
+    spark: SparkSession | None,
+    settings: Settings,
+    *,
+    now: datetime | None = None,
+    step: Step = no_steps,
+) -> dict[str, Any]:
+    """Retention, then OPTIMIZE, then VACUUM, then checkpoints and log cleanup; returns
+    what each step did. `step(name)` wraps each step (`STEPS`).
+
+    The caller holds the ledger's turn (`ackfold.ledger.lease.ledger_turn`: reconciles,
+    replays and maintenance take turns on every host), as `run_maintenance` does; without
+    it the first claim raises `Unfenced`. The apps go on appending; a commit that meets
+    one of theirs is retried (`ackfold.ledger.conflicts`).
+
+    With a session where Spark's commits are safe (`spark_steps_safe`) the steps are
+    Spark's; without one (`spark` None: the embedded engine, in an Airflow task with no
+    JVM), or on an object store, they are delta-rs's
+    (`ackfold.ledger.store_maintenance`)."""
+    if spark is None or not spark_steps_safe(settings):
+        from ackfold.ledger.store_maintenance import maintain_on_store
+
+        return maintain_on_store(settings, now=now, step=step)
+    return _maintain(spark, settings, now, step)
+
+
+def _maintain(
+    spark: SparkSession, settings: Settings, now: datetime | None, step: Step
+) -> dict[str, Any]:
     started = time.monotonic()
     ledger = Ledger(settings.table_root)
     create_tables(spark, ledger)
@@ -121,23 +146,41 @@ def _maintain(spark: SparkSession, settings: Settings, now: datetime | None) -> 
     for table in TABLES:
         check_reader_version(spark, ledger.path(table))
     with spark_codec(spark):  # the files it rewrites in the ledger's codec
-        summary = expire_events(spark, settings, now=now)
-        summary["reports_deleted"] = expire_reports(spark, settings, now=now)
-        for table in Z_ORDERED:
-            _sql(spark, f"OPTIMIZE delta.`{ledger.path(table)}` ZORDER BY (root_id)", fence)
-        for table in COMPACTED:
-            _sql(spark, f"OPTIMIZE delta.`{ledger.path(table)}`", fence)
-    for table in TABLES:
-        _set_retention(spark, ledger.path(table), vacuum_hours(settings, ledger, table), fence)
-    for table in TABLES:
-        _sql(spark, f"VACUUM delta.`{ledger.path(table)}`", fence)
-    summary["logs_kept"] = tidy_logs(ledger)
+        with step("retention"):
+            summary = expire_events(spark, settings, now=now)
+            summary["reports_deleted"] = expire_reports(spark, settings, now=now)
+        with step("optimize"):
+            for table in Z_ORDERED:
+                statement = f"OPTIMIZE delta.`{ledger.path(table)}` ZORDER BY (root_id)"
+                _sql(spark, statement, fence)
+            for table in COMPACTED:
+                _sql(spark, f"OPTIMIZE delta.`{ledger.path(table)}`", fence)
+    with step("vacuum"):
+        before = {table: version_of(ledger.path(table)) or 0 for table in TABLES}
+        for table in TABLES:
+            hours = vacuum_hours(settings, ledger, table)
+            _set_retention(spark, ledger.path(table), hours, fence)
+        logging_was = spark.conf.get(VACUUM_LOGGING, None)
+        spark.conf.set(VACUUM_LOGGING, "true")
+        try:
+            for table in TABLES:
+                _sql(spark, f"VACUUM delta.`{ledger.path(table)}`", fence)
+        finally:
+            if logging_was is None:
+                spark.conf.unset(VACUUM_LOGGING)
+            else:
+                spark.conf.set(VACUUM_LOGGING, logging_was)
+        summary["removed"] = {table: vacuumed(ledger, table, before[table]) for table in TABLES}
+    with step("logs"):
+        summary["logs_kept"] = tidy_logs(ledger)
     for table in TABLES:
         check_reader_version(spark, ledger.path(table))
     summary["optimized"] = [*Z_ORDERED, *COMPACTED]
     summary["vacuumed"] = list(TABLES)
+    summary["checkpointed"] = list(TABLES)
+    summary["protocol"] = "spark"
     summary["seconds"] = round(time.monotonic() - started, 1)
-    log.info("maintenance: %s", summary)
+    log.info("maintenance (Spark): %s", summary)
     return summary
 
 

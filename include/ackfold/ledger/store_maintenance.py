@@ -36,6 +36,8 @@ import logging
 import math
 import re
 import time
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from datetime import UTC, datetime, timedelta
 from functools import partial
 from importlib.metadata import version
@@ -75,16 +77,28 @@ MERGES_BESIDE_APPENDS: Final = (1, 1)
 LOG_RETENTION_PROPERTY: Final = "delta.logRetentionDuration"
 DEFAULT_LOG_RETENTION: Final = timedelta(days=30)
 _UNITS: Final = {"second": 1, "minute": 60, "hour": 3600, "day": 86400, "week": 604800}
+# The steps of a maintenance run, in order, as its summary times them (`seconds_by_step`).
+STEPS: Final = ("retention", "optimize", "vacuum", "logs")
+# What wraps each step: `ackfold.maintenance.run` times it and says so (`Steps`).
+Step = Callable[[str], AbstractContextManager[object]]
+
+
+def no_steps(name: str) -> AbstractContextManager[object]:
+    """A `Step` that does nothing around each step."""
+    return nullcontext()
 
 
 class StoreMaintenanceError(AckfoldError, RuntimeError):
     """A table cannot be maintained safely as it is (reader version above 1)."""
 
 
-def maintain_on_store(settings: Settings, *, now: datetime | None = None) -> dict[str, Any]:
+def maintain_on_store(
+    settings: Settings, *, now: datetime | None = None, step: Step = no_steps
+) -> dict[str, Any]:
     """Retention, compaction and VACUUM of the ledger under `settings.table_root` (an
     object store, or any warehouse on the embedded engine), in delta-rs. The caller holds
-    the ledger's turn."""
+    the ledger's turn (`ackfold.maintenance.run_maintenance`); `step(name)` wraps each of
+    `STEPS`."""
     started = time.monotonic()
     writer = object_store_writer(settings.table_root)
     writer.create()
@@ -95,64 +109,91 @@ def maintain_on_store(settings: Settings, *, now: datetime | None = None) -> dic
     cutoff = now - settings.maintenance.retention
     for name in TABLES:
         _check_reader_version(_table(writer, name), writer.uri(name))
-    roots = _settled_roots(writer, cutoff)
-    deleted = _delete_events(writer, roots, cutoff) if roots.num_rows else 0
-    summary: dict[str, Any] = {
-        "retention_cutoff": cutoff.isoformat(),
-        "roots_expired": roots.num_rows,
-        "events_deleted": deleted,
-    }
-    beats = now - settings.maintenance.progress_retention
-    summary["reports_deleted"] = {
-        name: _delete_older(writer, name, column, before)
-        for name, column, before in (
-            (SENT_MESSAGES, "sent_at", cutoff),
-            (QUALITY_RESULTS, "run_at", cutoff),
-            (APP_PROGRESS, "recorded_at", beats),
-        )
-    }
-    for name in Z_ORDERED:
-        properties = writer_properties(name)
-        _commit(
-            writer,
-            name,
-            lambda t, c, p=properties: t.optimize.z_order(
-                ["root_id"], writer_properties=p, commit_properties=c
-            ),
-            "Z-order",
-        )
-    for name in COMPACTED:
-        properties = writer_properties(name)
-        _commit(
-            writer,
-            name,
-            lambda t, c, p=properties: t.optimize.compact(writer_properties=p, commit_properties=c),
-            "compaction",
-        )
-    ledger = Ledger(settings.table_root)
-    kept = {name: vacuum_hours(settings, ledger, name) for name in TABLES}
-    for name, hours in kept.items():
-        wanted = f"interval {hours} hours"
-        table = _table(writer, name)
-        if table.metadata().configuration.get(RETENTION_PROPERTY) != wanted:
+    with step("retention"):
+        roots = settled_roots(writer, cutoff)
+        deleted = _delete_events(writer, roots, cutoff) if roots.num_rows else 0
+        summary: dict[str, Any] = {
+            "retention_cutoff": cutoff.isoformat(),
+            "roots_expired": roots.num_rows,
+            "events_deleted": deleted,
+        }
+        beats = now - settings.maintenance.progress_retention
+        summary["reports_deleted"] = {
+            name: _delete_older(writer, name, column, before)
+            for name, column, before in (
+                (SENT_MESSAGES, "sent_at", cutoff),
+                (QUALITY_RESULTS, "run_at", cutoff),
+                (APP_PROGRESS, "recorded_at", beats),
+            )
+        }
+    with step("optimize"):
+        for name in Z_ORDERED:
+            properties = writer_properties(name)
             _commit(
-                writer, name,
-                lambda t, c, w=wanted: t.alter.set_table_properties(
-                    {RETENTION_PROPERTY: w}, commit_properties=c
+                writer,
+                name,
+                lambda t, c, p=properties: t.optimize.z_order(
+                    ["root_id"], writer_properties=p, commit_properties=c
                 ),
-                "retention property",
-            )  # fmt: skip
-    for name, hours in kept.items():
-        _commit(writer, name, partial(_vacuum, hours=hours), "VACUUM")
-    summary["logs_kept"] = tidy_logs(ledger)
+                "Z-order",
+            )
+        for name in COMPACTED:
+            properties = writer_properties(name)
+            _commit(
+                writer,
+                name,
+                lambda t, c, p=properties: t.optimize.compact(
+                    writer_properties=p, commit_properties=c
+                ),
+                "compaction",
+            )
+    ledger = Ledger(settings.table_root)
+    with step("vacuum"):
+        kept = {name: vacuum_hours(settings, ledger, name) for name in TABLES}
+        before = {name: _table(writer, name).version() for name in TABLES}
+        for name, hours in kept.items():
+            wanted = f"interval {hours} hours"
+            table = _table(writer, name)
+            if table.metadata().configuration.get(RETENTION_PROPERTY) != wanted:
+                _commit(
+                    writer, name,
+                    lambda t, c, w=wanted: t.alter.set_table_properties(
+                        {RETENTION_PROPERTY: w}, commit_properties=c
+                    ),
+                    "retention property",
+                )  # fmt: skip
+        for name, hours in kept.items():
+            _commit(writer, name, partial(_vacuum, hours=hours), "VACUUM")
+        summary["removed"] = {name: vacuumed(ledger, name, before[name]) for name in TABLES}
+    with step("logs"):
+        summary["logs_kept"] = tidy_logs(ledger)
     for name in TABLES:
         _check_reader_version(_table(writer, name), writer.uri(name))
     summary["optimized"] = [*Z_ORDERED, *COMPACTED]
     summary["vacuumed"] = list(TABLES)
+    summary["checkpointed"] = list(TABLES)
     summary["protocol"] = "delta-rs"
     summary["seconds"] = round(time.monotonic() - started, 1)
-    log.info("maintenance (delta-rs, object store): %s", summary)
+    log.info("maintenance (delta-rs): %s", summary)
     return summary
+
+
+def vacuumed(ledger: Ledger, name: str, since: int) -> dict[str, int]:
+    """What the VACUUMs of table `name` after version `since` deleted: `files` and
+    `bytes`, from the metrics of their `VACUUM START` commits, which delta-rs and Delta
+    Spark (with `spark.databricks.delta.vacuum.logging.enabled`) both write."""
+    from deltalake import DeltaTable
+
+    path = ledger.path(name)
+    table = DeltaTable(delta_uri(path), storage_options=storage_options(path))
+    files = size = 0
+    for entry in table.history(max(1, table.version() - since)):
+        if entry.get("version", since + 1) <= since or entry.get("operation") != "VACUUM START":
+            continue
+        metrics = entry.get("operationMetrics") or {}
+        files += int(metrics.get("numFilesToDelete") or 0)
+        size += int(metrics.get("sizeOfDataToDelete") or 0)
+    return {"files": files, "bytes": size}
 
 
 def vacuum_hours(settings: Settings, ledger: Ledger, name: str) -> int:
@@ -258,7 +299,7 @@ def _vacuum(table: Any, properties: Any, *, hours: int) -> list[str]:
     return removed
 
 
-def _settled_roots(writer: Any, cutoff: datetime) -> Any:
+def settled_roots(writer: Any, cutoff: datetime) -> Any:
     """The ids of the roots settled before `cutoff` (an Arrow table of `root_id`)."""
     import pyarrow.compute as pc
     import pyarrow.dataset as ds

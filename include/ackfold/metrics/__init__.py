@@ -1,6 +1,6 @@
-"""OpenTelemetry metrics of every reconcile and replay, pushed over OTLP to a collector
-(or to Prometheus' OTLP receiver); off unless an endpoint is set (`metrics.*`, or the
-standard `OTEL_EXPORTER_OTLP_*` variables).
+"""OpenTelemetry metrics of every reconcile, replay and maintenance run, pushed over OTLP
+to a collector (or to Prometheus' OTLP receiver); off unless an endpoint is set
+(`metrics.*`, or the standard `OTEL_EXPORTER_OTLP_*` variables).
 
 - `export`: the target, and a meter that pushes once when the run ends;
 - `record`: the instruments: the runs' counters, and the ledger's gauges and time to detect.
@@ -20,7 +20,13 @@ from typing import Any
 
 from ackfold.config import Settings
 from ackfold.metrics.export import Target, meter, target
-from ackfold.metrics.record import LedgerGauges, record_ledger, record_reconcile, record_replay
+from ackfold.metrics.record import (
+    LedgerGauges,
+    record_ledger,
+    record_maintenance,
+    record_reconcile,
+    record_replay,
+)
 
 __all__ = [
     "LedgerGauges",
@@ -29,6 +35,7 @@ __all__ = [
     "export_run",
     "meter",
     "record_ledger",
+    "record_maintenance",
     "record_reconcile",
     "record_replay",
     "target",
@@ -40,13 +47,15 @@ log = logging.getLogger("ackfold.metrics")
 def export_run(
     settings: Settings, run: str, summary: Mapping[str, Any], *, requested_by: str = "auto"
 ) -> bool:
-    """Push the counters of one `reconcile` or `replay` run's summary. False when metrics
-    are off; never raises for the collector's sake."""
+    """Push the counters of one `reconcile`, `replay` or `maintenance` run's summary.
+    False when metrics are off; never raises for the collector's sake."""
     with meter(settings, run=run) as m:
         if m is None:
             return False
         if run == "reconcile":
             record_reconcile(m, summary)
+        elif run == "maintenance":
+            record_maintenance(m, summary)
         else:
             record_replay(m, summary, requested_by=requested_by)
     return True

@@ -1,10 +1,11 @@
 """Where metrics go: an OTLP exporter from `metrics.*` and the standard
 `OTEL_EXPORTER_OTLP_*` variables, and a meter that pushes once, when the run ends.
 
-Every reconcile and replay is a short process (a spark-submit, an Airflow task): each
-one opens a meter, records, and pushes everything at exit (`PeriodicExportingMetricReader`
-with no period: no thread, one `force_flush`). Counters are cumulative from the run's start
-(OTLP's default and what Prometheus takes): sum them over runs with `increase()`.
+Every reconcile, replay and maintenance run is a short process (a spark-submit, an Airflow
+task): each one opens a meter, records, and pushes everything at exit
+(`PeriodicExportingMetricReader` with no period: no thread, one `force_flush`). Counters
+are cumulative from the run's start (OTLP's default and what Prometheus takes): sum them
+over runs with `increase()`.
 
 Metrics never fail a run: an unreachable collector is one warning in the log.
 """

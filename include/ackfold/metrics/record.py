@@ -2,7 +2,11 @@
 
 From a run's own summary (the process that did the work):
 - `ackfold.reconcile.events_read`, `.events_folded`, `.duplicates_dropped` (counters);
-- `ackfold.replay.sent`, `.failed` (planned, not sent), `.dead_lettered` (counters).
+- `ackfold.replay.sent`, `.failed` (planned, not sent), `.dead_lettered` (counters);
+- `ackfold.maintenance.roots_expired`, `.events_deleted`, `.rows_deleted` (report rows,
+  by `ackfold.table`), `.files_removed` and `.bytes_removed` (what VACUUM deleted, by
+  `ackfold.table`), `.tables_optimized`, `.tables_checkpointed` (counters), and
+  `ackfold.maintenance.step.duration` (gauge, s: each step's time, by `ackfold.step`).
 
 From `root_state` after each reconcile (`LedgerGauges`, read without a JVM):
 - `ackfold.roots` (gauge): roots by `ackfold.app` and `ackfold.status`;
@@ -65,6 +69,45 @@ def record_replay(meter: Meter, summary: Mapping[str, Any], *, requested_by: str
     ):
         counter = meter.create_counter(f"ackfold.replay.{name}", "{message}", what)
         counter.add(int(summary.get(key) or 0), attributes)
+
+
+def record_maintenance(meter: Meter, summary: Mapping[str, Any]) -> None:
+    """The counters and step times of one maintenance run's summary (`run_maintenance`);
+    a dry run deletes nothing and counts nothing."""
+    if summary.get("dry_run"):
+        return
+    engine = {"ackfold.engine": str(summary.get("engine") or "embedded")}
+    for name, key, unit, what in (
+        ("roots_expired", "roots_expired", "{root}", "settled roots whose old events went"),
+        ("events_deleted", "events_deleted", "{event}", "ack_events rows deleted by retention"),
+    ):
+        meter.create_counter(f"ackfold.maintenance.{name}", unit, what).add(
+            int(summary.get(key) or 0), engine
+        )
+    rows = meter.create_counter(
+        "ackfold.maintenance.rows_deleted", "{row}", "report rows deleted by retention"
+    )
+    for table, count in sorted((summary.get("reports_deleted") or {}).items()):
+        rows.add(int(count or 0), {**engine, "ackfold.table": table})
+    files = meter.create_counter(
+        "ackfold.maintenance.files_removed", "{file}", "data files VACUUM deleted"
+    )
+    size = meter.create_counter("ackfold.maintenance.bytes_removed", "By", "bytes VACUUM deleted")
+    for table, figures in sorted((summary.get("removed") or {}).items()):
+        files.add(int(figures.get("files") or 0), {**engine, "ackfold.table": table})
+        size.add(int(figures.get("bytes") or 0), {**engine, "ackfold.table": table})
+    for name, key, what in (
+        ("tables_optimized", "optimized", "tables Z-ordered or compacted"),
+        ("tables_checkpointed", "checkpointed", "tables checkpointed, their logs cleaned up"),
+    ):
+        meter.create_counter(f"ackfold.maintenance.{name}", "{table}", what).add(
+            len(summary.get(key) or ()), engine
+        )
+    steps = meter.create_gauge(
+        "ackfold.maintenance.step.duration", "s", "seconds each step of the run took"
+    )
+    for step, seconds in sorted((summary.get("seconds_by_step") or {}).items()):
+        steps.set(float(seconds), {**engine, "ackfold.step": step})
 
 
 @dataclass

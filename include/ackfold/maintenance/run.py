@@ -1,0 +1,131 @@
+"""`run_maintenance`: one maintenance run, whoever asks for it (`ackfold_maintenance`,
+`ackfold maintain`, the packaged `maintenance.py` on Spark, the soak).
+
+It owns what every run needs, in this order:
+
+1. the ledger's turn (`ackfold.ledger.lease.ledger_turn`): reconciles, replays and
+   maintenance take turns on every host, and every commit of the run carries the lease's
+   epoch (the fence claims every ledger table before anything is read), so a run frozen
+   past its lease commits nothing more (issue 55);
+2. the engine, chosen once (`ackfold.embedded.engine_for`, or `engine`): the embedded
+   one runs the steps in delta-rs in this process; Spark runs them on the session given
+   (or one started for the run) where its commits are safe, and in delta-rs elsewhere
+   (`ackfold.ledger.maintenance.maintain_steps`);
+3. the steps, each timed and said as it starts and ends (`progress`): retention,
+   optimize, vacuum, logs (`ackfold.ledger.store_maintenance.STEPS`);
+4. the summary, with the engine, the epoch, the files and bytes VACUUM deleted and the
+   seconds of each step, and its metrics (`ackfold.metrics.export_run`) when metrics
+   are on.
+
+A dry run (`dry_run=True`) reads what the steps would do and commits nothing: it takes no
+turn and starts no engine (`ackfold.maintenance.dry_run`).
+
+Example:
+    >>> from ackfold.config import load_settings
+    >>> summary = run_maintenance(load_settings())                 # doctest: +SKIP
+    >>> summary["engine"], summary["events_deleted"], summary["files_removed"]  # doctest: +SKIP
+    ('embedded', 120440, 312)
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from ackfold.config import Settings
+from ackfold.embedded import SPARK, engine_for
+from ackfold.ledger.lease import ledger_turn
+from ackfold.ledger.lock import DEFAULT_WAIT
+from ackfold.ledger.maintenance import maintain_steps, spark_steps_safe
+from ackfold.ledger.store_maintenance import STEPS
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+log = logging.getLogger("ackfold.maintenance")
+
+
+class Steps:
+    """Times each step of a run and says it (`say`): `maintenance: vacuum ...` as it
+    starts, `maintenance: vacuum done in 1.2 s` as it ends."""
+
+    def __init__(self, say: Callable[[str], None]) -> None:
+        self.say = say
+        self.seconds: dict[str, float] = {}
+
+    @contextmanager
+    def __call__(self, name: str) -> Iterator[None]:
+        self.say(f"maintenance: {name} ({STEPS.index(name) + 1}/{len(STEPS)}) ...")
+        started = time.monotonic()
+        try:
+            yield
+        finally:
+            self.seconds[name] = round(time.monotonic() - started, 3)
+        self.say(f"maintenance: {name} done in {self.seconds[name]:.1f} s")
+
+
+def run_maintenance(
+    settings: Settings,
+    *,
+    engine: str | None = None,
+    spark: SparkSession | Callable[[], SparkSession] | None = None,
+    now: datetime | None = None,
+    dry_run: bool = False,
+    holder: str = "maintenance",
+    wait: float = DEFAULT_WAIT,
+    say: Callable[[str], None] | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
+    """Maintain the ledger under `settings.table_root` once and return the run's summary.
+
+    `engine` overrides `engine.kind` (`embedded` or `spark`); `spark` is the Spark
+    engine's session, or what makes it when it is needed (else `get_spark`): on an object
+    store, or where Spark's commits are not put-if-absent, no session starts and the
+    steps are delta-rs's. `now` is the run's time for the retention's cut-off. `holder`
+    names the run in the ledger's lease, `wait` is how long to wait for another run's
+    turn (`say` tells of the wait), and `progress` hears each step start and end (else
+    the `ackfold.maintenance` log). Raises `LedgerBusy` if the turn does not come,
+    `LeaseLost` if the run loses it, `MaintenanceError` for a table it cannot keep
+    readable by delta-rs."""
+    at = (now or datetime.now(UTC)).astimezone(UTC)
+    if dry_run:
+        from ackfold.maintenance.dry_run import plan_maintenance
+
+        return plan_maintenance(settings, now=at)
+    # Whatever `engine.kind` says, a store where Spark's commits are unsafe is maintained
+    # in delta-rs: nothing here is refused (`spark_steps_safe`).
+    chosen = engine or engine_for(settings, refuse=False)
+    steps = Steps(progress or log.info)
+    with ledger_turn(settings, holder, wait=wait, say=say or log.info) as fence:
+        session = None
+        if chosen == SPARK and spark_steps_safe(settings):
+            session = _session(settings, spark)
+        summary = maintain_steps(session, settings, now=at, step=steps)
+        epoch = fence.epoch
+    removed = summary.get("removed", {})
+    summary.update(
+        engine=chosen,
+        epoch=epoch,
+        dry_run=False,
+        files_removed=sum(figures["files"] for figures in removed.values()),
+        bytes_removed=sum(figures["bytes"] for figures in removed.values()),
+        seconds_by_step=steps.seconds,
+    )
+    from ackfold.metrics import export_run
+
+    export_run(settings, "maintenance", summary)
+    return summary
+
+
+def _session(
+    settings: Settings, spark: SparkSession | Callable[[], SparkSession] | None
+) -> SparkSession:
+    if spark is None:
+        from ackfold.spark import get_spark
+
+        return get_spark(settings, app_name="ackfold-maintenance")
+    return spark() if callable(spark) else spark
