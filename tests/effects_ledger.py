@@ -27,8 +27,8 @@ import pyarrow as pa
 from deltalake import DeltaTable, write_deltalake
 
 from ackfold.config import Settings, load_settings
-from ackfold.effects.outputs import declare_output
 from ackfold.ledger import status
+from ackfold.ledger.outputs import declare_output
 from ackfold.ledger.tables import REPLAY_LOG, ROOTS
 from tests.ledger_fixtures import write_rows
 from tests.replay_ledger import T0, Failed, write_failed

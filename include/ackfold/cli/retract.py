@@ -143,7 +143,7 @@ def format_summary(summary: Any) -> str:
 
 
 def _outputs(settings: Settings, args: argparse.Namespace) -> int:
-    from ackfold.effects import EffectsError, declare_output, declared_outputs
+    from ackfold.effects import OutputDeclarationError, declare_output, declared_outputs
 
     if args.declare:
         if not args.app:
@@ -156,7 +156,7 @@ def _outputs(settings: Settings, args: argparse.Namespace) -> int:
                 origin_column=args.origin_column,
                 clean=args.clean,
             )
-        except EffectsError as exc:
+        except OutputDeclarationError as exc:
             raise UsageError(str(exc)) from None
         emit(json.dumps(declared.as_dict()) if args.json else f"declared {declared.output}")
         return 0

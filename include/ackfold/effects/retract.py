@@ -47,7 +47,7 @@ from ackfold.effects.find import RootEffects, RootRef
 from ackfold.effects.outputs import DeclaredOutput
 from ackfold.ledger.lock import DEFAULT_WAIT
 from ackfold.ledger.parse import parse_limit
-from ackfold.replay.request import whoami
+from ackfold.ledger.values import whoami
 
 if TYPE_CHECKING:
     from ackfold.config import Settings
