@@ -128,3 +128,11 @@ def test_show_lists_the_roots_effects(cli: Callable[..., Run], ledger: Ledger) -
     assert f"{ledger.missing}  cannot read: no Delta table" in run.out
     shown = json.loads(cli("show", format_id(DEAD.root_id), "--json").out)
     assert shown["effects"]["rows"] == WORDS_PER_ROOT + COUNTS_PER_ROOT
+
+
+def test_retract_says_when_there_is_nothing_to_delete(cli: Callable[..., Run]) -> None:
+    root = format_id(ROOTS_OF["other_dead"].root_id)
+    assert cli("retract", "--root", root, "--yes").code == 0
+    run = cli("retract", "--root", root, "--yes")
+    assert run.code == 1
+    assert run.out.startswith("nothing to delete: 1 dead letter(s) selected, none has rows")

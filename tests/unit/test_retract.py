@@ -244,3 +244,35 @@ def test_a_root_replayed_after_a_retract_starts_clean(ledger: Ledger) -> None:
     (found,) = [o for o in words if o.output.output == ledger.words]
     assert found.rows == WORDS_PER_ROOT  # the new attempt's rows, none of the old
     assert {row["word"] for row in found.sample} == {f"again-{i}" for i in range(WORDS_PER_ROOT)}
+
+
+def test_a_retract_racing_a_replay_waits_for_its_turn_then_is_refused(ledger: Ledger) -> None:
+    import threading
+
+    from ackfold.ledger.lease import ledger_turn
+    from ackfold.ledger.tables import REPLAY_LOG
+    from tests.effects_ledger import planned_replay
+    from tests.ledger_fixtures import write_rows
+
+    waiting = threading.Event()
+    outcome: list[BaseException] = []
+
+    def retract() -> None:
+        request = RetractRequest(root_ids=(DEAD.root_id,), dry_run=False)
+        try:
+            run_retract(ledger.settings, request, wait=60, say=lambda _: waiting.set())
+        except BaseException as exc:  # the thread's outcome, checked below
+            outcome.append(exc)
+
+    with ledger_turn(ledger.settings, "a replay of the dead letter"):
+        other = threading.Thread(target=retract)
+        other.start()
+        assert waiting.wait(60), "the retract waits for the replay's turn"
+        # Meanwhile the replay plans the dead letter's next attempt.
+        write_rows(ledger.settings.table_root, REPLAY_LOG, [planned_replay(DEAD)])
+    other.join(120)
+    (refused,) = outcome
+    assert isinstance(refused, RetractRefused)
+    assert "replay r-1 sends it back" in str(refused)
+    assert ledger.rows(ledger.words)[DEAD.origin] == WORDS_PER_ROOT
+    assert _log(ledger) == []
