@@ -295,11 +295,12 @@ def test_an_output_a_stage_reads_is_counted_and_left_as_it_is(ledger: Ledger) ->
     (shown,) = [o for o in found.outputs if o.output.output == staged]
     assert (shown.rows, shown.read_by_stage) == (2, True)
     assert all("_ackfold" not in row for row in shown.sample)
-    summary = run_retract(
-        ledger.settings, RetractRequest(root_ids=(DEAD.root_id,), dry_run=False)
-    )
+    summary = run_retract(ledger.settings, RetractRequest(root_ids=(DEAD.root_id,), dry_run=False))
     assert staged not in summary.deleted
     assert "a stage reads it" in summary.plan.kept[staged]
     assert summary.deleted[ledger.words] == WORDS_PER_ROOT
     assert DeltaTable(staged).version() == 0
     assert staged not in {r["output"] for r in _log(ledger)}
+    # Its rows are the root's, but not effects a retract could take: none are left.
+    after = root_effects(ledger.settings, DEAD.root_id)
+    assert (after.rows, after.retractable_rows, after.has_effects) == (2, 0, False)

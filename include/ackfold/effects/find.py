@@ -90,9 +90,17 @@ class RootEffects:
         return sum(o.rows for o in self.outputs)
 
     @property
+    def retractable_rows(self) -> int:
+        """The root's origin's rows in the outputs no stage reads: what a retract takes
+        (an intermediate table's rows, which a stage reads, stay: `read_by_stage`)."""
+        return sum(o.rows for o in self.outputs if not o.read_by_stage)
+
+    @property
     def has_effects(self) -> bool:
-        """Whether any output holds a row of the root's origin."""
-        return self.rows > 0
+        """Whether an output that no stage reads (a sink's table, which people read) holds
+        a row of the root's origin: what the failed-roots page shows, and what a retract
+        takes away."""
+        return self.retractable_rows > 0
 
     @property
     def problems(self) -> dict[str, str]:
@@ -109,6 +117,8 @@ class RootEffects:
             "attempt": self.root.attempt,
             "status": self.root.status,
             "rows": self.rows,
+            "retractable_rows": self.retractable_rows,
+            "has_effects": self.has_effects,
             "outputs": [o.as_dict() for o in self.outputs],
         }
 

@@ -133,9 +133,7 @@ class RetractPlan:
     @property
     def with_effects(self) -> tuple[RootEffects, ...]:
         """The roots that have rows to delete (in an output no stage reads)."""
-        return tuple(
-            r for r in self.roots if any(o.rows and not o.read_by_stage for o in r.outputs)
-        )
+        return tuple(r for r in self.roots if r.has_effects)
 
 
 @dataclass(frozen=True)
