@@ -131,3 +131,13 @@ def test_each_dead_letter_says_whether_it_left_effects(tmp_path: Path) -> None:
     assert all(e.has_effects and e.rows == WORDS_PER_ROOT + COUNTS_PER_ROOT for e in found)
     assert all(o.sample == () for e in found for o in e.outputs)  # counts only by default
     assert dead_letter_effects(ledger.settings, app="nobody") == []
+
+
+def test_the_examples_in_the_docstrings_run() -> None:
+    import doctest
+
+    from ackfold.effects import errors, params
+    from ackfold.ledger import outputs
+
+    for module in (outputs, params, errors):
+        assert doctest.testmod(module, optionflags=doctest.ELLIPSIS).failed == 0, module
