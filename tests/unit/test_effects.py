@@ -136,8 +136,8 @@ def test_each_dead_letter_says_whether_it_left_effects(tmp_path: Path) -> None:
 def test_the_examples_in_the_docstrings_run() -> None:
     import doctest
 
-    from ackfold.effects import errors, params
+    from ackfold.effects import errors, params, retract
     from ackfold.ledger import outputs
 
-    for module in (outputs, params, errors):
+    for module in (outputs, params, errors, retract):
         assert doctest.testmod(module, optionflags=doctest.ELLIPSIS).failed == 0, module
