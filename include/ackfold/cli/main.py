@@ -5,7 +5,7 @@ that does not answer) ends in one clear message on stderr and a non-zero exit, w
 traceback; Spark logs its errors only. `--verbose` (`-v`), before or after the command,
 brings back Spark's warnings, ackfold's log lines and the tracebacks. An unexpected
 exception is a bug: its traceback is always shown. Each command group is a module of this
-package (`setup`, `replay`, `demo`, `ledger`, `doctor`, `jobs`, `maintain`, `read`).
+package (`setup`, `replay`, `demo`, `ledger`, `doctor`, `jobs`, `maintain`, `retract`, `read`).
 
 Other distributions add commands through the entry-point group `ackfold.commands`: each
 entry point is an `add_commands(command)` function, as each module here has. A checkout's
@@ -28,7 +28,7 @@ from importlib.metadata import entry_points
 from typing import TYPE_CHECKING
 
 from ackfold import __version__
-from ackfold.cli import demo, doctor, jobs, ledger, maintain, read, replay, setup
+from ackfold.cli import demo, doctor, jobs, ledger, maintain, read, replay, retract, setup
 from ackfold.cli.common import EXIT_USAGE, Handler, UsageError, error_line, verbosity
 
 if TYPE_CHECKING:
@@ -75,6 +75,7 @@ def _parser(plugins: bool) -> tuple[argparse.ArgumentParser, set[str]]:
             command(name, _development_only, "a development command: run it from a checkout "
                     "of ackfold (make install)")  # fmt: skip
     replay.add_commands(command)
+    retract.add_commands(command)
     demo.add_commands(command)
     command("config", _config, "print the effective configuration as JSON")
     ledger.add_commands(command)

@@ -7,7 +7,6 @@ replay DAG through `ackfold.replay.params`); `Replayer.plan` turns it into sends
 
 from __future__ import annotations
 
-import getpass
 import json
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
@@ -15,17 +14,11 @@ from typing import Final
 
 from ackfold.ledger import status
 from ackfold.ledger.parse import parse_limit, parse_rate
+from ackfold.ledger.values import whoami
 
 # What a manual replay may select; an automatic one takes failed and timed-out roots.
 REPLAYABLE: Final = (status.FAILED, status.TIMED_OUT, status.DEAD_LETTERED)
 DEFAULT_STATUSES: Final = (status.FAILED, status.TIMED_OUT)
-
-
-def _whoami() -> str:
-    try:
-        return f"cli:{getpass.getuser()}"
-    except (KeyError, OSError):
-        return "cli"
 
 
 @dataclass(frozen=True)
@@ -42,7 +35,7 @@ class ReplayRequest:
     rate: float | None = None
     dry_run: bool = False
     automatic: bool = False
-    requested_by: str = field(default_factory=_whoami)
+    requested_by: str = field(default_factory=whoami)
 
     def __post_init__(self) -> None:
         unknown = [s for s in self.statuses if s not in REPLAYABLE]

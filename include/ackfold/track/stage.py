@@ -57,6 +57,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from ackfold.ledger import schemes
+from ackfold.ledger.outputs import declare_once
 from ackfold.ledger.tables import ROOTS, Ledger
 from ackfold.ledger.upgrade import roots_scheme, stored_columns
 from ackfold.track.columns import (
@@ -435,7 +436,10 @@ class StageTracker:
         In a classic session whose warehouse is a directory of this machine, the ledger's
         rows are collected to the driver and committed by delta-rs, in milliseconds
         (``ackfold.track.write``). ``batch_id=None`` writes outputs without transaction
-        ids too, for writers outside ``foreachBatch``.
+        ids too, for writers outside ``foreachBatch``. The first write of the process to
+        each output table declares it (``ackfold.ledger.outputs``, its origin column
+        ``origin_root_id``), so that ``ackfold show`` and ``ackfold retract`` find a
+        root's rows there.
 
         Example:
             >>> import tempfile
@@ -471,6 +475,9 @@ class StageTracker:
             events=events,
             current=self._current_outputs,
         )
+        if outputs:
+            # Once per process and table, not per batch (`ackfold.ledger.outputs`).
+            declare_once(self.ledger.root, self.app, outputs)
 
 
 def _current_anchor(df: DataFrame, anchor: ColumnOrName, where: str) -> Column:
