@@ -403,7 +403,8 @@ def test_show_prints_state_events_by_stage_and_attempts(
     assert [r[2] for r in rows] == expected_vals
     assert events.splitlines()[-1].endswith("reason: bad record: missing field 'sku'")
     # The attempts: this root (marked) and its replay, each with its status.
-    attempts = out.split(f"attempts (origin {format_id(sample.replayed)})\n")[1].splitlines()
+    after = out.split(f"attempts (origin {format_id(sample.replayed)})\n")[1]
+    attempts = after.split("\n\n")[0].splitlines()  # the effects section follows
     assert [line.split()[:4] for line in attempts] == [
         ["*", "#1", format_id(sample.replayed), "replayed"],
         ["#2", format_id(sample.retry), "completed", "ingested"],
