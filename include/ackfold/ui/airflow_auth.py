@@ -6,8 +6,8 @@ Imported by the plugin only (it imports Airflow). Every route of the UI depends 
 cookie of Airflow's UI; anonymous, expired or unusable: 401) and the check of
 `requires_access_view(AccessView.PLUGINS)` (no right to plugins: 403), and asks the auth
 manager whether the user may trigger the manual replay DAG (`Viewer.can_replay`) and the
-manual retract DAG (`Viewer.can_retract`): any auth manager's roles apply (the simple one's viewer/user/op/admin, FAB's Viewer/User/Op/Admin,
-Keycloak's).
+manual retract DAG (`Viewer.can_retract`): any auth manager's roles apply (the simple
+one's viewer/user/op/admin, FAB's Viewer/User/Op/Admin, Keycloak's).
 """
 
 from __future__ import annotations
