@@ -28,8 +28,9 @@ from airflow.api_fastapi.core_api.security import (
 from airflow.configuration import conf
 from fastapi import Depends, HTTPException, Request
 
+from ackfold.effects.params import MANUAL_RETRACT_DAG_ID
 from ackfold.replay.params import MANUAL_REPLAY_DAG_ID
-from ackfold.ui.security import MANUAL_RETRACT_DAG_ID, Viewer, request_token
+from ackfold.ui.security import Viewer, request_token
 
 
 async def airflow_user(request: Request, bearer: Annotated[Any, Depends(bearer_scheme)]) -> Any:

@@ -38,6 +38,8 @@ from fastapi import HTTPException, Request
 from starlette.datastructures import MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from ackfold.effects.params import MANUAL_RETRACT_DAG_ID
+
 CSRF_FIELD: Final = "csrf_token"
 CSRF_HEADER: Final = "X-CSRF-Token"
 CSRF_TTL: Final = 12 * 3600
@@ -49,8 +51,6 @@ REPLAY_ROLE: Final = (
     "replaying needs an Airflow role that may trigger the DAG ackfold_manual_replay "
     "(User, Op or Admin): ask an Airflow admin"
 )
-# The DAG a retract from the UI triggers (`ackfold.airflow.dags`).
-MANUAL_RETRACT_DAG_ID: Final = "ackfold_manual_retract"
 RETRACT_ROLE: Final = (
     f"retracting needs an Airflow role that may trigger the DAG {MANUAL_RETRACT_DAG_ID} "
     "(User, Op or Admin): ask an Airflow admin"

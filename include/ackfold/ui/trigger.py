@@ -22,6 +22,7 @@ from urllib.parse import quote
 
 import httpx
 
+from ackfold.effects.params import MANUAL_RETRACT_DAG_ID
 from ackfold.errors import AckfoldError
 from ackfold.ledger.values import one_line
 from ackfold.replay.params import MANUAL_REPLAY_DAG_ID
@@ -102,6 +103,7 @@ class ManualDag:
 
 
 REPLAY_DAG: Final = ManualDag(MANUAL_REPLAY_DAG_ID, "replay")
+RETRACT_DAG: Final = ManualDag(MANUAL_RETRACT_DAG_ID, "retract")
 
 
 @dataclass(frozen=True)
