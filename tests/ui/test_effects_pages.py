@@ -64,6 +64,7 @@ def test_a_dead_letters_page_lists_its_rows_per_output_masked(
     assert len(rows) == DEAD_ROWS
     # Values shown; the secret-named column and the secret in the text masked.
     assert all("word=word" in row for row in rows), rows
+    assert all(row.startswith("position=") for row in rows), rows  # the origin said once
     assert all(f"token={MASK}" in row for row in rows), rows
     assert SECRET not in page.text
     assert TOKEN not in page.text

@@ -24,7 +24,7 @@ from ackfold.ledger.ids import format_id
 
 if TYPE_CHECKING:
     from ackfold.config import Settings
-    from ackfold.effects import RootEffects
+    from ackfold.effects import OutputEffects, RootEffects
     from ackfold.ui.redact import Redactor
 
 # Sample rows a root's page shows per output, and the characters of one value.
@@ -66,15 +66,19 @@ def root_effects(
 
 
 def masked_effects(redactor: Redactor, found: RootEffects, value_chars: int) -> RootEffects:
-    """`found` with each sample row as masked text (none when `value_chars` is 0)."""
-    outputs = tuple(
-        replace(
-            o,
-            sample=tuple(redactor.row(row, value_chars) for row in o.sample) if value_chars else (),
+    """`found` with each sample row as masked text, without its origin column (the same
+    on every row: the page says it once); none when `value_chars` is 0."""
+
+    def shown(o: OutputEffects) -> tuple[dict[str, str | None], ...]:
+        if not value_chars:
+            return ()
+        origin = o.output.origin_column
+        return tuple(
+            redactor.row({k: v for k, v in row.items() if k != origin}, value_chars)
+            for row in o.sample
         )
-        for o in found.outputs
-    )
-    return replace(found, outputs=outputs)
+
+    return replace(found, outputs=tuple(replace(o, sample=shown(o)) for o in found.outputs))
 
 
 def dead_letter_flags(settings: Settings | None, roots: Iterable[Any]) -> dict[int, Flag]:
