@@ -27,8 +27,8 @@ import pyarrow as pa
 from deltalake import DeltaTable, write_deltalake
 
 from ackfold.config import Settings, load_settings
-from ackfold.effects.outputs import declare_output
 from ackfold.ledger import status
+from ackfold.ledger.outputs import declare_output
 from ackfold.ledger.tables import REPLAY_LOG, ROOTS
 from tests.ledger_fixtures import write_rows
 from tests.replay_ledger import T0, Failed, write_failed
@@ -88,7 +88,7 @@ def effects_ledger(tmp_path: Path) -> Ledger:
         "source_position": None, "payload": "{}", "ingested_at": T0 + timedelta(minutes=3),
     }])  # fmt: skip
     p = ROOTS_OF["planned"]
-    write_rows(warehouse, REPLAY_LOG, [_planned_replay(p)])
+    write_rows(warehouse, REPLAY_LOG, [planned_replay(p)])
     origins = sorted({f.origin for f in [*ROOTS_OF.values(), *ATTEMPTS]})
     write_deltalake(words, pa.table({
         "origin_root_id": pa.array([o for o in origins for _ in range(WORDS_PER_ROOT)], pa.int64()),
@@ -106,7 +106,7 @@ def effects_ledger(tmp_path: Path) -> Ledger:
     return Ledger(settings, words, counts, missing, nocolumn)
 
 
-def _planned_replay(root: Failed) -> dict[str, Any]:
+def planned_replay(root: Failed) -> dict[str, Any]:
     return {
         "replay_id": "r-1", "event": "planned", "requested_by": "cli:ops", "request": "{}",
         "root_id": root.root_id, "app": root.app, "action": "replay",

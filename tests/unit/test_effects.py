@@ -19,7 +19,7 @@ from ackfold.effects import (
     declared_outputs,
     root_effects,
 )
-from ackfold.effects.outputs import declare_written, read_declared
+from ackfold.ledger.outputs import declare_written, read_declared
 from ackfold.ledger.tables import DECLARED_OUTPUTS
 from tests.effects_ledger import COUNTS_PER_ROOT, ROOTS_OF, WORDS_PER_ROOT, effects_ledger
 

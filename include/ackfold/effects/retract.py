@@ -47,7 +47,7 @@ from ackfold.effects.find import RootEffects, RootRef
 from ackfold.effects.outputs import DeclaredOutput
 from ackfold.ledger.lock import DEFAULT_WAIT
 from ackfold.ledger.parse import parse_limit
-from ackfold.replay.request import whoami
+from ackfold.ledger.values import whoami
 
 if TYPE_CHECKING:
     from ackfold.config import Settings
@@ -212,7 +212,7 @@ def run_retract(
     seconds: `LedgerBusy`). Raises `UnknownRoots`, `RetractRefused`, or `LeaseLost` (a
     run that lost the lease deletes nothing more)."""
     from ackfold.ledger.lease import ledger_turn
-    from ackfold.ledger.tables import REPLAY_LOG, RETRACT_LOG, ROOT_STATE, ROOTS, Ledger
+    from ackfold.ledger.tables import REPLAY_LOG, RETRACT_LOG, ROOT_STATE, Ledger
     from ackfold.ledger.writer import LedgerWriter
 
     if request.dry_run:
@@ -226,7 +226,7 @@ def run_retract(
         LedgerWriter(settings.table_root).create([RETRACT_LOG])
         # From here no run that lost the lease commits to what this one reads: a replay
         # that would bring a root back, or a reconcile that would settle it.
-        fence.claim([ledger.path(name) for name in (ROOT_STATE, ROOTS, REPLAY_LOG, RETRACT_LOG)])
+        fence.claim([ledger.path(name) for name in (ROOT_STATE, REPLAY_LOG, RETRACT_LOG)])
         plan = plan_retract(settings, request, sample=max(sample, LOGGED_SAMPLE))
         if on_plan is not None:
             on_plan(plan)

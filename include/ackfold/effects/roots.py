@@ -139,11 +139,14 @@ def _refusal(
 ) -> Refusal | None:
     """Why `root`'s origin's rows are not its own, given every attempt of its message
     (`chain`: root id -> attempt, status) and the replays planned of it; None if they are."""
+    if root.status in _DONE:
+        return Refusal(NOT_DEAD, f"it is {root.status}, not dead_lettered: its rows are a "
+                       "completed message's output")  # fmt: skip
     for other in sorted(chain.values(), key=lambda c: (c.get("attempt") or 0, c["root_id"])):
-        if other.get("status") in _DONE:
-            who = "it" if other["root_id"] == root.root_id else _attempt(other)
-            return Refusal(COMPLETED, f"{who} completed ({other['status']}): its message's rows "
-                           "are a completed message's output, not a dead letter's")  # fmt: skip
+        if other["root_id"] != root.root_id and other.get("status") in _DONE:
+            return Refusal(COMPLETED, f"{_attempt(other)} of its message completed "
+                           f"({other['status']}): its rows are a completed message's output, "
+                           "not a dead letter's")  # fmt: skip
     if root.status != status.DEAD_LETTERED:
         return Refusal(NOT_DEAD, f"it is {root.status or 'unknown'}, not dead_lettered: only "
                        "a dead letter's effects are retracted")  # fmt: skip
