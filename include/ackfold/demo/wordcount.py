@@ -215,11 +215,8 @@ class WordCount:
         seq = F.col("doc.seq")
         parsed = seq.isNotNull() & F.col("doc.text").isNotNull()
         dropped = hit(self.faults, "drop", SPLIT, seq, F.col("attempt"))
-        stuck = F.lit(False)
-        if self.stuck:
-            stuck = ~dropped & seq.isin(self.stuck) & (F.col("attempt") <= self.max_attempts)
-        failed = ~dropped & ~stuck & hit(self.faults, "fail", SPLIT, seq, F.col("attempt"))
-        good = rows.where(parsed & ~dropped & ~failed & ~stuck)
+        failed = ~dropped & hit(self.faults, "fail", SPLIT, seq, F.col("attempt"))
+        good = rows.where(parsed & ~dropped & ~failed)
         # Outputs, then (a kill may come here) the acks: a re-run skips the words (their
         # transaction id is the batch id) and writes the same acks, read once.
         self.split.write_batch(batch_id, outputs={self.words_path: self._words(good)})
@@ -233,10 +230,6 @@ class WordCount:
                     rows.where(~parsed), "malformed message: not JSON with a seq and a text"
                 ),
                 self.split.fail(rows.where(parsed & failed), "injected failure at split"),
-                self.split.fail(
-                    rows.where(parsed & stuck),
-                    "injected outage at split: fails on every automatic attempt",
-                ),
             ],
         )
         rows.unpersist()
@@ -253,7 +246,7 @@ class WordCount:
 
         keys = [F.col("doc.seq").alias("seq"), F.col("attempt")]
         if fault_keys is None:
-            fault_keys = COUNT in self.faults.stages()
+            fault_keys = COUNT in self.faults.stages() or bool(self.stuck)
         words = self.split.explode(sentences, _tokens(), "word", position="position")
         return words.select(
             "origin_root_id", *(keys if fault_keys else []), "position", "word", "_ackfold"
@@ -266,8 +259,9 @@ class WordCount:
         words = frame.cache()
         key = (F.col("seq"), F.col("attempt"), F.col("position"))
         dropped = hit(self.faults, "drop", COUNT, *key)
-        failed = ~dropped & hit(self.faults, "fail", COUNT, *key)
-        good = words.where(~dropped & ~failed)
+        stuck = ~dropped & self._outage()
+        failed = ~dropped & ~stuck & hit(self.faults, "fail", COUNT, *key)
+        good = words.where(~dropped & ~failed & ~stuck)
         # Keyed on the origin root: a replayed sentence inserts only what is missing.
         dml.merge(
             self.counted_path,
@@ -284,9 +278,31 @@ class WordCount:
             events=[
                 self.count.ack(good),
                 self.count.fail(words.where(failed), "injected failure at count"),
+                self.count.fail(
+                    words.where(stuck),
+                    "injected outage at count: fails on every automatic attempt",
+                ),
             ],
         )
         words.unpersist()
+
+    def _outage(self) -> Column:
+        """True for the words of a stuck sentence that its outage hits, on every automatic
+        attempt: the second half of the sentence (its last word at least). The first half
+        is counted: a stuck message is a dead letter that left part of its words in the
+        sink, for `ackfold retract` to take back."""
+        from pyspark.sql import Window
+        from pyspark.sql import functions as F
+
+        if not self.stuck:
+            return F.lit(False)
+        sentence = Window.partitionBy("origin_root_id", "attempt")
+        last = F.max("position").over(sentence)
+        return (
+            F.col("seq").isin(self.stuck)
+            & (F.col("attempt") <= self.max_attempts)
+            & (F.col("position") * 2 >= last)
+        )
 
     # -- running ------------------------------------------------------------------------
 
