@@ -13,8 +13,8 @@
   alone (`ack(exploded=...)`): the words are written once, never read back.
 - `count` is another streaming query: it reads `words` as a Delta stream, so lineage is
   tracked across jobs, and acks each word once it is in the sink.
-- The sink, `counted`, holds one row per word occurrence, keyed on (origin root,
-  position): a replayed sentence writes the same keys again and MERGE inserts only what is
+- The sink, `counted`, declared as the app's output (`ackfold.effects`) beside `words`,
+  holds one row per word occurrence, keyed on (origin root, position): a replayed sentence writes the same keys again and MERGE inserts only what is
   missing, so the counts (`word_counts`) stay exact under replays and partial attempts.
   That key is the one thing a replay-safe sink needs from ackfold: the origin root, the
   same on every attempt (where an untracked app would key on its source's message id).
@@ -418,3 +418,13 @@ class WordCount:
         )
         counted = self.spark.createDataFrame([], _COUNTED)
         counted.write.format("delta").mode("ignore").save(self.counted_path)
+        self._declare_sink()
+
+    def _declare_sink(self) -> None:
+        """Declare the sink, a MERGE target, as an output of the app (`words` is declared
+        by `write_batch`): what its dead letters leave there can be found and retracted.
+        Once: a declaration the ledger has (a user's, marking it clean) stays."""
+        from ackfold.effects.outputs import declare_output, read_declared
+
+        if all(d.output != self.counted_path for d in read_declared(self.ledger.root)):
+            declare_output(self.ledger, self.app, self.counted_path, declared_by="ackfold demo")
