@@ -42,6 +42,42 @@ def add_wait(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_selection(parser: argparse.ArgumentParser, what: str) -> None:
+    """The selection of roots `ackfold replay` and `ackfold retract` share: `--root`,
+    `--app`, `--since`, `--until`, `--limit` (`parse_selection` reads them)."""
+    parser.add_argument(
+        "--root", nargs="+", action="extend", metavar="ID", help="only these root ids"
+    )
+    parser.add_argument("--app", metavar="APP", help="only the roots of this app")
+    parser.add_argument(
+        "--since", metavar="TIME", help="only roots whose status changed at or after TIME"
+    )
+    parser.add_argument(
+        "--until", metavar="TIME", help="only roots whose status changed before TIME"
+    )
+    parser.add_argument("--limit", metavar="N", help=f"at most N {what}, oldest first")
+
+
+def parse_selection(args: argparse.Namespace) -> dict[str, Any]:
+    """The typed selection of `add_selection`'s arguments (root_ids, app, since, until,
+    limit), for a `ReplayRequest` or a `RetractRequest`; `UsageError` names a bad one."""
+    from ackfold.ledger.parse import QueryError, parse_limit, parse_root_id, parse_time
+    from ackfold.reconcile.reconciler import check_app_name
+
+    try:
+        if args.app:
+            check_app_name(args.app)
+        return {
+            "root_ids": tuple(dict.fromkeys(parse_root_id(text) for text in args.root or ())),
+            "app": args.app,
+            "since": parse_time(args.since, "--since") if args.since else None,
+            "until": parse_time(args.until, "--until") if args.until else None,
+            "limit": parse_limit(args.limit) if args.limit is not None else None,
+        }
+    except (QueryError, ValueError) as exc:
+        raise UsageError(str(exc)) from None
+
+
 def _seconds(text: str) -> float:
     try:
         value = float(text)

@@ -28,7 +28,7 @@ from importlib.metadata import entry_points
 from typing import TYPE_CHECKING
 
 from ackfold import __version__
-from ackfold.cli import demo, doctor, jobs, ledger, read, replay, setup
+from ackfold.cli import demo, doctor, jobs, ledger, read, replay, retract, setup
 from ackfold.cli.common import EXIT_USAGE, Handler, UsageError, error_line, verbosity
 
 if TYPE_CHECKING:
@@ -75,6 +75,7 @@ def _parser(plugins: bool) -> tuple[argparse.ArgumentParser, set[str]]:
             command(name, _development_only, "a development command: run it from a checkout "
                     "of ackfold (make install)")  # fmt: skip
     replay.add_commands(command)
+    retract.add_commands(command)
     demo.add_commands(command)
     command("config", _config, "print the effective configuration as JSON")
     ledger.add_commands(command)

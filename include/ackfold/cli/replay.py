@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from ackfold.cli.common import (
     AddCommand,
     UsageError,
+    add_selection,
     add_wait,
     check_app,
     emit,
@@ -30,23 +31,13 @@ def add_commands(command: AddCommand) -> None:
         _replay,
         "send failed, timed-out or dead-lettered roots back to their source queues",
     )
-    replay.add_argument(
-        "--root", nargs="+", action="extend", metavar="ID", help="only these root ids"
-    )
-    replay.add_argument("--app", metavar="APP", help="only the roots of this app")
+    add_selection(replay, "roots")
     replay.add_argument(
         "--status",
         action="append",
         metavar="S[,S...]",
         help="which roots (default failed,timed_out): failed, timed_out, dead_lettered",
     )
-    replay.add_argument(
-        "--since", metavar="TIME", help="only roots whose status changed at or after TIME"
-    )
-    replay.add_argument(
-        "--until", metavar="TIME", help="only roots whose status changed before TIME"
-    )
-    replay.add_argument("--limit", metavar="N", help="at most N roots, oldest first")
     replay.add_argument(
         "--rate", metavar="MSGS_PER_S", help="send at most this many messages per second"
     )
@@ -142,30 +133,17 @@ class _NothingToReplay(Exception):
 
 
 def _replay_request(args: argparse.Namespace) -> Any:
-    from ackfold.ledger.parse import (
-        QueryError,
-        parse_limit,
-        parse_rate,
-        parse_root_id,
-        parse_statuses,
-        parse_time,
-    )
-    from ackfold.reconcile.reconciler import check_app_name
+    from ackfold.cli.common import parse_selection
+    from ackfold.ledger.parse import QueryError, parse_rate, parse_statuses
     from ackfold.replay.request import DEFAULT_STATUSES, ReplayRequest
 
+    selection = parse_selection(args)
     try:
-        root_ids = tuple(parse_root_id(text) for text in args.root or ())
         statuses = parse_statuses(args.status) if args.status else DEFAULT_STATUSES
-        if args.app:
-            check_app_name(args.app)
         rate = parse_rate(args.rate) if args.rate is not None else None
         return ReplayRequest(
-            root_ids=root_ids,
-            app=args.app,
+            **selection,
             statuses=statuses,
-            since=parse_time(args.since, "--since") if args.since else None,
-            until=parse_time(args.until, "--until") if args.until else None,
-            limit=parse_limit(args.limit) if args.limit is not None else None,
             rate=rate,
             dry_run=args.dry_run,
             automatic=args.auto,

@@ -155,6 +155,21 @@ class AppDag(Section):
     max_restart_delay: Duration = timedelta(minutes=10)
 
 
+class OutputSetting(Section):
+    """`apps.<app>.outputs[]`: an output table the app writes (`ackfold.effects`), besides
+    those its `write_batch` calls declare: a sink's MERGE target, a producer's table
+    outside Spark.
+
+    - `path`: the table's location, as the app writes it (a path or a URI);
+    - `origin_column`: the column holding each row's origin root id (`origin_root_id`);
+    - `clean`: no dead letter may have rows there (a quality expectation).
+    """
+
+    path: str = Field(min_length=1)
+    origin_column: str = Field("origin_root_id", pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    clean: bool = False
+
+
 class AppOverrides(Section):
     """An app's entry under `apps:`: any field left out falls back to `defaults:`."""
 
@@ -171,6 +186,8 @@ class AppOverrides(Section):
     # replays go back to source_queue.
     retry_queue: str | None = None
     stages: tuple[str, ...] = ()
+    # The app's output tables, declared here (`ackfold.effects.outputs`).
+    outputs: tuple[OutputSetting, ...] = ()
     quality: QualityOverrides | None = None
     alerts: AlertOverrides | None = None
     dag: AppDag | None = None

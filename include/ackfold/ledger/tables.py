@@ -38,6 +38,8 @@ SENT_MESSAGES = "sent_messages"
 QUALITY_RESULTS = "quality_results"
 ALERT_LOG = "alert_log"
 APP_PROGRESS = "app_progress"
+DECLARED_OUTPUTS = "declared_outputs"
+RETRACT_LOG = "retract_log"
 # Not a contract table: the lease of the one `root_state` writer (`ackfold.ledger.lease`).
 LEASE = "_ledger_lease"
 
@@ -263,6 +265,46 @@ APP_PROGRESS_DDL = """
     recorded_at TIMESTAMP NOT NULL
 """
 
+# Where each app's effects live (`ackfold.effects.outputs`), append only, optional: a ledger
+# without it has no declared outputs. One row per declaration of output table `output` (its
+# location as the app writes it) by `app`; the newest row per (app, output) holds.
+# `origin_column` holds the origin root id of each of its rows; `clean`: no dead letter may
+# have rows there (a quality expectation). `declared_by`: `write_batch` (declared by default
+# on an app's first write to it), or who called `declare_output` (`ackfold outputs`).
+DECLARED_OUTPUTS_DDL = """
+    app STRING NOT NULL,
+    output STRING NOT NULL,
+    origin_column STRING NOT NULL,
+    clean BOOLEAN NOT NULL,
+    declared_by STRING NOT NULL,
+    declared_at TIMESTAMP NOT NULL
+"""
+
+# The retract audit log (`ackfold.effects.retract`), append only, written ahead: a
+# `planned` row per dead letter and output BEFORE the delete (`row_count`: its rows found there,
+# `sample`: a few of them as JSON), then, after each table's one delete commit, a `deleted`
+# row per dead letter of it (`table_version`: the commit; `table_rows`: what the commit
+# deleted in all), or a `failed` row (with the `error`). A `planned` row with no `deleted`
+# or `failed` row of its retract is what a crash left: the delete may or may not have landed.
+RETRACT_LOG_DDL = """
+    retract_id STRING NOT NULL,
+    event STRING NOT NULL,
+    requested_by STRING NOT NULL,
+    request STRING NOT NULL,
+    root_id BIGINT NOT NULL,
+    app STRING NOT NULL,
+    origin_root_id BIGINT NOT NULL,
+    attempt INT,
+    output STRING NOT NULL,
+    origin_column STRING NOT NULL,
+    row_count BIGINT NOT NULL,
+    sample STRING,
+    table_version BIGINT,
+    table_rows BIGINT,
+    logged_at TIMESTAMP NOT NULL,
+    error STRING
+"""
+
 TABLES = {
     ACK_EVENTS: (ACK_EVENTS_DDL, (), "ledger of tuple-tree events, contract v1"),
     ROOTS: (ROOTS_DDL, (), "one row per root: where it came from, how to replay it"),
@@ -278,6 +320,12 @@ TABLES = {
     QUALITY_RESULTS: (QUALITY_RESULTS_DDL, (), "one row per expectation per quality run"),
     ALERT_LOG: (ALERT_LOG_DDL, (), "each alert opened or resolved, per channel"),
     APP_PROGRESS: (APP_PROGRESS_DDL, (), "the progress of each streaming query: the heartbeat"),
+    DECLARED_OUTPUTS: (DECLARED_OUTPUTS_DDL, (), "where each app's effects live (optional)"),
+    RETRACT_LOG: (
+        RETRACT_LOG_DDL,
+        (),
+        "every retract of a dead letter's effects: planned, then deleted",
+    ),
 }
 
 TABLE_PROPERTIES = {

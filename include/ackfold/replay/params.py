@@ -91,14 +91,24 @@ def parse_replay_conf(
 
     Missing keys take the form's defaults (`dry_run` true); null means "no filter".
     """
+    fields, problems = parse_fields(conf, keys=CONF_KEYS, apps=apps, what="manual replay")
+    if problems:
+        raise ReplayParamsError(problems)
+    return ReplayRequest(**fields, requested_by=requested_by)
+
+
+def parse_fields(
+    conf: Mapping[str, Any], *, keys: Sequence[str], apps: Sequence[str], what: str
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """The typed fields of a run conf that may hold `keys` (of `CONF_KEYS`), and per bad
+    field why: the selection a manual replay and a manual retract (`ackfold.effects.params`,
+    `what` in the messages) share. Missing keys take the defaults (`dry_run` true)."""
     problems: dict[str, str] = {}
     for key in conf:
-        if key not in CONF_KEYS:
-            close = difflib.get_close_matches(str(key), CONF_KEYS, n=1)
+        if key not in keys:
+            close = difflib.get_close_matches(str(key), keys, n=1)
             hint = f" (did you mean {close[0]}?)" if close else ""
-            problems[str(key)] = (
-                f"not a manual replay setting{hint}; the settings are {', '.join(CONF_KEYS)}"
-            )
+            problems[str(key)] = f"not a {what} setting{hint}; the settings are {', '.join(keys)}"
 
     def field(key: str, parse: Callable[[Any], Any], default: Any = None) -> Any:
         value = conf.get(key)
@@ -111,35 +121,28 @@ def parse_replay_conf(
             problems[key] = str(exc).removeprefix(f"{key} ")
             return default
 
-    root_ids: tuple[int, ...] = field("root_ids", _root_ids, ())
-    app: str | None = field("app", lambda value: _app(value, apps))
-    statuses: tuple[str, ...] = field("statuses", _statuses, DEFAULT_STATUSES)
-    since: datetime | None = field("since", lambda value: _time(value, "since"))
-    until: datetime | None = field("until", lambda value: _time(value, "until"))
-    limit: int | None = field("limit", _limit)
-    rate: float | None = field("rate", _rate)
-    dry_run: bool = field("dry_run", _boolean, True)
+    parsers: dict[str, tuple[Callable[[Any], Any], Any]] = {
+        "root_ids": (_root_ids, ()),
+        "app": (lambda value: _app(value, apps), None),
+        "statuses": (_statuses, DEFAULT_STATUSES),
+        "since": (lambda value: _time(value, "since"), None),
+        "until": (lambda value: _time(value, "until"), None),
+        "limit": (_limit, None),
+        "rate": (_rate, None),
+        "dry_run": (_boolean, True),
+    }
+    fields = {key: field(key, *parsers[key]) for key in keys}
+    since, until = fields.get("since"), fields.get("until")
     if since and until and since >= until:
         problems["until"] = f"must be after since ({since.isoformat()}), got {until.isoformat()}"
-    unbounded = not (root_ids or app or since or until or limit)
-    if unbounded and not dry_run and not problems:
+    unbounded = not any(fields.get(k) for k in ("root_ids", "app", "since", "until", "limit"))
+    if unbounded and not fields["dry_run"] and not problems:
+        verb = "replays every failed root" if "statuses" in keys else "retracts every dead letter"
         problems["limit"] = (
-            "a request without root_ids, app, since or until replays every failed root of "
+            f"a request without root_ids, app, since or until {verb} of "
             "every app: set a limit (or narrow it, or make it a dry run first)"
         )
-    if problems:
-        raise ReplayParamsError(problems)
-    return ReplayRequest(
-        root_ids=root_ids,
-        app=app,
-        statuses=statuses,
-        since=since,
-        until=until,
-        limit=limit,
-        rate=rate,
-        dry_run=dry_run,
-        requested_by=requested_by,
-    )
+    return fields, problems
 
 
 def conf_from_request(request: ReplayRequest) -> dict[str, Any]:

@@ -21,7 +21,8 @@ REPLAYABLE: Final = (status.FAILED, status.TIMED_OUT, status.DEAD_LETTERED)
 DEFAULT_STATUSES: Final = (status.FAILED, status.TIMED_OUT)
 
 
-def _whoami() -> str:
+def whoami() -> str:
+    """Who asks, as the logs record a person at the command line: `cli:<user>`."""
     try:
         return f"cli:{getpass.getuser()}"
     except (KeyError, OSError):
@@ -42,7 +43,7 @@ class ReplayRequest:
     rate: float | None = None
     dry_run: bool = False
     automatic: bool = False
-    requested_by: str = field(default_factory=_whoami)
+    requested_by: str = field(default_factory=whoami)
 
     def __post_init__(self) -> None:
         unknown = [s for s in self.statuses if s not in REPLAYABLE]
