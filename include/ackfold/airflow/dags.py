@@ -5,9 +5,10 @@
     globals().update(ackfold_dags())
 
 That gives `ackfold_reconcile`, `ackfold_replay`, `ackfold_manual_replay`,
-`ackfold_manual_retract`, `ackfold_quality`, `ackfold_maintenance`, `ackfold_smoke`, and an `ackfold_app_<app>`
-for each app with a `dag:` entry (`ackfold.airflow.app_dags`). What each runs is in its
-`doc_md` (`ackfold.airflow.dag_docs`); the task bodies are `ackfold.airflow.tasks`.
+`ackfold_manual_retract`, `ackfold_quality`, `ackfold_maintenance`, `ackfold_smoke`, and
+an `ackfold_app_<app>` for each app with a `dag:` entry (`ackfold.airflow.app_dags`). What
+each runs is in its `doc_md` (`ackfold.airflow.dag_docs`); the task bodies are
+`ackfold.airflow.tasks`.
 A bad setting is the DAG file's import error, which Airflow shows with its reason.
 """
 

@@ -164,12 +164,12 @@ def validate_retract_conf(
     """The `validate` task of `ackfold_manual_retract`: the run's conf, checked and
     normalized (what the retract task runs). A bad conf fails the task at once, without
     retries."""
+    from ackfold.effects.errors import RetractParamsError
     from ackfold.effects.params import conf_from_retract, parse_retract_conf
-    from ackfold.replay.params import ReplayParamsError
 
     settings = settings or load_settings()
     try:
         request = parse_retract_conf(conf or {}, apps=list(settings.apps))
-    except ReplayParamsError as exc:
+    except RetractParamsError as exc:
         raise fail_exception()(str(exc)) from None
     return conf_from_retract(request)

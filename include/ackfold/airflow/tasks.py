@@ -114,11 +114,10 @@ def run_manual_retract(
     output table, under the ledger's turn); return the summary. A root the retract may
     not take (not dead-lettered, completed by a later attempt, being replayed) or that
     the ledger does not know fails the task without retries: it will not get better."""
-    from ackfold.effects.errors import RetractRefused
+    from ackfold.effects.errors import RetractRefused, UnknownRoots
     from ackfold.effects.params import parse_retract_conf
     from ackfold.effects.retract import RetractPlan, run_retract
     from ackfold.ledger.ids import format_id
-    from ackfold.replay.planner import UnknownRoots
 
     settings = settings or load_settings()
     request = parse_retract_conf(conf, apps=list(settings.apps), requested_by=requested_by)
@@ -149,10 +148,10 @@ def run_manual_retract(
     log.info("manual retract summary: %s", json.dumps(
         {k: v for k, v in result.items() if k != "roots"}, default=str))  # fmt: skip
     if summary.failed:
+        failed = "; ".join(f"{output}: {why}" for output, why in sorted(summary.failed.items()))
         raise airflow_exception()(
-            "ackfold: the retract could not delete from "
-            + "; ".join(f"{output}: {why}" for output, why in sorted(summary.failed.items()))
-            + f" (retract_log, retract {summary.retract_id}, says what was planned)"
+            f"ackfold: the retract failed on {failed} (retract_log, retract "
+            f"{summary.retract_id}, says what was planned)"
         )
     return result
 

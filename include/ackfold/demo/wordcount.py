@@ -14,12 +14,14 @@
 - `count` is another streaming query: it reads `words` as a Delta stream, so lineage is
   tracked across jobs, and acks each word once it is in the sink.
 - The sink, `counted`, declared as the app's output (`ackfold.effects`) beside `words`,
-  holds one row per word occurrence, keyed on (origin root, position): a replayed sentence writes the same keys again and MERGE inserts only what is
-  missing, so the counts (`word_counts`) stay exact under replays and partial attempts.
+  holds one row per word occurrence, keyed on (origin root, position): a replayed
+  sentence writes the same keys again and MERGE inserts only what is missing, so the
+  counts (`word_counts`) stay exact under replays and partial attempts, and what a dead
+  letter left there is found, and retracted, by its origin.
   That key is the one thing a replay-safe sink needs from ackfold: the origin root, the
   same on every attempt (where an untracked app would key on its source's message id).
 - The fault keys of `count` (the sentence's `seq`, its `attempt`) go into `words` only
-  when `count` has faults to draw.
+  when `count` has faults to draw, or stuck messages (whose outage strikes at `count`).
 
 `WordCount.step()` runs each query to the end of its input (`availableNow`), which is how
 the demo drives it in reproducible cycles; `start()` runs it continuously.

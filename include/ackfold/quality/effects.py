@@ -132,4 +132,3 @@ def effects_suite(app: str, counts: Sequence[OutputCount]) -> Suite:
 def effects_row(counts: Sequence[OutputCount]) -> dict[str, Any]:
     """The batch's one row: `rows_<i>`, the count of the i-th output (None: unreadable)."""
     return {f"rows_{i}": count.rows for i, count in enumerate(counts)}
-
