@@ -15,6 +15,7 @@ from ackfold.ledger.values import hex64, iso, one_line
 
 if TYPE_CHECKING:
     from ackfold.config import Settings
+    from ackfold.effects import RootEffects
     from ackfold.ledger.rows import Journey, RootPage
 
 
@@ -36,7 +37,7 @@ def add_commands(command: AddCommand) -> None:
     )
     roots.add_argument("--limit", metavar="N", help="at most N roots (default 50)")
     roots.add_argument("--json", action="store_true", help="print a JSON array")
-    show = command("show", _show, "show one root: its state, events by stage, attempts")
+    show = command("show", _show, "show one root: its state, events by stage, attempts, effects")
     show.add_argument(
         "root_id", metavar="ROOT_ID", help="the root id (as `ackfold roots` lists it)"
     )
@@ -97,8 +98,43 @@ def _show(settings: Settings, args: argparse.Namespace) -> int:
 
     # The payload preview and the reasons, masked as in the UI (`ui.redact_*`).
     journey = masked_journey(redactor_for(settings.ui), journey, payload=True)
-    emit(format_journey_json(journey) if args.json else format_journey(journey))
+    effects = _effects(settings, journey)
+    if args.json:
+        emit(format_journey_json(journey, effects))
+    else:
+        emit(format_journey(journey) + "\n\n" + format_effects(effects))
     return 0
+
+
+def _effects(settings: Settings, journey: Journey) -> RootEffects:
+    """The root's origin's rows in its app's declared outputs (`ackfold.effects`)."""
+    from ackfold.effects import RootRef, find_effects
+
+    s = journey.state
+    root = RootRef(s.root_id, s.app, journey.origin_root_id, s.attempt, s.status)
+    return find_effects(settings, [root])[0]
+
+
+def format_effects(effects: RootEffects) -> str:
+    """`ackfold show`'s effects: per declared output of the root's app, its origin's rows
+    there, with a few of them; or why the output cannot be read."""
+    lines = [f"effects (rows of origin {format_id(effects.root.origin_root_id)} in the app's "
+             "declared outputs)"]  # fmt: skip
+    if not effects.outputs:
+        lines.append(
+            "  (none declared: outputs written through write_batch declare themselves; "
+            "others with `ackfold outputs --declare` or apps.<app>.outputs)"
+        )
+    for o in effects.outputs:
+        if o.problem is not None:
+            lines.append(f"  {o.output.output}  cannot read: {one_line(o.problem, 200)}")
+            continue
+        clean = ", marked clean" if o.output.clean else ""
+        lines.append(f"  {o.output.output}  {o.rows} row(s){clean}")
+        lines.extend(f"    {one_line(json.dumps(row, sort_keys=True), 120)}" for row in o.sample)
+        if o.rows > len(o.sample):
+            lines.append(f"    ... {o.rows - len(o.sample)} more")
+    return "\n".join(lines)
 
 
 _ROOTS_HEADER: Final = (
@@ -234,5 +270,8 @@ def format_journey(journey: Journey) -> str:
     return "\n".join(lines)
 
 
-def format_journey_json(journey: Journey) -> str:
-    return json.dumps(journey.to_json(), indent=2, sort_keys=True)
+def format_journey_json(journey: Journey, effects: RootEffects | None = None) -> str:
+    shown = journey.to_json()
+    if effects is not None:
+        shown["effects"] = effects.as_dict()
+    return json.dumps(shown, indent=2, sort_keys=True)

@@ -43,6 +43,8 @@ def add_commands(command: AddCommand) -> None:
     )
     retract.add_argument("--json", action="store_true", help="print the summary as JSON")
     add_wait(retract)
+    # Exit 0 when it deleted or would delete rows; 1 when there is none to delete, a root
+    # or app is unknown, a root is refused or a delete failed; 2 for bad arguments.
     outputs = command("outputs", _outputs, "list the declared outputs of each app, or declare one")
     outputs.add_argument("--app", metavar="APP", help="only this app's (with --declare: required)")
     outputs.add_argument(
@@ -98,7 +100,7 @@ def _retract(settings: Settings, args: argparse.Namespace) -> int:
     emit(json.dumps(summary.as_dict(), indent=2) if args.json else format_summary(summary))
     if summary.failed:
         return 1
-    return 0 if summary.plan.roots else 1
+    return 0 if summary.plan.with_effects else 1
 
 
 def format_plan(plan: Any) -> list[str]:
@@ -131,6 +133,11 @@ def format_summary(summary: Any) -> str:
             "; ".join(f"{n} skipped, {why}" for why, n in plan.skipped.items())
             or f"none matches {plan.request.describe()}"
         )
+    if not plan.with_effects:
+        return (
+            f"nothing to delete: {len(plan.roots)} dead letter(s) selected, none has rows in "
+            "its app's declared outputs"
+        )
     if summary.dry_run:
         rows = sum(plan.per_output().values())
         return (
@@ -143,7 +150,7 @@ def format_summary(summary: Any) -> str:
 
 
 def _outputs(settings: Settings, args: argparse.Namespace) -> int:
-    from ackfold.effects import EffectsError, declare_output, declared_outputs
+    from ackfold.effects import OutputDeclarationError, declare_output, declared_outputs
 
     if args.declare:
         if not args.app:
@@ -156,7 +163,7 @@ def _outputs(settings: Settings, args: argparse.Namespace) -> int:
                 origin_column=args.origin_column,
                 clean=args.clean,
             )
-        except EffectsError as exc:
+        except OutputDeclarationError as exc:
             raise UsageError(str(exc)) from None
         emit(json.dumps(declared.as_dict()) if args.json else f"declared {declared.output}")
         return 0

@@ -70,4 +70,52 @@ def retract_history(
     """The newest `limit` rows of `retract_log` (of `root_id`, or `app`), newest first;
     [] when the ledger has no retract log yet. A `planned` row that its retract never
     confirmed is marked `unconfirmed`."""
-    raise NotImplementedError
+    from ackfold.ledger.reader import LedgerReader
+    from ackfold.ledger.tables import RETRACT_LOG
+
+    where = [f"root_id = {int(root_id)}"] if root_id is not None else []
+    rows = LedgerReader(settings.table_root).query(RETRACT_LOG, _COLUMNS, where)
+    if app is not None:
+        rows = [row for row in rows if row["app"] == app]
+    confirmed = {
+        (r["retract_id"], r["root_id"], r["output"]) for r in rows if r["event"] != PLANNED
+    }
+    rows.sort(key=lambda r: (r["logged_at"], r["event"] != PLANNED), reverse=True)
+    return [
+        RetractRecord(
+            **row,
+            unconfirmed=row["event"] == PLANNED
+            and (row["retract_id"], row["root_id"], row["output"]) not in confirmed,
+        )
+        for row in rows[:limit]
+    ]
+
+
+def log_rows(settings: Settings, rows: list[dict[str, Any]]) -> None:
+    """Append `rows` (dicts of `retract_log`'s columns) in one commit fenced by this
+    thread's lease (`ackfold.ledger.fence.commit`): a run that lost it appends nothing;
+    `Unfenced` outside a turn."""
+    import pyarrow as pa
+
+    from ackfold.ledger.contract import arrow_schema
+    from ackfold.ledger.fence import commit
+    from ackfold.ledger.tables import RETRACT_LOG
+    from ackfold.ledger.writer import LedgerWriter
+
+    if not rows:
+        return
+    writer = LedgerWriter(settings.table_root)
+    table = pa.Table.from_pylist(rows, schema=arrow_schema(RETRACT_LOG))
+    path = writer.ledger.path(RETRACT_LOG)
+    commit(
+        writer.ledger.root,
+        path,
+        lambda delta, properties: writer.write(
+            RETRACT_LOG, delta, table, commit_properties=properties
+        ),
+        what=f"append to {path}",
+        load=lambda: writer.table(RETRACT_LOG),
+    )
+
+
+_COLUMNS: Final = tuple(f for f in RetractRecord.__dataclass_fields__ if f != "unconfirmed")

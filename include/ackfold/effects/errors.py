@@ -1,9 +1,12 @@
 """The errors of finding and retracting a root's effects, in one module that imports
-nothing of ackfold but the base error class (as `ackfold.ledger.errors`).
+nothing of ackfold but the error bases (`OutputDeclarationError`, of a declaration, is the
+ledger's, where declarations are recorded: re-exported here).
 
 Example:
     >>> issubclass(RetractRefused, EffectsError), issubclass(OutputUnreadable, EffectsError)
     (True, True)
+    >>> issubclass(OutputDeclarationError, ValueError)
+    True
 """
 
 from __future__ import annotations
@@ -11,15 +14,20 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ackfold.errors import AckfoldError
+from ackfold.ledger.errors import OutputDeclarationError
+
+__all__ = [
+    "EffectsError",
+    "OutputDeclarationError",
+    "OutputUnreadable",
+    "RetractParamsError",
+    "RetractRefused",
+    "UnknownRoots",
+]
 
 
 class EffectsError(AckfoldError):
     """Finding or retracting effects failed: the message says which and how to fix it."""
-
-
-class OutputDeclarationError(EffectsError, ValueError):
-    """A declared output is invalid (an empty path, an origin column that is no plain
-    column name): the message names the setting or argument."""
 
 
 class OutputUnreadable(EffectsError):

@@ -22,8 +22,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, Final
 
+from ackfold.effects.errors import OutputUnreadable
 from ackfold.effects.outputs import DeclaredOutput
 
 if TYPE_CHECKING:
@@ -44,6 +46,7 @@ class RootRef:
     origin_root_id: int
     attempt: int | None = None
     status: str | None = None
+    status_changed_at: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -114,13 +117,40 @@ def find_effects(
     """The effects of each of `roots` (in their order) in its app's declared outputs
     (`outputs`, by default `declared_outputs(settings)`): one read per output for all of
     them, with at most `sample` rows per root and output (0: counts only)."""
-    raise NotImplementedError
+    from ackfold.effects.outputs import declared_outputs
+
+    declared = list(outputs) if outputs is not None else declared_outputs(settings)
+    apps = {r.app for r in roots}
+    read: dict[tuple[str, str], _Found] = {}
+    for output in declared:
+        if output.app in apps:
+            origins = {r.origin_root_id for r in roots if r.app == output.app}
+            read[(output.app, output.output)] = _read(output, sorted(origins), sample)
+    found = []
+    for root in roots:
+        effects = []
+        for output in declared:
+            if output.app != root.app:
+                continue
+            got = read[(output.app, output.output)]
+            effects.append(
+                OutputEffects(
+                    output,
+                    got.counts.get(root.origin_root_id, 0),
+                    tuple(got.samples.get(root.origin_root_id, ())),
+                    got.problem,
+                )
+            )
+        found.append(RootEffects(root, tuple(effects)))
+    return found
 
 
 def root_effects(settings: Settings, root_id: int, *, sample: int = SAMPLE) -> RootEffects:
     """The effects of one root, found by its id in `root_state`; `UnknownRoots` if it is
     not there."""
-    raise NotImplementedError
+    from ackfold.effects.roots import roots_by_id
+
+    return find_effects(settings, roots_by_id(settings, [root_id]), sample=sample)[0]
 
 
 def dead_letter_effects(
@@ -135,4 +165,104 @@ def dead_letter_effects(
     failed-roots page (`has_effects` per dead letter), the delivery report and the quality
     counts (rows per output), and the `clean` outputs' expectation. Ordered by when they
     were dead-lettered, then root id."""
-    raise NotImplementedError
+    from ackfold.effects.roots import dead_letters
+
+    roots = dead_letters(settings, app=app, root_ids=root_ids)
+    return find_effects(settings, roots, sample=sample)
+
+
+@dataclass(frozen=True)
+class _Found:
+    """One output's rows per origin: counts, samples, or why it could not be read."""
+
+    counts: dict[int, int] = field(default_factory=dict)
+    samples: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
+    problem: str | None = None
+
+
+def _read(output: DeclaredOutput, origins: list[int], sample: int) -> _Found:
+    """The rows of `origins` in `output`, by one scan filtered on its origin column."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if not origins:
+        return _Found()
+    try:
+        table = open_output(output)
+        dataset = table.to_pyarrow_dataset()
+        matching = pc.field(output.origin_column).isin(pa.array(origins, pa.int64()))
+        if sample > 0:
+            rows = dataset.to_table(filter=matching)
+        else:
+            rows = dataset.to_table(columns=[output.origin_column], filter=matching)
+    except OutputUnreadable as exc:
+        return _Found(problem=str(exc))
+    except Exception as exc:  # a layout or a store this reader cannot take: said per output
+        from ackfold.ledger.sql import first_line
+
+        return _Found(problem=f"cannot read {output.output}: {first_line(exc)}")
+    counts = rows.group_by(output.origin_column).aggregate([(output.origin_column, "count")])
+    found = _Found(
+        counts=dict(
+            zip(
+                counts.column(output.origin_column).to_pylist(),
+                counts.column(f"{output.origin_column}_count").to_pylist(),
+                strict=True,
+            )
+        )
+    )
+    if sample > 0:
+        keep = [name for name in rows.column_names if name not in HIDDEN]
+        for row in rows.select(keep).to_pylist():
+            kept = found.samples.setdefault(row[output.origin_column], [])
+            if len(kept) < sample:
+                kept.append(_json_ready(row))
+    return found
+
+
+def open_output(output: DeclaredOutput) -> Any:
+    """The `deltalake.DeltaTable` of `output`, checked: `OutputUnreadable`, in words that
+    say how to fix it, when there is no Delta table at its location or it has no integer
+    origin column."""
+    import pyarrow as pa
+    from deltalake import DeltaTable
+    from deltalake.exceptions import TableNotFoundError
+
+    from ackfold.ledger.store import delta_uri, storage_options
+
+    try:
+        table = DeltaTable(delta_uri(output.output), storage_options=storage_options(output.output))
+    except TableNotFoundError:
+        raise OutputUnreadable(
+            f"no Delta table at {output.output} (declared by {output.declared_by} for app "
+            f"{output.app}): it is not written yet, or the declaration names the wrong place "
+            "(apps.<app>.outputs, `ackfold outputs --declare`)"
+        ) from None
+    schema = pa.schema(table.schema().to_arrow())
+    if output.origin_column not in schema.names:
+        raise OutputUnreadable(
+            f"{output.output} has no column {output.origin_column!r} (columns: "
+            f"{', '.join(schema.names)}): declare the column that holds each row's origin "
+            "root id (origin_column), or write it (docs/retract.md)"
+        )
+    if not pa.types.is_integer(schema.field(output.origin_column).type):
+        raise OutputUnreadable(
+            f"{output.output}: column {output.origin_column!r} is "
+            f"{schema.field(output.origin_column).type}, not the origin root id (a bigint)"
+        )
+    return table
+
+
+def _json_ready(row: dict[str, Any]) -> dict[str, Any]:
+    """`row` with values JSON can hold (times as ISO text, bytes as hex)."""
+    import json
+
+    def default(value: Any) -> Any:
+        if isinstance(value, bytes):
+            return value.hex()
+        if hasattr(value, "isoformat"):
+            return value.isoformat()
+        return str(value)
+
+    ready: dict[str, Any] = json.loads(json.dumps(row, default=default))
+    return ready

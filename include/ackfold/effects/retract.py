@@ -35,18 +35,24 @@ Example:
 from __future__ import annotations
 
 import json
+import logging
+import uuid
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from ackfold.effects.find import RootEffects
+from ackfold.effects.errors import RetractRefused
+from ackfold.effects.find import RootEffects, RootRef
+from ackfold.effects.outputs import DeclaredOutput
 from ackfold.ledger.lock import DEFAULT_WAIT
 from ackfold.ledger.parse import parse_limit
-from ackfold.replay.request import whoami
+from ackfold.ledger.values import whoami
 
 if TYPE_CHECKING:
     from ackfold.config import Settings
+
+log = logging.getLogger("ackfold.effects")
 
 
 @dataclass(frozen=True)
@@ -151,7 +157,43 @@ def plan_retract(settings: Settings, request: RetractRequest, *, sample: int = 3
     """Select, check and find; reads only (no turn): what `run_retract` would delete now.
     Raises `UnknownRoots` for root ids `root_state` does not know, `RetractRefused` for
     root ids it may not retract."""
-    raise NotImplementedError
+    from ackfold.effects.find import find_effects
+    from ackfold.effects.roots import dead_letters, refusals, roots_by_id
+
+    if request.root_ids:
+        # The other filters combine with the ids (AND), as a replay's do.
+        chosen = [
+            r
+            for r in roots_by_id(settings, request.root_ids)
+            if (request.app is None or r.app == request.app) and _within(r, request)
+        ][: request.limit or None]
+    else:
+        chosen = dead_letters(
+            settings,
+            app=request.app,
+            since=request.since,
+            until=request.until,
+            limit=request.limit,
+        )
+    refused = refusals(settings, chosen)
+    if request.root_ids and refused:
+        raise RetractRefused({root_id: r.why for root_id, r in refused.items()})
+    skipped: dict[str, int] = {}
+    for refusal in refused.values():
+        skipped[refusal.kind] = skipped.get(refusal.kind, 0) + 1
+    allowed = [r for r in chosen if r.root_id not in refused]
+    found = find_effects(settings, allowed, sample=sample)
+    return RetractPlan(str(uuid.uuid4()), request, len(chosen), tuple(found), skipped)
+
+
+def _within(root: RootRef, request: RetractRequest) -> bool:
+    """Whether `root`'s status changed within the request's [since, until)."""
+    at = root.status_changed_at
+    if at is None:
+        return request.since is None and request.until is None
+    return (request.since is None or at >= request.since) and (
+        request.until is None or at < request.until
+    )
 
 
 def run_retract(
@@ -169,4 +211,144 @@ def run_retract(
     output table and log after, all under the ledger's turn (waiting at most `wait`
     seconds: `LedgerBusy`). Raises `UnknownRoots`, `RetractRefused`, or `LeaseLost` (a
     run that lost the lease deletes nothing more)."""
-    raise NotImplementedError
+    from ackfold.ledger.lease import ledger_turn
+    from ackfold.ledger.tables import REPLAY_LOG, RETRACT_LOG, ROOT_STATE, Ledger
+    from ackfold.ledger.writer import LedgerWriter
+
+    if request.dry_run:
+        plan = plan_retract(settings, request, sample=sample)
+        if on_plan is not None:
+            on_plan(plan)
+        return RetractSummary(plan)
+    holder = holder or f"a retract by {request.requested_by}"
+    with ledger_turn(settings, holder, wait=wait, say=say or log.info) as fence:
+        ledger = Ledger(settings.table_root)
+        LedgerWriter(settings.table_root).create([RETRACT_LOG])
+        # From here no run that lost the lease commits to what this one reads: a replay
+        # that would bring a root back, or a reconcile that would settle it.
+        fence.claim([ledger.path(name) for name in (ROOT_STATE, REPLAY_LOG, RETRACT_LOG)])
+        plan = plan_retract(settings, request, sample=max(sample, LOGGED_SAMPLE))
+        if on_plan is not None:
+            on_plan(plan)
+        summary = _execute(settings, plan)
+    log.info("retract %s: %s", plan.retract_id, json.dumps(summary.as_dict()["deleted"]))
+    return summary
+
+
+# Rows of each dead letter and output written into the log's `sample`, at most.
+LOGGED_SAMPLE = 20
+
+
+def _execute(settings: Settings, plan: RetractPlan) -> RetractSummary:
+    """Log ahead, delete (one fenced commit per output), log after."""
+    from ackfold.effects.audit import DELETED, FAILED, PLANNED, log_rows
+    from ackfold.ledger.errors import LeaseLost
+    from ackfold.ledger.sql import first_line
+
+    targets = {o.output.output: o.output for root in plan.roots for o in root.outputs if o.rows}
+    if not targets:
+        return RetractSummary(plan)
+    log_rows(settings, _rows(plan, PLANNED, targets))  # written ahead: before any delete
+    deleted: dict[str, int] = {}
+    failed: dict[str, str] = {}
+    for path, output in sorted(targets.items()):
+        origins = sorted(
+            {r.root.origin_root_id for r in plan.roots for o in r.outputs
+             if o.output.output == path and o.rows}
+        )  # fmt: skip
+        try:
+            version, count = delete_origins(settings, output, origins)
+        except LeaseLost:
+            raise  # nothing more is this run's to write, not even its log
+        except Exception as exc:
+            failed[path] = first_line(exc)
+            log_rows(settings, _rows(plan, FAILED, {path: output}, error=failed[path]))
+            continue
+        deleted[path] = count
+        log_rows(settings, _rows(plan, DELETED, {path: output}, version=version, total=count))
+    return RetractSummary(plan, deleted, failed)
+
+
+def delete_origins(
+    settings: Settings, output: DeclaredOutput, origins: list[int]
+) -> tuple[int, int]:
+    """Delete the rows of `origins` from `output`: ONE Delta commit (a MERGE of the
+    origins as an Arrow table, `WHEN MATCHED THEN DELETE`), fenced by this thread's lease
+    (`ackfold.ledger.fence.commit`; `Unfenced` outside a turn). Returns the commit's
+    version and how many rows it deleted."""
+    import pyarrow as pa
+
+    from ackfold.effects.find import open_output
+    from ackfold.ledger.fence import commit
+
+    open_output(output)  # a missing table or origin column says so in words first
+    source = pa.table({"origin": pa.array(origins, pa.int64())})
+    # The column name is a checked plain name (`check_declaration`) and in the schema.
+    predicate = f't."{output.origin_column}" = s.origin'
+
+    def merge(table: Any, properties: Any) -> tuple[int, int]:
+        metrics = (
+            table.merge(
+                source,
+                predicate,
+                source_alias="s",
+                target_alias="t",
+                commit_properties=properties,
+            )
+            .when_matched_delete()
+            .execute()
+        )
+        return int(table.version()), int(metrics["num_target_rows_deleted"])
+
+    done = commit(
+        settings.table_root,
+        output.output,
+        merge,
+        what=f"delete of {len(origins)} dead letter(s)' rows from {output.output}",
+        load=lambda: open_output(output),
+    )
+    if done is None:  # an earlier try of this very commit landed: its answer was lost
+        return int(open_output(output).version()), 0
+    return done
+
+
+def _rows(
+    plan: RetractPlan,
+    event: str,
+    targets: dict[str, DeclaredOutput],
+    *,
+    version: int | None = None,
+    total: int | None = None,
+    error: str | None = None,
+) -> list[dict[str, Any]]:
+    """The `retract_log` rows of `event` for each root of `plan` with rows in `targets`."""
+    from ackfold.effects.audit import PLANNED
+
+    now = datetime.now(UTC)
+    described = plan.request.describe()
+    rows = []
+    for root in plan.roots:
+        for o in root.outputs:
+            if o.output.output not in targets or not o.rows:
+                continue
+            rows.append(
+                {
+                    "retract_id": plan.retract_id,
+                    "event": event,
+                    "requested_by": plan.request.requested_by,
+                    "request": described,
+                    "root_id": root.root.root_id,
+                    "app": root.root.app,
+                    "origin_root_id": root.root.origin_root_id,
+                    "attempt": root.root.attempt,
+                    "output": o.output.output,
+                    "origin_column": o.output.origin_column,
+                    "row_count": o.rows,
+                    "sample": json.dumps(list(o.sample)) if event == PLANNED else None,
+                    "table_version": version,
+                    "table_rows": total,
+                    "logged_at": now,
+                    "error": error,
+                }
+            )
+    return rows

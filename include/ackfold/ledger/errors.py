@@ -110,3 +110,8 @@ class LeaseTooNew(LedgerError):
 class UnreadableFiles(LedgerError):
     """A table's data files do not hold its rows as they are (deletion vectors, column
     mapping): the engines that read the files themselves refuse it."""
+
+
+class OutputDeclarationError(LedgerError, ValueError):
+    """A declared output is invalid (an empty path, an origin column that is no plain
+    column name): the message names the setting or argument (`ackfold.ledger.outputs`)."""

@@ -265,7 +265,7 @@ APP_PROGRESS_DDL = """
     recorded_at TIMESTAMP NOT NULL
 """
 
-# Where each app's effects live (`ackfold.effects.outputs`), append only, optional: a ledger
+# Where each app's effects live (`ackfold.ledger.outputs`), append only, optional: a ledger
 # without it has no declared outputs. One row per declaration of output table `output` (its
 # location as the app writes it) by `app`; the newest row per (app, output) holds.
 # `origin_column` holds the origin root id of each of its rows; `clean`: no dead letter may

@@ -13,6 +13,16 @@ _MASK64: Final = (1 << 64) - 1
 _BIDI = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
 
 
+def whoami() -> str:
+    """Who asks, as the logs record a person at the command line: `cli:<user>`."""
+    import getpass
+
+    try:
+        return f"cli:{getpass.getuser()}"
+    except (KeyError, OSError):
+        return "cli"
+
+
 def hex64(value: int) -> str:
     """A 64-bit value as ackfold prints it: 0x and 16 hex digits, two's complement.
 

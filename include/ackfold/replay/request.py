@@ -7,7 +7,6 @@ replay DAG through `ackfold.replay.params`); `Replayer.plan` turns it into sends
 
 from __future__ import annotations
 
-import getpass
 import json
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
@@ -15,18 +14,11 @@ from typing import Final
 
 from ackfold.ledger import status
 from ackfold.ledger.parse import parse_limit, parse_rate
+from ackfold.ledger.values import whoami
 
 # What a manual replay may select; an automatic one takes failed and timed-out roots.
 REPLAYABLE: Final = (status.FAILED, status.TIMED_OUT, status.DEAD_LETTERED)
 DEFAULT_STATUSES: Final = (status.FAILED, status.TIMED_OUT)
-
-
-def whoami() -> str:
-    """Who asks, as the logs record a person at the command line: `cli:<user>`."""
-    try:
-        return f"cli:{getpass.getuser()}"
-    except (KeyError, OSError):
-        return "cli"
 
 
 @dataclass(frozen=True)

@@ -131,7 +131,7 @@ class StageTracker:
         self._roots_scheme: int | None = None
         # Output tables `write_batch` found in the current tuple layout: not checked again.
         self._current_outputs: set[str] = set()
-        # Output tables this tracker has declared (`ackfold.effects.outputs`): once each.
+        # Output tables this tracker has declared (`ackfold.ledger.outputs`): once each.
         self._declared_outputs: set[str] = set()
 
     def __repr__(self) -> str:
@@ -443,7 +443,7 @@ class StageTracker:
         rows are collected to the driver and committed by delta-rs, in milliseconds
         (``ackfold.track.write``). ``batch_id=None`` writes outputs without transaction
         ids too, for writers outside ``foreachBatch``. The first write of a tracker to
-        each output table declares it (``ackfold.effects.outputs``, its origin column
+        each output table declares it (``ackfold.ledger.outputs``, its origin column
         ``origin_root_id``), so that ``ackfold show`` and ``ackfold retract`` find a
         root's rows there.
 
@@ -500,7 +500,7 @@ class StageTracker:
         if not new:
             return
         done.update(new)
-        from ackfold.effects.outputs import declare_written
+        from ackfold.ledger.outputs import declare_written
 
         try:
             declare_written(self.ledger.root, self.app, new)
