@@ -17,7 +17,7 @@ POISON, STUCK = FEED.poison[0], min(FEED.stuck)
 HEALTHY = [m.seq for m in FEED.messages if m.seq not in FEED.dead_letters]
 IDS = [f"msg-{seq}" for seq in range(len(FEED.messages))]
 MALFORMED = "failed in split: malformed message: not JSON with a seq and a text"
-OUTAGE = "failed in split: injected outage at split: fails on every automatic attempt"
+OUTAGE = "failed in count: injected outage at count: fails on every automatic attempt"
 AT_COUNT = "failed in count: injected failure at count"
 TIMED_OUT = "timed out after stage split"
 
