@@ -5,9 +5,10 @@ says what was deleted, and the root's page then shows its origin's rows gone.
 
 The UI is served by uvicorn over a real ledger and real Delta outputs
 (`tests.ui.effects_ledger`). Airflow is a stand-in on loopback (`RetractAirflow`) that
-answers the REST calls as Airflow does and runs what the DAG's `retract` task runs,
-`ackfold.effects.run_retract` on the run's conf, as the triggering user: the real retract,
-its lease and its `retract_log`. The DAG itself is tested in tests/airflow.
+answers the REST calls as Airflow does and runs the DAG's own two tasks on the run's conf
+(`validate_retract_conf`, then `run_manual_retract` as `airflow:<user>`), in the test's
+process: the real retract, its lease and its `retract_log`, without a scheduler. The DAG
+under Airflow is tested in tests/airflow (`test_retract_dag.py`).
 """
 
 from __future__ import annotations
@@ -22,8 +23,10 @@ from typing import Any
 
 import pytest
 
+from ackfold.airflow.params import validate_retract_conf
+from ackfold.airflow.tasks import run_manual_retract
 from ackfold.config import Settings
-from ackfold.effects import parse_retract_conf, retract_history, run_retract
+from ackfold.effects import retract_history
 from ackfold.ledger.ids import format_id
 from tests.browser.ui_server import serve_ui
 from tests.ui.conftest import TOKENS, ui_settings
@@ -36,7 +39,7 @@ QUEUED_SECONDS = 2.0
 
 class RetractAirflow:
     """Airflow's REST API for the retract DAG, on a free loopback port: a POST creates a
-    queued run, which runs `run_retract` a moment later as `airflow:<user>` (the user of
+    queued run, which runs the DAG's tasks a moment later as `airflow:<user>` (the user of
     the Bearer token, as Airflow records the triggering user); GETs answer the DAG, the
     run and its `retract` task's return value."""
 
@@ -92,15 +95,14 @@ class RetractAirflow:
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
     def run(self, run_id: str, user: str) -> None:
-        """What the DAG's run does: the conf checked, then the retract, as the user."""
+        """What the DAG's run does: its `validate` task, then its `retract` task, whose
+        return value is the XCom the UI reads, as the triggering user."""
         time.sleep(QUEUED_SECONDS)
         run = self.runs[run_id]
         run["state"] = "running"
         try:
-            request = parse_retract_conf(
-                run["conf"], apps=list(self.settings.apps), requested_by=f"airflow:{user}"
-            )
-            self.summaries[run_id] = run_retract(self.settings, request).as_dict()
+            conf = validate_retract_conf(run["conf"], self.settings)
+            self.summaries[run_id] = run_manual_retract(conf, f"airflow:{user}", self.settings)
             run["state"] = "success"
         except Exception:
             run["state"] = "failed"
