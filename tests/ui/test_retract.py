@@ -237,3 +237,22 @@ def test_a_retract_run_id_is_checked(client: TestClient) -> None:
     assert bad.status_code == 400
     assert bad.json()["field"] == "run_id"
     assert client.get("/api/retract/runs/manual__nope").status_code == 404
+
+
+def test_a_failed_or_paused_retract_run_says_so(
+    client: TestClient, ledger: EffectsLedger, airflow: FakeAirflow
+) -> None:
+    dead = format_id(ledger.sample.dead)
+    data = {"csrf_token": csrf(client, ledger.sample.dead), "root_id": dead}
+    airflow.paused = True
+    page = client.post("/retract/confirm", data=data, headers=SAME_ORIGIN)
+    assert page.status_code == 200, page.text
+    assert 'id="run-paused"' in page.text
+    assert "ackfold_manual_retract</code> is paused" in page.text
+    airflow.paused = False
+    # The DAG refused (the root moved on since the dry run), or a delete failed.
+    airflow.runs["manual__run1"]["state"] = "failed"
+    words = text_of(client.get("/retract/runs/manual__run1").text)
+    assert "Retract failed" in words
+    assert "a retract may be run again" in words
+    assert "Deleted" not in words
