@@ -256,3 +256,35 @@ def test_a_failed_or_paused_retract_run_says_so(
     assert "Retract failed" in words
     assert "a retract may be run again" in words
     assert "Deleted" not in words
+
+
+def test_the_json_twin_dry_runs_by_default_then_triggers(
+    client: TestClient, ledger: EffectsLedger, airflow: FakeAirflow
+) -> None:
+    dead = format_id(ledger.sample.dead)
+    header = {"X-CSRF-Token": client.get("/api/csrf").json()["csrf_token"], **SAME_ORIGIN}
+    assert client.post("/api/retract", json={"root_id": dead}).status_code == 403  # no token
+    planned = client.post("/api/retract", json={"root_id": dead}, headers=header)
+    assert planned.status_code == 200, planned.text
+    body = planned.json()
+    assert body["dry_run"] is True
+    assert body["to_delete"] == {ledger.out: DEAD_ROWS}  # nothing from what it cannot read
+    assert ledger.gone in body["problems"]
+    assert SECRET not in planned.text
+    assert TOKEN not in planned.text
+    assert airflow.calls == []
+    for bad, field in (
+        ({"root_id": 42}, "root_id"),
+        ({"root_id": dead, "dry_run": "no"}, "dry_run"),
+        ({"root_ids": [dead]}, "root_ids"),
+    ):
+        answer = client.post("/api/retract", json=bad, headers=header)
+        assert answer.status_code == 400, bad
+        assert answer.json()["field"] == field
+    done = client.post("/api/retract", json={"root_id": dead, "dry_run": False}, headers=header)
+    assert done.status_code == 200, done.text
+    assert done.json()["run_id"] == "manual__run1"
+    (call,) = airflow.calls
+    assert call["body"]["conf"]["root_ids"] == [dead]
+    assert call["body"]["conf"]["dry_run"] is False
+    assert output_rows(ledger.out, ledger.sample.dead) == DEAD_ROWS

@@ -30,6 +30,7 @@ Routes (under the mount prefix):
     GET  /replay/runs/{run_id}  GET /api/replay/runs/{run_id}  the replay run's live state
     POST /retract               a dead letter's retract: the dry run, to confirm
     POST /retract/confirm       triggers `ackfold_manual_retract`, follows the run
+    POST /api/retract           either, in JSON (`dry_run`, default true)
     GET  /retract/runs/{run_id} GET /api/retract/runs/{run_id} the retract run's live state
     GET  /static/{name}         the stylesheet and the small script
 """

@@ -33,8 +33,16 @@ from ackfold.ledger.ids import format_id
 from ackfold.ui.context import UiContext
 from ackfold.ui.effects_view import SAMPLE_ROWS, VALUE_CHARS, masked_effects
 from ackfold.ui.filters import FieldError, root_id_param
-from ackfold.ui.security import CSRF_FIELD, Viewer
-from ackfold.ui.trigger import RETRACT_DAG, RUN_ID, RunStatus, run_status, trigger_run
+from ackfold.ui.replay_pages import json_body
+from ackfold.ui.security import CSRF_FIELD, CSRF_HEADER, Viewer
+from ackfold.ui.trigger import (
+    RETRACT_DAG,
+    RUN_ID,
+    RunStatus,
+    TriggeredRun,
+    run_status,
+    trigger_run,
+)
 
 log = logging.getLogger(__name__)
 
@@ -54,25 +62,26 @@ SUMMARY_KEYS: Final = (
 
 
 def router(ctx: UiContext) -> APIRouter:
-    """POST /retract (the dry run, to confirm), /retract/confirm (triggers the DAG); GET
-    /retract/runs/{run_id} and /api/retract/runs/{run_id} (the run's live state)."""
+    """POST /retract (the dry run, to confirm), /retract/confirm (triggers the DAG) and
+    /api/retract (either, in JSON); GET /retract/runs/{run_id} and
+    /api/retract/runs/{run_id} (the run's live state)."""
     site, guard, airflow, redactor = ctx.site, ctx.guard, ctx.airflow, ctx.redactor
     routes = APIRouter()
     ViewerDep = Annotated[Viewer, Depends(ctx.viewer)]
 
-    async def root_of(request: Request, who: Viewer) -> int:
-        """The form's one root, once the viewer may retract and the form is theirs: 403
-        for a viewer whose role may not, 503 while Airflow's address is unknown, before
-        the ledger is read."""
+    def may_retract(who: Viewer) -> None:
+        """403 for a viewer whose role may not retract, 503 while Airflow's address is
+        unknown: before any form is read or the ledger is."""
         who.check_retract()
         airflow.check()
+
+    async def root_of(request: Request, who: Viewer) -> int:
+        """The form's one root, once the viewer may retract and the form is theirs."""
+        may_retract(who)
         data: FormData = await request.form()
         value = data.get(CSRF_FIELD)
         guard.check(request, who, value if isinstance(value, str) else None)
-        named = data.getlist("root_id")
-        if len(named) != 1 or not isinstance(named[0], str) or not named[0].strip():
-            raise FieldError("root_id", "name exactly one dead-lettered root to retract")
-        return root_id_param(named[0])
+        return one_root(data.getlist("root_id"))
 
     def plan(who: Viewer, root_id: int) -> RetractPlan:
         """The dry run of retracting `root_id` (in a worker thread: it reads the outputs);
@@ -101,11 +110,10 @@ def router(ctx: UiContext) -> APIRouter:
             back=f"{site.base(request)}/roots/{format_id(root_id)}",
         )
 
-    @routes.post("/retract/confirm", response_class=HTMLResponse)
-    async def retract_trigger_page(request: Request, who: ViewerDep) -> HTMLResponse:
-        root_id = await root_of(request, who)
-        # Refused here, before the run, if the root moved on since the dry run (a replay,
-        # a later attempt); the DAG checks again under the lease before it deletes.
+    async def trigger(who: Viewer, root_id: int) -> TriggeredRun:
+        """Trigger the retract DAG for `root_id` as `who`. Refused here, before the run,
+        if the root moved on since the dry run (a replay, a later attempt) or has nothing
+        left to retract; the DAG checks again under the lease before it deletes."""
         planned = await run_in_threadpool(plan, who, root_id)
         if not planned.with_effects:
             raise FieldError("root_id", f"root {format_id(root_id)} has nothing to retract")
@@ -124,6 +132,12 @@ def router(ctx: UiContext) -> APIRouter:
             run.run_id,
             format_id(root_id),
         )
+        return run
+
+    @routes.post("/retract/confirm", response_class=HTMLResponse)
+    async def retract_trigger_page(request: Request, who: ViewerDep) -> HTMLResponse:
+        root_id = await root_of(request, who)
+        run = await trigger(who, root_id)
         status = RunStatus(
             run_id=run.run_id,
             state=run.state or "queued",
@@ -156,4 +170,42 @@ def router(ctx: UiContext) -> APIRouter:
     async def retract_run_json(run_id: str, who: ViewerDep) -> dict[str, Any]:
         return (await follow(who, run_id)).to_json()
 
+    @routes.post("/api/retract")
+    async def retract_json(request: Request, who: ViewerDep) -> dict[str, Any]:
+        """Body: {"root_id": "..."} and "dry_run" (default true: what would go, per
+        output, masked; false: trigger the DAG); header X-CSRF-Token (GET /api/csrf)."""
+        may_retract(who)
+        guard.check(request, who, request.headers.get(CSRF_HEADER))
+        body = json_body(await request.body())
+        unknown = sorted(set(body) - {"root_id", "dry_run"})
+        if unknown:
+            raise FieldError(unknown[0], "not a retract field: give root_id and dry_run")
+        dry_run = body.get("dry_run", True)
+        if not isinstance(dry_run, bool):
+            raise FieldError("dry_run", "must be true or false")
+        root_id = one_root([body.get("root_id")])
+        if dry_run:
+            planned = await run_in_threadpool(plan, who, root_id)
+            return {"dry_run": True, **plan_json(planned)}
+        run = await trigger(who, root_id)
+        return {"dry_run": False, "run_id": run.run_id, "state": run.state, "url": run.url}
+
     return routes
+
+
+def one_root(named: list[Any]) -> int:
+    """The one root id a retract request names (a form's `root_id` fields, a body's)."""
+    if len(named) != 1 or not isinstance(named[0], str) or not named[0].strip():
+        raise FieldError("root_id", "name exactly one dead-lettered root to retract, as a string")
+    return root_id_param(named[0])
+
+
+def plan_json(plan: RetractPlan) -> dict[str, Any]:
+    """A dry run as JSON: what would go per output, and each output's rows (masked)."""
+    return {
+        "selected": plan.selected,
+        "to_delete": plan.per_output(),
+        "problems": plan.problems,
+        "skipped": plan.skipped,
+        "roots": [r.as_dict() for r in plan.roots],
+    }
