@@ -177,3 +177,20 @@ def test_effects_of_an_app_with_no_outputs_on_the_roots_page(tmp_path: Path) -> 
         page = c.get(f"/roots/{format_id(sample.dead)}")
         assert page.status_code == 200
         assert 'id="effects-undeclared"' in page.text
+
+
+def test_an_output_row_is_shown_as_masked_text_cut_short() -> None:
+    from ackfold.ui.redact import Redactor
+
+    redactor = Redactor(keys=("token",), patterns=(r"sk-\w+",))
+    row = {"payload": '{"a": 1}', "Token": "t0k", "note": "key sk-abc!", "n": None, "x": 7}
+    assert redactor.row(row | {"long": "a" * 300}, 10) == {
+        "payload": MASK,  # the message itself is never shown
+        "Token": MASK,
+        "note": f"key {MASK}!",
+        "n": None,
+        "x": "7",
+        "long": "a" * 9 + "…",
+    }
+    # A secret the cut would split is masked before the cut.
+    assert redactor.row({"note": "abcdef sk-0123456789"}, 10) == {"note": f"abcdef {MASK}"}
