@@ -18,7 +18,9 @@ declared output of its app (`ackfold.effects.outputs`). In this order:
   and output, committed before anything is deleted;
 - **delete**: ONE Delta commit per output table (a MERGE on the origin column against the
   Arrow table of the origins: no value is SQL text), fenced by the lease like every
-  derived write (a run that lost it deletes nothing);
+  derived write (a run that lost it deletes nothing). Not from an output a stage reads
+  (it carries the tuple column `_ackfold`): a Delta stream stops at a commit that removes
+  rows, so its rows are counted and left (`RetractPlan.kept`);
 - **log after**: a `deleted` row per root and output with the commit's version, or a
   `failed` row with the error. A `planned` row with neither is what a crash left: the
   retract may be run again (it deletes what is left, by origin).
@@ -96,13 +98,29 @@ class RetractPlan:
     skipped: dict[str, int] = field(default_factory=dict)
 
     def per_output(self) -> dict[str, int]:
-        """Rows to delete per output table (its location), over all the plan's roots."""
+        """Rows to delete per output table (its location), over all the plan's roots: not
+        those of an output a stage reads (`kept`)."""
         totals: dict[str, int] = {}
         for root in self.roots:
             for o in root.outputs:
-                if o.problem is None:
+                if o.problem is None and not o.read_by_stage:
                     totals[o.output.output] = totals.get(o.output.output, 0) + o.rows
         return totals
+
+    @property
+    def kept(self) -> dict[str, str]:
+        """Per output with rows of the plan's roots that a retract leaves, why: a stage
+        reads it as a Delta stream (it carries `_ackfold`), and a stream stops at a commit
+        that removes rows. Its rows were read already, or never will be."""
+        return {
+            o.output.output: (
+                "a stage reads it (it carries _ackfold): a delete would stop the streaming "
+                "query that reads it; its rows are left, and counted here only"
+            )
+            for root in self.roots
+            for o in root.outputs
+            if o.rows and o.read_by_stage and o.problem is None
+        }
 
     @property
     def problems(self) -> dict[str, str]:
@@ -114,7 +132,7 @@ class RetractPlan:
 
     @property
     def with_effects(self) -> tuple[RootEffects, ...]:
-        """The roots that have rows to delete."""
+        """The roots that have rows to delete (in an output no stage reads)."""
         return tuple(r for r in self.roots if r.has_effects)
 
 
@@ -150,6 +168,7 @@ class RetractSummary:
             "failed": dict(self.failed),
             "skipped": dict(plan.skipped),
             "problems": plan.problems,
+            "kept": plan.kept,
         }
 
 
@@ -245,7 +264,12 @@ def _execute(settings: Settings, plan: RetractPlan) -> RetractSummary:
     from ackfold.ledger.errors import LeaseLost
     from ackfold.ledger.sql import first_line
 
-    targets = {o.output.output: o.output for root in plan.roots for o in root.outputs if o.rows}
+    targets = {
+        o.output.output: o.output
+        for root in plan.roots
+        for o in root.outputs
+        if o.rows and not o.read_by_stage
+    }
     if not targets:
         return RetractSummary(plan)
     log_rows(settings, _rows(plan, PLANNED, targets))  # written ahead: before any delete
