@@ -142,8 +142,12 @@ def run_manual_retract(
         summary = run_retract(
             settings, request, on_plan=show, holder=f"manual retract by {requested_by}", sample=0
         )
-    except (UnknownRoots, RetractRefused) as exc:
+    except UnknownRoots as exc:
         raise fail_exception()(str(exc)) from None
+    except RetractRefused as exc:
+        # One line: the failure hook and the alerts show only the first.
+        refused = "; ".join(f"{format_id(r)}: {why}" for r, why in exc.refused.items())
+        raise fail_exception()(f"retract refused, nothing deleted: {refused}") from None
     result = summary.as_dict()
     log.info("manual retract summary: %s", json.dumps(
         {k: v for k, v in result.items() if k != "roots"}, default=str))  # fmt: skip
