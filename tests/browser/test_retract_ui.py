@@ -30,7 +30,14 @@ from ackfold.effects import retract_history
 from ackfold.ledger.ids import format_id
 from tests.browser.ui_server import serve_ui
 from tests.ui.conftest import TOKENS, ui_settings
-from tests.ui.effects_ledger import DEAD_ROWS, SECRET, EffectsLedger, effects_ledger, output_rows
+from tests.ui.effects_ledger import (
+    DEAD_ROWS,
+    SECRET,
+    WORD_ROWS,
+    EffectsLedger,
+    effects_ledger,
+    output_rows,
+)
 
 DAG = "ackfold_manual_retract"
 # How long a run stays queued before it runs: long enough for the page to show it.
@@ -148,7 +155,7 @@ def test_retract_a_dead_letters_effects_from_its_page(
         page.wait_for_selector("#effects-table")
         out = page.locator(f"tr[data-testid=effect-output][data-output='{ledger.out}']")
         assert out.get_attribute("data-rows") == str(DEAD_ROWS)
-        assert page.locator("li[data-testid=effect-row]").count() == DEAD_ROWS
+        assert page.locator("li[data-testid=effect-row]").count() == DEAD_ROWS + WORD_ROWS
         assert SECRET not in page.content()
         shoot(page, "2-root-effects")
 
@@ -182,10 +189,11 @@ def test_retract_a_dead_letters_effects_from_its_page(
         # The rows are gone, the other origin's stay, and the audit log says who.
         assert output_rows(ledger.out, ledger.sample.dead) == 0
         assert output_rows(ledger.out, ledger.sample.timed_out) == 1
+        assert output_rows(ledger.words, ledger.sample.dead) == WORD_ROWS  # a stage reads it
         page.click("a[data-testid=run-root]")
         page.wait_for_selector("#effects-table")
         assert out.get_attribute("data-rows") == "0"
-        assert page.locator("li[data-testid=effect-row]").count() == 0
+        assert page.locator("li[data-testid=effect-row]").count() == WORD_ROWS
         shoot(page, "6-root-clean")
         page.goto(f"{url}/roots?status=dead_lettered")
         cell = page.locator(f"tr[data-root-id='{dead}'] [data-testid=effects]")

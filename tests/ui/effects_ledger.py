@@ -2,7 +2,9 @@
 the root pages, the failed-roots column and the retract button read.
 
 - `clicks` declares `clicks_out` (origin in `origin_root_id`, 3 rows of the dead letter,
-  one of another origin) and `clicks_gone` (declared, never written: a problem line);
+  one of another origin), `clicks_words` (an intermediate table a stage reads: it
+  carries `_ackfold`; 2 rows of the dead letter, which a retract leaves) and
+  `clicks_gone` (declared, never written: a problem line);
 - `orders` declares nothing;
 - a `dead_letters` row for the dead letter, so that the dead-letters page lists it;
 - `OLDER` more dead-lettered clicks (`older`), each a day older than the last, with no
@@ -28,6 +30,7 @@ SECRET: Final = "sk-live-0123456789"
 SECRET_PATTERN: Final = r"sk-live-\w+"
 TOKEN: Final = "tok-abc"
 DEAD_ROWS: Final = 3
+WORD_ROWS: Final = 2
 OLDER: Final = 4
 
 
@@ -36,6 +39,7 @@ class EffectsLedger:
     sample: Sample
     out: str  # the clicks app's output table
     gone: str  # declared, never written
+    words: str  # a table a stage reads
     older: list[int]  # more dead letters, newest first, with no rows
 
     @property
@@ -62,8 +66,11 @@ def effects_ledger(base: Path) -> EffectsLedger:
          "note": "-"}
     )  # fmt: skip
     write_output(out, rows)
+    words = str(base / "outputs" / "clicks_words")
+    write_words(words, [(sample.dead, i) for i in range(WORD_ROWS)])
     declare_output(sample.warehouse, "clicks", out)
     declare_output(sample.warehouse, "clicks", gone)
+    declare_output(sample.warehouse, "clicks", words)
     write_rows(
         sample.warehouse,
         DEAD_LETTERS,
@@ -83,7 +90,7 @@ def effects_ledger(base: Path) -> EffectsLedger:
             }
         ],
     )
-    return EffectsLedger(sample, out, gone, older_dead_letters(sample))
+    return EffectsLedger(sample, out, gone, words, older_dead_letters(sample))
 
 
 def older_dead_letters(sample: Sample) -> list[int]:
@@ -127,6 +134,21 @@ def write_output(path: str, rows: list[dict[str, Any]]) -> None:
         ]
     )
     write_deltalake(path, pa.Table.from_pylist(rows, schema), mode="append")
+
+
+def write_words(path: str, rows: list[tuple[int, int]]) -> None:
+    """An intermediate table, as `write_batch` writes one that a stage reads: its rows
+    carry the tuple column `_ackfold`."""
+    from deltalake import write_deltalake
+
+    table = pa.table(
+        {
+            "origin_root_id": pa.array([origin for origin, _ in rows], pa.int64()),
+            "position": pa.array([position for _, position in rows], pa.int32()),
+            "_ackfold": pa.array([7 * position for _, position in rows], pa.int64()),
+        }
+    )
+    write_deltalake(path, table, mode="append")
 
 
 def output_rows(path: str, origin: int) -> int:

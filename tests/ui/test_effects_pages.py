@@ -21,6 +21,7 @@ from tests.ui.effects_ledger import (
     SECRET,
     SECRET_PATTERN,
     TOKEN,
+    WORD_ROWS,
     EffectsLedger,
     effects_ledger,
 )
@@ -59,8 +60,19 @@ def test_a_dead_letters_page_lists_its_rows_per_output_masked(
 ) -> None:
     page = client.get(f"/roots/{format_id(ledger.sample.dead)}")
     assert page.status_code == 200, page.text
-    assert outputs_of(page.text) == {ledger.out: (str(DEAD_ROWS), False), ledger.gone: ("0", True)}
+    assert outputs_of(page.text) == {
+        ledger.out: (str(DEAD_ROWS), False),
+        ledger.words: (str(WORD_ROWS), False),
+        ledger.gone: ("0", True),
+    }
+    # The table a stage reads says that a retract leaves its rows.
+    assert page.text.count('data-testid="read-by-stage"') == 1
+    assert re.search(
+        rf'data-output="{re.escape(ledger.words)}"[^>]*data-read-by-stage="1"', page.text
+    )
     rows = re.findall(r'data-testid="effect-row">([^<]*)</li>', page.text)
+    assert len(rows) == DEAD_ROWS + WORD_ROWS
+    rows = [row for row in rows if "word=" in row]
     assert len(rows) == DEAD_ROWS
     # Values shown; the secret-named column and the secret in the text masked.
     assert all("word=word" in row for row in rows), rows
@@ -129,8 +141,15 @@ def test_the_failed_roots_and_the_dead_letters_say_which_left_effects(
     assert effects_column(letters.text) == {dead: "yes"}
 
     api = client.get("/api/roots", params={"status": "dead_lettered", "limit": "1"}).json()
+    # The rows a stage reads are counted apart: a retract leaves them.
     assert api["effects"] == {
-        dead: {"has_effects": True, "rows": DEAD_ROWS, "outputs": 2, "unreadable": True}
+        dead: {
+            "has_effects": True,
+            "rows": DEAD_ROWS,
+            "read_by_stage_rows": WORD_ROWS,
+            "outputs": 3,
+            "unreadable": True,
+        }
     }
     assert client.get("/api/dead-letters").json()["effects"][dead]["rows"] == DEAD_ROWS
 

@@ -23,6 +23,7 @@ from tests.ui.effects_ledger import (
     SECRET,
     SECRET_PATTERN,
     TOKEN,
+    WORD_ROWS,
     EffectsLedger,
     effects_ledger,
     output_rows,
@@ -99,8 +100,10 @@ def test_the_dry_run_shows_what_would_go_and_deletes_nothing(
             r'data-testid="retract-output" data-output="([^"]+)" data-rows="(\d+)"', page.text
         )
     )
-    assert plan == {ledger.out: str(DEAD_ROWS), ledger.gone: "0"}
+    assert plan == {ledger.out: str(DEAD_ROWS), ledger.words: "0", ledger.gone: "0"}
     assert "nothing is deleted there" in page.text  # the output it cannot read
+    # The table a stage reads keeps its rows, and the dry run says so.
+    assert f"{WORD_ROWS} rows stay: a stage reads this table" in page.text
     rows = re.findall(r'data-testid="effect-row">([^<]*)</li>', page.text)
     assert len(rows) == DEAD_ROWS
     assert all(f"token={MASK}" in r for r in rows)
@@ -268,7 +271,8 @@ def test_the_json_twin_dry_runs_by_default_then_triggers(
     assert planned.status_code == 200, planned.text
     body = planned.json()
     assert body["dry_run"] is True
-    assert body["to_delete"] == {ledger.out: DEAD_ROWS}  # nothing from what it cannot read
+    # Nothing from what it cannot read, nor from the table a stage reads.
+    assert body["to_delete"] == {ledger.out: DEAD_ROWS}
     assert ledger.gone in body["problems"]
     assert SECRET not in planned.text
     assert TOKEN not in planned.text

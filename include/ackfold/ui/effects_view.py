@@ -34,17 +34,21 @@ VALUE_CHARS: Final = 120
 
 @dataclass(frozen=True)
 class Flag:
-    """Whether a dead letter left effects: `rows` in the `outputs` its app declares;
-    `problem` when one could not be read (then `rows` counts only the others)."""
+    """Whether a dead letter left effects: `rows` in the `outputs` its app declares that
+    no stage reads (a sink's tables: what people read, and what a retract takes away);
+    `kept` its rows in the tables a stage reads (a retract leaves those); `problem` when
+    an output could not be read (then `rows` counts only the others)."""
 
     rows: int
     outputs: int
     problem: bool = False
+    kept: int = 0
 
     def to_json(self) -> dict[str, Any]:
         return {
             "has_effects": self.rows > 0,
             "rows": self.rows,
+            "read_by_stage_rows": self.kept,
             "outputs": self.outputs,
             "unreadable": self.problem,
         }
@@ -100,7 +104,9 @@ def dead_letter_flags(settings: Settings | None, roots: Iterable[Any]) -> dict[i
     if not refs:
         return {}
     return {
-        e.root.root_id: Flag(e.rows, len(e.outputs), bool(e.problems))
+        e.root.root_id: Flag(
+            e.retractable_rows, len(e.outputs), bool(e.problems), e.rows - e.retractable_rows
+        )
         for e in find_effects(settings, refs, sample=0)
     }
 
