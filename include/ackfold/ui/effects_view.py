@@ -25,6 +25,8 @@ from ackfold.ledger.ids import format_id
 if TYPE_CHECKING:
     from ackfold.config import Settings
     from ackfold.effects import OutputEffects, RootEffects
+    from ackfold.ledger.rows import RootState
+    from ackfold.ui.queries import DeadLetter
     from ackfold.ui.redact import Redactor
 
 # Sample rows a root's page shows per output, and the characters of one value.
@@ -55,9 +57,9 @@ class Flag:
 
 
 def root_effects(
-    settings: Settings | None, redactor: Redactor, root: Any, *, value_chars: int
+    settings: Settings | None, redactor: Redactor, root: RootState, *, value_chars: int
 ) -> RootEffects | None:
-    """The effects of `root` (a `RootState`) with its sample rows masked; None without
+    """The effects of `root` with its sample rows masked; None without
     settings or an origin. `value_chars` 0: counts only (previews are off)."""
     if settings is None or root.origin_root_id is None:
         return None
@@ -85,7 +87,9 @@ def masked_effects(redactor: Redactor, found: RootEffects, value_chars: int) -> 
     return replace(found, outputs=tuple(replace(o, sample=shown(o)) for o in found.outputs))
 
 
-def dead_letter_flags(settings: Settings | None, roots: Iterable[Any]) -> dict[int, Flag]:
+def dead_letter_flags(
+    settings: Settings | None, roots: Iterable[RootState | DeadLetter]
+) -> dict[int, Flag]:
     """For each dead letter among `roots` (`RootState` or `DeadLetter` rows of one page),
     whether it left effects, by root id. Counts only, one read per declared output for
     all of them. Other roots are left out: one still in progress may yet write, and a

@@ -13,6 +13,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
 
+from ackfold.effects import RootEffects
 from ackfold.ledger.recovery import read_recovery
 from ackfold.ledger.rows import Attempt, Journey
 from ackfold.replay.request import REPLAYABLE
@@ -153,7 +154,7 @@ def router(ctx: UiContext) -> APIRouter:
             previews=bool(ui.payload_preview_chars),
         )
 
-    def effects_of(found: Journey) -> Any:
+    def effects_of(found: Journey) -> RootEffects | None:
         return root_effects(
             ctx.settings, redactor, found.state, value_chars=ui.payload_preview_chars
         )
