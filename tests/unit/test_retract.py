@@ -304,3 +304,20 @@ def test_an_output_a_stage_reads_is_counted_and_left_as_it_is(ledger: Ledger) ->
     # Its rows are the root's, but not effects a retract could take: none are left.
     after = root_effects(ledger.settings, DEAD.root_id)
     assert (after.rows, after.retractable_rows, after.has_effects) == (2, 0, False)
+
+
+def test_an_output_where_sparks_commits_are_not_put_if_absent_is_refused(
+    ledger: Ledger,
+) -> None:
+    from ackfold.config import load_settings
+    from ackfold.effects.errors import OutputUnreadable
+    from ackfold.effects.outputs import DeclaredOutput
+    from ackfold.effects.retract import refuse_unsafe_store
+
+    on_s3 = DeclaredOutput("orders", "s3a://lake/counted")
+    with pytest.raises(OutputUnreadable, match="spark.delta.logStore.s3a.impl"):
+        refuse_unsafe_store(ledger.settings, on_s3)
+    dynamo = {"spark.delta.logStore.s3a.impl": "io.delta.storage.S3DynamoDBLogStore"}
+    safe = load_settings(warehouse=ledger.settings.table_root, spark={"conf": dynamo})
+    refuse_unsafe_store(safe, on_s3)  # put-if-absent through DynamoDB: no refusal
+    refuse_unsafe_store(ledger.settings, DeclaredOutput("orders", ledger.words))  # local disk

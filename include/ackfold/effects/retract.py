@@ -44,7 +44,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from ackfold.effects.errors import RetractRefused
+from ackfold.effects.errors import OutputUnreadable, RetractRefused
 from ackfold.effects.find import RootEffects, RootRef
 from ackfold.effects.outputs import DeclaredOutput
 from ackfold.ledger.lock import DEFAULT_WAIT
@@ -281,6 +281,7 @@ def _execute(settings: Settings, plan: RetractPlan) -> RetractSummary:
              if o.output.output == path and o.rows}
         )  # fmt: skip
         try:
+            refuse_unsafe_store(settings, output)
             version, count = delete_origins(settings, output, origins)
         except LeaseLost:
             raise  # nothing more is this run's to write, not even its log
@@ -291,6 +292,31 @@ def _execute(settings: Settings, plan: RetractPlan) -> RetractSummary:
         deleted[path] = count
         log_rows(settings, _rows(plan, DELETED, {path: output}, version=version, total=count))
     return RetractSummary(plan, deleted, failed)
+
+
+def refuse_unsafe_store(settings: Settings, output: DeclaredOutput) -> None:
+    """Raise `OutputUnreadable` if the app's Spark commits to `output` are not put-if-absent
+    on its store (S3 with Delta's default log store, a shared file system): a retract's
+    delta-rs commit beside them could lose one of the two, the app's rows or the delete.
+
+    Example:
+        >>> from ackfold.config import load_settings
+        >>> out = DeclaredOutput("orders", "s3a://lake/orders")
+        >>> refuse_unsafe_store(load_settings(warehouse="/tmp/w"), out)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        ackfold.effects.errors.OutputUnreadable: not retracted from s3a://lake/orders: ...
+    """
+    from ackfold.ledger.protocol import unsafe_spark_commits
+
+    why = unsafe_spark_commits(output.output, settings.spark.conf)
+    if why is not None:
+        raise OutputUnreadable(
+            f"not retracted from {output.output}: the app's Spark commits there are not "
+            f"put-if-absent ({why}), so a delete beside them could lose a commit; give Spark "
+            "Delta's S3DynamoDBLogStore (spark.conf: spark.delta.logStore.s3a.impl), as the "
+            "ledger's own tables need"
+        )
 
 
 def delete_origins(
