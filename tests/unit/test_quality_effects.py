@@ -70,6 +70,31 @@ def test_a_dead_letters_rows_are_counted_per_output_and_fail_an_output_marked_cl
     assert _effects(again) == [(DEAD_LETTER_ROWS, True, "0"), (CLEAN_OUTPUT, True, "0")]
 
 
+def test_a_dead_letter_that_a_replay_by_hand_completed_is_no_longer_counted(
+    tmp_path: Path,
+) -> None:
+    from deltalake import DeltaTable
+
+    from ackfold.ledger import status
+    from ackfold.ledger.tables import ROOT_STATE
+    from tests.ledger_fixtures import write_rows
+
+    var = tmp_path / "var"
+    ledger, output = _ledger(var)
+    settings = quality_settings(var)
+    declare_output(settings.table_root, APP, output, clean=True)
+    assert not run_quality(settings, now=ledger.late).passed
+    # Attempt 3 of the poison message, sent by hand, completed: its rows are its output.
+    state = DeltaTable(f"{settings.table_root}/{ROOT_STATE}").to_pyarrow_table().to_pylist()
+    (dead,) = [row for row in state if row["root_id"] == ledger.poison[1]]
+    write_rows(settings.table_root, ROOT_STATE, [
+        {**dead, "root_id": dead["root_id"] + 1, "attempt": 3, "status": status.COMPLETED,
+         "xor_acc": 0, "fail_reason": None}
+    ])  # fmt: skip
+    report = run_quality(settings, now=ledger.late)
+    assert _effects(report) == [(CLEAN_OUTPUT, True, "0")]
+
+
 def test_an_output_that_cannot_be_read_is_said_and_fails(tmp_path: Path) -> None:
     var = tmp_path / "var"
     ledger, _ = _ledger(var)

@@ -54,9 +54,12 @@ class OutputCount:
 
 def dead_letter_counts(settings: Settings, app: str) -> list[OutputCount]:
     """Per declared output of `app` (in `declared_outputs`' order), its dead letters' rows
-    there: one read per output for all of them (`dead_letter_effects`)."""
-    from ackfold.effects.find import dead_letter_effects
+    there: one read per output for all of them. A dead letter whose message a later
+    attempt completed (a replay by hand) is no longer one: its origin's rows are that
+    attempt's output."""
+    from ackfold.effects.find import find_effects
     from ackfold.effects.outputs import declared_outputs
+    from ackfold.effects.roots import COMPLETED, dead_letters, refusals
 
     outputs = declared_outputs(settings, app)
     if not outputs:
@@ -64,7 +67,10 @@ def dead_letter_counts(settings: Settings, app: str) -> list[OutputCount]:
     rows = dict.fromkeys((o.output for o in outputs), 0)
     letters = dict.fromkeys(rows, 0)
     problems: dict[str, str] = {}
-    for root in dead_letter_effects(settings, app=app, sample=0):
+    dead = dead_letters(settings, app=app)
+    done = {r for r, why in refusals(settings, dead).items() if why.kind == COMPLETED}
+    still = [root for root in dead if root.root_id not in done]
+    for root in find_effects(settings, still, sample=0, outputs=outputs):
         for found in root.outputs:
             where = found.output.output
             if found.problem is not None:
