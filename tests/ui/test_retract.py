@@ -292,3 +292,18 @@ def test_the_json_twin_dry_runs_by_default_then_triggers(
     assert call["body"]["conf"]["root_ids"] == [dead]
     assert call["body"]["conf"]["dry_run"] is False
     assert output_rows(ledger.out, ledger.sample.dead) == DEAD_ROWS
+
+
+def test_with_previews_off_the_dry_run_shows_counts_only(
+    ledger: EffectsLedger, airflow: FakeAirflow
+) -> None:
+    settings = ui_settings(ledger.warehouse, payload_preview_chars=0)
+    with make_client(settings, airflow) as c:
+        dead = ledger.sample.dead
+        data = {"csrf_token": csrf(c, dead), "root_id": format_id(dead)}
+        page = c.post("/retract", data=data, headers=SAME_ORIGIN)
+        assert page.status_code == 200, page.text
+        assert f'id="retract-count" data-count="{DEAD_ROWS}"' in page.text
+        assert 'data-testid="effect-row"' not in page.text
+        assert "previews are off" in page.text
+        assert "word0" not in page.text

@@ -90,10 +90,9 @@ def router(ctx: UiContext) -> APIRouter:
         if settings is None:
             raise HTTPException(503, "the UI has no settings to find the outputs with")
         request = RetractRequest(root_ids=(root_id,), dry_run=True, requested_by=who.name)
-        found = plan_retract(settings, request, sample=SAMPLE_ROWS)
         chars = min(ctx.ui.payload_preview_chars, VALUE_CHARS)
-        roots = tuple(masked_effects(redactor, r, chars) for r in found.roots)
-        return RetractPlan(found.retract_id, found.request, found.selected, roots, found.skipped)
+        found = plan_retract(settings, request, sample=SAMPLE_ROWS if chars else 0)
+        return replace(found, roots=tuple(masked_effects(redactor, r, chars) for r in found.roots))
 
     @routes.post("/retract", response_class=HTMLResponse)
     async def retract_dry_run_page(request: Request, who: ViewerDep) -> HTMLResponse:
