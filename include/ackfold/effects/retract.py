@@ -41,7 +41,7 @@ import logging
 import uuid
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from ackfold.effects.errors import OutputUnreadable, RetractRefused
@@ -260,7 +260,7 @@ LOGGED_SAMPLE = 20
 
 def _execute(settings: Settings, plan: RetractPlan) -> RetractSummary:
     """Log ahead, delete (one fenced commit per output), log after."""
-    from ackfold.effects.audit import DELETED, FAILED, PLANNED, log_rows
+    from ackfold.effects.audit import DELETED, FAILED, PLANNED, log_rows, plan_rows
     from ackfold.ledger.errors import LeaseLost
     from ackfold.ledger.sql import first_line
 
@@ -272,7 +272,7 @@ def _execute(settings: Settings, plan: RetractPlan) -> RetractSummary:
     }
     if not targets:
         return RetractSummary(plan)
-    log_rows(settings, _rows(plan, PLANNED, targets))  # written ahead: before any delete
+    log_rows(settings, plan_rows(plan, PLANNED, targets))  # written ahead: before any delete
     deleted: dict[str, int] = {}
     failed: dict[str, str] = {}
     for path, output in sorted(targets.items()):
@@ -287,10 +287,10 @@ def _execute(settings: Settings, plan: RetractPlan) -> RetractSummary:
             raise  # nothing more is this run's to write, not even its log
         except Exception as exc:
             failed[path] = first_line(exc)
-            log_rows(settings, _rows(plan, FAILED, {path: output}, error=failed[path]))
+            log_rows(settings, plan_rows(plan, FAILED, {path: output}, error=failed[path]))
             continue
         deleted[path] = count
-        log_rows(settings, _rows(plan, DELETED, {path: output}, version=version, total=count))
+        log_rows(settings, plan_rows(plan, DELETED, {path: output}, version=version, total=count))
     return RetractSummary(plan, deleted, failed)
 
 
@@ -360,45 +360,3 @@ def delete_origins(
     if done is None:  # an earlier try of this very commit landed: its answer was lost
         return int(open_output(output).version()), 0
     return done
-
-
-def _rows(
-    plan: RetractPlan,
-    event: str,
-    targets: dict[str, DeclaredOutput],
-    *,
-    version: int | None = None,
-    total: int | None = None,
-    error: str | None = None,
-) -> list[dict[str, Any]]:
-    """The `retract_log` rows of `event` for each root of `plan` with rows in `targets`."""
-    from ackfold.effects.audit import PLANNED
-
-    now = datetime.now(UTC)
-    described = plan.request.describe()
-    rows = []
-    for root in plan.roots:
-        for o in root.outputs:
-            if o.output.output not in targets or not o.rows:
-                continue
-            rows.append(
-                {
-                    "retract_id": plan.retract_id,
-                    "event": event,
-                    "requested_by": plan.request.requested_by,
-                    "request": described,
-                    "root_id": root.root.root_id,
-                    "app": root.root.app,
-                    "origin_root_id": root.root.origin_root_id,
-                    "attempt": root.root.attempt,
-                    "output": o.output.output,
-                    "origin_column": o.output.origin_column,
-                    "row_count": o.rows,
-                    "sample": json.dumps(list(o.sample)) if event == PLANNED else None,
-                    "table_version": version,
-                    "table_rows": total,
-                    "logged_at": now,
-                    "error": error,
-                }
-            )
-    return rows
