@@ -562,6 +562,13 @@ def test_a_rerun_batch_writes_its_outputs_once_and_changes_no_status(
     assert set(statuses(done).values()) == {status.COMPLETED}
     run(word_batch(spark), 0)  # a copy arriving after completion changes nothing either
     assert set(statuses(read(spark, ledger.path(ACK_EVENTS))).values()) == {status.COMPLETED}
+    # The output table was declared, once for all those batches (issue 58).
+    from ackfold.ledger.outputs import read_declared
+    from ackfold.ledger.tables import DECLARED_OUTPUTS
+
+    (declared,) = read_declared(ledger.root, app=APP)
+    assert (declared.output, declared.origin_column) == (words_path, "origin_root_id")
+    assert len(read(spark, ledger.path(DECLARED_OUTPUTS))) == 1
 
 
 def test_delta_rs_appends_v1_rows_that_spark_reads(spark: SparkSession, tmp_path: Path) -> None:

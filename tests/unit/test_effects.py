@@ -35,29 +35,40 @@ def test_a_ledger_without_the_table_declares_nothing_and_reading_it_is_no_error(
 def test_write_batch_declares_each_output_once_per_tracker_and_keeps_an_explicit_one(
     tmp_path: Path,
 ) -> None:
-    from ackfold.track import stage as stage_module
-    from ackfold.track.stage import StageTracker
+    from ackfold.ledger import outputs as outputs_module
+    from ackfold.ledger.outputs import declare_once
 
     warehouse = str(tmp_path / "w")
     declare_output(warehouse, "orders", f"{warehouse}/counts", origin_column="origin", clean=True)
     table = f"{warehouse}/{DECLARED_OUTPUTS}"
     before = DeltaTable(table).version()
-    stage_module._DECLARED.clear()
-    sink = StageTracker("orders", "sink", ledger=warehouse)
-    outputs = {f"{warehouse}/words": None, f"{warehouse}/counts": None}
-    sink._declare(outputs)  # type: ignore[arg-type]  # only the paths are read
+    outputs_module._DECLARED.clear()  # a fresh process
+    outputs = [f"{warehouse}/words", f"{warehouse}/counts"]
+    declare_once(warehouse, "orders", outputs)
     assert DeltaTable(table).version() == before + 1  # words only: counts was declared
-    for _ in range(3):  # later batches, and another tracker of the process: no commit
-        sink._declare(outputs)  # type: ignore[arg-type]
-        StageTracker("orders", "sink", ledger=warehouse)._declare(outputs)  # type: ignore[arg-type]
+    for _ in range(3):  # later batches, of any tracker of the process: no commit
+        declare_once(warehouse, "orders", outputs)
     assert DeltaTable(table).version() == before + 1
     declared = {d.output: d for d in read_declared(warehouse)}
     assert declared[f"{warehouse}/counts"].clean  # write_batch left it as declared
     assert declared[f"{warehouse}/counts"].origin_column == "origin"
     assert declared[f"{warehouse}/words"].declared_by == "write_batch"
     # A new process (a tracker's fresh start) reads once and declares nothing again.
-    stage_module._DECLARED.clear()
     assert declare_written(warehouse, "orders", outputs) == []
+
+
+def test_a_declaration_that_fails_never_stops_the_apps_write(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    from ackfold.ledger import outputs as outputs_module
+    from ackfold.ledger.outputs import declare_once
+
+    outputs_module._DECLARED.clear()
+    blocked = tmp_path / "file"
+    blocked.write_text("not a directory")  # the warehouse cannot be written
+    declare_once(str(blocked), "orders", ["/lake/t"])
+    assert "could not declare its outputs /lake/t" in caplog.text
+    assert "apps.orders.outputs" in caplog.text
 
 
 def test_the_settings_declare_outputs_and_win_over_the_ledger(tmp_path: Path) -> None:
@@ -120,3 +131,13 @@ def test_each_dead_letter_says_whether_it_left_effects(tmp_path: Path) -> None:
     assert all(e.has_effects and e.rows == WORDS_PER_ROOT + COUNTS_PER_ROOT for e in found)
     assert all(o.sample == () for e in found for o in e.outputs)  # counts only by default
     assert dead_letter_effects(ledger.settings, app="nobody") == []
+
+
+def test_the_examples_in_the_docstrings_run() -> None:
+    import doctest
+
+    from ackfold.effects import errors, params, retract
+    from ackfold.ledger import outputs
+
+    for module in (outputs, params, errors, retract):
+        assert doctest.testmod(module, optionflags=doctest.ELLIPSIS).failed == 0, module

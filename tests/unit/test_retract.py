@@ -276,3 +276,48 @@ def test_a_retract_racing_a_replay_waits_for_its_turn_then_is_refused(ledger: Le
     assert "replay r-1 sends it back" in str(refused)
     assert ledger.rows(ledger.words)[DEAD.origin] == WORDS_PER_ROOT
     assert _log(ledger) == []
+
+
+def test_an_output_a_stage_reads_is_counted_and_left_as_it_is(ledger: Ledger) -> None:
+    import pyarrow as pa
+    from deltalake import write_deltalake
+
+    from ackfold.ledger.outputs import declare_output
+
+    # A stage's input (it carries the tuple column): a Delta stream reads it, which a
+    # commit that removes rows would stop.
+    staged = f"{ledger.settings.table_root}/staged"
+    tuples = pa.array([{"id": 1}, {"id": 2}], pa.struct([("id", pa.int64())]))
+    origins = pa.array([DEAD.origin] * 2, pa.int64())
+    write_deltalake(staged, pa.table({"origin_root_id": origins, "_ackfold": tuples}))
+    declare_output(ledger.settings.table_root, "orders", staged)
+    found = root_effects(ledger.settings, DEAD.root_id)
+    (shown,) = [o for o in found.outputs if o.output.output == staged]
+    assert (shown.rows, shown.read_by_stage) == (2, True)
+    assert all("_ackfold" not in row for row in shown.sample)
+    summary = run_retract(ledger.settings, RetractRequest(root_ids=(DEAD.root_id,), dry_run=False))
+    assert staged not in summary.deleted
+    assert "a stage reads it" in summary.plan.kept[staged]
+    assert summary.deleted[ledger.words] == WORDS_PER_ROOT
+    assert DeltaTable(staged).version() == 0
+    assert staged not in {r["output"] for r in _log(ledger)}
+    # Its rows are the root's, but not effects a retract could take: none are left.
+    after = root_effects(ledger.settings, DEAD.root_id)
+    assert (after.rows, after.retractable_rows, after.has_effects) == (2, 0, False)
+
+
+def test_an_output_where_sparks_commits_are_not_put_if_absent_is_refused(
+    ledger: Ledger,
+) -> None:
+    from ackfold.config import load_settings
+    from ackfold.effects.errors import OutputUnreadable
+    from ackfold.effects.outputs import DeclaredOutput
+    from ackfold.effects.retract import refuse_unsafe_store
+
+    on_s3 = DeclaredOutput("orders", "s3a://lake/counted")
+    with pytest.raises(OutputUnreadable, match="spark.delta.logStore.s3a.impl"):
+        refuse_unsafe_store(ledger.settings, on_s3)
+    dynamo = {"spark.delta.logStore.s3a.impl": "io.delta.storage.S3DynamoDBLogStore"}
+    safe = load_settings(warehouse=ledger.settings.table_root, spark={"conf": dynamo})
+    refuse_unsafe_store(safe, on_s3)  # put-if-absent through DynamoDB: no refusal
+    refuse_unsafe_store(ledger.settings, DeclaredOutput("orders", ledger.words))  # local disk

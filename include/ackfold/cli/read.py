@@ -130,6 +130,8 @@ def format_effects(effects: RootEffects) -> str:
             lines.append(f"  {o.output.output}  cannot read: {one_line(o.problem, 200)}")
             continue
         clean = ", marked clean" if o.output.clean else ""
+        if o.read_by_stage:
+            clean += " (a stage reads it: a retract leaves these)"
         lines.append(f"  {o.output.output}  {o.rows} row(s){clean}")
         lines.extend(f"    {one_line(json.dumps(row, sort_keys=True), 120)}" for row in o.sample)
         if o.rows > len(o.sample):

@@ -117,10 +117,12 @@ def format_plan(plan: Any) -> list[str]:
         elif not root.has_effects and not root.problems:
             lines.append(f"{head}: no rows of its origin in any declared output")
         for o in root.outputs:
-            if o.rows:
+            if o.rows and not o.read_by_stage:
                 lines.append(f"{verb} {o.rows} row(s) of {head} from {o.output.output}")
     for output, why in sorted(plan.problems.items()):
         lines.append(f"cannot read {output}: {why}")
+    for output, why in sorted(plan.kept.items()):
+        lines.append(f"leaving {output}: {why}")
     for reason, n in sorted(plan.skipped.items()):
         lines.append(f"skipping {n} root(s): {reason}")
     return lines

@@ -12,12 +12,15 @@ Example:
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
     from ackfold.config import Settings
+    from ackfold.effects.retract import RetractPlan
+    from ackfold.ledger.outputs import DeclaredOutput
 
 # The events of `retract_log`.
 PLANNED: Final = "planned"
@@ -116,6 +119,48 @@ def log_rows(settings: Settings, rows: list[dict[str, Any]]) -> None:
         what=f"append to {path}",
         load=lambda: writer.table(RETRACT_LOG),
     )
+
+
+def plan_rows(
+    plan: RetractPlan,
+    event: str,
+    targets: dict[str, DeclaredOutput],
+    *,
+    version: int | None = None,
+    total: int | None = None,
+    error: str | None = None,
+) -> list[dict[str, Any]]:
+    """The `retract_log` rows of `event` for each root of `plan` with rows in `targets`
+    (output location -> declaration): `version` and `total`, the delete's commit and its
+    deleted rows (`deleted` rows); `error`, why it failed (`failed` rows)."""
+    now = datetime.now(UTC)
+    described = plan.request.describe()
+    rows = []
+    for root in plan.roots:
+        for o in root.outputs:
+            if o.output.output not in targets or not o.rows:
+                continue
+            rows.append(
+                {
+                    "retract_id": plan.retract_id,
+                    "event": event,
+                    "requested_by": plan.request.requested_by,
+                    "request": described,
+                    "root_id": root.root.root_id,
+                    "app": root.root.app,
+                    "origin_root_id": root.root.origin_root_id,
+                    "attempt": root.root.attempt,
+                    "output": o.output.output,
+                    "origin_column": o.output.origin_column,
+                    "row_count": o.rows,
+                    "sample": json.dumps(list(o.sample)) if event == PLANNED else None,
+                    "table_version": version,
+                    "table_rows": total,
+                    "logged_at": now,
+                    "error": error,
+                }
+            )
+    return rows
 
 
 _COLUMNS: Final = tuple(f for f in RetractRecord.__dataclass_fields__ if f != "unconfirmed")

@@ -33,8 +33,10 @@ if TYPE_CHECKING:
 
 # Sample rows per root and output, by default: what `ackfold show` and the UI list.
 SAMPLE: Final = 3
-# Columns dropped from a sample: the tuple identity, which no reader of a sink needs.
-HIDDEN: Final = ("_ackfold",)
+# The tuple column (`ackfold.track.layout.TUPLE_COLUMN`): an output that has it is a
+# stage's input, read by a streaming query. Dropped from samples: no reader needs it.
+TUPLE_COLUMN: Final = "_ackfold"
+HIDDEN: Final = (TUPLE_COLUMN,)
 
 
 @dataclass(frozen=True)
@@ -52,12 +54,15 @@ class RootRef:
 @dataclass(frozen=True)
 class OutputEffects:
     """A root's origin's rows in one declared output: how many, and up to a sample of
-    them (JSON-ready values); or, `problem`, why the output could not be read."""
+    them (JSON-ready values); or, `problem`, why the output could not be read.
+    `read_by_stage`: the output carries the tuple column `_ackfold`, so a stage reads it
+    as a stream (a retract leaves it: see `ackfold.effects.retract`)."""
 
     output: DeclaredOutput
     rows: int = 0
     sample: tuple[dict[str, Any], ...] = ()
     problem: str | None = None
+    read_by_stage: bool = False
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -67,6 +72,7 @@ class OutputEffects:
             "rows": self.rows,
             "sample": list(self.sample),
             "problem": self.problem,
+            "read_by_stage": self.read_by_stage,
         }
 
 
@@ -84,9 +90,17 @@ class RootEffects:
         return sum(o.rows for o in self.outputs)
 
     @property
+    def retractable_rows(self) -> int:
+        """The root's origin's rows in the outputs no stage reads: what a retract takes
+        (an intermediate table's rows, which a stage reads, stay: `read_by_stage`)."""
+        return sum(o.rows for o in self.outputs if not o.read_by_stage)
+
+    @property
     def has_effects(self) -> bool:
-        """Whether any output holds a row of the root's origin."""
-        return self.rows > 0
+        """Whether an output that no stage reads (a sink's table, which people read) holds
+        a row of the root's origin: what the failed-roots page shows, and what a retract
+        takes away."""
+        return self.retractable_rows > 0
 
     @property
     def problems(self) -> dict[str, str]:
@@ -103,6 +117,8 @@ class RootEffects:
             "attempt": self.root.attempt,
             "status": self.root.status,
             "rows": self.rows,
+            "retractable_rows": self.retractable_rows,
+            "has_effects": self.has_effects,
             "outputs": [o.as_dict() for o in self.outputs],
         }
 
@@ -139,6 +155,7 @@ def find_effects(
                     got.counts.get(root.origin_root_id, 0),
                     tuple(got.samples.get(root.origin_root_id, ())),
                     got.problem,
+                    got.read_by_stage,
                 )
             )
         found.append(RootEffects(root, tuple(effects)))
@@ -178,6 +195,7 @@ class _Found:
     counts: dict[int, int] = field(default_factory=dict)
     samples: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
     problem: str | None = None
+    read_by_stage: bool = False
 
 
 def _read(output: DeclaredOutput, origins: list[int], sample: int) -> _Found:
@@ -203,13 +221,14 @@ def _read(output: DeclaredOutput, origins: list[int], sample: int) -> _Found:
         return _Found(problem=f"cannot read {output.output}: {first_line(exc)}")
     counts = rows.group_by(output.origin_column).aggregate([(output.origin_column, "count")])
     found = _Found(
+        read_by_stage=TUPLE_COLUMN in pa.schema(table.schema().to_arrow()).names,
         counts=dict(
             zip(
                 counts.column(output.origin_column).to_pylist(),
                 counts.column(f"{output.origin_column}_count").to_pylist(),
                 strict=True,
             )
-        )
+        ),
     )
     if sample > 0:
         keep = [name for name in rows.column_names if name not in HIDDEN]

@@ -18,7 +18,9 @@ declared output of its app (`ackfold.effects.outputs`). In this order:
   and output, committed before anything is deleted;
 - **delete**: ONE Delta commit per output table (a MERGE on the origin column against the
   Arrow table of the origins: no value is SQL text), fenced by the lease like every
-  derived write (a run that lost it deletes nothing);
+  derived write (a run that lost it deletes nothing). Not from an output a stage reads
+  (it carries the tuple column `_ackfold`): a Delta stream stops at a commit that removes
+  rows, so its rows are counted and left (`RetractPlan.kept`);
 - **log after**: a `deleted` row per root and output with the commit's version, or a
   `failed` row with the error. A `planned` row with neither is what a crash left: the
   retract may be run again (it deletes what is left, by origin).
@@ -39,10 +41,10 @@ import logging
 import uuid
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from ackfold.effects.errors import RetractRefused
+from ackfold.effects.errors import OutputUnreadable, RetractRefused
 from ackfold.effects.find import RootEffects, RootRef
 from ackfold.effects.outputs import DeclaredOutput
 from ackfold.ledger.lock import DEFAULT_WAIT
@@ -96,13 +98,29 @@ class RetractPlan:
     skipped: dict[str, int] = field(default_factory=dict)
 
     def per_output(self) -> dict[str, int]:
-        """Rows to delete per output table (its location), over all the plan's roots."""
+        """Rows to delete per output table (its location), over all the plan's roots: not
+        those of an output a stage reads (`kept`)."""
         totals: dict[str, int] = {}
         for root in self.roots:
             for o in root.outputs:
-                if o.problem is None:
+                if o.problem is None and not o.read_by_stage:
                     totals[o.output.output] = totals.get(o.output.output, 0) + o.rows
         return totals
+
+    @property
+    def kept(self) -> dict[str, str]:
+        """Per output with rows of the plan's roots that a retract leaves, why: a stage
+        reads it as a Delta stream (it carries `_ackfold`), and a stream stops at a commit
+        that removes rows. Its rows were read already, or never will be."""
+        return {
+            o.output.output: (
+                "a stage reads it (it carries _ackfold): a delete would stop the streaming "
+                "query that reads it; its rows are left, and counted here only"
+            )
+            for root in self.roots
+            for o in root.outputs
+            if o.rows and o.read_by_stage and o.problem is None
+        }
 
     @property
     def problems(self) -> dict[str, str]:
@@ -114,7 +132,7 @@ class RetractPlan:
 
     @property
     def with_effects(self) -> tuple[RootEffects, ...]:
-        """The roots that have rows to delete."""
+        """The roots that have rows to delete (in an output no stage reads)."""
         return tuple(r for r in self.roots if r.has_effects)
 
 
@@ -150,6 +168,7 @@ class RetractSummary:
             "failed": dict(self.failed),
             "skipped": dict(plan.skipped),
             "problems": plan.problems,
+            "kept": plan.kept,
         }
 
 
@@ -241,14 +260,19 @@ LOGGED_SAMPLE = 20
 
 def _execute(settings: Settings, plan: RetractPlan) -> RetractSummary:
     """Log ahead, delete (one fenced commit per output), log after."""
-    from ackfold.effects.audit import DELETED, FAILED, PLANNED, log_rows
+    from ackfold.effects.audit import DELETED, FAILED, PLANNED, log_rows, plan_rows
     from ackfold.ledger.errors import LeaseLost
     from ackfold.ledger.sql import first_line
 
-    targets = {o.output.output: o.output for root in plan.roots for o in root.outputs if o.rows}
+    targets = {
+        o.output.output: o.output
+        for root in plan.roots
+        for o in root.outputs
+        if o.rows and not o.read_by_stage
+    }
     if not targets:
         return RetractSummary(plan)
-    log_rows(settings, _rows(plan, PLANNED, targets))  # written ahead: before any delete
+    log_rows(settings, plan_rows(plan, PLANNED, targets))  # written ahead: before any delete
     deleted: dict[str, int] = {}
     failed: dict[str, str] = {}
     for path, output in sorted(targets.items()):
@@ -257,16 +281,42 @@ def _execute(settings: Settings, plan: RetractPlan) -> RetractSummary:
              if o.output.output == path and o.rows}
         )  # fmt: skip
         try:
+            refuse_unsafe_store(settings, output)
             version, count = delete_origins(settings, output, origins)
         except LeaseLost:
             raise  # nothing more is this run's to write, not even its log
         except Exception as exc:
             failed[path] = first_line(exc)
-            log_rows(settings, _rows(plan, FAILED, {path: output}, error=failed[path]))
+            log_rows(settings, plan_rows(plan, FAILED, {path: output}, error=failed[path]))
             continue
         deleted[path] = count
-        log_rows(settings, _rows(plan, DELETED, {path: output}, version=version, total=count))
+        log_rows(settings, plan_rows(plan, DELETED, {path: output}, version=version, total=count))
     return RetractSummary(plan, deleted, failed)
+
+
+def refuse_unsafe_store(settings: Settings, output: DeclaredOutput) -> None:
+    """Raise `OutputUnreadable` if the app's Spark commits to `output` are not put-if-absent
+    on its store (S3 with Delta's default log store, a shared file system): a retract's
+    delta-rs commit beside them could lose one of the two, the app's rows or the delete.
+
+    Example:
+        >>> from ackfold.config import load_settings
+        >>> out = DeclaredOutput("orders", "s3a://lake/orders")
+        >>> refuse_unsafe_store(load_settings(warehouse="/tmp/w"), out)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        ackfold.effects.errors.OutputUnreadable: not retracted from s3a://lake/orders: ...
+    """
+    from ackfold.ledger.protocol import unsafe_spark_commits
+
+    why = unsafe_spark_commits(output.output, settings.spark.conf)
+    if why is not None:
+        raise OutputUnreadable(
+            f"not retracted from {output.output}: the app's Spark commits there are not "
+            f"put-if-absent ({why}), so a delete beside them could lose a commit; give Spark "
+            "Delta's S3DynamoDBLogStore (spark.conf: spark.delta.logStore.s3a.impl), as the "
+            "ledger's own tables need"
+        )
 
 
 def delete_origins(
@@ -310,45 +360,3 @@ def delete_origins(
     if done is None:  # an earlier try of this very commit landed: its answer was lost
         return int(open_output(output).version()), 0
     return done
-
-
-def _rows(
-    plan: RetractPlan,
-    event: str,
-    targets: dict[str, DeclaredOutput],
-    *,
-    version: int | None = None,
-    total: int | None = None,
-    error: str | None = None,
-) -> list[dict[str, Any]]:
-    """The `retract_log` rows of `event` for each root of `plan` with rows in `targets`."""
-    from ackfold.effects.audit import PLANNED
-
-    now = datetime.now(UTC)
-    described = plan.request.describe()
-    rows = []
-    for root in plan.roots:
-        for o in root.outputs:
-            if o.output.output not in targets or not o.rows:
-                continue
-            rows.append(
-                {
-                    "retract_id": plan.retract_id,
-                    "event": event,
-                    "requested_by": plan.request.requested_by,
-                    "request": described,
-                    "root_id": root.root.root_id,
-                    "app": root.root.app,
-                    "origin_root_id": root.root.origin_root_id,
-                    "attempt": root.root.attempt,
-                    "output": o.output.output,
-                    "origin_column": o.output.origin_column,
-                    "row_count": o.rows,
-                    "sample": json.dumps(list(o.sample)) if event == PLANNED else None,
-                    "table_version": version,
-                    "table_rows": total,
-                    "logged_at": now,
-                    "error": error,
-                }
-            )
-    return rows

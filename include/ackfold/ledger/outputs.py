@@ -27,6 +27,7 @@ Example:
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -45,6 +46,9 @@ SETTINGS: Final = "settings"
 # A plain column name: the only form a declared origin column may take, as it is named in
 # the delete's and the reads' expressions (values never are).
 _COLUMN: Final = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# The output tables this process declared, per (warehouse, app): `declare_once`.
+_DECLARED: dict[tuple[str, str], set[str]] = {}
+log = logging.getLogger("ackfold.ledger.outputs")
 _FIELDS: Final = ("app", "output", "origin_column", "clean", "declared_by", "declared_at")
 
 
@@ -139,6 +143,28 @@ def declare_written(warehouse: str, app: str, outputs: Iterable[str]) -> list[st
     if new:
         _append(warehouse, new)
     return [d.output for d in new]
+
+
+def declare_once(warehouse: str, app: str, outputs: Iterable[str]) -> None:
+    """`declare_written` for the tables at `outputs` that this process has not declared yet
+    for `app`: what `StageTracker.write_batch` calls after each batch, so a table is
+    declared once per process, not per batch (per process, not per tracker: under Spark
+    Connect each batch unpickles a fresh tracker, in a Python worker Spark reuses).
+    A declaration that fails is logged, not raised, and not tried again by this process:
+    it must never stop the app's writes (declare the table in the settings instead)."""
+    done = _DECLARED.setdefault((warehouse, app), set())
+    new = [path for path in dict.fromkeys(outputs) if path not in done]
+    if not new:
+        return
+    done.update(new)
+    try:
+        declare_written(warehouse, app, new)
+    except Exception as exc:  # the app's data is written: its declaration can wait
+        log.warning(
+            "app %s: could not declare its outputs %s (%s); declare them in the settings "
+            "(apps.%s.outputs) to find their effects",
+            app, ", ".join(new), exc, app,
+        )  # fmt: skip
 
 
 def read_declared(warehouse: str, *, app: str | None = None) -> list[DeclaredOutput]:

@@ -51,13 +51,13 @@ Example (``split``: lines -> words, as a streaming query's ``foreachBatch``; the
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Mapping, Sequence
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from ackfold.ledger import schemes
+from ackfold.ledger.outputs import declare_once
 from ackfold.ledger.tables import ROOTS, Ledger
 from ackfold.ledger.upgrade import roots_scheme, stored_columns
 from ackfold.track.columns import (
@@ -77,10 +77,6 @@ from ackfold.track.layout import TUPLE_COLUMN, current
 from ackfold.track.spout import Spout, first_tuples, register_roots
 from ackfold.track.tuples import check_name
 from ackfold.track.write import append_batch
-
-log = logging.getLogger("ackfold.track")
-# The output tables declared by this process, per (warehouse, app): `StageTracker._declare`.
-_DECLARED: dict[tuple[str, str], set[str]] = {}
 
 
 class StageTracker:
@@ -131,8 +127,6 @@ class StageTracker:
         self._roots_scheme: int | None = None
         # Output tables `write_batch` found in the current tuple layout: not checked again.
         self._current_outputs: set[str] = set()
-        # Output tables this tracker has declared (`ackfold.ledger.outputs`): once each.
-        self._declared_outputs: set[str] = set()
 
     def __repr__(self) -> str:
         return f"StageTracker({self.app!r}, {self.stage!r})"
@@ -442,7 +436,7 @@ class StageTracker:
         In a classic session whose warehouse is a directory of this machine, the ledger's
         rows are collected to the driver and committed by delta-rs, in milliseconds
         (``ackfold.track.write``). ``batch_id=None`` writes outputs without transaction
-        ids too, for writers outside ``foreachBatch``. The first write of a tracker to
+        ids too, for writers outside ``foreachBatch``. The first write of the process to
         each output table declares it (``ackfold.ledger.outputs``, its origin column
         ``origin_root_id``), so that ``ackfold show`` and ``ackfold retract`` find a
         root's rows there.
@@ -482,34 +476,8 @@ class StageTracker:
             current=self._current_outputs,
         )
         if outputs:
-            self._declare(outputs)
-
-    def _declare(self, outputs: Mapping[str, DataFrame]) -> None:
-        """Declare the output tables this tracker writes and has not declared yet (their
-        origin column `origin_root_id`), so the ledger knows where the app's effects live:
-        once per tracker and table, not per batch. A declaration that fails is logged and
-        not tried again: it must never stop the app's writes (declare it in the settings,
-        `apps.<app>.outputs`)."""
-        if self.ledger is None:
-            return
-        # Also per process: under Spark Connect each batch unpickles a fresh tracker in a
-        # Python worker that Spark reuses.
-        key = (self.ledger.root, self.app)
-        done = _DECLARED.setdefault(key, self._declared_outputs)
-        new = [path for path in outputs if path not in done]
-        if not new:
-            return
-        done.update(new)
-        from ackfold.ledger.outputs import declare_written
-
-        try:
-            declare_written(self.ledger.root, self.app, new)
-        except Exception as exc:  # the app's data is written: its declaration can wait
-            log.warning(
-                "app %s: could not declare its outputs %s (%s); declare them in the "
-                "settings (apps.%s.outputs) to find their effects",
-                self.app, ", ".join(new), exc, self.app,
-            )  # fmt: skip
+            # Once per process and table, not per batch (`ackfold.ledger.outputs`).
+            declare_once(self.ledger.root, self.app, outputs)
 
 
 def _current_anchor(df: DataFrame, anchor: ColumnOrName, where: str) -> Column:
