@@ -23,8 +23,10 @@ def dagbag():  # type: ignore[no-untyped-def]
 
 OURS = (
     "ackfold_smoke", "ackfold_reconcile", "ackfold_replay", "ackfold_manual_replay",
-    "ackfold_maintenance", "ackfold_quality",
+    "ackfold_manual_retract", "ackfold_maintenance", "ackfold_quality",
 )  # fmt: skip
+# The DAGs a person triggers: their tasks go first in the ledger pool.
+MANUAL = ("ackfold_manual_replay", "ackfold_manual_retract")
 
 
 def test_every_dag_file_imports_without_errors(dagbag) -> None:  # type: ignore[no-untyped-def]
@@ -268,6 +270,7 @@ def test_manual_replay_form_defaults_to_a_dry_run_and_matches_the_library(
 LEDGER_WRITERS = {
     ("ackfold_reconcile", "reconcile"), ("ackfold_replay", "replay"),
     ("ackfold_manual_replay", "replay"), ("ackfold_maintenance", "maintain"),
+    ("ackfold_manual_retract", "retract"),
 }  # fmt: skip
 
 
@@ -300,23 +303,40 @@ def test_the_ledger_writers_take_turns_in_a_one_slot_pool_that_make_run_creates(
     assert int(pool["slots"]) == 1
 
 
-def test_a_persons_replay_goes_first_in_the_ledger_pool(dagbag) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize(("dag_id", "work"), [("ackfold_manual_replay", "replay"),
+                                               ("ackfold_manual_retract", "retract")])  # fmt: skip
+def test_a_persons_replay_or_retract_goes_first_in_the_ledger_pool(
+    dagbag,
+    dag_id: str,
+    work: str,  # type: ignore[no-untyped-def]
+) -> None:
     """Queued for the one slot beside scheduled reconciles, replays and maintenance, the
-    manual replay's tasks outweigh every other task of ackfold's DAGs."""
+    manual replay's and the manual retract's tasks outweigh every task of ackfold's
+    scheduled DAGs."""
     from ackfold.airflow.defaults import LEDGER_POOL
 
-    manual = dagbag.dags["ackfold_manual_replay"]
-    assert {task.task_id for task in manual.tasks} == {"validate", "replay"}
+    manual = dagbag.dags[dag_id]
+    assert {task.task_id for task in manual.tasks} == {"validate", work}
     for task in manual.tasks:
         assert str(task.weight_rule).lower().endswith("absolute"), task.task_id
-    weight = manual.get_task("replay").priority_weight
-    assert manual.get_task("replay").pool == LEDGER_POOL
+    weight = manual.get_task(work).priority_weight
+    assert manual.get_task(work).pool == LEDGER_POOL
     # A task's weight under the default rule is its own plus its downstream tasks': at
     # most the sum over its DAG.
-    for dag_id in OURS:
-        if dag_id != "ackfold_manual_replay":
-            most = sum(task.priority_weight for task in dagbag.dags[dag_id].tasks)
-            assert weight > most, dag_id
+    for other in OURS:
+        if other not in MANUAL:
+            most = sum(task.priority_weight for task in dagbag.dags[other].tasks)
+            assert weight > most, other
+
+
+def test_manual_retract_is_triggered_only_and_validates_before_it_deletes(
+    dagbag,  # type: ignore[no-untyped-def]
+) -> None:
+    dag = dagbag.dags["ackfold_manual_retract"]
+    assert dag.schedule is None
+    assert "retract" in dag.tags
+    assert dag.get_task("validate").downstream_task_ids == {"retract"}
+    assert "Dry run is on by default" in " ".join(dag.doc_md.split())
 
 
 def test_with_spark_remote_every_spark_task_runs_its_entry_point_through_connect(

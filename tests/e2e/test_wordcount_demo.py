@@ -1,12 +1,16 @@
 """The word-count demo end to end on the real ElasticMQ, Spark and Delta: with drops,
 fails, poison and stuck messages and killed queries, nothing is lost, exactly the poison
-and stuck messages are dead-lettered (and a replay by hand completes the stuck ones), and
-the word counts are exact. That one seed gives one report is tested by the cluster tier,
+and stuck messages are dead-lettered, and the word counts are exact. The stuck messages
+left half their words in the sink: they are found, retracted as the README's tour does
+(`ackfold retract --app wordcount --yes`) and audited, and the sink then holds the
+completed messages' words alone; a replay by hand then completes the stuck ones, clean.
+That one seed gives one report is tested by the cluster tier,
 which runs one seed twice, in local mode and on a cluster (tests/cluster)."""
 
 from __future__ import annotations
 
 import doctest
+import json
 import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -17,16 +21,19 @@ import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
+from ackfold.cli import main as cli
 from ackfold.config import load_settings
 from ackfold.config.demo import FaultSettings
 from ackfold.demo import faults as faults_module
 from ackfold.demo.delivery import DeliveryReport, assess
-from ackfold.demo.feed import Feed
+from ackfold.demo.feed import Feed, tokens
 from ackfold.demo.run import Demo
 from ackfold.demo.wordcount import WordCount, with_demo_policy
+from ackfold.effects import dead_letter_effects, declare_output, retract_history
 from ackfold.ledger import status
-from ackfold.ledger.tables import DEAD_LETTERS, REPLAY_LOG
+from ackfold.ledger.tables import DEAD_LETTERS, REPLAY_LOG, ROOTS
 from ackfold.quality import run_quality
+from ackfold.quality.effects import CLEAN_OUTPUT
 from ackfold.reconcile.reconciler import reconcile
 from ackfold.replay.replayer import Replayer
 from ackfold.replay.request import ReplayRequest
@@ -95,7 +102,11 @@ def test_with_faults_nothing_is_lost_and_the_counts_are_exact(
     # Every message but the dead letters completed, and all their words were compared.
     assert report.completed_messages == MESSAGES - 5
     assert report.words_counted == sum(demo.feed.true_counts().values())
-    assert report.dead_letter_words == 0, "the poison and stuck never got past split"
+    # The stuck messages' outage struck at count after half their words (the poison
+    # never got past split): those are in the sink, reported, not compared.
+    assert report.dead_letter_words == stuck_half(demo) > 0
+    assert report.dead_letter_rows["counted"] == stuck_half(demo)
+    assert report.dead_letter_rows["words"] >= 2 * stuck_half(demo)
     assert report.ok
     # The faults really happened, and replays repaired them.
     assert report.completed_first_try < MESSAGES - 3 - 0.05 * MESSAGES
@@ -108,7 +119,7 @@ def test_with_faults_nothing_is_lost_and_the_counts_are_exact(
     root = demo.app.ledger.root
     dead = spark.read.format("delta").load(f"{root}/{DEAD_LETTERS}").collect()
     reasons = sorted(r["reason"].split(":")[1].strip() for r in dead)
-    assert reasons == ["injected outage at split"] * 2 + ["malformed message"] * 3
+    assert reasons == ["injected outage at count"] * 2 + ["malformed message"] * 3
     assert {r["attempt"] for r in dead} == {5}, "after max_attempts (5) attempts"
     client = sqs_client(demo.settings)
     dlq = client.get_queue_url(QueueName=demo.app.queue.dead_letter_queue)["QueueUrl"]
@@ -128,6 +139,81 @@ def test_with_faults_nothing_is_lost_and_the_counts_are_exact(
     assert planned == sent > 0
 
 
+def stuck_half(demo: Demo) -> int:
+    """The words of the stuck messages that their outage let into the sink: the first
+    half of each sentence (`WordCount._outage`)."""
+    return sum(len(tokens(demo.feed.messages[s].text or "")) // 2 for s in demo.feed.stuck)
+
+
+def stuck_origins(demo: Demo, spark: SparkSession) -> set[int]:
+    """The origin roots of the stuck messages (their first attempts' root ids)."""
+    ids = [demo.message_ids[seq] for seq in demo.feed.stuck]
+    roots = spark.read.format("delta").load(f"{demo.app.ledger.root}/{ROOTS}")
+    first = roots.where(F.col("source_message_id").isin(ids) & (F.col("attempt") == 1))
+    return {r["root_id"] for r in first.select("root_id").distinct().collect()}
+
+
+def test_the_stuck_dead_letters_words_are_found_retracted_and_audited(
+    faulty: tuple[Demo, DeliveryReport, list[str]],
+    spark: SparkSession,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """After the faulty run's report, what the README's tour does from a second terminal,
+    with the sink marked clean: the quality check fails on the dead letters' rows, the
+    retract deletes them (audited), and the counts then hold for the completed messages
+    alone."""
+    demo, _, _ = faulty
+    settings, counted = demo.settings, demo.app.counted_path
+    origins = stuck_origins(demo, spark)
+    assert len(origins) == 2
+    # Found: of the five dead letters, the two stuck ones left rows, the poison none.
+    found = dead_letter_effects(settings, app="wordcount")
+    assert len(found) == 5
+    assert {e.root.origin_root_id for e in found if e.has_effects} == origins
+    in_sink = {e.root.origin_root_id: o.rows for e in found for o in e.outputs
+               if o.output.output == counted and o.rows}  # fmt: skip
+    assert sum(in_sink.values()) == stuck_half(demo)
+
+    # Marked clean, the sink fails its quality check while they are there.
+    declare_output(settings.table_root, "wordcount", counted, clean=True)
+    later = datetime.now(UTC) + timedelta(hours=1)
+    checked = run_quality(settings, app="wordcount", now=later)
+    clean = [r for r in checked.results if r.check == CLEAN_OUTPUT]
+    assert [(r.success, r.observed) for r in clean] == [(False, str(stuck_half(demo)))]
+
+    # The README's commands, in this process: a dry run, then the retract.
+    monkeypatch.setenv("ACKFOLD_VAR_DIR", str(settings.var_dir))
+    assert cli.run(["retract", "--app", "wordcount"]) == 0
+    capsys.readouterr()
+    completed_words = sum(demo.feed.true_counts().values())
+    in_counted = spark.read.format("delta").load(counted).count()
+    assert in_counted == completed_words + stuck_half(demo), "a dry run deletes nothing"
+    assert cli.run(["retract", "--app", "wordcount", "--yes", "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["deleted"][counted] == stuck_half(demo)
+    assert set(summary["deleted"]) == {counted, demo.app.words_path}
+
+    # Audited: written ahead, then confirmed, for the two stuck dead letters.
+    history = retract_history(settings, app="wordcount")
+    assert {r.origin_root_id for r in history} == origins
+    assert {r.event for r in history} == {"planned", "deleted"}
+    assert {r.requested_by for r in history} == {summary["requested_by"]}
+    assert summary["requested_by"].startswith("cli:")
+
+    # The sink holds the completed messages' words alone, and the report says so.
+    rows = spark.read.format("delta").load(counted).groupBy("word").count().collect()
+    assert {r["word"]: r["count"] for r in rows} == demo.feed.true_counts()
+    again = demo.report()
+    assert again.dead_letter_words == 0
+    assert again.dead_letter_rows == {"words": 0, "counted": 0}
+    assert again.words_exact
+    assert again.words_counted == completed_words
+    assert any("no rows in the outputs" in line for line in again.lines())
+    checked = run_quality(settings, app="wordcount", now=later)
+    assert [r.success for r in checked.results if r.check == CLEAN_OUTPUT] == [True]
+
+
 def test_a_replay_by_hand_completes_the_stuck_dead_letters(
     faulty: tuple[Demo, DeliveryReport, list[str]], spark: SparkSession
 ) -> None:
@@ -138,7 +224,7 @@ def test_a_replay_by_hand_completes_the_stuck_dead_letters(
     root = demo.app.ledger.root
     dead = spark.read.format("delta").load(f"{root}/{DEAD_LETTERS}").collect()
     stuck = [
-        r["root_id"] for r in dead if r["reason"].startswith("failed in split: injected outage")
+        r["root_id"] for r in dead if r["reason"].startswith("failed in count: injected outage")
     ]
     assert len(stuck) == 2
 
@@ -156,7 +242,8 @@ def test_a_replay_by_hand_completes_the_stuck_dead_letters(
     assert len(completed) == 2, "the replay past max attempts went through"
     assert {r["attempt"] for r in completed} == {6}
     counted = spark.read.format("delta").load(demo.app.counted_path).count()
-    # The same feed with the stuck messages counted: their words are in the sink now.
+    # The same feed with the stuck messages counted: their words are in the sink now, all
+    # of them, written anew by the attempt that completed (the retract left none).
     everything = Feed.build(MESSAGES, FAULTS.model_copy(update={"stuck": 0}))
     assert counted == sum(everything.true_counts().values())
 

@@ -1,23 +1,36 @@
 """The word-count delivery test of `test_wordcount_demo.py`, on Kafka: the same seeded
 drops, fails, poison and stuck messages, and both queries killed mid-batch and restarted
 from their checkpoints. Nothing is lost, the dead letters are exactly the poison and stuck
-messages, in the dead-letter topic with their reason, and the word counts are exact."""
+messages, in the dead-letter topic with their reason, and the word counts are exact. The
+stuck messages' half-counted words are found, fail the sink marked clean (the quality
+checks on Spark), are retracted and audited, and the counts then hold for the completed
+messages alone."""
 
 from __future__ import annotations
 
 import uuid
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from pyspark.sql import SparkSession
 
 from ackfold.config import load_settings
 from ackfold.demo.run import Demo
+from ackfold.effects import (
+    RetractRequest,
+    dead_letter_effects,
+    declare_output,
+    retract_history,
+    run_retract,
+)
 from ackfold.ledger.tables import DEAD_LETTERS, ROOTS
+from ackfold.quality import run_quality
+from ackfold.quality.effects import CLEAN_OUTPUT
 from ackfold.sources.base import ATTEMPT, DEAD_REASON, ORIGIN_ROOT_ID
 from ackfold.sources.kafka import KafkaTopic
 from ackfold_dev.kafka_broker import KafkaBroker
 from tests.conftest import JARS_DIR
-from tests.e2e.test_wordcount_demo import FAULTS, MESSAGES
+from tests.e2e.test_wordcount_demo import FAULTS, MESSAGES, stuck_half, stuck_origins
 from tests.kafka.conftest import consume_all
 
 
@@ -65,7 +78,7 @@ def test_on_kafka_nothing_is_lost_the_counts_are_exact_and_dead_letters_are_the_
     # The dead letters, with their reasons, in the ledger and in the dead-letter topic.
     dead = spark.read.format("delta").load(f"{demo.app.ledger.root}/{DEAD_LETTERS}").collect()
     reasons = sorted(r["reason"].split(":")[1].strip() for r in dead)
-    assert reasons == ["injected outage at split"] * 2 + ["malformed message"] * 3
+    assert reasons == ["injected outage at count"] * 2 + ["malformed message"] * 3
     assert isinstance(demo.app.queue, KafkaTopic)
     letters = consume_all(settings, demo.app.queue.dead_letter_queue)
     assert len(letters) == 5
@@ -74,3 +87,36 @@ def test_on_kafka_nothing_is_lost_the_counts_are_exact_and_dead_letters_are_the_
     # As they were sent (cut off mid-JSON), after the policy's 5 attempts.
     assert all(r.value().endswith(b'"text": ') for r in malformed)
     assert {dict(r.headers())[ATTEMPT] for r in malformed} == {b"6"}
+
+    # What the stuck dead letters left (half their words, at count): found, failing the
+    # sink once it is marked clean (the quality checks on the Spark engine), retracted.
+    counted = demo.app.counted_path
+    half = stuck_half(demo)
+    assert report.dead_letter_rows["counted"] == report.dead_letter_words == half > 0
+    origins = stuck_origins(demo, spark)
+    found = dead_letter_effects(settings, app="wordcount")
+    assert {e.root.origin_root_id for e in found if e.has_effects} == origins
+    declare_output(settings.table_root, "wordcount", counted, clean=True)
+    on_spark = settings.model_copy(
+        update={"engine": settings.engine.model_copy(update={"kind": "spark"})}
+    )
+    later = datetime.now(UTC) + timedelta(hours=1)
+    checked = run_quality(on_spark, spark=spark, app="wordcount", now=later)
+    clean = [(r.success, r.observed) for r in checked.results if r.check == CLEAN_OUTPUT]
+    assert clean == [(False, str(half))]
+
+    summary = run_retract(
+        settings, RetractRequest(app="wordcount", dry_run=False, requested_by="e2e")
+    )
+    assert summary.deleted[counted] == half
+    history = retract_history(settings, app="wordcount")
+    assert {(r.origin_root_id, r.event) for r in history} == {
+        (o, e) for o in origins for e in ("planned", "deleted")
+    }
+    assert {r.requested_by for r in history} == {"e2e"}
+    rows = spark.read.format("delta").load(counted).groupBy("word").count().collect()
+    assert {r["word"]: r["count"] for r in rows} == demo.feed.true_counts()
+    again = demo.report()
+    assert again.dead_letter_rows == {"words": 0, "counted": 0}
+    assert again.words_exact
+    assert again.words_counted == sum(demo.feed.true_counts().values())

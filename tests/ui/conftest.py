@@ -39,8 +39,9 @@ async def viewer(request: Request) -> Viewer:
     if token not in TOKENS:
         raise HTTPException(401, "Not authenticated")
     user_id, name = TOKENS[token]
+    may = name not in READ_ONLY
     return Viewer(
-        id=user_id, name=name, token=token, bearer=bearer, can_replay=name not in READ_ONLY
+        id=user_id, name=name, token=token, bearer=bearer, can_replay=may, can_retract=may
     )
 
 
@@ -98,17 +99,26 @@ class Listener:
 
 @dataclass
 class FakeAirflow:
-    """Airflow's REST API for the trigger: records each request, answers like Airflow."""
+    """Airflow's REST API for the trigger of any manual DAG (the replay, the retract):
+    records each request, answers like Airflow."""
 
     calls: list[dict[str, Any]] = field(default_factory=list)
     answer: int = 200
     detail: str = "Forbidden"
-    # GET: each run's state as Airflow reports it now, and its replay task's return value.
+    # GET: each run's state as Airflow reports it now, and its task's return value.
     runs: dict[str, dict[str, Any]] = field(default_factory=dict)
     summaries: dict[str, dict[str, Any]] = field(default_factory=dict)
     gets: list[dict[str, Any]] = field(default_factory=list)
-    # The manual replay DAG's pause flag (`GET /api/v2/dags/ackfold_manual_replay`).
+    # Every DAG's pause flag (`GET /api/v2/dags/<dag id>`).
     paused: bool = False
+    # Each run's DAG, and the task each DAG's summary is read from.
+    dag_of: dict[str, str] = field(default_factory=dict)
+    tasks: dict[str, str] = field(
+        default_factory=lambda: {
+            "ackfold_manual_replay": "replay",
+            "ackfold_manual_retract": "retract",
+        }
+    )
 
     def handle(self, request: httpx.Request) -> httpx.Response:
         if request.method == "GET":
@@ -123,6 +133,7 @@ class FakeAirflow:
         if self.answer != 200:
             return httpx.Response(self.answer, json={"detail": self.detail})
         run_id = f"manual__run{len(self.calls)}"
+        self.dag_of[run_id] = request.url.path.split("/")[4]
         self.runs[run_id] = {
             "dag_run_id": run_id,
             "state": "queued",
@@ -133,15 +144,20 @@ class FakeAirflow:
     def get(self, request: httpx.Request) -> httpx.Response:
         path = request.url.path
         self.gets.append({"path": path, "auth": request.headers.get("authorization")})
-        if path == "/api/v2/dags/ackfold_manual_replay":
-            return httpx.Response(
-                200, json={"dag_id": "ackfold_manual_replay", "is_paused": self.paused}
-            )
-        prefix = "/api/v2/dags/ackfold_manual_replay/dagRuns/"
+        parts = path.split("/")  # "", "api", "v2", "dags", <dag id>, "dagRuns", <run id>, ...
+        dag_id = parts[4] if len(parts) > 4 and parts[3] == "dags" else ""
+        if dag_id in self.tasks and len(parts) == 5:
+            return httpx.Response(200, json={"dag_id": dag_id, "is_paused": self.paused})
+        prefix = f"/api/v2/dags/{dag_id}/dagRuns/"
         run_id, _, rest = path.removeprefix(prefix).partition("/")
-        if not path.startswith(prefix) or run_id not in self.runs:
+        if (
+            not dag_id
+            or not path.startswith(prefix)
+            or run_id not in self.runs
+            or self.dag_of[run_id] != dag_id
+        ):
             return httpx.Response(404, json={"detail": "not found"})
-        if rest == "taskInstances/replay/xcomEntries/return_value":
+        if rest == f"taskInstances/{self.tasks[dag_id]}/xcomEntries/return_value":
             if run_id not in self.summaries:
                 return httpx.Response(404, json={"detail": "no XCom"})
             # Airflow's native XCom answer: the value as its JSON text.

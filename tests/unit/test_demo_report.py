@@ -17,7 +17,7 @@ POISON, STUCK = FEED.poison[0], min(FEED.stuck)
 HEALTHY = [m.seq for m in FEED.messages if m.seq not in FEED.dead_letters]
 IDS = [f"msg-{seq}" for seq in range(len(FEED.messages))]
 MALFORMED = "failed in split: malformed message: not JSON with a seq and a text"
-OUTAGE = "failed in split: injected outage at split: fails on every automatic attempt"
+OUTAGE = "failed in count: injected outage at count: fails on every automatic attempt"
 AT_COUNT = "failed in count: injected failure at count"
 TIMED_OUT = "timed out after stage split"
 
@@ -120,6 +120,22 @@ def test_dead_letters_out_of_attempts_are_named_with_their_reasons_and_are_no_lo
     assert any(line.split()[:2] == ["lost", "0"] for line in lines)
     assert "word counts: exact" in text
     assert f"{partial_words()} words that dead letters got into the sink" in text
+
+
+def test_the_report_counts_the_dead_letters_rows_per_declared_output() -> None:
+    report = harsh().report(dead_letter_words=partial_words())
+    assert not any("dead letters left" in line for line in report.lines()), "none declared"
+    report.dead_letter_rows = {"words": 14, "counted": partial_words()}
+    (line,) = [line for line in report.lines() if "dead letters left" in line]
+    assert f"words 14, counted {partial_words()} rows in the outputs" in line
+    assert "`ackfold retract` takes them back" in line
+    # Once retracted: the sink holds the completed messages' words alone.
+    report = harsh().report(dead_letter_words=0)
+    report.dead_letter_rows = {"words": 0, "counted": 0}
+    text = "\n".join(report.lines())
+    assert "dead letters left           no rows in the outputs (words 0, counted 0)" in text
+    assert "not compared" not in text
+    assert report.ok
 
 
 def test_a_wrong_count_of_a_completed_message_fails_and_names_the_word() -> None:

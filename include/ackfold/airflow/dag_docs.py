@@ -75,6 +75,30 @@ the same settings as the CLI (`spark.master`, so a cluster works as with spark-s
 client mode); the work is small: a manual replay touches the roots picked, not the ledger.
 """
 
+MANUAL_RETRACT: Final = """
+### ackfold manual retract
+Takes back what dead letters left behind: deletes the rows of the dead-lettered roots you
+pick from their app's declared outputs (`ackfold outputs`), found by origin root. **Dry
+run is on by default**: the run then logs and returns what it would delete, and deletes
+nothing; untick it to delete.
+
+- **Trigger** it with *Trigger* and fill in the form (root ids, or filters: app,
+  status-change time range, limit), from the Reliability UI's retract button on a dead
+  letter's page, or over the REST API with the same keys in `conf` (those of
+  `ackfold_manual_replay` but `statuses` and `rate`). A request with no root id, app or
+  time range needs a limit to delete.
+- **validate** checks the conf again (REST calls skip the form) and fails at once, naming
+  each bad field and its fix. **retract** selects the dead letters, refuses a root that
+  is not dead-lettered, that a later attempt completed, or that a replay is bringing
+  back, logs the rows it finds per root and output (counts, never values), and returns
+  the summary: the task's return value (XCom `return_value`) in the UI.
+- **Deletes** in one Delta commit per output table, by origin root, after writing the
+  plan ahead to `retract_log` (`requested_by` is `airflow:<the user who triggered>`);
+  like every derived write, only while it holds the ledger's lease.
+- A count aggregated over many roots cannot be taken back by origin: keep per-origin rows
+  in the output and the aggregate as a view over them (docs: Retract).
+"""
+
 QUALITY: Final = """
 ### ackfold quality
 Checks, with Great Expectations, that the at-least-once promise held, and that the ledger

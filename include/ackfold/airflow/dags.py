@@ -5,9 +5,10 @@
     globals().update(ackfold_dags())
 
 That gives `ackfold_reconcile`, `ackfold_replay`, `ackfold_manual_replay`,
-`ackfold_quality`, `ackfold_maintenance`, `ackfold_smoke`, and an `ackfold_app_<app>`
-for each app with a `dag:` entry (`ackfold.airflow.app_dags`). What each runs is in its
-`doc_md` (`ackfold.airflow.dag_docs`); the task bodies are `ackfold.airflow.tasks`.
+`ackfold_manual_retract`, `ackfold_quality`, `ackfold_maintenance`, `ackfold_smoke`, and
+an `ackfold_app_<app>` for each app with a `dag:` entry (`ackfold.airflow.app_dags`). What
+each runs is in its `doc_md` (`ackfold.airflow.dag_docs`); the task bodies are
+`ackfold.airflow.tasks`.
 A bad setting is the DAG file's import error, which Airflow shows with its reason.
 """
 
@@ -20,7 +21,13 @@ from ackfold.airflow import dag_docs
 from ackfold.airflow.app_dags import app_dags, reconcile_schedule
 from ackfold.airflow.assets import root_state_asset
 from ackfold.airflow.defaults import LEDGER_POOL, MANUAL_PRIORITY, default_args, from_next_tick
-from ackfold.airflow.params import manual_replay_params, requester, validate_manual_conf
+from ackfold.airflow.params import (
+    manual_replay_params,
+    manual_retract_params,
+    requester,
+    validate_manual_conf,
+    validate_retract_conf,
+)
 from ackfold.airflow.spark_jobs import engine_job, spark_job
 from ackfold.airflow.tasks import (
     ledger_metrics,
@@ -31,10 +38,12 @@ from ackfold.airflow.tasks import (
     reconcile_in_task,
     run_automatic_replay,
     run_manual_replay,
+    run_manual_retract,
     smoke_in_task,
     state_alerts,
 )
 from ackfold.config import Settings, load_settings
+from ackfold.effects.params import MANUAL_RETRACT_DAG_ID
 from ackfold.embedded import SPARK, engine_for
 from ackfold.replay.params import MANUAL_REPLAY_DAG_ID
 
@@ -51,6 +60,7 @@ def ackfold_dags(settings: Settings | None = None) -> dict[str, DAG]:
         reconcile_dag(settings),
         replay_dag(settings),
         manual_replay_dag(settings),
+        manual_retract_dag(settings),
         quality_dag(settings),
         maintenance_dag(settings),
         smoke_dag(settings),
@@ -150,6 +160,32 @@ def manual_replay_dag(settings: Settings) -> DAG:
             return run_manual_replay(conf, requested_by, settings)
 
         replay(validate())
+    return dag
+
+
+def manual_retract_dag(settings: Settings) -> DAG:
+    from airflow.sdk import get_current_context, task
+
+    with _dag(
+        settings,
+        MANUAL_RETRACT_DAG_ID,
+        dag_docs.MANUAL_RETRACT,
+        None,
+        ["retract"],
+        start_date=START,
+        params=manual_retract_params(settings),
+    ) as dag:
+
+        @task(priority_weight=MANUAL_PRIORITY, weight_rule="absolute")
+        def validate() -> dict[str, Any]:
+            return validate_retract_conf(get_current_context()["dag_run"].conf, settings)
+
+        @task(pool=LEDGER_POOL, priority_weight=MANUAL_PRIORITY, weight_rule="absolute")
+        def retract(conf: Any) -> dict[str, Any]:  # the validated conf (XCom)
+            requested_by = requester(get_current_context()["dag_run"])
+            return run_manual_retract(conf, requested_by, settings)
+
+        retract(validate())
     return dag
 
 

@@ -1,5 +1,6 @@
-"""The manual replay's form (`ackfold_manual_replay`'s params), who asked for a replay,
-and the `validate` task that checks a run's conf before anything is read or sent."""
+"""The forms of the manual replay and the manual retract (`ackfold_manual_replay`'s and
+`ackfold_manual_retract`'s params), who asked for a run, and the `validate` tasks that
+check a run's conf before anything is read, sent or deleted."""
 
 from __future__ import annotations
 
@@ -100,8 +101,44 @@ def manual_replay_params(settings: Settings | None = None) -> dict[str, Param]:
     }
 
 
+def manual_retract_params(settings: Settings | None = None) -> dict[str, Param]:
+    """The form of `ackfold_manual_retract`: the manual replay's selection (root ids, app,
+    time range, limit) and its dry run, among dead-lettered roots only (no statuses, no
+    rate): one Param per `ackfold.effects.params.RETRACT_CONF_KEYS`."""
+    from airflow.sdk import Param
+
+    from ackfold.effects.params import RETRACT_CONF_KEYS
+    from ackfold.ledger.parse import MAX_LIMIT
+
+    replay = manual_replay_params(settings)
+    form = {key: replay[key] for key in RETRACT_CONF_KEYS}
+
+    def described(key: str, description: str) -> Param:
+        return Param(form[key].value, description=description, **form[key].schema)
+
+    form["root_ids"] = described(
+        "root_ids",
+        "Dead-lettered roots, one per line, as `ackfold roots` lists them (0x and 16 hex "
+        "digits), or in decimal. Empty: every dead letter the filters below select.",
+    )
+    form["limit"] = described(
+        "limit",
+        f"At most this many roots (1 to {MAX_LIMIT:,}), oldest status change first. "
+        "Required to delete when no root id, app or time range narrows the request.",
+    )
+    form["dry_run"] = Param(
+        True,
+        type="boolean",
+        title="Dry run",
+        description="Find and log what would be deleted, delete nothing. Untick to delete.",
+        section="How",
+    )
+    return form
+
+
 def requester(dag_run: Any) -> str:
-    """`requested_by` of a manual replay: the Airflow user who triggered the run."""
+    """`requested_by` of a manual replay or retract: the Airflow user who triggered the
+    run."""
     user = getattr(dag_run, "triggering_user_name", None)
     return f"airflow:{user}" if user else "airflow"
 
@@ -119,3 +156,20 @@ def validate_manual_conf(
     except ReplayParamsError as exc:
         raise fail_exception()(str(exc)) from None
     return conf_from_request(request)
+
+
+def validate_retract_conf(
+    conf: dict[str, Any] | None, settings: Settings | None = None
+) -> dict[str, Any]:
+    """The `validate` task of `ackfold_manual_retract`: the run's conf, checked and
+    normalized (what the retract task runs). A bad conf fails the task at once, without
+    retries."""
+    from ackfold.effects.errors import RetractParamsError
+    from ackfold.effects.params import conf_from_retract, parse_retract_conf
+
+    settings = settings or load_settings()
+    try:
+        request = parse_retract_conf(conf or {}, apps=list(settings.apps))
+    except RetractParamsError as exc:
+        raise fail_exception()(str(exc)) from None
+    return conf_from_retract(request)

@@ -105,6 +105,62 @@ def run_manual_replay(
 
 
 @one_line_errors
+def run_manual_retract(
+    conf: dict[str, Any], requested_by: str, settings: Settings | None = None
+) -> dict[str, Any]:
+    """The `retract` task: find the selected dead letters' rows in their apps' declared
+    outputs, log what would go (root, output, rows; never a row's values), and, unless a
+    dry run, delete them (`run_retract`: written ahead to `retract_log`, one commit per
+    output table, under the ledger's turn); return the summary. A root the retract may
+    not take (not dead-lettered, completed by a later attempt, being replayed) or that
+    the ledger does not know fails the task without retries: it will not get better."""
+    from ackfold.effects.errors import RetractRefused, UnknownRoots
+    from ackfold.effects.params import parse_retract_conf
+    from ackfold.effects.retract import RetractPlan, run_retract
+    from ackfold.ledger.ids import format_id
+
+    settings = settings or load_settings()
+    request = parse_retract_conf(conf, apps=list(settings.apps), requested_by=requested_by)
+    verb = "would delete" if request.dry_run else "deleting"
+
+    def show(plan: RetractPlan) -> None:
+        log.info("manual retract by %s: %s; %d selected", requested_by, request.describe(),
+                 plan.selected)  # fmt: skip
+        for root in plan.roots:
+            for found in root.outputs:
+                if found.problem:
+                    log.warning("%s %s: %s", format_id(root.root.root_id),
+                                found.output.output, found.problem)  # fmt: skip
+                elif found.rows:
+                    log.info("%s %d row(s) of root %s (app %s) from %s", verb, found.rows,
+                             format_id(root.root.root_id), root.root.app,
+                             found.output.output)  # fmt: skip
+        for reason, count in sorted(plan.skipped.items()):
+            log.info("skipping %d root(s): %s", count, reason)
+
+    try:
+        summary = run_retract(
+            settings, request, on_plan=show, holder=f"manual retract by {requested_by}", sample=0
+        )
+    except UnknownRoots as exc:
+        raise fail_exception()(str(exc)) from None
+    except RetractRefused as exc:
+        # One line: the failure hook and the alerts show only the first.
+        refused = "; ".join(f"{format_id(r)}: {why}" for r, why in exc.refused.items())
+        raise fail_exception()(f"retract refused, nothing deleted: {refused}") from None
+    result = summary.as_dict()
+    log.info("manual retract summary: %s", json.dumps(
+        {k: v for k, v in result.items() if k != "roots"}, default=str))  # fmt: skip
+    if summary.failed:
+        failed = "; ".join(f"{output}: {why}" for output, why in sorted(summary.failed.items()))
+        raise airflow_exception()(
+            f"ackfold: the retract failed on {failed} (retract_log, retract "
+            f"{summary.retract_id}, says what was planned)"
+        )
+    return result
+
+
+@one_line_errors
 def run_automatic_replay(settings: Settings | None = None) -> dict[str, Any]:
     """The `replay` task of `ackfold_replay` on the embedded engine, in the task's own
     process (`ackfold/jobs/replay.py --auto` runs the same on Spark): each app's policy.

@@ -19,11 +19,13 @@ class FaultSettings(Section):
 
     `drop` and `fail` map a stage to the fraction of its input tuples it silently drops
     (no ack: the root times out) or explicitly fails. `poison` messages are malformed and
-    fail on every attempt. `stuck` messages meet an outage: they fail at the first stage
-    on every automatic attempt, are dead-lettered, and go through when someone replays
-    them by hand (from the UI or `ackfold replay`). `slow` makes a stage sleep once per
-    micro-batch. `kill` names stages whose streaming query dies once, mid-batch (after its
-    outputs, before its acks), and is restarted from its checkpoint.
+    fail on every attempt. `stuck` messages meet an outage: on every automatic attempt,
+    the last stage counts the first half of their words and fails the rest; they are
+    dead-lettered with those words left in the sink (`ackfold retract` takes them back),
+    and go through when someone replays them by hand (from the UI or `ackfold replay`).
+    `slow` makes a stage sleep once per micro-batch. `kill` names stages whose streaming
+    query dies once, mid-batch (after its outputs, before its acks), and is restarted
+    from its checkpoint.
     """
 
     seed: int = 0

@@ -13,8 +13,10 @@ with the reason of its last attempt, and the report names it so. Neither is a lo
 
 The word counts are compared for the messages that completed: the sink must hold exactly
 their words. A dead letter may have left part of its words in the sink (an attempt that
-got part-way); those are reported, not compared. The demo fails only on a loss or a
-wrong count (`DeliveryReport.ok`).
+got part-way); those are reported, not compared, and so are the dead letters' rows in
+each of the app's declared outputs (`ackfold.effects`): what `ackfold retract` would
+take back. Once they are retracted, the sink holds the completed messages' words alone.
+The demo fails only on a loss or a wrong count (`DeliveryReport.ok`).
 
 `follow` and `compare_words` are the logic, on plain values; `assess` reads the ledger and
 the sink with Spark and calls them.
@@ -42,6 +44,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from ackfold.config.policy import AppPolicy
+    from ackfold.effects.outputs import DeclaredOutput
 
 DONE = (status.COMPLETED, status.COMPLETED_LATE)
 # The fields that must be equal for two runs with one seed (not timings, not ids).
@@ -83,6 +86,8 @@ class DeliveryReport:
     words_exact: bool = False
     word_mismatches: dict[str, tuple[int, int]] = field(default_factory=dict)
     dead_letter_words: int = 0  # words dead letters left in the sink: not compared
+    # The dead letters' rows per declared output (its table's name), when it declares any.
+    dead_letter_rows: dict[str, int] = field(default_factory=dict)
     queries_restarted: int = 0
     cycles: int = 0
     seconds: float = 0.0
@@ -135,7 +140,19 @@ class DeliveryReport:
             row("duplicates", self.duplicates, "processed more than once, counted once"),
             row("lost", self.lost, "must be 0" if self.lost else ""),
             f"  word counts: {self._words()}",
+            *self._effects_lines(),
             *self._recovery_lines(),
+        ]
+
+    def _effects_lines(self) -> list[str]:
+        if not self.dead_letter_rows:
+            return []
+        rows = ", ".join(f"{name} {n:,}" for name, n in self.dead_letter_rows.items())
+        if not any(self.dead_letter_rows.values()):
+            return [f"  {'dead letters left':<28}no rows in the outputs ({rows})"]
+        return [
+            f"  {'dead letters left':<28}{rows} rows in the outputs; `ackfold retract` "
+            "takes them back"
         ]
 
     def _recovery_lines(self) -> list[str]:
@@ -306,9 +323,11 @@ def assess(
     faults: str = "",
     check_words: bool = True,
     policy_of: Callable[[str], AppPolicy] | None = None,
+    outputs: Sequence[DeclaredOutput] = (),
 ) -> DeliveryReport:
     """Follow every sent message through the ledger, and (unless `check_words` is off, as
-    it is while the demo waits for its roots to settle) check the word counts; with
+    it is while the demo waits for its roots to settle) check the word counts and count
+    the dead letters' rows in each of `outputs` (the app's declared outputs); with
     `policy_of` (each app's policy), measure the time to detect and to recover too."""
     from pyspark.sql import functions as F
 
@@ -329,6 +348,7 @@ def assess(
     )
     if check_words:
         _check_words(spark, followed, feed, counted_path)
+        followed.report.dead_letter_rows = _dead_letter_rows(spark, followed, outputs)
     report = followed.report
     if policy_of is not None:
         rows = (
@@ -353,3 +373,24 @@ def _check_words(spark: SparkSession, followed: Followed, feed: Feed, path: str)
     counted = Counter({r["word"]: r["n"] for r in rows if r["done"]})
     dead_words = sum(r["n"] for r in rows if not r["done"])
     compare_words(followed.report, feed, followed.completed.values(), counted, dead_words)
+
+
+def _dead_letter_rows(
+    spark: SparkSession, followed: Followed, outputs: Sequence[DeclaredOutput]
+) -> dict[str, int]:
+    """Per declared output (its table's name), the rows of this run's dead letters there,
+    by their origin in its origin column."""
+    from pyspark.sql import functions as F
+
+    if not outputs:
+        return {}
+    dead = spark.createDataFrame([(o,) for o in followed.dead] or [(0,)], "origin BIGINT")
+    if not followed.dead:
+        dead = dead.limit(0)
+    found: dict[str, int] = {}
+    for output in outputs:
+        table = spark.read.format("delta").load(output.output)
+        origin = table[output.origin_column]  # a plain column name (`check_declaration`)
+        rows = table.join(F.broadcast(dead), origin == dead["origin"], "left_semi").count()
+        found[output.output.rstrip("/").rsplit("/", 1)[-1]] = rows
+    return found

@@ -26,7 +26,7 @@ def add_demo_flags(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--poison", metavar="N", help="poison messages, failing every attempt")
     parser.add_argument(
-        "--stuck", metavar="N", help="messages dead-lettered by an outage; a manual replay works"
+        "--stuck", metavar="N", help="messages an outage dead-letters half-counted; replay by hand"
     )
     parser.add_argument(
         "--slow", action="append", metavar="STAGE=DURATION", help="STAGE sleeps once a batch"

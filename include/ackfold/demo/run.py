@@ -149,6 +149,8 @@ class Demo:
         self.say = say
         self.feed = Feed.build(self.messages, self.faults)
         self.by_status: dict[str, int] = {}  # roots by status, from the last reconcile
+        self.message_ids: list[str] = []  # what `run` sent, in feed order
+        self.cycles = 0
         if self.settings.apps[APP].source == KafkaTopic.source:
             # The demo creates its topics, as it creates its SQS queues; an app's own
             # topics must exist before it starts (WordCount checks).
@@ -179,6 +181,7 @@ class Demo:
         else:
             message_ids = self.feed.publish(self.settings, queue.queue, sending.update)
         sending.close()
+        self.message_ids = message_ids
         # What was sent, for the quality check that every sent message is registered.
         record_sent(
             self.spark, self.app.ledger, app=APP, source=queue.source,
@@ -194,11 +197,19 @@ class Demo:
                 break
             if not taken and not replayed.sent and not replayed.dead_lettered:
                 time.sleep(IDLE_WAIT)  # only timeouts and backoffs are left to wait for
+        self.cycles = cycles
         report = self._assess(message_ids, check_words=True)
         report.cycles = cycles
         report.seconds = time.monotonic() - started
         for line in report.lines():
             self.say(line)
+        return report
+
+    def report(self) -> DeliveryReport:
+        """The delivery report of the messages `run` sent, as the ledger and the outputs
+        are now: after `ackfold retract` took back what the dead letters left, say."""
+        report = self._assess(self.message_ids, check_words=True)
+        report.cycles = self.cycles
         return report
 
     def keep_running(
@@ -260,10 +271,13 @@ class Demo:
         return self.by_status, replayed
 
     def _assess(self, message_ids: list[str], *, check_words: bool) -> DeliveryReport:
+        from ackfold.effects.outputs import declared_outputs
+
+        outputs = declared_outputs(self.settings, APP) if check_words else []
         report = assess(
             self.spark, self.app.ledger, APP, self.feed, message_ids, self.app.counted_path,
             faults=self.faults.describe(), check_words=check_words,
-            policy_of=self.settings.app if check_words else None,
+            policy_of=self.settings.app if check_words else None, outputs=outputs,
         )  # fmt: skip
         report.queries_restarted = self.app.restarts
         return report

@@ -13,13 +13,15 @@
   alone (`ack(exploded=...)`): the words are written once, never read back.
 - `count` is another streaming query: it reads `words` as a Delta stream, so lineage is
   tracked across jobs, and acks each word once it is in the sink.
-- The sink, `counted`, holds one row per word occurrence, keyed on (origin root,
-  position): a replayed sentence writes the same keys again and MERGE inserts only what is
-  missing, so the counts (`word_counts`) stay exact under replays and partial attempts.
+- The sink, `counted`, declared as the app's output (`ackfold.effects`) beside `words`,
+  holds one row per word occurrence, keyed on (origin root, position): a replayed
+  sentence writes the same keys again and MERGE inserts only what is missing, so the
+  counts (`word_counts`) stay exact under replays and partial attempts, and what a dead
+  letter left there is found, and retracted, by its origin.
   That key is the one thing a replay-safe sink needs from ackfold: the origin root, the
   same on every attempt (where an untracked app would key on its source's message id).
 - The fault keys of `count` (the sentence's `seq`, its `attempt`) go into `words` only
-  when `count` has faults to draw.
+  when `count` has faults to draw, or stuck messages (whose outage strikes at `count`).
 
 `WordCount.step()` runs each query to the end of its input (`availableNow`), which is how
 the demo drives it in reproducible cycles; `start()` runs it continuously.
@@ -215,11 +217,8 @@ class WordCount:
         seq = F.col("doc.seq")
         parsed = seq.isNotNull() & F.col("doc.text").isNotNull()
         dropped = hit(self.faults, "drop", SPLIT, seq, F.col("attempt"))
-        stuck = F.lit(False)
-        if self.stuck:
-            stuck = ~dropped & seq.isin(self.stuck) & (F.col("attempt") <= self.max_attempts)
-        failed = ~dropped & ~stuck & hit(self.faults, "fail", SPLIT, seq, F.col("attempt"))
-        good = rows.where(parsed & ~dropped & ~failed & ~stuck)
+        failed = ~dropped & hit(self.faults, "fail", SPLIT, seq, F.col("attempt"))
+        good = rows.where(parsed & ~dropped & ~failed)
         # Outputs, then (a kill may come here) the acks: a re-run skips the words (their
         # transaction id is the batch id) and writes the same acks, read once.
         self.split.write_batch(batch_id, outputs={self.words_path: self._words(good)})
@@ -233,10 +232,6 @@ class WordCount:
                     rows.where(~parsed), "malformed message: not JSON with a seq and a text"
                 ),
                 self.split.fail(rows.where(parsed & failed), "injected failure at split"),
-                self.split.fail(
-                    rows.where(parsed & stuck),
-                    "injected outage at split: fails on every automatic attempt",
-                ),
             ],
         )
         rows.unpersist()
@@ -253,7 +248,7 @@ class WordCount:
 
         keys = [F.col("doc.seq").alias("seq"), F.col("attempt")]
         if fault_keys is None:
-            fault_keys = COUNT in self.faults.stages()
+            fault_keys = COUNT in self.faults.stages() or bool(self.stuck)
         words = self.split.explode(sentences, _tokens(), "word", position="position")
         return words.select(
             "origin_root_id", *(keys if fault_keys else []), "position", "word", "_ackfold"
@@ -266,8 +261,9 @@ class WordCount:
         words = frame.cache()
         key = (F.col("seq"), F.col("attempt"), F.col("position"))
         dropped = hit(self.faults, "drop", COUNT, *key)
-        failed = ~dropped & hit(self.faults, "fail", COUNT, *key)
-        good = words.where(~dropped & ~failed)
+        stuck = ~dropped & self._outage()
+        failed = ~dropped & ~stuck & hit(self.faults, "fail", COUNT, *key)
+        good = words.where(~dropped & ~failed & ~stuck)
         # Keyed on the origin root: a replayed sentence inserts only what is missing.
         dml.merge(
             self.counted_path,
@@ -284,9 +280,31 @@ class WordCount:
             events=[
                 self.count.ack(good),
                 self.count.fail(words.where(failed), "injected failure at count"),
+                self.count.fail(
+                    words.where(stuck),
+                    "injected outage at count: fails on every automatic attempt",
+                ),
             ],
         )
         words.unpersist()
+
+    def _outage(self) -> Column:
+        """True for the words of a stuck sentence that its outage hits, on every automatic
+        attempt: the second half of the sentence (its last word at least). The first half
+        is counted: a stuck message is a dead letter that left part of its words in the
+        sink, for `ackfold retract` to take back."""
+        from pyspark.sql import Window
+        from pyspark.sql import functions as F
+
+        if not self.stuck:
+            return F.lit(False)
+        sentence = Window.partitionBy("origin_root_id", "attempt")
+        last = F.max("position").over(sentence)
+        return (
+            F.col("seq").isin(self.stuck)
+            & (F.col("attempt") <= self.max_attempts)
+            & (F.col("position") * 2 >= last)
+        )
 
     # -- running ------------------------------------------------------------------------
 
@@ -402,3 +420,13 @@ class WordCount:
         )
         counted = self.spark.createDataFrame([], _COUNTED)
         counted.write.format("delta").mode("ignore").save(self.counted_path)
+        self._declare_sink()
+
+    def _declare_sink(self) -> None:
+        """Declare the sink, a MERGE target, as an output of the app (`words` is declared
+        by `write_batch`): what its dead letters leave there can be found and retracted.
+        Once: a declaration the ledger has (a user's, marking it clean) stays."""
+        from ackfold.effects.outputs import declare_output, read_declared
+
+        if all(d.output != self.counted_path for d in read_declared(self.ledger.root)):
+            declare_output(self.ledger, self.app, self.counted_path, declared_by="ackfold demo")

@@ -320,11 +320,11 @@ TABLES = {
     QUALITY_RESULTS: (QUALITY_RESULTS_DDL, (), "one row per expectation per quality run"),
     ALERT_LOG: (ALERT_LOG_DDL, (), "each alert opened or resolved, per channel"),
     APP_PROGRESS: (APP_PROGRESS_DDL, (), "the progress of each streaming query: the heartbeat"),
-    DECLARED_OUTPUTS: (DECLARED_OUTPUTS_DDL, (), "where each app's effects live (optional)"),
+    DECLARED_OUTPUTS: (DECLARED_OUTPUTS_DDL, (), "where the effects of each app live (optional)"),
     RETRACT_LOG: (
         RETRACT_LOG_DDL,
         (),
-        "every retract of a dead letter's effects: planned, then deleted",
+        "every retract of the effects of a dead letter: planned, then deleted",
     ),
 }
 

@@ -15,7 +15,7 @@ import time
 import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ackfold.config import Settings
 from ackfold.embedded import EMBEDDED, engine_for
@@ -31,6 +31,7 @@ from ackfold.quality.report import CheckResult, QualityReport
 from ackfold.quality.validator import Validator
 
 if TYPE_CHECKING:
+    import pandas as pd
     from pyspark.sql import DataFrame, SparkSession
 
 
@@ -154,6 +155,11 @@ def _check_on_spark(
         completed = bool(delivery.first()["completed"])  # type: ignore[index]
         suites = delivery_suites(settings.app(name), name, latency=completed)
         batches += zip(suites, (frames.overdue(name), frames.sent(name), delivery), strict=True)
+        effects = _effects(settings, name)
+        if effects is not None:
+            suite, row = effects
+            schema = ", ".join(f"{column} BIGINT" for column in row)  # rows_<i>: no user text
+            batches.append((suite, spark.createDataFrame([tuple(row.values())], schema)))
     results: list[CheckResult] = []
     for suite, frame in batches:
         results += _timed(suite, lambda: validator.validate(suite, frame), say)  # noqa: B023
@@ -203,11 +209,34 @@ def _check_embedded(
         for name in apps:
             completed = bool(delivery[name][2]["completed"].iloc[0])
             suites = delivery_suites(settings.app(name), name, latency=completed)
-            for suite, frame in zip(suites, delivery[name], strict=True):
+            batches: list[tuple[Suite, Any]] = list(zip(suites, delivery[name], strict=True))
+            effects = _effects(settings, name)
+            if effects is not None:
+                batches.append((effects[0], _frame(effects[1])))
+            for suite, frame in batches:
                 results += _timed(suite, lambda: validator.validate(suite, frame), say)  # noqa: B023
         return validator, results, apps
     finally:
         db.close()
+
+
+def _effects(settings: Settings, app: str) -> tuple[Suite, dict[str, Any]] | None:
+    """The suite and the one row of its batch: what `app`'s dead letters left in its
+    declared outputs (`ackfold.quality.effects`), read by delta-rs on either engine; None
+    when the app declares no output."""
+    from ackfold.quality.effects import dead_letter_counts, effects_row, effects_suite
+
+    counts = dead_letter_counts(settings, app)
+    if not counts:
+        return None
+    return effects_suite(app, counts), effects_row(counts)
+
+
+def _frame(row: dict[str, Any]) -> pd.DataFrame:
+    """A one-row batch as pandas: nullable integers (an unreadable output's count is null)."""
+    import pandas as pd
+
+    return pd.DataFrame([row]).astype(dict.fromkeys(row, "Int64"))
 
 
 def _import_gx() -> None:

@@ -5,9 +5,9 @@ Imported by the plugin only (it imports Airflow). Every route of the UI depends 
 `airflow_viewer`, which runs Airflow's own `get_user` (a Bearer header, else the `_token`
 cookie of Airflow's UI; anonymous, expired or unusable: 401) and the check of
 `requires_access_view(AccessView.PLUGINS)` (no right to plugins: 403), and asks the auth
-manager whether the user may trigger the manual replay DAG (`Viewer.can_replay`): any auth
-manager's roles apply (the simple one's viewer/user/op/admin, FAB's Viewer/User/Op/Admin,
-Keycloak's).
+manager whether the user may trigger the manual replay DAG (`Viewer.can_replay`) and the
+manual retract DAG (`Viewer.can_retract`): any auth manager's roles apply (the simple
+one's viewer/user/op/admin, FAB's Viewer/User/Op/Admin, Keycloak's).
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from airflow.api_fastapi.core_api.security import (
 from airflow.configuration import conf
 from fastapi import Depends, HTTPException, Request
 
+from ackfold.effects.params import MANUAL_RETRACT_DAG_ID
 from ackfold.replay.params import MANUAL_REPLAY_DAG_ID
 from ackfold.ui.security import Viewer, request_token
 
@@ -51,19 +52,25 @@ async def airflow_viewer(
     # Airflow's own check of the right to see plugins (403 without it), on that user.
     requires_access_view(AccessView.PLUGINS)(request, user)
     token, bearer = request_token(request)
-    # What Airflow's REST API checks when the UI triggers the run: POST a DAG run.
-    can_replay = get_auth_manager().is_authorized_dag(
-        method="POST",
-        access_entity=DagAccessEntity.RUN,
-        details=DagDetails(id=MANUAL_REPLAY_DAG_ID),
-        user=user,
-    )
+
+    def may_trigger(dag_id: str) -> bool:
+        # What Airflow's REST API checks when the UI triggers the run: POST a DAG run.
+        return bool(
+            get_auth_manager().is_authorized_dag(
+                method="POST",
+                access_entity=DagAccessEntity.RUN,
+                details=DagDetails(id=dag_id),
+                user=user,
+            )
+        )
+
     return Viewer(
         id=str(user.get_id()),
         name=str(user.get_name()),
         token=token,
         bearer=bearer,
-        can_replay=bool(can_replay),
+        can_replay=may_trigger(MANUAL_REPLAY_DAG_ID),
+        can_retract=may_trigger(MANUAL_RETRACT_DAG_ID),
     )
 
 

@@ -8,9 +8,10 @@ POST) redirect it to Airflow's login, `/api/...` answers 401/403. Reads are sync
 like payloads. Pages may be framed by Airflow's UI (same origin) only, other responses by
 nobody (`security.FramingHeaders`).
 
-The routes come in three groups, each a router over the app's `context.UiContext`:
-`ledger_pages`, `quality_pages` and `replay_pages` (triggered at Airflow's configured
-address, only for a viewer whose role may trigger the DAG). This module builds the app:
+The routes come in groups, each a router over the app's `context.UiContext`:
+`ledger_pages`, `quality_pages`, `app_pages`, and `replay_pages` and `retract_pages`
+(triggered at Airflow's configured address, only for a viewer whose role may trigger the
+DAG). This module builds the app:
 the context, the error pages, the static files.
 
 Routes (under the mount prefix):
@@ -26,6 +27,11 @@ Routes (under the mount prefix):
     POST /replay                the confirmation page for a selection or the current filter
     POST /replay/confirm        triggers `ackfold_manual_replay`, links to the run
     POST /api/replay            the same, in JSON
+    GET  /replay/runs/{run_id}  GET /api/replay/runs/{run_id}  the replay run's live state
+    POST /retract               a dead letter's retract: the dry run, to confirm
+    POST /retract/confirm       triggers `ackfold_manual_retract`, follows the run
+    POST /api/retract           either, in JSON (`dry_run`, default true)
+    GET  /retract/runs/{run_id} GET /api/retract/runs/{run_id} the retract run's live state
     GET  /static/{name}         the stylesheet and the small script
 """
 
@@ -41,10 +47,11 @@ from fastapi import Depends, FastAPI, HTTPException, Request
 from fastapi.responses import JSONResponse, RedirectResponse, Response
 
 from ackfold.config import Settings
+from ackfold.effects import EffectsError, RetractParamsError, RetractRefused, UnknownRoots
 from ackfold.ledger.errors import LedgerError, NoLedger, RootNotFound
 from ackfold.ledger.parse import QueryError
 from ackfold.replay.params import ReplayParamsError
-from ackfold.ui import app_pages, ledger_pages, quality_pages, replay_pages
+from ackfold.ui import app_pages, ledger_pages, quality_pages, replay_pages, retract_pages
 from ackfold.ui.context import UiContext, ViewerDependency
 from ackfold.ui.filters import FieldError
 from ackfold.ui.redact import redactor_for
@@ -133,6 +140,18 @@ def create_app(
     async def bad_replay(request: Request, exc: ReplayParamsError) -> Response:
         return site.failure(request, 400, str(exc), problems=exc.problems)
 
+    @app.exception_handler(EffectsError)
+    async def effects_error(request: Request, exc: EffectsError) -> Response:
+        message = without_paths(str(exc), settings.table_root)
+        if isinstance(exc, UnknownRoots):
+            return site.failure(request, 404, message)
+        if isinstance(exc, RetractParamsError):
+            return site.failure(request, 400, message, problems=exc.problems)
+        if isinstance(exc, RetractRefused):  # not a dead letter's (any more): nothing deleted
+            return site.failure(request, 409, message)
+        log.warning("effects: %s", exc)
+        return site.failure(request, 409, message)
+
     @app.exception_handler(TriggerError)
     async def trigger_error(request: Request, exc: TriggerError) -> Response:
         return site.failure(request, exc.status if exc.status >= 400 else 502, str(exc))
@@ -162,5 +181,6 @@ def create_app(
     app.include_router(ledger_pages.router(ctx))
     app.include_router(quality_pages.router(ctx))
     app.include_router(replay_pages.router(ctx))
+    app.include_router(retract_pages.router(ctx))
     app.include_router(app_pages.router(ctx))
     return app

@@ -13,12 +13,14 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
 
+from ackfold.effects import RootEffects
 from ackfold.ledger.recovery import read_recovery
 from ackfold.ledger.rows import Attempt, Journey
 from ackfold.replay.request import REPLAYABLE
 from ackfold.ui import charts
 from ackfold.ui.app_pages import app_states
 from ackfold.ui.context import UiContext, query
+from ackfold.ui.effects_view import dead_letter_flags, flags_json, root_effects
 from ackfold.ui.filters import DeadLetterFilter, FieldError, Params, RootFilter, root_id_param
 from ackfold.ui.queries import DeadLetter
 from ackfold.ui.redact import Preview, masked_journey, masked_state, masked_text
@@ -107,15 +109,15 @@ def router(ctx: UiContext) -> APIRouter:
             f=f,
             replayable=replayable,
             REPLAYABLE=REPLAYABLE,
+            effects=dead_letter_flags(ctx.settings, result.roots),
         )
 
     @routes.get("/api/roots")
     def roots_json(request: Request, who: ViewerDep) -> dict[str, Any]:
         f = RootFilter.parse(query(request), page_size=ui.page_size)
         result = reader().roots_page(f)
-        return replace(
-            result, roots=[masked_state(redactor, root) for root in result.roots]
-        ).to_json()
+        out = replace(result, roots=[masked_state(redactor, root) for root in result.roots])
+        return {**out.to_json(), "effects": flags_json(dead_letter_flags(ctx.settings, out.roots))}
 
     # Fail and event reasons can quote the record a stage choked on: masked like payloads.
     def masked_letter(letter: DeadLetter) -> DeadLetter:
@@ -148,12 +150,21 @@ def router(ctx: UiContext) -> APIRouter:
             timeline=charts.timeline(found),
             replayable=found.state.status in REPLAYABLE,
             outcome=latest_attempt(found),
+            effects=effects_of(found),
+            previews=bool(ui.payload_preview_chars),
+        )
+
+    def effects_of(found: Journey) -> RootEffects | None:
+        return root_effects(
+            ctx.settings, redactor, found.state, value_chars=ui.payload_preview_chars
         )
 
     @routes.get("/api/roots/{root_id}")
     def root_json(root_id: str, who: ViewerDep) -> dict[str, Any]:
         found, preview = journey(root_id)
+        effects = effects_of(found)
         out = found.to_json()
+        out["effects"] = effects.as_dict()["outputs"] if effects else []
         if out["source"] is not None:
             for key in ("payload_preview", "payload_chars", "payload_truncated"):
                 out["source"].pop(key)
@@ -182,13 +193,15 @@ def router(ctx: UiContext) -> APIRouter:
             apps=r.apps(),
             p=replace(letters, letters=[masked_letter(d) for d in letters.letters]),
             f=f,
+            effects=dead_letter_flags(ctx.settings, letters.letters),
         )
 
     @routes.get("/api/dead-letters")
     def dead_letters_json(request: Request, who: ViewerDep) -> dict[str, Any]:
         f = DeadLetterFilter.parse(query(request), page_size=ui.page_size)
         letters = reader().dead_letters(f)
-        return replace(letters, letters=[masked_letter(d) for d in letters.letters]).to_json()
+        out = replace(letters, letters=[masked_letter(d) for d in letters.letters]).to_json()
+        return {**out, "effects": flags_json(dead_letter_flags(ctx.settings, letters.letters))}
 
     @routes.get("/api/apps")
     def apps_json(who: ViewerDep) -> dict[str, Any]:

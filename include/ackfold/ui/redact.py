@@ -1,7 +1,9 @@
 """The payload preview of a root page: capped in size, with secrets masked.
 
 The app masks fail reasons and event reasons with the same `Redactor.mask` (they can
-quote the record a stage choked on), before any page, chart or JSON sees them.
+quote the record a stage choked on), before any page, chart or JSON sees them; and the
+sample rows of a root's effects in its outputs (`Redactor.row`): a column named like a
+secret key, or `payload`, is masked whole, every other text value as a payload is.
 
 Only the first `ui.payload_preview_chars` characters are shown, and the reader reads only
 `MARGIN` characters more than that (never the whole payload). Masking runs on what was
@@ -21,9 +23,9 @@ Example:
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
     from ackfold.config.sections import UiSettings
@@ -31,6 +33,8 @@ if TYPE_CHECKING:
 
 MASK: Final = "***"
 MARGIN: Final = 1024
+# A column an output row never shows: the message itself (payloads are not shown).
+PAYLOAD_COLUMNS: Final = ("payload",)
 _OPEN: Final = {"{": "}", "[": "]"}
 _SCALAR: Final = re.compile(r"[^,}\]\s]*")
 
@@ -49,6 +53,7 @@ class Redactor:
     """Masks the values of `keys` and the matches of `patterns` in payload text."""
 
     def __init__(self, keys: Sequence[str] = (), patterns: Sequence[str] = ()) -> None:
+        self._names = {k.lower() for k in (*keys, *PAYLOAD_COLUMNS)}
         self._key = (
             re.compile(r'"(?:' + "|".join(re.escape(k) for k in keys) + r')"\s*:\s*', re.IGNORECASE)
             if keys
@@ -62,6 +67,27 @@ class Redactor:
         total = len(text) if chars is None else chars
         masked, count = self.mask(text)
         return Preview(masked[:limit], total, total > limit or len(masked) > limit, count)
+
+    def row(self, row: Mapping[str, Any], limit: int) -> dict[str, str | None]:
+        """An output row as a page shows it: every value as text of at most `limit`
+        characters, masked; a column named like a secret key or a payload masked whole.
+
+        Example:
+            >>> Redactor(keys=("token",)).row({"word": "ok", "Token": "t0k", "n": 2}, 10)
+            {'word': 'ok', 'Token': '***', 'n': '2'}
+        """
+        shown: dict[str, str | None] = {}
+        for name, value in row.items():
+            if value is None:
+                shown[name] = None
+            elif name.lower() in self._names:
+                shown[name] = MASK
+            else:
+                text = value if isinstance(value, str) else str(value)
+                # Read past the cut, as the payload preview does: a secret it would split.
+                masked = self.mask(text[: limit + MARGIN])[0]
+                shown[name] = masked if len(masked) <= limit else masked[: limit - 1] + "…"
+        return shown
 
     def mask(self, text: str) -> tuple[str, int]:
         """`text` with every secret replaced by `MASK`, and how many were."""

@@ -26,7 +26,7 @@ from ackfold.ui.context import UiContext
 from ackfold.ui.filters import MAX_ROOT_IDS, FieldError, Params
 from ackfold.ui.security import CSRF_FIELD, CSRF_HEADER, Viewer
 from ackfold.ui.selection import Selection, json_params, select_roots
-from ackfold.ui.trigger import RUN_ID, RunStatus, run_status, trigger_manual_replay
+from ackfold.ui.trigger import REPLAY_DAG, RUN_ID, RunStatus, run_status, trigger_run
 
 log = logging.getLogger(__name__)
 
@@ -74,8 +74,8 @@ def router(ctx: UiContext) -> APIRouter:
         checked = parse_replay_conf(conf, apps=ctx.apps)
         if who.token is None:
             raise HTTPException(401, "no Airflow token to trigger the replay with: log in again")
-        run = await trigger_manual_replay(
-            airflow, who.token, conf_from_request(checked), transport=ctx.transport
+        run = await trigger_run(
+            airflow, REPLAY_DAG, who.token, conf_from_request(checked), transport=ctx.transport
         )
         log.info(
             "%s triggered %s run %s for %d roots (dry run: %s)",
@@ -131,7 +131,7 @@ def router(ctx: UiContext) -> APIRouter:
         airflow.check()
         if who.token is None:
             raise HTTPException(401, "no Airflow token to ask about the run with: log in again")
-        return await run_status(airflow, who.token, run_id, transport=ctx.transport)
+        return await run_status(airflow, REPLAY_DAG, who.token, run_id, transport=ctx.transport)
 
     @routes.get("/replay/runs/{run_id}", response_class=HTMLResponse)
     async def run_state_page(request: Request, run_id: str, who: ViewerDep) -> HTMLResponse:

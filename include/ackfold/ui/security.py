@@ -1,5 +1,5 @@
-"""Who is looking, what they may do, and protection of the one state-changing call (the
-replay trigger) and of the pages (framing).
+"""Who is looking, what they may do, and protection of the state-changing calls (the
+replay and retract triggers) and of the pages (framing).
 
 Authentication is Airflow's: the app is built with a `viewer` dependency that resolves
 the logged-in user (`ackfold.ui.airflow_auth` wraps Airflow's
@@ -16,8 +16,9 @@ browser never attaches across sites. Behind a proxy that rewrites `Host`, the br
 origin is not the request's host: the plugin allows the origin of `[api] base_url`.
 
 Roles: a viewer may read every page; replaying needs the right to trigger the manual
-replay DAG (`can_replay`, from Airflow's auth manager). Airflow's REST API checks it again
-when the UI triggers the run with the user's token.
+replay DAG (`can_replay`, from Airflow's auth manager), retracting that of the manual
+retract DAG (`can_retract`). Airflow's REST API checks it again when the UI triggers the
+run with the user's token.
 
 Framing (`FramingHeaders`): Airflow's UI shows the pages in a frame of its own origin, so
 HTML pages may be framed by this origin only; every other response by nobody.
@@ -37,6 +38,8 @@ from fastapi import HTTPException, Request
 from starlette.datastructures import MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from ackfold.effects.params import MANUAL_RETRACT_DAG_ID
+
 CSRF_FIELD: Final = "csrf_token"
 CSRF_HEADER: Final = "X-CSRF-Token"
 CSRF_TTL: Final = 12 * 3600
@@ -46,6 +49,10 @@ LINK_DAYS: Final = 2
 TOKEN_COOKIE: Final = "_token"  # noqa: S105 - a cookie name, not a secret
 REPLAY_ROLE: Final = (
     "replaying needs an Airflow role that may trigger the DAG ackfold_manual_replay "
+    "(User, Op or Admin): ask an Airflow admin"
+)
+RETRACT_ROLE: Final = (
+    f"retracting needs an Airflow role that may trigger the DAG {MANUAL_RETRACT_DAG_ID} "
     "(User, Op or Admin): ask an Airflow admin"
 )
 FRAME_SELF: Final = "frame-ancestors 'self'"
@@ -68,19 +75,26 @@ REFERRER_POLICY: Final = "same-origin"
 class Viewer:
     """The logged-in user: `id` binds CSRF tokens, `name` is shown and recorded, `token`
     is the JWT the request authenticated with; `bearer` when it came in a header;
-    `can_replay` when Airflow's auth manager lets them trigger the manual replay DAG (by
-    default not: a viewer dependency that does not ask gets a read-only UI)."""
+    `can_replay` when Airflow's auth manager lets them trigger the manual replay DAG,
+    `can_retract` the manual retract DAG (by default not: a viewer dependency that does
+    not ask gets a read-only UI)."""
 
     id: str
     name: str
     token: str | None
     bearer: bool = False
     can_replay: bool = False
+    can_retract: bool = False
 
     def check_replay(self) -> None:
         """Raise 403, saying which role it takes, unless this viewer may replay."""
         if not self.can_replay:
             raise HTTPException(403, f"{self.name} may read these pages, but {REPLAY_ROLE}")
+
+    def check_retract(self) -> None:
+        """Raise 403, saying which role it takes, unless this viewer may retract."""
+        if not self.can_retract:
+            raise HTTPException(403, f"{self.name} may read these pages, but {RETRACT_ROLE}")
 
 
 def request_token(request: Request) -> tuple[str | None, bool]:

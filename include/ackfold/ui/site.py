@@ -19,7 +19,7 @@ from ackfold.ledger.ids import format_id
 from ackfold.ledger.rows import span
 from ackfold.ledger.values import hex64, iso
 from ackfold.ui.filters import SORTABLE
-from ackfold.ui.security import REPLAY_ROLE, CsrfGuard, Viewer
+from ackfold.ui.security import REPLAY_ROLE, RETRACT_ROLE, CsrfGuard, Viewer
 
 _NAV = (
     ("overview", "Overview"),
@@ -65,6 +65,7 @@ class Site:
             STATUSES=status.ALL,
             SORTABLE=SORTABLE,
             REPLAY_ROLE=REPLAY_ROLE,
+            RETRACT_ROLE=RETRACT_ROLE,
         )
         env.filters["urlencode_pairs"] = urlencode
         env.filters["breakable"] = breakable

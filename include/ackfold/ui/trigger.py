@@ -1,5 +1,6 @@
-"""Trigger the manual replay DAG through Airflow's REST API, as the logged-in user, and
-follow the run it created (`run_status`): queued, running, then what it sent or why not.
+"""Trigger a manual DAG (the replay, the retract: `ManualDag`) through Airflow's REST API,
+as the logged-in user, and follow the run it created (`run_status`): queued, running, then
+what it did or why not.
 
 The call carries the user's own JWT, so Airflow checks the user's right to trigger the
 DAG and records the run as theirs. It is made with `httpx.AsyncClient` from an async
@@ -21,6 +22,7 @@ from urllib.parse import quote
 
 import httpx
 
+from ackfold.effects.params import MANUAL_RETRACT_DAG_ID
 from ackfold.errors import AckfoldError
 from ackfold.ledger.values import one_line
 from ackfold.replay.params import MANUAL_REPLAY_DAG_ID
@@ -29,7 +31,7 @@ TIMEOUT_SECONDS = 30.0
 # The most of Airflow's error detail a refusal quotes.
 DETAIL_CHARS: Final = 300
 UNKNOWN_API: Final = (
-    "Airflow's API address is unknown, so the replay cannot be triggered: set Airflow's "
+    "Airflow's API address is unknown, so no DAG can be triggered from here: set Airflow's "
     "[api] base_url (AIRFLOW__API__BASE_URL) to the address users open Airflow at, e.g. "
     "https://airflow.example.com"
 )
@@ -84,6 +86,27 @@ class AirflowApi:
 
 
 @dataclass(frozen=True)
+class ManualDag:
+    """A DAG the UI triggers as the user: its id, and the task whose return value says
+    what a run did (its XCom `return_value`: `sent`, `planned`, `deleted`, ...)."""
+
+    dag_id: str
+    task_id: str
+
+    def runs_path(self) -> str:
+        """The REST path of the DAG's runs (under `/api/v2`)."""
+        return f"/dags/{self.dag_id}/dagRuns"
+
+    def run_link(self, api: AirflowApi, run_id: str) -> str:
+        """Run `run_id` in Airflow's UI, as a browser opens it."""
+        return api.link(f"/dags/{self.dag_id}/runs/{quote(run_id, safe='')}")
+
+
+REPLAY_DAG: Final = ManualDag(MANUAL_REPLAY_DAG_ID, "replay")
+RETRACT_DAG: Final = ManualDag(MANUAL_RETRACT_DAG_ID, "retract")
+
+
+@dataclass(frozen=True)
 class TriggeredRun:
     run_id: str
     state: str | None
@@ -91,16 +114,17 @@ class TriggeredRun:
     paused: bool = False  # the DAG is paused: the run waits until someone unpauses it
 
 
-async def trigger_manual_replay(
+async def trigger_run(
     api: AirflowApi,
+    dag: ManualDag,
     token: str,
     conf: dict[str, Any],
     *,
     transport: httpx.AsyncBaseTransport | None = None,
 ) -> TriggeredRun:
-    """POST a run of the manual replay DAG with `conf`; the run and its UI link."""
+    """POST a run of `dag` with `conf`; the run and its UI link."""
     base = api.target
-    url = f"{base}/api/v2/dags/{MANUAL_REPLAY_DAG_ID}/dagRuns"
+    url = f"{base}/api/v2{dag.runs_path()}"
     # Airflow 3 needs an explicit null logical date for a run triggered over REST.
     body = {"logical_date": None, "conf": conf}
     try:
@@ -110,25 +134,22 @@ async def trigger_manual_replay(
             )
             if response.status_code not in (200, 201):
                 raise TriggerError(response.status_code, _detail(response))
-            paused = await _paused(client, base, token)
+            paused = await _paused(client, base, dag, token)
     except httpx.HTTPError as exc:
         fix = "is [api] base_url right?" if api.base_url else "set [api] base_url"
         raise TriggerError(502, f"cannot reach Airflow's API at {base}: {exc} ({fix})") from None
     run = response.json()
     run_id = str(run["dag_run_id"])
     return TriggeredRun(
-        run_id=run_id,
-        state=run.get("state"),
-        url=api.link(f"/dags/{MANUAL_REPLAY_DAG_ID}/runs/{quote(run_id, safe='')}"),
-        paused=paused,
+        run_id=run_id, state=run.get("state"), url=dag.run_link(api, run_id), paused=paused
     )
 
 
-async def _paused(client: httpx.AsyncClient, base: str, token: str) -> bool:
-    """Whether the manual replay DAG is paused (a deployment whose DAGs are paused at
-    creation): its runs then stay queued. False if Airflow does not say."""
+async def _paused(client: httpx.AsyncClient, base: str, dag: ManualDag, token: str) -> bool:
+    """Whether `dag` is paused (a deployment whose DAGs are paused at creation): its runs
+    then stay queued. False if Airflow does not say."""
     response = await client.get(
-        f"{base}/api/v2/dags/{MANUAL_REPLAY_DAG_ID}", headers={"Authorization": f"Bearer {token}"}
+        f"{base}/api/v2/dags/{dag.dag_id}", headers={"Authorization": f"Bearer {token}"}
     )
     if response.status_code != 200:
         return False
@@ -150,10 +171,10 @@ def _detail(response: httpx.Response) -> str:
 
 @dataclass(frozen=True)
 class RunStatus:
-    """A manual replay run as Airflow reports it: `state` is Airflow's (`queued`,
-    `running`, `success`, `failed`); `root_ids` what it was asked to replay (its conf);
-    `summary` the replay task's return value once the run succeeded (`sent`, `planned`,
-    `skipped`, `dry_run`, ...)."""
+    """A manual DAG's run as Airflow reports it: `state` is Airflow's (`queued`,
+    `running`, `success`, `failed`); `root_ids` the roots it was asked about (its conf);
+    `summary` its task's return value once the run succeeded (for a replay `sent`,
+    `planned`, `skipped`, `dry_run`, ...)."""
 
     run_id: str
     state: str
@@ -182,14 +203,15 @@ class RunStatus:
 
 async def run_status(
     api: AirflowApi,
+    dag: ManualDag,
     token: str,
     run_id: str,
     *,
     transport: httpx.AsyncBaseTransport | None = None,
 ) -> RunStatus:
-    """The state of manual replay run `run_id`, and once it succeeded, what it did."""
+    """The state of `dag`'s run `run_id`, and once it succeeded, what it did."""
     base = api.target
-    run_path = f"/dags/{MANUAL_REPLAY_DAG_ID}/dagRuns/{quote(run_id, safe='')}"
+    run_path = f"{dag.runs_path()}/{quote(run_id, safe='')}"
     headers = {"Authorization": f"Bearer {token}"}
     try:
         async with httpx.AsyncClient(transport=transport, timeout=TIMEOUT_SECONDS) as client:
@@ -198,11 +220,11 @@ async def run_status(
                 raise TriggerError(response.status_code, _detail(response))
             run = response.json()
             state = str(run.get("state") or "queued")
-            paused = state == "queued" and await _paused(client, base, token)
+            paused = state == "queued" and await _paused(client, base, dag, token)
             summary = None
             if state == "success":
                 xcom = await client.get(
-                    f"{base}/api/v2{run_path}/taskInstances/replay/xcomEntries/return_value",
+                    f"{base}/api/v2{run_path}/taskInstances/{dag.task_id}/xcomEntries/return_value",
                     headers=headers,
                 )
                 if xcom.status_code == 200:
@@ -217,7 +239,7 @@ async def run_status(
     return RunStatus(
         run_id=run_id,
         state=state,
-        url=api.link(f"/dags/{MANUAL_REPLAY_DAG_ID}/runs/{quote(run_id, safe='')}"),
+        url=dag.run_link(api, run_id),
         root_ids=tuple(str(i) for i in ids),
         dry_run=dry_run if isinstance(dry_run, bool) else None,
         summary=summary,
