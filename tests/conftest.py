@@ -18,6 +18,7 @@ import pytest
 
 from ackfold.config import Settings, load_settings
 from tests import suite
+from tests.spark_sessions import SparkSessions
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -128,11 +129,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         on_stack.sort(key=lambda item: item.get_closest_marker("stops_stack") is not None)
         rest = [item for item in items if item not in on_stack]
         items[:] = rest[:first] + on_stack + rest[first:]
-    # xdist hands the groups out in the order of the items (addopts: --no-loadscope-reorder;
-    # its default, the largest group first, put the stores tier on a worker whose shared
-    # session already ran, and its connectors were missing):
-    # - the stores tier first: it starts its own JVM with the stores' connectors, which a
-    #   worker whose shared session already runs could not;
+    # xdist hands the groups out in the order of the items (addopts: --no-loadscope-reorder):
+    # - the stores tier first: its Spark module needs a JVM with the stores' connectors
+    #   (`SparkSessions` stops a worker's shared JVM for it, and starts that anew after it):
+    #   first, it takes a worker before any shared session started, one JVM start less;
     # - then the pythons tier, the longest group that waits on nothing (10 to 16 minutes), so
     #   that it does not end the run alone on one core;
     # - then the other groups, the largest first, as xdist would.
@@ -252,26 +252,35 @@ def spark_settings(tmp_path_factory: pytest.TempPathFactory) -> Settings:
 
 
 @pytest.fixture(scope="session")
-def spark(spark_settings: Settings) -> Iterator[SparkSession]:
-    """One JVM per worker for every tier that runs Spark in-process: starting one costs
-    seconds. Defined here once: a copy imported into another tier's conftest is a second
-    fixture, and the second teardown found the JVM gone. Stopped with its JVM at the end,
-    so a run without xdist workers leaves no process behind either."""
-
-    from ackfold.spark import get_spark
-
-    with long_lived_jvm():
-        session = get_spark(spark_settings, app_name="ackfold-tests")
-    yield session
-    stop_jvm(session)
+def spark_sessions() -> Iterator[SparkSessions]:
+    """The worker's classic Spark session, one for each set of jars (`SparkSessions`):
+    starting a JVM costs seconds, so the tiers share one, and a module that needs other
+    jars (the stores' connectors) gets a JVM of its own, the shared one started anew after
+    it. Defined here once: a copy imported into another tier's conftest is a second fixture,
+    and the second teardown found the JVM gone. Its JVM is stopped at the end, so a run
+    without xdist workers leaves no process behind either."""
+    yield SparkSessions()
+    stop_jvm()
 
 
-def stop_jvm(session: SparkSession) -> None:
-    """Stop a classic session and its JVM, which the next session of the process starts
-    anew."""
+@pytest.fixture(scope="module")
+def spark(spark_sessions: SparkSessions, spark_settings: Settings) -> SparkSession:
+    """The shared session with ackfold's jars. Per module, not per run: the JVM of the
+    module before may have been started with other jars."""
+    return spark_sessions.get(spark_settings, app_name="ackfold-tests")
+
+
+def stop_jvm(session: SparkSession | None = None) -> None:
+    """Stop a classic session (the process's, if None) and its JVM, which the next session
+    of the process starts anew."""
     from pyspark import SparkContext
+    from pyspark.sql import SparkSession
 
-    session.stop()
+    session = session or SparkSession._instantiatedSession
+    if session is not None:
+        session.stop()
+    elif SparkContext._active_spark_context is not None:
+        SparkContext._active_spark_context.stop()
     gateway = SparkContext._gateway
     if gateway is not None:
         gateway.shutdown()
