@@ -176,6 +176,9 @@ def pytest_runtest_makereport(item: pytest.Item) -> Iterator[pytest.TestReport]:
     now = suite.tree_cpu_seconds()
     report.cpu = max(0.0, now - item.stash.get(_CPU_MARK, now))  # type: ignore[attr-defined]
     item.stash[_CPU_MARK] = now
+    if report.when == "teardown" and suite.RUN_MARKER in os.environ:
+        found = suite.orphans(os.environ[suite.RUN_MARKER])
+        report.orphans = {str(pid): list(seen) for pid, seen in found.items()}  # type: ignore[attr-defined]
     return report
 
 
@@ -191,6 +194,9 @@ class TierTimes:
         self.cpu_by_test: dict[str, float] = defaultdict(float)
         self.tests: dict[str, int] = defaultdict(int)
         self.span: dict[str, list[float]] = {}
+        # Processes whose parent had gone (pid -> the test that saw it first, its command
+        # line, its CPU seconds when last seen): their CPU is in no test's.
+        self.orphans: dict[str, list[Any]] = {}
         self.machine_at_start = suite.machine_cpu()
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -202,6 +208,9 @@ class TierTimes:
         self.cpu_by_test[report.nodeid.split("@")[0]] += cpu
         if report.when == "call" or (report.when == "setup" and report.outcome != "passed"):
             self.tests[tier] += 1
+        for pid, (argv, seconds) in getattr(report, "orphans", {}).items():
+            seen = self.orphans.setdefault(pid, [report.nodeid.split("@")[0], argv, seconds])
+            seen[2] = max(seen[2], seconds)
         start, stop = getattr(report, "start", 0.0), getattr(report, "stop", 0.0)
         if start and stop:
             first, last = self.span.setdefault(tier, [start, stop])
@@ -235,6 +244,14 @@ class TierTimes:
         top = sorted(self.cpu_by_test.items(), key=lambda kv: -kv[1])[:25]
         for nodeid, cpu in top:
             terminalreporter.write_line(f"{_clock(cpu):>7}  {nodeid}")
+        if self.orphans:
+            orphaned = sorted(self.orphans.values(), key=lambda seen: -seen[2])
+            terminalreporter.section(
+                f"{len(orphaned)} processes outlived the process that started them "
+                f"(cpu when last seen, {_clock(sum(seen[2] for seen in orphaned))} in all)"
+            )
+            for nodeid, argv, cpu in orphaned[:15]:
+                terminalreporter.write_line(f"{_clock(cpu):>7}  {nodeid}\n         {argv}")
 
 
 def _clock(seconds: float) -> str:
