@@ -133,8 +133,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     # - the stores tier first: its Spark module needs a JVM with the stores' connectors
     #   (`SparkSessions` stops a worker's shared JVM for it, and starts that anew after it):
     #   first, it takes a worker before any shared session started, one JVM start less;
-    # - then the pythons tier, the longest group that waits on nothing (10 to 16 minutes), so
-    #   that it does not end the run alone on one core;
+    # - then the pythons tier, a long group that waits on nothing (the fast tier and a Spark
+    #   session, in a run of its own on 3.13), so that it does not end the run alone on one
+    #   core;
     # - then the other groups, the largest first, as xdist would.
     sizes = Counter(_group(item) for item in items)
     first = {GROUPS["stores"]: 0, GROUPS["pythons"]: 1}
