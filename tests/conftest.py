@@ -349,6 +349,14 @@ _exit_status: list[int] = []
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     _exit_status.append(int(exitstatus))
+    # A JVM a test started in this process outside the `spark` fixture (its own
+    # `get_spark`): stopped here, not left to exit on its own once `os._exit` below has
+    # closed its pipe, outside every test's time.
+    if "pyspark" in sys.modules:
+        from pyspark import SparkContext
+
+        if SparkContext._gateway is not None:
+            stop_jvm()
 
 
 @pytest.hookimpl(trylast=True)
