@@ -85,7 +85,9 @@ class SparkSessions:
             # The session `getOrCreate` returns (`getActiveSession` wraps the JVM's anew).
             session = SparkSession._instantiatedSession
             if fits(running, wanted) and session is not None and session._sc is context:
-                return session
+                # Through `get_spark` as before: `getOrCreate` sets the settings' session
+                # options again (a test or another module may have changed them).
+                return get_spark(settings, app_name=app_name)
         if SparkContext._gateway is not None:
             # Another class path, or a JVM whose session was stopped (its class path is
             # unknown: a new context on it would only add the jars to its executors).
