@@ -152,7 +152,7 @@ test-cluster: setup
 test-connect: setup
 	$(BIN)/pytest -m connect
 
-## test-pythons: the fast tier on Python 3.12 and 3.13, the Spark tracking tests on 3.13 (virtualenvs in var/venvs)
+## test-pythons: the fast tier and the Spark tracking tests on Python 3.13, every module imported on 3.12 (virtualenvs in var/venvs)
 test-pythons: setup schemas
 	$(BIN)/pytest -m pythons
 

@@ -1,6 +1,7 @@
 """`ackfold reconcile` through Spark Connect against a classic local session.
 
-Two identical synthetic ledgers, one per mode. Each is reconciled by the whole CLI command
+Two identical synthetic ledgers, one per mode, written by delta-rs (`arrow_ledger`): no
+JVM in this process, so neither mode may lean on one. Each is reconciled by the whole CLI command
 in a new process, as a user (or a DAG task) runs it, three times:
 - first with every event new (the reconcile of `--events` events);
 - then with nothing new, the fixed cost that a scheduled reconcile pays every run: it is
@@ -30,14 +31,14 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import checkout  # noqa: F401  (before settings load: the checkout's var/)
+from arrow_ledger import ArrowLedger
 from common import DEPTH, FANOUT, Workdir, roots_for
 from deltalake import DeltaTable
-from synth import Synthetic
 
 from ackfold.config import Settings
 from ackfold.ledger.marks import read_mark
 from ackfold.ledger.tables import ACK_EVENTS, Ledger
-from ackfold.spark import get_spark
+from ackfold.ledger.writer import LedgerWriter
 from ackfold_dev.connect import LocalConnectServer
 from ackfold_dev.ports import free_port
 
@@ -70,13 +71,11 @@ def main() -> None:
     args = parser.parse_args()
 
     work = Workdir(args.workdir, "ackfold-bench-connect-")
-    synthetic = Synthetic(roots=roots_for(args.events), fanout=FANOUT, depth=DEPTH)
+    synthetic = ArrowLedger(roots=roots_for(args.events), fanout=FANOUT, depth=DEPTH)
     ledgers = {mode: work.settings(mode) for mode in ("classic", "connect")}
     print(f"writing 2 ledgers of {synthetic.events:,} events ({synthetic.roots:,} roots) ...")
-    writer = get_spark(ledgers["classic"], app_name="ackfold-bench-connect", quiet=True)
     for settings in ledgers.values():
-        synthetic.write(writer, Ledger(settings.table_root))
-    writer.stop()  # this process's JVM: neither mode may lean on it
+        synthetic.write(LedgerWriter(settings.table_root))
     now = (synthetic.end + timedelta(hours=1)).isoformat()  # as bench/reconcile.py's
 
     results: dict[str, Any] = {"events": synthetic.events, "roots": synthetic.roots}

@@ -18,6 +18,7 @@ import pytest
 
 from ackfold.config import Settings, load_settings
 from tests import suite
+from tests.spark_sessions import SparkSessions
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -128,13 +129,13 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         on_stack.sort(key=lambda item: item.get_closest_marker("stops_stack") is not None)
         rest = [item for item in items if item not in on_stack]
         items[:] = rest[:first] + on_stack + rest[first:]
-    # xdist hands the groups out in the order of the items (addopts: --no-loadscope-reorder;
-    # its default, the largest group first, put the stores tier on a worker whose shared
-    # session already ran, and its connectors were missing):
-    # - the stores tier first: it starts its own JVM with the stores' connectors, which a
-    #   worker whose shared session already runs could not;
-    # - then the pythons tier, the longest group that waits on nothing (10 to 16 minutes), so
-    #   that it does not end the run alone on one core;
+    # xdist hands the groups out in the order of the items (addopts: --no-loadscope-reorder):
+    # - the stores tier first: its Spark module needs a JVM with the stores' connectors
+    #   (`SparkSessions` stops a worker's shared JVM for it, and starts that anew after it):
+    #   first, it takes a worker before any shared session started, one JVM start less;
+    # - then the pythons tier, a long group that waits on nothing (the fast tier and a Spark
+    #   session, in a run of its own on 3.13), so that it does not end the run alone on one
+    #   core;
     # - then the other groups, the largest first, as xdist would.
     sizes = Counter(_group(item) for item in items)
     first = {GROUPS["stores"]: 0, GROUPS["pythons"]: 1}
@@ -176,6 +177,9 @@ def pytest_runtest_makereport(item: pytest.Item) -> Iterator[pytest.TestReport]:
     now = suite.tree_cpu_seconds()
     report.cpu = max(0.0, now - item.stash.get(_CPU_MARK, now))  # type: ignore[attr-defined]
     item.stash[_CPU_MARK] = now
+    if report.when == "teardown" and suite.RUN_MARKER in os.environ:
+        found = suite.orphans(os.environ[suite.RUN_MARKER])
+        report.orphans = {str(pid): list(seen) for pid, seen in found.items()}  # type: ignore[attr-defined]
     return report
 
 
@@ -191,6 +195,9 @@ class TierTimes:
         self.cpu_by_test: dict[str, float] = defaultdict(float)
         self.tests: dict[str, int] = defaultdict(int)
         self.span: dict[str, list[float]] = {}
+        # Processes whose parent had gone (pid -> the test that saw it first, its command
+        # line, its CPU seconds when last seen): their CPU is in no test's.
+        self.orphans: dict[str, list[Any]] = {}
         self.machine_at_start = suite.machine_cpu()
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -202,6 +209,9 @@ class TierTimes:
         self.cpu_by_test[report.nodeid.split("@")[0]] += cpu
         if report.when == "call" or (report.when == "setup" and report.outcome != "passed"):
             self.tests[tier] += 1
+        for pid, (argv, seconds) in getattr(report, "orphans", {}).items():
+            seen = self.orphans.setdefault(pid, [report.nodeid.split("@")[0], argv, seconds])
+            seen[2] = max(seen[2], seconds)
         start, stop = getattr(report, "start", 0.0), getattr(report, "stop", 0.0)
         if start and stop:
             first, last = self.span.setdefault(tier, [start, stop])
@@ -235,6 +245,14 @@ class TierTimes:
         top = sorted(self.cpu_by_test.items(), key=lambda kv: -kv[1])[:25]
         for nodeid, cpu in top:
             terminalreporter.write_line(f"{_clock(cpu):>7}  {nodeid}")
+        if self.orphans:
+            orphaned = sorted(self.orphans.values(), key=lambda seen: -seen[2])
+            terminalreporter.section(
+                f"{len(orphaned)} processes outlived the process that started them "
+                f"(cpu when last seen, {_clock(sum(seen[2] for seen in orphaned))} in all)"
+            )
+            for nodeid, argv, cpu in orphaned[:15]:
+                terminalreporter.write_line(f"{_clock(cpu):>7}  {nodeid}\n         {argv}")
 
 
 def _clock(seconds: float) -> str:
@@ -252,26 +270,35 @@ def spark_settings(tmp_path_factory: pytest.TempPathFactory) -> Settings:
 
 
 @pytest.fixture(scope="session")
-def spark(spark_settings: Settings) -> Iterator[SparkSession]:
-    """One JVM per worker for every tier that runs Spark in-process: starting one costs
-    seconds. Defined here once: a copy imported into another tier's conftest is a second
-    fixture, and the second teardown found the JVM gone. Stopped with its JVM at the end,
-    so a run without xdist workers leaves no process behind either."""
-
-    from ackfold.spark import get_spark
-
-    with long_lived_jvm():
-        session = get_spark(spark_settings, app_name="ackfold-tests")
-    yield session
-    stop_jvm(session)
+def spark_sessions() -> Iterator[SparkSessions]:
+    """The worker's classic Spark session, one for each set of jars (`SparkSessions`):
+    starting a JVM costs seconds, so the tiers share one, and a module that needs other
+    jars (the stores' connectors) gets a JVM of its own, the shared one started anew after
+    it. Defined here once: a copy imported into another tier's conftest is a second fixture,
+    and the second teardown found the JVM gone. Its JVM is stopped at the end, so a run
+    without xdist workers leaves no process behind either."""
+    yield SparkSessions()
+    stop_jvm()
 
 
-def stop_jvm(session: SparkSession) -> None:
-    """Stop a classic session and its JVM, which the next session of the process starts
-    anew."""
+@pytest.fixture(scope="module")
+def spark(spark_sessions: SparkSessions, spark_settings: Settings) -> SparkSession:
+    """The shared session with ackfold's jars. Per module, not per run: the JVM of the
+    module before may have been started with other jars."""
+    return spark_sessions.get(spark_settings, app_name="ackfold-tests")
+
+
+def stop_jvm(session: SparkSession | None = None) -> None:
+    """Stop a classic session (the process's, if None) and its JVM, which the next session
+    of the process starts anew."""
     from pyspark import SparkContext
+    from pyspark.sql import SparkSession
 
-    session.stop()
+    session = session or SparkSession._instantiatedSession
+    if session is not None:
+        session.stop()
+    elif SparkContext._active_spark_context is not None:
+        SparkContext._active_spark_context.stop()
     gateway = SparkContext._gateway
     if gateway is not None:
         gateway.shutdown()
@@ -322,6 +349,14 @@ _exit_status: list[int] = []
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     _exit_status.append(int(exitstatus))
+    # A JVM a test started in this process outside the `spark` fixture (its own
+    # `get_spark`): stopped here, not left to exit on its own once `os._exit` below has
+    # closed its pipe, outside every test's time.
+    if "pyspark" in sys.modules:
+        from pyspark import SparkContext
+
+        if SparkContext._gateway is not None:
+            stop_jvm()
 
 
 @pytest.hookimpl(trylast=True)

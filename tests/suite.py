@@ -129,6 +129,51 @@ def leftovers(token: str, wait: float = 30) -> dict[int, str]:
     return found
 
 
+def orphans(token: str) -> dict[int, tuple[str, float]]:
+    """Marked processes of this worker (its xdist id in their environment) whose parent has
+    gone, as a JVM whose Python driver left without stopping it: pid -> (command line, CPU
+    seconds so far). Nothing reaps them into a test's tree, so their CPU is in no tier's:
+    found at each test's end, and listed with the test that was running. An orphan is
+    adopted by init (pid 1): only those are read further, a scan takes milliseconds."""
+    needle = f"{RUN_MARKER}={token}".encode()
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    found = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as stat:
+                fields = stat.read().rsplit(b")", 1)[1].split()
+            # state, parent, process group; then user and system time in clock ticks
+            if fields[1] != b"1" or fields[0] == b"Z":
+                continue
+            environ = Path(f"/proc/{name}/environ").read_bytes().split(b"\0")
+            if needle not in environ:
+                continue
+            workers = [item for item in environ if item.startswith(b"PYTEST_XDIST_WORKER=")]
+            if workers != ([f"PYTEST_XDIST_WORKER={worker}".encode()] if worker else []):
+                continue
+            if int(fields[2]) in _server_groups():
+                continue
+            argv = Path(f"/proc/{name}/cmdline").read_bytes().replace(b"\0", b" ")
+            seconds = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+            found[int(name)] = (argv.decode(errors="replace")[:160], seconds)
+        except (OSError, IndexError, ValueError):
+            continue
+    return found
+
+
+def _server_groups() -> set[int]:
+    """The process groups of the run's shared servers (they outlive every test)."""
+    if RUN_DIR not in os.environ or not _servers_dir().exists():
+        return set()
+    groups = set()
+    for record in _servers_dir().glob("*.json"):
+        with contextlib.suppress(OSError, ValueError, KeyError):
+            groups.add(int(json.loads(record.read_text())["pgid"]))
+    return groups
+
+
 def kill(pids: dict[int, str]) -> None:
     for pid in pids:
         with contextlib.suppress(ProcessLookupError, PermissionError):

@@ -1,7 +1,8 @@
 """ackfold on Python 3.12 and 3.13 as well as 3.11: for each, a virtualenv with the pinned
-requirements (`var/venvs/py3.X`, made once and kept while the pins stay the same), in
-which the fast tier passes; on the newest, the Spark tracking tests that depend on the
-interpreter pass too, with PySpark's workers on the same interpreter as the driver."""
+requirements (`var/venvs/py3.X`, made once and kept while the pins stay the same). On the
+newest the fast tier passes, and the Spark tracking tests that depend on the interpreter
+too, with PySpark's workers on the same interpreter as the driver; on the versions in
+between every module of the library and of the development wing imports."""
 
 from __future__ import annotations
 
@@ -20,15 +21,27 @@ from tests.conftest import PROJECT_DIR
 
 VERSIONS = ("3.12", "3.13")
 PINS = ("requirements.txt", "requirements-dev.txt", "pyproject.toml")
-# What each version runs: the fast tier. The newest also runs the Spark tests where the
-# interpreter matters: a tracked streaming app end to end (Python batches and UDFs on
-# PySpark's workers), the ids each side computes, the workers' interpreter, delta-rs's
-# wheel. They run on the oldest supported Python (3.11, the suite's own) and the newest;
-# a JVM and a streaming query more per version in between cost about a CPU-minute and
-# would show nothing those two do not. The rest of the Spark tier is the same JVM work on
-# every Python: run once, on 3.11.
+# What each version runs. The fast tier, and the Spark tests where the interpreter matters
+# (a tracked streaming app end to end: Python batches and UDFs on PySpark's workers; the
+# ids each side computes, the workers' interpreter, delta-rs's wheel), on the oldest
+# supported Python (3.11, the suite's own) and the newest. A version in between gets its
+# virtualenv of the pins and imports every module: what breaks there and on neither end
+# is an install or a module the interpreter refuses. The fast tier again on 3.12 cost as
+# much as on 3.13 (about 1.5 CPU-minutes, the longest group of the run) and showed nothing
+# the two ends do not. The rest of the Spark tier is the same JVM work on every Python:
+# run once, on 3.11.
 FAST_TIER = ("tests/unit", "tests/ui", "tests/deploy")
 SPARK_ON = VERSIONS[-1]
+IMPORT_EVERY_MODULE = """
+import importlib, pkgutil
+names = []
+for top in ("ackfold", "ackfold_dev"):
+    package = importlib.import_module(top)
+    for module in pkgutil.walk_packages(package.__path__, f"{top}."):
+        importlib.import_module(module.name)
+        names.append(module.name)
+print(len(names), "modules imported")
+"""
 TRACKING = "tests/spark/test_tracking.py::test_"
 SPARK_TRACKING = (
     f"{TRACKING}streaming_word_count_writes_the_tracker_events",
@@ -62,9 +75,9 @@ def ensure_venv(python: str, venv: Path) -> Path:
     return venv / "bin" / "python"
 
 
-@pytest.mark.timeout(1800)
-@pytest.mark.parametrize("version", VERSIONS)
-def test_the_fast_tier_passes_and_on_the_newest_the_spark_tracking_tests_on(version: str) -> None:
+def _venv(version: str) -> tuple[Path, dict[str, str]]:
+    """The virtualenv of `version` (skipped when no such Python is installed), and the
+    environment of a run of its own there."""
     python = suite.find_python(version)
     if python is None:
         pytest.skip(f"no Python {version} on PATH or in pyenv (pyenv install {version})")
@@ -82,18 +95,36 @@ def test_the_fast_tier_passes_and_on_the_newest_the_spark_tracking_tests_on(vers
         k: v for k, v in os.environ.items() if k not in skip and not k.startswith("PYTEST_XDIST")
     }
     env["PATH"] = f"{venv_python.parent}{os.pathsep}{env.get('PATH', '')}"
-    selection = [*FAST_TIER, *(SPARK_TRACKING if version == SPARK_ON else ())]
+    return venv_python, env
+
+
+@pytest.mark.timeout(1800)
+def test_the_fast_tier_and_the_spark_tracking_tests_pass_on_the_newest() -> None:
+    venv_python, env = _venv(SPARK_ON)
     done = subprocess.run(
         [str(venv_python), "-m", "pytest", "-q", "-n", "0", "-p", "no:cacheprovider",
-         "--durations=0", *selection],
+         "--durations=0", *FAST_TIER, *SPARK_TRACKING],
         cwd=PROJECT_DIR, env=env, capture_output=True, text=True, timeout=1500, check=False,
     )  # fmt: skip
     tail = done.stdout[-4000:]
-    assert done.returncode == 0, f"Python {version}:\n{tail}\n{done.stderr[-2000:]}"
+    assert done.returncode == 0, f"Python {SPARK_ON}:\n{tail}\n{done.stderr[-2000:]}"
     passed = re.search(r"(\d+) passed", tail)
     assert passed, tail
     assert int(passed.group(1)) > 400, "the fast tier ran"
-    if version == SPARK_ON:  # each tracking test was called (not skipped) and passed
-        for test in SPARK_TRACKING:
-            called = re.search(rf"s call +{re.escape(test)}\b", done.stdout)
-            assert called, f"{test} did not run:\n{tail}"
+    for test in SPARK_TRACKING:  # each tracking test was called (not skipped) and passed
+        called = re.search(rf"s call +{re.escape(test)}\b", done.stdout)
+        assert called, f"{test} did not run:\n{tail}"
+
+
+@pytest.mark.timeout(1800)
+@pytest.mark.parametrize("version", VERSIONS[:-1])
+def test_every_module_imports_on_the_versions_in_between(version: str) -> None:
+    venv_python, env = _venv(version)
+    done = subprocess.run(
+        [str(venv_python), "-c", IMPORT_EVERY_MODULE],
+        cwd=PROJECT_DIR, env=env, capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, f"Python {version}:\n{done.stderr[-3000:]}"
+    imported = re.search(r"(\d+) modules imported", done.stdout)
+    assert imported, done.stdout[-2000:]
+    assert int(imported.group(1)) > 150, "every module of ackfold and ackfold_dev"

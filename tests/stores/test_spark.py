@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from ackfold import LedgerWriter, Tracker
-from ackfold.config import load_settings
+from ackfold.config import Settings, load_settings
 from ackfold.ledger.errors import UnsafeSparkCommits
 from ackfold.ledger.tables import ACK_EVENTS, ROOT_STATE, ROOTS, Ledger
 from ackfold.reconcile.run import run_reconcile
@@ -27,7 +27,8 @@ from ackfold.track.stage import StageTracker
 from ackfold_dev.azurite import LocalAzure
 from ackfold_dev.gcs import LocalGCS
 from ackfold_dev.s3 import LocalS3
-from tests.conftest import JARS_DIR, long_lived_jvm, stop_jvm
+from tests.conftest import JARS_DIR
+from tests.spark_sessions import SparkSessions
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 from arrow_ledger import ArrowLedger
@@ -56,14 +57,13 @@ def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]
 
 
 @pytest.fixture(scope="module")
-def session(servers: dict[str, Any], tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    """One JVM for the three stores: each connector's jars and each server's settings."""
-    from pyspark import SparkContext
+def session(
+    servers: dict[str, Any], spark_sessions: SparkSessions, tmp_path_factory: pytest.TempPathFactory
+) -> Any:
+    """One JVM for the three stores: each connector's jars and each server's settings. The
+    worker's shared session, started without them, is stopped first (`SparkSessions`)."""
+    from ackfold.spark import spark_jars
 
-    from ackfold.spark import get_spark, spark_jars
-
-    # A session already running in this process would be reused, without the connectors.
-    assert SparkContext._active_spark_context is None, "a JVM without the stores' connectors"
     var = tmp_path_factory.mktemp("spark-stores-var")
     jars = spark_jars(load_settings(var_dir=var, jars_dir=JARS_DIR))
     for bundle in STORE_BUNDLES.values():
@@ -76,10 +76,17 @@ def session(servers: dict[str, Any], tmp_path_factory: pytest.TempPathFactory) -
         var_dir=var, jars_dir=JARS_DIR, warehouse=servers["gcs"].warehouse("session"),
         spark={"master": "local[2]", "shuffle_partitions": 2, "conf": conf},
     )  # fmt: skip
-    with long_lived_jvm():
-        spark = get_spark(settings, app_name="ackfold-stores")
-    yield spark
-    stop_jvm(spark)
+    spark = spark_sessions.get(settings, app_name="ackfold-stores")
+    jvm_jars = spark.sparkContext.getConf().get("spark.jars", "").split(",")
+    assert set(by_name.values()) <= set(jvm_jars), "a JVM without the stores' connectors"
+    return spark
+
+
+def test_a_shared_session_running_gives_way_to_the_connectors(spark: Any, session: Any) -> None:
+    """Whichever group a worker ran before: its shared session's JVM (ackfold's jars, no
+    connector) is stopped, and the stores' session has a JVM of its own."""
+    assert spark.sparkContext._jsc is None, "the shared session's JVM still runs"
+    assert session.sparkContext._jsc is not None
 
 
 @pytest.mark.parametrize("kind", STORES)
@@ -127,3 +134,18 @@ def test_a_tracked_app_and_the_spark_engine_on_each_store(
     writer.append(tracker.drain_roots(), tracker.drain())
     second = run_reconcile(settings, now=now, engine="embedded")
     assert second["by_status"] == expected | {"completed": expected["completed"] + 1}
+
+
+def test_the_shared_session_starts_anew_after_the_stores(
+    spark_sessions: SparkSessions, spark_settings: Settings, session: Any, tmp_path: Path
+) -> None:
+    """The modules after this one get a JVM with ackfold's jars again, not the stores'
+    session, and it is reused from then on."""
+    shared = spark_sessions.get(spark_settings)
+    assert session.sparkContext._jsc is None, "the stores' JVM still runs"
+    jars = shared.sparkContext.getConf().get("spark.jars", "")
+    assert "gcs-connector" not in jars
+    assert "delta-spark" in jars
+    shared.range(3).write.format("delta").save(str(tmp_path / "t"))
+    assert shared.read.format("delta").load(str(tmp_path / "t")).count() == 3
+    assert spark_sessions.get(spark_settings) is shared
