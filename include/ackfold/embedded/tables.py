@@ -4,7 +4,8 @@ Reads: `scan` gives a DuckDB relation over a table (its current version, pruned 
 partitions), or over a list of its data files (`ackfold.embedded.log`). Files on this
 machine are read by DuckDB's own parquet reader, the fastest path; files on an object
 store through an Arrow dataset that delta-rs's file system opens with the ledger's
-storage options, so no DuckDB extension is needed.
+storage options, so no DuckDB extension is needed: read into Arrow first, then scanned
+(`_read_remote`).
 
 Writes are not here: they go through `ackfold.ledger.writer.LedgerWriter` (delta-rs, the
 ledger's one commit protocol, with its conflict retries and checkpoints).
@@ -162,8 +163,8 @@ def _remote_partitioned(
         groups.setdefault(tuple(values[c] for c in partitions), []).append(uri)
     rel: duckdb.DuckDBPyRelation | None = None
     for group, uris in groups.items():
-        dataset = _dataset_of(db, uris, pa.schema(data), storage_options)
-        part = _register(db, dataset, [f.name for f in data])
+        rows = _read_remote(_dataset_of(db, uris, pa.schema(data), storage_options))
+        part = _register(db, rows, [f.name for f in data])
         consts = [
             f"CAST({_literal(v)} AS {_duck_type(typed[c])}) AS {_quoted(c)}"
             for c, v in zip(partitions, group, strict=True)
@@ -225,9 +226,8 @@ def scan_files(
     if len(local) == len(files):
         typed = {f.name: f.type for f in schema}
         return _project(db.read_parquet(local, union_by_name=True), schema.names, typed)
-    return _register(
-        db, _dataset_of(db, [f.uri for f in files], schema, storage_options), schema.names
-    )
+    rows = _read_remote(_dataset_of(db, [f.uri for f in files], schema, storage_options))
+    return _register(db, rows, schema.names)
 
 
 def _dataset_of(
@@ -261,6 +261,16 @@ def _dataset_of(
         format="parquet",
         filesystem=pafs.PyFileSystem(handler),
     )
+
+
+def _read_remote(dataset: Any) -> pa.Table:
+    """The rows of an object store's files, read here, not by DuckDB. DuckDB scans an
+    Arrow dataset through `Scanner.to_reader()`, which holds the GIL while Arrow's I/O
+    threads call delta-rs's file system, a Python one that needs it: the two wait for
+    each other for good (a reconcile on the S3 API hung so in the soak). `to_table`
+    lets go of the GIL while it reads. The files are the partitions or new files a run
+    reads, not the table."""
+    return dataset.to_table()
 
 
 @functools.cache
