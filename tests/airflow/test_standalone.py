@@ -76,6 +76,7 @@ ACKFOLD_DAGS = (
     "ackfold_app_wordcount",
     "ackfold_maintenance",
     "ackfold_manual_replay",
+    "ackfold_manual_retract",
     "ackfold_quality",
     "ackfold_reconcile",
     "ackfold_replay",

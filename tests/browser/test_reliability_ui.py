@@ -1,6 +1,7 @@
 """A data engineer's morning in the Reliability UI, in a real browser against `make run`:
 log in, open the failed roots, filter, open a root, replay it (dry run, then for real),
-and watch the new attempt complete."""
+and watch the new attempt complete; before that, retract what a dead letter left in the
+demo's sink, and find the retract in the audit log under the user's name."""
 
 from __future__ import annotations
 
@@ -20,14 +21,21 @@ DEAD_LETTERS = DEMO_FAULTS["poison"] + DEMO_FAULTS["stuck"]
 # outlast the app's timeout, so a reconcile timed it out (its attempts spent: dead-letter)
 # before its acks were folded. Fully processed either way (DESIGN.md, Statuses).
 COMPLETED = ("completed", "completed_late")
+# A User account of the stack (`tests.embedded_stack.USERS`): may trigger, is not the admin.
+USER = "uma"
+RETRACT_DAG = "ackfold_manual_retract"
+# The demo's outputs (`ackfold.demo.wordcount`): its sink, a MERGE target it declares, and
+# the `words` that `count` reads as a stream (found, never retracted).
+SINK = "/apps/wordcount/counted"
+WORDS = "/apps/wordcount/words"
 
 
-def _log_in(page: Any, stack: Stack, path: str) -> None:
+def _log_in(page: Any, stack: Stack, path: str, user: str = "admin") -> None:
     """Ask for `path`: Airflow sends the anonymous browser to its login page, and back."""
     page.goto(f"{stack.url}{path}")
     page.wait_for_url("**/auth/login**")
-    page.fill("input[name=username]", "admin")
-    page.fill("input[name=password]", stack.password)
+    page.fill("input[name=username]", user)
+    page.fill("input[name=password]", stack.password_of(user))
     page.click("button[type=submit]")
     page.wait_for_url(lambda url: "/auth/login" not in url)
     page.goto(f"{stack.url}{path}")
@@ -102,6 +110,82 @@ def test_find_a_dead_letter_open_it_and_trigger_a_dry_run_replay(
     assert run["conf"]["root_ids"] == [root_id]
     assert run["conf"]["dry_run"] is True
     assert stack.wait_for_run("ackfold_manual_replay", run_id, token, 600)["state"] == "success"
+
+
+# Before the stuck dead letter is replayed (the next test): a retract of a root that a later
+# attempt completed is refused, rightly.
+@pytest.mark.timeout(DEMO_WAIT + 1200)
+def test_retract_what_the_stuck_dead_letter_left_in_the_sink(
+    stack: Stack, page: Any, shoot: Any
+) -> None:
+    """As a User (not the admin): the stuck dead letter's page lists the words its outage
+    left in the demo's sink (`counted`, a MERGE target the demo declares); Retract shows the
+    dry run, its confirmation triggers the real `ackfold_manual_retract`, the page follows
+    the run to what it deleted; the rows are gone, and `retract_log` names the user."""
+    from ackfold.config import load_settings
+    from ackfold.effects import retract_history
+    from ackfold.ledger.ids import parse_id
+
+    stack.wait_for_log("the app keeps running", DEMO_WAIT)
+    _log_in(page, stack, "/ackfold/roots", user=USER)
+    root_id = _stuck_dead_letter(page, stack)
+    row = page.locator(f"tr[data-root-id='{root_id}']")
+    assert row.locator("[data-testid=effects]").get_attribute("data-effects") == "yes"
+    row.locator("a[data-testid=root-link]").click()
+    page.wait_for_selector("#effects-table")
+    sink = page.locator(f"tr[data-testid=effect-output][data-output$='{SINK}']")
+    left = int(str(sink.get_attribute("data-rows")))
+    # The outage strikes the second half of the sentence: the first half was counted.
+    assert left > 0, "the stuck message's first words are in the sink"
+    assert sink.get_attribute("data-read-by-stage") is None
+    words = page.locator(f"tr[data-testid=effect-output][data-output$='{WORDS}']")
+    assert words.get_attribute("data-read-by-stage") == "1", "count reads words: it stays"
+    shoot(page, "r1-effects")
+
+    # The dry run: what would go, nothing deleted yet.
+    page.click("#retract-button")
+    page.wait_for_selector("#retract-dialog")
+    assert "Dry run: nothing is deleted yet" in page.inner_text("#retract-dry-run")
+    assert page.get_attribute("#retract-count", "data-count") == str(left)
+    planned = page.locator(f"tr[data-testid=retract-output][data-output$='{SINK}']")
+    assert planned.get_attribute("data-rows") == str(left)
+    shoot(page, "r2-dry-run")
+
+    # Confirmed: the real DAG runs as the user, and the page follows it to its end.
+    page.click("#confirm-retract")
+    page.wait_for_selector("#retract-triggered")
+    href = str(page.get_attribute("#run-link", "href"))
+    assert f"/dags/{RETRACT_DAG}/runs/" in href, href
+    run_id = str(page.get_attribute("#retract-triggered", "data-run-id"))
+    shoot(page, "r3-queued")
+    token = stack.token(USER)
+    status, run = stack.call("GET", f"/api/v2/dags/{RETRACT_DAG}/dagRuns/{run_id}", token=token)
+    assert status == 200, run
+    assert run["conf"]["root_ids"] == [root_id]
+    assert run["conf"]["dry_run"] is False
+    assert run["triggering_user_name"] == USER
+    assert stack.wait_for_run(RETRACT_DAG, run_id, token, 900)["state"] == "success"
+    page.wait_for_selector("#run-state[data-state=success]", timeout=120_000)
+    done = page.inner_text("#run-state")
+    assert f"Deleted {left} row" in done, done
+    assert f"by airflow:{USER}" in done, done
+    shoot(page, "r4-deleted")
+
+    # The rows are gone: on the root's page and in the failed roots' effects column.
+    page.click("a[data-testid=run-root]")
+    page.wait_for_selector("#effects-table")
+    assert sink.get_attribute("data-rows") == "0"
+    page.goto(f"{stack.url}/ackfold/roots?status=dead_lettered")
+    assert row.locator("[data-testid=effects]").get_attribute("data-effects") == "no"
+    shoot(page, "r5-retracted")
+
+    # The audit log says who, and what went.
+    records = retract_history(load_settings(var_dir=stack.var), root_id=parse_id(root_id))
+    assert {r.requested_by for r in records} == {f"airflow:{USER}"}
+    deleted = [r for r in records if r.event == "deleted"]
+    assert [r.output.endswith(SINK) for r in deleted] == [True], deleted
+    assert deleted[0].row_count == left
+    assert not any(r.unconfirmed for r in records)
 
 
 @pytest.mark.timeout(DEMO_WAIT + 1500)

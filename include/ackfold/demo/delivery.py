@@ -86,8 +86,11 @@ class DeliveryReport:
     words_exact: bool = False
     word_mismatches: dict[str, tuple[int, int]] = field(default_factory=dict)
     dead_letter_words: int = 0  # words dead letters left in the sink: not compared
-    # The dead letters' rows per declared output (its table's name), when it declares any.
+    # The dead letters' rows per declared output (its table's name), when it declares any:
+    # in the outputs people read (a retract takes them back), and in those a stage reads
+    # (`words`: a retract leaves them, a delete would stop the stage's stream).
     dead_letter_rows: dict[str, int] = field(default_factory=dict)
+    dead_letter_rows_kept: dict[str, int] = field(default_factory=dict)
     queries_restarted: int = 0
     cycles: int = 0
     seconds: float = 0.0
@@ -145,14 +148,16 @@ class DeliveryReport:
         ]
 
     def _effects_lines(self) -> list[str]:
-        if not self.dead_letter_rows:
+        if not self.dead_letter_rows and not self.dead_letter_rows_kept:
             return []
         rows = ", ".join(f"{name} {n:,}" for name, n in self.dead_letter_rows.items())
+        kept = ", ".join(f"{name} {n:,}" for name, n in self.dead_letter_rows_kept.items())
+        kept = f"; {kept} in what a stage reads (left)" if kept else ""
         if not any(self.dead_letter_rows.values()):
-            return [f"  {'dead letters left':<28}no rows in the outputs ({rows})"]
+            return [f"  {'dead letters left':<28}no rows in the outputs ({rows}){kept}"]
         return [
             f"  {'dead letters left':<28}{rows} rows in the outputs; `ackfold retract` "
-            "takes them back"
+            f"takes them back{kept}"
         ]
 
     def _recovery_lines(self) -> list[str]:
@@ -348,7 +353,9 @@ def assess(
     )
     if check_words:
         _check_words(spark, followed, feed, counted_path)
-        followed.report.dead_letter_rows = _dead_letter_rows(spark, followed, outputs)
+        found = _dead_letter_rows(spark, followed, outputs)
+        followed.report.dead_letter_rows = {k: n for k, (n, read) in found.items() if not read}
+        followed.report.dead_letter_rows_kept = {k: n for k, (n, read) in found.items() if read}
     report = followed.report
     if policy_of is not None:
         rows = (
@@ -377,20 +384,24 @@ def _check_words(spark: SparkSession, followed: Followed, feed: Feed, path: str)
 
 def _dead_letter_rows(
     spark: SparkSession, followed: Followed, outputs: Sequence[DeclaredOutput]
-) -> dict[str, int]:
+) -> dict[str, tuple[int, bool]]:
     """Per declared output (its table's name), the rows of this run's dead letters there,
-    by their origin in its origin column."""
+    by their origin in its origin column, and whether a stage reads it (it carries the
+    tuple column)."""
     from pyspark.sql import functions as F
+
+    from ackfold.effects.find import TUPLE_COLUMN
 
     if not outputs:
         return {}
     dead = spark.createDataFrame([(o,) for o in followed.dead] or [(0,)], "origin BIGINT")
     if not followed.dead:
         dead = dead.limit(0)
-    found: dict[str, int] = {}
+    found: dict[str, tuple[int, bool]] = {}
     for output in outputs:
         table = spark.read.format("delta").load(output.output)
         origin = table[output.origin_column]  # a plain column name (`check_declaration`)
         rows = table.join(F.broadcast(dead), origin == dead["origin"], "left_semi").count()
-        found[output.output.rstrip("/").rsplit("/", 1)[-1]] = rows
+        name = output.output.rstrip("/").rsplit("/", 1)[-1]
+        found[name] = (rows, TUPLE_COLUMN in table.columns)
     return found

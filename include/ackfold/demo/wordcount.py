@@ -258,10 +258,11 @@ class WordCount:
         from pyspark.sql import functions as F
 
         be_slow(self.faults, COUNT)
-        words = frame.cache()
+        # The outage is a window over each sentence: a column, not a filter's condition.
+        words = frame.withColumn("_outage", self._outage()).cache()
         key = (F.col("seq"), F.col("attempt"), F.col("position"))
         dropped = hit(self.faults, "drop", COUNT, *key)
-        stuck = ~dropped & self._outage()
+        stuck = ~dropped & F.col("_outage")
         failed = ~dropped & ~stuck & hit(self.faults, "fail", COUNT, *key)
         good = words.where(~dropped & ~failed & ~stuck)
         # Keyed on the origin root: a replayed sentence inserts only what is missing.
