@@ -14,6 +14,11 @@ from tests.conftest import PROJECT_DIR
 UV = Path(sys.executable).parent / "uv"
 # A producer outside Spark, as the README's tour writes one: a completed root and a
 # failed one.
+# The DAGs ackfold's DAG file declares in a fresh install (no apps configured).
+DAGS = {
+    "ackfold_reconcile", "ackfold_replay", "ackfold_manual_replay", "ackfold_manual_retract",
+    "ackfold_quality", "ackfold_maintenance", "ackfold_smoke",
+}  # fmt: skip
 PRODUCER = """
 from ackfold import LedgerWriter, Tracker, load_settings
 

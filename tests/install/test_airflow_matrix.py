@@ -38,7 +38,7 @@ import pytest
 from ackfold import __version__
 from tests.conftest import PROJECT_DIR
 from tests.docs.test_examples import blocks
-from tests.install.checkout import PRODUCER, UV, copy_checkout, pip_shim, run, user_env
+from tests.install.checkout import DAGS, PRODUCER, UV, copy_checkout, pip_shim, run, user_env
 
 PINS_DIR = Path(__file__).parent / "airflow"
 DEPLOY = PROJECT_DIR / "docs" / "operations" / "deploy.md"
@@ -47,10 +47,6 @@ CONSTRAINTS_URL = (
     "https://raw.githubusercontent.com/apache/airflow/constraints-${AIRFLOW_VERSION}/"
     "constraints-${PYTHON_VERSION}.txt"
 )
-DAGS = {
-    "ackfold_reconcile", "ackfold_replay", "ackfold_manual_replay", "ackfold_quality",
-    "ackfold_maintenance", "ackfold_smoke",
-}  # fmt: skip
 # What the DAG file, the plugins and the providers look like to that Airflow, in its own
 # process: one script, not a CLI start for each.
 # Whether root_state holds the reconcile's mark of the ack_events it folded.

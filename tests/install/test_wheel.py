@@ -24,15 +24,11 @@ from ackfold_dev.stack import wait_healthy
 from tests.conftest import PROJECT_DIR
 from tests.docs.test_examples import Block, blocks
 from tests.embedded_stack import Stack, free_port
-from tests.install.checkout import PRODUCER, copy_checkout, pip_shim, run, user_env
+from tests.install.checkout import DAGS, PRODUCER, copy_checkout, pip_shim, run, user_env
 
 # The deploy page's blocks this test runs, in order: the install, the DAG file, the pool.
 MARK = "tests/install/test_wheel.py"
 DEPLOY = PROJECT_DIR / "docs" / "operations" / "deploy.md"
-DAGS = {
-    "ackfold_reconcile", "ackfold_replay", "ackfold_manual_replay", "ackfold_quality",
-    "ackfold_maintenance", "ackfold_smoke",
-}  # fmt: skip
 # A fresh Airflow on 2 cores shared with the other tiers: minutes to answer its health
 # check and to parse the DAG file.
 START_WAIT = 600

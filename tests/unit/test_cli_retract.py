@@ -130,9 +130,18 @@ def test_show_lists_the_roots_effects(cli: Callable[..., Run], ledger: Ledger) -
     assert shown["effects"]["rows"] == WORDS_PER_ROOT + COUNTS_PER_ROOT
 
 
-def test_retract_says_when_there_is_nothing_to_delete(cli: Callable[..., Run]) -> None:
+def test_retract_run_twice_says_there_is_nothing_left_and_succeeds(
+    cli: Callable[..., Run],
+) -> None:
     root = format_id(ROOTS_OF["other_dead"].root_id)
     assert cli("retract", "--root", root, "--yes").code == 0
-    run = cli("retract", "--root", root, "--yes")
-    assert run.code == 1
-    assert run.out.startswith("nothing to delete: 1 dead letter(s) selected, none has rows")
+    for flags in (("--yes",), ()):  # again, and its dry run
+        run = cli("retract", "--root", root, *flags)
+        assert run.code == 0, run.err
+        assert run.out.startswith("nothing to delete: 1 dead letter(s) selected, none has rows")
+
+
+def test_a_selection_of_no_dead_letter_exits_1(cli: Callable[..., Run]) -> None:
+    run = cli("retract", "--app", "orders", "--since", "2099-01-01T00:00:00Z", "--yes")
+    assert run.code == 1, (run.out, run.err)
+    assert run.out.startswith("no dead letter to retract: none matches ")

@@ -100,7 +100,10 @@ def _retract(settings: Settings, args: argparse.Namespace) -> int:
     emit(json.dumps(summary.as_dict(), indent=2) if args.json else format_summary(summary))
     if summary.failed:
         return 1
-    return 0 if summary.plan.with_effects else 1
+    # Dead letters with nothing left to delete, or skipped with their reason, are done (a
+    # retract run twice succeeds); a selection that matches none is a mistake, as a
+    # replay's is.
+    return 0 if summary.plan.selected else 1
 
 
 def format_plan(plan: Any) -> list[str]:
