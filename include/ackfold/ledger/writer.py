@@ -292,6 +292,22 @@ class LedgerWriter:
             retry_conflicts(lambda: replace(self.table(name), None), what=what)
             checkpoint_at_interval(self.table(name))
 
+    def append_fenced(self, name: str, rows: Any) -> None:
+        """Append the Arrow table `rows` to ledger table `name` in one commit fenced by this
+        thread's lease (`ackfold.ledger.fence.commit`): a run that has lost the lease
+        appends nothing (invariant 19), and raises `Unfenced` outside a turn. For the
+        logs a run writes ahead (`replay_log`, `retract_log`)."""
+        from ackfold.ledger.fence import commit
+
+        path = self.ledger.path(name)
+        commit(
+            self.ledger.root,
+            path,
+            lambda table, properties: self.write(name, table, rows, commit_properties=properties),
+            what=f"append to {path}",
+            load=lambda: self.table(name),
+        )
+
     def write(
         self,
         name: str,
