@@ -21,10 +21,10 @@ from tests.ui.conftest import HOST, FakeAirflow, make_client, ui_settings
 from tests.ui.effects_ledger import (
     DEAD_ROWS,
     SECRET,
-    SECRET_PATTERN,
     TOKEN,
     WORD_ROWS,
     EffectsLedger,
+    effects_client,
     effects_ledger,
     output_rows,
 )
@@ -39,18 +39,8 @@ def ledger(tmp_path_factory: pytest.TempPathFactory) -> EffectsLedger:
 
 
 @pytest.fixture
-def airflow() -> FakeAirflow:
-    return FakeAirflow()
-
-
-def client_for(ledger: EffectsLedger, airflow: FakeAirflow, token: str | None = "jwt-ann") -> Any:
-    settings = ui_settings(ledger.warehouse, redact_patterns=[SECRET_PATTERN])
-    return make_client(settings, airflow, token=token)
-
-
-@pytest.fixture
 def client(ledger: EffectsLedger, airflow: FakeAirflow) -> Iterator[TestClient]:
-    with client_for(ledger, airflow) as c:
+    with effects_client(ledger, airflow) as c:
         yield c
 
 
@@ -75,7 +65,7 @@ def test_the_button_is_on_a_dead_letters_page_only(
     for other in (ledger.sample.completed, ledger.sample.timed_out, ledger.sample.replayed):
         assert 'id="retract-button"' not in client.get(f"/roots/{format_id(other)}").text
     # An Airflow Viewer reads the effects, and is told what role a retract takes.
-    with client_for(ledger, airflow, token="jwt-vic") as vic:
+    with effects_client(ledger, airflow, token="jwt-vic") as vic:
         page = vic.get(f"/roots/{format_id(ledger.sample.dead)}").text
         assert 'id="retract-button"' not in page
         assert 'id="retract-not-allowed"' in page
@@ -208,11 +198,11 @@ def test_refusals(
     unknown = post({"root_id": "0x0000000000000007", "csrf_token": token})
     assert unknown.status_code == 404
     # A viewer whose role may not trigger the DAG, and an anonymous one.
-    with client_for(ledger, airflow, token="jwt-vic") as vic:
+    with effects_client(ledger, airflow, token="jwt-vic") as vic:
         answer = vic.post(path, data={"root_id": dead, "csrf_token": token}, headers=SAME_ORIGIN)
         assert answer.status_code == 403
         assert "ackfold_manual_retract" in answer.text
-    with client_for(ledger, airflow, token=None) as anonymous:
+    with effects_client(ledger, airflow, token=None) as anonymous:
         answer = anonymous.post(path, data={"root_id": dead}, headers=SAME_ORIGIN)
         assert answer.status_code == 303
         assert urlsplit(answer.headers["location"]).path == "/auth/login"
