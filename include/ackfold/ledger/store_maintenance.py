@@ -117,14 +117,9 @@ def maintain_on_store(
             "roots_expired": roots.num_rows,
             "events_deleted": deleted,
         }
-        beats = now - settings.maintenance.progress_retention
         summary["reports_deleted"] = {
             name: _delete_older(writer, name, column, before)
-            for name, column, before in (
-                (SENT_MESSAGES, "sent_at", cutoff),
-                (QUALITY_RESULTS, "run_at", cutoff),
-                (APP_PROGRESS, "recorded_at", beats),
-            )
+            for name, column, before in report_cutoffs(settings, now)
         }
     with step("optimize"):
         for name in Z_ORDERED:
@@ -194,6 +189,20 @@ def vacuumed(ledger: Ledger, name: str, since: int) -> dict[str, int]:
         files += int(metrics.get("numFilesToDelete") or 0)
         size += int(metrics.get("sizeOfDataToDelete") or 0)
     return {"files": files, "bytes": size}
+
+
+def report_cutoffs(settings: Settings, now: datetime) -> tuple[tuple[str, str, datetime], ...]:
+    """The report tables retention deletes from, each with its time column and the
+    cut-off before which its rows go at `now` (aware): `sent_messages` and
+    `quality_results` at `maintenance.retention`, `app_progress` (the apps' heartbeats)
+    at `maintenance.progress_retention`."""
+    cutoff = now - settings.maintenance.retention
+    beats = now - settings.maintenance.progress_retention
+    return (
+        (SENT_MESSAGES, "sent_at", cutoff),
+        (QUALITY_RESULTS, "run_at", cutoff),
+        (APP_PROGRESS, "recorded_at", beats),
+    )
 
 
 def vacuum_hours(settings: Settings, ledger: Ledger, name: str) -> int:

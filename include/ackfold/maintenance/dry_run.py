@@ -26,15 +26,13 @@ from ackfold.ledger.store import delta_uri, storage_options
 from ackfold.ledger.store_maintenance import (
     COMPACTED,
     Z_ORDERED,
+    report_cutoffs,
     settled_roots,
     vacuum_hours,
 )
 from ackfold.ledger.tables import (
     ACK_EVENTS,
-    APP_PROGRESS,
-    QUALITY_RESULTS,
     ROOT_STATE,
-    SENT_MESSAGES,
     TABLES,
     Ledger,
 )
@@ -70,14 +68,9 @@ def plan_maintenance(settings: Settings, *, now: datetime | None = None) -> dict
                 & (ds.field("event_time") < cutoff)
             )
         )
-    beats = now - settings.maintenance.progress_retention
     reports = {
         name: _older(tables[name], column, before)
-        for name, column, before in (
-            (SENT_MESSAGES, "sent_at", cutoff),
-            (QUALITY_RESULTS, "run_at", cutoff),
-            (APP_PROGRESS, "recorded_at", beats),
-        )
+        for name, column, before in report_cutoffs(settings, now)
     }
     removed = {
         name: _vacuumable(table, vacuum_hours(settings, ledger, name))
