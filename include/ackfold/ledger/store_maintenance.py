@@ -173,6 +173,15 @@ def maintain_on_store(
     return summary
 
 
+def removed_totals(removed: dict[str, dict[str, int]]) -> dict[str, int]:
+    """A summary's `files_removed` and `bytes_removed`: the sums of `removed`, the `files`
+    and `bytes` VACUUM deleted (or would delete) per table."""
+    return {
+        "files_removed": sum(figures["files"] for figures in removed.values()),
+        "bytes_removed": sum(figures["bytes"] for figures in removed.values()),
+    }
+
+
 def vacuumed(ledger: Ledger, name: str, since: int) -> dict[str, int]:
     """What the VACUUMs of table `name` after version `since` deleted: `files` and
     `bytes`, from the metrics of their `VACUUM START` commits, which delta-rs and Delta

@@ -26,6 +26,7 @@ from ackfold.ledger.store import delta_uri, storage_options
 from ackfold.ledger.store_maintenance import (
     COMPACTED,
     Z_ORDERED,
+    removed_totals,
     report_cutoffs,
     settled_roots,
     vacuum_hours,
@@ -85,8 +86,7 @@ def plan_maintenance(settings: Settings, *, now: datetime | None = None) -> dict
         "optimized": [name for name in (*Z_ORDERED, *COMPACTED) if tables[name] is not None],
         "vacuumed": [name for name, table in tables.items() if table is not None],
         "removed": removed,
-        "files_removed": sum(figures["files"] for figures in removed.values()),
-        "bytes_removed": sum(figures["bytes"] for figures in removed.values()),
+        **removed_totals(removed),
     }
 
 
