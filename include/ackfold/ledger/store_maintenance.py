@@ -46,6 +46,7 @@ from typing import Any, Final
 from ackfold.config import Settings
 from ackfold.errors import AckfoldError
 from ackfold.ledger import status
+from ackfold.ledger.driver_writers import object_store_writer
 from ackfold.ledger.encoding import writer_properties
 from ackfold.ledger.errors import LedgerConflict
 from ackfold.ledger.fence import commit as fence_commit
@@ -63,7 +64,6 @@ from ackfold.ledger.tables import (
     TABLES,
     Ledger,
 )
-from ackfold.ledger.writer import object_store_writer
 
 log = logging.getLogger("ackfold.maintenance")
 RETENTION_PROPERTY: Final = "delta.deletedFileRetentionDuration"

@@ -22,6 +22,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ackfold.config import Settings
+from ackfold.ledger.driver_writers import object_store_writer
 from ackfold.ledger.store import delta_uri, storage_options
 from ackfold.ledger.store_maintenance import (
     COMPACTED,
@@ -37,7 +38,6 @@ from ackfold.ledger.tables import (
     TABLES,
     Ledger,
 )
-from ackfold.ledger.writer import object_store_writer
 
 
 def plan_maintenance(settings: Settings, *, now: datetime | None = None) -> dict[str, Any]:
