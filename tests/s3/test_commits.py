@@ -15,6 +15,7 @@ import pytest
 
 from ackfold import LedgerWriter, Tracker
 from ackfold.ledger.create import create_tables
+from ackfold.ledger.driver_writers import driver_writer
 from ackfold.ledger.errors import MissingDeltaRs
 from ackfold.ledger.lease import LedgerLease
 from ackfold.ledger.lock import LedgerBusy
@@ -29,7 +30,6 @@ from ackfold.ledger.tables import (
     TABLES,
     Ledger,
 )
-from ackfold.ledger.writer import driver_writer
 from ackfold_dev.s3 import LocalS3
 from tests.s3.conftest import warehouse_of
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import http.server
 import json
+import re
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -32,6 +33,8 @@ HOST = "testserver"
 TOKENS = {"jwt-ann": ("1", "ann"), "jwt-bob": ("2", "bob"), "jwt-vic": ("3", "vic")}
 READ_ONLY = {"vic"}  # an Airflow Viewer: may read, may not trigger a DAG run
 SECRET = b"test-secret"
+# What a browser sends with a form it posts to the page's own origin.
+SAME_ORIGIN = {"Origin": f"http://{HOST}"}
 
 
 async def viewer(request: Request) -> Viewer:
@@ -219,3 +222,15 @@ def empty_warehouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("ui-empty") / "warehouse"
     write_rows(path, ROOT_STATE, [])
     return path
+
+
+def csrf(client: TestClient, path: str = "/roots") -> str:
+    """The CSRF token of the form on the page at `path`, as the viewer's browser sees it."""
+    match = re.search(r'name="csrf_token" value="([^"]+)"', client.get(path).text)
+    assert match is not None
+    return match.group(1)
+
+
+def text_of(html: str) -> str:
+    """A page's text: its tags dropped, its white space one space."""
+    return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", html))

@@ -21,10 +21,12 @@ from pathlib import Path
 from typing import Any, Final
 
 import pyarrow as pa
+from fastapi.testclient import TestClient
 
 from ackfold.effects import declare_output
 from ackfold.ledger.tables import DEAD_LETTERS, ROOT_STATE
 from tests.ledger_fixtures import DAY3, Sample, sample_ledger, write_rows
+from tests.ui.conftest import FakeAirflow, make_client, ui_settings
 
 SECRET: Final = "sk-live-0123456789"
 SECRET_PATTERN: Final = r"sk-live-\w+"
@@ -91,6 +93,15 @@ def effects_ledger(base: Path) -> EffectsLedger:
         ],
     )
     return EffectsLedger(sample, out, gone, words, older_dead_letters(sample))
+
+
+def effects_client(
+    ledger: EffectsLedger, airflow: FakeAirflow, token: str | None = "jwt-ann", **ui: Any
+) -> TestClient:
+    """A client of the UI over `ledger` as `token`'s user, the secrets of its outputs
+    matched by `ui.redact_patterns` (`SECRET_PATTERN`) unless `ui` says otherwise."""
+    ui.setdefault("redact_patterns", [SECRET_PATTERN])
+    return make_client(ui_settings(ledger.warehouse, **ui), airflow, token=token)
 
 
 def older_dead_letters(sample: Sample) -> list[int]:

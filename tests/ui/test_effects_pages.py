@@ -19,10 +19,10 @@ from tests.ui.conftest import FakeAirflow, make_client, ui_settings
 from tests.ui.effects_ledger import (
     DEAD_ROWS,
     SECRET,
-    SECRET_PATTERN,
     TOKEN,
     WORD_ROWS,
     EffectsLedger,
+    effects_client,
     effects_ledger,
 )
 
@@ -32,14 +32,9 @@ def ledger(tmp_path_factory: pytest.TempPathFactory) -> EffectsLedger:
     return effects_ledger(tmp_path_factory.mktemp("effects"))
 
 
-def client_of(ledger: EffectsLedger, **ui: Any) -> TestClient:
-    ui.setdefault("redact_patterns", [SECRET_PATTERN])
-    return make_client(ui_settings(ledger.warehouse, **ui), FakeAirflow())
-
-
 @pytest.fixture
-def client(ledger: EffectsLedger) -> Iterator[TestClient]:
-    with client_of(ledger) as c:
+def client(ledger: EffectsLedger, airflow: FakeAirflow) -> Iterator[TestClient]:
+    with effects_client(ledger, airflow) as c:
         yield c
 
 
@@ -101,7 +96,7 @@ def test_an_app_without_declared_outputs_says_so(client: TestClient, ledger: Eff
 
 
 def test_with_previews_off_a_root_page_shows_counts_only(ledger: EffectsLedger) -> None:
-    with client_of(ledger, payload_preview_chars=0) as c:
+    with effects_client(ledger, FakeAirflow(), payload_preview_chars=0) as c:
         page = c.get(f"/roots/{format_id(ledger.sample.dead)}")
         assert outputs_of(page.text)[ledger.out] == (str(DEAD_ROWS), False)
         assert 'data-testid="effect-row"' not in page.text

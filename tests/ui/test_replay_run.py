@@ -10,25 +10,13 @@ from fastapi.testclient import TestClient
 
 from ackfold.ledger.ids import format_id
 from tests.ledger_fixtures import Sample
-from tests.ui.conftest import HOST, FakeAirflow
-
-SAME_ORIGIN = {"Origin": f"http://{HOST}"}
-
-
-def csrf(client: TestClient) -> str:
-    match = re.search(r'name="csrf_token" value="([^"]+)"', client.get("/roots").text)
-    assert match is not None
-    return match.group(1)
+from tests.ui.conftest import SAME_ORIGIN, FakeAirflow, csrf, text_of
 
 
 def state_of(html: str) -> str:
     match = re.search(r'id="run-state" data-state="(\w+)"', html)
     assert match is not None, html
     return match.group(1)
-
-
-def text_of(html: str) -> str:
-    return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", html))
 
 
 def test_a_hand_replay_is_queued_then_running_then_sent(

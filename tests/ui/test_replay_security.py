@@ -19,16 +19,8 @@ from ackfold.replay.params import parse_replay_conf
 from ackfold.ui import replay_pages
 from ackfold.ui.redact import MASK, Redactor
 from tests.ledger_fixtures import Sample, bulk_ledger
-from tests.ui.conftest import HOST, FakeAirflow, make_client, ui_settings
+from tests.ui.conftest import HOST, SAME_ORIGIN, FakeAirflow, csrf, make_client, ui_settings
 from tests.ui.odd_ledger import odd_ledger
-
-SAME_ORIGIN = {"Origin": f"http://{HOST}"}
-
-
-def csrf(client: TestClient, path: str = "/roots") -> str:
-    match = re.search(r'name="csrf_token" value="([^"]+)"', client.get(path).text)
-    assert match is not None
-    return match.group(1)
 
 
 def test_anonymous_requests_are_refused(sample: Sample, airflow: FakeAirflow) -> None:

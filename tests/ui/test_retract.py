@@ -17,19 +17,18 @@ from fastapi.testclient import TestClient
 from ackfold.effects import parse_retract_conf
 from ackfold.ledger.ids import format_id
 from ackfold.ui.redact import MASK
-from tests.ui.conftest import HOST, FakeAirflow, make_client, ui_settings
+from tests.ui.conftest import SAME_ORIGIN, FakeAirflow, csrf, make_client, text_of, ui_settings
 from tests.ui.effects_ledger import (
     DEAD_ROWS,
     SECRET,
-    SECRET_PATTERN,
     TOKEN,
     WORD_ROWS,
     EffectsLedger,
+    effects_client,
     effects_ledger,
     output_rows,
 )
 
-SAME_ORIGIN = {"Origin": f"http://{HOST}"}
 DAG = "ackfold_manual_retract"
 
 
@@ -39,31 +38,9 @@ def ledger(tmp_path_factory: pytest.TempPathFactory) -> EffectsLedger:
 
 
 @pytest.fixture
-def airflow() -> FakeAirflow:
-    return FakeAirflow()
-
-
-def client_for(ledger: EffectsLedger, airflow: FakeAirflow, token: str | None = "jwt-ann") -> Any:
-    settings = ui_settings(ledger.warehouse, redact_patterns=[SECRET_PATTERN])
-    return make_client(settings, airflow, token=token)
-
-
-@pytest.fixture
 def client(ledger: EffectsLedger, airflow: FakeAirflow) -> Iterator[TestClient]:
-    with client_for(ledger, airflow) as c:
+    with effects_client(ledger, airflow) as c:
         yield c
-
-
-def csrf(client: TestClient, root_id: int) -> str:
-    match = re.search(
-        r'name="csrf_token" value="([^"]+)"', client.get(f"/roots/{format_id(root_id)}").text
-    )
-    assert match is not None
-    return match.group(1)
-
-
-def text_of(html: str) -> str:
-    return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", html))
 
 
 def test_the_button_is_on_a_dead_letters_page_only(
@@ -75,7 +52,7 @@ def test_the_button_is_on_a_dead_letters_page_only(
     for other in (ledger.sample.completed, ledger.sample.timed_out, ledger.sample.replayed):
         assert 'id="retract-button"' not in client.get(f"/roots/{format_id(other)}").text
     # An Airflow Viewer reads the effects, and is told what role a retract takes.
-    with client_for(ledger, airflow, token="jwt-vic") as vic:
+    with effects_client(ledger, airflow, token="jwt-vic") as vic:
         page = vic.get(f"/roots/{format_id(ledger.sample.dead)}").text
         assert 'id="retract-button"' not in page
         assert 'id="retract-not-allowed"' in page
@@ -90,7 +67,7 @@ def test_the_dry_run_shows_what_would_go_and_deletes_nothing(
     dead = ledger.sample.dead
     page = client.post(
         "/retract",
-        data={"csrf_token": csrf(client, dead), "root_id": format_id(dead)},
+        data={"csrf_token": csrf(client, f"/roots/{format_id(dead)}"), "root_id": format_id(dead)},
         headers=SAME_ORIGIN,
     )
     assert page.status_code == 200, page.text
@@ -124,7 +101,10 @@ def test_the_confirmation_triggers_the_retract_dag_as_the_user_and_follows_the_r
     dead = format_id(ledger.sample.dead)
     page = client.post(
         "/retract/confirm",
-        data={"csrf_token": csrf(client, ledger.sample.dead), "root_id": dead},
+        data={
+            "csrf_token": csrf(client, f"/roots/{dead}"),
+            "root_id": dead,
+        },
         headers=SAME_ORIGIN,
     )
     assert page.status_code == 200, page.text
@@ -182,7 +162,7 @@ def test_refusals(
     path: str, client: TestClient, ledger: EffectsLedger, airflow: FakeAirflow
 ) -> None:
     dead = format_id(ledger.sample.dead)
-    token = csrf(client, ledger.sample.dead)
+    token = csrf(client, f"/roots/{dead}")
 
     def post(data: dict[str, Any], headers: dict[str, str] = SAME_ORIGIN) -> Any:
         return client.post(path, data=data, headers=headers)
@@ -208,11 +188,11 @@ def test_refusals(
     unknown = post({"root_id": "0x0000000000000007", "csrf_token": token})
     assert unknown.status_code == 404
     # A viewer whose role may not trigger the DAG, and an anonymous one.
-    with client_for(ledger, airflow, token="jwt-vic") as vic:
+    with effects_client(ledger, airflow, token="jwt-vic") as vic:
         answer = vic.post(path, data={"root_id": dead, "csrf_token": token}, headers=SAME_ORIGIN)
         assert answer.status_code == 403
         assert "ackfold_manual_retract" in answer.text
-    with client_for(ledger, airflow, token=None) as anonymous:
+    with effects_client(ledger, airflow, token=None) as anonymous:
         answer = anonymous.post(path, data={"root_id": dead}, headers=SAME_ORIGIN)
         assert answer.status_code == 303
         assert urlsplit(answer.headers["location"]).path == "/auth/login"
@@ -224,7 +204,7 @@ def test_a_dead_letter_with_nothing_left_has_nothing_to_confirm(
     client: TestClient, ledger: EffectsLedger, airflow: FakeAirflow
 ) -> None:
     empty = ledger.older[0]
-    data = {"csrf_token": csrf(client, empty), "root_id": format_id(empty)}
+    data = {"csrf_token": csrf(client, f"/roots/{format_id(empty)}"), "root_id": format_id(empty)}
     page = client.post("/retract", data=data, headers=SAME_ORIGIN)
     assert page.status_code == 200, page.text
     assert 'id="nothing-to-retract"' in page.text
@@ -246,7 +226,7 @@ def test_a_failed_or_paused_retract_run_says_so(
     client: TestClient, ledger: EffectsLedger, airflow: FakeAirflow
 ) -> None:
     dead = format_id(ledger.sample.dead)
-    data = {"csrf_token": csrf(client, ledger.sample.dead), "root_id": dead}
+    data = {"csrf_token": csrf(client, f"/roots/{dead}"), "root_id": dead}
     airflow.paused = True
     page = client.post("/retract/confirm", data=data, headers=SAME_ORIGIN)
     assert page.status_code == 200, page.text
@@ -300,7 +280,7 @@ def test_with_previews_off_the_dry_run_shows_counts_only(
     settings = ui_settings(ledger.warehouse, payload_preview_chars=0)
     with make_client(settings, airflow) as c:
         dead = ledger.sample.dead
-        data = {"csrf_token": csrf(c, dead), "root_id": format_id(dead)}
+        data = {"csrf_token": csrf(c, f"/roots/{format_id(dead)}"), "root_id": format_id(dead)}
         page = c.post("/retract", data=data, headers=SAME_ORIGIN)
         assert page.status_code == 200, page.text
         assert f'id="retract-count" data-count="{DEAD_ROWS}"' in page.text

@@ -17,7 +17,7 @@ import pytest
 from deltalake import DeltaTable, write_deltalake
 
 from ackfold import LedgerWriter, Tracker
-from ackfold.ledger import contract, tables, writer
+from ackfold.ledger import contract, driver_writers, tables, writer
 from ackfold.ledger.contract import (
     EVENT_KINDS,
     ContractError,
@@ -365,7 +365,7 @@ def test_the_driver_commits_a_local_warehouse_unless_its_session_is_spark_connec
     connect = type("SparkSession", (), {"__module__": "pyspark.sql.connect.session"})()
     classic = type("SparkSession", (), {"__module__": "pyspark.sql.session"})()
     ledger = tables.Ledger(str(tmp_path))
-    assert writer.driver_writer(connect, ledger) is None  # type: ignore[arg-type]
-    found = writer.driver_writer(classic, ledger)  # type: ignore[arg-type]
+    assert driver_writers.driver_writer(connect, ledger) is None  # type: ignore[arg-type]
+    found = driver_writers.driver_writer(classic, ledger)  # type: ignore[arg-type]
     assert found is not None
     assert found.ledger == ledger

@@ -96,29 +96,18 @@ def retract_history(
 
 def log_rows(settings: Settings, rows: list[dict[str, Any]]) -> None:
     """Append `rows` (dicts of `retract_log`'s columns) in one commit fenced by this
-    thread's lease (`ackfold.ledger.fence.commit`): a run that lost it appends nothing;
+    thread's lease (`LedgerWriter.append_fenced`): a run that lost it appends nothing;
     `Unfenced` outside a turn."""
     import pyarrow as pa
 
     from ackfold.ledger.contract import arrow_schema
-    from ackfold.ledger.fence import commit
     from ackfold.ledger.tables import RETRACT_LOG
     from ackfold.ledger.writer import LedgerWriter
 
     if not rows:
         return
-    writer = LedgerWriter(settings.table_root)
     table = pa.Table.from_pylist(rows, schema=arrow_schema(RETRACT_LOG))
-    path = writer.ledger.path(RETRACT_LOG)
-    commit(
-        writer.ledger.root,
-        path,
-        lambda delta, properties: writer.write(
-            RETRACT_LOG, delta, table, commit_properties=properties
-        ),
-        what=f"append to {path}",
-        load=lambda: writer.table(RETRACT_LOG),
-    )
+    LedgerWriter(settings.table_root).append_fenced(RETRACT_LOG, table)
 
 
 def plan_rows(

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ackfold.errors import AckfoldError
+from ackfold.errors import AckfoldError, ParamsError
 from ackfold.ledger.errors import OutputDeclarationError
 
 __all__ = [
@@ -63,14 +63,7 @@ class RetractRefused(EffectsError):
         return (type(self), (self.refused,))
 
 
-class RetractParamsError(EffectsError, ValueError):
+class RetractParamsError(EffectsError, ParamsError):
     """A manual retract conf is invalid: the message lists every bad field and its fix."""
 
-    def __init__(self, problems: Mapping[str, str]) -> None:
-        self.problems = dict(problems)
-        lines = "\n  ".join(f"{key}: {why}" for key, why in self.problems.items())
-        names = ", ".join(self.problems)
-        super().__init__(f"invalid retract request ({names}):\n  {lines}")
-
-    def __reduce__(self) -> tuple[type[RetractParamsError], tuple[dict[str, str]]]:
-        return (type(self), (self.problems,))
+    what = "retract request"

@@ -20,9 +20,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ackfold.ledger.conflicts import conflict_of, retry_conflicts
+from ackfold.ledger.driver_writers import object_store_writer
 from ackfold.ledger.store import is_object_store
 from ackfold.ledger.tables import TABLES, Ledger, create_sql
-from ackfold.ledger.writer import LedgerWriter, object_store_writer
+from ackfold.ledger.writer import LedgerWriter
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -282,7 +282,7 @@ def commit_nothing(table: Any, properties: Any) -> None:
 
 def _checkpointed(action: Callable[[Any, Any], T]) -> Callable[[Any, Any], T]:
     """`action(table, properties)`, then the ledger's checkpoint at its interval."""
-    from ackfold.ledger.writer import checkpoint_at_interval
+    from ackfold.ledger.checkpoints import checkpoint_at_interval
 
     def run(table: Any, properties: Any) -> T:
         result = action(table, properties)

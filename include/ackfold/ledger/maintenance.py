@@ -63,16 +63,14 @@ from ackfold.ledger.store_maintenance import (
     Z_ORDERED,
     Step,
     no_steps,
+    report_cutoffs,
     tidy_logs,
     vacuum_hours,
     vacuumed,
 )
 from ackfold.ledger.tables import (
     ACK_EVENTS,
-    APP_PROGRESS,
-    QUALITY_RESULTS,
     ROOT_STATE,
-    SENT_MESSAGES,
     TABLES,
     Ledger,
 )
@@ -244,13 +242,8 @@ def expire_reports(spark: SparkSession, settings: Settings, *, now: datetime) ->
     per table."""
     ledger = Ledger(settings.table_root)
     cutoff = now.astimezone(UTC) - settings.maintenance.retention
-    beats = now.astimezone(UTC) - settings.maintenance.progress_retention
     deleted = {}
-    for table, column, before in (
-        (SENT_MESSAGES, "sent_at", cutoff),
-        (QUALITY_RESULTS, "run_at", cutoff),
-        (APP_PROGRESS, "recorded_at", beats),
-    ):
+    for table, column, before in report_cutoffs(settings, now.astimezone(UTC)):
         old = f"{column} < {dml.literal(before)}"
         deleted[table] = spark.read.format("delta").load(ledger.path(table)).where(old).count()
         if deleted[table]:  # no empty commit

@@ -46,6 +46,7 @@ from typing import Any, Final
 from ackfold.config import Settings
 from ackfold.errors import AckfoldError
 from ackfold.ledger import status
+from ackfold.ledger.driver_writers import object_store_writer
 from ackfold.ledger.encoding import writer_properties
 from ackfold.ledger.errors import LedgerConflict
 from ackfold.ledger.fence import commit as fence_commit
@@ -63,7 +64,6 @@ from ackfold.ledger.tables import (
     TABLES,
     Ledger,
 )
-from ackfold.ledger.writer import object_store_writer
 
 log = logging.getLogger("ackfold.maintenance")
 RETENTION_PROPERTY: Final = "delta.deletedFileRetentionDuration"
@@ -117,14 +117,9 @@ def maintain_on_store(
             "roots_expired": roots.num_rows,
             "events_deleted": deleted,
         }
-        beats = now - settings.maintenance.progress_retention
         summary["reports_deleted"] = {
             name: _delete_older(writer, name, column, before)
-            for name, column, before in (
-                (SENT_MESSAGES, "sent_at", cutoff),
-                (QUALITY_RESULTS, "run_at", cutoff),
-                (APP_PROGRESS, "recorded_at", beats),
-            )
+            for name, column, before in report_cutoffs(settings, now)
         }
     with step("optimize"):
         for name in Z_ORDERED:
@@ -178,6 +173,15 @@ def maintain_on_store(
     return summary
 
 
+def removed_totals(removed: dict[str, dict[str, int]]) -> dict[str, int]:
+    """A summary's `files_removed` and `bytes_removed`: the sums of `removed`, the `files`
+    and `bytes` VACUUM deleted (or would delete) per table."""
+    return {
+        "files_removed": sum(figures["files"] for figures in removed.values()),
+        "bytes_removed": sum(figures["bytes"] for figures in removed.values()),
+    }
+
+
 def vacuumed(ledger: Ledger, name: str, since: int) -> dict[str, int]:
     """What the VACUUMs of table `name` after version `since` deleted: `files` and
     `bytes`, from the metrics of their `VACUUM START` commits, which delta-rs and Delta
@@ -194,6 +198,20 @@ def vacuumed(ledger: Ledger, name: str, since: int) -> dict[str, int]:
         files += int(metrics.get("numFilesToDelete") or 0)
         size += int(metrics.get("sizeOfDataToDelete") or 0)
     return {"files": files, "bytes": size}
+
+
+def report_cutoffs(settings: Settings, now: datetime) -> tuple[tuple[str, str, datetime], ...]:
+    """The report tables retention deletes from, each with its time column and the
+    cut-off before which its rows go at `now` (aware): `sent_messages` and
+    `quality_results` at `maintenance.retention`, `app_progress` (the apps' heartbeats)
+    at `maintenance.progress_retention`."""
+    cutoff = now - settings.maintenance.retention
+    beats = now - settings.maintenance.progress_retention
+    return (
+        (SENT_MESSAGES, "sent_at", cutoff),
+        (QUALITY_RESULTS, "run_at", cutoff),
+        (APP_PROGRESS, "recorded_at", beats),
+    )
 
 
 def vacuum_hours(settings: Settings, ledger: Ledger, name: str) -> int:

@@ -47,15 +47,17 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 from ackfold.ledger import schemes
+from ackfold.ledger.checkpoints import checkpoint_at_interval
 from ackfold.ledger.conflicts import retry_conflicts
 from ackfold.ledger.contract import ContractError, check_rows, delta_schema
 from ackfold.ledger.encoding import clustered, writer_properties
 from ackfold.ledger.errors import LedgerError, MissingDeltaRs, SchemaMismatch
 from ackfold.ledger.sql import first_line
-from ackfold.ledger.store import delta_uri, is_object_store, storage_options
+from ackfold.ledger.store import delta_uri, is_object_store
+from ackfold.ledger.store import storage_options as env_storage_options
 from ackfold.ledger.tables import (
     ACK_EVENTS,
     ADDED_COLUMNS,
@@ -64,12 +66,8 @@ from ackfold.ledger.tables import (
     TABLE_PROPERTIES,
     TABLES,
     Ledger,
-    local_dir,
 )
 from ackfold.ledger.upgrade import require_roots_fit, roots_scheme
-
-if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
 
 __all__ = [
     "Appended",
@@ -77,8 +75,6 @@ __all__ = [
     "LedgerWriter",
     "MissingDeltaRs",
     "SchemaMismatch",
-    "driver_writer",
-    "object_store_writer",
 ]
 
 # What `append` writes, in this order.
@@ -106,7 +102,7 @@ class LedgerWriter:
     ) -> None:
         self.ledger = Ledger(str(warehouse))
         if storage_options is None:
-            storage_options = _env_options(str(warehouse))
+            storage_options = env_storage_options(str(warehouse))
         self.storage_options = dict(storage_options) if storage_options else None
         self._checked: set[str] = set()
         # On an object store, the DeltaTable of each table appended to, per thread (the
@@ -292,6 +288,22 @@ class LedgerWriter:
             retry_conflicts(lambda: replace(self.table(name), None), what=what)
             checkpoint_at_interval(self.table(name))
 
+    def append_fenced(self, name: str, rows: Any) -> None:
+        """Append the Arrow table `rows` to ledger table `name` in one commit fenced by this
+        thread's lease (`ackfold.ledger.fence.commit`): a run that has lost the lease
+        appends nothing (invariant 19), and raises `Unfenced` outside a turn. For the
+        logs a run writes ahead (`replay_log`, `retract_log`)."""
+        from ackfold.ledger.fence import commit
+
+        path = self.ledger.path(name)
+        commit(
+            self.ledger.root,
+            path,
+            lambda table, properties: self.write(name, table, rows, commit_properties=properties),
+            what=f"append to {path}",
+            load=lambda: self.table(name),
+        )
+
     def write(
         self,
         name: str,
@@ -393,66 +405,6 @@ class LedgerWriter:
         self._checked.add(name)
 
 
-def driver_writer(spark: SparkSession, ledger: Ledger) -> LedgerWriter | None:
-    """The delta-rs writer of `ledger` where this process commits its rows: a classic
-    session (this is its driver) on a warehouse of this machine, and any process on an
-    object store (the only commit protocol there: `docs/decisions/object-stores.md`);
-    else None, and Spark appends (a local warehouse under Spark Connect, HDFS).
-
-    Under Spark Connect a stage's batch runs in a Python worker of the server: on an object
-    store that worker commits, with the server's environment, and must import deltalake."""
-    directory = local_dir(ledger.root)
-    if directory is None:
-        if not is_object_store(ledger.root):
-            return None
-        _require_deltalake(ledger.root)
-        key = ledger.root
-    elif _connect_session(spark):
-        return None
-    else:
-        key = str(directory)
-    found = _DRIVER_WRITERS.get(key)
-    if found is None:
-        found = _DRIVER_WRITERS[key] = LedgerWriter(directory or ledger.root)
-    return found
-
-
-def _connect_session(spark: SparkSession) -> bool:
-    """A Spark Connect session (nothing on this side has a JVM), told by its class's module:
-    the ledger does not import `ackfold.spark` (`ackfold.spark.is_connect` says the same)."""
-    return type(spark).__module__.startswith("pyspark.sql.connect")
-
-
-def object_store_writer(warehouse: str) -> LedgerWriter:
-    """The delta-rs writer of a ledger on an object store, with the environment's storage
-    options: what every commit there goes through (the embedded engine's too)."""
-    _require_deltalake(warehouse)
-    found = _DRIVER_WRITERS.get(warehouse)
-    if found is None:
-        found = _DRIVER_WRITERS[warehouse] = LedgerWriter(warehouse)
-    return found
-
-
-def _require_deltalake(warehouse: str) -> None:
-    try:
-        import deltalake  # noqa: F401
-    except ImportError:
-        raise MissingDeltaRs(
-            f"the warehouse {warehouse} is on an object store, where every ledger commit is "
-            "delta-rs's (conditional writes), and this Python cannot import deltalake: "
-            "install deltalake==1.6.6 here (on a Spark Connect server: in the Python its "
-            "workers run, PYSPARK_PYTHON), with the store's credentials in its environment"
-        ) from None
-
-
-def _env_options(warehouse: str) -> dict[str, str] | None:
-    return storage_options(warehouse)
-
-
-# One writer per warehouse: it checks each table's schema once.
-_DRIVER_WRITERS: dict[str, LedgerWriter] = {}
-
-
 def conform(data: Any, schema: Any) -> Any:
     """The Arrow table `data` in the columns and types of `schema` (a ``pyarrow.Schema``):
     columns the table gained that `data` lacks are null, as in `append`'s rows.
@@ -472,16 +424,6 @@ def conform(data: Any, schema: Any) -> Any:
         for field in schema
     ]
     return pa.Table.from_arrays(columns, schema=schema)
-
-
-def checkpoint_at_interval(table: Any) -> None:
-    """After a commit through `table` (a `DeltaTable` at the version it committed):
-    checkpoint every `delta.checkpointInterval` versions, 10 unless the table says
-    otherwise, as Delta Spark does (delta-rs's own default is 100): readers, Spark's and
-    delta-rs's, then replay at most that many commits. It takes delta-rs milliseconds."""
-    interval = int(table.metadata().configuration.get("delta.checkpointInterval") or 10)
-    if table.version() % interval == 0:
-        table.create_checkpoint()
 
 
 @contextmanager

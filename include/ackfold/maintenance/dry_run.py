@@ -22,23 +22,22 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ackfold.config import Settings
+from ackfold.ledger.driver_writers import object_store_writer
 from ackfold.ledger.store import delta_uri, storage_options
 from ackfold.ledger.store_maintenance import (
     COMPACTED,
     Z_ORDERED,
+    removed_totals,
+    report_cutoffs,
     settled_roots,
     vacuum_hours,
 )
 from ackfold.ledger.tables import (
     ACK_EVENTS,
-    APP_PROGRESS,
-    QUALITY_RESULTS,
     ROOT_STATE,
-    SENT_MESSAGES,
     TABLES,
     Ledger,
 )
-from ackfold.ledger.writer import object_store_writer
 
 
 def plan_maintenance(settings: Settings, *, now: datetime | None = None) -> dict[str, Any]:
@@ -70,14 +69,9 @@ def plan_maintenance(settings: Settings, *, now: datetime | None = None) -> dict
                 & (ds.field("event_time") < cutoff)
             )
         )
-    beats = now - settings.maintenance.progress_retention
     reports = {
         name: _older(tables[name], column, before)
-        for name, column, before in (
-            (SENT_MESSAGES, "sent_at", cutoff),
-            (QUALITY_RESULTS, "run_at", cutoff),
-            (APP_PROGRESS, "recorded_at", beats),
-        )
+        for name, column, before in report_cutoffs(settings, now)
     }
     removed = {
         name: _vacuumable(table, vacuum_hours(settings, ledger, name))
@@ -92,8 +86,7 @@ def plan_maintenance(settings: Settings, *, now: datetime | None = None) -> dict
         "optimized": [name for name in (*Z_ORDERED, *COMPACTED) if tables[name] is not None],
         "vacuumed": [name for name, table in tables.items() if table is not None],
         "removed": removed,
-        "files_removed": sum(figures["files"] for figures in removed.values()),
-        "bytes_removed": sum(figures["bytes"] for figures in removed.values()),
+        **removed_totals(removed),
     }
 
 

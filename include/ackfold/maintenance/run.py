@@ -41,7 +41,7 @@ from ackfold.embedded import SPARK, engine_for
 from ackfold.ledger.lease import ledger_turn
 from ackfold.ledger.lock import DEFAULT_WAIT
 from ackfold.ledger.maintenance import maintain_steps, spark_steps_safe
-from ackfold.ledger.store_maintenance import STEPS
+from ackfold.ledger.store_maintenance import STEPS, removed_totals
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -111,8 +111,7 @@ def run_maintenance(
         engine=chosen,
         epoch=epoch,
         dry_run=False,
-        files_removed=sum(figures["files"] for figures in removed.values()),
-        bytes_removed=sum(figures["bytes"] for figures in removed.values()),
+        **removed_totals(removed),
         seconds_by_step=steps.seconds,
     )
     from ackfold.metrics import export_run

@@ -22,9 +22,9 @@ from ackfold.embedded import EMBEDDED, engine_for
 from ackfold.errors import AckfoldError
 from ackfold.ledger.conflicts import retry_conflicts
 from ackfold.ledger.create import create_tables
+from ackfold.ledger.driver_writers import object_store_writer
 from ackfold.ledger.store import is_object_store
 from ackfold.ledger.tables import QUALITY_RESULTS, Ledger, spark_schema
-from ackfold.ledger.writer import object_store_writer
 from ackfold.quality.batches import LedgerFrames, Window
 from ackfold.quality.expectations import Suite, delivery_suites, ledger_suites
 from ackfold.quality.report import CheckResult, QualityReport

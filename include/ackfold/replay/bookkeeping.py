@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Any, Final
 
 from ackfold.ledger import dml, status
 from ackfold.ledger.contract import arrow_schema
-from ackfold.ledger.fence import commit, spark_commit
+from ackfold.ledger.driver_writers import driver_writer
+from ackfold.ledger.fence import spark_commit
 from ackfold.ledger.tables import DEAD_LETTERS, REPLAY_LOG, ROOT_STATE, Ledger, spark_schema
-from ackfold.ledger.writer import LedgerWriter, driver_writer
 from ackfold.replay.planner import DEAD_LETTER, REPLAY, SENT, Plan, Planned
 from ackfold.replay.request import REPLAYABLE
 from ackfold.sources.base import Sent
@@ -37,22 +37,6 @@ def now_wall() -> datetime:
     """Log times are wall-clock times (a run's `now` may be set for timeouts)."""
     # Timezone-aware: Spark reads a naive datetime in the driver's local time zone.
     return datetime.now(UTC)
-
-
-def append_log(writer: LedgerWriter, rows: Any) -> None:
-    """Append the Arrow table `rows` to `replay_log` through `writer`, in one commit fenced
-    by this thread's lease (`ackfold.ledger.fence.commit`): a run that has lost the lease
-    appends nothing (invariant 19), and raises `Unfenced` outside a turn."""
-    path = writer.ledger.path(REPLAY_LOG)
-    commit(
-        writer.ledger.root,
-        path,
-        lambda table, properties: writer.write(
-            REPLAY_LOG, table, rows, commit_properties=properties
-        ),
-        what=f"append to {path}",
-        load=lambda: writer.table(REPLAY_LOG),
-    )
 
 
 class Bookkeeper(ABC):
@@ -153,7 +137,7 @@ class SparkBookkeeper(Bookkeeper):
 
             schema = arrow_schema(REPLAY_LOG)
             rows_by_name = [dict(zip(schema.names, r, strict=True)) for r in records]
-            append_log(direct, pa.Table.from_pylist(rows_by_name, schema=schema))
+            direct.append_fenced(REPLAY_LOG, pa.Table.from_pylist(rows_by_name, schema=schema))
             return
         frame = self.spark.createDataFrame(records, spark_schema(REPLAY_LOG))
         path = self.ledger.path(REPLAY_LOG)

@@ -4,7 +4,7 @@ The same rows and the same MERGEs as `ackfold.replay.bookkeeping.SparkBookkeeper
 
 - `replay_log` rows are blind appends through the ledger's writer
   (`ackfold.ledger.writer.LedgerWriter`: its commit protocol), fenced like every commit
-  of the run (`append_log`): a run that lost the lease appends no row;
+  of the run (`LedgerWriter.append_fenced`): a run that lost the lease appends no row;
 - `root_state`: one MERGE that moves each sent root to `replayed` or `dead_lettered`,
   only from a replayable status, so a re-run (or a run that finishes an earlier one's
   bookkeeping) changes nothing; `first_event_date` in the join prunes the partitions it
@@ -27,7 +27,7 @@ from ackfold.ledger.contract import arrow_schema
 from ackfold.ledger.fence import commit
 from ackfold.ledger.tables import DEAD_LETTERS, REPLAY_LOG, ROOT_STATE, Ledger
 from ackfold.ledger.writer import LedgerWriter
-from ackfold.replay.bookkeeping import Bookkeeper, append_log
+from ackfold.replay.bookkeeping import Bookkeeper
 from ackfold.replay.request import REPLAYABLE
 
 
@@ -46,7 +46,7 @@ class EmbeddedBookkeeper(Bookkeeper):
         rows = pa.Table.from_arrays(
             [pa.array(c, f.type) for c, f in zip(columns, schema, strict=True)], schema=schema
         )
-        append_log(self.writer, rows)
+        self.writer.append_fenced(REPLAY_LOG, rows)
 
     def _set_statuses(self, updates: list[tuple[int, str, date]], now: datetime) -> None:
         import pyarrow as pa

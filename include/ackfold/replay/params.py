@@ -49,7 +49,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Final
 
-from ackfold.errors import AckfoldError
+from ackfold.errors import ParamsError
 from ackfold.ledger import ids
 from ackfold.ledger.parse import (
     MAX_LIMIT,
@@ -69,19 +69,10 @@ MAX_ROOT_IDS: Final = 1000
 _TIME_EXAMPLE: Final = "2026-11-22T10:00:00Z"
 
 
-class ReplayParamsError(AckfoldError, ValueError):
+class ReplayParamsError(ParamsError):
     """A manual replay conf is invalid: the message lists every bad field and its fix."""
 
-    def __init__(self, problems: Mapping[str, str]) -> None:
-        self.problems = dict(problems)
-        lines = "\n  ".join(f"{key}: {why}" for key, why in self.problems.items())
-        # The fields on the first line too: failure hooks and alerts show only that line.
-        names = ", ".join(self.problems)
-        super().__init__(f"invalid manual replay request ({names}):\n  {lines}")
-
-    def __reduce__(self) -> tuple[type[ReplayParamsError], tuple[dict[str, str]]]:
-        # Airflow may pickle a task's exception: rebuild from the problems, not the text.
-        return (type(self), (self.problems,))
+    what = "manual replay request"
 
 
 def parse_replay_conf(

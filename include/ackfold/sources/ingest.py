@@ -42,8 +42,8 @@ from typing import TYPE_CHECKING
 
 from ackfold.config import Settings
 from ackfold.ledger.create import create_tables
+from ackfold.ledger.driver_writers import driver_writer
 from ackfold.ledger.tables import ACK_EVENTS, ROOTS, Ledger
-from ackfold.ledger.writer import driver_writer
 from ackfold.sources.base import PullSource, Received, SourceError
 from ackfold.track.stage import StageTracker
 from ackfold.track.tracker import Tracker

@@ -38,8 +38,8 @@ from typing import TYPE_CHECKING, Any
 
 from ackfold.config import Settings
 from ackfold.ledger.create import create_tables
+from ackfold.ledger.driver_writers import driver_writer
 from ackfold.ledger.tables import ACK_EVENTS, ROOTS, Ledger
-from ackfold.ledger.writer import driver_writer
 from ackfold.sources.base import ATTEMPT, ORIGIN_ROOT_ID
 from ackfold.sources.kafka import KafkaTopic
 from ackfold.sources.kafka_client import check_topics, client_config, topic_ids

@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING
 
 from ackfold.ledger.conflicts import retry_conflicts
 from ackfold.ledger.create import create_tables
+from ackfold.ledger.driver_writers import driver_writer
 from ackfold.ledger.protocol import refuse_spark_commit
 from ackfold.ledger.tables import SENT_MESSAGES, Ledger, spark_schema
-from ackfold.ledger.writer import driver_writer
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

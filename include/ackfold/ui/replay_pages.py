@@ -9,12 +9,11 @@ selection runs in FastAPI's thread pool.
 
 # No `from __future__ import annotations`: FastAPI reads the routes' annotations, and
 # `ViewerDep` is local to `router`.
-import json
 import logging
 from typing import Annotated, Any, Final
 from urllib.parse import urlencode
 
-from fastapi import APIRouter, Depends, HTTPException, Request
+from fastapi import APIRouter, Depends, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse
 from starlette.datastructures import FormData
@@ -24,15 +23,13 @@ from ackfold.replay.params import MANUAL_REPLAY_DAG_ID, conf_from_request, parse
 from ackfold.replay.request import REPLAYABLE
 from ackfold.ui.context import UiContext
 from ackfold.ui.filters import MAX_ROOT_IDS, FieldError, Params
+from ackfold.ui.manual_runs import follow, json_body, queued, trigger_as
 from ackfold.ui.security import CSRF_FIELD, CSRF_HEADER, Viewer
 from ackfold.ui.selection import Selection, json_params, select_roots
-from ackfold.ui.trigger import REPLAY_DAG, RUN_ID, RunStatus, run_status, trigger_run
+from ackfold.ui.trigger import REPLAY_DAG, RunStatus
 
 log = logging.getLogger(__name__)
 
-# A replay body names at most `ui.replay_max_roots` ids or one filter: far below these.
-MAX_BODY_BYTES: Final = 1 << 20
-MAX_BODY_DEPTH: Final = 8
 # The roots a run's page links to by name (the rest: one link to all of them).
 SHOWN_ROOTS: Final = 20
 
@@ -70,13 +67,8 @@ def router(ctx: UiContext) -> APIRouter:
             "statuses": list(REPLAYABLE),
             "dry_run": dry_run,
         }
-        # The DAG records who asked: Airflow's triggering user, i.e. `who`.
         checked = parse_replay_conf(conf, apps=ctx.apps)
-        if who.token is None:
-            raise HTTPException(401, "no Airflow token to trigger the replay with: log in again")
-        run = await trigger_run(
-            airflow, REPLAY_DAG, who.token, conf_from_request(checked), transport=ctx.transport
-        )
+        run = await trigger_as(ctx, REPLAY_DAG, who, conf_from_request(checked))
         log.info(
             "%s triggered %s run %s for %d roots (dry run: %s)",
             who.name,
@@ -102,15 +94,7 @@ def router(ctx: UiContext) -> APIRouter:
             raise FieldError("root_id", "none of the selected roots can be replayed")
         dry_run = params.given("dry_run")
         run = await trigger(who, chosen.root_ids, dry_run)
-        # What Airflow said at creation (queued): nothing is sent until the run runs.
-        status = RunStatus(
-            run_id=run.run_id,
-            state=run.state or "queued",
-            url=run.url,
-            root_ids=tuple(format_id(r) for r in chosen.root_ids),
-            dry_run=dry_run,
-            paused=run.paused,
-        )
+        status = queued(run, [format_id(r) for r in chosen.root_ids], dry_run)
         return run_page(request, who, status)
 
     def run_page(request: Request, who: Viewer, status: RunStatus) -> HTMLResponse:
@@ -125,21 +109,13 @@ def router(ctx: UiContext) -> APIRouter:
             roots_query=roots_query,
         )
 
-    async def follow(who: Viewer, run_id: str) -> RunStatus:
-        if not RUN_ID.match(run_id):
-            raise FieldError("run_id", "not an Airflow run id")
-        airflow.check()
-        if who.token is None:
-            raise HTTPException(401, "no Airflow token to ask about the run with: log in again")
-        return await run_status(airflow, REPLAY_DAG, who.token, run_id, transport=ctx.transport)
-
     @routes.get("/replay/runs/{run_id}", response_class=HTMLResponse)
     async def run_state_page(request: Request, run_id: str, who: ViewerDep) -> HTMLResponse:
-        return run_page(request, who, await follow(who, run_id))
+        return run_page(request, who, await follow(ctx, REPLAY_DAG, who, run_id))
 
     @routes.get("/api/replay/runs/{run_id}")
     async def run_state_json(run_id: str, who: ViewerDep) -> dict[str, Any]:
-        return (await follow(who, run_id)).to_json()
+        return (await follow(ctx, REPLAY_DAG, who, run_id)).to_json()
 
     @routes.post("/api/replay")
     async def replay_json(request: Request, who: ViewerDep) -> dict[str, Any]:
@@ -164,47 +140,6 @@ def router(ctx: UiContext) -> APIRouter:
         }
 
     return routes
-
-
-def json_body(raw: bytes) -> dict[str, Any]:
-    """A replay request's body as a JSON object; `FieldError` (400) for anything else:
-    too long, not UTF-8, not JSON, nested past what a replay needs, numbers of thousands
-    of digits (Python's limit on converting text to integers raises `ValueError`)."""
-    if len(raw) > MAX_BODY_BYTES:
-        raise FieldError("body", f"longer than {MAX_BODY_BYTES:,} bytes")
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise FieldError("body", "not UTF-8 text: send JSON encoded as UTF-8") from None
-    depth = max_depth(text)
-    if depth > MAX_BODY_DEPTH:
-        raise FieldError("body", f"nested {depth} levels deep: at most {MAX_BODY_DEPTH}")
-    try:
-        body = json.loads(text)
-    except (ValueError, RecursionError) as exc:
-        # JSONDecodeError is a ValueError; its message names the line and column.
-        where = (
-            f" ({exc.msg} at line {exc.lineno} column {exc.colno})"
-            if isinstance(exc, json.JSONDecodeError)
-            else ""
-        )
-        raise FieldError("body", f"not valid JSON{where}") from None
-    if not isinstance(body, dict):
-        raise FieldError("body", "must be a JSON object")
-    return body
-
-
-def max_depth(text: str) -> int:
-    """How deeply brackets nest in JSON `text` (brackets inside strings counted too: an
-    over-estimate that only refuses bodies no replay request needs)."""
-    depth = deepest = 0
-    for char in text:
-        if char in "[{":
-            depth += 1
-            deepest = max(deepest, depth)
-        elif char in "]}":
-            depth -= 1
-    return deepest
 
 
 def _text(value: Any) -> str:

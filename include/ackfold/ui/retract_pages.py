@@ -33,16 +33,9 @@ from ackfold.ledger.ids import format_id
 from ackfold.ui.context import UiContext
 from ackfold.ui.effects_view import SAMPLE_ROWS, VALUE_CHARS, masked_effects
 from ackfold.ui.filters import FieldError, root_id_param
-from ackfold.ui.replay_pages import json_body
+from ackfold.ui.manual_runs import follow, json_body, queued, trigger_as
 from ackfold.ui.security import CSRF_FIELD, CSRF_HEADER, Viewer
-from ackfold.ui.trigger import (
-    RETRACT_DAG,
-    RUN_ID,
-    RunStatus,
-    TriggeredRun,
-    run_status,
-    trigger_run,
-)
+from ackfold.ui.trigger import RETRACT_DAG, RunStatus, TriggeredRun
 
 log = logging.getLogger(__name__)
 
@@ -119,11 +112,7 @@ def router(ctx: UiContext) -> APIRouter:
         checked = parse_retract_conf(
             {"root_ids": [format_id(root_id)], "dry_run": False}, apps=ctx.apps
         )
-        if who.token is None:
-            raise HTTPException(401, "no Airflow token to trigger the retract with: log in again")
-        run = await trigger_run(
-            airflow, RETRACT_DAG, who.token, conf_from_retract(checked), transport=ctx.transport
-        )
+        run = await trigger_as(ctx, RETRACT_DAG, who, conf_from_retract(checked))
         log.info(
             "%s triggered %s run %s for root %s",
             who.name,
@@ -137,37 +126,24 @@ def router(ctx: UiContext) -> APIRouter:
     async def retract_trigger_page(request: Request, who: ViewerDep) -> HTMLResponse:
         root_id = await root_of(request, who)
         run = await trigger(who, root_id)
-        status = RunStatus(
-            run_id=run.run_id,
-            state=run.state or "queued",
-            url=run.url,
-            root_ids=(format_id(root_id),),
-            dry_run=False,
-            paused=run.paused,
-        )
-        return run_page(request, who, status)
+        return run_page(request, who, queued(run, [format_id(root_id)], dry_run=False))
 
     def run_page(request: Request, who: Viewer, status: RunStatus) -> HTMLResponse:
         return site.page(request, "retract_run.html", who, active="roots", run=status)
 
-    async def follow(who: Viewer, run_id: str) -> RunStatus:
-        if not RUN_ID.match(run_id):
-            raise FieldError("run_id", "not an Airflow run id")
-        airflow.check()
-        if who.token is None:
-            raise HTTPException(401, "no Airflow token to ask about the run with: log in again")
-        status = await run_status(airflow, RETRACT_DAG, who.token, run_id, transport=ctx.transport)
+    async def follow_run(who: Viewer, run_id: str) -> RunStatus:
+        status = await follow(ctx, RETRACT_DAG, who, run_id)
         if status.summary is None:
             return status
         return replace(status, summary={k: status.summary.get(k) for k in SUMMARY_KEYS})
 
     @routes.get("/retract/runs/{run_id}", response_class=HTMLResponse)
     async def retract_run_page(request: Request, run_id: str, who: ViewerDep) -> HTMLResponse:
-        return run_page(request, who, await follow(who, run_id))
+        return run_page(request, who, await follow_run(who, run_id))
 
     @routes.get("/api/retract/runs/{run_id}")
     async def retract_run_json(run_id: str, who: ViewerDep) -> dict[str, Any]:
-        return (await follow(who, run_id)).to_json()
+        return (await follow_run(who, run_id)).to_json()
 
     @routes.post("/api/retract")
     async def retract_json(request: Request, who: ViewerDep) -> dict[str, Any]:
