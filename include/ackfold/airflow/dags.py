@@ -48,6 +48,8 @@ from ackfold.embedded import SPARK, engine_for
 from ackfold.replay.params import MANUAL_REPLAY_DAG_ID
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from airflow.sdk import DAG
 
 START: Any = datetime(2026, 1, 1, tzinfo=UTC)
@@ -138,54 +140,45 @@ def replay_dag(settings: Settings) -> DAG:
 
 
 def manual_replay_dag(settings: Settings) -> DAG:
-    from airflow.sdk import get_current_context, task
-
-    with _dag(
-        settings,
-        MANUAL_REPLAY_DAG_ID,
-        dag_docs.MANUAL_REPLAY,
-        None,
-        ["replay"],
-        start_date=START,
-        params=manual_replay_params(settings),
-    ) as dag:
-
-        @task(priority_weight=MANUAL_PRIORITY, weight_rule="absolute")
-        def validate() -> dict[str, Any]:
-            return validate_manual_conf(get_current_context()["dag_run"].conf, settings)
-
-        @task(pool=LEDGER_POOL, priority_weight=MANUAL_PRIORITY, weight_rule="absolute")
-        def replay(conf: Any) -> dict[str, Any]:  # the validated conf (XCom)
-            requested_by = requester(get_current_context()["dag_run"])
-            return run_manual_replay(conf, requested_by, settings)
-
-        replay(validate())
-    return dag
+    return _manual_dag(
+        settings, MANUAL_REPLAY_DAG_ID, dag_docs.MANUAL_REPLAY, "replay",
+        manual_replay_params(settings), validate_manual_conf, run_manual_replay,
+    )  # fmt: skip
 
 
 def manual_retract_dag(settings: Settings) -> DAG:
+    return _manual_dag(
+        settings, MANUAL_RETRACT_DAG_ID, dag_docs.MANUAL_RETRACT, "retract",
+        manual_retract_params(settings), validate_retract_conf, run_manual_retract,
+    )  # fmt: skip
+
+
+def _manual_dag(
+    settings: Settings,
+    dag_id: str,
+    docs: str,
+    verb: str,
+    params: dict[str, Any],
+    validate_conf: Callable[[dict[str, Any] | None, Settings | None], dict[str, Any]],
+    run: Callable[[dict[str, Any], str, Settings | None], dict[str, Any]],
+) -> DAG:
+    """A DAG a user triggers with a form (`params`): `validate` checks the conf and fails
+    at once on a bad one, then the task named `verb` runs it in the ledger's pool, as the
+    user who triggered the run."""
     from airflow.sdk import get_current_context, task
 
-    with _dag(
-        settings,
-        MANUAL_RETRACT_DAG_ID,
-        dag_docs.MANUAL_RETRACT,
-        None,
-        ["retract"],
-        start_date=START,
-        params=manual_retract_params(settings),
-    ) as dag:
+    with _dag(settings, dag_id, docs, None, [verb], start_date=START, params=params) as dag:
 
         @task(priority_weight=MANUAL_PRIORITY, weight_rule="absolute")
         def validate() -> dict[str, Any]:
-            return validate_retract_conf(get_current_context()["dag_run"].conf, settings)
+            return validate_conf(get_current_context()["dag_run"].conf, settings)
 
-        @task(pool=LEDGER_POOL, priority_weight=MANUAL_PRIORITY, weight_rule="absolute")
-        def retract(conf: Any) -> dict[str, Any]:  # the validated conf (XCom)
-            requested_by = requester(get_current_context()["dag_run"])
-            return run_manual_retract(conf, requested_by, settings)
+        @task(task_id=verb, pool=LEDGER_POOL, priority_weight=MANUAL_PRIORITY,
+              weight_rule="absolute")  # fmt: skip
+        def act(conf: Any) -> dict[str, Any]:  # the validated conf (XCom)
+            return run(conf, requester(get_current_context()["dag_run"]), settings)
 
-        retract(validate())
+        act(validate())
     return dag
 
 
