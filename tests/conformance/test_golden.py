@@ -47,6 +47,7 @@ LAYOUTS = {
     "the Spark reconcile's mark in its stream's checkpoint (before issue 47)": "spark-pre-i49",
     "deletion vectors enabled, none present": "dv-enabled",
     "deletion vectors present (a Spark DELETE)": "dv-present",
+    "declared_outputs and retract_log beside the contract's tables (issue 58)": "i58",
 }
 # The cases whose tables Spark's replay planner and quality checks read differently from
 # the others': `roots` without `id_scheme` in its schema, in some files only, and a table

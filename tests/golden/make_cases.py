@@ -325,6 +325,31 @@ def make_era_case(name: str) -> None:
     _write_case(name, warehouse, expected, case)
 
 
+def make_this_release(name: str) -> None:
+    """The scenario by this checkout's ackfold (in this process), then the tables issue 58
+    added beside the contract's: `declared_outputs` and `retract_log`, as `ackfold init`
+    makes them. A later release that changes them adds its own case."""
+    from ackfold.ledger.writer import LedgerWriter
+
+    warehouse = Path(tempfile.mkdtemp()) / "warehouse"
+    era(warehouse, 1, reconcile=True, statuses_to=None)
+    era(warehouse, 2, reconcile=False, statuses_to=None)
+    LedgerWriter(str(warehouse)).create()
+    expected = reference(warehouse)
+    checked = warehouse.parent / "statuses.json"
+    era(warehouse, 2, reconcile=False, statuses_to=checked)
+    if json.loads(checked.read_text()) != expected["statuses"]:
+        raise RuntimeError(f"{name}: this release's reconcile disagrees with the reference")
+    case = {
+        "written_by": "ackfold 0.2.0 (issue 58): the i47 layout, and the declared_outputs and "
+        "retract_log tables `ackfold init` adds",
+        "commits": {"both batches, the reconcile and init": "this checkout at issue 58"},
+        "how": "tests/golden/make_cases.py make " + name,
+        "cross_checked_with": "the embedded reconcile of this checkout, at now",
+    }
+    _write_case(name, warehouse, expected, case)
+
+
 # Contract v1's columns, as docs/ledger.md spells them (not imported: the producer is not ackfold).
 def _v1_schemas() -> tuple[Any, Any]:
     import pyarrow as pa
@@ -557,6 +582,7 @@ CASES: dict[str, Callable[[str], object]] = {
     **{name: make_era_case for name in ERAS},
     "dv-enabled": make_deletion_vectors,
     "dv-present": make_deletion_vectors,
+    "i58": make_this_release,
 }
 
 

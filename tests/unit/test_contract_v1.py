@@ -77,6 +77,10 @@ def test_a_v1_ledger_reconciles_and_no_command_touches_roots_or_ack_events(
         ("roots",),
         ("show", "1"),
         ("quality",),
+        ("outputs",),
+        ("retract",),  # a dry run: no dead letter here
+        ("retract", "--yes"),
+        ("maintain", "--dry-run"),
         ("reconcile",),
     ]
     for argv in commands:
