@@ -25,28 +25,9 @@ derived, never drawn): ``ackfold.track.spout`` registers the roots,
 ``ackfold.track.events`` computes the events, ``ackfold.track.write`` appends a batch. See
 ``docs/decisions/spark-tracking-api.md``.
 
-Example (``split``: lines -> words, as a streaming query's ``foreachBatch``; the test
-``tests/spark/test_tracking.py`` runs this shape end to end):
-    >>> from pyspark.sql import functions as F
-    >>> from ackfold.track.stage import StageTracker
-    >>> warehouse = "/tmp/ackfold-example"
-    >>> spout = StageTracker("wordcount", "spout", ledger=warehouse)
-    >>> split = StageTracker("wordcount", "split", ledger=warehouse)
-    >>> def split_batch(batch, batch_id):
-    ...     lines = spout.spout(batch, message_id="id", source="sqs", source_queue="lines")
-    ...     good = lines.tuples.where(F.col("text").isNotNull())
-    ...     bad = lines.tuples.where(F.col("text").isNull())
-    ...     words = split.explode(good, F.split("text", " "), "word").select("word", "_ackfold")
-    ...     split.write_batch(
-    ...         batch_id,
-    ...         outputs={f"{warehouse}/words": words},  # written first
-    ...         roots=lines.roots,
-    ...         events=[lines.events, split.ack(good, words), split.fail(bad, "no text")],
-    ...     )
-    >>> query = (spark.readStream.schema("id string, text string").json("/tmp/lines")
-    ...          .writeStream.foreachBatch(split_batch)
-    ...          .option("checkpointLocation", f"{warehouse}/_checkpoints/split")
-    ...          .trigger(availableNow=True).start())  # doctest: +SKIP
+A stage's whole ``foreachBatch`` (``split``: lines -> words, a spout, an ``explode``,
+its acks and fails, and ``write_batch``) is in ``docs/tracking/spark.md``, which the docs
+tier runs; ``tests/spark/test_tracking.py`` runs the same shape end to end.
 """
 
 from __future__ import annotations
@@ -57,7 +38,6 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from ackfold.ledger import schemes
-from ackfold.ledger.outputs import declare_once
 from ackfold.ledger.tables import ROOTS, Ledger
 from ackfold.ledger.upgrade import roots_scheme, stored_columns
 from ackfold.track.columns import (
@@ -453,12 +433,6 @@ class StageTracker:
             >>> events.count(), events.select("event_id", "ack_val").distinct().count()
             (2, 1)
         """
-        if batch_id is not None and (
-            isinstance(batch_id, bool) or not isinstance(batch_id, int) or batch_id < 0
-        ):
-            raise ValueError(
-                f"batch_id must be the foreachBatch batch id (an int >= 0), got {batch_id!r}"
-            )
         if self.ledger is None:
             raise ValueError(
                 f"{self!r} has no ledger: pass ledger=<warehouse root> to StageTracker to write"
@@ -475,9 +449,6 @@ class StageTracker:
             events=events,
             current=self._current_outputs,
         )
-        if outputs:
-            # Once per process and table, not per batch (`ackfold.ledger.outputs`).
-            declare_once(self.ledger.root, self.app, outputs)
 
 
 def _current_anchor(df: DataFrame, anchor: ColumnOrName, where: str) -> Column:

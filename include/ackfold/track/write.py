@@ -36,6 +36,7 @@ from ackfold.ledger.conflicts import retry_conflicts
 from ackfold.ledger.create import create_tables
 from ackfold.ledger.driver_writers import driver_writer
 from ackfold.ledger.encoding import SPARK_LEDGER_OPTIONS
+from ackfold.ledger.outputs import declare_once
 from ackfold.ledger.protocol import refuse_spark_commit
 from ackfold.ledger.tables import ACK_EVENTS, ROOTS, Ledger
 from ackfold.ledger.upgrade import require_roots_fit, stored_columns
@@ -63,9 +64,16 @@ def append_batch(
     current: set[str] | None = None,
 ) -> None:
     """Append a micro-batch's outputs, roots and events, in that order, each idempotently
-    (``StageTracker.write_batch`` checks the arguments and documents the order).
-    ``current`` holds the output tables found in the current tuple layout before: their
-    schemas are not read again (a Delta snapshot each); this call adds those it finds."""
+    (``StageTracker.write_batch`` documents the order), then declare the outputs, once per
+    process and table (``ackfold.ledger.outputs``). ``current`` holds the output tables
+    found in the current tuple layout before: their schemas are not read again (a Delta
+    snapshot each); this call adds those it finds."""
+    if batch_id is not None and (
+        isinstance(batch_id, bool) or not isinstance(batch_id, int) or batch_id < 0
+    ):
+        raise ValueError(
+            f"batch_id must be the foreachBatch batch id (an int >= 0), got {batch_id!r}"
+        )
     current = set() if current is None else current
     frames = [*(outputs or {}).values(), *([roots] if roots is not None else []), *events]
     if not frames:
@@ -91,6 +99,8 @@ def append_batch(
         else:
             rows = reduce(DataFrame.unionByName, [e.select(*EVENT_COLUMNS) for e in events])
         _commit(spark, ledger, direct, ACK_EVENTS, rows)
+    if outputs:
+        declare_once(ledger.root, app, outputs)
 
 
 def append_rows(
