@@ -13,7 +13,7 @@ import pytest
 
 from ackfold.airflow import connections as spark_tasks
 from ackfold.cli import main as cli
-from ackfold.config import ConfigError, Settings, load_settings, sections
+from ackfold.config import ConfigError, Settings, connections, load_settings
 from ackfold.ledger import dml
 from ackfold.spark import session as spark
 from ackfold.spark.session import SparkConnectError, connect_address, connect_conf, get_spark
@@ -21,7 +21,7 @@ from ackfold_dev.ports import free_port
 
 
 def test_docstring_examples_run() -> None:
-    for module in (sections, dml):
+    for module in (connections, dml):
         assert doctest.testmod(module).failed == 0, module.__name__
     # Of these two modules, what needs no JVM (`get_spark`'s own example starts one).
     finder = doctest.DocTestFinder()

@@ -5,7 +5,8 @@ Settings come, highest priority first, from keyword arguments, environment varia
 (`ACKFOLD_CONFIG`, or `ackfold.yaml` in the working directory), and the defaults below.
 
 - `settings`: `Settings` and `load_settings` (re-exported here), `ConfigError`;
-- `sections`: the settings of each part (Spark, SQS, Kafka, Airflow, reconcile, ...);
+- `connections`: what ackfold connects to (Spark, SQS, Kafka, Airflow);
+- `sections`: how each part runs (reconcile, engine, replay, UI, quality, maintenance, ...);
 - `policy`: per-app policies (`AppPolicy`, `AppOverrides`) and quality thresholds;
 - `demo`: the demo's faults and size, and the word-count app's policy;
 - `values`: durations, schedules, and `Section`, the base of every section.

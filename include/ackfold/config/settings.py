@@ -17,20 +17,22 @@ from pydantic_settings import (
     YamlConfigSettingsSource,
 )
 
+from ackfold.config.connections import (
+    AirflowSettings,
+    KafkaSettings,
+    SparkSettings,
+    SqsSettings,
+)
 from ackfold.config.demo import DemoSettings
 from ackfold.config.policy import AppOverrides, AppPolicy
 from ackfold.config.sections import (
-    AirflowSettings,
     AlertSettings,
     EngineSettings,
-    KafkaSettings,
     MaintenanceSettings,
     MetricsSettings,
     QualitySettings,
     ReconcileSettings,
     ReplaySettings,
-    SparkSettings,
-    SqsSettings,
     UiSettings,
 )
 from ackfold.config.values import APP_NAME

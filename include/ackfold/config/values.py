@@ -77,3 +77,8 @@ class Section(BaseModel):
     """A settings section: unknown keys are errors, and values cannot change."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def seconds_text(value: timedelta) -> str:
+    """A duration as settings take it back, e.g. `90s`, for messages."""
+    return f"{value.total_seconds():g}s"

@@ -308,7 +308,7 @@ def _remote_session(settings: Settings, remote: str, app_name: str) -> SparkSess
     from pyspark.errors import PySparkException
     from pyspark.sql.connect.session import SparkSession as RemoteSession
 
-    from ackfold.config.sections import mask_token
+    from ackfold.config.connections import mask_token
 
     where = f"spark.remote is {mask_token(remote)} (ACKFOLD_SPARK__REMOTE)"
     host, port = connect_address(remote)
