@@ -262,9 +262,9 @@ def test_redaction_masks_nested_cut_and_pattern_values() -> None:
 def test_doctests() -> None:
     import doctest
 
-    from ackfold.ui import app, charts, filters, lazy, queries, redact
+    from ackfold.ui import app, charts, filters, lazy, redact, results
 
-    for module in (app, charts, filters, lazy, queries, redact):
+    for module in (app, charts, filters, lazy, redact, results):
         result = doctest.testmod(module)
         assert result.failed == 0, module.__name__
         assert result.attempted > 0, module.__name__

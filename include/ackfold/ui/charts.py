@@ -16,7 +16,7 @@ from ackfold.ledger import status
 from ackfold.ledger.contract import EVENT_KINDS
 from ackfold.ledger.rows import Journey
 from ackfold.ledger.values import iso
-from ackfold.ui.queries import Bucket
+from ackfold.ui.results import Bucket
 
 WIDTH = 720
 _LEFT = 48  # room for the y axis labels

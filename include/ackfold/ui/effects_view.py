@@ -26,8 +26,8 @@ if TYPE_CHECKING:
     from ackfold.config import Settings
     from ackfold.effects import OutputEffects, RootEffects
     from ackfold.ledger.rows import RootState
-    from ackfold.ui.queries import DeadLetter
     from ackfold.ui.redact import Redactor
+    from ackfold.ui.results import DeadLetter
 
 # Sample rows a root's page shows per output, and the characters of one value.
 SAMPLE_ROWS: Final = 3

@@ -22,8 +22,8 @@ from ackfold.ui.app_pages import app_states
 from ackfold.ui.context import UiContext, query
 from ackfold.ui.effects_view import dead_letter_flags, flags_json, root_effects
 from ackfold.ui.filters import DeadLetterFilter, FieldError, Params, RootFilter, root_id_param
-from ackfold.ui.queries import DeadLetter
 from ackfold.ui.redact import Preview, masked_journey, masked_state, masked_text
+from ackfold.ui.results import DeadLetter
 from ackfold.ui.security import Viewer
 
 

@@ -24,24 +24,27 @@ Costs on a large ledger (`bench/ui.py` measures them):
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
 from ackfold.ledger import status
 from ackfold.ledger.errors import NoLedger
-from ackfold.ledger.ids import shown_ids
 from ackfold.ledger.reader import LedgerReader
-from ackfold.ledger.rows import STATE_COLUMNS, RootState, state_from_row
+from ackfold.ledger.rows import STATE_COLUMNS, state_from_row
 from ackfold.ledger.sql import app_since, sql_date, sql_str, sql_ts
 from ackfold.ledger.tables import DEAD_LETTERS, ROOT_STATE, ROOT_STATE_PARTITIONS
-from ackfold.ledger.values import jsonable, utc
+from ackfold.ledger.values import utc
 from ackfold.ui.filters import DeadLetterFilter, RootFilter
+from ackfold.ui.results import (
+    DEAD_LETTER_COLUMNS,
+    Bucket,
+    DeadLetter,
+    DeadLettersPage,
+    Overview,
+    RootsPage,
+    bucket_width,
+)
 
-# Bucket widths the overview chart chooses from: the smallest that gives at most
-# MAX_BUCKETS buckets over the time span shown.
-BUCKET_SECONDS: Final = (60, 300, 900, 3600, 3 * 3600, 6 * 3600, 12 * 3600, 86400, 7 * 86400)
-MAX_BUCKETS: Final = 48
 EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 _EPOCH: Final = "TIMESTAMP '1970-01-01T00:00:00Z'"
 # Over more completed roots than this, the overview's latency percentiles are those of a
@@ -55,123 +58,6 @@ _APPS_AT: dict[str, tuple[tuple[str, int], list[str]]] = {}
 # Complete latency, in seconds: from a root's first event (its init) to its last one
 # (the ack that completed its tree; a complete tree ignores later events).
 _LATENCY: Final = "date_part('epoch', last_event_at) - date_part('epoch', first_event_at)"
-
-
-# --- results --------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class RootsPage:
-    """One page of the roots table and how many roots match the filter in all."""
-
-    roots: list[RootState]
-    total: int
-    filter: RootFilter
-
-    @property
-    def more(self) -> bool:
-        return self.filter.offset + len(self.roots) < self.total
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "filter": self.filter.to_json(),
-            "total": self.total,
-            "more": self.more,
-            "roots": [root.to_json() for root in self.roots],
-        }
-
-
-@dataclass(frozen=True)
-class DeadLetter:
-    """A `dead_letters` row."""
-
-    root_id: int
-    app: str
-    origin_root_id: int
-    attempt: int
-    source: str
-    source_queue: str | None
-    dead_letter_queue: str
-    reason: str
-    last_stage: str | None
-    message_id: str | None
-    dead_lettered_at: datetime
-    redriven_at: datetime | None
-    redrive_root_id: int | None
-
-    def to_json(self) -> dict[str, Any]:
-        return shown_ids({f.name: jsonable(getattr(self, f.name)) for f in fields(self)})
-
-
-DEAD_LETTER_COLUMNS: Final = tuple(f.name for f in fields(DeadLetter))
-
-
-@dataclass(frozen=True)
-class DeadLettersPage:
-    letters: list[DeadLetter]
-    more: bool
-    filter: DeadLetterFilter
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "filter": self.filter.to_json(),
-            "more": self.more,
-            "dead_letters": [letter.to_json() for letter in self.letters],
-        }
-
-
-@dataclass(frozen=True)
-class Bucket:
-    """Roots whose first event falls in [start, start + the bucket width), by status, and
-    the complete latency of the completed ones."""
-
-    start: datetime
-    counts: dict[str, int]
-    p50_seconds: float | None = None
-    p99_seconds: float | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return {f.name: jsonable(getattr(self, f.name)) for f in fields(self)}
-
-
-@dataclass(frozen=True)
-class Overview:
-    """One app's (or every app's) roots by status, by their first event's time.
-
-    `ingested` counts `root_state` rows: every root reconciled at least once, each replay
-    attempt a root of its own. `p50_seconds`/`p99_seconds` are the complete latency of the
-    `completed` roots (`last_event_at - first_event_at`), approximate (t-digest), over a
-    uniform sample of them (one in k, by root id) above `LATENCY_SAMPLE` roots.
-    """
-
-    app: str | None
-    since: datetime | None
-    until: datetime | None
-    ingested: int
-    counts: dict[str, int]
-    p50_seconds: float | None
-    p99_seconds: float | None
-    bucket_seconds: int
-    buckets: list[Bucket] = field(default_factory=list)
-
-    def to_json(self) -> dict[str, Any]:
-        out = {f.name: jsonable(getattr(self, f.name)) for f in fields(self) if f.name != "buckets"}
-        out["buckets"] = [bucket.to_json() for bucket in self.buckets]
-        return out
-
-
-def bucket_width(span: timedelta) -> int:
-    """The bucket width, in seconds, for a chart over `span`.
-
-    Example:
-        >>> bucket_width(timedelta(hours=2)), bucket_width(timedelta(days=30))
-        (300, 86400)
-    """
-    seconds = span.total_seconds()
-    for width in BUCKET_SECONDS:
-        if seconds / width <= MAX_BUCKETS:
-            return width
-    return BUCKET_SECONDS[-1]
 
 
 # --- queries --------------------------------------------------------------------------
