@@ -58,7 +58,7 @@ def fits(running: Mapping[str, str], wanted: Mapping[str, str]) -> bool:
 
 def wanted_conf(settings: Settings) -> dict[str, str]:
     """The start-up settings a session for `settings` asks for, as `get_spark` sets them."""
-    from ackfold.spark.session import spark_conf
+    from ackfold.spark.conf import spark_conf
 
     return {**spark_conf(settings), "spark.master": settings.spark.master}
 

@@ -79,7 +79,7 @@ class LocalConnectServer(JvmServer):
 
     def argv(self) -> list[str]:
         """The spark-submit command line: ackfold's Spark settings, as server settings."""
-        from ackfold.spark.session import quiet_conf, spark_conf
+        from ackfold.spark.conf import quiet_conf, spark_conf
 
         conf = quiet_conf(spark_conf(self.settings.model_copy(deep=True)))
         conf.update(

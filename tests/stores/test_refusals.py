@@ -21,7 +21,7 @@ from ackfold.ledger.lease import LedgerLease
 from ackfold.ledger.protocol import refuse_unsafe_log_store, require_conditional_writes
 from ackfold.ledger.store import object_store_of
 from ackfold.ledger.tables import TABLES
-from ackfold.spark.session import spark_conf
+from ackfold.spark.conf import spark_conf
 from ackfold_dev.azurite import ACCOUNT, shared_key
 from ackfold_dev.emulated import EmulatedStore
 from ackfold_dev.ports import free_port

@@ -16,13 +16,13 @@ import pytest
 
 from ackfold.cli import main as cli
 from ackfold.config import Settings
+from ackfold.spark.conf import spark_conf
 from ackfold.spark.python import worker_python, workers_run
 from ackfold.spark.session import (
     SparkMasterUnreachable,
     check_master,
     get_spark,
     master_addresses,
-    spark_conf,
 )
 from ackfold_dev import ports
 from ackfold_dev.cluster import ClusterError, LocalCluster

@@ -15,8 +15,9 @@ from ackfold.airflow import connections as spark_tasks
 from ackfold.cli import main as cli
 from ackfold.config import ConfigError, Settings, connections, load_settings
 from ackfold.ledger import dml
-from ackfold.spark import session as spark
-from ackfold.spark.session import SparkConnectError, connect_address, connect_conf, get_spark
+from ackfold.spark import connect as spark
+from ackfold.spark.connect import SparkConnectError, connect_address, connect_conf
+from ackfold.spark.session import get_spark
 from ackfold_dev.ports import free_port
 
 

@@ -10,8 +10,8 @@ import re
 import pytest
 from pyspark.errors import PySparkException
 
-from ackfold.spark import session as spark_module
-from ackfold.spark.session import START_ATTEMPTS, start_query
+from ackfold.spark import connect as spark_module
+from ackfold.spark.connect import START_ATTEMPTS, start_query
 
 LATE_WORKER = "Python worker failed to connect back."
 

@@ -8,7 +8,7 @@ local server reads only the cache: no network. A missing, stale or corrupt cache
 The Hadoop connectors of the object stores (`STORE_BUNDLES`: S3A, the GCS connector, ABFS)
 are resolved only for the store the warehouse names: by `ackfold setup` for the
 configured warehouse, or on demand when a Spark session starts for it
-(`ackfold.spark.session.spark_jars`).
+(`ackfold.spark.conf.spark_jars`).
 """
 
 from __future__ import annotations
