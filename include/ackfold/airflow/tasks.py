@@ -116,7 +116,8 @@ def run_manual_retract(
     the ledger does not know fails the task without retries: it will not get better."""
     from ackfold.effects.errors import RetractRefused, UnknownRoots
     from ackfold.effects.params import parse_retract_conf
-    from ackfold.effects.retract import RetractPlan, run_retract
+    from ackfold.effects.plans import RetractPlan
+    from ackfold.effects.retract import run_retract
     from ackfold.ledger.ids import format_id
 
     settings = settings or load_settings()

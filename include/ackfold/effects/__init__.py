@@ -5,6 +5,7 @@ back (issue 58).
   `declare_output`, `declared_outputs`; the `declared_outputs` ledger table);
 - `find`: a root's rows per output, by its origin root id (`find_effects`,
   `root_effects`, `dead_letter_effects`);
+- `plans`: a retract's request, plan and summary;
 - `retract`: `run_retract()`, one retract run (select dead letters, refuse what is not
   theirs to take, log ahead, one delete commit per output, fenced by the lease), and
   `plan_retract()`, its dry run; `params`: the same as a run conf (the DAG, the UI);
@@ -30,7 +31,6 @@ from ackfold.effects.errors import (
 from ackfold.effects.find import (
     OutputEffects,
     RootEffects,
-    RootRef,
     dead_letter_effects,
     find_effects,
     root_effects,
@@ -42,13 +42,9 @@ from ackfold.effects.outputs import (
     declared_outputs,
 )
 from ackfold.effects.params import MANUAL_RETRACT_DAG_ID, conf_from_retract, parse_retract_conf
-from ackfold.effects.retract import (
-    RetractPlan,
-    RetractRequest,
-    RetractSummary,
-    plan_retract,
-    run_retract,
-)
+from ackfold.effects.plans import RetractPlan, RetractRequest, RetractSummary
+from ackfold.effects.retract import plan_retract, run_retract
+from ackfold.effects.roots import RootRef
 
 __all__ = [
     "MANUAL_RETRACT_DAG_ID",

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
     from ackfold.config import Settings
-    from ackfold.effects.retract import RetractPlan
+    from ackfold.effects.plans import RetractPlan
     from ackfold.ledger.outputs import DeclaredOutput
 
 # The events of `retract_log`.

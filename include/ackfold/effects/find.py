@@ -22,11 +22,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import TYPE_CHECKING, Any, Final
 
 from ackfold.effects.errors import OutputUnreadable
 from ackfold.effects.outputs import DeclaredOutput
+from ackfold.effects.roots import RootRef, dead_letters, roots_by_id
 
 if TYPE_CHECKING:
     from ackfold.config import Settings
@@ -37,18 +37,6 @@ SAMPLE: Final = 3
 # stage's input, read by a streaming query. Dropped from samples: no reader needs it.
 TUPLE_COLUMN: Final = "_ackfold"
 HIDDEN: Final = (TUPLE_COLUMN,)
-
-
-@dataclass(frozen=True)
-class RootRef:
-    """A root as `root_state` holds it: what finding its effects needs."""
-
-    root_id: int
-    app: str
-    origin_root_id: int
-    attempt: int | None = None
-    status: str | None = None
-    status_changed_at: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -165,8 +153,6 @@ def find_effects(
 def root_effects(settings: Settings, root_id: int, *, sample: int = SAMPLE) -> RootEffects:
     """The effects of one root, found by its id in `root_state`; `UnknownRoots` if it is
     not there."""
-    from ackfold.effects.roots import roots_by_id
-
     return find_effects(settings, roots_by_id(settings, [root_id]), sample=sample)[0]
 
 
@@ -182,8 +168,6 @@ def dead_letter_effects(
     failed-roots page (`has_effects` per dead letter), the delivery report and the quality
     counts (rows per output), and the `clean` outputs' expectation. Ordered by when they
     were dead-lettered, then root id."""
-    from ackfold.effects.roots import dead_letters
-
     roots = dead_letters(settings, app=app, root_ids=root_ids)
     return find_effects(settings, roots, sample=sample)
 

@@ -27,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from ackfold.effects.errors import RetractParamsError
-from ackfold.effects.retract import RetractRequest
+from ackfold.effects.plans import RetractRequest
 from ackfold.ledger import ids
 from ackfold.replay.params import parse_fields
 

@@ -23,7 +23,6 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Final
 
 from ackfold.effects.errors import UnknownRoots
-from ackfold.effects.find import RootRef
 from ackfold.ledger import status
 from ackfold.ledger.ids import format_id
 from ackfold.ledger.tables import REPLAY_LOG, ROOT_STATE, ROOTS
@@ -39,6 +38,18 @@ NOT_DEAD: Final = "not a dead letter"
 COMPLETED: Final = "an attempt of its message completed"
 REPLAYING: Final = "its message is being replayed"
 _DONE: Final = (status.COMPLETED, status.COMPLETED_LATE)
+
+
+@dataclass(frozen=True)
+class RootRef:
+    """A root as `root_state` holds it: what finding its effects needs."""
+
+    root_id: int
+    app: str
+    origin_root_id: int
+    attempt: int | None = None
+    status: str | None = None
+    status_changed_at: datetime | None = None
 
 
 @dataclass(frozen=True)

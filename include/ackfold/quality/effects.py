@@ -97,7 +97,8 @@ def _unreadable(
     settings: Settings, outputs: Sequence[DeclaredOutput], known: dict[str, str]
 ) -> dict[str, str]:
     """Why each output not in `known` cannot be read, found by looking up no root in it."""
-    from ackfold.effects.find import RootRef, find_effects
+    from ackfold.effects.find import find_effects
+    from ackfold.effects.roots import RootRef
 
     left = [o for o in outputs if o.output not in known]
     if not left:
