@@ -17,7 +17,7 @@ it, and a production install never loads it.
 - `s3`, `s3_app`: a local S3 API (moto) with atomic conditional writes;
 - `gcs`, `azurite`: local GCS and Azure Blob APIs (fake-gcs-server, Azurite), each behind
   `store_proxy` (atomic conditional writes, what delta-rs needs and the emulator lacks),
-  sharing `emulated`; `emulators` installs both, pinned.
+  sharing `emulated` and started by `proxy_process`; `emulators` installs both, pinned.
 
 Nothing a production session needs lives here: its jars and session are `ackfold.spark`.
 These run from a checkout: their configuration files are the repository's `conf/`.

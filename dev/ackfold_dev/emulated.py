@@ -87,7 +87,7 @@ class EmulatedStore(LocalServer):
                 "choose another port"
             )
         self.directory.mkdir(parents=True, exist_ok=True)
-        args = ["-m", "ackfold_dev.store_proxy", "--kind", self.kind, "--port", str(self.port),
+        args = ["-m", "ackfold_dev.proxy_process", "--kind", self.kind, "--port", str(self.port),
                 "--root", str(self.directory / "data"), "--program", str(program),
                 *(["--in-memory"] if self.in_memory else [])]  # fmt: skip
         self._process.start(args, command=sys.executable)

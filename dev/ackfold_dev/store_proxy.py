@@ -17,22 +17,18 @@ A `Rewrite` may answer a request itself, where the emulator lacks what delta-rs 
 starts after a key, `listed_after`), or change its headers (`tests/stores` drops the
 precondition headers to play a store without conditional writes).
 
-Run by `ackfold_dev.gcs.LocalGCS` and `ackfold_dev.azurite.LocalAzure` as
-`python -m ackfold_dev.store_proxy --kind gcs|azure --port N --root DIR --program P`.
+Run, with its emulator, by `ackfold_dev.proxy_process`.
 """
 
 from __future__ import annotations
 
-import argparse
 import http.client
 import signal
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 from typing import Any, Final
 
 READY: Final = "ackfold-store-proxy listening"
@@ -208,43 +204,3 @@ def serve(app: StoreProxy, host: str, port: int, upstream: subprocess.Popen[byte
         except subprocess.TimeoutExpired:
             upstream.kill()
     return 0
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m ackfold_dev.store_proxy")
-    parser.add_argument("--kind", choices=("gcs", "azure"), required=True)
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, required=True)
-    parser.add_argument("--root", type=Path, required=True, help="where the emulator keeps data")
-    parser.add_argument("--program", required=True, help="the emulator's executable")
-    parser.add_argument(
-        "--in-memory", action="store_true", help="keep the data in memory (GCS), not in --root"
-    )
-    args = parser.parse_args(argv)
-    from ackfold_dev.ports import free_port
-
-    upstream_port = free_port()
-    public = f"{args.host}:{args.port}"
-    args.root.mkdir(parents=True, exist_ok=True)
-    log = (args.root / f"{args.kind}-emulator.log").open("ab")
-    rewrite: Rewrite | None
-    if args.kind == "gcs":
-        from ackfold_dev.gcs import emulator_command, xml_api
-
-        rewrite = xml_api
-    else:
-        from ackfold_dev.azurite import blob_api, emulator_command
-
-        rewrite = blob_api
-    command = emulator_command(args.program, args.root, upstream_port, public, args.in_memory)
-    upstream = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
-    try:
-        wait_for_port(upstream, upstream_port, command[0], timeout=120)
-    except BaseException:
-        upstream.kill()
-        raise
-    return serve(StoreProxy(upstream_port, rewrite), args.host, args.port, upstream)
-
-
-if __name__ == "__main__":
-    sys.exit(main())
