@@ -42,6 +42,7 @@ from ackfold import lazy
 from ackfold.errors import AckfoldError
 from ackfold.track.tracker import Tracker, TrackingError
 from ackfold.track.tuples import Tuple
+from ackfold.version import __version__
 
 if TYPE_CHECKING:
     from ackfold.config import ConfigError, Settings, load_settings
@@ -51,7 +52,6 @@ if TYPE_CHECKING:
     from ackfold.replay.request import ReplayRequest
     from ackfold.track.stage import StageTracker
 
-__version__ = "0.2.0"
 __all__ = [
     "AckfoldError",
     "ConfigError",

@@ -1,6 +1,7 @@
 """The package's layout, checked against its picture in docs/operations/development.md:
 every package of `include/ackfold` stands in exactly one layer, no module sits outside a
-package but the bottom layer (`errors.py`, `lazy.py`), no import climbs a layer, and
+package but the bottom layer (`errors.py`, `lazy.py`, `progress.py`, `version.py`), no
+import climbs a layer, and
 no private name is imported across modules."""
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from tests.conftest import PROJECT_DIR
 
 PACKAGE = PROJECT_DIR / "include" / "ackfold"
 PICTURE = PROJECT_DIR / "docs" / "operations" / "development.md"
+BOTTOM = ("errors", "lazy", "progress", "version")
 _NODE = re.compile(r'^\s+(\w+)(?:\["([^"]+)"\])?\s*$')
 
 
@@ -60,15 +62,28 @@ def imports() -> list[tuple[Path, str, str, list[str]]]:
 
 def test_no_module_sits_outside_a_package() -> None:
     # The bottom layer, importing nothing of ackfold: `errors.py` holds the one error base
-    # every package's errors derive from, `lazy.py` the packages' imports on first use.
-    loose = sorted(p.name for p in PACKAGE.glob("*.py") if p.name not in ("__init__.py",))
-    assert loose == ["errors.py", "lazy.py"]
+    # every package's errors derive from, `lazy.py` the packages' imports on first use,
+    # `progress.py` the progress of long work, `version.py` the release.
+    assert sorted(p.name for p in PACKAGE.glob("*.py") if p.name != "__init__.py") == [
+        f"{name}.py" for name in BOTTOM
+    ]
+
+
+def test_the_bottom_layer_imports_nothing_of_ackfold() -> None:
+    for name in BOTTOM:
+        tree = ast.parse((PACKAGE / f"{name}.py").read_text())
+        imported = [
+            node.module or ""
+            for node in ast.walk(tree)
+            if isinstance(node, ast.ImportFrom) and node.level == 0
+        ] + [a.name for node in ast.walk(tree) if isinstance(node, ast.Import) for a in node.names]
+        assert not [m for m in imported if m.split(".")[0] == "ackfold"], name
 
 
 def test_every_package_stands_in_exactly_one_layer_of_the_picture() -> None:
     drawn = [node for layer in layers() for node in layer]
     packages = {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").is_file()}
-    assert sorted(drawn) == sorted({*packages, "errors"})
+    assert sorted(drawn) == sorted({*packages, *BOTTOM})
 
 
 def test_no_import_climbs_a_layer() -> None:

@@ -29,12 +29,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
-from ackfold.airflow.assets import APP_DAG_PREFIX, app_asset
+from ackfold.airflow.assets import app_asset
 from ackfold.airflow.defaults import default_args, from_next_tick
 from ackfold.airflow.spark_jobs import is_uri, spark_job
 from ackfold.config import Settings
 from ackfold.config.policy import AppDag
 from ackfold.config.settings import config_file
+from ackfold.config.values import APP_DAG_PREFIX
 
 if TYPE_CHECKING:
     from airflow.sdk import DAG

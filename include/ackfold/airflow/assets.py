@@ -8,13 +8,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 from ackfold.config import Settings, load_settings
+from ackfold.config.values import APP_DAG_PREFIX
 
 if TYPE_CHECKING:
     from airflow.sdk import Asset
 
 ROOT_STATE_ASSET_NAME: Final = "ackfold_root_state"
-# An app's DAG and its asset: `ackfold_app_<app>`.
-APP_DAG_PREFIX: Final = "ackfold_app_"
 
 
 def root_state_asset(settings: Settings | None = None) -> Asset:

@@ -151,8 +151,8 @@ def loopback_endpoints(
     """
     from urllib.parse import urlsplit
 
-    from ackfold.config.hosts import is_loopback_host
     from ackfold.config.connections import mask_token
+    from ackfold.config.hosts import is_loopback_host
 
     def local(url: str) -> bool:
         host = urlsplit(url if "://" in url else f"//{url}").hostname

@@ -27,9 +27,9 @@ from contextlib import contextmanager
 from importlib.metadata import entry_points
 from typing import TYPE_CHECKING
 
-from ackfold import __version__
 from ackfold.cli import demo, doctor, jobs, ledger, maintain, read, replay, retract, setup
 from ackfold.cli.common import EXIT_USAGE, Handler, UsageError, error_line, verbosity
+from ackfold.version import __version__
 
 if TYPE_CHECKING:
     from ackfold.config import Settings

@@ -75,7 +75,7 @@ def _replay(settings: Settings, args: argparse.Namespace) -> int:
         listed = ", ".join(format_id(r) for r in missing)
         return ledger_error(Exception(f"unknown root id(s), not in root_state: {listed}"))
 
-    from ackfold.cli.progress import Progress
+    from ackfold.progress import Progress
     from ackfold.replay.planner import Plan, UnknownRoots
     from ackfold.replay.replayer import unsent_error
     from ackfold.replay.run import run_replay

@@ -71,6 +71,8 @@ Schedule = Annotated[str, AfterValidator(_schedule)]
 
 # A plain app name: it becomes part of checkpoint paths and of its DAG's id.
 APP_NAME = re.compile(r"^[A-Za-z0-9_.\-]{1,200}$")
+# An app's DAG and its Airflow asset: `ackfold_app_<app>` (the demo triggers its DAG).
+APP_DAG_PREFIX: Final = "ackfold_app_"
 
 
 class Section(BaseModel):

@@ -19,14 +19,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ackfold.airflow.assets import APP_DAG_PREFIX
-from ackfold.cli.progress import Progress
 from ackfold.config import Settings
 from ackfold.config.demo import FaultSettings
+from ackfold.config.values import APP_DAG_PREFIX
 from ackfold.demo.delivery import DeliveryReport, assess
 from ackfold.demo.feed import Feed
 from ackfold.demo.wordcount import APP, STAGES, WordCount, demo_topics, with_demo_policy
 from ackfold.ledger.lock import app_lock
+from ackfold.progress import Progress
 from ackfold.reconcile.run import run_reconcile
 from ackfold.replay.replayer import ReplaySummary
 from ackfold.replay.request import ReplayRequest

@@ -24,13 +24,13 @@ import logging
 from importlib.metadata import version
 from typing import Any
 
-from ackfold import __version__
 from ackfold.ledger.contract import arrow_schema
 from ackfold.ledger.encoding import writer_properties
 from ackfold.ledger.errors import SchemaMismatch
 from ackfold.ledger.fence import commit
 from ackfold.ledger.store import delta_uri, storage_options
 from ackfold.ledger.tables import ROOT_STATE, ROOT_STATE_PARTITIONS, Ledger
+from ackfold.version import __version__
 
 log = logging.getLogger("ackfold.ledger")
 

@@ -381,7 +381,7 @@ class LedgerLease:
         is read from that release's keys, so its live holder is waited for."""
         found = int(configuration.get(_FORMAT, "1"))
         if found > LEASE_FORMAT:
-            from ackfold import __version__
+            from ackfold.version import __version__
 
             raise LeaseTooNew(
                 f"the ledger's lease ({self.path}) is kept by ackfold "
