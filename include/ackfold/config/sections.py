@@ -270,6 +270,7 @@ class EngineSettings(Section):
       no JVM, no cluster. Derived tables are committed by delta-rs.
     - `spark`: a Spark session (`spark.master`, or `spark.remote` for Connect): for
       ledgers larger than one machine, and teams that run everything on Spark.
+    - another engine's name, once it is registered (`ackfold.engines.register`).
     - `auto` (the default): `spark` when `spark.remote` is set (the jobs then run on that
       Spark Connect server, which may be the only one that reaches the warehouse); else
       `embedded` wherever delta-rs reaches the warehouse (a local path, `file:`, `s3://`,
@@ -282,9 +283,22 @@ class EngineSettings(Section):
     together they bound a reconcile's memory whatever the backlog.
     """
 
-    kind: Literal["auto", "embedded", "spark"] = "auto"
+    kind: str = "auto"
     memory_limit: str = Field("2GB", pattern=r"^\d+(\.\d+)?\s*(KB|MB|GB|TB|KiB|MiB|GiB|TiB)$")
     threads: int | None = Field(None, ge=1, le=256)
+
+    @field_validator("kind")
+    @classmethod
+    def _registered(cls, value: str) -> str:
+        # `embedded`, `spark`, or an engine registered beside them (`ackfold.engines`).
+        from ackfold.engines.choose import AUTO, registered
+
+        if value != AUTO and value not in registered():
+            raise ValueError(
+                f"{value!r} is not an engine: use {', '.join([AUTO, *registered()])}, or "
+                "register the engine first (`ackfold.engines.register`)"
+            )
+        return value
 
 
 class ReplaySettings(Section):
