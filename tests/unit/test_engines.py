@@ -119,10 +119,13 @@ def test_the_registry_knows_both_engines_named_alike(tmp_path: Path) -> None:
 def test_an_unknown_engine_is_an_error_naming_the_setting(tmp_path: Path) -> None:
     from ackfold.config import ConfigError
 
-    with pytest.raises(ConfigError, match=r"engine\.kind.*'warp'.*auto, embedded, spark"):
-        load_settings(var_dir=tmp_path, jars_dir=JARS_DIR, engine={"kind": "warp"})
-    with pytest.raises(ConfigError, match=r"'warp' is not registered \(engine\.kind\)"):
-        build("warp", load_settings(var_dir=tmp_path, jars_dir=JARS_DIR))
+    settings = load_settings(var_dir=tmp_path, jars_dir=JARS_DIR, engine={"kind": "warp"})
+    with pytest.raises(ConfigError, match=r"'warp' is not registered \(engine\.kind\).*auto"):
+        engine_for(settings)
+    with pytest.raises(ConfigError, match=r"'warp' is not registered"):
+        build("warp", settings)
+    with pytest.raises(ConfigError, match=r"engine\.kind"):
+        load_settings(var_dir=tmp_path, jars_dir=JARS_DIR, engine={"kind": "Warp Drive"})
 
 
 class Recorder(EmbeddedEngine):

@@ -2,9 +2,8 @@
 
 DuckDB computes; delta-rs reads the ledger's tables and commits what the jobs write. The
 engine itself, as the verbs' run functions see it, is `ackfold.engines.embedded`; which
-engine a run gets is chosen in `ackfold.engines` (`engine_for`, re-exported here for the
-callers of this module's older path). Both engines give the same statuses row for row
-(`tests/conformance`).
+engine a run gets is chosen in `ackfold.engines` (`engine_for`, a floor above: it was
+here before). Both engines give the same statuses row for row (`tests/conformance`).
 
 - `duck`: a DuckDB connection bounded by `engine.memory_limit`, with the functions the
   jobs share (Spark's `xxhash64` of a string, for the event hashes `root_state` keeps).
@@ -15,8 +14,3 @@ callers of this module's older path). Both engines give the same statuses row fo
 """
 
 from __future__ import annotations
-
-# The chooser's home is `ackfold.engines`; these names stay importable from here.
-from ackfold.engines.choose import EMBEDDED, SPARK, engine_for
-
-__all__ = ["EMBEDDED", "SPARK", "engine_for"]
