@@ -27,6 +27,7 @@ from ackfold.engines import (
     unregister,
 )
 from ackfold.engines.embedded import EmbeddedEngine
+from ackfold.engines.spark import SparkEngine
 from ackfold.ledger.writer import LedgerWriter
 from ackfold.track.tracker import Tracker
 from tests.conftest import JARS_DIR
@@ -107,6 +108,9 @@ def test_the_registry_knows_both_engines_named_alike(tmp_path: Path) -> None:
     settings = load_settings(var_dir=tmp_path, jars_dir=JARS_DIR)
     assert {EMBEDDED, SPARK} <= set(registered())
     embedded, spark = build(EMBEDDED, settings), build(SPARK, settings)
+    # mypy holds both classes to the protocol here, method by method.
+    both: list[Engine] = [EmbeddedEngine(settings), SparkEngine(settings)]
+    assert [type(e) for e in both] == [type(embedded), type(spark)]
     assert isinstance(embedded, Engine)
     assert isinstance(spark, Engine)
     assert (embedded.name, spark.name) == (EMBEDDED, SPARK)
