@@ -44,7 +44,7 @@ def build_site(docs: Path) -> None:
                    "ack_events.root_id is never null", column="root_id"),
         ],
     )  # fmt: skip
-    validator = Validator(docs, RUN, engine="embedded", assets_dir=ASSETS)
+    validator = Validator(docs, RUN, frames="pandas", assets_dir=ASSETS)
     frame = pd.DataFrame({"event_id": ["a", "b", "b"], "root_id": [1, 2, None]})
     results = validator.validate(suite, frame)
     assert [r.success for r in results] == [False, False]

@@ -100,7 +100,7 @@ def test_both_engines_plan_alike_and_settle_alike(spark: SparkSession, tmp_path:
     )
     embedded = Replayer(None, one, now=NOW)
     on_spark = Replayer(spark, one, now=NOW)
-    assert (embedded.engine, on_spark.engine) == ("embedded", "spark")
+    assert (embedded.engine.name, on_spark.engine.name) == ("embedded", "spark")
     first = embedded.plan(requests["automatic"])
     assert len(first.sends) > 10, "a plan with every decision"
     assert len(first.skipped) >= 2

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from ackfold.config import load_settings
-from ackfold.embedded import EMBEDDED, SPARK, engine_for
+from ackfold.engines import EMBEDDED, SPARK, engine_for
 from ackfold.ledger.errors import UnsafeSparkCommits
 from ackfold.ledger.protocol import refuse_unsafe_spark_engine, unsafe_spark_commits
 

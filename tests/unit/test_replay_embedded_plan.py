@@ -41,7 +41,7 @@ def settings(tmp_path: Path) -> Iterator[Settings]:
 def plan(settings: Settings, request: ReplayRequest, now: datetime = NOW) -> Plan:
     replayer = Replayer(None, settings, now=now)
     try:
-        assert replayer.engine == "embedded"
+        assert replayer.engine.name == "embedded"
         return replayer.plan(request)
     finally:
         replayer.close()

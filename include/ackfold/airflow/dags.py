@@ -28,12 +28,12 @@ from ackfold.airflow.params import (
     validate_manual_conf,
     validate_retract_conf,
 )
-from ackfold.airflow.spark_jobs import engine_job, spark_job
+from ackfold.airflow.spark_jobs import engine_job
 from ackfold.airflow.tasks import (
     ledger_metrics,
     maintenance_in_task,
     quality_alerts,
-    quality_check,
+    quality_in_task,
     quality_verdict,
     reconcile_in_task,
     run_automatic_replay,
@@ -44,7 +44,6 @@ from ackfold.airflow.tasks import (
 )
 from ackfold.config import Settings, load_settings
 from ackfold.effects.params import MANUAL_RETRACT_DAG_ID
-from ackfold.embedded import SPARK, engine_for
 from ackfold.replay.params import MANUAL_REPLAY_DAG_ID
 
 if TYPE_CHECKING:
@@ -194,18 +193,14 @@ def quality_dag(settings: Settings) -> DAG:
         start_date=START,
         max_active_runs=1,
     ) as dag:
-        check: Any
-        if engine_for(settings, refuse=False) == SPARK:  # the job refuses where it runs
-            check = spark_job(
-                "check", "quality.py", settings, args=["--airflow-run-id", "{{ run_id }}"]
-            )
-        else:
-
-            @task(task_id="check")
-            def check_embedded() -> dict[str, object]:
-                return quality_check(get_current_context()["run_id"])
-
-            check = check_embedded()
+        # In the task's process, or the packaged `quality.py`: the same `run_quality`.
+        check = engine_job(
+            "check",
+            "quality.py",
+            settings,
+            quality_in_task,
+            args=["--airflow-run-id", "{{ run_id }}"],
+        )
 
         @task
         def verdict() -> dict[str, object]:

@@ -115,17 +115,18 @@ def engine_job(
     task_id: str,
     app: str,
     settings: Settings,
-    run: Callable[[], Any],
+    run: Callable[..., Any],
     *,
     args: list[str] | None = None,
     **operator: Any,
 ) -> BaseOperator:
-    """The task of a job that runs on either engine (`engine.kind`): `run` in the task's
-    own process on the embedded engine (no JVM, no spark-submit), else `spark_job` of
-    the entry point `app`."""
-    from ackfold.embedded import EMBEDDED, engine_for
+    """The task of a job that runs on any engine (`engine.kind`): `run` in the task's
+    own process on an engine that runs there (`Engine.runs_in_task`: the embedded one, no
+    JVM, no spark-submit), else `spark_job` of the entry point `app`, which calls the
+    same run function."""
+    from ackfold.engines import choose
 
-    if engine_for(settings, refuse=False) == EMBEDDED:  # the job refuses where it runs
+    if choose(settings, refuse=False).runs_in_task:  # the job refuses where it runs
         from airflow.providers.standard.operators.python import PythonOperator
 
         return PythonOperator(task_id=task_id, python_callable=run, **operator)

@@ -216,6 +216,12 @@ def smoke_in_task() -> dict[str, Any]:
 
 
 @one_line_errors
+def quality_in_task(run_id: str) -> dict[str, Any]:
+    """The `check` task of `ackfold_quality` on an engine that runs in the task's process:
+    `quality_check` of the DAG run (`run_id`, which Airflow passes from the context)."""
+    return quality_check(run_id)
+
+
 def quality_check(airflow_run_id: str, settings: Settings | None = None) -> dict[str, Any]:
     """The `check` task of `ackfold_quality` on the embedded engine: the quality run in the
     task's own process (no JVM, no spark-submit), as `ackfold/jobs/quality.py` runs it on

@@ -142,11 +142,13 @@ def _quality(settings: Settings, args: argparse.Namespace) -> int:
     except LedgerError as exc:
         return ledger_error(exc)
 
-    from ackfold.embedded import SPARK, engine_for
     from ackfold.quality import run_quality
 
-    # On the embedded engine (the default) no JVM starts: DuckDB runs in this process.
-    spark = spark_session(settings, "ackfold-quality") if engine_for(settings) == SPARK else None
+    def spark() -> SparkSession:
+        return spark_session(settings, "ackfold-quality")
+
+    # On the embedded engine (the default) no JVM starts: DuckDB runs in this process; the
+    # Spark engine starts its session when it first needs it.
     report = run_quality(
         settings,
         spark=spark,

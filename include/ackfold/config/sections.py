@@ -35,6 +35,7 @@ class EngineSettings(Section):
       no JVM, no cluster. Derived tables are committed by delta-rs.
     - `spark`: a Spark session (`spark.master`, or `spark.remote` for Connect): for
       ledgers larger than one machine, and teams that run everything on Spark.
+    - another engine's name, once it is registered (`ackfold.engines.register`).
     - `auto` (the default): `spark` when `spark.remote` is set (the jobs then run on that
       Spark Connect server, which may be the only one that reaches the warehouse); else
       `embedded` wherever delta-rs reaches the warehouse (a local path, `file:`, `s3://`,
@@ -47,7 +48,9 @@ class EngineSettings(Section):
     together they bound a reconcile's memory whatever the backlog.
     """
 
-    kind: Literal["auto", "embedded", "spark"] = "auto"
+    # `auto`, or a registered engine's name: an unknown one is refused when a run chooses
+    # its engine (`ackfold.engines.build`), which the settings cannot import.
+    kind: str = Field("auto", pattern=r"^[a-z][a-z0-9_-]{0,39}$")
     memory_limit: str = Field("2GB", pattern=r"^\d+(\.\d+)?\s*(KB|MB|GB|TB|KiB|MiB|GiB|TiB)$")
     threads: int | None = Field(None, ge=1, le=256)
 

@@ -16,7 +16,7 @@ import json
 from pyspark.sql import SparkSession
 
 from ackfold.config import load_settings
-from ackfold.embedded import SPARK
+from ackfold.engines import SPARK
 from ackfold.jobs import one_line_errors
 from ackfold.ledger.parse import parse_time
 from ackfold.maintenance import run_maintenance

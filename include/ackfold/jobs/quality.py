@@ -14,6 +14,7 @@ import json
 import sys
 
 from ackfold.config import load_settings
+from ackfold.engines import SPARK
 from ackfold.jobs import one_line_errors
 from ackfold.ledger.parse import parse_time
 from ackfold.quality import run_quality
@@ -30,13 +31,10 @@ if __name__ == "__main__":
         args = parser.parse_args()
         settings = load_settings()
         spark = get_spark(settings, app_name="ackfold-quality")
-        # spark-submitted: the Spark engine, whatever `engine.kind` says.
-        settings = settings.model_copy(
-            update={"engine": settings.engine.model_copy(update={"kind": "spark"})}
-        )
         run_id = quality_run_id(args.airflow_run_id) if args.airflow_run_id else None
+        # spark-submitted: the Spark engine, whatever `engine.kind` says.
         report = run_quality(
-            settings, spark=spark, app=args.app, now=args.now, run_id=run_id,
+            settings, spark=spark, engine=SPARK, app=args.app, now=args.now, run_id=run_id,
             say=lambda text: print(text, file=sys.stderr, flush=True),
         )  # fmt: skip
         print(report.format(), flush=True)

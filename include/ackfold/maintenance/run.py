@@ -7,10 +7,10 @@ It owns what every run needs, in this order:
    maintenance take turns on every host, and every commit of the run carries the lease's
    epoch (the fence claims every ledger table before anything is read), so a run frozen
    past its lease commits nothing more (issue 55);
-2. the engine, chosen once (`ackfold.embedded.engine_for`, or `engine`): the embedded
-   one runs the steps in delta-rs in this process; Spark runs them on the session given
-   (or one started for the run) where its commits are safe, and in delta-rs elsewhere
-   (`ackfold.ledger.maintenance.maintain_steps`);
+2. the engine, resolved once (`ackfold.engines.resolve`: the one given, or the one
+   `engine.kind` chooses), whose `maintain` runs the steps: the embedded one in delta-rs
+   in this process; Spark on the session given (or one started for the run) where its
+   commits are safe, and in delta-rs elsewhere (`ackfold.ledger.maintenance.maintain_steps`);
 3. the steps, each timed and said as it starts and ends (`progress`): retention,
    optimize, vacuum, logs (`ackfold.ledger.store_maintenance.STEPS`);
 4. the summary, with the engine, the epoch, the files and bytes VACUUM deleted and the
@@ -37,10 +37,9 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from ackfold.config import Settings
-from ackfold.embedded import SPARK, engine_for
+from ackfold.engines import Engine, for_run
 from ackfold.ledger.lease import ledger_turn
 from ackfold.ledger.lock import DEFAULT_WAIT
-from ackfold.ledger.maintenance import maintain_steps, spark_steps_safe
 from ackfold.ledger.store_maintenance import STEPS, removed_totals
 
 if TYPE_CHECKING:
@@ -71,7 +70,7 @@ class Steps:
 def run_maintenance(
     settings: Settings,
     *,
-    engine: str | None = None,
+    engine: Engine | str | None = None,
     spark: SparkSession | Callable[[], SparkSession] | None = None,
     now: datetime | None = None,
     dry_run: bool = False,
@@ -82,7 +81,8 @@ def run_maintenance(
 ) -> dict[str, Any]:
     """Maintain the ledger under `settings.table_root` once and return the run's summary.
 
-    `engine` overrides `engine.kind` (`embedded` or `spark`); `spark` is the Spark
+    `engine` is the engine, or a registered engine's name (`embedded`, `spark`), instead
+    of the one `engine.kind` chooses; `spark` is the Spark
     engine's session, or what makes it when it is needed (else `get_spark`): on an object
     store, or where Spark's commits are not put-if-absent, no session starts and the
     steps are delta-rs's. `now` is the run's time for the retention's cut-off. `holder`
@@ -97,18 +97,17 @@ def run_maintenance(
 
         return plan_maintenance(settings, now=at)
     # Whatever `engine.kind` says, a store where Spark's commits are unsafe is maintained
-    # in delta-rs: nothing here is refused (`spark_steps_safe`).
-    chosen = engine or engine_for(settings, refuse=False)
+    # in delta-rs: nothing here is refused (`ackfold.ledger.maintenance.spark_steps_safe`).
     steps = Steps(progress or log.info)
-    with ledger_turn(settings, holder, wait=wait, say=say or log.info) as fence:
-        session = None
-        if chosen == SPARK and spark_steps_safe(settings):
-            session = _session(settings, spark)
-        summary = maintain_steps(session, settings, now=at, step=steps)
+    with (
+        for_run(engine, settings, spark=spark, refuse=False) as chosen,
+        ledger_turn(settings, holder, wait=wait, say=say or log.info) as fence,
+    ):
+        summary = chosen.maintain(now=at, step=steps)
         epoch = fence.epoch
     removed = summary.get("removed", {})
     summary.update(
-        engine=chosen,
+        engine=chosen.name,
         epoch=epoch,
         dry_run=False,
         **removed_totals(removed),
@@ -118,13 +117,3 @@ def run_maintenance(
 
     export_run(settings, "maintenance", summary)
     return summary
-
-
-def _session(
-    settings: Settings, spark: SparkSession | Callable[[], SparkSession] | None
-) -> SparkSession:
-    if spark is None:
-        from ackfold.spark import get_spark
-
-        return get_spark(settings, app_name="ackfold-maintenance")
-    return spark() if callable(spark) else spark

@@ -1,9 +1,12 @@
 """One quality run: build the batches, validate each against its suite, keep the results
 in `quality_results`, publish Data Docs. `ackfold quality` and `ackfold_quality` call it.
 
-On the embedded engine (`engine.kind`) it runs in the calling process with no JVM: DuckDB
-computes the checks' inputs over the ledger as delta-rs reads it, and delta-rs commits the
-results. On Spark, the batches are Spark DataFrames that GX validates.
+The engine (`ackfold.engines.Engine`: the one given, or the one `engine.kind` chooses)
+builds the checks' inputs and keeps the results. On the embedded engine it runs in the
+calling process with no JVM: DuckDB computes the checks' inputs over the ledger as
+delta-rs reads it (`check_embedded`), and delta-rs commits the results (`keep_embedded`).
+On Spark, the batches are Spark DataFrames that GX validates (`check_on_spark`,
+`keep_on_spark`).
 
 It takes no ledger lock: it reads the ledger and appends only to `quality_results`.
 """
@@ -18,10 +21,9 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from ackfold.config import Settings
-from ackfold.embedded import EMBEDDED, engine_for
+from ackfold.engines import Engine, for_run
 from ackfold.errors import AckfoldError
 from ackfold.ledger.conflicts import retry_conflicts
-from ackfold.ledger.create import create_tables
 from ackfold.ledger.driver_writers import object_store_writer
 from ackfold.ledger.store import is_object_store
 from ackfold.ledger.tables import QUALITY_RESULTS, Ledger, spark_schema
@@ -59,16 +61,18 @@ class QualityViolation(AckfoldError, RuntimeError):
 def run_quality(
     settings: Settings,
     *,
-    spark: SparkSession | None = None,
+    spark: SparkSession | Callable[[], SparkSession] | None = None,
     app: str | None = None,
     now: datetime | None = None,
     run_id: str | None = None,
     say: Callable[[str], None] = lambda text: None,
+    engine: Engine | str | None = None,
 ) -> QualityReport:
     """Check the ledger (the rows of `app` only, if given) over `quality.window` before
-    `now`, on the engine `settings` choose (`ackfold.embedded.engine_for`): embedded, in
-    this process with no JVM, or Spark (`spark`, else a session started for the run).
-    Returns the report; it does not raise on a violation (see `check`).
+    `now`, on `engine` (an engine, or a registered engine's name), else the one `settings`
+    choose (`ackfold.engines.resolve`): embedded, in this process with no JVM, or Spark
+    (`spark`, or what starts it, else a session started for the run). Returns the
+    report; it does not raise on a violation (see `check`).
 
     Running again with the same `run_id` (a retried Airflow task) replaces that run's
     rows in `quality_results`."""
@@ -79,46 +83,33 @@ def run_quality(
     window = Window.ending(now or run_at, settings.quality.window)
     run_id = run_id or f"{run_at:%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:6]}"
     assert settings.quality.docs_dir is not None
-    engine = engine_for(settings)
-    docs_dir = settings.quality.docs_dir
+    with for_run(engine, settings, spark=spark) as chosen:
+        chosen.check_commits()  # an engine given by name is refused where its kind would be
+        docs_dir = settings.quality.docs_dir
 
-    def validator_for(kind: str) -> Validator:
-        return Validator(
-            docs_dir,
-            run_id,
-            engine=kind,
-            keep=settings.quality.docs_keep,
-            assets_dir=settings.quality.assets_dir,
+        def validator_for(frames: str) -> Validator:
+            return Validator(
+                docs_dir,
+                run_id,
+                frames=frames,
+                keep=settings.quality.docs_keep,
+                assets_dir=settings.quality.assets_dir,
+            )
+
+        validator, results, apps = chosen.quality_checks(
+            window=window, app=app, validator_for=validator_for, say=say
         )
-
-    if engine == EMBEDDED:
-        _create_missing(settings)
-        validator, results, apps = _check_embedded(
-            settings, window, app, lambda: validator_for(EMBEDDED), say
+        docs = validator.publish()
+        report = QualityReport(
+            run_id=run_id,
+            run_at=run_at,
+            window_start=window.start,
+            results=tuple(results),
+            docs=docs,
+            apps=tuple(apps),
+            scope=f"app {app}" if app else "all apps",
         )
-    else:
-        if spark is None:
-            from ackfold.spark import get_spark
-
-            spark = get_spark(settings, app_name="ackfold-quality")
-        create_tables(spark, Ledger(settings.table_root))
-        validator = validator_for(engine)
-        results, apps = _check_on_spark(spark, settings, window, app, validator, say)
-    docs = validator.publish()
-    report = QualityReport(
-        run_id=run_id,
-        run_at=run_at,
-        window_start=window.start,
-        results=tuple(results),
-        docs=docs,
-        apps=tuple(apps),
-        scope=f"app {app}" if app else "all apps",
-    )
-    if engine == EMBEDDED:
-        _keep_embedded(settings, report)
-    else:
-        assert spark is not None
-        _keep_on_spark(spark, settings, report)
+        chosen.keep_quality(report)
     return report
 
 
@@ -135,7 +126,7 @@ def _timed(
     return found
 
 
-def _check_on_spark(
+def check_on_spark(
     spark: SparkSession,
     settings: Settings,
     window: Window,
@@ -166,7 +157,7 @@ def _check_on_spark(
     return results, apps
 
 
-def _check_embedded(
+def check_embedded(
     settings: Settings,
     window: Window,
     app: str | None,
@@ -244,7 +235,7 @@ def _import_gx() -> None:
     import great_expectations.expectations  # noqa: F401
 
 
-def _create_missing(settings: Settings) -> None:
+def create_missing(settings: Settings) -> None:
     """The ledger's tables that do not exist yet, made by delta-rs (existing ones are
     left as they are, whatever their schema: a broken schema is for the checks)."""
     from ackfold.embedded.tables import exists
@@ -257,7 +248,7 @@ def _create_missing(settings: Settings) -> None:
         LedgerWriter(settings.table_root).create(missing)
 
 
-def _keep_on_spark(spark: SparkSession, settings: Settings, report: QualityReport) -> None:
+def keep_on_spark(spark: SparkSession, settings: Settings, report: QualityReport) -> None:
     rows = spark.createDataFrame(report.rows(), spark_schema(QUALITY_RESULTS))
     # The id matched RUN_ID: no quote can reach this predicate.
     ledger = Ledger(settings.table_root)
@@ -277,7 +268,7 @@ def _keep_on_spark(spark: SparkSession, settings: Settings, report: QualityRepor
     )
 
 
-def _keep_embedded(settings: Settings, report: QualityReport) -> None:
+def keep_embedded(settings: Settings, report: QualityReport) -> None:
     """The run's `quality_results` rows, replacing any of the same run, in one delta-rs
     commit, on whatever store the ledger is."""
     import pyarrow as pa

@@ -46,14 +46,16 @@ log = logging.getLogger(__name__)
 
 
 class Validator:
-    """Validates batches against suites; `publish()` builds and publishes Data Docs."""
+    """Validates batches against suites; `publish()` builds and publishes Data Docs.
+    `frames` is the kind of dataframes the batches are: `spark` or `pandas` (the engine
+    that builds them says which: `ackfold.engines.Engine.quality_checks`)."""
 
     def __init__(
         self,
         docs_dir: Path,
         run_id: str,
         *,
-        engine: str = "spark",
+        frames: str = "spark",
         keep: int = KEEP_SITES,
         assets_dir: Path | None = None,
     ) -> None:
@@ -83,10 +85,17 @@ class Validator:
         # GX would persist every batch, and never unpersist it: `validate` caches the
         # batches that gain by it, and releases them.
         self.source: Any
-        if engine == "spark":
-            self.source = self.context.data_sources.add_spark("ackfold", persist=False)
-        else:  # the embedded engine's batches: small pandas frames
-            self.source = self.context.data_sources.add_pandas("ackfold")
+        add = {"spark": self._add_spark, "pandas": self._add_pandas}.get(frames)
+        if add is None:
+            raise ValueError(f"frames {frames!r}: use 'spark' or 'pandas'")
+        self.source = add()
+
+    def _add_spark(self) -> Any:
+        return self.context.data_sources.add_spark("ackfold", persist=False)
+
+    def _add_pandas(self) -> Any:
+        # Small frames: the delivery batches of the embedded engine.
+        return self.context.data_sources.add_pandas("ackfold")
 
     def validate(self, suite: Suite, frame: DataFrame | pd.DataFrame) -> list[CheckResult]:
         import great_expectations as gx

@@ -325,7 +325,7 @@ def reconcile(
     summary: `ackfold.reconcile.run.run_reconcile` on the Spark engine, which holds the
     ledger's turn, skips Spark when nothing is new and no timeout is due, and pushes the
     run's metrics."""
-    from ackfold.embedded import SPARK
+    from ackfold.engines import SPARK
     from ackfold.reconcile.run import run_reconcile
 
     return run_reconcile(settings, now=now, app=app, spark=spark, engine=SPARK)

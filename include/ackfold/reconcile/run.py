@@ -6,10 +6,11 @@ It owns what every run needs, in this order:
    time, on every host;
 2. the quiet path (`ackfold.reconcile.quiet`): nothing new and no timeout due is answered
    from the tables as they stand, with no engine at all;
-3. the engine that `engine.kind` chooses (`ackfold.embedded.engine_for`): the embedded
-   one in this process (`ackfold.reconcile.embedded`), or Spark
-   (`ackfold.reconcile.reconciler`), on the session given or a new one;
-4. the summary, with the engine that made it (`engine`: `quiet`, `embedded` or `spark`).
+3. the engine's fold (`ackfold.engines.Engine.fold`), on the engine given or the one
+   `engine.kind` chooses (`ackfold.engines.resolve`): the embedded one in this process
+   (`ackfold.reconcile.embedded`), or Spark (`ackfold.reconcile.reconciler`), on the
+   session given or a new one;
+4. the summary, with the engine that made it (`engine`: `quiet`, or the engine's name).
 
 Both engines read and move the same mark of what has been folded (in `root_state`:
 `ackfold.ledger.marks`), so a ledger reconciled by one is reconciled next by the other
@@ -31,10 +32,9 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final
 
 from ackfold.config import Settings
-from ackfold.embedded import EMBEDDED, engine_for
+from ackfold.engines import Engine, for_run
 from ackfold.ledger.lease import ledger_turn
 from ackfold.ledger.lock import DEFAULT_WAIT
-from ackfold.ledger.protocol import refuse_unsafe_spark_engine
 from ackfold.ledger.tables import ROOT_STATE, UNMATCHED_EVENTS, Ledger
 
 if TYPE_CHECKING:
@@ -51,15 +51,16 @@ def run_reconcile(
     now: datetime | None = None,
     app: str | None = None,
     spark: SparkSession | Callable[[], SparkSession] | None = None,
-    engine: str | None = None,
+    engine: Engine | str | None = None,
     holder: str = "reconcile",
     wait: float = DEFAULT_WAIT,
     say: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
     """Fold what is new into `root_state` and return the run's summary.
 
-    `engine` overrides `engine.kind` (`embedded` or `spark`); `spark` is the session of
-    the Spark engine, or what makes it when it is needed (else `get_spark`). `holder` names the
+    `engine` is the engine to fold on, or the name of a registered one (`embedded`,
+    `spark`), instead of the one `engine.kind` chooses; `spark` is the session of the
+    Spark engine, or what makes it when it is needed (else `get_spark`). `holder` names the
     run in the ledger's lease, and `wait` is how long to wait for another run's turn. The
     run's counters go over OTLP when metrics are on."""
     from ackfold.ledger.marks import check_app_name
@@ -68,32 +69,22 @@ def run_reconcile(
     at = (now or datetime.now(UTC)).astimezone(UTC)
     if app is not None:
         check_app_name(app)
-    chosen = engine or engine_for(settings)
-    with ledger_turn(settings, _holder(holder, app), wait=wait, say=say or log.info) as fence:
+    with (
+        for_run(engine, settings, spark=spark) as chosen,
+        ledger_turn(settings, _holder(holder, app), wait=wait, say=say or log.info) as fence,
+    ):
         summary = quiet.quiet_summary(
             settings, now=at, since=(at - settings.reconcile.lookback).date(), app=app
         )
         if summary is not None:
             return _exported(settings, {**summary, "engine": QUIET})
-        if chosen != EMBEDDED:  # an override is refused where `engine.kind: spark` would be
-            refuse_unsafe_spark_engine(settings)
+        # An engine given by name is refused where `engine.kind` naming it would be.
+        chosen.check_commits()
         # Before anything is read: no run that lost the lease commits to them any more.
         ledger = Ledger(settings.table_root)
         fence.claim([ledger.path(ROOT_STATE), ledger.path(UNMATCHED_EVENTS)])
-        if chosen == EMBEDDED:
-            from ackfold.reconcile.embedded import EmbeddedReconciler
-
-            summary = EmbeddedReconciler(settings, now=at, app=app).run()
-        else:
-            from ackfold.reconcile.reconciler import Reconciler
-            from ackfold.spark import get_spark
-
-            if spark is None:
-                session = get_spark(settings, app_name="ackfold-reconcile")
-            else:
-                session = spark() if callable(spark) else spark
-            summary = Reconciler(session, settings, now=at, app=app).run()
-    return _exported(settings, {**summary, "engine": chosen})
+        summary = chosen.fold(now=at, app=app)
+    return _exported(settings, {**summary, "engine": chosen.name})
 
 
 def _exported(settings: Settings, summary: dict[str, Any]) -> dict[str, Any]:

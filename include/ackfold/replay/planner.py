@@ -117,6 +117,11 @@ class Planner(ABC):
         self.queues = queues
         self._policies: dict[str, AppPolicy] = {}
 
+    def close(self) -> None:
+        """Release what the planner holds beside its engine (a connection); by default
+        nothing."""
+        return None
+
     def plan(self, request: ReplayRequest) -> Plan:
         """Select and decide; writes nothing. Raises `UnknownRoots` for unknown root ids."""
         limit = request.limit or (self.settings.replay.max_per_run if request.automatic else None)

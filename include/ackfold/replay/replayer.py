@@ -24,8 +24,9 @@ copies share the new root id (derived from the origin and the attempt) and, on F
 queues, the deduplication id. An unreachable queue is retried with backoff; what still
 fails stays in the log as unsent, and the run says so.
 
-Either half runs on either engine (`engine`: embedded or spark); `ackfold.replay.run`
-holds the one run function that the DAGs, the CLI and the demo call.
+Either half runs on any engine (`ackfold.engines.Engine`: its `replay_planner` reads the
+tables, its `replay_books` commits the bookkeeping); `ackfold.replay.run` holds the one
+run function that the DAGs, the CLI and the demo call.
 
 Example:
     >>> replayer = Replayer(None, settings)                      # doctest: +SKIP
@@ -43,22 +44,19 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final
 
 from ackfold.config import Settings
-from ackfold.embedded import EMBEDDED, SPARK
+from ackfold.engines import Engine, by_session, resolve
 from ackfold.errors import AckfoldError
 from ackfold.ledger.fence import active, held
 from ackfold.ledger.lease import ledger_turn
 from ackfold.ledger.tables import Ledger
-from ackfold.replay.bookkeeping import PLANNED, Bookkeeper, SparkBookkeeper, now_wall
-from ackfold.replay.duck_planner import EmbeddedPlanner
-from ackfold.replay.embedded_books import EmbeddedBookkeeper
+from ackfold.replay.bookkeeping import PLANNED, now_wall
 from ackfold.replay.marks import Marker
-from ackfold.replay.planner import DEAD_LETTER, NEW, REPLAY, SENT, UNSENT, Plan, Planned, Planner
+from ackfold.replay.planner import DEAD_LETTER, NEW, REPLAY, SENT, UNSENT, Plan, Planned
 from ackfold.replay.queues import SourceQueues
 from ackfold.replay.request import ReplayRequest
-from ackfold.replay.spark_planner import SparkPlanner
 from ackfold.sources.base import Sent
 from ackfold.sources.kafka_records import Position
 
@@ -99,9 +97,10 @@ AfterSend = Callable[[list[Sent]], None]
 
 class Replayer:
     """Plans and executes replay runs over the ledger under `settings.table_root`, on
-    `engine`: `embedded` (DuckDB and delta-rs in this process) or `spark` (`spark`, or a
-    session started for it). By default, Spark if a session is given, else embedded;
-    `ackfold.replay.run.run_replay` chooses by `engine.kind`.
+    `engine` (an `ackfold.engines.Engine`, or a registered engine's name). By default,
+    Spark if a session `spark` is given (or what starts one), else the embedded engine
+    (`ackfold.engines.by_session`); `ackfold.replay.run.run_replay` passes the engine
+    `engine.kind` chooses.
 
     `run_replay` runs `plan` and `execute` under the ledger's turn, one writer of
     `root_state` at a time, from the plan to the last status; `execute` called alone takes
@@ -109,31 +108,21 @@ class Replayer:
 
     def __init__(
         self,
-        spark: SparkSession | None,
+        spark: SparkSession | Callable[[], SparkSession] | None,
         settings: Settings,
         *,
         now: datetime | None = None,
-        engine: Literal["embedded", "spark"] | None = None,
+        engine: Engine | str | None = None,
     ) -> None:
         self.settings = settings
         self.ledger = Ledger(settings.table_root)
         self.now = (now or datetime.now(UTC)).astimezone(UTC)
-        self.engine = engine or (SPARK if spark is not None else EMBEDDED)
+        self.engine = resolve(engine or by_session(spark), settings, spark=spark)
+        self._owns_engine = self.engine is not engine
         self._queues = SourceQueues(settings)
         self._pool: ThreadPoolExecutor | None = None
-        self._books: Bookkeeper
-        if self.engine == SPARK:
-            if spark is None:
-                from ackfold.spark import get_spark
-
-                spark = get_spark(settings, app_name="ackfold-replay")
-            self.spark: SparkSession | None = spark
-            self._books = SparkBookkeeper(spark, self.ledger)
-            self._planner: Planner = SparkPlanner(spark, settings, self._queues, now=self.now)
-        else:
-            self.spark = None
-            self._books = EmbeddedBookkeeper(self.ledger)
-            self._planner = EmbeddedPlanner(settings, self._queues, now=self.now)
+        self._books = self.engine.replay_books(self.ledger)
+        self._planner = self.engine.replay_planner(self._queues, now=self.now)
 
     def plan(self, request: ReplayRequest) -> Plan:
         """Select and decide; writes nothing. Raises `UnknownRoots` for unknown root ids."""
@@ -290,8 +279,9 @@ class Replayer:
             self._pool.shutdown()
             self._pool = None
         self._queues.close()
-        if isinstance(self._planner, EmbeddedPlanner):
-            self._planner.close()
+        self._planner.close()
+        if self._owns_engine:
+            self.engine.close()
 
     def now_wall(self) -> datetime:
         """Log times are wall-clock times (the run's `now` may be set for timeouts)."""

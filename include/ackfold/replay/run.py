@@ -6,9 +6,10 @@ It owns what every run needs, in this order:
 - the ledger's turn (`ledger_turn`: this host's lock, then the lease every host sees),
   from the plan to the last status: two runs planning the same root at once would both
   send it;
-- the engine, by `engine.kind` (`ackfold.embedded.engine_for`): the embedded one (DuckDB
-  and delta-rs in this process, no JVM) unless that says Spark; then the session given,
-  or one started for the run (after the turn is taken: another host may hold it);
+- the engine, the one given or the one `engine.kind` chooses (`ackfold.engines.resolve`):
+  the embedded one (DuckDB and delta-rs in this process, no JVM) unless that says Spark;
+  then the session given, or one started for the run (after the turn is taken: another
+  host may hold it);
 - the claim of the tables it writes, once its plan has sends, and the plan made again if
   anything else committed to them between the plan's read and the claim (a frozen run's
   commit: `ackfold.ledger.fence`);
@@ -32,7 +33,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from ackfold.config import Settings
-from ackfold.embedded import SPARK, engine_for
+from ackfold.engines import Engine, for_run
 from ackfold.ledger.fence import version_of
 from ackfold.ledger.lease import ledger_turn
 from ackfold.ledger.lock import DEFAULT_WAIT
@@ -59,25 +60,27 @@ def run_replay(
     wait: float = DEFAULT_WAIT,
     say: Callable[[str], None] | None = None,
     holder: str | None = None,
+    engine: Engine | str | None = None,
 ) -> ReplaySummary:
     """Plan and execute one replay run under the ledger's turn, on the engine `settings`
     choose; returns its summary (`summary.not_sent` counts what stayed unsent: see
     `unsent_error`). Raises `UnknownRoots` for root ids `root_state` does not know,
     `LedgerBusy` if the turn does not come within `wait` seconds.
 
-    `spark`: the session for the Spark engine (or a function that starts it); ignored
-    by the embedded engine. `now`: the run's time for the policies' backoff. `holder`:
+    `engine`: the engine, or a registered engine's name, instead of the one `settings`
+    choose. `spark`: the session for the Spark engine (or a function that starts it);
+    ignored by the embedded engine. `now`: the run's time for the policies' backoff. `holder`:
     who waits for the turn, as others see it (default: the requester)."""
-    engine = engine_for(settings)
     # As others waiting for the turn read it: "waiting for the automatic replay (pid ...)".
     holder = holder or (
         "the automatic replay" if request.automatic else f"a replay by {request.requested_by}"
     )
-    with ledger_turn(settings, holder, wait=wait, say=say or log.info) as fence:
-        session = None
-        if engine == SPARK:
-            session = spark() if callable(spark) else spark
-        replayer = Replayer(session, settings, now=now, engine=engine)
+    with (
+        for_run(engine, settings, spark=spark) as chosen,
+        ledger_turn(settings, holder, wait=wait, say=say or log.info) as fence,
+    ):
+        chosen.check_commits()  # an engine given by name is refused where its kind would be
+        replayer = Replayer(spark, settings, now=now, engine=chosen)
         try:
             ledger = Ledger(settings.table_root)
             claimed = [ledger.path(name) for name in (ROOT_STATE, DEAD_LETTERS, REPLAY_LOG)]
