@@ -40,6 +40,46 @@ JOB_FIELDS = (
 )  # fmt: skip
 
 Batch = Callable[["DataFrame", int], None]
+Snapshot = tuple[int, int, int]  # SparkCounters.snapshot()
+
+
+class SparkCounters:
+    """What a classic session's driver JVM has counted so far: Spark jobs started, and
+    classes compiled by code generation and the nanoseconds it took. Two snapshots
+    bracket some work; `figures` reads what that work ran from Spark's status store."""
+
+    def __init__(self, spark: SparkSession) -> None:
+        self._jvm = spark.sparkContext._jvm
+        self._sc = spark.sparkContext._jsc.sc()
+
+    def snapshot(self) -> Snapshot:
+        """(the next job's id, classes compiled so far, nanoseconds compiling so far)."""
+        codegen = self._jvm.org.apache.spark.sql.catalyst.expressions.codegen  # type: ignore[union-attr]
+        count = self._jvm.org.apache.spark.metrics.source.CodegenMetrics  # type: ignore[union-attr]
+        nanos = getattr(getattr(codegen, "CodeGenerator$"), "MODULE$").compileTime()
+        next_job = self._sc.dagScheduler().numTotalJobs()
+        return int(next_job), int(count.METRIC_COMPILATION_TIME().getCount()), int(nanos)
+
+    def figures(self, before: Snapshot, after: Snapshot) -> dict[str, float]:
+        """Each of `JOB_FIELDS` for the jobs started between two snapshots (consecutive
+        ids: nothing else may run meanwhile), once the listener bus has delivered them."""
+        self._sc.listenerBus().waitUntilEmpty()
+        store = self._sc.statusStore()
+        stage_ids: set[int] = set()
+        for job_id in range(before[0], after[0]):
+            stage_ids.update(int(s) for s in _seq(store.job(job_id).stageIds()))
+        totals = dict.fromkeys(JOB_FIELDS, 0.0)
+        totals.update(jobs=after[0] - before[0], stages=len(stage_ids))
+        for stage_id in stage_ids:
+            for attempt in _seq(store.stageData(stage_id, False, None, False, None)):
+                totals["tasks"] += attempt.numTasks()
+                totals["input_rows"] += attempt.inputRecords()
+                totals["shuffle_read_bytes"] += attempt.shuffleReadBytes()
+                totals["shuffle_write_bytes"] += attempt.shuffleWriteBytes()
+                totals["executor_cpu_ms"] += attempt.executorCpuTime() / 1e6
+        totals["codegen_classes"] = after[1] - before[1]
+        totals["codegen_ms"] = (after[2] - before[2]) / 1e6
+        return totals
 
 
 class MicroBatches:
@@ -47,14 +87,12 @@ class MicroBatches:
     session, what the batch functions it wraps (`wrap`) ran."""
 
     def __init__(self, spark: SparkSession) -> None:
-        self.spark = spark
         self.queries: list[tuple[str, StreamingQuery]] = []
-        # (stage, batch id) -> (first job id, job id after the call, codegen before/after)
-        self.calls: dict[tuple[str, int], tuple[int, int, tuple[int, int], tuple[int, int]]] = {}
-        self._jvm: Any = None
+        # (stage, batch id) -> the counters before and after the batch function's call
+        self.calls: dict[tuple[str, int], tuple[Snapshot, Snapshot]] = {}
+        self.counters: SparkCounters | None = None
         if not type(spark).__module__.startswith("pyspark.sql.connect"):
-            self._jvm = spark.sparkContext._jvm
-            self._sc = spark.sparkContext._jsc.sc()
+            self.counters = SparkCounters(spark)
 
     def watch(self, stage: str, query: StreamingQuery) -> StreamingQuery:
         """Remember `query`, a run of `stage`: its progress is read in `batches()`."""
@@ -64,13 +102,14 @@ class MicroBatches:
     def wrap(self, stage: str, batch: Batch) -> Batch:
         """`batch`, recording the jobs and code generation of each call (classic only;
         through Connect the function must stay a plain picklable one: it is `batch`)."""
-        if self._jvm is None:
+        counters = self.counters
+        if counters is None:
             return batch
 
         def recorded(frame: DataFrame, batch_id: int) -> None:
-            first, codegen = self._next_job(), self._codegen()
+            before = counters.snapshot()
             batch(frame, batch_id)
-            self.calls[(stage, batch_id)] = (first, self._next_job(), codegen, self._codegen())
+            self.calls[(stage, batch_id)] = (before, counters.snapshot())
 
         return recorded
 
@@ -78,7 +117,8 @@ class MicroBatches:
         """One dict per micro-batch that read rows, in the order they ran: the stage, the
         batch id, `rows` and each of `DURATIONS` (ms), and in a classic session each of
         `JOB_FIELDS`."""
-        jobs = self._job_figures()
+        counters = self.counters
+        jobs = {} if counters is None else {k: counters.figures(*v) for k, v in self.calls.items()}
         seen: list[dict[str, Any]] = []
         for stage, query in self.queries:
             for progress in query.recentProgress:
@@ -92,42 +132,6 @@ class MicroBatches:
                 row.update(jobs.get((stage, progress.batchId), {}))
                 seen.append(row)
         return seen
-
-    def _next_job(self) -> int:
-        return int(self._sc.dagScheduler().numTotalJobs())
-
-    def _codegen(self) -> tuple[int, int]:
-        codegen = self._jvm.org.apache.spark.sql.catalyst.expressions.codegen
-        count = self._jvm.org.apache.spark.metrics.source.CodegenMetrics
-        nanos = getattr(getattr(codegen, "CodeGenerator$"), "MODULE$").compileTime()
-        return int(count.METRIC_COMPILATION_TIME().getCount()), int(nanos)
-
-    def _job_figures(self) -> dict[tuple[str, int], dict[str, float]]:
-        """Each wrapped call's jobs and their stages, from the status store (once the
-        listener bus has delivered every event), and its code generation."""
-        if self._jvm is None or not self.calls:
-            return {}
-        self._sc.listenerBus().waitUntilEmpty()
-        store = self._sc.statusStore()
-        figures: dict[tuple[str, int], dict[str, float]] = {}
-        for key, (first, end, (classes, nanos), (classes_after, nanos_after)) in self.calls.items():
-            stage_ids: set[int] = set()
-            for job_id in range(first, end):
-                job = store.job(job_id)
-                stage_ids.update(int(s) for s in _seq(job.stageIds()))
-            totals = dict.fromkeys(JOB_FIELDS, 0.0)
-            totals.update(jobs=end - first, stages=len(stage_ids))
-            for stage_id in stage_ids:
-                for attempt in _seq(store.stageData(stage_id, False, None, False, None)):
-                    totals["tasks"] += attempt.numTasks()
-                    totals["input_rows"] += attempt.inputRecords()
-                    totals["shuffle_read_bytes"] += attempt.shuffleReadBytes()
-                    totals["shuffle_write_bytes"] += attempt.shuffleWriteBytes()
-                    totals["executor_cpu_ms"] += attempt.executorCpuTime() / 1e6
-            totals["codegen_classes"] = classes_after - classes
-            totals["codegen_ms"] = (nanos_after - nanos) / 1e6
-            figures[key] = totals
-        return figures
 
 
 def _seq(seq: Any) -> list[Any]:

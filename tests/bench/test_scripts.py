@@ -231,6 +231,9 @@ def _tracking_steps(out: str, work: Path) -> None:
     assert (summary["sentences"], summary["words"]) == (200, 5)
     assert len(summary["steps"]) == 6
     assert all(step["wall_s"] > 0 for step in summary["steps"].values()), summary
+    # What each step ran, from Spark: every step is at least one job, with its stages.
+    assert all(step["jobs"] >= 1 for step in summary["steps"].values()), summary
+    assert all(step["stages"] >= step["jobs"] for step in summary["steps"].values()), summary
 
 
 def _ui(out: str, work: Path) -> None:
