@@ -377,8 +377,8 @@ def main() -> None:
             raise SystemExit(f"{name}: {found:,} words in its sink, {expected:,} sent")
     print(f"\nmedians of {args.rounds} round(s), each app its own command; {CPU_MEASURE}"
           f"{'; through Spark Connect the server is not counted' if args.remote else ''}. "
-          f"Shared machine unless it says otherwise: load average "
-          f"{os.getloadavg()[0]:.1f} at the end.")  # fmt: skip
+          f"Load average {os.getloadavg()[0]:.1f} at the end: over 1 or so, the figures "
+          f"are a shared machine's.")  # fmt: skip
     figures: dict[str, object] = {
         "messages": args.messages, "rounds": args.rounds, "batch": args.batch,
         "connect": bool(args.remote),
@@ -397,8 +397,9 @@ def main() -> None:
         print(
             f"tracking overhead, {mode} acks: {overhead:+.0%} by wall time of the whole "
             f"command ({wall[mode]:.1f} vs {wall['untracked']:.1f} s; "
-            f"{args.messages / wall[mode]:,.0f} vs {args.messages / wall['untracked']:,.0f} "
-            f"msgs/s), {cpu_overhead:+.0%} by CPU-seconds ({cpu[mode]:.1f} vs "
+            f"{per_second(args.messages / wall[mode]):,g} vs "
+            f"{per_second(args.messages / wall['untracked']):,g} msgs/s), "
+            f"{cpu_overhead:+.0%} by CPU-seconds ({cpu[mode]:.1f} vs "
             f"{cpu['untracked']:.1f}); ack_events {rows / sent:.1f} rows and "
             f"{size / sent:,.0f} bytes per message"
         )
