@@ -5,7 +5,10 @@
 One Spark session, no queue: `--sentences` rows of `--words` words each, registered as
 roots by a spout. Each step runs once to warm up, then `--runs` times, and prints the
 fastest run in wall-clock seconds and in CPU-seconds of the Spark JVM. The CPU figure
-holds on a machine other work also loads. The steps:
+holds on a machine other work also loads. Beside them, what the last run ran, from Spark
+(`microbatches.SparkCounters`): its Spark jobs, their stages, the bytes they shuffled,
+and the classes code generation compiled and the ms it took: a step that compiles again
+on a run after the warm-up missed Spark's code-generation cache. The steps:
 
 - the split as a user writes it without ackfold (`posexplode`, written to Delta), and
   the same split tracked (`StageTracker.explode`, the words and their `_ackfold`);
@@ -31,6 +34,7 @@ from collections.abc import Callable
 
 import checkout  # noqa: F401  (before settings load: the checkout's var/)
 from common import CpuClock
+from microbatches import SparkCounters
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
@@ -52,6 +56,7 @@ def main() -> None:
 
     spark = get_spark(app_name="ackfold-bench-tracking-steps", quiet=True)
     jvm_cpu = CpuClock(spark).jvm
+    counters = SparkCounters(spark)
 
     results: dict[str, dict[str, float]] = {}
 
@@ -59,12 +64,24 @@ def main() -> None:
         run()  # warm-up: JIT, Delta's code paths
         walls, cpus = [], []
         for _ in range(args.runs):
-            wall, cpu = time.perf_counter(), jvm_cpu()
+            wall, cpu, before = time.perf_counter(), jvm_cpu(), counters.snapshot()
             run()
             walls.append(time.perf_counter() - wall)
             cpus.append(jvm_cpu() - cpu)
-        results[label] = {"wall_s": round(min(walls), 3), "cpu_s": round(min(cpus), 3)}
-        print(f"{label:34s} {min(walls):6.2f} s  {min(cpus):6.2f} CPU-s", flush=True)
+            after = counters.snapshot()
+        spark_figures = counters.figures(before, after)  # the last run's
+        results[label] = {
+            "wall_s": round(min(walls), 3), "cpu_s": round(min(cpus), 3),
+            **{k: round(v, 1) for k, v in spark_figures.items()},
+        }  # fmt: skip
+        print(
+            f"{label:34s} {min(walls):6.2f} s  {min(cpus):6.2f} CPU-s  "
+            f"{spark_figures['jobs']:3.0f} jobs {spark_figures['stages']:3.0f} stages "
+            f"{spark_figures['shuffle_write_bytes']:>12,.0f} shuffle bytes  "
+            f"compiled {spark_figures['codegen_classes']:3.0f} classes in "
+            f"{spark_figures['codegen_ms']:6.0f} ms",
+            flush=True,
+        )
 
     text = " ".join(f"w{i}" for i in range(args.words))
     sentences = spark.range(args.sentences).select(

@@ -86,7 +86,8 @@ TINY: dict[str, list[str]] = {
                 "--workdir", "{work}"],
     "tracking_steps.py": ["--sentences", "200", "--words", "5", "--runs", "1"],
     "ui.py": ["--roots", "2000", "--days", "2", "--runs", "1", "--workdir", "{work}"],
-    "wordcount.py": ["--messages", "60", "--rounds", "1", "--batch", "30", "--warm-up", "0"],
+    # Two micro-batches a stage: the sizes seen show that `--batch` sizes them.
+    "wordcount.py": ["--messages", "20", "--rounds", "1", "--batch", "10"],
 }  # fmt: skip
 
 
@@ -230,6 +231,9 @@ def _tracking_steps(out: str, work: Path) -> None:
     assert (summary["sentences"], summary["words"]) == (200, 5)
     assert len(summary["steps"]) == 6
     assert all(step["wall_s"] > 0 for step in summary["steps"].values()), summary
+    # What each step ran, from Spark: every step is at least one job, with its stages.
+    assert all(step["jobs"] >= 1 for step in summary["steps"].values()), summary
+    assert all(step["stages"] >= step["jobs"] for step in summary["steps"].values()), summary
 
 
 def _ui(out: str, work: Path) -> None:
@@ -243,11 +247,23 @@ def _ui(out: str, work: Path) -> None:
 
 
 def _wordcount(out: str, work: Path) -> None:
-    summary = summary_of(out)  # the script checks the tracked apps' word counts
-    assert summary["messages"] == 60
+    summary = summary_of(out)  # the script checks every app's word counts and batch sizes
+    assert summary["messages"] == 20
     assert summary["untracked_msgs_per_s"] > 0
+    # The benchmark measures what it names: each stage's micro-batches, as Spark saw them,
+    # are the ingest batches asked for (--batch 10: two of 10 messages), on every app.
+    for app, stages in summary["micro_batches"].items():
+        assert stages["split"] == [10, 10], (app, stages)
+        assert len(stages["count"]) == 2, (app, stages)  # each split micro-batch's words
+    assert len({sum(stages["count"]) for stages in summary["micro_batches"].values()}) == 1
     for mode in ("compact", "per_tuple"):
         assert summary[f"{mode}_msgs_per_s"] > 0
+        assert summary[f"{mode}_cpu_s"] > 0
+        steps = summary["steps"][mode]
+        assert steps["split"]["rows"] == 10, steps
+        assert steps["split"]["addBatch"] > 0, steps
+        # The jobs each batch function ran: read from the driver's JVM, in a classic session.
+        assert (steps["count"].get("jobs", 0) >= 1) is not summary["connect"], steps
     # Compact acks: an init, a split and a count row per sentence; per tuple, one a word.
     assert summary["compact_rows_per_msg"] <= 3 < summary["per_tuple_rows_per_msg"]
     assert summary["compact_bytes_per_msg"] < summary["per_tuple_bytes_per_msg"]

@@ -111,13 +111,20 @@ class Ingester:
         self.visibility = sqs.visibility_timeout.total_seconds()
         self.writer = driver_writer(spark, self.ledger)
 
-    def stream(self) -> DataFrame:
+    def stream(self, *, max_files_per_trigger: int | None = None) -> DataFrame:
         """The registered roots of this app and queue as a streaming DataFrame of tuples
-        (`roots` columns, among them `payload`, plus `_ackfold`)."""
+        (`roots` columns, among them `payload`, plus `_ackfold`).
+
+        `max_files_per_trigger` caps a micro-batch at that many of the `roots` table's
+        files (Delta's `maxFilesPerTrigger`; its default is 1,000). A batch registered in
+        delta-rs is one file, so 1 makes each micro-batch one ingest batch."""
         from pyspark.sql import functions as F
 
         create_tables(self.spark, self.ledger, (ACK_EVENTS, ROOTS))
-        roots = self.spark.readStream.format("delta").load(self.ledger.path(ROOTS))
+        reader = self.spark.readStream.format("delta")
+        if max_files_per_trigger is not None:
+            reader = reader.option("maxFilesPerTrigger", max_files_per_trigger)
+        roots = reader.load(self.ledger.path(ROOTS))
         mine = roots.where(
             (F.col("app") == self.app)
             & (F.col("source") == self.source.source)
