@@ -59,6 +59,7 @@ from typing import Any, Final, TypeVar
 
 from ackfold.ledger.conflicts import retry_conflicts
 from ackfold.ledger.errors import FenceUnreadable, LeaseLost, Unfenced
+from ackfold.ledger.snapshots import Snapshots
 from ackfold.ledger.sql import first_line
 from ackfold.ledger.store import delta_uri, storage_options
 from ackfold.ledger.tables import DEAD_LETTERS, ROOT_STATE, UNMATCHED_EVENTS
@@ -104,6 +105,10 @@ class Fence:
         self._newest = newest
         self._commits = itertools.count(1)
         self.lost: str | None = None
+        # The tables this hold commits to, kept across its commits and refreshed before
+        # each (`ackfold.ledger.snapshots`): the checks read their latest version all the
+        # same, without a fresh open per commit.
+        self._snapshots = Snapshots(storage_options(warehouse))
 
     def lose(self, why: str) -> None:
         """Say that the lease is lost (the keeper found another holder): no more commits."""
@@ -118,10 +123,10 @@ class Fence:
         for path in paths:
             # Only a table that does not exist is passed over: any other read error (a
             # 503, a corrupt log) stops the run, which would go on unclaimed.
-            found = [_table(path, missing_ok=True, what=f"claim of {path}")]
-            if found[0] is not None:  # read once: the first try commits on it
-                load = lambda f=found, p=path: f.pop() if f else _table(p)  # noqa: E731
-                self.commit(path, commit_nothing, what=f"fence of {path}", load=load)
+            found = _table(path, missing_ok=True, what=f"claim of {path}")
+            if found is not None:  # read once: kept, the first try commits on it
+                self._snapshots.keep(path, found)
+                self.commit(path, commit_nothing, what=f"fence of {path}")
 
     def check(self, what: str, *, read: bool = True) -> None:
         """Raise `LeaseLost` unless this run still holds the lease, as far as it can tell
@@ -141,15 +146,15 @@ class Fence:
     ) -> T | None:
         """Run `action(table, commit_properties)`, one delta-rs commit to the table at
         `path`, fenced: the properties carry this run's transaction (and the `txn`s of
-        `also`); retried on a conflict, each time on a fresh snapshot (`load`, by default
-        with the environment's storage options) checked first. None, without committing,
-        if an earlier try of this commit landed."""
+        `also`); retried on a conflict, each time on the table's latest snapshot (`load`;
+        by default this hold's table refreshed, `ackfold.ledger.snapshots`) checked first.
+        None, without committing, if an earlier try of this commit landed."""
         from deltalake import CommitProperties, Transaction
 
         version = self._next()
 
         def attempt() -> T | None:
-            table = (load or (lambda: _table(path)))()
+            table = (load or (lambda: self._snapshots.table(path)))()
             if self._landed(table, version):
                 return None
             _hooks(path, "before")
@@ -172,12 +177,12 @@ class Fence:
 
         def attempt() -> T:
             _hooks(path, "before")
-            table = _table(path, missing_ok=True, what=f"fenced commit to {path}")
+            table = self._read(path, f"fenced commit to {path}")
             if table is not None:
                 self._check(table, path)
             result = action((FENCE_APP, version))
             _hooks(path, "after")
-            after = _table(path, missing_ok=True, what=f"fenced commit to {path}")
+            after = self._read(path, f"fenced commit to {path}")
             if after is not None:  # Spark skipped it (a newer epoch) without an error
                 self._check(after, path)
             return result
@@ -185,6 +190,21 @@ class Fence:
         return retry_conflicts(self._refusing(path, attempt), what=what)
 
     # -- the checks ---------------------------------------------------------------------------
+
+    def _read(self, path: str, what: str) -> Any:
+        """The table at `path` at its latest version (this hold's, refreshed); None if there
+        is none; `FenceUnreadable` if it cannot be read."""
+        from deltalake.exceptions import TableNotFoundError
+
+        try:
+            return self._snapshots.table(path)
+        except TableNotFoundError:
+            return None
+        except Exception as exc:
+            raise FenceUnreadable(
+                f"the {what} could not read {path} ({first_line(exc)}): the run stops "
+                "rather than commit unfenced; run it again once the store answers"
+            ) from exc
 
     def _next(self) -> int:
         return self.epoch * STRIDE + next(self._commits)
@@ -245,6 +265,7 @@ class Fence:
             except LeaseLost:
                 raise
             except Exception:
+                self._snapshots.forget(path)  # read afresh after a failed commit
                 table = _table(path, missing_ok=True)
                 if table is not None:
                     self._check(table, path)
