@@ -223,12 +223,19 @@ class V1Producer:
 
     def _append(self, table: str, rows: list[dict[str, Any]]) -> None:
         import pyarrow as pa
-        from deltalake import write_deltalake
+        from deltalake import DeltaTable, write_deltalake
 
         if not rows:
             return
+        # Its DeltaTable kept and brought up to date, as a long-lived producer would keep
+        # it: a path would open the table afresh at each append (a soak's 4%).
+        kept = self.__dict__.setdefault("_tables", {})
+        if table in kept:
+            kept[table].update_incremental()
+        else:
+            kept[table] = DeltaTable(f"{self.root}/{table}", storage_options=self.storage)
         write_deltalake(
-            f"{self.root}/{table}",
+            kept[table],
             pa.Table.from_pylist(rows, V1_SCHEMAS[table]),
             mode="append",
             schema_mode="merge" if self.merge else None,

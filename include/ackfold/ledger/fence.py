@@ -337,7 +337,13 @@ def _table(path: str, *, missing_ok: bool = False, what: str = "") -> Any:
 
 def version_of(path: str) -> int | None:
     """The latest version of the table at `path`; None if there is none (any other read
-    error raises `FenceUnreadable`)."""
+    error raises `FenceUnreadable`). Under a fence of its ledger, that hold's table,
+    refreshed (`ackfold.ledger.snapshots`)."""
+    fences: dict[str, Fence] = _active.__dict__.setdefault("fences", {})
+    under = [f for key, f in fences.items() if path.startswith(f"{key}/")]
+    if under:
+        table = under[0]._read(path, f"read of {path}")
+        return None if table is None else int(table.version())
     table = _table(path, missing_ok=True, what=f"read of {path}")
     return None if table is None else int(table.version())
 
