@@ -237,6 +237,7 @@ class LedgerLease:
                 epoch = int(config[_GENERATION]) + 1
                 if self._swap(table, me, token, epoch=epoch):
                     log.info("took the ledger lease (epoch %d): %s", epoch, me)
+                    self._snapshots.keep(self.path, table)  # the fence's first read
                     return epoch
                 if time.monotonic() < deadline:
                     continue  # another host committed first: look again at once
