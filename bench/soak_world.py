@@ -304,24 +304,18 @@ class Faults:
     def unreadable_claim(self) -> Iterator[None]:
         """The first claim's read of its table fails, once: delta-rs raises what a store
         that answers 503 makes it raise, inside the fence's own read (`fence._table`)."""
-        import deltalake
-
-        real, table = fence._table, deltalake.DeltaTable
+        real = fence._table
         done: list[str] = []
 
-        def unreadable(uri: str, *args: Any, **kwargs: Any) -> Any:
+        def unreadable(uri: str) -> Any:
             raise OSError(f"Generic S3 error: 503 Service Unavailable (the soak) reading {uri}")
 
-        def read(path: str, *, missing_ok: bool = False, what: str = "") -> Any:
+        def read(path: str, *, missing_ok: bool = False, what: str = "", **how: Any) -> Any:
             if not what.startswith("claim of") or done:
-                return real(path, missing_ok=missing_ok, what=what)
+                return real(path, missing_ok=missing_ok, what=what, **how)
             done.append(path)
             self.hits[f"unreadable claim ({path.rsplit('/', 1)[-1]})"] += 1
-            deltalake.DeltaTable = unreadable  # type: ignore[assignment,misc]
-            try:
-                return real(path, missing_ok=missing_ok, what=what)
-            finally:
-                deltalake.DeltaTable = table  # type: ignore[misc]
+            return real(path, missing_ok=missing_ok, what=what, read=unreadable)
 
         fence._table = read
         try:

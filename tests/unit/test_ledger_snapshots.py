@@ -73,8 +73,8 @@ def test_a_runs_fenced_commits_open_each_table_once_not_once_a_commit(
     write_deltalake(state, pa.table({"a": [0]}))
     few = _fenced_commits(warehouse, state, 2, opens)
     many = _fenced_commits(warehouse, state, 12, opens)
-    assert many == few, f"12 commits opened {many} tables, 2 commits {few}: not constant"
-    assert few <= 3, opens  # the claim's read of the table, the lease's (kept), no more
+    assert many <= few, f"12 commits opened {many} tables, 2 commits {few}: not constant"
+    assert few <= 2, opens  # the table (claimed), the lease (kept from its take), no more
     assert len(_values(state)) == 1 + 2 + 12
 
 

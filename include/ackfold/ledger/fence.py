@@ -120,13 +120,14 @@ class Fence:
         """Commit this epoch to each table at `paths` (a `txn` alone; none to a table not
         made yet), before the run reads them: from then on no commit of an older epoch
         lands there."""
+        read = self._snapshots.table  # the thread's kept table, refreshed
         for path in paths:
             # Only a table that does not exist is passed over: any other read error (a
             # 503, a corrupt log) stops the run, which would go on unclaimed.
-            found = _table(path, missing_ok=True, what=f"claim of {path}")
-            if found is not None:  # read once: kept, the first try commits on it
-                self._snapshots.keep(path, found)
-                self.commit(path, commit_nothing, what=f"fence of {path}")
+            found = [_table(path, missing_ok=True, what=f"claim of {path}", read=read)]
+            if found[0] is not None:  # read once: the first try commits on it
+                load = lambda f=found, p=path: f.pop() if f else read(p)  # noqa: E731
+                self.commit(path, commit_nothing, what=f"fence of {path}", load=load)
 
     def check(self, what: str, *, read: bool = True) -> None:
         """Raise `LeaseLost` unless this run still holds the lease, as far as it can tell
@@ -155,10 +156,18 @@ class Fence:
 
         def attempt() -> T | None:
             table = (load or (lambda: self._snapshots.table(path)))()
-            if self._landed(table, version):
-                return None
+            # Read once a try: on S3 each read of a transaction reads the log (26 ms).
+            read_at = table.version()
+            held = table.transaction_version(FENCE_APP)
+            if held == version:
+                return None  # an earlier try of this commit landed
             _hooks(path, "before")
-            self._check(table, path)
+            if table.version() != read_at:
+                # The table object is the thread's, kept (`ackfold.ledger.snapshots`): a
+                # commit through it meanwhile moved its snapshot, so what it holds now is
+                # read again, or a claim made meanwhile would pass unseen.
+                held = table.transaction_version(FENCE_APP)
+            self._check(table, path, held=held)
             txns = [Transaction(FENCE_APP, version), *also]
             result = _checkpointed(action)(table, CommitProperties(app_transactions=txns))
             _hooks(path, "after")
@@ -209,13 +218,10 @@ class Fence:
     def _next(self) -> int:
         return self.epoch * STRIDE + next(self._commits)
 
-    def _landed(self, table: Any, version: int) -> bool:
-        return bool(table.transaction_version(FENCE_APP) == version)
-
-    def _check(self, table: Any, path: str, *, read: bool = True) -> None:
+    def _check(self, table: Any, path: str, *, read: bool = True, held: int | None = None) -> None:
         """Raise `LeaseLost` if this run may not commit to `table` (None: only the lease
         is checked): the lease is lost or expired, or (`read`) taken since, or a newer
-        epoch committed there."""
+        epoch committed there. `held`: the table's fence transaction, if just read."""
         if self.lost is not None:
             raise LeaseLost(
                 f"{self._who()} lost the ledger's lease ({self.lost}): {path} is left as it is"
@@ -232,7 +238,8 @@ class Fence:
                 f"{self._who()} lost the ledger's lease to a newer run (lease epoch {taken}): "
                 f"{path} is left as it is; the next run redoes this one's work"
             )
-        held = None if table is None else table.transaction_version(FENCE_APP)
+        if held is None and table is not None:
+            held = table.transaction_version(FENCE_APP)
         if held is None:
             return
         epoch = int(held) // STRIDE
@@ -313,14 +320,23 @@ def _checkpointed(action: Callable[[Any, Any], T]) -> Callable[[Any, Any], T]:
     return run
 
 
-def _table(path: str, *, missing_ok: bool = False, what: str = "") -> Any:
-    """The table at `path` (a warehouse path as Spark or delta-rs spells it), fresh; None if
-    `missing_ok` and there is no table there. Any other error reading it is a
-    `FenceUnreadable` (with `missing_ok`): the fence cannot hold a table it cannot read."""
+def _table(
+    path: str,
+    *,
+    missing_ok: bool = False,
+    what: str = "",
+    read: Callable[[str], Any] | None = None,
+) -> Any:
+    """The table at `path` (a warehouse path as Spark or delta-rs spells it) at its latest
+    version: fresh, or `read(path)`; None if `missing_ok` and there is no table there. Any
+    other error reading it is a `FenceUnreadable` (with `missing_ok`): the fence cannot
+    hold a table it cannot read."""
     from deltalake import DeltaTable
     from deltalake.exceptions import TableNotFoundError
 
     try:
+        if read is not None:
+            return read(path)
         return DeltaTable(delta_uri(path), storage_options=storage_options(path))
     except TableNotFoundError:
         if not missing_ok:

@@ -16,9 +16,10 @@ is opened afresh. On an object store that check would cost a request per refresh
 much as what it saves, and a table is not made anew under a running ledger; the snapshot
 is refreshed as `LedgerWriter` has kept it since issue 38.
 
-Each `Snapshots` keeps its tables per thread (a `DeltaTable` is not shared across threads),
-for as long as it lives: a writer's for its run, a fence's for its hold of the lease.
-`OPENED` counts the tables each one opened, by path (for tests and profiles).
+The tables are kept per thread (a `DeltaTable` is not shared across threads) and shared
+by every `Snapshots` of the thread with the same storage options: a run's writer, its
+fence and the next run's find the table read already (the 64 used last per thread).
+`OPENED` counts the tables opened, by path (for tests and profiles).
 
 Example:
     >>> import tempfile, pyarrow as pa
@@ -50,6 +51,9 @@ log = logging.getLogger("ackfold.ledger.snapshots")
 OPENED: Final[Counter[str]] = Counter()
 # The commit file a local snapshot last read: (version, inode, size, mtime in ns).
 _Stamp = tuple[int, int, int, int] | None
+# Per thread: (URI, storage options) -> (the table, its stamp), the last used last.
+_KEPT = threading.local()
+KEEP: Final = 64
 
 
 class Snapshots:
@@ -58,15 +62,15 @@ class Snapshots:
 
     def __init__(self, storage_options: Mapping[str, str] | None = None) -> None:
         self.storage_options = dict(storage_options) if storage_options else None
-        self._local = threading.local()
+        self._options = tuple(sorted((self.storage_options or {}).items()))
 
     def table(self, path: str) -> Any:
         """The table at `path` (a warehouse path, any spelling), at its latest version: the
         kept one refreshed, or opened if there is none yet or it cannot be refreshed.
         Raises what `DeltaTable(...)` raises (`TableNotFoundError`, ...)."""
         uri = delta_uri(path)
-        kept: dict[str, tuple[Any, _Stamp]] = self._local.__dict__.setdefault("tables", {})
-        found = kept.get(uri)
+        kept, key = self._kept(), (uri, self._options)
+        found = kept.pop(key, None)
         if found is not None:
             table, stamp = found
             if _same(uri, stamp):
@@ -75,11 +79,10 @@ class Snapshots:
                 except Exception as exc:  # a log cleaned past it, a store restarting: afresh
                     log.debug("snapshots: %s opened again (%s)", uri, exc)
                 else:
-                    kept[uri] = (table, _stamp(uri, table))
+                    self.keep(uri, table)
                     return table
-            kept.pop(uri, None)
         table = self.open(uri)
-        kept[uri] = (table, _stamp(uri, table))
+        self.keep(uri, table)
         return table
 
     def open(self, path: str) -> Any:
@@ -94,11 +97,19 @@ class Snapshots:
     def keep(self, path: str, table: Any) -> None:
         """Keep `table` (the table at `path`, just read) as this thread's snapshot of it."""
         uri = delta_uri(path)
-        self._local.__dict__.setdefault("tables", {})[uri] = (table, _stamp(uri, table))
+        kept = self._kept()
+        kept.pop((uri, self._options), None)
+        kept[(uri, self._options)] = (table, _stamp(uri, table))  # the last used, last
+        while len(kept) > KEEP:
+            kept.pop(next(iter(kept)))
 
     def forget(self, path: str) -> None:
         """Drop this thread's snapshot of the table at `path`: the next `table` opens it."""
-        self._local.__dict__.setdefault("tables", {}).pop(delta_uri(path), None)
+        self._kept().pop((delta_uri(path), self._options), None)
+
+    def _kept(self) -> dict[tuple[str, Any], tuple[Any, _Stamp]]:
+        found: dict[tuple[str, Any], tuple[Any, _Stamp]] = _KEPT.__dict__.setdefault("tables", {})
+        return found
 
 
 def _log_file(uri: str, version: int) -> str:
