@@ -9,12 +9,11 @@ at the latest version, as a fresh open would be: the fence's checks, which read 
 table's lease epoch before each commit, see every commit that landed since.
 
 A snapshot is only brought forward, never trusted as it is: `table` refreshes it each
-time it is asked for. On a local disk a table deleted and made anew at its path (a reset,
-a test) must not be written from the old one's snapshot, so the commit file a snapshot
-last read is stat-ed first (inode, size, time): if it is gone or another file, the table
-is opened afresh. On an object store that check would cost a request per refresh, as
-much as what it saves, and a table is not made anew under a running ledger; the snapshot
-is refreshed as `LedgerWriter` has kept it since issue 38.
+time it is asked for. A table deleted and made anew at its path (a reset, a restore, a
+test; the soak makes `root_state` anew in an older layout) must not be read or written
+from the old one's snapshot, so the commit file a snapshot last read is looked at first:
+a stat on a local disk (inode, size, time), a HEAD on an object store (ETag, size, time).
+If it is gone or another file, the table is opened afresh.
 
 The tables are kept per thread (a `DeltaTable` is not shared across threads) and shared
 by every `Snapshots` of the thread with the same storage options: a run's writer, its
@@ -43,14 +42,16 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any, Final
 
-from ackfold.ledger.store import delta_uri, is_object_store
+from ackfold.ledger.store import delta_uri, is_object_store, object_store_of, split_location
 
 log = logging.getLogger("ackfold.ledger.snapshots")
 
 # Tables opened (not refreshed) through a `Snapshots`, by delta-rs URI.
 OPENED: Final[Counter[str]] = Counter()
-# The commit file a local snapshot last read: (version, inode, size, mtime in ns).
-_Stamp = tuple[int, int, int, int] | None
+# A snapshot's version and the identity of its commit file (`_identity`); None: unknown.
+_Stamp = tuple[int, Any] | None
+# The object stores the commit files are looked up in, by container and options.
+_STORES: dict[tuple[str, Any], Any] = {}
 # Per thread: (URI, storage options) -> (the table, its stamp), the last used last.
 _KEPT = threading.local()
 KEEP: Final = 64
@@ -73,7 +74,7 @@ class Snapshots:
         found = kept.pop(key, None)
         if found is not None:
             table, stamp = found
-            if _same(uri, stamp):
+            if _same(uri, stamp, self.storage_options):
                 try:
                     table.update_incremental()
                 except Exception as exc:  # a log cleaned past it, a store restarting: afresh
@@ -99,7 +100,7 @@ class Snapshots:
         uri = delta_uri(path)
         kept = self._kept()
         kept.pop((uri, self._options), None)
-        kept[(uri, self._options)] = (table, _stamp(uri, table))  # the last used, last
+        kept[(uri, self._options)] = (table, _stamp(uri, table, self.storage_options))
         while len(kept) > KEEP:
             kept.pop(next(iter(kept)))
 
@@ -112,33 +113,41 @@ class Snapshots:
         return found
 
 
-def _log_file(uri: str, version: int) -> str:
-    return os.path.join(uri.removeprefix("file://"), "_delta_log", f"{version:020d}.json")
+def _identity(uri: str, version: int, options: Mapping[str, str] | None) -> Any:
+    """What tells the commit file of `version` of the table at `uri` from another file at
+    its path: (inode, size, mtime) on a local disk, (ETag, size, time) on an object store,
+    by one HEAD; None if there is no such file or it cannot be read."""
+    name = f"_delta_log/{version:020d}.json"
+    if not is_object_store(uri):
+        try:
+            found = os.stat(os.path.join(uri.removeprefix("file://"), name))
+        except OSError:
+            return None
+        return (found.st_ino, found.st_size, found.st_mtime_ns)
+    import obstore
 
-
-def _stamp(uri: str, table: Any) -> _Stamp:
-    """The stamp of the commit file of `table`'s version: (version, inode, size, mtime in
-    ns); None on an object store (not checked); (-1, ...) when there is no file to stat (a
-    version read from a checkpoint alone): then it is opened afresh next time."""
-    if is_object_store(uri):
-        return None
-    version = int(table.version())
+    base, prefix = split_location(uri)
+    key = (base, tuple(sorted((options or {}).items())))
+    store = _STORES.get(key)
+    if store is None:
+        store = _STORES[key] = object_store_of(uri, options)
     try:
-        found = os.stat(_log_file(uri, version))
-    except OSError:
-        return (-1, 0, 0, 0)
-    return (version, found.st_ino, found.st_size, found.st_mtime_ns)
+        meta = obstore.head(store, f"{prefix}/{name}")
+    except Exception:  # gone (a table made anew, a log cleaned), or the store not answering
+        return None
+    return (meta.get("e_tag"), meta.get("size"), str(meta.get("last_modified")))
 
 
-def _same(uri: str, stamp: _Stamp) -> bool:
+def _stamp(uri: str, table: Any, options: Mapping[str, str] | None) -> _Stamp:
+    """The stamp of `table`'s snapshot: its version and its commit file's identity; None
+    when that file cannot be told (a version read from a checkpoint alone): then the table
+    is opened afresh next time."""
+    version = int(table.version())
+    found = _identity(uri, version, options)
+    return None if found is None else (version, found)
+
+
+def _same(uri: str, stamp: _Stamp, options: Mapping[str, str] | None) -> bool:
     """Whether the table at `uri` is still the one a snapshot stamped `stamp` was read from:
     its commit file is there, the same file."""
-    if stamp is None:
-        return True
-    if stamp[0] < 0:
-        return False
-    try:
-        found = os.stat(_log_file(uri, stamp[0]))
-    except OSError:
-        return False
-    return (stamp[0], found.st_ino, found.st_size, found.st_mtime_ns) == stamp
+    return stamp is not None and _identity(uri, stamp[0], options) == stamp[1]
