@@ -40,5 +40,5 @@ def test_a_table_made_anew_on_s3_is_not_read_from_the_old_snapshot(
     assert kept.version() == 4
     assert kept.to_pyarrow_table().num_rows == 4  # the new table's files, none of the old
     _append(writer, 20)
-    table = DeltaTable(writer.uri("roots"), storage_options=storage_options(warehouse))
-    assert (table.version(), table.to_pyarrow_table().num_rows) == (5, 5)
+    read = DeltaTable(writer.uri("roots"), storage_options=storage_options(warehouse))
+    assert (read.version(), read.to_pyarrow_table().num_rows) == (5, 5)
