@@ -18,6 +18,8 @@ If it is gone or another file, the table is opened afresh.
 The tables are kept per thread (a `DeltaTable` is not shared across threads) and shared
 by every `Snapshots` of the thread with the same storage options: a run's writer, its
 fence and the next run's find the table read already (the 64 used last per thread).
+So a table object held across a step can move forward under its holder when the same
+thread commits through it meanwhile: `Fence.commit` reads its epoch again when it moved.
 `OPENED` counts the tables opened, by path (for tests and profiles).
 
 Example:

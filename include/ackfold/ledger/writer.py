@@ -109,7 +109,7 @@ class LedgerWriter:
         # stages of one driver commit from their own threads; a DeltaTable is not shared
         # across them), brought up to date before each use: on S3 a fresh load reads the
         # checkpoint and up to 9 commits again (about 25 GETs), on a local disk 5 to 10 ms.
-        # A local table deleted and made anew at its path is opened afresh (`snapshots`).
+        # A table deleted and made anew at its path is opened afresh (`snapshots`).
         self._snapshots = Snapshots(self.storage_options)
 
     def uri(self, name: str) -> str:
