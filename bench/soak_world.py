@@ -223,12 +223,19 @@ class V1Producer:
 
     def _append(self, table: str, rows: list[dict[str, Any]]) -> None:
         import pyarrow as pa
-        from deltalake import write_deltalake
+        from deltalake import DeltaTable, write_deltalake
 
         if not rows:
             return
+        # Its DeltaTable kept and brought up to date, as a long-lived producer would keep
+        # it: a path would open the table afresh at each append (a soak's 4%).
+        kept = self.__dict__.setdefault("_tables", {})
+        if table in kept:
+            kept[table].update_incremental()
+        else:
+            kept[table] = DeltaTable(f"{self.root}/{table}", storage_options=self.storage)
         write_deltalake(
-            f"{self.root}/{table}",
+            kept[table],
             pa.Table.from_pylist(rows, V1_SCHEMAS[table]),
             mode="append",
             schema_mode="merge" if self.merge else None,
@@ -297,24 +304,18 @@ class Faults:
     def unreadable_claim(self) -> Iterator[None]:
         """The first claim's read of its table fails, once: delta-rs raises what a store
         that answers 503 makes it raise, inside the fence's own read (`fence._table`)."""
-        import deltalake
-
-        real, table = fence._table, deltalake.DeltaTable
+        real = fence._table
         done: list[str] = []
 
-        def unreadable(uri: str, *args: Any, **kwargs: Any) -> Any:
+        def unreadable(uri: str) -> Any:
             raise OSError(f"Generic S3 error: 503 Service Unavailable (the soak) reading {uri}")
 
-        def read(path: str, *, missing_ok: bool = False, what: str = "") -> Any:
+        def read(path: str, *, missing_ok: bool = False, what: str = "", **how: Any) -> Any:
             if not what.startswith("claim of") or done:
-                return real(path, missing_ok=missing_ok, what=what)
+                return real(path, missing_ok=missing_ok, what=what, **how)
             done.append(path)
             self.hits[f"unreadable claim ({path.rsplit('/', 1)[-1]})"] += 1
-            deltalake.DeltaTable = unreadable  # type: ignore[assignment,misc]
-            try:
-                return real(path, missing_ok=missing_ok, what=what)
-            finally:
-                deltalake.DeltaTable = table  # type: ignore[misc]
+            return real(path, missing_ok=missing_ok, what=what, read=unreadable)
 
         fence._table = read
         try:

@@ -59,6 +59,7 @@ from typing import Any, Final, TypeVar
 
 from ackfold.ledger.conflicts import retry_conflicts
 from ackfold.ledger.errors import FenceUnreadable, LeaseLost, Unfenced
+from ackfold.ledger.snapshots import Snapshots
 from ackfold.ledger.sql import first_line
 from ackfold.ledger.store import delta_uri, storage_options
 from ackfold.ledger.tables import DEAD_LETTERS, ROOT_STATE, UNMATCHED_EVENTS
@@ -104,6 +105,10 @@ class Fence:
         self._newest = newest
         self._commits = itertools.count(1)
         self.lost: str | None = None
+        # The tables this hold commits to, kept across its commits and refreshed before
+        # each (`ackfold.ledger.snapshots`): the checks read their latest version all the
+        # same, without a fresh open per commit.
+        self._snapshots = Snapshots(storage_options(warehouse))
 
     def lose(self, why: str) -> None:
         """Say that the lease is lost (the keeper found another holder): no more commits."""
@@ -115,12 +120,13 @@ class Fence:
         """Commit this epoch to each table at `paths` (a `txn` alone; none to a table not
         made yet), before the run reads them: from then on no commit of an older epoch
         lands there."""
+        read = self._snapshots.table  # the thread's kept table, refreshed
         for path in paths:
             # Only a table that does not exist is passed over: any other read error (a
             # 503, a corrupt log) stops the run, which would go on unclaimed.
-            found = [_table(path, missing_ok=True, what=f"claim of {path}")]
+            found = [_table(path, missing_ok=True, what=f"claim of {path}", read=read)]
             if found[0] is not None:  # read once: the first try commits on it
-                load = lambda f=found, p=path: f.pop() if f else _table(p)  # noqa: E731
+                load = lambda f=found, p=path: f.pop() if f else read(p)  # noqa: E731
                 self.commit(path, commit_nothing, what=f"fence of {path}", load=load)
 
     def check(self, what: str, *, read: bool = True) -> None:
@@ -141,19 +147,27 @@ class Fence:
     ) -> T | None:
         """Run `action(table, commit_properties)`, one delta-rs commit to the table at
         `path`, fenced: the properties carry this run's transaction (and the `txn`s of
-        `also`); retried on a conflict, each time on a fresh snapshot (`load`, by default
-        with the environment's storage options) checked first. None, without committing,
-        if an earlier try of this commit landed."""
+        `also`); retried on a conflict, each time on the table's latest snapshot (`load`;
+        by default this hold's table refreshed, `ackfold.ledger.snapshots`) checked first.
+        None, without committing, if an earlier try of this commit landed."""
         from deltalake import CommitProperties, Transaction
 
         version = self._next()
 
         def attempt() -> T | None:
-            table = (load or (lambda: _table(path)))()
-            if self._landed(table, version):
-                return None
+            table = (load or (lambda: self._snapshots.table(path)))()
+            # Read once a try: on S3 each read of a transaction reads the log (26 ms).
+            read_at = table.version()
+            held = table.transaction_version(FENCE_APP)
+            if held == version:
+                return None  # an earlier try of this commit landed
             _hooks(path, "before")
-            self._check(table, path)
+            if table.version() != read_at:
+                # The table object is the thread's, kept (`ackfold.ledger.snapshots`): a
+                # commit through it meanwhile moved its snapshot, so what it holds now is
+                # read again, or a claim made meanwhile would pass unseen.
+                held = table.transaction_version(FENCE_APP)
+            self._check(table, path, held=held)
             txns = [Transaction(FENCE_APP, version), *also]
             result = _checkpointed(action)(table, CommitProperties(app_transactions=txns))
             _hooks(path, "after")
@@ -172,12 +186,12 @@ class Fence:
 
         def attempt() -> T:
             _hooks(path, "before")
-            table = _table(path, missing_ok=True, what=f"fenced commit to {path}")
+            table = self._read(path, f"fenced commit to {path}")
             if table is not None:
                 self._check(table, path)
             result = action((FENCE_APP, version))
             _hooks(path, "after")
-            after = _table(path, missing_ok=True, what=f"fenced commit to {path}")
+            after = self._read(path, f"fenced commit to {path}")
             if after is not None:  # Spark skipped it (a newer epoch) without an error
                 self._check(after, path)
             return result
@@ -186,16 +200,28 @@ class Fence:
 
     # -- the checks ---------------------------------------------------------------------------
 
+    def _read(self, path: str, what: str) -> Any:
+        """The table at `path` at its latest version (this hold's, refreshed); None if there
+        is none; `FenceUnreadable` if it cannot be read."""
+        from deltalake.exceptions import TableNotFoundError
+
+        try:
+            return self._snapshots.table(path)
+        except TableNotFoundError:
+            return None
+        except Exception as exc:
+            raise FenceUnreadable(
+                f"the {what} could not read {path} ({first_line(exc)}): the run stops "
+                "rather than commit unfenced; run it again once the store answers"
+            ) from exc
+
     def _next(self) -> int:
         return self.epoch * STRIDE + next(self._commits)
 
-    def _landed(self, table: Any, version: int) -> bool:
-        return bool(table.transaction_version(FENCE_APP) == version)
-
-    def _check(self, table: Any, path: str, *, read: bool = True) -> None:
+    def _check(self, table: Any, path: str, *, read: bool = True, held: int | None = None) -> None:
         """Raise `LeaseLost` if this run may not commit to `table` (None: only the lease
         is checked): the lease is lost or expired, or (`read`) taken since, or a newer
-        epoch committed there."""
+        epoch committed there. `held`: the table's fence transaction, if just read."""
         if self.lost is not None:
             raise LeaseLost(
                 f"{self._who()} lost the ledger's lease ({self.lost}): {path} is left as it is"
@@ -212,7 +238,8 @@ class Fence:
                 f"{self._who()} lost the ledger's lease to a newer run (lease epoch {taken}): "
                 f"{path} is left as it is; the next run redoes this one's work"
             )
-        held = None if table is None else table.transaction_version(FENCE_APP)
+        if held is None and table is not None:
+            held = table.transaction_version(FENCE_APP)
         if held is None:
             return
         epoch = int(held) // STRIDE
@@ -245,6 +272,7 @@ class Fence:
             except LeaseLost:
                 raise
             except Exception:
+                self._snapshots.forget(path)  # read afresh after a failed commit
                 table = _table(path, missing_ok=True)
                 if table is not None:
                     self._check(table, path)
@@ -292,14 +320,23 @@ def _checkpointed(action: Callable[[Any, Any], T]) -> Callable[[Any, Any], T]:
     return run
 
 
-def _table(path: str, *, missing_ok: bool = False, what: str = "") -> Any:
-    """The table at `path` (a warehouse path as Spark or delta-rs spells it), fresh; None if
-    `missing_ok` and there is no table there. Any other error reading it is a
-    `FenceUnreadable` (with `missing_ok`): the fence cannot hold a table it cannot read."""
+def _table(
+    path: str,
+    *,
+    missing_ok: bool = False,
+    what: str = "",
+    read: Callable[[str], Any] | None = None,
+) -> Any:
+    """The table at `path` (a warehouse path as Spark or delta-rs spells it) at its latest
+    version: fresh, or `read(path)`; None if `missing_ok` and there is no table there. Any
+    other error reading it is a `FenceUnreadable` (with `missing_ok`): the fence cannot
+    hold a table it cannot read."""
     from deltalake import DeltaTable
     from deltalake.exceptions import TableNotFoundError
 
     try:
+        if read is not None:
+            return read(path)
         return DeltaTable(delta_uri(path), storage_options=storage_options(path))
     except TableNotFoundError:
         if not missing_ok:
@@ -316,7 +353,13 @@ def _table(path: str, *, missing_ok: bool = False, what: str = "") -> Any:
 
 def version_of(path: str) -> int | None:
     """The latest version of the table at `path`; None if there is none (any other read
-    error raises `FenceUnreadable`)."""
+    error raises `FenceUnreadable`). Under a fence of its ledger, that hold's table,
+    refreshed (`ackfold.ledger.snapshots`)."""
+    fences: dict[str, Fence] = _active.__dict__.setdefault("fences", {})
+    under = [f for key, f in fences.items() if path.startswith(f"{key}/")]
+    if under:
+        table = under[0]._read(path, f"read of {path}")
+        return None if table is None else int(table.version())
     table = _table(path, missing_ok=True, what=f"read of {path}")
     return None if table is None else int(table.version())
 

@@ -60,6 +60,7 @@ from typing import TYPE_CHECKING, Any, Final
 from ackfold.ledger.errors import LeaseTooNew, LedgerBusy, LedgerError
 from ackfold.ledger.fence import Fence, holding
 from ackfold.ledger.lock import DEFAULT_WAIT, ledger_lock
+from ackfold.ledger.snapshots import Snapshots
 from ackfold.ledger.tables import LEASE
 
 if TYPE_CHECKING:
@@ -181,6 +182,8 @@ class LedgerLease:
         self.host = host or socket.gethostname()
         # The expiry of this host's last take or renewal: past it, its hold may be taken.
         self._until = datetime.fromisoformat(_NEVER)
+        # The lease table that the fence reads before each commit, kept and refreshed.
+        self._snapshots = Snapshots(self.storage_options)
 
     def holder(self) -> str | None:
         """Who holds the lease now (None: nobody, or an expired holder)."""
@@ -205,7 +208,7 @@ class LedgerLease:
             epoch=epoch,
             holder=me,
             expired=lambda: self._clock() >= self._until,
-            newest=lambda: int(self._read()[1][_GENERATION]),
+            newest=self._newest,
         )
         stop = threading.Event()
         keeper = threading.Thread(
@@ -234,6 +237,7 @@ class LedgerLease:
                 epoch = int(config[_GENERATION]) + 1
                 if self._swap(table, me, token, epoch=epoch):
                     log.info("took the ledger lease (epoch %d): %s", epoch, me)
+                    self._snapshots.keep(self.path, table)  # the fence's first read
                     return epoch
                 if time.monotonic() < deadline:
                     continue  # another host committed first: look again at once
@@ -336,6 +340,15 @@ class LedgerLease:
         if expires is None:
             self._until = datetime.fromisoformat(until)
         return True
+
+    def _newest(self) -> int:
+        """The lease's epoch now, for the fence's check before each commit: the lease table
+        kept and refreshed (`update_incremental` reads every commit since, so a take by
+        another host is seen), not opened again. It raises rather than make a missing
+        lease (the fence then goes by the tables' epochs); the takes, renewals and
+        give-backs read it afresh (`_read`)."""
+        table = self._snapshots.table(self.path)
+        return int(self._view(table.metadata().configuration)[_GENERATION])
 
     def _read(self) -> tuple[Any, dict[str, str]]:
         """The lease table (made if missing) and its properties, as this release reads

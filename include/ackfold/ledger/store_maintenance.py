@@ -159,9 +159,11 @@ def maintain_on_store(
                 )  # fmt: skip
         for name, hours in kept.items():
             _commit(writer, name, partial(_vacuum, hours=hours), "VACUUM")
-        summary["removed"] = {name: vacuumed(ledger, name, before[name]) for name in TABLES}
+        summary["removed"] = {
+            name: vacuumed(ledger, name, before[name], table=writer.table(name)) for name in TABLES
+        }
     with step("logs"):
-        summary["logs_kept"] = tidy_logs(ledger)
+        summary["logs_kept"] = tidy_logs(ledger, read=writer.table)
     for name in TABLES:
         _check_reader_version(_table(writer, name), writer.uri(name))
     summary["optimized"] = [*Z_ORDERED, *COMPACTED]
@@ -182,14 +184,16 @@ def removed_totals(removed: dict[str, dict[str, int]]) -> dict[str, int]:
     }
 
 
-def vacuumed(ledger: Ledger, name: str, since: int) -> dict[str, int]:
+def vacuumed(ledger: Ledger, name: str, since: int, *, table: Any = None) -> dict[str, int]:
     """What the VACUUMs of table `name` after version `since` deleted: `files` and
     `bytes`, from the metrics of their `VACUUM START` commits, which delta-rs and Delta
-    Spark (with `spark.databricks.delta.vacuum.logging.enabled`) both write."""
+    Spark (with `spark.databricks.delta.vacuum.logging.enabled`) both write. `table`: the
+    table at its latest version, if the caller has it (else it is opened)."""
     from deltalake import DeltaTable
 
     path = ledger.path(name)
-    table = DeltaTable(delta_uri(path), storage_options=storage_options(path))
+    if table is None:
+        table = DeltaTable(delta_uri(path), storage_options=storage_options(path))
     files = size = 0
     for entry in table.history(max(1, table.version() - since)):
         if entry.get("version", since + 1) <= since or entry.get("operation") != "VACUUM START":
@@ -233,11 +237,17 @@ def vacuum_hours(settings: Settings, ledger: Ledger, name: str) -> int:
     return needed
 
 
-def tidy_logs(ledger: Ledger, tables: tuple[str, ...] = tuple(TABLES)) -> list[str]:
+def tidy_logs(
+    ledger: Ledger,
+    tables: tuple[str, ...] = tuple(TABLES),
+    *,
+    read: Callable[[str], Any] | None = None,
+) -> list[str]:
     """Checkpoint each of `tables`, then delete its log files older than its
     `delta.logRetentionDuration` (delta-rs's `cleanup_metadata`); `ack_events`' are kept
     while a commit no reconcile has folded yet would go with them. The tables whose logs
-    were kept whole."""
+    were kept whole. `read(name)`: a table at its latest version (a writer's kept one, by
+    default opened)."""
     from deltalake import DeltaTable
 
     # Not commits, but changes all the same (invariant 19): only by the lease's holder.
@@ -245,7 +255,10 @@ def tidy_logs(ledger: Ledger, tables: tuple[str, ...] = tuple(TABLES)) -> list[s
     kept = []
     for name in tables:
         path = ledger.path(name)
-        table = DeltaTable(delta_uri(path), storage_options=storage_options(path))
+        if read is not None:
+            table = read(name)
+        else:
+            table = DeltaTable(delta_uri(path), storage_options=storage_options(path))
         table.create_checkpoint()
         first, at = (unfolded_since(ledger) if name == ACK_EVENTS else None) or (0, None)
         retention = log_retention(table.metadata().configuration)
@@ -279,9 +292,9 @@ def log_retention(configuration: dict[str, str]) -> timedelta:
 
 
 def _table(writer: Any, name: str) -> Any:
-    from deltalake import DeltaTable
-
-    return DeltaTable(writer.uri(name), storage_options=writer.storage_options)
+    """Table `name` at its latest version: the writer's, kept across the run's commits and
+    refreshed (`ackfold.ledger.snapshots`), not opened again for each."""
+    return writer.table(name)
 
 
 def _commit(writer: Any, name: str, action: Any, what: str) -> Any:

@@ -27,6 +27,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 ACK_EVENTS = "ack_events"
 ROOTS = "roots"
@@ -376,3 +377,33 @@ def create_sql(table: str, target: str) -> str:
         f"CREATE TABLE IF NOT EXISTS {target} (\n{columns}\n)\nUSING delta{partitioned}\n"
         f"COMMENT '{comment}'\nTBLPROPERTIES (\n{props}\n)"
     )
+
+
+def rows_by_partition(table: Any, column: str) -> dict[str, int] | None:
+    """The rows of each value of partition `column` in `table` (a `DeltaTable`), from the
+    row counts its log keeps per file: no data read, exact. None when it cannot be told
+    so (a file without its count, a table that may hold deletion vectors, `column` not a
+    partition): the caller then counts the rows.
+
+    Example:
+        >>> import tempfile, pyarrow as pa
+        >>> from deltalake import DeltaTable, write_deltalake
+        >>> path = tempfile.mkdtemp()
+        >>> rows = pa.table({"status": ["pending", "completed", "pending"], "n": [1, 2, 3]})
+        >>> write_deltalake(path, rows, partition_by=["status"])
+        >>> rows_by_partition(DeltaTable(path), "status")
+        {'completed': 1, 'pending': 2}
+    """
+    if column not in table.metadata().partition_columns:
+        return None
+    if "deletionVectors" in (table.protocol().reader_features or []):
+        return None  # the log's counts include the rows a vector deletes
+    actions = table.get_add_actions(flatten=True)
+    values = actions.column(f"partition.{column}").to_pylist()
+    counts = actions.column("num_records").to_pylist()
+    found: dict[str, int] = {}
+    for value, count in zip(values, counts, strict=True):
+        if count is None:
+            return None
+        found[str(value)] = found.get(str(value), 0) + int(count)
+    return {value: n for value, n in sorted(found.items()) if n}  # as a GROUP BY: no 0

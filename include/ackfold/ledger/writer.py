@@ -41,7 +41,6 @@ Example:
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -55,8 +54,9 @@ from ackfold.ledger.conflicts import retry_conflicts
 from ackfold.ledger.contract import ContractError, check_rows, delta_schema
 from ackfold.ledger.encoding import clustered, writer_properties
 from ackfold.ledger.errors import LedgerError, MissingDeltaRs, SchemaMismatch
+from ackfold.ledger.snapshots import Snapshots
 from ackfold.ledger.sql import first_line
-from ackfold.ledger.store import delta_uri, is_object_store
+from ackfold.ledger.store import delta_uri
 from ackfold.ledger.store import storage_options as env_storage_options
 from ackfold.ledger.tables import (
     ACK_EVENTS,
@@ -105,13 +105,12 @@ class LedgerWriter:
             storage_options = env_storage_options(str(warehouse))
         self.storage_options = dict(storage_options) if storage_options else None
         self._checked: set[str] = set()
-        # On an object store, the DeltaTable of each table appended to, per thread (the
+        # The DeltaTable of each table this writer reads or commits to, per thread (the
         # stages of one driver commit from their own threads; a DeltaTable is not shared
-        # across them), brought up to date before each append. Not on a local disk, where
-        # a fresh load costs milliseconds and a table deleted and made anew at its path
-        # (tests, a reset) must not be written from the old one's snapshot.
-        self._local = threading.local()
-        self._keep_snapshots = is_object_store(str(warehouse))
+        # across them), brought up to date before each use: on S3 a fresh load reads the
+        # checkpoint and up to 9 commits again (about 25 GETs), on a local disk 5 to 10 ms.
+        # A table deleted and made anew at its path is opened afresh (`snapshots`).
+        self._snapshots = Snapshots(self.storage_options)
 
     def uri(self, name: str) -> str:
         """Where delta-rs finds ledger table `name`."""
@@ -121,11 +120,9 @@ class LedgerWriter:
         """The `deltalake.DeltaTable` of ledger table `name` (created if missing), with this
         writer's storage options: for commits beyond appends (a MERGE into a derived table
         by the run that holds the lease), through the same protocol and checks."""
-        from deltalake import DeltaTable
-
         self.create([name] if name not in self._checked else [])
         with writing(self.uri(name)):
-            return DeltaTable(self.uri(name), storage_options=self.storage_options)
+            return self._snapshots.table(self.uri(name))
 
     def create(self, tables: Sequence[str] = tuple(TABLES)) -> dict[str, bool]:
         """Create the tables of `tables` that do not exist yet, and check that the others
@@ -140,7 +137,7 @@ class LedgerWriter:
             {'roots': False}
         """
         from deltalake import DeltaTable, Schema
-        from deltalake.exceptions import DeltaError
+        from deltalake.exceptions import DeltaError, TableNotFoundError
 
         from ackfold.ledger.protocol import require_conditional_writes
 
@@ -153,7 +150,11 @@ class LedgerWriter:
             path = self.uri(name)
             made = False
             with writing(path):
-                if not DeltaTable.is_deltatable(path, self.storage_options):
+                try:
+                    found = self._snapshots.table(path)
+                except TableNotFoundError:
+                    found = None
+                if found is None:
                     _, partitions, comment = TABLES[name]
                     try:
                         DeltaTable.create(
@@ -170,9 +171,10 @@ class LedgerWriter:
                         # Another writer created it meanwhile: checked below like any other.
                         if not DeltaTable.is_deltatable(path, self.storage_options):
                             raise
+                    found = self._snapshots.table(path)
                 # Checked, never altered: a schema change would stop the streams that
                 # read the table and fail a contract-v1 producer's plain appends.
-                self._check(name, DeltaTable(path, storage_options=self.storage_options))
+                self._check(name, found)
             created[name] = made
         return created
 
@@ -257,13 +259,14 @@ class LedgerWriter:
 
     def columns(self, name: str) -> list[str] | None:
         """The columns of ledger table `name` as stored now; None if it does not exist."""
-        from deltalake import DeltaTable
+        from deltalake.exceptions import TableNotFoundError
 
         path = self.uri(name)
         with writing(path):
-            if not DeltaTable.is_deltatable(path, self.storage_options):
+            try:
+                table = self._snapshots.table(path)
+            except TableNotFoundError:
                 return None
-            table = DeltaTable(path, storage_options=self.storage_options)
             return [f["name"] for f in json.loads(table.schema().to_json())["fields"]]
 
     def replace_where(self, name: str, data: Any, predicate: str) -> None:
@@ -338,20 +341,11 @@ class LedgerWriter:
         Arrow schema that returns the Arrow table); False when `app_id` already wrote
         `version`."""
         import pyarrow as pa
-        from deltalake import CommitProperties, DeltaTable, Transaction
+        from deltalake import CommitProperties, Transaction
 
         path = self.uri(name)
         with writing(path):
-            tables = self._local.__dict__.setdefault("tables", {})
-            table = tables.get(name)
-            if table is None:
-                table = DeltaTable(path, storage_options=self.storage_options)
-                if self._keep_snapshots:
-                    tables[name] = table
-            else:
-                # Only the commits since the last append: on S3 a fresh load reads the
-                # checkpoint and up to 9 commits again (about 25 GETs an append).
-                table.update_incremental()
+            table = self._snapshots.table(path)  # the commits since the last append only
             properties = None
             if app_id is not None and version is not None:
                 done = table.transaction_version(app_id)

@@ -48,6 +48,7 @@ from ackfold.ledger.tables import (
     ROOTS,
     UNMATCHED_EVENTS,
     Ledger,
+    rows_by_partition,
 )
 from ackfold.ledger.writer import LedgerWriter
 from ackfold.reconcile import duck_fold, quiet
@@ -423,18 +424,21 @@ class EmbeddedReconciler:
         self.writer.replace_where(UNMATCHED_EVENTS, rows, "true")
 
     def summary(self) -> dict[str, Any]:
-        state = self.scan(ROOT_STATE, columns=["app", "status"])
-        state.create_view("state_now", replace=True)
         waiting = self.scan(UNMATCHED_EVENTS, columns=["app"])
         waiting.create_view("waiting_now", replace=True)
-        by_status = {
-            s: int(n)
-            for s, n in self.db.execute(
-                "SELECT status, count(*) FROM state_now WHERE $app IS NULL OR app = $app "
-                "GROUP BY status",
-                {"app": self.app},
-            ).fetchall()
-        }
+        # All apps: from the log's row counts per status partition, not the rows (issue 55).
+        by_status = None if self.app else rows_by_partition(self.writer.table(ROOT_STATE), "status")
+        if by_status is None:
+            state = self.scan(ROOT_STATE, columns=["app", "status"])
+            state.create_view("state_now", replace=True)
+            by_status = {
+                s: int(n)
+                for s, n in self.db.execute(
+                    "SELECT status, count(*) FROM state_now WHERE $app IS NULL OR app = $app "
+                    "GROUP BY status",
+                    {"app": self.app},
+                ).fetchall()
+            }
         unmatched = self.db.execute(
             "SELECT count(*) FROM waiting_now WHERE $app IS NULL OR app = $app", {"app": self.app}
         ).fetchall()[0][0]
