@@ -253,6 +253,8 @@ def test_the_upgrade_help_says_what_it_stops_and_what_producers_must_do(
 def test_doctests() -> None:
     import doctest
 
-    from ackfold.ledger import upgrade
+    from ackfold.ledger import optional_columns, upgrade
 
-    assert doctest.testmod(upgrade).failed == 0
+    for module in (upgrade, optional_columns):
+        result = doctest.testmod(module)
+        assert result.failed == 0 and result.attempted > 0, module.__name__

@@ -61,7 +61,7 @@ def scan(
     if partitions:
         keep = _and(keep, partitions)
 
-    from ackfold.ledger.protocol import require_plain_files
+    from ackfold.ledger.vectors import require_plain_files
 
     table = DeltaTable(uri, storage_options=dict(storage_options or {}) or None)
     schema = arrow_table_schema(table)

@@ -20,9 +20,10 @@ file only if it is absent, which the file system makes atomic. On an object stor
 
 And the reading side of the protocol: the embedded engine reads a table's data files
 itself, which is right only while the files alone hold the table's rows.
-`require_plain_files` refuses a table with column mapping, or with a deletion vector on
-any of its files (read from its log, per file: a table that merely lists the feature reads
-as any other), naming the property and how to undo it, before anything is read.
+`ackfold.ledger.vectors.require_plain_files` refuses a table with column mapping, or with
+a deletion vector on any of its files (read from its log, per file: a table that merely
+lists the feature reads as any other), naming the property and how to undo it, before
+anything is read.
 
 Example:
     >>> roots = table_protocols("s3a://bucket/warehouse")[1]
@@ -41,7 +42,6 @@ from typing import Any, Final
 from ackfold.ledger.errors import (
     LedgerError,
     SparkCommitRefused,
-    UnreadableFiles,
     UnsafeSparkCommits,
     UnsafeStore,
 )
@@ -385,37 +385,3 @@ def _create_twice(client: Any, bucket: str, prefix: str) -> int:
         # A probe left behind is 1 byte: never hide the answer behind it.
         with contextlib.suppress(ClientError, BotoCoreError):
             client.delete_object(Bucket=bucket, Key=key)
-
-
-def require_plain_files(table: Any, path: str) -> None:
-    """Raise `UnreadableFiles` unless the data files of `table` (a delta-rs `DeltaTable`
-    at `path`) hold exactly its rows, under its column names: no column mapping, and no
-    deletion vector on any file of its current version. A table that lists the
-    `deletionVectors` feature but whose files have none (a table whose vectors were
-    purged, or that never deleted a row) reads as any other. The log is read for them:
-    the add actions delta-rs flattens carry no deletion vectors."""
-    mode = table.metadata().configuration.get("delta.columnMapping.mode", "none")
-    if mode != "none":
-        raise UnreadableFiles(
-            f"{path} has column mapping (delta.columnMapping.mode = {mode}): its data files "
-            "name the columns otherwise, and ackfold's engines read the files themselves. "
-            "Rewrite it without (CREATE TABLE ... AS SELECT into a table made by "
-            "`ackfold init`, then swap the directories), and keep the table property "
-            "delta.columnMapping.mode unset on ledger tables"
-        )
-    features = table.protocol().reader_features or []
-    if "deletionVectors" not in features:
-        return
-    from ackfold.ledger.vectors import files_with_deletion_vectors
-
-    vectors = files_with_deletion_vectors(table)
-    if vectors:
-        raise UnreadableFiles(
-            f"{path} has deletion vectors on {len(vectors)} data file(s) (e.g. "
-            f"{vectors[0]}): rows deleted beside the files, which ackfold's engines read "
-            "themselves. Rewrite those files without them, in Spark: ALTER TABLE "
-            f"delta.`{path}` SET TBLPROPERTIES ('delta.enableDeletionVectors' = 'false') "
-            f"(no new ones), then REORG TABLE delta.`{path}` APPLY (PURGE). The table keeps "
-            "the deletionVectors feature in its protocol; ackfold reads it once no file has "
-            "a vector"
-        )

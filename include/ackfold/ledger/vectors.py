@@ -6,7 +6,7 @@ and `DeltaTable.deletion_vectors()` (deltalake 1.6 on) reads every vector's bitm
 the table's last checkpoint, then the commits after it, are replayed here, per file.
 delta-rs's own Arrow dataset refuses any table that lists the `deletionVectors` feature,
 with or without vectors; `plain_dataset` gives one for such a table once no file has a
-vector (`ackfold.ledger.protocol.require_plain_files`).
+vector (`require_plain_files`).
 
 Example:
     >>> files_with_deletion_vectors(DeltaTable("/srv/warehouse/ack_events"))  # doctest: +SKIP
@@ -23,12 +23,42 @@ from urllib.parse import unquote
 from ackfold.ledger.errors import UnreadableFiles
 
 
+def require_plain_files(table: Any, path: str) -> None:
+    """Raise `UnreadableFiles` unless the data files of `table` (a delta-rs `DeltaTable`
+    at `path`) hold exactly its rows, under its column names: no column mapping, and no
+    deletion vector on any file of its current version. A table that lists the
+    `deletionVectors` feature but whose files have none (a table whose vectors were
+    purged, or that never deleted a row) reads as any other. The log is read for them:
+    the add actions delta-rs flattens carry no deletion vectors."""
+    mode = table.metadata().configuration.get("delta.columnMapping.mode", "none")
+    if mode != "none":
+        raise UnreadableFiles(
+            f"{path} has column mapping (delta.columnMapping.mode = {mode}): its data files "
+            "name the columns otherwise, and ackfold's engines read the files themselves. "
+            "Rewrite it without (CREATE TABLE ... AS SELECT into a table made by "
+            "`ackfold init`, then swap the directories), and keep the table property "
+            "delta.columnMapping.mode unset on ledger tables"
+        )
+    features = table.protocol().reader_features or []
+    if "deletionVectors" not in features:
+        return
+    vectors = files_with_deletion_vectors(table)
+    if vectors:
+        raise UnreadableFiles(
+            f"{path} has deletion vectors on {len(vectors)} data file(s) (e.g. "
+            f"{vectors[0]}): rows deleted beside the files, which ackfold's engines read "
+            "themselves. Rewrite those files without them, in Spark: ALTER TABLE "
+            f"delta.`{path}` SET TBLPROPERTIES ('delta.enableDeletionVectors' = 'false') "
+            f"(no new ones), then REORG TABLE delta.`{path}` APPLY (PURGE). The table keeps "
+            "the deletionVectors feature in its protocol; ackfold reads it once no file has "
+            "a vector"
+        )
+
+
 def plain_dataset(table: Any, path: str) -> Any:
     """The rows of `table` (a delta-rs `DeltaTable` at `path`) as a `pyarrow.dataset`
     over its data files, partition values from its log; `UnreadableFiles` where its files
     do not hold its rows (`require_plain_files`)."""
-    from ackfold.ledger.protocol import require_plain_files
-
     require_plain_files(table, path)
     if "deletionVectors" not in (table.protocol().reader_features or []):
         return table.to_pyarrow_dataset()

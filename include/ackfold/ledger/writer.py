@@ -54,6 +54,7 @@ from ackfold.ledger.conflicts import retry_conflicts
 from ackfold.ledger.contract import ContractError, check_rows, delta_schema
 from ackfold.ledger.encoding import clustered, writer_properties
 from ackfold.ledger.errors import LedgerError, MissingDeltaRs, SchemaMismatch
+from ackfold.ledger.optional_columns import require_roots_fit, roots_scheme
 from ackfold.ledger.snapshots import Snapshots
 from ackfold.ledger.sql import first_line
 from ackfold.ledger.store import delta_uri
@@ -67,7 +68,6 @@ from ackfold.ledger.tables import (
     TABLES,
     Ledger,
 )
-from ackfold.ledger.upgrade import require_roots_fit, roots_scheme
 
 __all__ = [
     "Appended",

@@ -38,8 +38,9 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from ackfold.ledger import schemes
+from ackfold.ledger.optional_columns import roots_scheme
 from ackfold.ledger.tables import ROOTS, Ledger
-from ackfold.ledger.upgrade import roots_scheme, stored_columns
+from ackfold.ledger.upgrade import stored_columns
 from ackfold.track.columns import (
     ColumnOrName,
     as_column,

@@ -36,10 +36,11 @@ from ackfold.ledger.conflicts import retry_conflicts
 from ackfold.ledger.create import create_tables
 from ackfold.ledger.driver_writers import driver_writer
 from ackfold.ledger.encoding import SPARK_LEDGER_OPTIONS
+from ackfold.ledger.optional_columns import require_roots_fit
 from ackfold.ledger.outputs import declare_once
 from ackfold.ledger.protocol import refuse_spark_commit
 from ackfold.ledger.tables import ACK_EVENTS, ROOTS, Ledger
-from ackfold.ledger.upgrade import require_roots_fit, stored_columns
+from ackfold.ledger.upgrade import stored_columns
 from ackfold.ledger.writer import LedgerWriter
 from ackfold.spark import is_connect
 from ackfold.track import folding
