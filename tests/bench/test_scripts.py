@@ -75,7 +75,11 @@ TINY: dict[str, list[str]] = {
     "kafka.py": ["--records", "300", "--rounds", "1", "--batch", "100", "--replays", "100"],
     "object_store.py": ["--appends", "3", "--roots", "5", "--writers", "2",
                         "--reconcile-roots", "300", "--workdir", "{work}"],
-    "quality.py": ["--events", "2000", "--increment", "1000", "--workdir", "{work}"],
+    # The later window on the embedded engine only: a second Spark quality run (a JVM and
+    # Great Expectations on Spark, half the script's time) went down the same path as the
+    # first; the engines' agreement is tests/spark/test_quality_conformance.py's.
+    "quality.py": ["--events", "2000", "--increment", "1000", "--increment-engines",
+                   "embedded", "--workdir", "{work}"],
     "reconcile.py": ["--sizes", "2000", "--runs", "1", "--spark-sizes", "2000",
                      "--increment", "1000", "--histories", "0,2000", "--workdir", "{work}",
                      "--plot", "{work}/plot.png"],
@@ -171,9 +175,14 @@ def _quality(out: str, work: Path) -> None:
     suites = re.findall(r"quality: ([\w.]+): (\d+) checks", first_window)
     assert {name.split(".")[0] for name, _ in suites} == {"ledger", "delivery"}, out
     assert sum(int(n) for _, n in suites) == summary["window_all"]["checks"]["count"] > 0
-    for window in ("window_all", "window_increment"):
-        for engine in ("embedded", "spark"):
+    for window, engines in (("window_all", ("embedded", "spark")),
+                            ("window_increment", ("embedded",))):  # fmt: skip
+        for engine in engines:
             assert summary[window][engine]["seconds"] > 0
+    assert "spark" not in summary["window_increment"]
+    assert (
+        summary["window_increment"]["checks"]["count"] == summary["window_all"]["checks"]["count"]
+    )
 
 
 def _reconcile(out: str, work: Path) -> None:
