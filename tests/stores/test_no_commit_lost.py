@@ -18,7 +18,7 @@ from tests.stores.conftest import KINDS, new_store
 
 
 @pytest.mark.parametrize("kind", sorted(KINDS))
-def test_producers_a_spark_app_replays_maintenance_a_kill_and_a_restart_lose_nothing(
+def test_producers_replays_maintenance_a_kill_and_a_restart_lose_nothing(
     kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     server = new_store(kind, tmp_path / kind)
