@@ -41,13 +41,19 @@ GROUPS = {
     "airflow": "airflow",
     "cluster": "cluster",
     "connect": "connect",
-    "pythons": "pythons",
-    "bench": "bench",
     "docs": "docs",
     "s3": "s3",
     "stores": "stores",
     "install": "install",
 }
+# Tiers whose tests share no worker state: each runs its work in processes of its own
+# (a bench script, pytest on another Python) and attaches to the run's shared servers
+# (`suite.shared_server`). Each test is a group of its own, so that the two workers share
+# them out: as one group each tier was one worker's 10 to 15 minutes, the end of the run.
+SPREAD = ("bench", "pythons")
+# The install tier's dependency ends build ackfold in the checkout (its build/): one after
+# the other, but beside the wheel's tests, which build in a copy of the checkout.
+DEPENDENCY_ENDS = "tests/install/test_dependency_ends.py"
 STACK_GROUP = "stack"
 # Every Spark driver the tests start runs on tiny data, 2 cores for the whole run.
 # - C1 alone and the serial GC halve a short-lived driver's CPU time. A JVM that serves a
@@ -115,11 +121,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         if tier in TIERS:
             item.add_marker(getattr(pytest.mark, tier))
         on_stack = "stack" in getattr(item, "fixturenames", ())
-        group = STACK_GROUP if on_stack else GROUPS.get(tier, item.nodeid.split("::")[0])
         if tier == "conformance" and _engine(item) == "spark":
-            # The Spark engine's run of a conformance test: on the spark tier's session.
             item.add_marker(pytest.mark.spark)
-            group = GROUPS["spark"]
+        group = group_of(tier, item.nodeid, on_stack=on_stack, engine=_engine(item))
         item.add_marker(pytest.mark.xdist_group(group))
     # The tests on the shared `make run` stack run one after the other, the one that
     # Ctrl-C's it last.
@@ -133,13 +137,27 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     # - the stores tier first: its Spark module needs a JVM with the stores' connectors
     #   (`SparkSessions` stops a worker's shared JVM for it, and starts that anew after it):
     #   first, it takes a worker before any shared session started, one JVM start less;
-    # - then the pythons tier, a long group that waits on nothing (the fast tier and a Spark
-    #   session, in a run of its own on 3.13), so that it does not end the run alone on one
-    #   core;
+    # - then the pythons tier, long tests that wait on nothing (the fast tier, and a Spark
+    #   session, in runs of their own on 3.13), so that they do not end the run alone on
+    #   one core;
     # - then the other groups, the largest first, as xdist would.
     sizes = Counter(_group(item) for item in items)
-    first = {GROUPS["stores"]: 0, GROUPS["pythons"]: 1}
-    items.sort(key=lambda item: (first.get(_group(item), 2), -sizes[_group(item)], _group(item)))
+    first = {"stores": 0, "pythons": 1}
+    items.sort(key=lambda item: (first.get(_tier(item), 2), -sizes[_group(item)], _group(item)))
+
+
+def group_of(tier: str, nodeid: str, *, on_stack: bool = False, engine: str | None = None) -> str:
+    """The xdist group of the test `nodeid` of `tier`: its tier's (`GROUPS`), its own
+    (`SPREAD`), or its module's (the fast tiers)."""
+    if tier == "conformance" and engine == "spark":
+        return GROUPS["spark"]  # the Spark engine's run of a conformance test: its session
+    if on_stack:
+        return STACK_GROUP
+    if tier in SPREAD:
+        return f"{tier}:{nodeid.split('::', 1)[-1]}"
+    if nodeid.startswith(DEPENDENCY_ENDS):
+        return "install-ends"
+    return GROUPS.get(tier, nodeid.split("::")[0])
 
 
 def _group(item: pytest.Item) -> str:

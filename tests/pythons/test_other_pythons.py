@@ -30,6 +30,9 @@ PINS = ("requirements.txt", "requirements-dev.txt", "pyproject.toml")
 # much as on 3.13 (about 1.5 CPU-minutes, the longest group of the run) and showed nothing
 # the two ends do not. The rest of the Spark tier is the same JVM work on every Python:
 # run once, on 3.11.
+# The newest's two runs, the fast tier and the Spark tests, are two tests: each about half
+# of the tier's time, with nothing to share but the virtualenv (made under a lock), so
+# that the suite's two workers can take one each (tests/conftest.py: GROUPS).
 FAST_TIER = ("tests/unit", "tests/ui", "tests/deploy")
 SPARK_ON = VERSIONS[-1]
 IMPORT_EVERY_MODULE = """
@@ -54,6 +57,14 @@ SPARK_TRACKING = (
 def ensure_venv(python: str, venv: Path) -> Path:
     """`venv` with the pinned requirements and ackfold (editable), made with uv by the
     interpreter `python`; remade only when the pins change. Returns its python."""
+    from filelock import FileLock
+
+    venv.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(venv.with_suffix(".lock"))):  # both tests of the newest may ask at once
+        return _ensure_venv(python, venv)
+
+
+def _ensure_venv(python: str, venv: Path) -> Path:
     digest = hashlib.sha256(b"".join((PROJECT_DIR / p).read_bytes() for p in PINS)).hexdigest()
     marker = venv / ".installed"
     if marker.is_file() and marker.read_text() == digest:
@@ -98,22 +109,35 @@ def _venv(version: str) -> tuple[Path, dict[str, str]]:
     return venv_python, env
 
 
-@pytest.mark.timeout(1800)
-def test_the_fast_tier_and_the_spark_tracking_tests_pass_on_the_newest() -> None:
+def _pytest_on_newest(*selection: str) -> str:
+    """What pytest printed, run on the newest Python's virtualenv with `selection`; it
+    must pass."""
     venv_python, env = _venv(SPARK_ON)
     done = subprocess.run(
         [str(venv_python), "-m", "pytest", "-q", "-n", "0", "-p", "no:cacheprovider",
-         "--durations=0", *FAST_TIER, *SPARK_TRACKING],
+         "--durations=0", *selection],
         cwd=PROJECT_DIR, env=env, capture_output=True, text=True, timeout=1500, check=False,
     )  # fmt: skip
     tail = done.stdout[-4000:]
     assert done.returncode == 0, f"Python {SPARK_ON}:\n{tail}\n{done.stderr[-2000:]}"
-    passed = re.search(r"(\d+) passed", tail)
-    assert passed, tail
+    assert re.search(r"(\d+) passed", tail), tail
+    return done.stdout
+
+
+@pytest.mark.timeout(1800)
+def test_the_fast_tier_passes_on_the_newest() -> None:
+    out = _pytest_on_newest(*FAST_TIER)
+    passed = re.search(r"(\d+) passed", out[-4000:])
+    assert passed
     assert int(passed.group(1)) > 400, "the fast tier ran"
+
+
+@pytest.mark.timeout(1800)
+def test_the_spark_tracking_tests_pass_on_the_newest() -> None:
+    out = _pytest_on_newest(*SPARK_TRACKING)
     for test in SPARK_TRACKING:  # each tracking test was called (not skipped) and passed
-        called = re.search(rf"s call +{re.escape(test)}\b", done.stdout)
-        assert called, f"{test} did not run:\n{tail}"
+        called = re.search(rf"s call +{re.escape(test)}\b", out)
+        assert called, f"{test} did not run:\n{out[-4000:]}"
 
 
 @pytest.mark.timeout(1800)
