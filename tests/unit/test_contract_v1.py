@@ -257,4 +257,5 @@ def test_doctests() -> None:
 
     for module in (upgrade, optional_columns):
         result = doctest.testmod(module)
-        assert result.failed == 0 and result.attempted > 0, module.__name__
+        assert result.failed == 0, module.__name__
+        assert result.attempted > 0, module.__name__
