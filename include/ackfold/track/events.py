@@ -197,7 +197,7 @@ def _rows(
     ack_val: Column,
     reason: Column | None = None,
 ) -> DataFrame:
-    return frame.select(
+    rows = frame.select(
         event_id.alias("event_id"),
         F.lit(app).alias("app"),
         root.alias("root_id"),
@@ -207,6 +207,8 @@ def _rows(
         F.current_timestamp().alias("event_time"),
         (reason if reason is not None else F.lit(None)).cast("string").alias("reason"),
     )
+    # A driver that collects the rows stamps the time itself, once a batch (`folding`).
+    return folding.stamp_on_driver(rows)
 
 
 def _consumer_key(stage: str, t: Column) -> Column:

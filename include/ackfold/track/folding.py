@@ -9,6 +9,12 @@ with NumPy: the same rows, one Spark job for all the batch's events, no shuffle,
 md5 per root rather than per input. ``ackfold.track.compact.compact_acks`` is the rule in
 plain Python; ``tests/unit/test_compact_properties.py`` holds the two to it.
 
+The rows ``StageTracker`` makes (``stamp_on_driver``) are stamped here too: their
+``event_time`` is the driver's clock, read once per batch, not a ``current_timestamp()``
+in the Spark job. Spark folds that into a new literal for every query, which changed the
+generated code of every batch, so Spark compiled the batch's code again each time (about
+half a CPU-second a tracked step, measured in ``docs/benchmarks.md``).
+
 Example:
     >>> import pyarrow as pa
     >>> from datetime import datetime, timezone
@@ -26,6 +32,7 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from functools import reduce
 from typing import TYPE_CHECKING, Any, Final
 from weakref import WeakKeyDictionary
@@ -41,8 +48,20 @@ TUPLE_ID: Final = "tuple_id"
 # Which compact call a row of a batch's events came from: each call is its own set.
 FOLD_SET: Final = "fold_set"
 
+# Which rows the driver stamps with its clock, in a collected batch (dropped before commit).
+STAMPED: Final = "stamped"
+
 # Each compact ack frame `StageTracker.ack` returned, to its rows per input (event ids null).
 _UNFOLDED: WeakKeyDictionary[DataFrame, DataFrame] = WeakKeyDictionary()
+# Event frames whose `event_time` is the time they are computed: the collecting driver's.
+_ON_DRIVER: WeakKeyDictionary[DataFrame, bool] = WeakKeyDictionary()
+
+
+def stamp_on_driver(frame: DataFrame) -> DataFrame:
+    """``frame``, event rows whose ``event_time`` is "now" (``current_timestamp()``), marked
+    so that ``collect`` leaves the time out of the Spark job and stamps it itself."""
+    _ON_DRIVER[frame] = True
+    return frame
 
 
 def remember(folded: DataFrame, unfolded: DataFrame) -> DataFrame:
@@ -52,10 +71,29 @@ def remember(folded: DataFrame, unfolded: DataFrame) -> DataFrame:
     return folded
 
 
-def collect(frames: Sequence[DataFrame]) -> pa.Table:
+def collect(frames: Sequence[DataFrame], *, now: datetime | None = None) -> pa.Table:
     """The event rows of ``frames`` as Arrow, in one Spark job: a frame that ``remember``
-    knows comes unfolded and is folded here, any other as it is."""
+    knows comes unfolded and is folded here, any other as it is. Rows of the frames
+    ``StageTracker`` made (``stamp_on_driver``) get ``event_time`` ``now`` (default: the
+    driver's clock, read once), so the Spark job holds no time that changes per batch."""
+    return stamp_and_fold(driver_frame(frames), now=now)
+
+
+def driver_frame(frames: Sequence[DataFrame]) -> DataFrame:
+    """The one frame ``collect`` collects: every row of ``frames``, a remembered compact
+    frame's rows per input, with ``tuple_id``, ``fold_set`` and ``stamped`` beside the
+    contract's columns (a stamped row's ``event_time`` null, for the driver to fill)."""
     from pyspark.sql import functions as F
+
+    def stamped(frame: DataFrame, on_driver: bool) -> list[Any]:
+        if not on_driver:
+            return [*ACK_EVENTS_COLUMNS, F.lit(False).alias(STAMPED)]
+        # A constant null: the generated code is the same every batch (no recompile).
+        at = F.lit(None).cast("timestamp").alias("event_time")
+        return [
+            *(at if c == "event_time" else c for c in ACK_EVENTS_COLUMNS),
+            F.lit(True).alias(STAMPED),
+        ]
 
     parts = []
     for index, frame in enumerate(frames):
@@ -63,16 +101,30 @@ def collect(frames: Sequence[DataFrame]) -> pa.Table:
         if unfolded is None:
             parts.append(
                 frame.select(
-                    *ACK_EVENTS_COLUMNS,
+                    *stamped(frame, frame in _ON_DRIVER),
                     F.lit(None).cast("bigint").alias(TUPLE_ID),
                     F.lit(None).cast("int").alias(FOLD_SET),
                 )
             )
         else:
             parts.append(
-                unfolded.select(*ACK_EVENTS_COLUMNS, TUPLE_ID, F.lit(index).alias(FOLD_SET))
+                unfolded.select(*stamped(unfolded, True), TUPLE_ID, F.lit(index).alias(FOLD_SET))
             )
-    return fold(reduce(lambda a, b: a.unionByName(b), parts).toArrow())
+    return reduce(lambda a, b: a.unionByName(b), parts)
+
+
+def stamp_and_fold(table: DataFrame | pa.Table, *, now: datetime | None = None) -> pa.Table:
+    """``driver_frame``'s rows (collected here if a DataFrame), the ``stamped`` ones given
+    ``event_time`` ``now``, then folded (``fold``)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    rows = table if isinstance(table, pa.Table) else table.toArrow()
+    at = rows.column("event_time")
+    when = pa.scalar(now or datetime.now(UTC), type=at.type)
+    filled = pc.if_else(rows.column(STAMPED), when, at)
+    rows = rows.set_column(rows.schema.get_field_index("event_time"), "event_time", filled)
+    return fold(rows.drop_columns([STAMPED]))
 
 
 def fold(table: pa.Table) -> pa.Table:
