@@ -32,7 +32,7 @@ def generated_code(spark: SparkSession) -> Iterator[None]:
     """Spark's default, code generation, for a while: the spark tier runs interpreted
     (``tests/conftest.py``), and only generated code is compiled."""
     conf = {"spark.sql.codegen.wholeStage": "true", "spark.sql.codegen.factoryMode": "FALLBACK"}
-    before = {key: spark.conf.get(key, None) for key in conf}
+    before: dict[str, str | None] = {key: spark.conf.get(key, None) for key in conf}
     for key, value in conf.items():
         spark.conf.set(key, value)
     try:
