@@ -75,7 +75,7 @@ def ack_rows(
             F.lit(None).cast("string").alias("reason"),
             F.col("tuple_id").alias(folding.TUPLE_ID),
         )
-        return folding.remember(folded, unfolded)
+        return folding.remember(folded, unfolded, app=app, stage=stage)
     if children is None:
         # Each row is its input's whole ack. Copies of one input give the same event id,
         # which the fold reads once: no aggregation (no shuffle).
