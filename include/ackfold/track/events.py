@@ -75,7 +75,7 @@ def ack_rows(
             F.lit(None).cast("string").alias("reason"),
             F.col("tuple_id").alias(folding.TUPLE_ID),
         )
-        return folding.remember(folded, unfolded)
+        return folding.remember(folded, unfolded, app=app, stage=stage)
     if children is None:
         # Each row is its input's whole ack. Copies of one input give the same event id,
         # which the fold reads once: no aggregation (no shuffle).
@@ -197,7 +197,7 @@ def _rows(
     ack_val: Column,
     reason: Column | None = None,
 ) -> DataFrame:
-    return frame.select(
+    rows = frame.select(
         event_id.alias("event_id"),
         F.lit(app).alias("app"),
         root.alias("root_id"),
@@ -207,6 +207,8 @@ def _rows(
         F.current_timestamp().alias("event_time"),
         (reason if reason is not None else F.lit(None)).cast("string").alias("reason"),
     )
+    # A driver that collects the rows stamps the time itself, once a batch (`folding`).
+    return folding.stamp_on_driver(rows)
 
 
 def _consumer_key(stage: str, t: Column) -> Column:

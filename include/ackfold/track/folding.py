@@ -9,6 +9,12 @@ with NumPy: the same rows, one Spark job for all the batch's events, no shuffle,
 md5 per root rather than per input. ``ackfold.track.compact.compact_acks`` is the rule in
 plain Python; ``tests/unit/test_compact_properties.py`` holds the two to it.
 
+The rows ``StageTracker`` makes (``stamp_on_driver``) are stamped here too: their
+``event_time`` is the driver's clock, read once per batch, not a ``current_timestamp()``
+in the Spark job. Spark folds that into a new literal for every query, which changed the
+generated code of every batch, so Spark compiled the batch's code again each time (about
+half a CPU-second a tracked step, measured in ``docs/benchmarks.md``).
+
 Example:
     >>> import pyarrow as pa
     >>> from datetime import datetime, timezone
@@ -25,12 +31,14 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
 from functools import reduce
 from typing import TYPE_CHECKING, Any, Final
 from weakref import WeakKeyDictionary
 
 from ackfold.ledger import ids
+from ackfold.ledger.contract import ACK
 from ackfold.ledger.tables import ACK_EVENTS_COLUMNS
 
 if TYPE_CHECKING:
@@ -41,45 +49,125 @@ TUPLE_ID: Final = "tuple_id"
 # Which compact call a row of a batch's events came from: each call is its own set.
 FOLD_SET: Final = "fold_set"
 
-# Each compact ack frame `StageTracker.ack` returned, to its rows per input (event ids null).
-_UNFOLDED: WeakKeyDictionary[DataFrame, DataFrame] = WeakKeyDictionary()
+# Which rows the driver stamps with its clock, in a collected batch (dropped before commit).
+STAMPED: Final = "stamped"
+
+# Each compact ack frame `StageTracker.ack` returned, to its rows per input (event ids null)
+# and the app and stage they are acked by.
+_UNFOLDED: WeakKeyDictionary[DataFrame, tuple[DataFrame, str, str]] = WeakKeyDictionary()
+# Event frames whose `event_time` is the time they are computed: the collecting driver's.
+_ON_DRIVER: WeakKeyDictionary[DataFrame, bool] = WeakKeyDictionary()
 
 
-def remember(folded: DataFrame, unfolded: DataFrame) -> DataFrame:
-    """``folded``, a compact ack frame, with ``unfolded`` (its rows per input, as event
-    rows with a null ``event_id`` and a ``tuple_id``) kept for ``collect``."""
-    _UNFOLDED[folded] = unfolded
+def stamp_on_driver(frame: DataFrame) -> DataFrame:
+    """``frame``, event rows whose ``event_time`` is "now" (``current_timestamp()``), marked
+    so that ``collect`` leaves the time out of the Spark job and stamps it itself."""
+    _ON_DRIVER[frame] = True
+    return frame
+
+
+def remember(folded: DataFrame, unfolded: DataFrame, *, app: str, stage: str) -> DataFrame:
+    """``folded``, a compact ack frame of ``stage`` of ``app``, with ``unfolded`` (its rows
+    per input, as event rows with a null ``event_id`` and a ``tuple_id``) kept for
+    ``collect``, which takes of them only the numbers: root, tuple and ack val."""
+    _UNFOLDED[folded] = (unfolded, app, stage)
     return folded
 
 
-def collect(frames: Sequence[DataFrame]) -> pa.Table:
+def collect(frames: Sequence[DataFrame], *, now: datetime | None = None) -> pa.Table:
     """The event rows of ``frames`` as Arrow, in one Spark job: a frame that ``remember``
-    knows comes unfolded and is folded here, any other as it is."""
+    knows comes unfolded and is folded here, any other as it is. Rows of the frames
+    ``StageTracker`` made (``stamp_on_driver``) get ``event_time`` ``now`` (default: the
+    driver's clock, read once), so the Spark job holds no time that changes per batch."""
+    frame, labels = driver_frame(frames)
+    return stamp_and_fold(frame, now=now, labels=labels)
+
+
+def driver_frame(frames: Sequence[DataFrame]) -> tuple[DataFrame, dict[int, tuple[str, str]]]:
+    """The one frame ``collect`` collects: every row of ``frames``, a remembered compact
+    frame's rows per input, with ``tuple_id``, ``fold_set`` and ``stamped`` beside the
+    contract's columns (a stamped row's ``event_time`` null, for the driver to fill); and
+    each fold set's app and stage. A row per input carries three numbers (root, tuple, ack
+    val): its strings are the same for the whole set, so they stay on the driver."""
     from pyspark.sql import functions as F
 
+    numbers = ("root_id", "ack_val", TUPLE_ID)
+
+    def stamped(frame: DataFrame, on_driver: bool) -> list[Any]:
+        if not on_driver:
+            return [*ACK_EVENTS_COLUMNS, F.lit(False).alias(STAMPED)]
+        # A constant null: the generated code is the same every batch (no recompile).
+        at = F.lit(None).cast("timestamp").alias("event_time")
+        return [
+            *(at if c == "event_time" else c for c in ACK_EVENTS_COLUMNS),
+            F.lit(True).alias(STAMPED),
+        ]
+
     parts = []
+    labels: dict[int, tuple[str, str]] = {}
     for index, frame in enumerate(frames):
-        unfolded = _UNFOLDED.get(frame)
-        if unfolded is None:
+        remembered = _UNFOLDED.get(frame)
+        if remembered is None:
             parts.append(
                 frame.select(
-                    *ACK_EVENTS_COLUMNS,
+                    *stamped(frame, frame in _ON_DRIVER),
                     F.lit(None).cast("bigint").alias(TUPLE_ID),
                     F.lit(None).cast("int").alias(FOLD_SET),
                 )
             )
         else:
+            unfolded, app, stage = remembered
+            labels[index] = (app, stage)
+            columns = [
+                c if c in numbers else F.lit(None).cast(kind).alias(c)
+                for c, kind in (*_TYPES, (TUPLE_ID, "bigint"))
+            ]
             parts.append(
-                unfolded.select(*ACK_EVENTS_COLUMNS, TUPLE_ID, F.lit(index).alias(FOLD_SET))
+                unfolded.select(*columns, F.lit(True).alias(STAMPED), F.lit(index).alias(FOLD_SET))
             )
-    return fold(reduce(lambda a, b: a.unionByName(b), parts).toArrow())
+    return reduce(lambda a, b: a.unionByName(b), parts), labels
 
 
-def fold(table: pa.Table) -> pa.Table:
+# The contract's columns of `ack_events`, in order, with their Spark types.
+_TYPES: Final = (
+    ("event_id", "string"),
+    ("app", "string"),
+    ("root_id", "bigint"),
+    ("kind", "string"),
+    ("ack_val", "bigint"),
+    ("stage", "string"),
+    ("event_time", "timestamp"),
+    ("reason", "string"),
+)
+assert tuple(c for c, _ in _TYPES) == tuple(ACK_EVENTS_COLUMNS)
+
+
+def stamp_and_fold(
+    table: DataFrame | pa.Table,
+    *,
+    now: datetime | None = None,
+    labels: Mapping[int, tuple[str, str]] | None = None,
+) -> pa.Table:
+    """``driver_frame``'s rows (collected here if a DataFrame), the ``stamped`` ones given
+    ``event_time`` ``now``, then folded (``fold``, with ``labels``)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    rows = table if isinstance(table, pa.Table) else table.toArrow()
+    at = rows.column("event_time")
+    when = pa.scalar(now or datetime.now(UTC), type=at.type)
+    filled = pc.if_else(rows.column(STAMPED), when, at)
+    rows = rows.set_column(rows.schema.get_field_index("event_time"), "event_time", filled)
+    return fold(rows.drop_columns([STAMPED]), labels=labels)
+
+
+def fold(table: pa.Table, *, labels: Mapping[int, tuple[str, str]] | None = None) -> pa.Table:
     """``table``'s event rows (the contract's columns, ``tuple_id`` and ``fold_set``) with
     the rows of each fold set made one row per root, as ``compact.compact_acks`` makes
     them: copies of an input count once, the ack vals and the tuple ids XORed, the latest
-    event time, the id of the set (``ids.compact_event_id``). Other rows are kept."""
+    event time, the id of the set (``ids.compact_event_id``). Other rows are kept.
+    ``labels`` gives each fold set's app and stage (its rows' own are then not read: a
+    set's rows are acks, without a reason)."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -109,7 +197,14 @@ def fold(table: pa.Table) -> pa.Table:
     ack_vals = np.bitwise_xor.reduceat(vals, starts)
     latest = np.maximum.reduceat(times, starts)
     head = rows.take(pa.array(firsts[starts]))
-    apps, stages = head.column("app").to_pylist(), head.column("stage").to_pylist()
+    if labels is None:
+        apps, stages = head.column("app").to_pylist(), head.column("stage").to_pylist()
+        kinds, reasons = head.column("kind"), head.column("reason")
+    else:
+        named = [labels[int(s)] for s in sets[starts]]
+        apps, stages = [a for a, _ in named], [st for _, st in named]
+        kinds = pa.array([ACK] * len(named), pa.string())
+        reasons = pa.nulls(len(named), pa.string())
     root_ids = roots[starts].tolist()
     event_ids = [
         ids.compact_event_id(app, root, stage, int(n), int(signature))
@@ -124,13 +219,13 @@ def fold(table: pa.Table) -> pa.Table:
     folded = pa.table(
         {
             "event_id": pa.array(event_ids, pa.string()),
-            "app": head.column("app"),
+            "app": pa.array(apps, pa.string()),
             "root_id": pa.array(root_ids, pa.int64()),
-            "kind": head.column("kind"),
+            "kind": kinds,
             "ack_val": pa.array(ack_vals, pa.int64()),
-            "stage": head.column("stage"),
+            "stage": pa.array(stages, pa.string()),
             "event_time": pa.array(latest, pa.int64()).cast(schema.field("event_time").type),
-            "reason": head.column("reason"),
+            "reason": reasons,
         }
     ).cast(schema)
     return pa.concat_tables([kept.cast(schema), folded])
