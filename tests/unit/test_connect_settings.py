@@ -16,6 +16,7 @@ from ackfold.cli import main as cli
 from ackfold.config import ConfigError, Settings, connections, load_settings
 from ackfold.ledger import dml
 from ackfold.spark import connect as spark
+from ackfold.spark.conf import spark_conf
 from ackfold.spark.connect import SparkConnectError, connect_address, connect_conf
 from ackfold.spark.session import get_spark
 from ackfold_dev.ports import free_port
@@ -78,8 +79,16 @@ def test_a_connect_client_sets_only_runtime_session_settings(
     assert conf["spark.sql.shuffle.partitions"] == "4"
     assert conf["spark.databricks.delta.properties.defaults.enableDeletionVectors"] == "false"
     assert conf["spark.sql.ansi.enabled"] == "true"  # the user's own, passed on
-    server_side = ("spark.jars", "spark.sql.extensions", "spark.driver.memory", "spark.ui.enabled")
+    # Static settings too: a Connect client that sets one is refused by the server.
+    server_side = (
+        "spark.jars",
+        "spark.sql.extensions",
+        "spark.driver.memory",
+        "spark.ui.enabled",
+        "spark.sql.codegen.cache.maxEntries",
+    )
     assert not set(server_side) & set(conf)
+    assert spark_conf(settings)["spark.sql.codegen.cache.maxEntries"] == "2000"
 
 
 def test_an_endpoint_that_does_not_answer_is_one_clear_error_at_once(

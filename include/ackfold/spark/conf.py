@@ -50,6 +50,10 @@ def spark_conf(settings: Settings, *, with_jars: bool = True) -> dict[str, str]:
         "spark.driver.memory": settings.spark.driver_memory,
         "spark.ui.enabled": str(settings.spark.ui).lower(),
         "spark.ui.showConsoleProgress": "false",
+        # Spark keeps 100 generated classes (a static setting): a tracked app's split, its
+        # ledger jobs, the count and its MERGE push each other's out, so every micro-batch
+        # compiles some again (tests/spark/test_stage_costs.py counts the compiles).
+        "spark.sql.codegen.cache.maxEntries": "2000",
         "spark.sql.warehouse.dir": f"{settings.table_root}/_spark_catalog",
     }
     if with_jars:

@@ -72,6 +72,7 @@ _SERVER_SIDE = (
     "spark.sql.extensions",
     "spark.sql.catalog.spark_catalog",
     "spark.sql.warehouse.dir",
+    "spark.sql.codegen.cache.",
     "spark.driver.",
     "spark.ui.",
     "spark.pyspark.",
