@@ -154,7 +154,10 @@ def group_of(tier: str, nodeid: str, *, on_stack: bool = False, engine: str | No
     if on_stack:
         return STACK_GROUP
     if tier in SPREAD:
-        return f"{tier}:{nodeid.split('::', 1)[-1]}"
+        # No brackets in a group: xdist appends `@group` to the test's id, read after its
+        # parameters' `]` (`grouped`).
+        name = nodeid.split("::", 1)[-1].replace("[", "(").replace("]", ")")
+        return f"{tier}:{name}"
     if nodeid.startswith(DEPENDENCY_ENDS):
         return "install-ends"
     return GROUPS.get(tier, nodeid.split("::")[0])
@@ -169,11 +172,16 @@ def _engine(item: pytest.Item) -> str | None:
     return callspec.params.get("engine") if callspec is not None else None
 
 
+def grouped(nodeid: str) -> bool:
+    """Whether xdist gave the test `nodeid` its group: `...[params]@group`."""
+    return "@" in nodeid.rsplit("]", 1)[-1]
+
+
 def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
     """Fail loudly if xdist ignored the groups (it did, silently, under pytest 9.2:
     pytest-xdist#1386): every group's servers would then start on several workers."""
     if node.config.getvalue("dist") == "loadgroup":
-        ungrouped = [nodeid for nodeid in ids if "@" not in nodeid.rsplit("]", 1)[-1]]
+        ungrouped = [nodeid for nodeid in ids if not grouped(nodeid)]
         if ungrouped:
             pytest.exit(f"xdist ignored the test groups (e.g. {ungrouped[0]}): check the pins of "
                         "pytest and pytest-xdist in requirements-dev.in", returncode=3)  # fmt: skip

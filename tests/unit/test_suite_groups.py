@@ -4,7 +4,7 @@ worker's JVM, servers or build directory stay together."""
 
 from __future__ import annotations
 
-from tests.conftest import group_of
+from tests.conftest import group_of, grouped
 
 BENCH = "tests/bench/test_scripts.py::test_the_script_runs_at_a_tiny_size"
 PYTHONS = "tests/pythons/test_other_pythons.py::test_the_"
@@ -35,3 +35,14 @@ def test_the_jvm_tiers_keep_their_shared_groups() -> None:
     assert group_of("conformance", "tests/conformance/t.py::test_x", engine="spark") == "spark"
     assert group_of("bench", f"{BENCH}[ui.py]", on_stack=True) == "stack"
     assert group_of("unit", "tests/unit/test_ids.py::test_x") == "tests/unit/test_ids.py"
+
+
+def test_a_spread_groups_name_leaves_the_test_id_readable_as_grouped() -> None:
+    # xdist writes `<id>@<group>`; a bracket in the group would hide the `@` from the check
+    # that xdist kept the groups, and stop the suite at its start.
+    nodeid = "tests/pythons/test_other_pythons.py::test_every_module_imports[3.12]"
+    group = group_of("pythons", nodeid)
+    assert "[" not in group
+    assert "]" not in group
+    assert grouped(f"{nodeid}@{group}")
+    assert not grouped(nodeid)
