@@ -382,8 +382,8 @@ def create_sql(table: str, target: str) -> str:
 def rows_by_partition(table: Any, column: str) -> dict[str, int] | None:
     """The rows of each value of partition `column` in `table` (a `DeltaTable`), from the
     row counts its log keeps per file: no data read, exact. None when it cannot be told
-    so (a file without its count, a table that may hold deletion vectors, `column` not a
-    partition): the caller then counts the rows.
+    so (a file without its count, or no file with one; a table that may hold deletion
+    vectors; `column` not a partition): the caller then counts the rows.
 
     Example:
         >>> import tempfile, pyarrow as pa
@@ -399,8 +399,11 @@ def rows_by_partition(table: Any, column: str) -> dict[str, int] | None:
     if "deletionVectors" in (table.protocol().reader_features or []):
         return None  # the log's counts include the rows a vector deletes
     actions = table.get_add_actions(flatten=True)
-    values = actions.column(f"partition.{column}").to_pylist()
-    counts = actions.column("num_records").to_pylist()
+    try:
+        values = actions.column(f"partition.{column}").to_pylist()
+        counts = actions.column("num_records").to_pylist()
+    except KeyError:  # no file has its stats (deltalake 1.0 then leaves the column out)
+        return None
     found: dict[str, int] = {}
     for value, count in zip(values, counts, strict=True):
         if count is None:
