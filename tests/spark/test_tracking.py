@@ -27,6 +27,7 @@ from pyspark.sql import functions as F
 from ackfold.ledger import ids, schemes, status
 from ackfold.ledger.tables import ACK_EVENTS, ROOTS, Ledger
 from ackfold.reconcile.fold import classify, fold
+from ackfold.track import children as child_verbs
 from ackfold.track import columns, layout, sql_ids, stage
 from ackfold.track.layout import as_tuple
 from ackfold.track.stage import StageTracker
@@ -615,7 +616,7 @@ def test_delta_rs_appends_v1_rows_that_spark_reads(spark: SparkSession, tmp_path
 
 
 def test_docstring_examples_run(spark: SparkSession) -> None:
-    for module in (stage, columns, layout, sql_ids):
+    for module in (stage, child_verbs, columns, layout, sql_ids):
         result = doctest.testmod(module, extraglobs={"spark": spark}, optionflags=doctest.ELLIPSIS)
         assert result.failed == 0, module.__name__
 
