@@ -3,6 +3,8 @@ that tier's marker; the tiers that need a JVM also get an xdist group (`GROUPS`)
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import sys
 import tempfile
@@ -18,6 +20,7 @@ import pytest
 
 from ackfold.config import Settings, load_settings
 from tests import suite
+from tests.cpu_census import CpuCensus
 from tests.spark_sessions import SparkSessions
 
 if TYPE_CHECKING:
@@ -107,7 +110,7 @@ def pytest_configure(config: pytest.Config) -> None:
     # Spark's launcher reads SPARK_SUBMIT_OPTS, and its `spark.*` properties are Spark
     # settings. A user's value wins.
     os.environ.setdefault("SPARK_SUBMIT_OPTS", f"{SPARK_TEST_JVM} {SPARK_INTERPRETED}")
-    config.pluginmanager.register(TierTimes(), "ackfold-tier-times")
+    config.pluginmanager.register(TierTimes(census=_is_controller(config)), "ackfold-tier-times")
 
 
 def _tier(item: pytest.Item) -> str:
@@ -215,16 +218,18 @@ class TierTimes:
     time they spent, and the span of wall time from its first test's start to its last
     test's end. Then the tests that spent the most CPU, since the cores are the limit."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, census: bool = False) -> None:
         self.seconds: dict[str, float] = defaultdict(float)
         self.cpu: dict[str, float] = defaultdict(float)
         self.cpu_by_test: dict[str, float] = defaultdict(float)
+        self.seconds_by_test: dict[str, float] = defaultdict(float)
         self.tests: dict[str, int] = defaultdict(int)
         self.span: dict[str, list[float]] = {}
         # Processes whose parent had gone (pid -> the test that saw it first, its command
         # line, its CPU seconds when last seen): their CPU is in no test's.
         self.orphans: dict[str, list[Any]] = {}
         self.machine_at_start = suite.machine_cpu()
+        self.census = CpuCensus() if census else None
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         parts = report.nodeid.split("/")
@@ -233,6 +238,7 @@ class TierTimes:
         cpu = float(getattr(report, "cpu", 0.0))
         self.cpu[tier] += cpu
         self.cpu_by_test[report.nodeid.split("@")[0]] += cpu
+        self.seconds_by_test[report.nodeid.split("@")[0]] += report.duration
         if report.when == "call" or (report.when == "setup" and report.outcome != "passed"):
             self.tests[tier] += 1
         for pid, (argv, seconds) in getattr(report, "orphans", {}).items():
@@ -271,6 +277,22 @@ class TierTimes:
         top = sorted(self.cpu_by_test.items(), key=lambda kv: -kv[1])[:25]
         for nodeid, cpu in top:
             terminalreporter.write_line(f"{_clock(cpu):>7}  {nodeid}")
+        if self.census is not None:
+            by_kind = self.census.stop()
+            terminalreporter.section("cpu by kind of process, the whole machine (tests included)")
+            for name, (cpu, count) in list(by_kind.items())[:20]:
+                terminalreporter.write_line(f"{_clock(cpu):>7}  {count:4d}  {name}")
+            record = {
+                "cpu_by_test": dict(sorted(self.cpu_by_test.items(), key=lambda kv: -kv[1])),
+                "seconds_by_test": self.seconds_by_test,
+                "cpu_by_tier": self.cpu,
+                "cpu_by_kind": by_kind,
+                "machine_busy": busy,
+            }
+            path = PROJECT_DIR / "var" / "last-test-run.json"
+            with contextlib.suppress(OSError):
+                path.write_text(json.dumps(record, indent=1))
+                terminalreporter.write_line(f"every test's cpu time: {path}")
         if self.orphans:
             orphaned = sorted(self.orphans.values(), key=lambda seen: -seen[2])
             terminalreporter.section(
