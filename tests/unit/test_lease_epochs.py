@@ -19,7 +19,8 @@ import pytest
 from deltalake import DeltaTable, write_deltalake
 
 from ackfold.ledger.commits.fence import FENCE_APP, STRIDE
-from ackfold.ledger.commits.lease import MIN_RELEASE, LedgerLease
+from ackfold.ledger.commits.lease import LedgerLease
+from ackfold.ledger.commits.lease_record import MIN_RELEASE
 from ackfold.ledger.errors import LeaseTooNew, LedgerBusy
 from ackfold.ledger.schema.tables import LEASE, ROOT_STATE, Ledger
 

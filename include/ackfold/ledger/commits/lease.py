@@ -22,13 +22,8 @@ other fails, re-reads, and finds it held.
   committing by itself once its own clock passes its last expiry, or its keeper finds
   another holder.
 
-- **Epochs never go back**: a lease table made anew (first use, or lost) starts from the
-  highest epoch a commit to the ledger's tables carries (`epoch_floor`).
-- **Releases**: the lease records its format and the first release that keeps it
-  (`LEASE_FORMAT`, `MIN_RELEASE`). A release of an earlier format is kept out: the keys
-  it reads (format 1's) say the lease is held for ever by "ackfold 0.2.0 or later", so it
-  waits, names that release and gives up (`LedgerBusy`); a lease of a later format is
-  refused with `LeaseTooNew`, naming that format's release.
+- **Epochs never go back**, and **an earlier release is kept out**: the lease's record
+  (its keys, format and gate, and the epoch floor) is `ackfold.ledger.commits.lease_record`.
 
 It needs no JVM, so the CLI takes it before it starts Spark. On S3 the compare-and-swap
 is delta-rs's conditional create of the next log file (`If-None-Match: *`), as for every
@@ -58,8 +53,25 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Final
 
 from ackfold.ledger.commits.fence import Fence, holding
+from ackfold.ledger.commits.lease_record import (
+    EXPIRES,
+    FORMAT,
+    FREE,
+    GATE,
+    GENERATION,
+    HOLDER,
+    LEASE_FORMAT,
+    MIN_RELEASE,
+    NEVER,
+    PROCESS,
+    PROPERTIES,
+    RELEASE,
+    TOKEN,
+    epoch_floor,
+    view,
+)
 from ackfold.ledger.commits.lock import DEFAULT_WAIT, ledger_lock
-from ackfold.ledger.errors import LeaseTooNew, LedgerBusy, LedgerError
+from ackfold.ledger.errors import LedgerBusy, LedgerError
 from ackfold.ledger.schema.tables import LEASE
 from ackfold.ledger.storage.snapshots import Snapshots
 
@@ -71,51 +83,7 @@ log = logging.getLogger("ackfold.ledger.commits.lease")
 TABLE: Final = LEASE
 TTL: Final = timedelta(minutes=2)
 _POLL: Final = 1.0
-# Who holds it, with which token, until when, in which process (host:pid). Kept under keys
-# of their own since lease format 2: the earlier keys (`_OLD`) keep an earlier release out.
-_HOLDER, _TOKEN, _EXPIRES = "ackfold.turn.holder", "ackfold.turn.token", "ackfold.turn.expires"
-_PROCESS = "ackfold.turn.process"
-_GENERATION = "ackfold.lease.epoch"  # how many times it was taken: the fence's epoch
-# The lease's format, and the first release that keeps it: a release that knows only an
-# earlier format refuses the lease, naming that release (`LeaseTooNew`). Raise both when
-# a release changes what a holder must do; `ackfold.ledger.commits.fence` came with format 2.
-_FORMAT, _RELEASE = "ackfold.lease.format", "ackfold.lease.minRelease"
-LEASE_FORMAT: Final = 2
-MIN_RELEASE: Final = "0.2.0"
-# The keys of format 1 (ackfold before 0.2.0), which such a release reads and never finds
-# free: held, by a holder whose name says what to do, for ever. So an older host waits for
-# it, says for whom, and gives up (`LedgerBusy`) without taking the lease or committing.
-_OLD: Final = ("ackfold.lease.holder", "ackfold.lease.token", "ackfold.lease.expires",
-               "ackfold.lease.process")  # fmt: skip
-_GATE: Final = dict(
-    zip(
-        _OLD,
-        (
-            f"ackfold {MIN_RELEASE} or later (this host runs an older ackfold: upgrade it "
-            "before it runs a reconcile, replay or maintenance)",
-            f"lease-format-{LEASE_FORMAT}",
-            "9999-12-31T23:59:59+00:00",
-            "-",
-        ),
-        strict=True,
-    )
-)
-_FREE: Final = "-"
-_NEVER: Final = "1970-01-01T00:00:00+00:00"
 _turns = threading.local()
-_PROPERTIES: Final = {
-    _HOLDER: _FREE,
-    _TOKEN: _FREE,
-    _EXPIRES: _NEVER,
-    _PROCESS: _FREE,
-    _GENERATION: "0",
-    _FORMAT: str(LEASE_FORMAT),
-    _RELEASE: MIN_RELEASE,
-    **_GATE,
-    # One small commit per renewal: checkpoint often, keep an hour of log.
-    "delta.checkpointInterval": "50",
-    "delta.logRetentionDuration": "interval 1 hours",
-}
 
 
 @contextmanager
@@ -181,14 +149,14 @@ class LedgerLease:
         self._clock = clock or (lambda: datetime.now(UTC))
         self.host = host or socket.gethostname()
         # The expiry of this host's last take or renewal: past it, its hold may be taken.
-        self._until = datetime.fromisoformat(_NEVER)
+        self._until = datetime.fromisoformat(NEVER)
         # The lease table that the fence reads before each commit, kept and refreshed.
         self._snapshots = Snapshots(self.storage_options)
 
     def holder(self) -> str | None:
         """Who holds the lease now (None: nobody, or an expired holder)."""
         config = self._read()[1]
-        return None if self._free(config) else config[_HOLDER]
+        return None if self._free(config) else config[HOLDER]
 
     @contextmanager
     def held(
@@ -233,8 +201,8 @@ class LedgerLease:
         told = False
         while True:
             table, config = self._read()
-            if self._free(config) or config[_TOKEN] == token:
-                epoch = int(config[_GENERATION]) + 1
+            if self._free(config) or config[TOKEN] == token:
+                epoch = int(config[GENERATION]) + 1
                 if self._swap(table, me, token, epoch=epoch):
                     log.info("took the ledger lease (epoch %d): %s", epoch, me)
                     self._snapshots.keep(self.path, table)  # the fence's first read
@@ -245,7 +213,7 @@ class LedgerLease:
                     f"the ledger is busy: every try to take its lease ({self.path}) within "
                     f"{wait:g}s lost to another run's commit"
                 )
-            other = f"{config[_HOLDER]} (until {config[_EXPIRES]})"
+            other = f"{config[HOLDER]} (until {config[EXPIRES]})"
             if time.monotonic() >= deadline:
                 raise LedgerBusy(
                     f"the ledger is busy: {other} has held its lease ({self.path}) for more "
@@ -261,12 +229,12 @@ class LedgerLease:
         while not stop.wait(self.ttl.total_seconds() / 4):
             try:
                 table, config = self._read()
-                if config[_TOKEN] != token:
-                    fence.lose(f"taken by {config[_HOLDER]}")
+                if config[TOKEN] != token:
+                    fence.lose(f"taken by {config[HOLDER]}")
                     log.error(
                         "lost the ledger lease to %s (were renewals blocked for %ss?): this "
                         "run commits nothing more, its fence refuses it",
-                        config[_HOLDER], self.ttl.total_seconds(),
+                        config[HOLDER], self.ttl.total_seconds(),
                     )  # fmt: skip
                     return
                 self._swap(table, me, token, epoch=fence.epoch)
@@ -276,20 +244,20 @@ class LedgerLease:
     def _give_back(self, token: str) -> None:
         for _ in range(5):
             table, config = self._read()
-            if config[_TOKEN] != token:
+            if config[TOKEN] != token:
                 return
-            epoch = int(config[_GENERATION])
-            if self._swap(table, _FREE, _FREE, epoch=epoch, expires=_NEVER, process=_FREE):
+            epoch = int(config[GENERATION])
+            if self._swap(table, FREE, FREE, epoch=epoch, expires=NEVER, process=FREE):
                 return
         log.warning("could not give back the ledger lease: it expires by itself")
 
     # -- Delta ---------------------------------------------------------------------------
 
     def _free(self, config: dict[str, str]) -> bool:
-        expires = datetime.fromisoformat(config.get(_EXPIRES, _NEVER))
-        if config.get(_TOKEN, _FREE) == _FREE or expires <= self._clock():
+        expires = datetime.fromisoformat(config.get(EXPIRES, NEVER))
+        if config.get(TOKEN, FREE) == FREE or expires <= self._clock():
             return True
-        return self._gone(config.get(_PROCESS, _FREE))
+        return self._gone(config.get(PROCESS, FREE))
 
     def _gone(self, process: str) -> bool:
         """Whether `process` (host:pid) ran on this host and is no longer alive."""
@@ -323,14 +291,14 @@ class LedgerLease:
         try:
             table.alter.set_table_properties(
                 {
-                    _HOLDER: holder,
-                    _TOKEN: token,
-                    _EXPIRES: until,
-                    _PROCESS: process or f"{self.host}:{os.getpid()}",
-                    _GENERATION: str(epoch),
-                    _FORMAT: str(LEASE_FORMAT),
-                    _RELEASE: MIN_RELEASE,
-                    **_GATE,
+                    HOLDER: holder,
+                    TOKEN: token,
+                    EXPIRES: until,
+                    PROCESS: process or f"{self.host}:{os.getpid()}",
+                    GENERATION: str(epoch),
+                    FORMAT: str(LEASE_FORMAT),
+                    RELEASE: MIN_RELEASE,
+                    **GATE,
                 },
                 raise_if_not_exists=False,
                 commit_properties=CommitProperties(max_commit_retries=0),
@@ -348,7 +316,7 @@ class LedgerLease:
         lease (the fence then goes by the tables' epochs); the takes, renewals and
         give-backs read it afresh (`_read`)."""
         table = self._snapshots.table(self.path)
-        return int(self._view(table.metadata().configuration)[_GENERATION])
+        return int(view(table.metadata().configuration, self.path)[GENERATION])
 
     def _read(self) -> tuple[Any, dict[str, str]]:
         """The lease table (made if missing) and its properties, as this release reads
@@ -363,7 +331,7 @@ class LedgerLease:
         for _ in range(3):
             try:
                 table = DeltaTable(self.path, storage_options=self.storage_options)
-                return table, self._view(table.metadata().configuration)
+                return table, view(table.metadata().configuration, self.path)
             except TableNotFoundError:
                 pass
             # Made anew (first use, or lost): its epochs go on from the highest fence the
@@ -380,59 +348,10 @@ class LedgerLease:
                     Schema([Field("unused", PrimitiveType("string"))]),
                     mode="error",
                     description="ackfold: who may write the ledger now (in the properties)",
-                    configuration={**_PROPERTIES, _GENERATION: str(floor)},
+                    configuration={**PROPERTIES, GENERATION: str(floor)},
                     storage_options=self.storage_options,
                     raise_if_key_not_exists=False,
                 )
             except DeltaError as exc:
                 log.debug("another writer created %s first: %s", self.path, exc)
         raise LedgerError(f"cannot create or read the ledger lease at {self.path}")
-
-    def _view(self, configuration: dict[str, str]) -> dict[str, str]:
-        """The lease's properties as this release reads them. A lease kept in a later
-        format is refused; one an earlier release left (format 1: no keys of this one)
-        is read from that release's keys, so its live holder is waited for."""
-        found = int(configuration.get(_FORMAT, "1"))
-        if found > LEASE_FORMAT:
-            from ackfold.version import __version__
-
-            raise LeaseTooNew(
-                f"the ledger's lease ({self.path}) is kept by ackfold "
-                f"{configuration.get(_RELEASE, '?')} or later (lease format {found}); this "
-                f"host runs ackfold {__version__}, which knows format {LEASE_FORMAT}: upgrade "
-                "ackfold on this host before it runs a reconcile, replay or maintenance"
-            )
-        view = {k: _PROPERTIES[k] for k in (_HOLDER, _TOKEN, _EXPIRES, _PROCESS, _GENERATION)}
-        if _TOKEN not in configuration:  # an earlier release's lease: its keys say who has it
-            for key, old in zip((_HOLDER, _TOKEN, _EXPIRES, _PROCESS), _OLD, strict=True):
-                view[key] = configuration.get(old, view[key])
-        return {**view, **configuration}
-
-
-def epoch_floor(warehouse: str, storage_options: dict[str, str] | None = None) -> int:
-    """The highest lease epoch that a commit to a table of the ledger under `warehouse`
-    carries (0 if none): where a lease made anew must go on from. A table that cannot be
-    read (but is there) stops it, as a fence would."""
-    from deltalake import DeltaTable
-    from deltalake.exceptions import TableNotFoundError
-
-    from ackfold.ledger.commits.fence import FENCE_APP, STRIDE
-    from ackfold.ledger.schema.tables import TABLES, Ledger
-    from ackfold.ledger.storage.store import delta_uri
-
-    ledger, floor = Ledger(warehouse), 0
-    for name in TABLES:
-        try:
-            table = DeltaTable(delta_uri(ledger.path(name)), storage_options=storage_options)
-        except TableNotFoundError:
-            continue
-        except Exception as exc:
-            raise LedgerError(
-                f"the ledger lease is missing and {ledger.path(name)} cannot be read ({exc}): "
-                "its epoch floor is unknown, so no lease is made; run again once the store "
-                "answers"
-            ) from exc
-        held = table.transaction_version(FENCE_APP)
-        if held is not None:
-            floor = max(floor, int(held) // STRIDE)
-    return floor
