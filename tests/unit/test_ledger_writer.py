@@ -17,7 +17,7 @@ import pytest
 from deltalake import DeltaTable, write_deltalake
 
 from ackfold import LedgerWriter, Tracker
-from ackfold.ledger.commits import driver_writers, writer
+from ackfold.ledger.commits import driver_writers, table_rows, writer
 from ackfold.ledger.errors import SchemaMismatch
 from ackfold.ledger.schema import contract, tables
 from ackfold.ledger.schema.contract import (
@@ -355,7 +355,7 @@ def test_a_tracker_writes_exactly_the_contracts_event_kinds() -> None:
 
 
 def test_doctests() -> None:
-    for module in (contract, writer):
+    for module in (contract, writer, table_rows):
         assert doctest.testmod(module).failed == 0, module.__name__
 
 

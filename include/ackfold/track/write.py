@@ -159,7 +159,7 @@ def _commit(
     an application transaction, once (False: it was committed before)."""
     import pyarrow as pa
 
-    from ackfold.ledger.commits.writer import conform
+    from ackfold.ledger.commits.table_rows import conform
     from ackfold.ledger.schema.contract import arrow_schema
 
     app_id, version = writer if writer is not None else (None, None)

@@ -41,23 +41,20 @@ Example:
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any, Final
 
-from ackfold.ledger.errors import LedgerError, MissingDeltaRs, SchemaMismatch
-from ackfold.ledger.reading.sql import first_line
+from ackfold.ledger.commits.table_rows import arrow_rows, check_table, conform, writing
+from ackfold.ledger.errors import MissingDeltaRs, SchemaMismatch
 from ackfold.ledger.schema import schemes
 from ackfold.ledger.schema.contract import ContractError, check_rows, delta_schema
 from ackfold.ledger.schema.encoding import clustered, writer_properties
 from ackfold.ledger.schema.optional_columns import require_roots_fit, roots_scheme
 from ackfold.ledger.schema.tables import (
     ACK_EVENTS,
-    ADDED_COLUMNS,
-    FORMER_COLUMNS,
     ROOTS,
     TABLE_PROPERTIES,
     TABLES,
@@ -355,77 +352,13 @@ class LedgerWriter:
             schema = pa.schema(table.schema().to_arrow())
             if callable(rows):
                 data = rows(schema)  # checks roots' schemes as below
-            else:
-                if name == ROOTS:  # before the first commit of `append`: nothing written
-                    recorded = [row.get("id_scheme") for row in rows]
-                    require_roots_fit(self.ledger.path(ROOTS), schema.names, recorded)
-                columns = {
-                    field.name: [row.get(field.name) for row in rows] for field in schema
-                }  # columns outside the contract (added to the table later) stay null
-                data = pa.table(columns, schema=schema)
+            else:  # before the first commit of `append`: nothing written if they do not fit
+                data = arrow_rows(name, rows, schema, self.ledger.path(ROOTS))
         self.write(name, table, data, commit_properties=properties)
         checkpoint_at_interval(table)
         return True
 
     def _check(self, name: str, table: Any) -> None:
         """Raise `SchemaMismatch` unless `table` takes the contract's rows of `name`."""
-        path = self.uri(name)
-        actual = {f["name"]: f for f in json.loads(table.schema().to_json())["fields"]}
-        optional = ADDED_COLUMNS.get(name, ())
-        for want in delta_schema(name)["fields"]:
-            have = actual.pop(want["name"], None)
-            if have is None and want["name"] in optional:
-                continue  # added after the table was made: its rows are written without
-            if have is None:
-                raise SchemaMismatch(f"{path} has no column {want['name']!r} (contract v1)")
-            if have["type"] != want["type"]:
-                raise SchemaMismatch(
-                    f"{path}: column {want['name']!r} is {json.dumps(have['type'])}, the "
-                    f"contract says {json.dumps(want['type'])}"
-                )
-            if want["nullable"] and not have["nullable"]:
-                raise SchemaMismatch(
-                    f"{path}: column {want['name']!r} is NOT NULL, the contract allows nulls"
-                )
-        former = FORMER_COLUMNS.get(name, ())
-        for extra in actual.values():
-            # An earlier ackfold's root_state: the reconcile rewrites it before its first
-            # write (`ackfold.ledger.setup.layout.upgrade_root_state`); until then it is only read.
-            if not extra["nullable"] and extra["name"] not in former:
-                raise SchemaMismatch(
-                    f"{path}: column {extra['name']!r} is NOT NULL and not in the contract: "
-                    "the writer cannot fill it"
-                )
+        check_table(name, self.uri(name), table)
         self._checked.add(name)
-
-
-def conform(data: Any, schema: Any) -> Any:
-    """The Arrow table `data` in the columns and types of `schema` (a ``pyarrow.Schema``):
-    columns the table gained that `data` lacks are null, as in `append`'s rows.
-
-    Example:
-        >>> import pyarrow as pa
-        >>> schema = pa.schema([("root_id", pa.int64()), ("note", pa.string())])
-        >>> conform(pa.table({"root_id": pa.array([7], pa.int32())}), schema).to_pylist()
-        [{'root_id': 7, 'note': None}]
-    """
-    import pyarrow as pa
-
-    columns = [
-        data.column(field.name).cast(field.type)
-        if field.name in data.column_names
-        else pa.nulls(data.num_rows, field.type)
-        for field in schema
-    ]
-    return pa.Table.from_arrays(columns, schema=schema)
-
-
-@contextmanager
-def writing(path: str) -> Iterator[None]:
-    """Turn delta-rs and file system errors into one `LedgerError` line naming the table."""
-    from deltalake.exceptions import DeltaError
-
-    try:
-        yield
-    except (DeltaError, OSError) as exc:
-        raise LedgerError(f"cannot write {path}: {first_line(exc)}") from exc

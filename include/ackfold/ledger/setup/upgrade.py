@@ -70,7 +70,7 @@ def upgrade(writer: LedgerWriter, tables: Sequence[str] = CONTRACT_TABLES) -> li
 
     from deltalake import DeltaTable, Field
 
-    from ackfold.ledger.commits.writer import writing
+    from ackfold.ledger.commits.table_rows import writing
     from ackfold.ledger.schema.contract import delta_schema
     from ackfold.ledger.storage.protocol import require_conditional_writes
 
