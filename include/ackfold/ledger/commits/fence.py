@@ -57,12 +57,13 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any, Final, TypeVar
 
+from ackfold.ledger.commits.fence_tables import checkpointed, commit_nothing, table_at
 from ackfold.ledger.errors import FenceUnreadable, LeaseLost, Unfenced
 from ackfold.ledger.reading.sql import first_line
 from ackfold.ledger.schema.tables import DEAD_LETTERS, ROOT_STATE, UNMATCHED_EVENTS
 from ackfold.ledger.storage.conflicts import retry_conflicts
 from ackfold.ledger.storage.snapshots import Snapshots
-from ackfold.ledger.storage.store import delta_uri, storage_options
+from ackfold.ledger.storage.store import storage_options
 
 log = logging.getLogger("ackfold.ledger.commits.fence")
 
@@ -124,7 +125,7 @@ class Fence:
         for path in paths:
             # Only a table that does not exist is passed over: any other read error (a
             # 503, a corrupt log) stops the run, which would go on unclaimed.
-            found = [_table(path, missing_ok=True, what=f"claim of {path}", read=read)]
+            found = [table_at(path, missing_ok=True, what=f"claim of {path}", read=read)]
             if found[0] is not None:  # read once: the first try commits on it
                 load = lambda f=found, p=path: f.pop() if f else read(p)  # noqa: E731
                 self.commit(path, commit_nothing, what=f"fence of {path}", load=load)
@@ -169,7 +170,7 @@ class Fence:
                 held = table.transaction_version(FENCE_APP)
             self._check(table, path, held=held)
             txns = [Transaction(FENCE_APP, version), *also]
-            result = _checkpointed(action)(table, CommitProperties(app_transactions=txns))
+            result = checkpointed(action)(table, CommitProperties(app_transactions=txns))
             _hooks(path, "after")
             return result
 
@@ -273,7 +274,7 @@ class Fence:
                 raise
             except Exception:
                 self._snapshots.forget(path)  # read afresh after a failed commit
-                table = _table(path, missing_ok=True)
+                table = table_at(path, missing_ok=True)
                 if table is not None:
                     self._check(table, path)
                 raise
@@ -290,67 +291,6 @@ def _hooks(path: str, moment: str) -> None:
         hook(path, moment)
 
 
-def commit_nothing(table: Any, properties: Any) -> None:
-    """A delta-rs commit of `table` with no file: the transactions of `properties` only.
-
-    An append of no rows, not `create_write_transaction`: deltalake 1.0's drops the
-    commit's application transactions (the marks and the fence), its writes keep them."""
-    import pyarrow as pa
-    from deltalake import write_deltalake
-
-    write_deltalake(
-        table,
-        pa.schema(table.schema().to_arrow()).empty_table(),
-        mode="append",
-        partition_by=list(table.metadata().partition_columns) or None,
-        commit_properties=properties,
-    )
-    table.update_incremental()  # to the version it committed, as a write leaves it
-
-
-def _checkpointed(action: Callable[[Any, Any], T]) -> Callable[[Any, Any], T]:
-    """`action(table, properties)`, then the ledger's checkpoint at its interval."""
-    from ackfold.ledger.storage.checkpoints import checkpoint_at_interval
-
-    def run(table: Any, properties: Any) -> T:
-        result = action(table, properties)
-        checkpoint_at_interval(table)
-        return result
-
-    return run
-
-
-def _table(
-    path: str,
-    *,
-    missing_ok: bool = False,
-    what: str = "",
-    read: Callable[[str], Any] | None = None,
-) -> Any:
-    """The table at `path` (a warehouse path as Spark or delta-rs spells it) at its latest
-    version: fresh, or `read(path)`; None if `missing_ok` and there is no table there. Any
-    other error reading it is a `FenceUnreadable` (with `missing_ok`): the fence cannot
-    hold a table it cannot read."""
-    from deltalake import DeltaTable
-    from deltalake.exceptions import TableNotFoundError
-
-    try:
-        if read is not None:
-            return read(path)
-        return DeltaTable(delta_uri(path), storage_options=storage_options(path))
-    except TableNotFoundError:
-        if not missing_ok:
-            raise
-        return None
-    except Exception as exc:
-        if not missing_ok:
-            raise
-        raise FenceUnreadable(
-            f"the {what or 'fence'} could not read {path} ({first_line(exc)}): the run "
-            "stops rather than commit unfenced; run it again once the store answers"
-        ) from exc
-
-
 def version_of(path: str) -> int | None:
     """The latest version of the table at `path`; None if there is none (any other read
     error raises `FenceUnreadable`). Under a fence of its ledger, that hold's table,
@@ -360,7 +300,7 @@ def version_of(path: str) -> int | None:
     if under:
         table = under[0]._read(path, f"read of {path}")
         return None if table is None else int(table.version())
-    table = _table(path, missing_ok=True, what=f"read of {path}")
+    table = table_at(path, missing_ok=True, what=f"read of {path}")
     return None if table is None else int(table.version())
 
 

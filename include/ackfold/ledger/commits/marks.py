@@ -47,7 +47,7 @@ from typing import Any, Final
 
 from ackfold.config.values import APP_NAME
 from ackfold.ledger.commits.fence import commit as fence_commit
-from ackfold.ledger.commits.fence import commit_nothing
+from ackfold.ledger.commits.fence_tables import commit_nothing
 from ackfold.ledger.schema.tables import ACK_EVENTS, ROOT_STATE, Ledger, local_dir
 from ackfold.ledger.storage.store import delta_uri, storage_options
 
