@@ -15,10 +15,10 @@ from typing import Any
 
 from ackfold.config import Settings
 from ackfold.ledger.schema import status
+from ackfold.ledger.schema.operational import QUALITY_RESULTS_DDL
 from ackfold.ledger.schema.tables import (
     DEAD_LETTERS,
     QUALITY_RESULTS,
-    QUALITY_RESULTS_DDL,
     column_names,
 )
 from ackfold.quality import CheckResult, QualityReport

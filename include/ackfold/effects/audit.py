@@ -1,5 +1,5 @@
 """The retract audit log, `retract_log`: who retracted which dead letters' rows, when,
-from which outputs, and how many (`ackfold.ledger.schema.tables.RETRACT_LOG_DDL`).
+from which outputs, and how many (`ackfold.ledger.schema.operational.RETRACT_LOG_DDL`).
 
 Written ahead, like the replay log: a `planned` row per root and output before the delete,
 a `deleted` (or `failed`) row after it. Every append is fenced by the ledger's lease: a

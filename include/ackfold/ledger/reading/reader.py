@@ -44,9 +44,9 @@ from ackfold.ledger.reading.rows import (
 from ackfold.ledger.reading.sql import SqlReader, sql_date, sql_str, sql_ts
 from ackfold.ledger.schema.contract import CLOCK_SKEW
 from ackfold.ledger.schema.ids import format_id
+from ackfold.ledger.schema.operational import QUALITY_RESULTS_DDL
 from ackfold.ledger.schema.tables import (
     ACK_EVENTS,
-    QUALITY_RESULTS_DDL,
     ROOT_STATE,
     ROOTS,
     column_specs,
