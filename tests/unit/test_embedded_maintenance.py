@@ -109,3 +109,13 @@ def test_maintenance_frozen_past_its_lease_commits_nothing_more(tmp_path: Path) 
     assert len(seen) == 2, "the retention MERGE was a fenced commit"
     assert DeltaTable(events).to_pyarrow_table().num_rows == kept == 6, "no event deleted"
     assert {name: DeltaTable(writer.uri(name)).version() for name in TABLES} == versions
+
+
+def test_the_log_helpers_doctests() -> None:
+    import doctest
+
+    from ackfold.ledger.housekeeping import delta_logs
+
+    result = doctest.testmod(delta_logs)
+    assert result.attempted
+    assert result.failed == 0

@@ -20,7 +20,7 @@
    sets where it differs. `ack_events` keeps more while it has commits no reconcile has
    folded yet: every file they added stays (`store_maintenance.vacuum_hours`).
 4. **Checkpoints and log cleanup** of every table, as delta-rs does it
-   (`store_maintenance.tidy_logs`): `ack_events`' log keeps the commits no reconcile has
+   (`delta_logs.tidy_logs`): `ack_events`' log keeps the commits no reconcile has
    folded yet.
 
 Safe with the rest of ackfold running:
@@ -53,6 +53,7 @@ from ackfold.config import Settings
 from ackfold.errors import AckfoldError
 from ackfold.ledger.commits import dml
 from ackfold.ledger.commits.fence import Fence, held, spark_commit, version_of
+from ackfold.ledger.housekeeping.delta_logs import tidy_logs, vacuumed
 from ackfold.ledger.housekeeping.store_maintenance import (
     COMPACTED,
     RETENTION_PROPERTY,
@@ -61,9 +62,7 @@ from ackfold.ledger.housekeeping.store_maintenance import (
     Step,
     no_steps,
     report_cutoffs,
-    tidy_logs,
     vacuum_hours,
-    vacuumed,
 )
 from ackfold.ledger.schema.encoding import spark_codec
 from ackfold.ledger.schema.tables import (
