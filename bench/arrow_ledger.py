@@ -24,9 +24,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ackfold.ledger.contract import ACK, FAIL, INIT
-from ackfold.ledger.tables import ACK_EVENTS, ROOTS
-from ackfold.ledger.writer import LedgerWriter
+from ackfold.ledger.commits.writer import LedgerWriter
+from ackfold.ledger.schema.contract import ACK, FAIL, INIT
+from ackfold.ledger.schema.tables import ACK_EVENTS, ROOTS
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from synth import EPOCH, Shape

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ackfold.config import Settings, load_settings
-from ackfold.ledger.tables import Ledger
+from ackfold.ledger.schema.tables import Ledger
 from ackfold.reconcile.reconciler import reconcile
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))

@@ -36,9 +36,9 @@ from common import DEPTH, FANOUT, Workdir, roots_for
 from deltalake import DeltaTable
 
 from ackfold.config import Settings
-from ackfold.ledger.marks import read_mark
-from ackfold.ledger.tables import ACK_EVENTS, Ledger
-from ackfold.ledger.writer import LedgerWriter
+from ackfold.ledger.commits.marks import read_mark
+from ackfold.ledger.commits.writer import LedgerWriter
+from ackfold.ledger.schema.tables import ACK_EVENTS, Ledger
 from ackfold_dev.connect import LocalConnectServer
 from ackfold_dev.ports import free_port
 

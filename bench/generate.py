@@ -19,8 +19,8 @@ from datetime import datetime
 from pathlib import Path
 
 from ackfold.config import load_settings
-from ackfold.ledger.parse import parse_time
-from ackfold.ledger.tables import Ledger
+from ackfold.ledger.reading.parse import parse_time
+from ackfold.ledger.schema.tables import Ledger
 from ackfold.spark import get_spark
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))

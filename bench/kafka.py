@@ -52,8 +52,8 @@ from replay import failed_ledger, time_replay  # bench/replay.py
 
 from ackfold.config import Settings, load_settings
 from ackfold.demo.feed import NOT_WORD_PATTERN, sentences
-from ackfold.ledger import dml
-from ackfold.ledger.tables import ACK_EVENTS, ROOTS, Ledger
+from ackfold.ledger.commits import dml
+from ackfold.ledger.schema.tables import ACK_EVENTS, ROOTS, Ledger
 from ackfold.sources.kafka import KafkaTopic
 from ackfold.sources.kafka_client import client_config
 from ackfold.sources.kafka_records import Position

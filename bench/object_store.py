@@ -38,7 +38,7 @@ from common import per_second
 
 from ackfold import LedgerWriter, Tracker
 from ackfold.config import load_settings
-from ackfold.ledger.tables import ROOTS
+from ackfold.ledger.schema.tables import ROOTS
 from ackfold.reconcile.run import run_reconcile
 from ackfold_dev.azurite import LocalAzure
 from ackfold_dev.gcs import LocalGCS
@@ -108,7 +108,7 @@ def run(warehouse: str, writers: int, appends: int, roots: int) -> dict[str, Any
 def _count(warehouse: str, table: str) -> int:
     from deltalake import DeltaTable
 
-    from ackfold.ledger.store import delta_uri, storage_options
+    from ackfold.ledger.storage.store import delta_uri, storage_options
 
     uri = f"{warehouse}/{table}"
     dt = DeltaTable(delta_uri(uri), storage_options=storage_options(uri))

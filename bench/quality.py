@@ -34,8 +34,8 @@ from arrow_ledger import ArrowLedger
 
 from ackfold.config import load_settings
 from ackfold.embedded.duck import byte_count
-from ackfold.ledger.reader import LedgerReader
-from ackfold.ledger.writer import LedgerWriter
+from ackfold.ledger.commits.writer import LedgerWriter
+from ackfold.ledger.reading.reader import LedgerReader
 
 ENGINES = ("embedded", "spark")
 # The project's caches (`make setup`), whatever var dir a ledger is in: a run in a var dir

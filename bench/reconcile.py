@@ -43,8 +43,8 @@ from arrow_ledger import ArrowLedger
 from plot import plot_reconcile
 
 from ackfold.config import load_settings
-from ackfold.ledger.tables import ACK_EVENTS
-from ackfold.ledger.writer import LedgerWriter
+from ackfold.ledger.commits.writer import LedgerWriter
+from ackfold.ledger.schema.tables import ACK_EVENTS
 
 BENCH = Path(__file__).resolve().parent
 ACKFOLD = str(Path(sys.executable).parent / "ackfold")

@@ -27,8 +27,8 @@ import checkout  # noqa: F401  (before settings load: the checkout's var/)
 from common import per_second
 
 from ackfold.config import Settings, load_settings
-from ackfold.ledger.tables import ROOT_STATE, ROOTS
-from ackfold.ledger.writer import LedgerWriter
+from ackfold.ledger.commits.writer import LedgerWriter
+from ackfold.ledger.schema.tables import ROOT_STATE, ROOTS
 from ackfold.replay.request import ReplayRequest
 from ackfold.replay.run import run_replay
 from ackfold_dev.elasticmq import ElasticMQ
@@ -45,7 +45,7 @@ def failed_ledger(
     `<queue>:0:<n>`, n = 0..count-1."""
     import pyarrow as pa
 
-    from ackfold.ledger import ids
+    from ackfold.ledger.schema import ids
 
     writer = LedgerWriter(warehouse)
     writer.create()

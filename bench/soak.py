@@ -28,7 +28,7 @@ with faults drawn from the seed:
   an earlier ackfold left it (its mark in a file of the checkpoint directory, root_state
   in the older partition layout, the words table in the first tuple layout);
 - a contract-v1 producer (`V1Producer`: plain `write_deltalake`, v1's columns) writing
-  all year beside the tracked ones, and `ackfold upgrade` (`ackfold.ledger.upgrade`) on
+  all year beside the tracked ones, and `ackfold upgrade` (`ackfold.ledger.setup.upgrade`) on
   `--upgrade-day`, after which it appends with `schema_mode="merge"`;
 - claims that cannot read their table (a 503): the run stops (`FenceUnreadable`) and the
   next one catches up; a replay and a maintenance run paused past their lease while
@@ -81,14 +81,20 @@ import checkout  # noqa: F401  (before settings load: the checkout's var/)
 from soak_world import Faults, Killed, Producer, Record, SparkApp, V1Producer
 
 from ackfold.config import Settings, load_settings
-from ackfold.ledger import status
+from ackfold.ledger.commits.fence import version_of
+from ackfold.ledger.commits.lease import TTL, ledger_turn
+from ackfold.ledger.commits.writer import LedgerWriter
 from ackfold.ledger.errors import FenceUnreadable, LeaseLost
-from ackfold.ledger.fence import version_of
-from ackfold.ledger.lease import TTL, ledger_turn
-from ackfold.ledger.store import delta_uri, storage_options
-from ackfold.ledger.tables import ACK_EVENTS, REPLAY_LOG, ROOT_STATE, UNMATCHED_EVENTS, Ledger
-from ackfold.ledger.upgrade import upgrade
-from ackfold.ledger.writer import LedgerWriter
+from ackfold.ledger.schema import status
+from ackfold.ledger.schema.tables import (
+    ACK_EVENTS,
+    REPLAY_LOG,
+    ROOT_STATE,
+    UNMATCHED_EVENTS,
+    Ledger,
+)
+from ackfold.ledger.setup.upgrade import upgrade
+from ackfold.ledger.storage.store import delta_uri, storage_options
 from ackfold.maintenance import run_maintenance
 from ackfold.quality.run import run_quality
 from ackfold.reconcile.fold import classify, fold
@@ -564,7 +570,7 @@ class Soak:
         summary = run_reconcile(self.settings, now=self.now, engine="embedded")
         from deltalake import DeltaTable
 
-        from ackfold.ledger.marks import LEGACY_MARK, reconcile_checkpoint
+        from ackfold.ledger.commits.marks import LEGACY_MARK, reconcile_checkpoint
 
         events = DeltaTable(delta_uri(self.ledger.path("ack_events")),
                             storage_options=storage_options(self.ledger.root))  # fmt: skip
@@ -732,7 +738,7 @@ def _copy_tree(source: Path, location: str) -> None:
     if "://" not in location:
         shutil.copytree(source, location, dirs_exist_ok=True)
         return
-    from ackfold.ledger.store import s3_client
+    from ackfold.ledger.storage.store import s3_client
 
     bucket, _, prefix = delta_uri(location).removeprefix("s3://").partition("/")
     client = s3_client(storage_options(location) or {})
@@ -747,7 +753,7 @@ def _put(location: str, name: str, data: bytes) -> None:
         Path(location).mkdir(parents=True, exist_ok=True)
         (Path(location) / name).write_bytes(data)
         return
-    from ackfold.ledger.store import s3_client
+    from ackfold.ledger.storage.store import s3_client
 
     bucket, _, prefix = delta_uri(location).removeprefix("s3://").partition("/")
     client = s3_client(storage_options(location) or {})
@@ -759,7 +765,7 @@ def _remove(location: str) -> None:
     if "://" not in location:
         shutil.rmtree(location)
         return
-    from ackfold.ledger.store import s3_client
+    from ackfold.ledger.storage.store import s3_client
 
     bucket, _, prefix = delta_uri(location).removeprefix("s3://").partition("/")
     client = s3_client(storage_options(location) or {})

@@ -12,7 +12,7 @@ record of every event ever written, and the faults, all driven by one seed.
   `ackfold upgrade`, `schema_mode="merge"` as docs/ledger.md says.
 - `Record`: every event any producer wrote, by root: what the reference fold reads; the
   roots with events since the last check (`dirty`), so the check folds only those again.
-- `Faults`: the hooks on the ledger's fenced commits (`ackfold.ledger.fence.COMMIT_HOOKS`)
+- `Faults`: the hooks on the ledger's fenced commits (`ackfold.ledger.commits.fence.COMMIT_HOOKS`)
   that kill a run at a commit point, or freeze it there while another host takes over;
   and a claim whose read of its table fails (a 503).
 """
@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from ackfold.ledger import fence
-from ackfold.ledger.writer import LedgerWriter
+from ackfold.ledger.commits import fence
+from ackfold.ledger.commits.writer import LedgerWriter
 from ackfold.sources.base import ATTEMPT, ORIGIN_ROOT_ID
 from ackfold.track.tracker import Tracker
 
@@ -392,8 +392,8 @@ class SparkApp:
         from pyspark.sql import functions as F
 
         from ackfold.embedded.log import appended_since
-        from ackfold.ledger.marks import events_table
-        from ackfold.ledger.tables import Ledger
+        from ackfold.ledger.commits.marks import events_table
+        from ackfold.ledger.schema.tables import Ledger
 
         before = int(events_table(Ledger(self.warehouse)).version())
         self.batches += 1
@@ -426,7 +426,7 @@ class SparkApp:
         """The events this batch wrote, read back from the ledger (Spark's event times)."""
         import pyarrow.dataset as ds
 
-        from ackfold.ledger.tables import ACK_EVENTS
+        from ackfold.ledger.schema.tables import ACK_EVENTS
 
         appends = appended_since(f"{self.warehouse}/{ACK_EVENTS}", before)
         if not appends.files:

@@ -22,9 +22,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
-from ackfold.ledger.contract import ACK, FAIL, INIT
-from ackfold.ledger.create import create_tables
-from ackfold.ledger.tables import ACK_EVENTS, ROOTS, Ledger
+from ackfold.ledger.schema.contract import ACK, FAIL, INIT
+from ackfold.ledger.schema.tables import ACK_EVENTS, ROOTS, Ledger
+from ackfold.ledger.setup.create import create_tables
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -167,7 +167,7 @@ class Synthetic(Shape):
         """Append the roots, then the on-time events, then the late ones, to `ledger`."""
         from pyspark.sql import functions as F
 
-        from ackfold.ledger.protocol import refuse_spark_commit
+        from ackfold.ledger.storage.protocol import refuse_spark_commit
 
         refuse_spark_commit(ledger.root, ROOTS)  # Spark appends: local warehouses only
         create_tables(spark, ledger, (ACK_EVENTS, ROOTS))

@@ -33,8 +33,8 @@ from fastapi import Request
 from fastapi.testclient import TestClient
 
 from ackfold.config import load_settings
-from ackfold.ledger import status
-from ackfold.ledger.tables import ACK_EVENTS, DEAD_LETTERS, ROOT_STATE, ROOTS
+from ackfold.ledger.schema import status
+from ackfold.ledger.schema.tables import ACK_EVENTS, DEAD_LETTERS, ROOT_STATE, ROOTS
 from ackfold.ui.app import create_app
 from ackfold.ui.security import Viewer
 

@@ -30,7 +30,7 @@ from typing import Any
 
 import xxhash
 
-from ackfold.ledger import ids, schemes
+from ackfold.ledger.schema import ids, schemes
 from ackfold.reconcile.fold import classify, fold
 from ackfold.track.tracker import Tracker
 from ackfold.track.tuples import Tuple

@@ -22,8 +22,8 @@ from typing import Any
 
 import pytest
 
-from ackfold.ledger import status
-from ackfold.ledger.tables import ROOT_STATE
+from ackfold.ledger.schema import status
+from ackfold.ledger.schema.tables import ROOT_STATE
 from ackfold_dev.ports import free_port
 from tests.ledger_fixtures import write_rows
 

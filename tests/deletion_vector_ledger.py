@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ackfold.config import load_settings
-from ackfold.ledger.tables import ACK_EVENTS, ROOT_STATE
-from ackfold.ledger.writer import LedgerWriter
+from ackfold.ledger.commits.writer import LedgerWriter
+from ackfold.ledger.schema.tables import ACK_EVENTS, ROOT_STATE
 from ackfold.track.tracker import Tracker
 
 if TYPE_CHECKING:

@@ -27,9 +27,9 @@ import pyarrow as pa
 from deltalake import DeltaTable, write_deltalake
 
 from ackfold.config import Settings, load_settings
-from ackfold.ledger import status
-from ackfold.ledger.outputs import declare_output
-from ackfold.ledger.tables import REPLAY_LOG, ROOTS
+from ackfold.ledger.commits.outputs import declare_output
+from ackfold.ledger.schema import status
+from ackfold.ledger.schema.tables import REPLAY_LOG, ROOTS
 from tests.ledger_fixtures import write_rows
 from tests.replay_ledger import T0, Failed, write_failed
 

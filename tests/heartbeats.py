@@ -6,7 +6,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from ackfold.ledger.tables import APP_PROGRESS
+from ackfold.ledger.schema.tables import APP_PROGRESS
 from ackfold.track.heartbeat import PROGRESS, progress_row
 from tests.ledger_fixtures import write_rows
 

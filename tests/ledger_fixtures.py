@@ -1,8 +1,8 @@
 """Small real Delta ledgers for tests that read the ledger without a JVM.
 
 The tables are written by `deltalake.write_deltalake` with the exact schemas of
-`ackfold.ledger.tables` (parsed from its DDL, so a column added there shows up here), the same
-table properties, and `root_state` partitioned by `first_event_date`. Events and `roots`
+`ackfold.ledger.schema.tables` (parsed from its DDL, so a column added there shows up here),
+the same table properties, and `root_state` partitioned by `first_event_date`. Events and `roots`
 rows come from the real `Tracker`; `root_state` rows from the reference `fold`, with the
 status each scenario needs. The Spark tier writes the same tables with Spark.
 
@@ -23,9 +23,16 @@ from typing import Any
 import pyarrow as pa
 from deltalake import write_deltalake
 
-from ackfold.ledger import ids, status
-from ackfold.ledger.ids import event_hash
-from ackfold.ledger.tables import ACK_EVENTS, ROOT_STATE, ROOTS, TABLE_PROPERTIES, TABLES, Ledger
+from ackfold.ledger.schema import ids, status
+from ackfold.ledger.schema.ids import event_hash
+from ackfold.ledger.schema.tables import (
+    ACK_EVENTS,
+    ROOT_STATE,
+    ROOTS,
+    TABLE_PROPERTIES,
+    TABLES,
+    Ledger,
+)
 from ackfold.reconcile.fold import RootFold, fold
 from ackfold.track.tracker import Tracker
 
@@ -44,7 +51,7 @@ _COLUMN = re.compile(r"^(\w+)\s+(\S+)(\s+NOT NULL)?$")
 
 
 def arrow_schema(table: str) -> pa.Schema:
-    """The arrow schema of ledger table `table`, from its DDL in `ackfold.ledger.tables`."""
+    """The arrow schema of ledger table `table`, from its DDL in `ackfold.ledger.schema.tables`."""
     ddl = TABLES[table][0]
     columns = []
     for item in ddl.strip().split(","):

@@ -16,9 +16,10 @@ import pyarrow as pa
 from deltalake import DeltaTable
 
 from ackfold.config import Settings
-from ackfold.ledger.contract import arrow_schema
-from ackfold.ledger.status import COMPLETED, COMPLETED_LATE
-from ackfold.ledger.tables import (
+from ackfold.ledger.commits.writer import LedgerWriter
+from ackfold.ledger.schema.contract import arrow_schema
+from ackfold.ledger.schema.status import COMPLETED, COMPLETED_LATE
+from ackfold.ledger.schema.tables import (
     ACK_EVENTS,
     APP_PROGRESS,
     QUALITY_RESULTS,
@@ -28,7 +29,6 @@ from ackfold.ledger.tables import (
     TABLES,
     Ledger,
 )
-from ackfold.ledger.writer import LedgerWriter
 from ackfold.reconcile.run import run_reconcile
 from ackfold.track.tracker import Tracker
 

@@ -32,10 +32,10 @@ import pyarrow as pa
 
 from ackfold import LedgerWriter
 from ackfold.config import load_settings
-from ackfold.ledger.contract import arrow_schema
-from ackfold.ledger.lease import ledger_turn
-from ackfold.ledger.store import delta_uri, storage_options
-from ackfold.ledger.tables import ACK_EVENTS, REPLAY_LOG, ROOTS
+from ackfold.ledger.commits.lease import ledger_turn
+from ackfold.ledger.schema.contract import arrow_schema
+from ackfold.ledger.schema.tables import ACK_EVENTS, REPLAY_LOG, ROOTS
+from ackfold.ledger.storage.store import delta_uri, storage_options
 from ackfold.maintenance import run_maintenance
 from tests.conftest import PROJECT_DIR
 

@@ -23,8 +23,8 @@ from typing import Any
 import pyarrow as pa
 
 from ackfold.config import Settings, load_settings
-from ackfold.ledger import ids, status
-from ackfold.ledger.tables import (
+from ackfold.ledger.schema import ids, status
+from ackfold.ledger.schema.tables import (
     ACK_EVENTS,
     DEAD_LETTERS,
     REPLAY_LOG,

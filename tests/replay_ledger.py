@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from ackfold.config import Settings
-from ackfold.ledger import ids, status
-from ackfold.ledger.tables import ROOT_STATE, ROOTS
-from ackfold.ledger.writer import LedgerWriter
+from ackfold.ledger.commits.writer import LedgerWriter
+from ackfold.ledger.schema import ids, status
+from ackfold.ledger.schema.tables import ROOT_STATE, ROOTS
 from tests.ledger_fixtures import write_rows
 
 T0 = datetime(2026, 11, 20, 9, 0, tzinfo=UTC)

@@ -14,8 +14,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from ackfold.ledger import status
-from ackfold.ledger.tables import ACK_EVENTS, ROOT_STATE, ROOTS
+from ackfold.ledger.schema import status
+from ackfold.ledger.schema.tables import ACK_EVENTS, ROOT_STATE, ROOTS
 from ackfold.reconcile.fold import classify, fold
 from ackfold.track.tracker import Tracker
 from tests.ledger_fixtures import Clock, state_row, write_rows

@@ -208,7 +208,7 @@ def create_ledger(settings: Settings, log: Callable[[str], None]) -> list[str]:
     processes: the demo's driver and Airflow's first tasks would otherwise each create
     them at the same moment, and all but one lose a commit and retry. Returns the tables
     made here."""
-    from ackfold.ledger.writer import LedgerWriter
+    from ackfold.ledger.commits.writer import LedgerWriter
 
     made = [name for name, new in LedgerWriter(settings.table_root).create().items() if new]
     if made:

@@ -46,7 +46,7 @@ from ackfold.version import __version__
 
 if TYPE_CHECKING:
     from ackfold.config import ConfigError, Settings, load_settings
-    from ackfold.ledger.writer import LedgerWriter
+    from ackfold.ledger.commits.writer import LedgerWriter
     from ackfold.reconcile.reconciler import Reconciler
     from ackfold.replay.replayer import Replayer
     from ackfold.replay.request import ReplayRequest
@@ -71,7 +71,7 @@ __all__ = [
 # The names imported on first use (PEP 562), and the module that defines each.
 _LAZY = {
     "StageTracker": "ackfold.track.stage",
-    "LedgerWriter": "ackfold.ledger.writer",
+    "LedgerWriter": "ackfold.ledger.commits.writer",
     "Reconciler": "ackfold.reconcile.reconciler",
     "Replayer": "ackfold.replay.replayer",
     "ReplayRequest": "ackfold.replay.request",

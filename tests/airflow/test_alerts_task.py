@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from ackfold.ledger import status
+from ackfold.ledger.schema import status
 from tests.alert_fixtures import Receiver, SmtpServer, otlp_points, state, write_state
 from tests.conftest import PROJECT_DIR
 
@@ -79,7 +79,7 @@ def test_the_quality_dags_alerts_task_reads_its_runs_results(
     webhook: Receiver,
     connections: dict[str, str],
 ) -> None:
-    from ackfold.ledger.tables import QUALITY_RESULTS
+    from ackfold.ledger.schema.tables import QUALITY_RESULTS
     from ackfold.quality.run import quality_run_id
     from tests.ledger_fixtures import write_rows
 

@@ -16,7 +16,7 @@ from ackfold.config import Settings, load_settings
 from ackfold.config.demo import FaultSettings
 from ackfold.demo.feed import Feed
 from ackfold.demo.wordcount import WordCount, with_demo_policy
-from ackfold.ledger.tables import REPLAY_LOG, ROOT_STATE
+from ackfold.ledger.schema.tables import REPLAY_LOG, ROOT_STATE
 from ackfold_dev.airflow_env import demo_app_env
 from tests.airflow.conftest import SETTINGS
 from tests.conftest import JARS_DIR, PROJECT_DIR
@@ -186,7 +186,7 @@ def test_a_bad_manual_conf_fails_validation_naming_each_field(
 def test_a_rate_or_limit_out_of_range_is_refused_before_the_run_starts(
     dags: Any, key: str, value: float, bound: str
 ) -> None:
-    """The form's bounds are the library's (`ackfold.ledger.parse`), and Airflow checks a
+    """The form's bounds are the library's (`ackfold.ledger.reading.parse`), and Airflow checks a
     conf against them when the run is triggered: its REST API answers 400 with this text,
     and no run is created."""
     from airflow.sdk.exceptions import ParamValidationError

@@ -15,9 +15,9 @@ import pytest
 
 from ackfold.config import Settings, load_settings
 from ackfold.effects.outputs import declare_output
-from ackfold.ledger import status
-from ackfold.ledger.ids import format_id
-from ackfold.ledger.tables import RETRACT_LOG
+from ackfold.ledger.schema import status
+from ackfold.ledger.schema.ids import format_id
+from ackfold.ledger.schema.tables import RETRACT_LOG
 from tests.airflow.conftest import SETTINGS
 from tests.airflow.test_reconcile_replay_dags import _return_value
 from tests.conftest import JARS_DIR

@@ -15,7 +15,7 @@ import pytest
 
 from ackfold.config import load_settings
 from ackfold.demo.wordcount import with_demo_policy
-from ackfold.ledger.lock import app_lock
+from ackfold.ledger.commits.lock import app_lock
 from tests.browser.test_reliability_ui import _log_in
 from tests.embedded_stack import DEMO_WAIT, Stack
 

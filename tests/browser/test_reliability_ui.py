@@ -124,7 +124,7 @@ def test_retract_what_the_stuck_dead_letter_left_in_the_sink(
     the run to what it deleted; the rows are gone, and `retract_log` names the user."""
     from ackfold.config import load_settings
     from ackfold.effects import retract_history
-    from ackfold.ledger.ids import parse_id
+    from ackfold.ledger.schema.ids import parse_id
 
     stack.wait_for_log("the app keeps running", DEMO_WAIT)
     _log_in(page, stack, "/ackfold/roots", user=USER)
@@ -297,9 +297,9 @@ def test_an_alerts_link_opens_the_roots_it_names(stack: Stack, page: Any, shoot:
     from ackfold.alerts.message import compose
     from ackfold.alerts.rules import DEAD_LETTERED, evaluate_state
     from ackfold.config import load_settings
-    from ackfold.ledger.ids import parse_id
-    from ackfold.ledger.sql import SqlReader
-    from ackfold.ledger.tables import ROOT_STATE
+    from ackfold.ledger.reading.sql import SqlReader
+    from ackfold.ledger.schema.ids import parse_id
+    from ackfold.ledger.schema.tables import ROOT_STATE
 
     stack.wait_for_log("the app keeps running", DEMO_WAIT)
     settings = load_settings(var_dir=stack.var)

@@ -27,7 +27,7 @@ from ackfold.airflow.params import validate_retract_conf
 from ackfold.airflow.tasks import run_manual_retract
 from ackfold.config import Settings
 from ackfold.effects import retract_history
-from ackfold.ledger.ids import format_id
+from ackfold.ledger.schema.ids import format_id
 from tests.browser.ui_server import serve_ui
 from tests.ui.conftest import TOKENS, ui_settings
 from tests.ui.effects_ledger import (

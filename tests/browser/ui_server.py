@@ -14,8 +14,13 @@ from pathlib import Path
 from typing import Any
 
 from ackfold.config import Settings
-from ackfold.ledger import status
-from ackfold.ledger.tables import DEAD_LETTERS, QUALITY_RESULTS, QUALITY_RESULTS_DDL, column_names
+from ackfold.ledger.schema import status
+from ackfold.ledger.schema.operational import QUALITY_RESULTS_DDL
+from ackfold.ledger.schema.tables import (
+    DEAD_LETTERS,
+    QUALITY_RESULTS,
+    column_names,
+)
 from ackfold.quality import CheckResult, QualityReport
 from ackfold_dev.ports import free_port
 from tests.ledger_fixtures import bulk_ledger, write_rows

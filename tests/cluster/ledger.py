@@ -12,7 +12,7 @@ import random
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from ackfold.ledger.tables import ACK_EVENTS, ROOTS
+from ackfold.ledger.schema.tables import ACK_EVENTS, ROOTS
 from ackfold.track.tracker import Tracker
 from tests.ledger_fixtures import Clock, write_rows
 

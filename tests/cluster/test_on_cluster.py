@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 from deltalake import DeltaTable
 
-from ackfold.ledger.tables import DEAD_LETTERS, ROOT_STATE, UNMATCHED_EVENTS, Ledger
+from ackfold.ledger.schema.tables import DEAD_LETTERS, ROOT_STATE, UNMATCHED_EVENTS, Ledger
 from ackfold_dev.cluster import LocalCluster
 from ackfold_dev.elasticmq import ElasticMQ
 from tests.cluster.conftest import (

@@ -15,8 +15,8 @@ import pytest
 from deltalake import DeltaTable
 
 from ackfold.config import Settings
-from ackfold.ledger.tables import ROOT_STATE, UNMATCHED_EVENTS, Ledger
-from ackfold.ledger.writer import LedgerWriter
+from ackfold.ledger.commits.writer import LedgerWriter
+from ackfold.ledger.schema.tables import ROOT_STATE, UNMATCHED_EVENTS, Ledger
 from ackfold.reconcile.run import run_reconcile
 
 ENGINES = ("embedded", "spark")

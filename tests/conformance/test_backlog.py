@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from ackfold.config import load_settings
-from ackfold.ledger.tables import ROOT_STATE, Ledger
-from ackfold.ledger.writer import LedgerWriter
+from ackfold.ledger.commits.writer import LedgerWriter
+from ackfold.ledger.schema.tables import ROOT_STATE, Ledger
 from ackfold.reconcile.run import run_reconcile
 from tests.conformance.conftest import state, waiting
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from deltalake import DeltaTable
 
 from ackfold.config import load_settings
-from ackfold.ledger.tables import Ledger
+from ackfold.ledger.schema.tables import Ledger
 from tests.conformance.conftest import Reconcile, state
 from tests.conftest import JARS_DIR
 from tests.contract_v1 import STATUSES, V1_ROOTS, now_utc, produce, write_v1_ledger

@@ -9,9 +9,9 @@ from pathlib import Path
 
 from ackfold import Tracker
 from ackfold.config import load_settings
-from ackfold.ledger.contract import INIT
-from ackfold.ledger.tables import ROOT_STATE, UNMATCHED_EVENTS, Ledger
-from ackfold.ledger.writer import LedgerWriter
+from ackfold.ledger.commits.writer import LedgerWriter
+from ackfold.ledger.schema.contract import INIT
+from ackfold.ledger.schema.tables import ROOT_STATE, UNMATCHED_EVENTS, Ledger
 from ackfold.reconcile.run import run_reconcile
 from tests.conformance.conftest import state, waiting
 from tests.ledger_fixtures import Clock

@@ -12,7 +12,7 @@ import pytest
 from deltalake import DeltaTable
 
 from ackfold.config import Settings, load_settings
-from ackfold.ledger.tables import ACK_EVENTS, Ledger
+from ackfold.ledger.schema.tables import ACK_EVENTS, Ledger
 from ackfold.reconcile.fold import classify, fold
 from ackfold.track.tracker import Tracker
 from tests.conformance.conftest import append, reconciler, state

@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 
 from ackfold.config import Settings, load_settings
-from ackfold.ledger.lease import LedgerLease
-from ackfold.ledger.tables import ROOT_STATE, Ledger
+from ackfold.ledger.commits.lease import LedgerLease
+from ackfold.ledger.schema.tables import ROOT_STATE, Ledger
 from ackfold.reconcile.embedded import EmbeddedReconciler
 from ackfold.reconcile.fold import classify, fold
 from ackfold.reconcile.reconciler import Reconciler

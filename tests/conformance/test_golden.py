@@ -25,7 +25,7 @@ from deltalake import DeltaTable
 
 from ackfold.config import Settings, load_settings
 from ackfold.errors import AckfoldError
-from ackfold.ledger.tables import ACK_EVENTS, ROOT_STATE, ROOTS, Ledger
+from ackfold.ledger.schema.tables import ACK_EVENTS, ROOT_STATE, ROOTS, Ledger
 from ackfold.quality.run import run_quality
 from ackfold.replay.request import ReplayRequest
 from ackfold.replay.run import run_replay

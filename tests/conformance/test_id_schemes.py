@@ -14,11 +14,11 @@ import pyarrow as pa
 from deltalake import write_deltalake
 
 from ackfold.config import load_settings
-from ackfold.ledger import ids, status
-from ackfold.ledger.schemes import NUMERIC, TEXT
-from ackfold.ledger.tables import ACK_EVENTS, ROOTS, ROOTS_V1_COLUMNS, Ledger
-from ackfold.ledger.upgrade import upgrade
-from ackfold.ledger.writer import LedgerWriter
+from ackfold.ledger.commits.writer import LedgerWriter
+from ackfold.ledger.schema import ids, status
+from ackfold.ledger.schema.schemes import NUMERIC, TEXT
+from ackfold.ledger.schema.tables import ACK_EVENTS, ROOTS, ROOTS_V1_COLUMNS, Ledger
+from ackfold.ledger.setup.upgrade import upgrade
 from ackfold.track.layout import as_tuple
 from ackfold.track.tracker import Tracker
 from ackfold.track.tuples import Tuple

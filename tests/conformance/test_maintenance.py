@@ -22,10 +22,10 @@ import pytest
 from deltalake import DeltaTable
 
 from ackfold.config import load_settings
-from ackfold.ledger.fence import FENCE_APP, STRIDE
-from ackfold.ledger.marks import unfolded_since
-from ackfold.ledger.store_maintenance import RETENTION_PROPERTY, STEPS
-from ackfold.ledger.tables import (
+from ackfold.ledger.commits.fence import FENCE_APP, STRIDE
+from ackfold.ledger.commits.marks import unfolded_since
+from ackfold.ledger.housekeeping.store_maintenance import RETENTION_PROPERTY, STEPS
+from ackfold.ledger.schema.tables import (
     ACK_EVENTS,
     APP_PROGRESS,
     QUALITY_RESULTS,

@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ackfold.config import load_settings
-from ackfold.ledger.tables import ACK_EVENTS, Ledger
+from ackfold.ledger.schema.tables import ACK_EVENTS, Ledger
 from ackfold.reconcile.fold import classify, fold
 from tests.conformance.conftest import append, reconciler, state
 from tests.conftest import JARS_DIR

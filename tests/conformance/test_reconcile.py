@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from ackfold.config import Settings, load_settings
-from ackfold.ledger import status
-from ackfold.ledger.tables import Ledger
+from ackfold.ledger.schema import status
+from ackfold.ledger.schema.tables import Ledger
 from ackfold.reconcile.fold import classify, fold
 from ackfold.track.tracker import Tracker
 from tests.conformance.conftest import Reconcile, set_status, state, waiting

@@ -17,8 +17,8 @@ import pytest
 from deltalake import DeltaTable
 
 from ackfold.config import Settings, load_settings
-from ackfold.ledger import status
-from ackfold.ledger.tables import ACK_EVENTS, Ledger
+from ackfold.ledger.schema import status
+from ackfold.ledger.schema.tables import ACK_EVENTS, Ledger
 from ackfold.reconcile.embedded import EmbeddedReconciler
 from ackfold.reconcile.fold import classify, fold
 from ackfold.reconcile.reconciler import Reconciler

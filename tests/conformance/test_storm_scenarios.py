@@ -12,7 +12,7 @@ import pytest
 
 import tests.unit.test_storm_scenarios as storm
 from ackfold.config import load_settings
-from ackfold.ledger.tables import ACK_EVENTS, Ledger
+from ackfold.ledger.schema.tables import ACK_EVENTS, Ledger
 from ackfold.reconcile.fold import RootFold
 from tests.conformance.conftest import append, reconciler, state
 from tests.conftest import JARS_DIR

@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 
 from ackfold.config import Settings, load_settings
-from ackfold.ledger import status
-from ackfold.ledger.pending import AppStages
-from ackfold.ledger.reader import LedgerReader
-from ackfold.ledger.tables import Ledger
+from ackfold.ledger.reading.pending import AppStages
+from ackfold.ledger.reading.reader import LedgerReader
+from ackfold.ledger.schema import status
+from ackfold.ledger.schema.tables import Ledger
 from ackfold.track.tracker import Tracker
 from tests.conformance.conftest import Reconcile, append, state
 from tests.conftest import JARS_DIR

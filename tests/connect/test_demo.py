@@ -17,8 +17,8 @@ from ackfold.config import load_settings
 from ackfold.config.demo import FaultSettings
 from ackfold.demo.feed import Feed
 from ackfold.demo.run import Demo
-from ackfold.ledger import status
-from ackfold.ledger.tables import DEAD_LETTERS, ROOT_STATE
+from ackfold.ledger.schema import status
+from ackfold.ledger.schema.tables import DEAD_LETTERS, ROOT_STATE
 from ackfold.quality import run_quality
 from ackfold.reconcile.quiet import COUNTERS
 from ackfold.reconcile.reconciler import reconcile, reconcile_quietly

@@ -17,7 +17,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from ackfold.config import Settings
-from ackfold.ledger.tables import ACK_EVENTS, ROOTS, Ledger
+from ackfold.ledger.schema.tables import ACK_EVENTS, ROOTS, Ledger
 from ackfold.spark import is_connect, start_query
 from ackfold.track.stage import StageTracker
 from tests.conftest import PROJECT_DIR
@@ -103,7 +103,7 @@ def test_a_batch_rerun_by_its_query_writes_no_output_twice(
     for before, after in zip(first[1:], again[1:], strict=True):
         assert sorted(map(copy, after)) == sorted(map(copy, before * 2))
     # Spark committed the ledger's rows (Connect, a local warehouse) in the ledger's
-    # codec (`ackfold.ledger.encoding`); the app's own output keeps the session's.
+    # codec (`ackfold.ledger.schema.encoding`); the app's own output keeps the session's.
     for table in tables[1:]:
         names = [path.name for path in Path(table).glob("*.parquet")]
         assert names

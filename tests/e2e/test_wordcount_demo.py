@@ -30,8 +30,8 @@ from ackfold.demo.feed import Feed, tokens
 from ackfold.demo.run import Demo
 from ackfold.demo.wordcount import WordCount, with_demo_policy
 from ackfold.effects import dead_letter_effects, declare_output, retract_history
-from ackfold.ledger import status
-from ackfold.ledger.tables import DEAD_LETTERS, REPLAY_LOG, ROOTS
+from ackfold.ledger.schema import status
+from ackfold.ledger.schema.tables import DEAD_LETTERS, REPLAY_LOG, ROOTS
 from ackfold.quality import run_quality
 from ackfold.quality.effects import CLEAN_OUTPUT
 from ackfold.reconcile.reconciler import reconcile

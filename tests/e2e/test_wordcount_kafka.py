@@ -23,7 +23,7 @@ from ackfold.effects import (
     retract_history,
     run_retract,
 )
-from ackfold.ledger.tables import DEAD_LETTERS, ROOTS
+from ackfold.ledger.schema.tables import DEAD_LETTERS, ROOTS
 from ackfold.quality import run_quality
 from ackfold.quality.effects import CLEAN_OUTPUT
 from ackfold.sources.base import ATTEMPT, DEAD_REASON, ORIGIN_ROOT_ID

@@ -53,8 +53,8 @@ CONSTRAINTS_URL = (
 MARKED = """
 from deltalake import DeltaTable
 from ackfold import load_settings
-from ackfold.ledger.marks import read_mark
-from ackfold.ledger.tables import ACK_EVENTS, Ledger
+from ackfold.ledger.commits.marks import read_mark
+from ackfold.ledger.schema.tables import ACK_EVENTS, Ledger
 
 ledger = Ledger(load_settings().table_root)
 events = DeltaTable(ledger.path(ACK_EVENTS))

@@ -63,7 +63,9 @@ DEGRADED = (
     "tests/unit/test_cli_read.py::"
     "test_list_roots_matches_a_full_sort_and_reads_only_the_newest_files",
 )
-ENCODINGS = "from ackfold.ledger.encoding import writer_properties; writer_properties('ack_events')"
+ENCODINGS = (
+    "from ackfold.ledger.schema.encoding import writer_properties; writer_properties('ack_events')"
+)
 
 
 def ensure_venv(end: str) -> Path:

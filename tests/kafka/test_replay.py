@@ -20,8 +20,8 @@ from pyspark.sql import functions as F
 from ackfold.config import Settings
 from ackfold.config.demo import FaultSettings
 from ackfold.demo.wordcount import WordCount, with_demo_policy
-from ackfold.ledger import ids, status
-from ackfold.ledger.tables import DEAD_LETTERS, REPLAY_LOG, ROOT_STATE, ROOTS
+from ackfold.ledger.schema import ids, status
+from ackfold.ledger.schema.tables import DEAD_LETTERS, REPLAY_LOG, ROOT_STATE, ROOTS
 from ackfold.quality import run_quality
 from ackfold.reconcile.reconciler import reconcile
 from ackfold.replay.replayer import Replayer

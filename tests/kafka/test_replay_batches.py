@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from ackfold.config import Settings
-from ackfold.ledger import status
-from ackfold.ledger.tables import REPLAY_LOG
+from ackfold.ledger.schema import status
+from ackfold.ledger.schema.tables import REPLAY_LOG
 from ackfold.replay.bookkeeping import PLANNED
 from ackfold.replay.planner import SENT
 from ackfold.replay.replayer import Replayer

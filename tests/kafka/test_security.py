@@ -16,7 +16,7 @@ from pyspark.sql import SparkSession
 from ackfold.config import Settings
 from ackfold.config.demo import FaultSettings
 from ackfold.demo.wordcount import WordCount, with_demo_policy
-from ackfold.ledger.tables import ROOTS
+from ackfold.ledger.schema.tables import ROOTS
 from ackfold.sources.base import SourceError
 from ackfold.sources.kafka import KafkaTopic
 from ackfold.sources.kafka_client import create_topics, existing_topics

@@ -13,8 +13,8 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from ackfold.config import Settings
-from ackfold.ledger import ids
-from ackfold.ledger.tables import ACK_EVENTS, ROOTS, Ledger
+from ackfold.ledger.schema import ids
+from ackfold.ledger.schema.tables import ACK_EVENTS, ROOTS, Ledger
 from ackfold.sources.base import ATTEMPT, ORIGIN_ROOT_ID
 from ackfold.sources.kafka import KafkaTopic
 from ackfold.sources.kafka_client import topic_ids

@@ -20,7 +20,7 @@ from typing import Any
 
 from ackfold.config import load_settings
 from ackfold.ledger.errors import LedgerError
-from ackfold.ledger.tables import Ledger
+from ackfold.ledger.schema.tables import Ledger
 from ackfold.spark import get_spark
 from ackfold.track.stage import StageTracker
 from tests.conftest import JARS_DIR

@@ -14,14 +14,12 @@ from typing import Any
 import pytest
 
 from ackfold import LedgerWriter, Tracker
-from ackfold.ledger.create import create_tables
-from ackfold.ledger.driver_writers import driver_writer
+from ackfold.ledger.commits.driver_writers import driver_writer
+from ackfold.ledger.commits.lease import LedgerLease
+from ackfold.ledger.commits.lock import LedgerBusy
 from ackfold.ledger.errors import MissingDeltaRs
-from ackfold.ledger.lease import LedgerLease
-from ackfold.ledger.lock import LedgerBusy
-from ackfold.ledger.sql import SqlReader
-from ackfold.ledger.store import delta_uri
-from ackfold.ledger.tables import (
+from ackfold.ledger.reading.sql import SqlReader
+from ackfold.ledger.schema.tables import (
     ACK_EVENTS,
     ALERT_LOG,
     REPLAY_LOG,
@@ -30,6 +28,8 @@ from ackfold.ledger.tables import (
     TABLES,
     Ledger,
 )
+from ackfold.ledger.setup.create import create_tables
+from ackfold.ledger.storage.store import delta_uri
 from ackfold_dev.s3 import LocalS3
 from tests.s3.conftest import warehouse_of
 
@@ -37,7 +37,7 @@ from tests.s3.conftest import warehouse_of
 def _rows(table_uri: str) -> int:
     from deltalake import DeltaTable
 
-    from ackfold.ledger.store import storage_options
+    from ackfold.ledger.storage.store import storage_options
 
     return int(DeltaTable(delta_uri(table_uri), storage_options=storage_options(table_uri))
                .to_pyarrow_table().num_rows)  # fmt: skip
@@ -150,7 +150,7 @@ def test_driver_rows_replay_log_sent_and_alerts_go_through_delta_rs(
     Spark is asked); the tables that Spark appended to elsewhere are appended here."""
     import pyarrow as pa
 
-    from ackfold.ledger.contract import arrow_schema
+    from ackfold.ledger.schema.contract import arrow_schema
     from ackfold.sources.sent import record_sent
 
     ledger = Ledger(warehouse_of(bucket, "s3a"))
@@ -204,8 +204,8 @@ def test_quality_results_replace_where_and_ledger_create_go_through_delta_rs(
     commit a conditional create."""
     import pyarrow as pa
 
-    from ackfold.ledger.contract import arrow_schema
-    from ackfold.ledger.tables import QUALITY_RESULTS, ROOT_STATE
+    from ackfold.ledger.schema.contract import arrow_schema
+    from ackfold.ledger.schema.tables import QUALITY_RESULTS, ROOT_STATE
 
     ledger = Ledger(warehouse_of(bucket, "s3a"))
     create_tables(None, ledger, (ROOT_STATE, QUALITY_RESULTS))  # type: ignore[arg-type]

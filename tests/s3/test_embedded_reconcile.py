@@ -11,8 +11,8 @@ from deltalake import DeltaTable
 
 from ackfold import LedgerWriter, Tracker
 from ackfold.config import load_settings
-from ackfold.ledger.store import delta_uri, storage_options
-from ackfold.ledger.tables import ROOT_STATE, Ledger
+from ackfold.ledger.schema.tables import ROOT_STATE, Ledger
+from ackfold.ledger.storage.store import delta_uri, storage_options
 from ackfold.reconcile.fold import classify, fold
 from ackfold.reconcile.run import run_reconcile
 from tests.s3.conftest import warehouse_of

@@ -11,9 +11,9 @@ from typing import Any
 
 from ackfold import LedgerWriter, Tracker
 from ackfold.config import load_settings
-from ackfold.ledger.contract import arrow_schema
-from ackfold.ledger.store import delta_uri, storage_options
-from ackfold.ledger.tables import ACK_EVENTS, ROOT_STATE, ROOTS
+from ackfold.ledger.schema.contract import arrow_schema
+from ackfold.ledger.schema.tables import ACK_EVENTS, ROOT_STATE, ROOTS
+from ackfold.ledger.storage.store import delta_uri, storage_options
 from ackfold.maintenance import run_maintenance
 from tests.s3.conftest import warehouse_of
 

@@ -1,4 +1,5 @@
-"""The mark of what was folded lives in `root_state` on every store (`ackfold.ledger.marks`):
+"""The mark of what was folded lives in `root_state` on every store
+(`ackfold.ledger.commits.marks`):
 on a real S3 API an engine switch starts from it, and a run with nothing to do is told so
 without an engine, as on a local disk. (Spark itself cannot read `s3a://` here, without
 the S3A jars: `docs/decisions/object-stores.md`; it plans its reads with the same call.)"""
@@ -11,8 +12,8 @@ from pathlib import Path
 
 from ackfold import LedgerWriter, Tracker
 from ackfold.config import load_settings
-from ackfold.ledger.marks import events_table, read_mark
-from ackfold.ledger.tables import Ledger
+from ackfold.ledger.commits.marks import events_table, read_mark
+from ackfold.ledger.schema.tables import Ledger
 from ackfold.reconcile.new_events import new_events
 from ackfold.reconcile.run import run_reconcile
 from tests.s3.conftest import warehouse_of

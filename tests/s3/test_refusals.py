@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 
 from ackfold import LedgerWriter
+from ackfold.ledger.commits.lease import LedgerLease
 from ackfold.ledger.errors import SparkCommitRefused, UnsafeStore
-from ackfold.ledger.lease import LedgerLease
-from ackfold.ledger.protocol import refuse_spark_commit, require_conditional_writes
-from ackfold.ledger.tables import ROOTS, TABLES, Ledger
+from ackfold.ledger.schema.tables import ROOTS, TABLES, Ledger
+from ackfold.ledger.storage.protocol import refuse_spark_commit, require_conditional_writes
 from ackfold_dev.ports import free_port
 from ackfold_dev.s3 import ACCESS_KEY, REGION, SECRET_KEY, LocalS3
 from tests.s3.conftest import warehouse_of

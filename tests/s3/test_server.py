@@ -85,7 +85,7 @@ def test_what_it_answered_survives_a_restart(tmp_path: Path, crash: bool) -> Non
 def test_doctests() -> None:
     import doctest
 
-    from ackfold.ledger import store
+    from ackfold.ledger.storage import store
     from ackfold_dev import s3, s3_app
 
     for module in (s3, s3_app, store):

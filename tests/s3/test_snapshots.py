@@ -1,5 +1,5 @@
 """Kept tables on the S3 API (issue 55): a writer keeps each table's `DeltaTable` and
-brings it up to date (`ackfold.ledger.snapshots`); a table deleted and made anew at its
+brings it up to date (`ackfold.ledger.storage.snapshots`); a table deleted and made anew at its
 path is read afresh, not from the old table's snapshot (the soak's S3 run met it: the
 older ackfold's `root_state` made anew)."""
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 from deltalake import DeltaTable
 
 from ackfold import LedgerWriter, Tracker
-from ackfold.ledger.store import storage_options
+from ackfold.ledger.storage.store import storage_options
 from ackfold_dev.s3 import LocalS3
 from tests.s3.conftest import warehouse_of
 

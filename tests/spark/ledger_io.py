@@ -7,8 +7,15 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from ackfold.ledger.create import create_tables
-from ackfold.ledger.tables import ACK_EVENTS, ACK_EVENTS_DDL, ROOT_STATE, ROOTS, ROOTS_DDL, Ledger
+from ackfold.ledger.schema.tables import (
+    ACK_EVENTS,
+    ACK_EVENTS_DDL,
+    ROOT_STATE,
+    ROOTS,
+    ROOTS_DDL,
+    Ledger,
+)
+from ackfold.ledger.setup.create import create_tables
 
 
 def append(

@@ -14,9 +14,9 @@ from deltalake import DeltaTable
 from pyspark.sql import SparkSession
 
 from ackfold.config import load_settings
-from ackfold.ledger.ids import format_id
-from ackfold.ledger.marks import read_mark
-from ackfold.ledger.tables import ACK_EVENTS, Ledger
+from ackfold.ledger.commits.marks import read_mark
+from ackfold.ledger.schema.ids import format_id
+from ackfold.ledger.schema.tables import ACK_EVENTS, Ledger
 from ackfold.track.tracker import Tracker
 from tests.conftest import JARS_DIR, PROJECT_DIR
 from tests.spark.ledger_io import append

@@ -20,10 +20,16 @@ import pytest
 from pyspark.sql import Column, DataFrame, SparkSession
 
 from ackfold.config import load_settings
-from ackfold.ledger import status
-from ackfold.ledger.create import create_tables
-from ackfold.ledger.lease import ledger_turn
-from ackfold.ledger.tables import ACK_EVENTS, ROOT_STATE, ROOT_STATE_DDL, Ledger, spark_schema
+from ackfold.ledger.commits.lease import ledger_turn
+from ackfold.ledger.schema import status
+from ackfold.ledger.schema.tables import (
+    ACK_EVENTS,
+    ROOT_STATE,
+    ROOT_STATE_DDL,
+    Ledger,
+    spark_schema,
+)
+from ackfold.ledger.setup.create import create_tables
 from ackfold.reconcile.state import append_new, merge_updates
 from ackfold.track import write
 from ackfold.track.stage import StageTracker
@@ -121,14 +127,16 @@ def test_a_reconcile_merge_that_loses_to_a_concurrent_append_is_retried_and_both
             state_rows(elsewhere, row).write.format("delta").mode("append").save(path)
 
         with (
-            caplog.at_level(logging.WARNING, "ackfold.ledger.conflicts"),
+            caplog.at_level(logging.WARNING, "ackfold.ledger.storage.conflicts"),
             meanwhile(tmp_path, other) as hold,
         ):
             rows = state_rows(spark, completed, prior=True)
             rows = rows.withColumn("last_stage", hold(rows["last_stage"]))
             changed = merge_updates(ledger, rows, [(DAY, status.PENDING)])
 
-    retries = [r.getMessage() for r in caplog.records if r.name == "ackfold.ledger.conflicts"]
+    retries = [
+        r.getMessage() for r in caplog.records if r.name == "ackfold.ledger.storage.conflicts"
+    ]
     assert len(retries) == 1, retries
     assert retries[0].startswith(f"MERGE into {path}: Concurrent")
     assert "(a concurrent commit got there first); try 2 of 6 in " in retries[0]
@@ -158,7 +166,7 @@ def test_a_tracking_append_that_loses_to_a_metadata_change_is_retried_and_writte
         spark.sql(f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES ('ackfold.test' = 'changed')")
 
     with (
-        caplog.at_level(logging.WARNING, "ackfold.ledger.conflicts"),
+        caplog.at_level(logging.WARNING, "ackfold.ledger.storage.conflicts"),
         meanwhile(tmp_path, other) as hold,
     ):
         batch = spark.createDataFrame([("m-1",), ("m-2",)], "id string")
@@ -166,7 +174,9 @@ def test_a_tracking_append_that_loses_to_a_metadata_change_is_retried_and_writte
         spout.write_batch(7, events=[out.events])
 
     assert [
-        r.getMessage().split(";")[0] for r in caplog.records if r.name == "ackfold.ledger.conflicts"
+        r.getMessage().split(";")[0]
+        for r in caplog.records
+        if r.name == "ackfold.ledger.storage.conflicts"
     ] == [f"append to {path}: MetadataChangedException (a concurrent commit got there first)"]
     events = spark.read.format("delta").load(path)
     assert events.count() == 2

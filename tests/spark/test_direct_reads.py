@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING
 import pytest
 
 from ackfold.config import load_settings
+from ackfold.ledger.commits.writer import LedgerWriter
 from ackfold.ledger.errors import LedgerError
-from ackfold.ledger.tables import ACK_EVENTS, ROOT_STATE, Ledger
-from ackfold.ledger.writer import LedgerWriter
+from ackfold.ledger.schema.tables import ACK_EVENTS, ROOT_STATE, Ledger
 from ackfold.reconcile.run import run_reconcile
 from ackfold.track.tracker import Tracker
 from tests.conftest import JARS_DIR

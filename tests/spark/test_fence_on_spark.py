@@ -1,4 +1,4 @@
-"""The fence (`ackfold.ledger.fence`) on Spark's commits: a MERGE, an append and an
+"""The fence (`ackfold.ledger.commits.fence`) on Spark's commits: a MERGE, an append and an
 overwrite carry the lease's epoch as their Delta transaction (`txnAppId`/`txnVersion`);
 once a newer epoch has claimed the table Spark skips them without an error, and ackfold,
 reading the table after, raises `LeaseLost`; a retry of a commit that landed is skipped."""
@@ -11,9 +11,9 @@ import pytest
 from deltalake import DeltaTable
 from pyspark.sql import SparkSession
 
-from ackfold.ledger import dml
+from ackfold.ledger.commits import dml
+from ackfold.ledger.commits.fence import FENCE_APP, STRIDE, Fence
 from ackfold.ledger.errors import LeaseLost
-from ackfold.ledger.fence import FENCE_APP, STRIDE, Fence
 
 
 def test_spark_commits_of_an_older_epoch_are_skipped_and_said_to_be(

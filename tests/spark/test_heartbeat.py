@@ -12,7 +12,7 @@ from deltalake import DeltaTable
 from pyspark.sql import SparkSession
 
 from ackfold.config import load_settings
-from ackfold.ledger.tables import APP_PROGRESS, Ledger
+from ackfold.ledger.schema.tables import APP_PROGRESS, Ledger
 from ackfold.spark import get_spark
 from ackfold.spark.session import APP_ENV
 from ackfold.track.heartbeat import (

@@ -11,8 +11,8 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 from ackfold import LedgerWriter, Tracker
-from ackfold.ledger.create import create_tables
-from ackfold.ledger.tables import ACK_EVENTS, ROOTS, TABLES, Ledger
+from ackfold.ledger.schema.tables import ACK_EVENTS, ROOTS, TABLES, Ledger
+from ackfold.ledger.setup.create import create_tables
 
 
 def _first_commit(path: str) -> dict[str, Any]:

@@ -9,7 +9,7 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 from ackfold.config import load_settings
-from ackfold.ledger.tables import ACK_EVENTS, ROOTS, SENT_MESSAGES, TABLES, Ledger
+from ackfold.ledger.schema.tables import ACK_EVENTS, ROOTS, SENT_MESSAGES, TABLES, Ledger
 from ackfold.maintenance import run_maintenance
 from ackfold.reconcile.reconciler import reconcile
 from ackfold.sources.sent import record_sent
@@ -88,7 +88,7 @@ def test_maintenance_expires_only_long_completed_roots_and_reconcile_carries_on(
     codec = spark.conf.get("spark.sql.parquet.compression.codec")
     summary = run_maintenance(settings, engine="spark", spark=spark, now=now)
 
-    # Its rewrites are in the ledger's codec (`ackfold.ledger.encoding`), the session's
+    # Its rewrites are in the ledger's codec (`ackfold.ledger.schema.encoding`), the session's
     # own codec is as it was.
     files = spark.read.format("delta").load(ledger.path(ACK_EVENTS)).inputFiles()
     assert files

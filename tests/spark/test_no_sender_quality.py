@@ -11,7 +11,7 @@ from pyspark.sql import SparkSession
 
 from ackfold.config import load_settings
 from ackfold.embedded import duck
-from ackfold.ledger import status
+from ackfold.ledger.schema import status
 from ackfold.quality import run_quality
 from ackfold.quality.batches import LedgerFrames, Window
 from ackfold.quality.duck_batches import LedgerViews

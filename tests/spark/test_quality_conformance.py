@@ -20,7 +20,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from ackfold.config import Settings
-from ackfold.ledger.tables import ACK_EVENTS, ROOTS, Ledger
+from ackfold.ledger.schema.tables import ACK_EVENTS, ROOTS, Ledger
 from ackfold.quality import QualityReport, run_quality
 from ackfold.quality.validator import SAMPLE
 from tests.conftest import JARS_DIR

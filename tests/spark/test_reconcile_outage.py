@@ -15,9 +15,9 @@ import pytest
 from pyspark.sql import SparkSession
 
 from ackfold.config import Settings, load_settings
-from ackfold.ledger import status
-from ackfold.ledger.tables import ACK_EVENTS, ROOT_STATE, ROOTS, Ledger
-from ackfold.ledger.values import hex64
+from ackfold.ledger.schema import status
+from ackfold.ledger.schema.tables import ACK_EVENTS, ROOT_STATE, ROOTS, Ledger
+from ackfold.ledger.schema.values import hex64
 from ackfold.quality import run_quality
 from ackfold.reconcile.reconciler import reconcile
 from ackfold.replay.replayer import Replayer

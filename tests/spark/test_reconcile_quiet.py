@@ -16,8 +16,8 @@ from deltalake import DeltaTable
 from pyspark.sql import SparkSession
 
 from ackfold.config import Settings, load_settings
-from ackfold.ledger.marks import read_mark
-from ackfold.ledger.tables import ACK_EVENTS, ROOTS, Ledger
+from ackfold.ledger.commits.marks import read_mark
+from ackfold.ledger.schema.tables import ACK_EVENTS, ROOTS, Ledger
 from ackfold.reconcile.reconciler import reconcile, reconcile_quietly
 from ackfold.track.tracker import Tracker
 from tests.conftest import JARS_DIR
@@ -98,7 +98,7 @@ def test_a_new_event_or_a_table_made_anew_goes_to_spark(
 
     # The same version number of another table (made anew at the same path) is not a
     # version this checkpoint has read.
-    from ackfold.ledger.create import CREATED
+    from ackfold.ledger.setup.create import CREATED
 
     path = Path(Ledger(settings.table_root).path(ACK_EVENTS))
     before = DeltaTable(str(path))

@@ -14,9 +14,9 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 from ackfold.config import Settings, load_settings
-from ackfold.ledger import status
-from ackfold.ledger.fence import Fence, holding
-from ackfold.ledger.tables import DEAD_LETTERS, ROOT_STATE, Ledger
+from ackfold.ledger.commits.fence import Fence, holding
+from ackfold.ledger.schema import status
+from ackfold.ledger.schema.tables import DEAD_LETTERS, ROOT_STATE, Ledger
 from ackfold.replay.bookkeeping import PLANNED, SparkBookkeeper
 from ackfold.replay.embedded_books import EmbeddedBookkeeper
 from ackfold.replay.planner import Plan

@@ -17,7 +17,7 @@ from pyspark.sql import functions as F
 
 from ackfold import StageTracker
 from ackfold.config import Settings
-from ackfold.ledger import ids, status
+from ackfold.ledger.schema import ids, status
 from ackfold.reconcile import reconcile
 from ackfold.replay.request import ReplayRequest
 from ackfold.replay.run import run_replay

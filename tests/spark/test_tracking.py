@@ -24,8 +24,8 @@ import pytest
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from ackfold.ledger import ids, schemes, status
-from ackfold.ledger.tables import ACK_EVENTS, ROOTS, Ledger
+from ackfold.ledger.schema import ids, schemes, status
+from ackfold.ledger.schema.tables import ACK_EVENTS, ROOTS, Ledger
 from ackfold.reconcile.fold import classify, fold
 from ackfold.track import children as child_verbs
 from ackfold.track import columns, layout, sql_ids, stage
@@ -564,8 +564,8 @@ def test_a_rerun_batch_writes_its_outputs_once_and_changes_no_status(
     run(word_batch(spark), 0)  # a copy arriving after completion changes nothing either
     assert set(statuses(read(spark, ledger.path(ACK_EVENTS))).values()) == {status.COMPLETED}
     # The output table was declared, once for all those batches (issue 58).
-    from ackfold.ledger.outputs import read_declared
-    from ackfold.ledger.tables import DECLARED_OUTPUTS
+    from ackfold.ledger.commits.outputs import read_declared
+    from ackfold.ledger.schema.tables import DECLARED_OUTPUTS
 
     (declared,) = read_declared(ledger.root, app=APP)
     assert (declared.output, declared.origin_column) == (words_path, "origin_root_id")

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
-from ackfold.ledger.store import delta_uri, storage_options
-from ackfold.ledger.tables import ACK_EVENTS, ROOTS, Ledger
+from ackfold.ledger.schema.tables import ACK_EVENTS, ROOTS, Ledger
+from ackfold.ledger.storage.store import delta_uri, storage_options
 from ackfold.track.stage import StageTracker
 from ackfold_dev.s3 import LocalS3
 

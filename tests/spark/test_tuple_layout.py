@@ -16,8 +16,8 @@ import pytest
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from ackfold.ledger.schemes import NUMERIC, TEXT
-from ackfold.ledger.tables import ACK_EVENTS, ROOTS_DDL, Ledger, column_specs
+from ackfold.ledger.schema.schemes import NUMERIC, TEXT
+from ackfold.ledger.schema.tables import ACK_EVENTS, ROOTS_DDL, Ledger, column_specs
 from ackfold.track.layout import as_tuple, layout_of
 from ackfold.track.stage import StageTracker
 from ackfold.track.tracker import Tracker
@@ -193,10 +193,10 @@ def test_an_app_upgraded_in_place_finishes_its_old_roots_and_starts_new_ones(
     as it is (only `ackfold upgrade` adds the column); after the upgrade it gives the
     output table the new field, rebuilds the old roots' first tuples in their text scheme,
     registers new roots in the numeric one, and every root completes."""
-    from ackfold.ledger.create import CREATED, create_tables
-    from ackfold.ledger.tables import ROOTS, ROOTS_V1_COLUMNS
-    from ackfold.ledger.upgrade import upgrade
-    from ackfold.ledger.writer import LedgerWriter
+    from ackfold.ledger.commits.writer import LedgerWriter
+    from ackfold.ledger.schema.tables import ROOTS, ROOTS_V1_COLUMNS
+    from ackfold.ledger.setup.create import CREATED, create_tables
+    from ackfold.ledger.setup.upgrade import upgrade
     from ackfold.reconcile.fold import fold
 
     ledger = Ledger(str(tmp_path / "ledger"))
@@ -269,7 +269,7 @@ def test_a_contract_v1_roots_table_gets_text_roots_from_spark_and_keeps_its_layo
     from deltalake import DeltaTable
 
     from ackfold.ledger.errors import SchemaMismatch
-    from ackfold.ledger.tables import ROOTS, ROOTS_V1_COLUMNS
+    from ackfold.ledger.schema.tables import ROOTS, ROOTS_V1_COLUMNS
     from ackfold.reconcile.fold import fold
     from ackfold.track.write import _commit
     from tests.contract_v1 import now_utc, write_v1_ledger
@@ -281,7 +281,7 @@ def test_a_contract_v1_roots_table_gets_text_roots_from_spark_and_keeps_its_layo
 
     spout = StageTracker(APP, "spout", ledger=ledger)
     batch = spark.createDataFrame([("s-1",), ("s-2",)], "id string")
-    with caplog.at_level(logging.WARNING, logger="ackfold.ledger.upgrade"):
+    with caplog.at_level(logging.WARNING, logger="ackfold.ledger.setup.upgrade"):
         out = spout.spout(batch, message_id="id", source="sqs")
     assert {r.id_scheme for r in out.roots.collect()} == {TEXT}
     assert any("ackfold upgrade" in r.getMessage() for r in caplog.records)

@@ -12,8 +12,8 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable, write_deltalake
 
-from ackfold.ledger.tables import ROOTS, Ledger
-from ackfold.ledger.writer import LedgerWriter
+from ackfold.ledger.commits.writer import LedgerWriter
+from ackfold.ledger.schema.tables import ROOTS, Ledger
 from ackfold.track.stage import StageTracker
 from ackfold.track.tracker import Tracker
 

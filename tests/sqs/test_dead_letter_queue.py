@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from ackfold.ledger import status
-from ackfold.ledger.tables import REPLAY_LOG
+from ackfold.ledger.schema import status
+from ackfold.ledger.schema.tables import REPLAY_LOG
 from ackfold.replay.run import run_replay
 from ackfold.sources.base import SourceError
 from ackfold_dev.elasticmq import ElasticMQ

@@ -20,8 +20,8 @@ from pyspark.sql import SparkSession
 
 from ackfold.config import Settings, load_settings
 from ackfold.demo.feed import send_bodies
-from ackfold.ledger import status
-from ackfold.ledger.tables import REPLAY_LOG
+from ackfold.ledger.schema import status
+from ackfold.ledger.schema.tables import REPLAY_LOG
 from ackfold.replay.replayer import Replayer
 from ackfold.replay.request import ReplayRequest
 from ackfold.sources.base import ATTEMPT

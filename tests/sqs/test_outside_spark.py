@@ -16,8 +16,8 @@ from pyspark.sql import SparkSession
 from ackfold import LedgerWriter, Tracker
 from ackfold.config import load_settings
 from ackfold.demo.feed import send_bodies
-from ackfold.ledger import status
-from ackfold.ledger.tables import REPLAY_LOG, ROOT_STATE, ROOTS, TABLES, Ledger
+from ackfold.ledger.schema import status
+from ackfold.ledger.schema.tables import REPLAY_LOG, ROOT_STATE, ROOTS, TABLES, Ledger
 from ackfold.maintenance import run_maintenance
 from ackfold.reconcile import reconcile
 from ackfold.replay.replayer import Replayer

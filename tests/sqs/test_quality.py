@@ -23,10 +23,10 @@ from pyspark.sql import SparkSession
 from ackfold.cli import main as cli
 from ackfold.config import Settings, load_settings
 from ackfold.demo.feed import send_bodies
-from ackfold.ledger import ids, status
-from ackfold.ledger.reader import LedgerReader
-from ackfold.ledger.tables import ACK_EVENTS, QUALITY_RESULTS, ROOT_STATE, ROOTS, Ledger
-from ackfold.ledger.values import hex64
+from ackfold.ledger.reading.reader import LedgerReader
+from ackfold.ledger.schema import ids, status
+from ackfold.ledger.schema.tables import ACK_EVENTS, QUALITY_RESULTS, ROOT_STATE, ROOTS, Ledger
+from ackfold.ledger.schema.values import hex64
 from ackfold.quality import QualityReport, run_quality
 from ackfold.quality.run import quality_run_id
 from ackfold.sources.sent import record_sent

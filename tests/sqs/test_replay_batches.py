@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from ackfold.config import Settings, load_settings
-from ackfold.ledger import status
-from ackfold.ledger.tables import REPLAY_LOG
+from ackfold.ledger.schema import status
+from ackfold.ledger.schema.tables import REPLAY_LOG
 from ackfold.replay.bookkeeping import FAILED_SEND, PLANNED
 from ackfold.replay.planner import SENT
 from ackfold.replay.replayer import Replayer

@@ -17,9 +17,9 @@ from pyspark.sql import SparkSession
 from ackfold.cli import main as cli
 from ackfold.config import load_settings
 from ackfold.demo.feed import send_bodies
-from ackfold.ledger import status
-from ackfold.ledger.tables import REPLAY_LOG
-from ackfold.ledger.values import hex64
+from ackfold.ledger.schema import status
+from ackfold.ledger.schema.tables import REPLAY_LOG
+from ackfold.ledger.schema.values import hex64
 from ackfold.sources.sqs_client import sqs_client
 from tests.conftest import JARS_DIR
 from tests.sqs.topology import APP, NumbersApp, body, create_queue, drain

@@ -12,8 +12,8 @@ from pyspark.sql import SparkSession
 
 from ackfold.config import Settings, load_settings
 from ackfold.demo.feed import send_bodies
-from ackfold.ledger import status
-from ackfold.ledger.tables import DEAD_LETTERS, REPLAY_LOG
+from ackfold.ledger.schema import status
+from ackfold.ledger.schema.tables import DEAD_LETTERS, REPLAY_LOG
 from ackfold.replay.planner import DEAD_LETTER, REPLAY
 from ackfold.replay.replayer import Replayer
 from ackfold.replay.request import ReplayRequest

@@ -17,7 +17,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from ackfold.config import Settings
-from ackfold.ledger.tables import ROOT_STATE, ROOTS, Ledger
+from ackfold.ledger.schema.tables import ROOT_STATE, ROOTS, Ledger
 from ackfold.reconcile.reconciler import reconcile
 from ackfold.replay.replayer import Replayer, ReplaySummary
 from ackfold.replay.request import ReplayRequest

@@ -11,11 +11,11 @@ from urllib.parse import unquote
 import pytest
 
 from ackfold import LedgerWriter, Tracker
-from ackfold.ledger.lease import LedgerLease
-from ackfold.ledger.lock import LedgerBusy
-from ackfold.ledger.sql import SqlReader
-from ackfold.ledger.store import delta_uri, storage_options
-from ackfold.ledger.tables import ACK_EVENTS, ROOTS, TABLES
+from ackfold.ledger.commits.lease import LedgerLease
+from ackfold.ledger.commits.lock import LedgerBusy
+from ackfold.ledger.reading.sql import SqlReader
+from ackfold.ledger.schema.tables import ACK_EVENTS, ROOTS, TABLES
+from ackfold.ledger.storage.store import delta_uri, storage_options
 from ackfold_dev.emulated import EmulatedStore
 
 

@@ -16,11 +16,11 @@ import pytest
 
 from ackfold import LedgerWriter
 from ackfold.config import load_settings
+from ackfold.ledger.commits.lease import LedgerLease
 from ackfold.ledger.errors import SparkCommitRefused, UnsafeStore
-from ackfold.ledger.lease import LedgerLease
-from ackfold.ledger.protocol import refuse_unsafe_log_store, require_conditional_writes
-from ackfold.ledger.store import object_store_of
-from ackfold.ledger.tables import TABLES
+from ackfold.ledger.schema.tables import TABLES
+from ackfold.ledger.storage.protocol import refuse_unsafe_log_store, require_conditional_writes
+from ackfold.ledger.storage.store import object_store_of
 from ackfold.spark.conf import spark_conf
 from ackfold_dev.azurite import ACCOUNT, shared_key
 from ackfold_dev.emulated import EmulatedStore

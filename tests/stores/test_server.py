@@ -12,7 +12,7 @@ import obstore
 import pytest
 from obstore.exceptions import AlreadyExistsError
 
-from ackfold.ledger.store import object_store_of
+from ackfold.ledger.storage.store import object_store_of
 from ackfold_dev.emulated import EmulatedStore
 from tests.stores.conftest import new_store
 

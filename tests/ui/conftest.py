@@ -24,7 +24,7 @@ from fastapi import FastAPI, HTTPException, Request
 from fastapi.testclient import TestClient
 
 from ackfold.config import Settings, load_settings
-from ackfold.ledger.tables import ROOT_STATE
+from ackfold.ledger.schema.tables import ROOT_STATE
 from ackfold.ui.app import create_app
 from ackfold.ui.security import Viewer, request_token
 from tests.ledger_fixtures import Sample, sample_ledger, write_rows

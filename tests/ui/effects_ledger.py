@@ -24,7 +24,7 @@ import pyarrow as pa
 from fastapi.testclient import TestClient
 
 from ackfold.effects import declare_output
-from ackfold.ledger.tables import DEAD_LETTERS, ROOT_STATE
+from ackfold.ledger.schema.tables import DEAD_LETTERS, ROOT_STATE
 from tests.ledger_fixtures import DAY3, Sample, sample_ledger, write_rows
 from tests.ui.conftest import FakeAirflow, make_client, ui_settings
 

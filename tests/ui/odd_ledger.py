@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from ackfold.ledger import ids, status
-from ackfold.ledger.ids import event_hash
-from ackfold.ledger.tables import ACK_EVENTS, DEAD_LETTERS, ROOT_STATE, ROOTS
+from ackfold.ledger.schema import ids, status
+from ackfold.ledger.schema.ids import event_hash
+from ackfold.ledger.schema.tables import ACK_EVENTS, DEAD_LETTERS, ROOT_STATE, ROOTS
 from tests.ledger_fixtures import write_rows
 
 AT = datetime(2026, 11, 20, 9, 0, tzinfo=UTC)

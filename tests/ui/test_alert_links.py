@@ -10,8 +10,8 @@ from urllib.parse import parse_qs, urlsplit
 from fastapi.testclient import TestClient
 
 from ackfold.alerts.rules import roots_link
-from ackfold.ledger import status
-from ackfold.ledger.ids import format_id, parse_id
+from ackfold.ledger.schema import status
+from ackfold.ledger.schema.ids import format_id, parse_id
 from tests.alert_fixtures import ago, state, write_state
 from tests.ledger_fixtures import Sample
 from tests.ui.conftest import HOST, FakeAirflow, make_client, ui_settings

@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from ackfold.ledger import status
+from ackfold.ledger.schema import status
 from ackfold.track.heartbeat import TERMINATED
 from tests.heartbeats import beat, write_beats
 from tests.sink_mistake import sink_mistake_ledger

@@ -13,7 +13,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 import ackfold.effects
-from ackfold.ledger.ids import format_id
+from ackfold.ledger.schema.ids import format_id
 from ackfold.ui.redact import MASK
 from tests.ui.conftest import FakeAirflow, make_client, ui_settings
 from tests.ui.effects_ledger import (

@@ -11,7 +11,7 @@ import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
-from ackfold.ledger.ids import format_id
+from ackfold.ledger.schema.ids import format_id
 from ackfold.ui.lazy import LazyApp
 from tests.ledger_fixtures import Sample
 from tests.ui.conftest import FakeAirflow, make_client, ui_settings

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from ackfold.ledger import status
-from ackfold.ledger.ids import format_id, parse_id
-from ackfold.ledger.values import iso
+from ackfold.ledger.schema import status
+from ackfold.ledger.schema.ids import format_id, parse_id
+from ackfold.ledger.schema.values import iso
 from ackfold.ui import queries
 from ackfold.ui.filters import UNHEALTHY
 from ackfold.ui.queries import UiReader

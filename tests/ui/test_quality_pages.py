@@ -13,7 +13,8 @@ from pathlib import Path
 
 from fastapi.testclient import TestClient
 
-from ackfold.ledger.tables import QUALITY_RESULTS, QUALITY_RESULTS_DDL, column_names
+from ackfold.ledger.schema.operational import QUALITY_RESULTS_DDL
+from ackfold.ledger.schema.tables import QUALITY_RESULTS, column_names
 from ackfold.quality import CheckResult, QualityReport
 from ackfold.ui.security import LinkSigner
 from tests.ledger_fixtures import write_rows

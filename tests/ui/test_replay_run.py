@@ -8,7 +8,7 @@ import re
 
 from fastapi.testclient import TestClient
 
-from ackfold.ledger.ids import format_id
+from ackfold.ledger.schema.ids import format_id
 from tests.ledger_fixtures import Sample
 from tests.ui.conftest import SAME_ORIGIN, FakeAirflow, csrf, text_of
 

@@ -12,8 +12,8 @@ from fastapi import FastAPI
 from fastapi.routing import APIRoute
 from fastapi.testclient import TestClient
 
-from ackfold.ledger import status
-from ackfold.ledger.ids import format_id, parse_id
+from ackfold.ledger.schema import status
+from ackfold.ledger.schema.ids import format_id, parse_id
 from ackfold.quality.docs_assets import STATIC
 from ackfold.replay.params import parse_replay_conf
 from ackfold.ui import replay_pages

@@ -15,7 +15,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from ackfold.effects import parse_retract_conf
-from ackfold.ledger.ids import format_id
+from ackfold.ledger.schema.ids import format_id
 from ackfold.ui.redact import MASK
 from tests.ui.conftest import SAME_ORIGIN, FakeAirflow, csrf, make_client, text_of, ui_settings
 from tests.ui.effects_ledger import (

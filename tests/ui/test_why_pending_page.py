@@ -5,7 +5,7 @@ from __future__ import annotations
 import html
 from pathlib import Path
 
-from ackfold.ledger.ids import format_id
+from ackfold.ledger.schema.ids import format_id
 from tests.sink_mistake import sink_mistake_ledger
 from tests.ui.conftest import FakeAirflow, make_client, ui_settings
 

@@ -24,9 +24,9 @@ from ackfold.alerts import (
 )
 from ackfold.alerts import log as alert_log
 from ackfold.config import Settings, load_settings
-from ackfold.ledger import status
-from ackfold.ledger.sql import SqlReader
-from ackfold.ledger.tables import ALERT_LOG, ROOT_STATE, TABLE_PROPERTIES, TABLES, Ledger
+from ackfold.ledger.reading.sql import SqlReader
+from ackfold.ledger.schema import status
+from ackfold.ledger.schema.tables import ALERT_LOG, ROOT_STATE, TABLE_PROPERTIES, TABLES, Ledger
 from tests.alert_fixtures import (
     NOW,
     SECRET_PAYLOAD,

@@ -11,7 +11,7 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable, write_deltalake
 
-from ackfold.ledger.checkpoints import checkpoint_at_interval
+from ackfold.ledger.storage.checkpoints import checkpoint_at_interval
 
 
 def test_a_checkpoint_the_store_refuses_is_logged_and_the_commit_stands(
@@ -28,7 +28,7 @@ def test_a_checkpoint_the_store_refuses_is_logged_and_the_commit_stands(
     pointer.mkdir()
     write_deltalake(path, rows, mode="append")  # version 5: a checkpoint's turn
     table = DeltaTable(path)
-    with caplog.at_level(logging.WARNING, "ackfold.ledger.checkpoints"):
+    with caplog.at_level(logging.WARNING, "ackfold.ledger.storage.checkpoints"):
         checkpoint_at_interval(table)
     (warned,) = [r.getMessage() for r in caplog.records]
     assert warned.startswith("no checkpoint at version 5 (the commit stands)")

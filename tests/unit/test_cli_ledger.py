@@ -18,8 +18,8 @@ from ackfold.cli import main as cli
 from ackfold.cli.common import check_app
 from ackfold.config import load_settings
 from ackfold.ledger.errors import NoLedger
-from ackfold.ledger.reader import LedgerReader
-from ackfold.ledger.tables import ACK_EVENTS, ROOTS, TABLES
+from ackfold.ledger.reading.reader import LedgerReader
+from ackfold.ledger.schema.tables import ACK_EVENTS, ROOTS, TABLES
 
 ACKFOLD = Path(sys.executable).parent / "ackfold"
 

@@ -25,10 +25,9 @@ from typing import Any
 import pytest
 
 from ackfold.cli import main as cli_module
-from ackfold.ledger import parse, status, values
 from ackfold.ledger.errors import NoLedger, RootNotFound, UnknownApp
-from ackfold.ledger.ids import format_id, parse_id
-from ackfold.ledger.parse import (
+from ackfold.ledger.reading import parse
+from ackfold.ledger.reading.parse import (
     DEFAULT_LIMIT,
     QueryError,
     RootQuery,
@@ -38,10 +37,18 @@ from ackfold.ledger.parse import (
     parse_statuses,
     parse_time,
 )
-from ackfold.ledger.reader import PAYLOAD_PREVIEW, LedgerReader
-from ackfold.ledger.sql import Scan
-from ackfold.ledger.tables import ACK_EVENTS, ROOT_STATE, ROOT_STATE_PARTITIONS, ROOTS, TABLES
-from ackfold.ledger.values import hex64, iso, one_line
+from ackfold.ledger.reading.reader import PAYLOAD_PREVIEW, LedgerReader
+from ackfold.ledger.reading.sql import Scan
+from ackfold.ledger.schema import status, values
+from ackfold.ledger.schema.ids import format_id, parse_id
+from ackfold.ledger.schema.tables import (
+    ACK_EVENTS,
+    ROOT_STATE,
+    ROOT_STATE_PARTITIONS,
+    ROOTS,
+    TABLES,
+)
+from ackfold.ledger.schema.values import hex64, iso, one_line
 from tests.ledger_fixtures import (
     Sample,
     arrow_schema,

@@ -10,7 +10,7 @@ import pytest
 
 from ackfold import spark as spark_module
 from ackfold.cli import main as cli_module
-from ackfold.ledger.values import hex64
+from ackfold.ledger.schema.values import hex64
 from ackfold.replay.request import ReplayRequest
 from tests.ledger_fixtures import Sample, sample_ledger
 from tests.unit.test_cli_read import Run

@@ -13,7 +13,7 @@ from deltalake import DeltaTable
 
 from ackfold import spark as spark_module
 from ackfold.cli import main as cli_module
-from ackfold.ledger.ids import format_id
+from ackfold.ledger.schema.ids import format_id
 from tests.effects_ledger import COUNTS_PER_ROOT, ROOTS_OF, WORDS_PER_ROOT, Ledger, effects_ledger
 from tests.unit.test_cli_read import Run
 

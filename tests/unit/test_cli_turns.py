@@ -12,7 +12,7 @@ import pytest
 
 from ackfold import spark as spark_module
 from ackfold.cli import main as cli_module
-from ackfold.ledger.lease import LedgerLease
+from ackfold.ledger.commits.lease import LedgerLease
 from tests.ledger_fixtures import sample_ledger
 from tests.unit.test_ledger_lease import holding
 

@@ -25,7 +25,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ackfold.ledger import ids, status
+from ackfold.ledger.schema import ids, status
 from ackfold.reconcile.fold import fold
 from ackfold.track.compact import Ack, compact_acks
 from ackfold.track.tracker import Tracker

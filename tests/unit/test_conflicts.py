@@ -1,4 +1,5 @@
-"""The retry policy of Delta's concurrent-modification conflicts (`ackfold.ledger.conflicts`):
+"""The retry policy of Delta's concurrent-modification conflicts
+(`ackfold.ledger.storage.conflicts`):
 which errors it retries, how long it waits, what it logs, when and how it gives up; and
 that the JVM-free writer's retried append writes once. The Spark tier makes real
 conflicts between two writers (`tests/spark/test_conflicts.py`)."""
@@ -12,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from ackfold.ledger import conflicts
-from ackfold.ledger.conflicts import CONFLICTS, RetryPolicy, conflict_of, retry_conflicts
 from ackfold.ledger.errors import LedgerConflict, LedgerError
+from ackfold.ledger.storage import conflicts
+from ackfold.ledger.storage.conflicts import CONFLICTS, RetryPolicy, conflict_of, retry_conflicts
 
 POLICY = RetryPolicy(attempts=4, first_wait=0.25, max_wait=1.0, jitter=0)
 
@@ -49,7 +50,7 @@ def test_each_conflict_is_retried_until_the_commit_goes_through(
 ) -> None:
     action = Flaky(named(name), named(name))
     slept: list[float] = []
-    with caplog.at_level(logging.WARNING, "ackfold.ledger.conflicts"):
+    with caplog.at_level(logging.WARNING, "ackfold.ledger.storage.conflicts"):
         got = retry_conflicts(
             action, what="MERGE into /w/root_state", policy=POLICY, sleep=slept.append
         )
@@ -70,7 +71,7 @@ def test_it_gives_up_after_the_last_try_and_says_what_and_why(
     action = Flaky(*lost)
     slept: list[float] = []
     with (
-        caplog.at_level(logging.WARNING, "ackfold.ledger.conflicts"),
+        caplog.at_level(logging.WARNING, "ackfold.ledger.storage.conflicts"),
         pytest.raises(LedgerConflict) as raised,
     ):
         retry_conflicts(action, what="append to /w/ack_events", policy=POLICY, sleep=slept.append)
@@ -152,7 +153,7 @@ def test_a_retried_append_of_the_jvm_free_writer_writes_its_rows_once(
     answer). The retry finds its application transaction there and writes nothing."""
     import deltalake
 
-    from ackfold.ledger.writer import LedgerWriter
+    from ackfold.ledger.commits.writer import LedgerWriter
     from ackfold.track.tracker import Tracker
 
     monkeypatch.setattr(conflicts.time, "sleep", lambda seconds: None)

@@ -14,7 +14,7 @@ import pytest
 from ackfold.airflow import connections as spark_tasks
 from ackfold.cli import main as cli
 from ackfold.config import ConfigError, Settings, connections, load_settings
-from ackfold.ledger import dml
+from ackfold.ledger.commits import dml
 from ackfold.spark import connect as spark
 from ackfold.spark.conf import spark_conf
 from ackfold.spark.connect import SparkConnectError, connect_address, connect_conf

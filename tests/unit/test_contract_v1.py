@@ -20,8 +20,8 @@ from ackfold.cli import main as cli
 from ackfold.config import load_settings
 from ackfold.embedded import tables
 from ackfold.embedded.duck import connect
-from ackfold.ledger import schemes
 from ackfold.ledger.errors import SchemaMismatch
+from ackfold.ledger.schema import schemes
 from tests.contract_v1 import (
     APP,
     STATUSES,
@@ -131,7 +131,7 @@ def test_files_with_and_without_id_scheme_read_as_one_table(tmp_path: Path) -> N
 
 def test_a_v1_table_reads_id_scheme_as_null_in_scan_and_scan_files(tmp_path: Path) -> None:
     from ackfold.embedded.log import DataFile
-    from ackfold.ledger.contract import arrow_schema
+    from ackfold.ledger.schema.contract import arrow_schema
 
     warehouse = _warehouse(tmp_path)
     write_v1_ledger(warehouse, now_utc())
@@ -198,7 +198,7 @@ def test_the_writer_registers_text_roots_into_a_v1_table_and_refuses_numeric_one
     assert "has no id_scheme column" in str(refused.value)
     assert _layout(warehouse) == before  # nothing written: neither roots nor events
 
-    with caplog.at_level(logging.WARNING, logger="ackfold.ledger.upgrade"):
+    with caplog.at_level(logging.WARNING, logger="ackfold.ledger.setup.upgrade"):
         tracker = Tracker(APP, ledger=writer)
     assert tracker.id_scheme == schemes.TEXT
     assert [r.getMessage() for r in caplog.records if "ackfold upgrade" in r.getMessage()]
@@ -253,7 +253,8 @@ def test_the_upgrade_help_says_what_it_stops_and_what_producers_must_do(
 def test_doctests() -> None:
     import doctest
 
-    from ackfold.ledger import optional_columns, upgrade
+    from ackfold.ledger.schema import optional_columns
+    from ackfold.ledger.setup import upgrade
 
     for module in (upgrade, optional_columns):
         result = doctest.testmod(module)

@@ -19,8 +19,8 @@ from ackfold.cli import main as cli
 from ackfold.config import Settings, load_settings
 from ackfold.embedded import tables
 from ackfold.ledger.errors import UnreadableFiles
-from ackfold.ledger.tables import ACK_EVENTS, ROOT_STATE, ROOTS
-from ackfold.ledger.vectors import files_with_deletion_vectors
+from ackfold.ledger.schema.tables import ACK_EVENTS, ROOT_STATE, ROOTS
+from ackfold.ledger.storage.vectors import files_with_deletion_vectors
 from ackfold.reconcile.run import run_reconcile
 from tests.deletion_vector_ledger import (
     FIXTURES,
@@ -168,7 +168,7 @@ def test_the_cli_and_the_ui_read_a_root_state_with_vectors_as_it_is(
     row counts where no file has a vector) leave it out too."""
     import json
 
-    from ackfold.ledger.ids import format_id
+    from ackfold.ledger.schema.ids import format_id
     from ackfold.ui.queries import UiReader
 
     shutil.copytree(FIXTURES / STATE_WITH_VECTORS, tmp_path / "w")
@@ -195,7 +195,7 @@ def test_arrow_reads_of_a_root_state_with_the_feature_and_no_vector(tmp_path: Pa
     themselves, with the partition values of the log."""
     from datetime import date
 
-    from ackfold.ledger.tables import Ledger
+    from ackfold.ledger.schema.tables import Ledger
     from ackfold.reconcile.state import settled_before
 
     settings = _settings(tmp_path, "var")

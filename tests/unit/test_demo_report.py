@@ -10,7 +10,7 @@ from typing import Any
 from ackfold.config.demo import FaultSettings
 from ackfold.demo.delivery import DeliveryReport, compare_words, follow
 from ackfold.demo.feed import Feed, tokens
-from ackfold.ledger import status
+from ackfold.ledger.schema import status
 
 FEED = Feed.build(10, FaultSettings(seed=3, poison=1, stuck=1))
 POISON, STUCK = FEED.poison[0], min(FEED.stuck)

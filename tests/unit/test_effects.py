@@ -19,8 +19,8 @@ from ackfold.effects import (
     declared_outputs,
     root_effects,
 )
-from ackfold.ledger.outputs import declare_written, read_declared
-from ackfold.ledger.tables import DECLARED_OUTPUTS
+from ackfold.ledger.commits.outputs import declare_written, read_declared
+from ackfold.ledger.schema.tables import DECLARED_OUTPUTS
 from tests.effects_ledger import COUNTS_PER_ROOT, ROOTS_OF, WORDS_PER_ROOT, effects_ledger
 
 
@@ -35,8 +35,8 @@ def test_a_ledger_without_the_table_declares_nothing_and_reading_it_is_no_error(
 def test_write_batch_declares_each_output_once_per_tracker_and_keeps_an_explicit_one(
     tmp_path: Path,
 ) -> None:
-    from ackfold.ledger import outputs as outputs_module
-    from ackfold.ledger.outputs import declare_once
+    from ackfold.ledger.commits import outputs as outputs_module
+    from ackfold.ledger.commits.outputs import declare_once
 
     warehouse = str(tmp_path / "w")
     declare_output(warehouse, "orders", f"{warehouse}/counts", origin_column="origin", clean=True)
@@ -60,8 +60,8 @@ def test_write_batch_declares_each_output_once_per_tracker_and_keeps_an_explicit
 def test_a_declaration_that_fails_never_stops_the_apps_write(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from ackfold.ledger import outputs as outputs_module
-    from ackfold.ledger.outputs import declare_once
+    from ackfold.ledger.commits import outputs as outputs_module
+    from ackfold.ledger.commits.outputs import declare_once
 
     outputs_module._DECLARED.clear()
     blocked = tmp_path / "file"
@@ -137,7 +137,7 @@ def test_the_examples_in_the_docstrings_run() -> None:
     import doctest
 
     from ackfold.effects import errors, params, retract
-    from ackfold.ledger import outputs
+    from ackfold.ledger.commits import outputs
 
     for module in (outputs, params, errors, retract):
         assert doctest.testmod(module, optionflags=doctest.ELLIPSIS).failed == 0, module

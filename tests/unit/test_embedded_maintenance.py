@@ -14,10 +14,10 @@ from deltalake import DeltaTable
 
 from ackfold import LedgerWriter, Tracker
 from ackfold.config import load_settings
+from ackfold.ledger.commits.fence import COMMIT_HOOKS
+from ackfold.ledger.commits.lease import LedgerLease
 from ackfold.ledger.errors import LeaseLost
-from ackfold.ledger.fence import COMMIT_HOOKS
-from ackfold.ledger.lease import LedgerLease
-from ackfold.ledger.tables import ACK_EVENTS, TABLES, Ledger
+from ackfold.ledger.schema.tables import ACK_EVENTS, TABLES, Ledger
 from ackfold.maintenance import run_maintenance
 from ackfold.reconcile.run import run_reconcile
 from ackfold.track.heartbeat import ledger_write, progress_row
@@ -53,7 +53,7 @@ def test_maintenance_without_spark_expires_only_long_completed_roots(tmp_path: P
     events = DeltaTable(writer.uri("ack_events")).to_pyarrow_table().to_pylist()
     assert {event["root_id"] for event in events} == set(open_root.roots)
     assert "ack_events" in summary["optimized"]
-    # Z-ordered in the ledger's encoding (`ackfold.ledger.encoding`): Zstandard, no
+    # Z-ordered in the ledger's encoding (`ackfold.ledger.schema.encoding`): Zstandard, no
     # dictionary of event ids.
     for path in DeltaTable(writer.uri("ack_events")).file_uris():
         chunk = pq.ParquetFile(path.removeprefix("file://")).metadata.row_group(0).column(0)
@@ -109,3 +109,13 @@ def test_maintenance_frozen_past_its_lease_commits_nothing_more(tmp_path: Path) 
     assert len(seen) == 2, "the retention MERGE was a fenced commit"
     assert DeltaTable(events).to_pyarrow_table().num_rows == kept == 6, "no event deleted"
     assert {name: DeltaTable(writer.uri(name)).version() for name in TABLES} == versions
+
+
+def test_the_log_helpers_doctests() -> None:
+    import doctest
+
+    from ackfold.ledger.housekeeping import delta_logs
+
+    result = doctest.testmod(delta_logs)
+    assert result.attempted
+    assert result.failed == 0

@@ -8,7 +8,7 @@ import pytest
 from ackfold.config import load_settings
 from ackfold.engines import EMBEDDED, SPARK, engine_for
 from ackfold.ledger.errors import UnsafeSparkCommits
-from ackfold.ledger.protocol import refuse_unsafe_spark_engine, unsafe_spark_commits
+from ackfold.ledger.storage.protocol import refuse_unsafe_spark_engine, unsafe_spark_commits
 
 DYNAMODB = {"spark.delta.logStore.s3a.impl": "io.delta.storage.S3DynamoDBLogStore"}
 MOUNTS = """\

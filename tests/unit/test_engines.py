@@ -28,7 +28,7 @@ from ackfold.engines import (
 )
 from ackfold.engines.embedded import EmbeddedEngine
 from ackfold.engines.spark import SparkEngine
-from ackfold.ledger.writer import LedgerWriter
+from ackfold.ledger.commits.writer import LedgerWriter
 from ackfold.track.tracker import Tracker
 from tests.conftest import JARS_DIR
 

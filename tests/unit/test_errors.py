@@ -26,8 +26,8 @@ STANDARD = {
     "ackfold.ledger.errors.AppBusy": TimeoutError,
     "ackfold.replay.planner.UnknownRoots": LookupError,
     "ackfold.replay.params.ReplayParamsError": ValueError,
-    "ackfold.ledger.parse.QueryError": ValueError,
-    "ackfold.ledger.ids.IdError": ValueError,
+    "ackfold.ledger.reading.parse.QueryError": ValueError,
+    "ackfold.ledger.schema.ids.IdError": ValueError,
 }
 _STANDARD_BASES = {"Exception", "RuntimeError", "ValueError", "LookupError", "TimeoutError"}
 

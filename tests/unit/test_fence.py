@@ -1,4 +1,4 @@
-"""The fence (`ackfold.ledger.fence`) on delta-rs commits: a run of an older lease epoch
+"""The fence (`ackfold.ledger.commits.fence`) on delta-rs commits: a run of an older lease epoch
 commits nothing once a newer one has claimed the table, whether its snapshot is from
 after the claim (refused before it is tried) or from before (Delta's conflict check fails
 it, the retry refuses it); a commit whose answer was lost is not made twice; each take of
@@ -15,10 +15,10 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable, write_deltalake
 
-from ackfold.ledger import fence as fence_module
+from ackfold.ledger.commits import fence as fence_module
+from ackfold.ledger.commits.fence import FENCE_APP, STRIDE, Fence, commit, holding, spark_commit
+from ackfold.ledger.commits.lease import LedgerLease
 from ackfold.ledger.errors import FenceUnreadable, LeaseLost, Unfenced
-from ackfold.ledger.fence import FENCE_APP, STRIDE, Fence, commit, holding, spark_commit
-from ackfold.ledger.lease import LedgerLease
 
 
 def _table(tmp_path: Path) -> str:

@@ -12,9 +12,9 @@ import pytest
 from deltalake import DeltaTable
 
 from ackfold.config import load_settings
-from ackfold.ledger.create import create_tables
-from ackfold.ledger.tables import REPLAY_LOG, TABLES, Ledger
-from ackfold.ledger.writer import LedgerWriter
+from ackfold.ledger.commits.writer import LedgerWriter
+from ackfold.ledger.schema.tables import REPLAY_LOG, TABLES, Ledger
+from ackfold.ledger.setup.create import create_tables
 from ackfold_dev.stack import create_ledger
 
 pytestmark = pytest.mark.usefixtures("clean_env")

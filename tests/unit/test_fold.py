@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from ackfold.ledger import status
+from ackfold.ledger.schema import status
 from ackfold.reconcile import fold as fold_module
 from ackfold.reconcile.fold import RootFold, classify, fold
 

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ackfold.ledger import ids
-from ackfold.ledger.parse import QueryError, parse_root_id
+from ackfold.ledger.reading.parse import QueryError, parse_root_id
+from ackfold.ledger.schema import ids
 
 I64 = st.integers(min_value=-(1 << 63), max_value=(1 << 63) - 1)
 

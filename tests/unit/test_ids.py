@@ -8,7 +8,7 @@ import hashlib
 import pytest
 import xxhash
 
-from ackfold.ledger import ids
+from ackfold.ledger.schema import ids
 
 
 def _signed_xxh64(text: str) -> int:

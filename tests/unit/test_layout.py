@@ -154,3 +154,35 @@ def test_no_two_modules_import_each_other_in_a_circle() -> None:
                 stack.append(iter(sorted(edges[following])))
         done.add(start)
     assert circles == []
+
+
+def ledger_rooms() -> list[str]:
+    """The ledger's rooms as the picture's table lists them, top first."""
+    text = PICTURE.read_text()
+    table = text[text.index("<!-- ledger rooms -->") :].split("\n\n", 1)[0]
+    return re.findall(r"^\| `(\w+)/` \|", table, flags=re.MULTILINE)
+
+
+def test_the_ledger_rooms_are_the_subpackages_of_the_ledger() -> None:
+    ledger = PACKAGE / "ledger"
+    rooms = sorted(p.name for p in ledger.iterdir() if (p / "__init__.py").is_file())
+    assert sorted(ledger_rooms()) == rooms
+    # Only the face and the errors every room imports stand outside a room.
+    assert sorted(p.name for p in ledger.glob("*.py")) == ["__init__.py", "errors.py"]
+
+
+def test_no_ledger_room_imports_a_room_below_it_in_the_table() -> None:
+    order = {room: i for i, room in enumerate(ledger_rooms())}
+
+    def room(module: str) -> str | None:
+        parts = module.split(".")
+        return parts[2] if parts[:2] == ["ackfold", "ledger"] and len(parts) > 3 else None
+
+    wrong = sorted(
+        f"{module} imports {target}"
+        for module, targets in module_imports().items()
+        if (source := room(module)) is not None
+        for target in targets
+        if (into := room(target)) is not None and order[into] > order[source]
+    )
+    assert wrong == []

@@ -1,4 +1,4 @@
-"""How `LedgerWriter` lays out the ledger's parquet files (`ackfold.ledger.encoding`): the
+"""How `LedgerWriter` lays out the ledger's parquet files (`ackfold.ledger.schema.encoding`): the
 same rows, in fewer bytes, still read alike by delta-rs, DuckDB and pyarrow, with the
 statistics that data skipping uses. That Spark reads them is
 `tests/spark/test_tracking.py::test_delta_rs_appends_v1_rows_that_spark_reads`."""
@@ -17,8 +17,8 @@ import pyarrow.parquet as pq
 from deltalake import DeltaTable
 
 from ackfold import LedgerWriter, Tracker
-from ackfold.ledger import encoding
-from ackfold.ledger.tables import ACK_EVENTS, ROOTS
+from ackfold.ledger.schema import encoding
+from ackfold.ledger.schema.tables import ACK_EVENTS, ROOTS
 from tests.ledger_fixtures import Clock
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
@@ -114,7 +114,7 @@ def test_filtered_columns_keep_their_statistics_and_hashes_have_none(tmp_path: P
 
 
 def _query(warehouse: Path, where: str) -> list[dict[str, Any]]:
-    from ackfold.ledger.reader import LedgerReader
+    from ackfold.ledger.reading.reader import LedgerReader
 
     return LedgerReader(str(warehouse)).query(ACK_EVENTS, ["event_id"], [where])
 

@@ -1,4 +1,4 @@
-"""The ledger lease (`ackfold.ledger.lease`): one reconcile, replay or maintenance run at a
+"""The ledger lease (`ackfold.ledger.commits.lease`): one reconcile, replay or maintenance run at a
 time across hosts, kept in a Delta table of the warehouse. Other processes stand in for
 other hosts: the lease shares nothing with them but the table."""
 
@@ -16,15 +16,15 @@ from pathlib import Path
 import pytest
 
 from ackfold.config import load_settings
-from ackfold.ledger.lease import LedgerLease, ledger_turn
-from ackfold.ledger.lock import LedgerBusy, lock_path
+from ackfold.ledger.commits.lease import LedgerLease, ledger_turn
+from ackfold.ledger.commits.lock import LedgerBusy, lock_path
 
 # SIGINT is a KeyboardInterrupt even when the test run was started in the background,
 # whose children inherit SIGINT ignored (the holder then slept its 120 s out).
 _HOLD = """
 import signal, sys, time
 from datetime import timedelta
-from ackfold.ledger.lease import LedgerLease
+from ackfold.ledger.commits.lease import LedgerLease
 signal.signal(signal.SIGINT, signal.default_int_handler)
 lease = LedgerLease(sys.argv[1], ttl=timedelta(seconds=float(sys.argv[2])), host=sys.argv[3])
 with lease.held("reconcile run 7"):
@@ -131,7 +131,7 @@ def test_a_holder_whose_lease_was_taken_says_so(
     first = LedgerLease(str(tmp_path), ttl=timedelta(seconds=1))
     ahead = LedgerLease(str(tmp_path), clock=lambda: datetime.now(UTC) + timedelta(hours=1))
     with (
-        caplog.at_level(logging.ERROR, "ackfold.ledger.lease"),
+        caplog.at_level(logging.ERROR, "ackfold.ledger.commits.lease"),
         first.held("reconcile"),
         ahead.held("replay", wait=0),
     ):

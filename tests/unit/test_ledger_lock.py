@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from ackfold.ledger.lock import (
+from ackfold.ledger.commits.lock import (
     AppBusy,
     LedgerBusy,
     app_lock,
@@ -28,7 +28,7 @@ OTHER = "s3://bucket/another-warehouse"
 _HOLD = """
 import sys, time
 from pathlib import Path
-from ackfold.ledger.lock import ledger_lock
+from ackfold.ledger.commits.lock import ledger_lock
 with ledger_lock(Path(sys.argv[1]), sys.argv[2], "reconcile run 7"):
     print("held", flush=True)
     time.sleep(60)

@@ -19,12 +19,12 @@ import pytest
 from deltalake import DeltaTable, write_deltalake
 
 from ackfold import Tracker
-from ackfold.ledger import fence as fences
+from ackfold.ledger.commits import fence as fences
+from ackfold.ledger.commits.fence import FENCE_APP, STRIDE, Fence, holding
+from ackfold.ledger.commits.lease import LedgerLease
+from ackfold.ledger.commits.writer import LedgerWriter
 from ackfold.ledger.errors import LeaseLost
-from ackfold.ledger.fence import FENCE_APP, STRIDE, Fence, holding
-from ackfold.ledger.lease import LedgerLease
-from ackfold.ledger.tables import ROOT_STATE, Ledger
-from ackfold.ledger.writer import LedgerWriter
+from ackfold.ledger.schema.tables import ROOT_STATE, Ledger
 
 
 @pytest.fixture
@@ -181,7 +181,7 @@ def test_counts_by_status_from_the_log_are_the_rows_counts(tmp_path: Path) -> No
     """A reconcile's summary counts all apps' roots by status from the log's row counts
     per `status` partition (no data read): the same as a GROUP BY over the rows, after
     MERGEs that move rows between partitions and leave a partition empty."""
-    from ackfold.ledger.tables import rows_by_partition
+    from ackfold.ledger.schema.tables import rows_by_partition
 
     path = str(tmp_path / "state")
     rows = pa.table({"root_id": list(range(9)), "status": ["pending"] * 6 + ["completed"] * 3})

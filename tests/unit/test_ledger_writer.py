@@ -17,8 +17,10 @@ import pytest
 from deltalake import DeltaTable, write_deltalake
 
 from ackfold import LedgerWriter, Tracker
-from ackfold.ledger import contract, driver_writers, tables, writer
-from ackfold.ledger.contract import (
+from ackfold.ledger.commits import driver_writers, table_rows, writer
+from ackfold.ledger.errors import SchemaMismatch
+from ackfold.ledger.schema import contract, tables
+from ackfold.ledger.schema.contract import (
     EVENT_KINDS,
     ContractError,
     arrow_schema,
@@ -26,8 +28,7 @@ from ackfold.ledger.contract import (
     json_schema,
     json_schemas,
 )
-from ackfold.ledger.errors import SchemaMismatch
-from ackfold.ledger.tables import ACK_EVENTS, ROOT_STATE, ROOTS, TABLE_PROPERTIES, TABLES
+from ackfold.ledger.schema.tables import ACK_EVENTS, ROOT_STATE, ROOTS, TABLE_PROPERTIES, TABLES
 from tests.ledger_fixtures import Clock
 from tests.ledger_fixtures import arrow_schema as fixture_arrow_schema
 
@@ -354,7 +355,7 @@ def test_a_tracker_writes_exactly_the_contracts_event_kinds() -> None:
 
 
 def test_doctests() -> None:
-    for module in (contract, writer):
+    for module in (contract, writer, table_rows):
         assert doctest.testmod(module).failed == 0, module.__name__
 
 

@@ -16,9 +16,9 @@ from deltalake import DeltaTable
 from ackfold.cli import main as cli_module
 from ackfold.cli.maintain import describe
 from ackfold.config import load_settings
-from ackfold.ledger.fence import FENCE_APP, STRIDE
-from ackfold.ledger.store_maintenance import STEPS
-from ackfold.ledger.tables import ACK_EVENTS, TABLES, Ledger
+from ackfold.ledger.commits.fence import FENCE_APP, STRIDE
+from ackfold.ledger.housekeeping.store_maintenance import STEPS
+from ackfold.ledger.schema.tables import ACK_EVENTS, TABLES, Ledger
 from ackfold.maintenance import run_maintenance
 from tests.alert_fixtures import Receiver, otlp_points
 from tests.maintenance_ledger import (

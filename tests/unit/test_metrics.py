@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from ackfold.config import Settings, load_settings
-from ackfold.ledger import status
+from ackfold.ledger.schema import status
 from ackfold.metrics import export, export_ledger, export_run, record, target
 from ackfold_dev.ports import free_port
 from tests.alert_fixtures import NOW, Receiver, ago, otlp_points, state, write_state

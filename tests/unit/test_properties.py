@@ -14,7 +14,7 @@ from operator import xor
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ackfold.ledger import status
+from ackfold.ledger.schema import status
 from ackfold.reconcile.fold import RootFold, fold
 from tests.unit.tuple_programs import SETTINGS, Program, event_of, execute, programs, statuses
 

@@ -75,8 +75,8 @@ def test_a_dead_letter_that_a_replay_by_hand_completed_is_no_longer_counted(
 ) -> None:
     from deltalake import DeltaTable
 
-    from ackfold.ledger import status
-    from ackfold.ledger.tables import ROOT_STATE
+    from ackfold.ledger.schema import status
+    from ackfold.ledger.schema.tables import ROOT_STATE
     from tests.ledger_fixtures import write_rows
 
     var = tmp_path / "var"

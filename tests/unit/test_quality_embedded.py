@@ -16,9 +16,9 @@ import pytest
 from deltalake import DeltaTable, write_deltalake
 
 from ackfold.cli import main as cli
-from ackfold.ledger.reader import LedgerReader
-from ackfold.ledger.tables import ACK_EVENTS, ROOTS, Ledger
-from ackfold.ledger.values import hex64
+from ackfold.ledger.reading.reader import LedgerReader
+from ackfold.ledger.schema.tables import ACK_EVENTS, ROOTS, Ledger
+from ackfold.ledger.schema.values import hex64
 from ackfold.quality import QualityReport, run_quality
 from ackfold.quality.run import quality_run_id
 from tests.conftest import PROJECT_DIR

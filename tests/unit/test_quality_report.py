@@ -7,7 +7,8 @@ from datetime import datetime, timedelta
 import pytest
 
 from ackfold.config import ConfigError, load_settings
-from ackfold.ledger.tables import QUALITY_RESULTS_DDL, column_names
+from ackfold.ledger.schema.operational import QUALITY_RESULTS_DDL
+from ackfold.ledger.schema.tables import column_names
 from ackfold.quality import CheckResult, QualityReport, QualityViolation, check
 from ackfold.quality.run import RUN_ID, quality_run_id
 

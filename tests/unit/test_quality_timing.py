@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from ackfold.embedded import duck
-from ackfold.ledger.values import hex64
+from ackfold.ledger.schema.values import hex64
 from ackfold.quality import run_quality
 from ackfold.quality.batches import Window
 from ackfold.quality.duck_batches import LedgerViews

@@ -1,4 +1,4 @@
-"""The mark of what a reconcile folded (`ackfold.ledger.marks`): a Delta transaction in
+"""The mark of what a reconcile folded (`ackfold.ledger.commits.marks`): a Delta transaction in
 `root_state`, that only moves forward, carries the lease's epoch, is read the same way on
 every store, and takes over an earlier ackfold's mark (its file, or Spark's stream
 checkpoint) without folding anything again."""
@@ -19,12 +19,12 @@ from packaging.version import Version
 
 from ackfold import Tracker, __version__
 from ackfold.config import Settings, load_settings
-from ackfold.ledger import marks
+from ackfold.ledger.commits import marks
+from ackfold.ledger.commits.fence import FENCE_APP, STRIDE, Fence, holding
+from ackfold.ledger.commits.lease import ledger_turn
+from ackfold.ledger.commits.writer import LedgerWriter
 from ackfold.ledger.errors import LeaseLost, SchemaMismatch
-from ackfold.ledger.fence import FENCE_APP, STRIDE, Fence, holding
-from ackfold.ledger.lease import ledger_turn
-from ackfold.ledger.tables import ACK_EVENTS, ROOT_STATE, Ledger
-from ackfold.ledger.writer import LedgerWriter
+from ackfold.ledger.schema.tables import ACK_EVENTS, ROOT_STATE, Ledger
 from ackfold.reconcile.quiet import quiet_summary
 from ackfold.reconcile.run import run_reconcile
 from tests.conftest import JARS_DIR
@@ -103,7 +103,7 @@ def test_an_earlier_ackfolds_mark_file_is_carried_on_not_folded_again(
     legacy = {"format": 1, "ack_events_id": events.metadata().id, "ack_events_version": 2}
     (checkpoint / marks.LEGACY_MARK).write_text(json.dumps(legacy))
 
-    caplog.set_level(logging.INFO, logger="ackfold.ledger.marks")
+    caplog.set_level(logging.INFO, logger="ackfold.ledger.commits.marks")
     summary = run_reconcile(settings, now=T0 + timedelta(minutes=1), engine="embedded")
     assert summary["events_read"] == 2, "only the root appended after the old mark"
     assert "carrying on from an earlier ackfold's mark" in caplog.text
@@ -211,7 +211,7 @@ def test_an_earlier_ackfolds_root_state_is_brought_up_in_one_commit_by_either_en
     the current layout with its NOT NULLs, and folds only what is new."""
     import pyarrow as pa
 
-    from ackfold.ledger.contract import arrow_schema
+    from ackfold.ledger.schema.contract import arrow_schema
 
     settings, ledger = _earlier_ackfolds_ledger(tmp_path)
     before = _state_version(ledger)

@@ -1,4 +1,4 @@
-"""Time to detect and to recover from root_state rows (`ackfold.ledger.recovery`), and
+"""Time to detect and to recover from root_state rows (`ackfold.ledger.reading.recovery`), and
 the lines they add to the demo's delivery report."""
 
 from __future__ import annotations
@@ -10,9 +10,15 @@ from pathlib import Path
 from ackfold.config import load_settings
 from ackfold.config.policy import AppPolicy
 from ackfold.demo.delivery import DeliveryReport
-from ackfold.ledger import recovery, status
-from ackfold.ledger.recovery import Percentiles, RecoveryTimes, read_recovery, recovery_times
-from ackfold.ledger.sql import SqlReader
+from ackfold.ledger.reading import recovery
+from ackfold.ledger.reading.recovery import (
+    Percentiles,
+    RecoveryTimes,
+    read_recovery,
+    recovery_times,
+)
+from ackfold.ledger.reading.sql import SqlReader
+from ackfold.ledger.schema import status
 from tests.alert_fixtures import ago, state, write_state
 
 POLICY = AppPolicy(timeout=timedelta(minutes=5))

@@ -8,7 +8,7 @@ import re
 import tomllib
 
 from ackfold import __version__
-from ackfold.ledger.lease import MIN_RELEASE
+from ackfold.ledger.commits.lease_record import MIN_RELEASE
 from tests.conftest import PROJECT_DIR
 
 

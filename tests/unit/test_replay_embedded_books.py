@@ -14,11 +14,11 @@ import pytest
 from deltalake import DeltaTable
 
 from ackfold.config import Settings, load_settings
-from ackfold.ledger import status
-from ackfold.ledger.fence import Fence, holding
-from ackfold.ledger.lease import ledger_turn
-from ackfold.ledger.lock import LedgerBusy
-from ackfold.ledger.tables import DEAD_LETTERS, REPLAY_LOG, ROOT_STATE, Ledger
+from ackfold.ledger.commits.fence import Fence, holding
+from ackfold.ledger.commits.lease import ledger_turn
+from ackfold.ledger.commits.lock import LedgerBusy
+from ackfold.ledger.schema import status
+from ackfold.ledger.schema.tables import DEAD_LETTERS, REPLAY_LOG, ROOT_STATE, Ledger
 from ackfold.replay.bookkeeping import PLANNED
 from ackfold.replay.embedded_books import EmbeddedBookkeeper
 from ackfold.replay.planner import DEAD_LETTER, REPLAY, SENT

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from ackfold.config import Settings, load_settings
-from ackfold.ledger import status
-from ackfold.ledger.fence import Fence, holding
-from ackfold.ledger.tables import REPLAY_LOG, Ledger
+from ackfold.ledger.commits.fence import Fence, holding
+from ackfold.ledger.schema import status
+from ackfold.ledger.schema.tables import REPLAY_LOG, Ledger
 from ackfold.replay.bookkeeping import PLANNED
 from ackfold.replay.embedded_books import EmbeddedBookkeeper
 from ackfold.replay.planner import DEAD_LETTER, NEW, REPLAY, SENT, UNSENT, Plan, UnknownRoots

@@ -17,12 +17,12 @@ import pytest
 from deltalake import DeltaTable
 
 from ackfold.config import Settings, load_settings
-from ackfold.ledger import fence as fence_module
-from ackfold.ledger import status
+from ackfold.ledger.commits import fence as fence_module
+from ackfold.ledger.commits.fence import Fence, holding
+from ackfold.ledger.commits.lease import LedgerLease
 from ackfold.ledger.errors import LeaseLost
-from ackfold.ledger.fence import Fence, holding
-from ackfold.ledger.lease import LedgerLease
-from ackfold.ledger.tables import DEAD_LETTERS, REPLAY_LOG, ROOT_STATE, Ledger
+from ackfold.ledger.schema import status
+from ackfold.ledger.schema.tables import DEAD_LETTERS, REPLAY_LOG, ROOT_STATE, Ledger
 from ackfold.replay.planner import Plan
 from ackfold.replay.replayer import Replayer
 from ackfold.replay.request import ReplayRequest

@@ -15,8 +15,8 @@ import pytest
 
 from ackfold.config import Settings, load_settings
 from ackfold.embedded import duck
-from ackfold.ledger import ids, status
-from ackfold.ledger.tables import DEAD_LETTERS, REPLAY_LOG
+from ackfold.ledger.schema import ids, status
+from ackfold.ledger.schema.tables import DEAD_LETTERS, REPLAY_LOG
 from ackfold.quality import run_quality
 from ackfold.quality.batches import Window
 from ackfold.quality.duck_batches import LedgerViews

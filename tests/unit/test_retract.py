@@ -19,10 +19,10 @@ from ackfold.effects import (
     root_effects,
     run_retract,
 )
-from ackfold.ledger import fence as fence_module
+from ackfold.ledger.commits import fence as fence_module
+from ackfold.ledger.commits.fence import Fence, active
 from ackfold.ledger.errors import LeaseLost
-from ackfold.ledger.fence import Fence, active
-from ackfold.ledger.tables import RETRACT_LOG
+from ackfold.ledger.schema.tables import RETRACT_LOG
 from tests.effects_ledger import (
     COUNTS_PER_ROOT,
     ROOTS_OF,
@@ -249,8 +249,8 @@ def test_a_root_replayed_after_a_retract_starts_clean(ledger: Ledger) -> None:
 def test_a_retract_racing_a_replay_waits_for_its_turn_then_is_refused(ledger: Ledger) -> None:
     import threading
 
-    from ackfold.ledger.lease import ledger_turn
-    from ackfold.ledger.tables import REPLAY_LOG
+    from ackfold.ledger.commits.lease import ledger_turn
+    from ackfold.ledger.schema.tables import REPLAY_LOG
     from tests.effects_ledger import planned_replay
     from tests.ledger_fixtures import write_rows
 
@@ -282,7 +282,7 @@ def test_an_output_a_stage_reads_is_counted_and_left_as_it_is(ledger: Ledger) ->
     import pyarrow as pa
     from deltalake import write_deltalake
 
-    from ackfold.ledger.outputs import declare_output
+    from ackfold.ledger.commits.outputs import declare_output
 
     # A stage's input (it carries the tuple column): a Delta stream reads it, which a
     # commit that removes rows would stop.

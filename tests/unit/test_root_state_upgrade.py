@@ -15,9 +15,9 @@ import pytest
 from deltalake import DeltaTable, write_deltalake
 
 from ackfold.config import Settings, load_settings
+from ackfold.ledger.commits.writer import LedgerWriter
 from ackfold.ledger.errors import SchemaMismatch
-from ackfold.ledger.tables import ROOT_STATE, ROOT_STATE_PARTITIONS
-from ackfold.ledger.writer import LedgerWriter
+from ackfold.ledger.schema.tables import ROOT_STATE, ROOT_STATE_PARTITIONS
 from ackfold.reconcile.run import run_reconcile
 from tests.conftest import PROJECT_DIR
 

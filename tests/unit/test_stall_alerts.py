@@ -10,8 +10,8 @@ import pytest
 
 from ackfold.alerts import check_state, evaluate_state, rules
 from ackfold.config import load_settings
-from ackfold.ledger import progress
-from ackfold.ledger.sql import SqlReader
+from ackfold.ledger.reading import progress
+from ackfold.ledger.reading.sql import SqlReader
 from ackfold.track.heartbeat import IDLE, TERMINATED
 from tests.alert_fixtures import NOW, Receiver, ago, state, write_state
 from tests.heartbeats import beat, write_beats

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from ackfold.ledger import status
+from ackfold.ledger.schema import status
 from ackfold.reconcile.fold import RootFold, classify, fold
 from ackfold.track.tracker import Tracker
 from ackfold.track.tuples import Tuple

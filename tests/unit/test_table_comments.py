@@ -1,12 +1,12 @@
 """Every ledger table's `CREATE TABLE` statement parses: its comment is pasted between
-single quotes (`ackfold.ledger.tables.create_sql`), so it may hold none. Two tables of
+single quotes (`ackfold.ledger.schema.tables.create_sql`), so it may hold none. Two tables of
 issue 58 once did ("each app's"), and every Spark `create_tables` failed to parse."""
 
 from __future__ import annotations
 
 import pytest
 
-from ackfold.ledger.tables import TABLES, create_sql
+from ackfold.ledger.schema.tables import TABLES, create_sql
 
 
 @pytest.mark.parametrize("table", sorted(TABLES))

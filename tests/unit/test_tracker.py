@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from ackfold.ledger import ids, schemes
-from ackfold.ledger.schemes import NUMERIC, TEXT
+from ackfold.ledger.schema import ids, schemes
+from ackfold.ledger.schema.schemes import NUMERIC, TEXT
 from ackfold.reconcile.fold import fold
 from ackfold.track import tracker, tuples
 from ackfold.track.tracker import Tracker, TrackingError

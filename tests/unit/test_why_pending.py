@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 
 from ackfold.cli import main as cli_module
-from ackfold.ledger import status
-from ackfold.ledger.ids import format_id
-from ackfold.ledger.pending import AppStages, app_stages
-from ackfold.ledger.reader import LedgerReader
-from ackfold.ledger.rows import span
-from ackfold.ledger.tables import ACK_EVENTS, ROOT_STATE, ROOTS
+from ackfold.ledger.reading.pending import AppStages, app_stages
+from ackfold.ledger.reading.reader import LedgerReader
+from ackfold.ledger.reading.rows import span
+from ackfold.ledger.schema import status
+from ackfold.ledger.schema.ids import format_id
+from ackfold.ledger.schema.tables import ACK_EVENTS, ROOT_STATE, ROOTS
 from ackfold.track.tracker import Tracker
 from tests.ledger_fixtures import Clock, write_rows
 from tests.sink_mistake import (

@@ -17,9 +17,9 @@ from typing import Any
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
-from ackfold.ledger import ids, status
-from ackfold.ledger.schemes import EDGE_TAG, NUMERIC, SPOUT_TAG, STAGE_TAG, TEXT, TUPLE_TAG
-from ackfold.ledger.schemes import hash_numbers as numbers
+from ackfold.ledger.schema import ids, status
+from ackfold.ledger.schema.schemes import EDGE_TAG, NUMERIC, SPOUT_TAG, STAGE_TAG, TEXT, TUPLE_TAG
+from ackfold.ledger.schema.schemes import hash_numbers as numbers
 from ackfold.reconcile.fold import RootFold, classify
 from ackfold.track.tracker import Tracker
 from ackfold.track.tuples import Tuple

@@ -22,7 +22,7 @@ def root_state_asset(settings: Settings | None = None) -> Asset:
     local warehouse; Airflow keeps other schemes, such as `s3a://`, as they are)."""
     from airflow.sdk import Asset
 
-    from ackfold.ledger.tables import ROOT_STATE, Ledger
+    from ackfold.ledger.schema.tables import ROOT_STATE, Ledger
 
     settings = settings or load_settings()
     path = Ledger(settings.table_root).path(ROOT_STATE)

@@ -19,7 +19,7 @@ def manual_replay_params(settings: Settings | None = None) -> dict[str, Param]:
     from airflow.sdk import Param
 
     from ackfold.config.values import MAX_RATE, MIN_RATE
-    from ackfold.ledger.parse import EARLIEST, LATEST, MAX_LIMIT
+    from ackfold.ledger.reading.parse import EARLIEST, LATEST, MAX_LIMIT
     from ackfold.replay.params import MAX_ROOT_IDS
     from ackfold.replay.request import DEFAULT_STATUSES, REPLAYABLE
 
@@ -108,7 +108,7 @@ def manual_retract_params(settings: Settings | None = None) -> dict[str, Param]:
     from airflow.sdk import Param
 
     from ackfold.effects.params import RETRACT_CONF_KEYS
-    from ackfold.ledger.parse import MAX_LIMIT
+    from ackfold.ledger.reading.parse import MAX_LIMIT
 
     replay = manual_replay_params(settings)
     form = {key: replay[key] for key in RETRACT_CONF_KEYS}

@@ -52,7 +52,7 @@ def run_manual_replay(
     """The `replay` task: plan, log each send (root, status, target; never a payload),
     execute (`run_replay`: on the embedded engine in this process, or on Spark), and
     return the summary (with the first `SHOWN_SENDS` sends listed)."""
-    from ackfold.ledger.ids import format_id
+    from ackfold.ledger.schema.ids import format_id
     from ackfold.replay.params import parse_replay_conf
     from ackfold.replay.planner import Plan, UnknownRoots
     from ackfold.replay.replayer import unsent_error
@@ -118,7 +118,7 @@ def run_manual_retract(
     from ackfold.effects.params import parse_retract_conf
     from ackfold.effects.plans import RetractPlan
     from ackfold.effects.retract import run_retract
-    from ackfold.ledger.ids import format_id
+    from ackfold.ledger.schema.ids import format_id
 
     settings = settings or load_settings()
     request = parse_retract_conf(conf, apps=list(settings.apps), requested_by=requested_by)
@@ -205,7 +205,7 @@ def smoke_in_task() -> dict[str, Any]:
     round trip in delta-rs in the warehouse (the packaged `smoke.py` makes it on Spark).
     Fails unless it read exactly what it wrote."""
     from ackfold.embedded.smoke import check, run_smoke
-    from ackfold.ledger.writer import LedgerWriter
+    from ackfold.ledger.commits.writer import LedgerWriter
 
     writer = LedgerWriter(load_settings().table_root)
     report = run_smoke(writer.uri("smoke"), writer.storage_options)
@@ -242,7 +242,7 @@ def quality_verdict(airflow_run_id: str, settings: Settings | None = None) -> di
     """The `verdict` task: read the `quality_results` of the DAG run's quality run (no
     JVM) and fail, without retries, listing each violated expectation with its observed
     value."""
-    from ackfold.ledger.reader import LedgerReader
+    from ackfold.ledger.reading.reader import LedgerReader
     from ackfold.quality import QualityReport
     from ackfold.quality.run import quality_run_id
 
@@ -273,7 +273,7 @@ def quality_alerts(context: Mapping[str, Any], settings: Settings | None = None)
     """The `alerts` task of `ackfold_quality`: the quality rule over the DAG run's quality
     run, whatever its verdict (it runs after a failed one too)."""
     from ackfold.alerts import check_quality
-    from ackfold.ledger.reader import LedgerReader
+    from ackfold.ledger.reading.reader import LedgerReader
     from ackfold.quality.run import quality_run_id
 
     settings = settings or load_settings()

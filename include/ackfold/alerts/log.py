@@ -21,9 +21,9 @@ from datetime import datetime
 from typing import Final
 
 from ackfold.alerts.rules import Finding
-from ackfold.ledger.sql import SqlReader, sql_str
-from ackfold.ledger.tables import ALERT_LOG
-from ackfold.ledger.values import utc
+from ackfold.ledger.reading.sql import SqlReader, sql_str
+from ackfold.ledger.schema.tables import ALERT_LOG
+from ackfold.ledger.schema.values import utc
 
 OPENED: Final = "opened"
 RESOLVED: Final = "resolved"
@@ -107,8 +107,8 @@ class AlertLog:
             return
         import pyarrow as pa
 
-        from ackfold.ledger.contract import arrow_schema
-        from ackfold.ledger.writer import LedgerWriter
+        from ackfold.ledger.commits.writer import LedgerWriter
+        from ackfold.ledger.schema.contract import arrow_schema
 
         writer = LedgerWriter(self.warehouse)
         writer.create([ALERT_LOG])

@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING
 
 from ackfold.alerts.log import OPENED, Transition
 from ackfold.alerts.rules import LEDGER_APP, span
-from ackfold.ledger.ids import format_id
-from ackfold.ledger.values import iso
+from ackfold.ledger.schema.ids import format_id
+from ackfold.ledger.schema.values import iso
 
 if TYPE_CHECKING:
     from datetime import datetime

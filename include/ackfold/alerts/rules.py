@@ -22,13 +22,14 @@ from urllib.parse import quote, urlencode
 
 from ackfold.config import Settings
 from ackfold.config.policy import AppPolicy
-from ackfold.ledger import progress, status
 from ackfold.ledger.errors import NoLedger
-from ackfold.ledger.ids import format_id
-from ackfold.ledger.progress import liveness
-from ackfold.ledger.sql import SqlReader, sql_str, sql_ts
-from ackfold.ledger.tables import ROOT_STATE
-from ackfold.ledger.values import utc
+from ackfold.ledger.reading import progress
+from ackfold.ledger.reading.progress import liveness
+from ackfold.ledger.reading.sql import SqlReader, sql_str, sql_ts
+from ackfold.ledger.schema import status
+from ackfold.ledger.schema.ids import format_id
+from ackfold.ledger.schema.tables import ROOT_STATE
+from ackfold.ledger.schema.values import utc
 
 # A root-count rule is named after the status it counts.
 FAILED: Final = status.FAILED
@@ -44,7 +45,7 @@ QUALITY_RULES: Final = (QUALITY,)
 # The app of the ledger's own soundness checks, which belong to no app.
 LEDGER_APP: Final = "*"
 
-# When a reconcile marked a root failed or timed out (`ackfold.ledger.recovery`): a replay
+# When a reconcile marked a root failed or timed out (`ackfold.ledger.reading.recovery`): a replay
 # restamps status_changed_at, but not reconciled_at.
 _MARKED: Final = (
     f"CASE WHEN status IN ({sql_str(status.FAILED)}, {sql_str(status.TIMED_OUT)}) "

@@ -29,8 +29,8 @@ from ackfold.alerts.rules import (
 )
 from ackfold.config import Settings
 from ackfold.errors import AckfoldError
-from ackfold.ledger.ids import format_id
-from ackfold.ledger.sql import SqlReader, first_line
+from ackfold.ledger.reading.sql import SqlReader, first_line
+from ackfold.ledger.schema.ids import format_id
 
 log = logging.getLogger("ackfold.alerts")
 

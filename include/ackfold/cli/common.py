@@ -61,7 +61,7 @@ def add_selection(parser: argparse.ArgumentParser, what: str) -> None:
 def parse_selection(args: argparse.Namespace) -> dict[str, Any]:
     """The typed selection of `add_selection`'s arguments (root_ids, app, since, until,
     limit), for a `ReplayRequest` or a `RetractRequest`; `UsageError` names a bad one."""
-    from ackfold.ledger.parse import QueryError, parse_limit, parse_root_id, parse_time
+    from ackfold.ledger.reading.parse import QueryError, parse_limit, parse_root_id, parse_time
     from ackfold.reconcile.reconciler import check_app_name
 
     try:

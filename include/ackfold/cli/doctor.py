@@ -42,13 +42,19 @@ def add_commands(command: AddCommand) -> None:
 
 def _doctor(settings: Settings, args: argparse.Namespace) -> int:
     from ackfold.ledger.errors import UnsafeStore
-    from ackfold.ledger.protocol import (
+    from ackfold.ledger.storage.protocol import (
         CREATE_IF_ABSENT,
         SPARK_LOG_STORES,
         require_conditional_writes,
         table_protocols,
     )
-    from ackfold.ledger.store import delta_uri, endpoint_of, masked, storage_options, store_kind
+    from ackfold.ledger.storage.store import (
+        delta_uri,
+        endpoint_of,
+        masked,
+        storage_options,
+        store_kind,
+    )
     from ackfold.spark.jars import STORE_BUNDLES
 
     warehouse = settings.table_root if args.warehouse is None else args.warehouse.strip()

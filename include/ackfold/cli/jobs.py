@@ -164,8 +164,8 @@ def _checked_now(settings: Settings, args: argparse.Namespace) -> datetime | Non
     """`--now` of `reconcile` and `quality`, checked with `--app` before a JVM starts: a
     malformed value raises `UsageError`; an app neither configured nor in the ledger, or
     no ledger yet, `LedgerError`."""
-    from ackfold.ledger.parse import QueryError, parse_time
-    from ackfold.ledger.reader import LedgerReader
+    from ackfold.ledger.reading.parse import QueryError, parse_time
+    from ackfold.ledger.reading.reader import LedgerReader
     from ackfold.reconcile.reconciler import check_app_name
 
     try:

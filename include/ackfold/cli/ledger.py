@@ -10,8 +10,8 @@ import json
 from typing import TYPE_CHECKING, Final
 
 from ackfold.cli.common import AddCommand, UsageError, emit, ledger_error
-from ackfold.ledger.contract import CONTRACT_TABLES
-from ackfold.ledger.tables import TABLES
+from ackfold.ledger.schema.contract import CONTRACT_TABLES
+from ackfold.ledger.schema.tables import TABLES
 
 if TYPE_CHECKING:
     from ackfold.config import Settings
@@ -71,8 +71,8 @@ def add_commands(command: AddCommand) -> None:
 
 
 def _init(settings: Settings, args: argparse.Namespace) -> int:
+    from ackfold.ledger.commits.writer import LedgerWriter
     from ackfold.ledger.errors import LedgerError
-    from ackfold.ledger.writer import LedgerWriter
 
     warehouse = settings.table_root if args.warehouse is None else args.warehouse.strip()
     if not warehouse:
@@ -88,9 +88,9 @@ def _init(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def _upgrade(settings: Settings, args: argparse.Namespace) -> int:
+    from ackfold.ledger.commits.writer import LedgerWriter
     from ackfold.ledger.errors import LedgerError
-    from ackfold.ledger.upgrade import upgrade
-    from ackfold.ledger.writer import LedgerWriter
+    from ackfold.ledger.setup.upgrade import upgrade
 
     warehouse = settings.table_root if args.warehouse is None else args.warehouse.strip()
     if not warehouse:
@@ -112,15 +112,15 @@ def _schema(settings: Settings, args: argparse.Namespace) -> int:
         raise UsageError(f"--format must be one of {', '.join(FORMATS)}, got {args.format!r}")
     tables = parse_tables(args.table)
     if fmt == "sql":
-        from ackfold.ledger.tables import create_sql
+        from ackfold.ledger.schema.tables import create_sql
 
         emit("\n\n".join(f"{create_sql(t, t)};" for t in tables))
     elif fmt == "json-schema":
-        from ackfold.ledger.contract import json_schemas
+        from ackfold.ledger.schema.contract import json_schemas
 
         emit(json.dumps(json_schemas(tables), indent=2))
     else:
-        from ackfold.ledger.contract import arrow_schema
+        from ackfold.ledger.schema.contract import arrow_schema
 
         emit(
             "\n\n".join(

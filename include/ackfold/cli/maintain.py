@@ -38,7 +38,7 @@ def add_commands(command: AddCommand) -> None:
 
 
 def _maintain(settings: Settings, args: argparse.Namespace) -> int:
-    from ackfold.ledger.parse import QueryError, parse_time
+    from ackfold.ledger.reading.parse import QueryError, parse_time
     from ackfold.maintenance import run_maintenance
 
     try:

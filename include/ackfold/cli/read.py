@@ -9,14 +9,14 @@ import sys
 from typing import TYPE_CHECKING, Final
 
 from ackfold.cli.common import AddCommand, UsageError, emit, ledger_error
-from ackfold.ledger.ids import format_id
-from ackfold.ledger.status import ALL as STATUSES
-from ackfold.ledger.values import hex64, iso, one_line
+from ackfold.ledger.schema.ids import format_id
+from ackfold.ledger.schema.status import ALL as STATUSES
+from ackfold.ledger.schema.values import hex64, iso, one_line
 
 if TYPE_CHECKING:
     from ackfold.config import Settings
     from ackfold.effects import RootEffects
-    from ackfold.ledger.rows import Journey, RootPage
+    from ackfold.ledger.reading.rows import Journey, RootPage
 
 
 def add_commands(command: AddCommand) -> None:
@@ -46,8 +46,8 @@ def add_commands(command: AddCommand) -> None:
 
 def _roots(settings: Settings, args: argparse.Namespace) -> int:
     from ackfold.ledger.errors import LedgerError
-    from ackfold.ledger.parse import QueryError, RootQuery
-    from ackfold.ledger.reader import LedgerReader
+    from ackfold.ledger.reading.parse import QueryError, RootQuery
+    from ackfold.ledger.reading.reader import LedgerReader
 
     try:
         query = RootQuery.parse(
@@ -83,8 +83,8 @@ def _roots(settings: Settings, args: argparse.Namespace) -> int:
 
 def _show(settings: Settings, args: argparse.Namespace) -> int:
     from ackfold.ledger.errors import LedgerError
-    from ackfold.ledger.parse import QueryError, parse_root_id
-    from ackfold.ledger.reader import LedgerReader
+    from ackfold.ledger.reading.parse import QueryError, parse_root_id
+    from ackfold.ledger.reading.reader import LedgerReader
 
     try:
         root_id = parse_root_id(args.root_id)
@@ -189,7 +189,7 @@ def format_roots_json(page: RootPage) -> str:
 
 def format_journey(journey: Journey) -> str:
     """`ackfold show`: the root's state, its source, its events by stage, its attempts."""
-    from ackfold.ledger.reader import PAYLOAD_PREVIEW
+    from ackfold.ledger.reading.reader import PAYLOAD_PREVIEW
 
     s = journey.state
     lines = [f"root {format_id(s.root_id)}"]

@@ -59,8 +59,8 @@ def add_commands(command: AddCommand) -> None:
 
 def _replay(settings: Settings, args: argparse.Namespace) -> int:
     from ackfold.ledger.errors import LedgerError
-    from ackfold.ledger.ids import format_id
-    from ackfold.ledger.reader import LedgerReader
+    from ackfold.ledger.reading.reader import LedgerReader
+    from ackfold.ledger.schema.ids import format_id
 
     request = _replay_request(args)
     if args.auto and (args.root or args.status or args.since or args.until):
@@ -134,7 +134,7 @@ class _NothingToReplay(Exception):
 
 def _replay_request(args: argparse.Namespace) -> Any:
     from ackfold.cli.common import parse_selection
-    from ackfold.ledger.parse import QueryError, parse_rate, parse_statuses
+    from ackfold.ledger.reading.parse import QueryError, parse_rate, parse_statuses
     from ackfold.replay.request import DEFAULT_STATUSES, ReplayRequest
 
     selection = parse_selection(args)
@@ -155,8 +155,8 @@ def _replay_request(args: argparse.Namespace) -> Any:
 def format_plan(plan: Any, redactor: Any) -> list[str]:
     """One line per planned send, its fail reason masked by `redactor` (an
     `ackfold.ui.redact.Redactor`), then the skipped roots by reason."""
-    from ackfold.ledger.ids import format_id
-    from ackfold.ledger.values import one_line
+    from ackfold.ledger.schema.ids import format_id
+    from ackfold.ledger.schema.values import one_line
     from ackfold.ui.redact import masked_text
 
     verb = "would send" if plan.request.dry_run else "sending"

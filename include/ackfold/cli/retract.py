@@ -68,7 +68,7 @@ def add_commands(command: AddCommand) -> None:
 def _retract(settings: Settings, args: argparse.Namespace) -> int:
     from ackfold.effects import EffectsError, RetractPlan, RetractRequest, run_retract
     from ackfold.ledger.errors import LedgerError
-    from ackfold.ledger.reader import LedgerReader
+    from ackfold.ledger.reading.reader import LedgerReader
 
     if args.yes and args.dry_run:
         raise UsageError("--yes deletes, --dry-run does not: give one of them")
@@ -109,7 +109,7 @@ def _retract(settings: Settings, args: argparse.Namespace) -> int:
 def format_plan(plan: Any) -> list[str]:
     """One line per dead letter and output with rows to delete, then the outputs that
     cannot be read, then the skipped roots by reason."""
-    from ackfold.ledger.ids import format_id
+    from ackfold.ledger.schema.ids import format_id
 
     verb = "would delete" if plan.request.dry_run else "deleting"
     lines = []

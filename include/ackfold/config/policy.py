@@ -81,7 +81,7 @@ class AlertThresholds(Section):
     - `quality`: alert when the app's quality checks fail.
     - `max_heartbeat_age`: the app is stalled when a query of it has not beaten for this
       long, has stopped with an error, or its source lag keeps growing
-      (`ackfold.ledger.progress`); unset, 5 minutes. Apps without a heartbeat are not
+      (`ackfold.ledger.reading.progress`); unset, 5 minutes. Apps without a heartbeat are not
       judged. A query beats three times per this age (`track.heartbeat.beat_interval`).
     """
 

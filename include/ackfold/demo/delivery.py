@@ -30,15 +30,15 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ackfold.demo.feed import Feed
-from ackfold.ledger import status
-from ackfold.ledger.recovery import (
+from ackfold.ledger.reading.recovery import (
     RECOVERY_COLUMNS,
     RECOVERY_WHERE,
     Percentiles,
     RecoveryTimes,
     recovery_times,
 )
-from ackfold.ledger.tables import DEAD_LETTERS, ROOT_STATE, ROOTS, Ledger
+from ackfold.ledger.schema import status
+from ackfold.ledger.schema.tables import DEAD_LETTERS, ROOT_STATE, ROOTS, Ledger
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -94,7 +94,7 @@ class DeliveryReport:
     queries_restarted: int = 0
     cycles: int = 0
     seconds: float = 0.0
-    # Time to detect and to recover (`ackfold.ledger.recovery`): timings, not outcomes.
+    # Time to detect and to recover (`ackfold.ledger.reading.recovery`): timings, not outcomes.
     recovery: RecoveryTimes | None = None
 
     @property

@@ -25,7 +25,7 @@ from ackfold.config.values import APP_DAG_PREFIX
 from ackfold.demo.delivery import DeliveryReport, assess
 from ackfold.demo.feed import Feed
 from ackfold.demo.wordcount import APP, STAGES, WordCount, demo_topics, with_demo_policy
-from ackfold.ledger.lock import app_lock
+from ackfold.ledger.commits.lock import app_lock
 from ackfold.progress import Progress
 from ackfold.reconcile.run import run_reconcile
 from ackfold.replay.replayer import ReplaySummary
@@ -66,7 +66,7 @@ def write_status(settings: Settings, app: str, **fields: Any) -> None:
 
 
 def demo_lock(settings: Settings, holder: str, say: Say = print) -> AbstractContextManager[None]:
-    """The word count's lock (`ackfold.ledger.lock.app_lock`): a demo holds it from before
+    """The word count's lock (`ackfold.ledger.commits.lock.app_lock`): a demo holds it from before
     it makes its tables until it hands the app over, and each run of the app's DAG
     (`run_available_now`) for the run, so the app's checkpoints have one driver."""
     return app_lock(settings.var_dir, settings.table_root, APP, holder, say=say)

@@ -40,9 +40,9 @@ from ackfold.config import Settings
 from ackfold.config.demo import DEMO_APP_POLICY, FaultSettings, with_app_defaults
 from ackfold.demo.faults import InjectedKill, Killer, be_slow, hit
 from ackfold.demo.feed import NOT_WORD_PATTERN
-from ackfold.ledger import dml
-from ackfold.ledger.create import create_tables
-from ackfold.ledger.tables import ROOTS, Ledger
+from ackfold.ledger.commits import dml
+from ackfold.ledger.schema.tables import ROOTS, Ledger
+from ackfold.ledger.setup.create import create_tables
 from ackfold.sources.base import SourceQueue
 from ackfold.sources.ingest import Ingester
 from ackfold.sources.kafka import KafkaTopic

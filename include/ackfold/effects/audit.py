@@ -1,5 +1,5 @@
 """The retract audit log, `retract_log`: who retracted which dead letters' rows, when,
-from which outputs, and how many (`ackfold.ledger.tables.RETRACT_LOG_DDL`).
+from which outputs, and how many (`ackfold.ledger.schema.operational.RETRACT_LOG_DDL`).
 
 Written ahead, like the replay log: a `planned` row per root and output before the delete,
 a `deleted` (or `failed`) row after it. Every append is fenced by the ledger's lease: a
@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Final
 if TYPE_CHECKING:
     from ackfold.config import Settings
     from ackfold.effects.plans import RetractPlan
-    from ackfold.ledger.outputs import DeclaredOutput
+    from ackfold.ledger.commits.outputs import DeclaredOutput
 
 # The events of `retract_log`.
 PLANNED: Final = "planned"
@@ -54,7 +54,7 @@ class RetractRecord:
     def as_dict(self) -> dict[str, Any]:
         from dataclasses import asdict
 
-        from ackfold.ledger.ids import format_id
+        from ackfold.ledger.schema.ids import format_id
 
         row = asdict(self)
         row["root_id"] = format_id(self.root_id)
@@ -73,8 +73,8 @@ def retract_history(
     """The newest `limit` rows of `retract_log` (of `root_id`, or `app`), newest first;
     [] when the ledger has no retract log yet. A `planned` row that its retract never
     confirmed is marked `unconfirmed`."""
-    from ackfold.ledger.reader import LedgerReader
-    from ackfold.ledger.tables import RETRACT_LOG
+    from ackfold.ledger.reading.reader import LedgerReader
+    from ackfold.ledger.schema.tables import RETRACT_LOG
 
     where = [f"root_id = {int(root_id)}"] if root_id is not None else []
     rows = LedgerReader(settings.table_root).query(RETRACT_LOG, _COLUMNS, where)
@@ -100,9 +100,9 @@ def log_rows(settings: Settings, rows: list[dict[str, Any]]) -> None:
     `Unfenced` outside a turn."""
     import pyarrow as pa
 
-    from ackfold.ledger.contract import arrow_schema
-    from ackfold.ledger.tables import RETRACT_LOG
-    from ackfold.ledger.writer import LedgerWriter
+    from ackfold.ledger.commits.writer import LedgerWriter
+    from ackfold.ledger.schema.contract import arrow_schema
+    from ackfold.ledger.schema.tables import RETRACT_LOG
 
     if not rows:
         return

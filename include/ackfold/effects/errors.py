@@ -40,7 +40,7 @@ class UnknownRoots(EffectsError):
     """Root ids that `root_state` does not know."""
 
     def __init__(self, root_ids: tuple[int, ...]) -> None:
-        from ackfold.ledger.ids import format_id
+        from ackfold.ledger.schema.ids import format_id
 
         self.root_ids = root_ids
         listed = ", ".join(format_id(r) for r in root_ids)
@@ -53,7 +53,7 @@ class RetractRefused(EffectsError):
     was deleted."""
 
     def __init__(self, refused: Mapping[int, str]) -> None:
-        from ackfold.ledger.ids import format_id
+        from ackfold.ledger.schema.ids import format_id
 
         self.refused = dict(refused)
         lines = "\n  ".join(f"{format_id(r)}: {why}" for r, why in self.refused.items())

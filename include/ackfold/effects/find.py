@@ -96,7 +96,7 @@ class RootEffects:
         return {o.output.output: o.problem for o in self.outputs if o.problem}
 
     def as_dict(self) -> dict[str, Any]:
-        from ackfold.ledger.ids import format_id
+        from ackfold.ledger.schema.ids import format_id
 
         return {
             "root_id": format_id(self.root.root_id),
@@ -200,7 +200,7 @@ def _read(output: DeclaredOutput, origins: list[int], sample: int) -> _Found:
     except OutputUnreadable as exc:
         return _Found(problem=str(exc))
     except Exception as exc:  # a layout or a store this reader cannot take: said per output
-        from ackfold.ledger.sql import first_line
+        from ackfold.ledger.reading.sql import first_line
 
         return _Found(problem=f"cannot read {output.output}: {first_line(exc)}")
     counts = rows.group_by(output.origin_column).aggregate([(output.origin_column, "count")])
@@ -231,7 +231,7 @@ def open_output(output: DeclaredOutput) -> Any:
     from deltalake import DeltaTable
     from deltalake.exceptions import TableNotFoundError
 
-    from ackfold.ledger.store import delta_uri, storage_options
+    from ackfold.ledger.storage.store import delta_uri, storage_options
 
     try:
         table = DeltaTable(delta_uri(output.output), storage_options=storage_options(output.output))

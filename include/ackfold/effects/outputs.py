@@ -1,5 +1,5 @@
 """Declared outputs as an app's settings and its ledger say them together: the ledger's
-rows (`ackfold.ledger.outputs`: what `write_batch`, `declare_output` and `ackfold outputs
+rows (`ackfold.ledger.commits.outputs`: what `write_batch`, `declare_output` and `ackfold outputs
 --declare` recorded), then the settings' `apps.<app>.outputs`, which win.
 
 Example:
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ackfold.ledger.outputs import (
+from ackfold.ledger.commits.outputs import (
     ORIGIN_COLUMN,
     SETTINGS,
     DeclaredOutput,

@@ -28,7 +28,7 @@ from typing import Any, Final
 
 from ackfold.effects.errors import RetractParamsError
 from ackfold.effects.plans import RetractRequest
-from ackfold.ledger import ids
+from ackfold.ledger.schema import ids
 from ackfold.replay.params import parse_fields
 
 MANUAL_RETRACT_DAG_ID: Final = "ackfold_manual_retract"

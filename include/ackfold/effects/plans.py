@@ -10,8 +10,8 @@ from datetime import datetime
 from typing import Any
 
 from ackfold.effects.find import RootEffects
-from ackfold.ledger.parse import parse_limit
-from ackfold.ledger.values import whoami
+from ackfold.ledger.reading.parse import parse_limit
+from ackfold.ledger.schema.values import whoami
 
 
 @dataclass(frozen=True)

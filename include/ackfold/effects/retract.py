@@ -46,7 +46,7 @@ from ackfold.effects.errors import OutputUnreadable, RetractRefused
 from ackfold.effects.outputs import DeclaredOutput
 from ackfold.effects.plans import RetractPlan, RetractRequest, RetractSummary
 from ackfold.effects.roots import RootRef
-from ackfold.ledger.lock import DEFAULT_WAIT
+from ackfold.ledger.commits.lock import DEFAULT_WAIT
 
 if TYPE_CHECKING:
     from ackfold.config import Settings
@@ -112,9 +112,9 @@ def run_retract(
     output table and log after, all under the ledger's turn (waiting at most `wait`
     seconds: `LedgerBusy`). Raises `UnknownRoots`, `RetractRefused`, or `LeaseLost` (a
     run that lost the lease deletes nothing more)."""
-    from ackfold.ledger.lease import ledger_turn
-    from ackfold.ledger.tables import REPLAY_LOG, RETRACT_LOG, ROOT_STATE, Ledger
-    from ackfold.ledger.writer import LedgerWriter
+    from ackfold.ledger.commits.lease import ledger_turn
+    from ackfold.ledger.commits.writer import LedgerWriter
+    from ackfold.ledger.schema.tables import REPLAY_LOG, RETRACT_LOG, ROOT_STATE, Ledger
 
     if request.dry_run:
         plan = plan_retract(settings, request, sample=sample)
@@ -144,7 +144,7 @@ def _execute(settings: Settings, plan: RetractPlan) -> RetractSummary:
     """Log ahead, delete (one fenced commit per output), log after."""
     from ackfold.effects.audit import DELETED, FAILED, PLANNED, log_rows, plan_rows
     from ackfold.ledger.errors import LeaseLost
-    from ackfold.ledger.sql import first_line
+    from ackfold.ledger.reading.sql import first_line
 
     targets = {
         o.output.output: o.output
@@ -189,7 +189,7 @@ def refuse_unsafe_store(settings: Settings, output: DeclaredOutput) -> None:
         ...
         ackfold.effects.errors.OutputUnreadable: not retracted from s3a://lake/orders: ...
     """
-    from ackfold.ledger.protocol import unsafe_spark_commits
+    from ackfold.ledger.storage.protocol import unsafe_spark_commits
 
     why = unsafe_spark_commits(output.output, settings.spark.conf)
     if why is not None:
@@ -206,12 +206,12 @@ def delete_origins(
 ) -> tuple[int, int]:
     """Delete the rows of `origins` from `output`: ONE Delta commit (a MERGE of the
     origins as an Arrow table, `WHEN MATCHED THEN DELETE`), fenced by this thread's lease
-    (`ackfold.ledger.fence.commit`; `Unfenced` outside a turn). Returns the commit's
+    (`ackfold.ledger.commits.fence.commit`; `Unfenced` outside a turn). Returns the commit's
     version and how many rows it deleted."""
     import pyarrow as pa
 
     from ackfold.effects.find import open_output
-    from ackfold.ledger.fence import commit
+    from ackfold.ledger.commits.fence import commit
 
     open_output(output)  # a missing table or origin column says so in words first
     source = pa.table({"origin": pa.array(origins, pa.int64())})

@@ -10,7 +10,7 @@ completed, and no attempt is under way. `refusals` says, per root, what stands i
 - a newer attempt exists (registered in `roots`, pending, failed or timed out: a replay
   brought it back), or a replay of it was planned and not settled (`replay_log`).
 
-The reads go through delta-rs (`ackfold.ledger.reader.LedgerReader`); their predicates
+The reads go through delta-rs (`ackfold.ledger.reading.reader.LedgerReader`); their predicates
 hold only ackfold's column names, status constants and integers (root ids through
 `int()`). An app name and a time range are compared in Python, never put into SQL.
 """
@@ -23,14 +23,14 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Final
 
 from ackfold.effects.errors import UnknownRoots
-from ackfold.ledger import status
-from ackfold.ledger.ids import format_id
-from ackfold.ledger.tables import REPLAY_LOG, ROOT_STATE, ROOTS
-from ackfold.ledger.values import utc
+from ackfold.ledger.schema import status
+from ackfold.ledger.schema.ids import format_id
+from ackfold.ledger.schema.tables import REPLAY_LOG, ROOT_STATE, ROOTS
+from ackfold.ledger.schema.values import utc
 
 if TYPE_CHECKING:
     from ackfold.config import Settings
-    from ackfold.ledger.reader import LedgerReader
+    from ackfold.ledger.reading.reader import LedgerReader
 
 _STATE: Final = ("root_id", "app", "status", "attempt", "origin_root_id", "status_changed_at")
 # Why a root is refused, as `RetractPlan.skipped` counts them.
@@ -62,7 +62,7 @@ class Refusal:
 
 
 def reader(settings: Settings) -> LedgerReader:
-    from ackfold.ledger.reader import LedgerReader
+    from ackfold.ledger.reading.reader import LedgerReader
 
     return LedgerReader(settings.table_root)
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any, Final
 
-from ackfold.ledger.ids import event_hash
+from ackfold.ledger.schema.ids import event_hash
 
 if TYPE_CHECKING:
     import duckdb

@@ -21,7 +21,7 @@ what is missing:
   range removed are looked for: a file the table still holds is there.
 
 The table's protocol is checked first: its data files must hold its rows as they are
-(`ackfold.ledger.vectors.require_plain_files`).
+(`ackfold.ledger.storage.vectors.require_plain_files`).
 
 Example:
     >>> appends = appended_since("/srv/warehouse/ack_events", 41)   # doctest: +SKIP
@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote
 
-from ackfold.ledger.sql import first_line
+from ackfold.ledger.reading.sql import first_line
 
 log = logging.getLogger("ackfold.embedded")
 
@@ -78,7 +78,7 @@ def appended_since(
     file of the table), up to its current version."""
     from deltalake import DeltaTable
 
-    from ackfold.ledger.vectors import require_plain_files
+    from ackfold.ledger.storage.vectors import require_plain_files
 
     options = dict(storage_options or {}) or None
     table = DeltaTable(uri, storage_options=options)

@@ -7,7 +7,7 @@ store through an Arrow dataset that delta-rs's file system opens with the ledger
 storage options, so no DuckDB extension is needed: read into Arrow first, then scanned
 (`_read_remote`).
 
-Writes are not here: they go through `ackfold.ledger.writer.LedgerWriter` (delta-rs, the
+Writes are not here: they go through `ackfold.ledger.commits.writer.LedgerWriter` (delta-rs, the
 ledger's one commit protocol, with its conflict retries and checkpoints).
 
 Example:
@@ -61,7 +61,7 @@ def scan(
     if partitions:
         keep = _and(keep, partitions)
 
-    from ackfold.ledger.vectors import require_plain_files
+    from ackfold.ledger.storage.vectors import require_plain_files
 
     table = DeltaTable(uri, storage_options=dict(storage_options or {}) or None)
     schema = arrow_table_schema(table)
@@ -318,8 +318,8 @@ def _added_columns(uri: str) -> dict[str, Any]:
     """The Arrow types of the columns ackfold added after contract v1 to the ledger table
     at `uri` (by its last path segment; none for any other table): what a table made
     before them may lack, and reads as null."""
-    from ackfold.ledger.contract import arrow_schema
-    from ackfold.ledger.tables import ADDED_COLUMNS
+    from ackfold.ledger.schema.contract import arrow_schema
+    from ackfold.ledger.schema.tables import ADDED_COLUMNS
 
     name = uri.rstrip("/").rsplit("/", 1)[-1]
     added = ADDED_COLUMNS.get(name, ())

@@ -21,8 +21,8 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from ackfold.config import Settings
-    from ackfold.ledger.store_maintenance import Step
-    from ackfold.ledger.tables import Ledger
+    from ackfold.ledger.housekeeping.store_maintenance import Step
+    from ackfold.ledger.schema.tables import Ledger
     from ackfold.quality.batches import Window
     from ackfold.quality.report import CheckResult, QualityReport
     from ackfold.quality.validator import Validator
@@ -40,7 +40,7 @@ ValidatorFor: TypeAlias = "Callable[[str], Validator]"
 @runtime_checkable
 class Engine(Protocol):
     """The operations every verb needs of an engine. Every commit an operation makes is
-    under the fence its run function holds (`ackfold.ledger.fence`): made with no fence in
+    under the fence its run function holds (`ackfold.ledger.commits.fence`): made with no fence in
     force it raises (invariant 19)."""
 
     #: The engine's registered name, as summaries and metrics show it (`engine`).
@@ -92,7 +92,8 @@ class Engine(Protocol):
 
     def maintain(self, *, now: datetime, step: Step) -> dict[str, Any]:
         """Retention (as of `now`), OPTIMIZE, VACUUM and log cleanup, each step wrapped in
-        `step(name)` (`ackfold.ledger.maintenance.maintain_steps`); returns what each did.
+        `step(name)` (`ackfold.ledger.housekeeping.maintenance.maintain_steps`); returns what
+        each did.
         Commits to every ledger table, each commit carrying the fence's epoch."""
         ...
 

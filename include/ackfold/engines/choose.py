@@ -111,8 +111,8 @@ def engine_for(settings: Settings, *, refuse: bool = True) -> str:
 
 
 def _auto(settings: Settings) -> str:
-    from ackfold.ledger.protocol import unsafe_spark_commits
-    from ackfold.ledger.store import store_kind
+    from ackfold.ledger.storage.protocol import unsafe_spark_commits
+    from ackfold.ledger.storage.store import store_kind
 
     # delta-rs commits to a local disk and every object store: all but `other` (HDFS, ...).
     if store_kind(settings.table_root) == "other":

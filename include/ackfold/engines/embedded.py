@@ -14,8 +14,8 @@ from ackfold.engines.choose import EMBEDDED
 
 if TYPE_CHECKING:
     from ackfold.config import Settings
-    from ackfold.ledger.store_maintenance import Step
-    from ackfold.ledger.tables import Ledger
+    from ackfold.ledger.housekeeping.store_maintenance import Step
+    from ackfold.ledger.schema.tables import Ledger
     from ackfold.quality.batches import Window
     from ackfold.quality.report import CheckResult, QualityReport
     from ackfold.quality.validator import Validator
@@ -74,7 +74,7 @@ class EmbeddedEngine:
         keep_embedded(self.settings, report)
 
     def maintain(self, *, now: datetime, step: Step) -> dict[str, Any]:
-        from ackfold.ledger.maintenance import maintain_steps
+        from ackfold.ledger.housekeeping.maintenance import maintain_steps
 
         return maintain_steps(None, self.settings, now=now, step=step)
 

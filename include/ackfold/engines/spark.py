@@ -18,8 +18,8 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from ackfold.config import Settings
-    from ackfold.ledger.store_maintenance import Step
-    from ackfold.ledger.tables import Ledger
+    from ackfold.ledger.housekeeping.store_maintenance import Step
+    from ackfold.ledger.schema.tables import Ledger
     from ackfold.quality.batches import Window
     from ackfold.quality.report import CheckResult, QualityReport
     from ackfold.quality.validator import Validator
@@ -54,7 +54,7 @@ class SparkEngine:
         return self._session
 
     def check_commits(self) -> None:
-        from ackfold.ledger.protocol import refuse_unsafe_spark_engine
+        from ackfold.ledger.storage.protocol import refuse_unsafe_spark_engine
 
         refuse_unsafe_spark_engine(self.settings)
 
@@ -82,8 +82,8 @@ class SparkEngine:
         validator_for: ValidatorFor,
         say: Callable[[str], None],
     ) -> tuple[Validator, list[CheckResult], list[str]]:
-        from ackfold.ledger.create import create_tables
-        from ackfold.ledger.tables import Ledger
+        from ackfold.ledger.schema.tables import Ledger
+        from ackfold.ledger.setup.create import create_tables
         from ackfold.quality.run import check_on_spark
 
         spark = self.session("ackfold-quality")
@@ -98,7 +98,7 @@ class SparkEngine:
         keep_on_spark(self.session("ackfold-quality"), self.settings, report)
 
     def maintain(self, *, now: datetime, step: Step) -> dict[str, Any]:
-        from ackfold.ledger.maintenance import maintain_steps, spark_steps_safe
+        from ackfold.ledger.housekeeping.maintenance import maintain_steps, spark_steps_safe
 
         # Where Spark's commits are unsafe (an object store), the steps are delta-rs's.
         session = self.session("ackfold-maintenance") if spark_steps_safe(self.settings) else None

@@ -18,7 +18,7 @@ from pyspark.sql import SparkSession
 from ackfold.config import load_settings
 from ackfold.engines import SPARK
 from ackfold.jobs import one_line_errors
-from ackfold.ledger.parse import parse_time
+from ackfold.ledger.reading.parse import parse_time
 from ackfold.maintenance import run_maintenance
 from ackfold.spark import get_spark
 

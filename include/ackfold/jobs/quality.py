@@ -16,7 +16,7 @@ import sys
 from ackfold.config import load_settings
 from ackfold.engines import SPARK
 from ackfold.jobs import one_line_errors
-from ackfold.ledger.parse import parse_time
+from ackfold.ledger.reading.parse import parse_time
 from ackfold.quality import run_quality
 from ackfold.quality.run import quality_run_id
 from ackfold.reconcile.reconciler import check_app_name

@@ -16,7 +16,7 @@ from pyspark.sql import SparkSession
 from ackfold.config import load_settings
 from ackfold.engines import SPARK
 from ackfold.jobs import one_line_errors
-from ackfold.ledger.parse import parse_time
+from ackfold.ledger.reading.parse import parse_time
 from ackfold.reconcile.reconciler import check_app_name
 from ackfold.reconcile.run import run_reconcile
 from ackfold.spark import get_spark

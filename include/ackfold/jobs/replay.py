@@ -18,7 +18,7 @@ from pyspark.sql import SparkSession
 
 from ackfold.config import load_settings
 from ackfold.jobs import one_line_errors
-from ackfold.ledger.parse import parse_time
+from ackfold.ledger.reading.parse import parse_time
 from ackfold.reconcile.reconciler import check_app_name
 from ackfold.replay.replayer import ReplayError
 from ackfold.replay.run import automatic_replay

@@ -10,7 +10,7 @@ its queries on their triggers until it fails: the DAG restarts it with backoff. 
 way it records its heartbeat while it runs.
 
 No seeded faults: those are `ackfold demo`'s. While the demo drives the app for its report,
-a run waits for it (`ackfold.ledger.lock.app_lock`). A failed query exits non-zero, so that
+a run waits for it (`ackfold.ledger.commits.lock.app_lock`). A failed query exits non-zero, so that
 Airflow retries the run.
 """
 

@@ -114,4 +114,4 @@ class UnreadableFiles(LedgerError):
 
 class OutputDeclarationError(LedgerError, ValueError):
     """A declared output is invalid (an empty path, an origin column that is no plain
-    column name): the message names the setting or argument (`ackfold.ledger.outputs`)."""
+    column name): the message names the setting or argument (`ackfold.ledger.commits.outputs`)."""

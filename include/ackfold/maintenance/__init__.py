@@ -6,8 +6,8 @@
 - `dry_run`: `plan_maintenance`, what a run would delete and rewrite now, read with
   delta-rs and committed never (`run_maintenance(..., dry_run=True)`).
 
-The steps themselves are the ledger's (`ackfold.ledger.maintenance` on Spark,
-`ackfold.ledger.store_maintenance` in delta-rs): retention, OPTIMIZE, VACUUM, then
+The steps themselves are the ledger's (`ackfold.ledger.housekeeping.maintenance` on Spark,
+`ackfold.ledger.housekeeping.store_maintenance` in delta-rs): retention, OPTIMIZE, VACUUM, then
 checkpoints and log cleanup.
 
 Example:

@@ -22,9 +22,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ackfold.config import Settings
-from ackfold.ledger.driver_writers import object_store_writer
-from ackfold.ledger.store import delta_uri, storage_options
-from ackfold.ledger.store_maintenance import (
+from ackfold.ledger.commits.driver_writers import object_store_writer
+from ackfold.ledger.housekeeping.store_maintenance import (
     COMPACTED,
     Z_ORDERED,
     removed_totals,
@@ -32,12 +31,13 @@ from ackfold.ledger.store_maintenance import (
     settled_roots,
     vacuum_hours,
 )
-from ackfold.ledger.tables import (
+from ackfold.ledger.schema.tables import (
     ACK_EVENTS,
     ROOT_STATE,
     TABLES,
     Ledger,
 )
+from ackfold.ledger.storage.store import delta_uri, storage_options
 
 
 def plan_maintenance(settings: Settings, *, now: datetime | None = None) -> dict[str, Any]:

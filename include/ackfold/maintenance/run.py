@@ -3,16 +3,17 @@
 
 It owns what every run needs, in this order:
 
-1. the ledger's turn (`ackfold.ledger.lease.ledger_turn`): reconciles, replays and
+1. the ledger's turn (`ackfold.ledger.commits.lease.ledger_turn`): reconciles, replays and
    maintenance take turns on every host, and every commit of the run carries the lease's
    epoch (the fence claims every ledger table before anything is read), so a run frozen
    past its lease commits nothing more (issue 55);
 2. the engine, resolved once (`ackfold.engines.resolve`: the one given, or the one
    `engine.kind` chooses), whose `maintain` runs the steps: the embedded one in delta-rs
    in this process; Spark on the session given (or one started for the run) where its
-   commits are safe, and in delta-rs elsewhere (`ackfold.ledger.maintenance.maintain_steps`);
+   commits are safe, and in delta-rs elsewhere
+   (`ackfold.ledger.housekeeping.maintenance.maintain_steps`);
 3. the steps, each timed and said as it starts and ends (`progress`): retention,
-   optimize, vacuum, logs (`ackfold.ledger.store_maintenance.STEPS`);
+   optimize, vacuum, logs (`ackfold.ledger.housekeeping.store_maintenance.STEPS`);
 4. the summary, with the engine, the epoch, the files and bytes VACUUM deleted and the
    seconds of each step, and its metrics (`ackfold.metrics.export_run`) when metrics
    are on.
@@ -38,9 +39,9 @@ from typing import TYPE_CHECKING, Any
 
 from ackfold.config import Settings
 from ackfold.engines import Engine, for_run
-from ackfold.ledger.lease import ledger_turn
-from ackfold.ledger.lock import DEFAULT_WAIT
-from ackfold.ledger.store_maintenance import STEPS, removed_totals
+from ackfold.ledger.commits.lease import ledger_turn
+from ackfold.ledger.commits.lock import DEFAULT_WAIT
+from ackfold.ledger.housekeeping.store_maintenance import STEPS, removed_totals
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -97,7 +98,8 @@ def run_maintenance(
 
         return plan_maintenance(settings, now=at)
     # Whatever `engine.kind` says, a store where Spark's commits are unsafe is maintained
-    # in delta-rs: nothing here is refused (`ackfold.ledger.maintenance.spark_steps_safe`).
+    # in delta-rs: nothing here is refused
+    # (`ackfold.ledger.housekeeping.maintenance.spark_steps_safe`).
     steps = Steps(progress or log.info)
     with (
         for_run(engine, settings, spark=spark, refuse=False) as chosen,

@@ -68,7 +68,7 @@ def export_ledger(
     by status per app, the oldest pending root's age, the time to detect of what the
     reconcile marked. Returns what it read; nothing when metrics are off."""
     from ackfold.ledger.errors import NoLedger
-    from ackfold.ledger.sql import SqlReader
+    from ackfold.ledger.reading.sql import SqlReader
 
     now = (now or datetime.now(UTC)).astimezone(UTC)
     with meter(settings, run="reconcile") as m:

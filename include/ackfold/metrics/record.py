@@ -27,11 +27,11 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Final
 
 from ackfold.config import Settings
-from ackfold.ledger import status
-from ackfold.ledger.recovery import RECOVERY_COLUMNS, detected_at, due_at
-from ackfold.ledger.sql import SqlReader, sql_str, sql_ts
-from ackfold.ledger.tables import ROOT_STATE
-from ackfold.ledger.values import utc
+from ackfold.ledger.reading.recovery import RECOVERY_COLUMNS, detected_at, due_at
+from ackfold.ledger.reading.sql import SqlReader, sql_str, sql_ts
+from ackfold.ledger.schema import status
+from ackfold.ledger.schema.tables import ROOT_STATE
+from ackfold.ledger.schema.values import utc
 
 if TYPE_CHECKING:
     from opentelemetry.metrics import Meter

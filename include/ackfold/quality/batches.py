@@ -26,9 +26,9 @@ from typing import TYPE_CHECKING, Final
 
 from ackfold.config import Settings
 from ackfold.config.policy import AppPolicy
-from ackfold.ledger import status
-from ackfold.ledger.contract import CLOCK_SKEW
-from ackfold.ledger.tables import (
+from ackfold.ledger.schema import status
+from ackfold.ledger.schema.contract import CLOCK_SKEW
+from ackfold.ledger.schema.tables import (
     ACK_EVENTS,
     DEAD_LETTERS,
     REPLAY_LOG,

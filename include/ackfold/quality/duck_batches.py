@@ -24,9 +24,9 @@ from typing import TYPE_CHECKING, Any, Final
 from ackfold.config import Settings
 from ackfold.embedded import tables
 from ackfold.embedded.log import appended_since
-from ackfold.ledger import status
-from ackfold.ledger.contract import CLOCK_SKEW
-from ackfold.ledger.tables import (
+from ackfold.ledger.schema import status
+from ackfold.ledger.schema.contract import CLOCK_SKEW
+from ackfold.ledger.schema.tables import (
     ACK_EVENTS,
     DEAD_LETTERS,
     REPLAY_LOG,

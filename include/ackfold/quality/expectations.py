@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 from ackfold.config.policy import AppPolicy
-from ackfold.ledger import status
-from ackfold.ledger.contract import EVENT_KINDS
-from ackfold.ledger.tables import (
+from ackfold.ledger.schema import status
+from ackfold.ledger.schema.contract import EVENT_KINDS
+from ackfold.ledger.schema.tables import (
     ACK_EVENTS_DDL,
     ROOT_STATE_DDL,
     ROOTS_DDL,

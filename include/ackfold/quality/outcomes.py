@@ -13,7 +13,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Final
 
 from ackfold.config.policy import AppPolicy
-from ackfold.ledger import status
+from ackfold.ledger.schema import status
 from ackfold.sources.base import EXPIRED
 
 if TYPE_CHECKING:

@@ -23,10 +23,10 @@ from typing import TYPE_CHECKING, Any
 from ackfold.config import Settings
 from ackfold.engines import Engine, for_run
 from ackfold.errors import AckfoldError
-from ackfold.ledger.conflicts import retry_conflicts
-from ackfold.ledger.driver_writers import object_store_writer
-from ackfold.ledger.store import is_object_store
-from ackfold.ledger.tables import QUALITY_RESULTS, Ledger, spark_schema
+from ackfold.ledger.commits.driver_writers import object_store_writer
+from ackfold.ledger.schema.tables import QUALITY_RESULTS, Ledger, spark_schema
+from ackfold.ledger.storage.conflicts import retry_conflicts
+from ackfold.ledger.storage.store import is_object_store
 from ackfold.quality.batches import LedgerFrames, Window
 from ackfold.quality.expectations import Suite, delivery_suites, ledger_suites
 from ackfold.quality.report import CheckResult, QualityReport
@@ -239,8 +239,8 @@ def create_missing(settings: Settings) -> None:
     """The ledger's tables that do not exist yet, made by delta-rs (existing ones are
     left as they are, whatever their schema: a broken schema is for the checks)."""
     from ackfold.embedded.tables import exists
-    from ackfold.ledger.tables import TABLES
-    from ackfold.ledger.writer import LedgerWriter
+    from ackfold.ledger.commits.writer import LedgerWriter
+    from ackfold.ledger.schema.tables import TABLES
 
     ledger = Ledger(settings.table_root)
     missing = [name for name in TABLES if not exists(ledger.path(name))]
@@ -273,7 +273,7 @@ def keep_embedded(settings: Settings, report: QualityReport) -> None:
     commit, on whatever store the ledger is."""
     import pyarrow as pa
 
-    from ackfold.ledger.writer import LedgerWriter
+    from ackfold.ledger.commits.writer import LedgerWriter
 
     writer = LedgerWriter(settings.table_root)
     schema = pa.schema(writer.table(QUALITY_RESULTS).schema().to_arrow())

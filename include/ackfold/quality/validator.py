@@ -24,7 +24,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
-from ackfold.ledger.values import hex64
+from ackfold.ledger.schema.values import hex64
 from ackfold.quality import docs_assets
 from ackfold.quality.expectations import Suite
 from ackfold.quality.report import CheckResult

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from ackfold.ledger import status
+from ackfold.ledger.schema import status
 
 # What `COMBINE_SQL` says to do with each row, as `spark_fold` does.
 UPDATE: Final = "update"

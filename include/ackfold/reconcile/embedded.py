@@ -4,7 +4,7 @@ The same run as `ackfold.reconcile.reconciler` (Spark), step for step, on the sa
 tables, and with the same result row for row (`tests/conformance`):
 
 1. what is new: the `ack_events` appended since the mark the last run left in
-   `root_state` (`ackfold.ledger.marks`, shared by both engines), read from the
+   `root_state` (`ackfold.ledger.commits.marks`, shared by both engines), read from the
    table's log (`ackfold.embedded.log`);
 2. in slices of at most `reconcile.max_bytes_per_batch` of parquet, each one a step:
    the slice's events and those waiting in `unmatched_events` folded per root
@@ -13,7 +13,7 @@ tables, and with the same result row for row (`tests/conformance`):
    delta-rs; the events of roots still unknown kept waiting; then the mark moves on;
 3. the summary, as the Spark run gives it.
 
-Every commit carries the lease's epoch (`ackfold.ledger.fence`): a run that lost the
+Every commit carries the lease's epoch (`ackfold.ledger.commits.fence`): a run that lost the
 lease while it was frozen commits nothing when it wakes up. A step run again (killed
 between its writes and its mark) writes nothing twice: the state it reads has its events
 already, as in the Spark run. Memory is bounded by the slice and by
@@ -35,13 +35,13 @@ from typing import TYPE_CHECKING, Any
 from ackfold.config import Settings
 from ackfold.embedded import duck, tables
 from ackfold.embedded.log import DataFile
-from ackfold.ledger import status
-from ackfold.ledger.contract import CLOCK_SKEW
-from ackfold.ledger.fence import commit
-from ackfold.ledger.layout import upgrade_root_state
-from ackfold.ledger.marks import commit_mark
-from ackfold.ledger.sql import sql_date, sql_str
-from ackfold.ledger.tables import (
+from ackfold.ledger.commits.fence import commit
+from ackfold.ledger.commits.marks import commit_mark
+from ackfold.ledger.commits.writer import LedgerWriter
+from ackfold.ledger.reading.sql import sql_date, sql_str
+from ackfold.ledger.schema import status
+from ackfold.ledger.schema.contract import CLOCK_SKEW
+from ackfold.ledger.schema.tables import (
     ACK_EVENTS,
     ACK_EVENTS_COLUMNS,
     ROOT_STATE,
@@ -50,7 +50,7 @@ from ackfold.ledger.tables import (
     Ledger,
     rows_by_partition,
 )
-from ackfold.ledger.writer import LedgerWriter
+from ackfold.ledger.setup.layout import upgrade_root_state
 from ackfold.reconcile import duck_fold, quiet
 from ackfold.reconcile.new_events import byte_limit, new_events, slices
 from ackfold.reconcile.state import COLUMNS, settled_before, window_start
@@ -134,7 +134,7 @@ class EmbeddedReconciler:
 
     def _commit(self, table: str, action: Callable[[Any, Any], Any], what: str) -> Any:
         """`action(delta_table, commit_properties)`: one commit to ledger table `table`,
-        carrying the lease's epoch (`ackfold.ledger.fence.commit`)."""
+        carrying the lease's epoch (`ackfold.ledger.commits.fence.commit`)."""
         return commit(
             self.settings.table_root,
             self.ledger.path(table),

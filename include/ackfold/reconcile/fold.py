@@ -28,8 +28,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from ackfold.ledger import status
-from ackfold.ledger.contract import EVENT_KINDS, FAIL, INIT
+from ackfold.ledger.schema import status
+from ackfold.ledger.schema.contract import EVENT_KINDS, FAIL, INIT
 
 _I64_MIN = -(1 << 63)
 _I64_MAX = (1 << 63) - 1

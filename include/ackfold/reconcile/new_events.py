@@ -1,5 +1,5 @@
 """What a reconcile reads: the `ack_events` files appended after the mark of what its
-scope has folded (`ackfold.ledger.marks`), in slices, for both engines.
+scope has folded (`ackfold.ledger.commits.marks`), in slices, for both engines.
 
 `new_events` reads them from the table's log (`ackfold.embedded.log.appended_since`: the
 whole table, loudly, when the log or a file is gone); `slices` cuts them into the steps
@@ -18,9 +18,9 @@ from collections.abc import Iterator
 from typing import Final
 
 from ackfold.embedded.log import Appends, DataFile, appended_since
-from ackfold.ledger.marks import events_table, read_mark
-from ackfold.ledger.store import delta_uri, storage_options
-from ackfold.ledger.tables import ACK_EVENTS, Ledger
+from ackfold.ledger.commits.marks import events_table, read_mark
+from ackfold.ledger.schema.tables import ACK_EVENTS, Ledger
+from ackfold.ledger.storage.store import delta_uri, storage_options
 
 _UNITS: Final = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
 

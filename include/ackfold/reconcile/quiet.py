@@ -6,7 +6,7 @@ whose timeout has come. Such a run writes no row, yet starting Spark for it cost
 delta-rs and no JVM:
 
 1. the mark of what runs of its scope have folded, in `root_state`
-   (`ackfold.ledger.marks`): the id and version of `ack_events` folded up to;
+   (`ackfold.ledger.commits.marks`): the id and version of `ack_events` folded up to;
 2. `ack_events` now: the same table at the same version means no event since;
 3. the state of the roots the reconciler keeps open, each classified again at `now` by
    the reference classification (`ackfold.reconcile.fold.classify`), with the policy of
@@ -31,10 +31,10 @@ from datetime import date, datetime
 from typing import Any, Final
 
 from ackfold.config import Settings
+from ackfold.ledger.commits.marks import events_table, read_mark
 from ackfold.ledger.errors import LedgerError
-from ackfold.ledger.marks import events_table, read_mark
-from ackfold.ledger.sql import SqlReader, first_line, sql_str
-from ackfold.ledger.tables import ROOT_STATE, UNMATCHED_EVENTS, Ledger
+from ackfold.ledger.reading.sql import SqlReader, first_line, sql_str
+from ackfold.ledger.schema.tables import ROOT_STATE, UNMATCHED_EVENTS, Ledger
 from ackfold.reconcile.fold import RootFold, classify
 from ackfold.reconcile.state import open_partitions_sql
 

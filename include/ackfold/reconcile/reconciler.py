@@ -1,7 +1,7 @@
 """The reconciler: Storm's acker, as an incremental batch fold over the Delta ledger.
 
 Each run reads only the `ack_events` appended since the mark the last run left in
-`root_state` (`ackfold.ledger.marks`, shared with the embedded engine): the files the
+`root_state` (`ackfold.ledger.commits.marks`, shared with the embedded engine): the files the
 table's log names after it, in slices of at most `reconcile.max_bytes_per_batch`. For
 each slice it folds the new events per root (`spark_fold.fold_events`: one shuffle),
 joins them with the state of the roots it keeps open and classifies every open root
@@ -11,7 +11,7 @@ the events of unknown roots waiting, and moves the mark. A run with no new event
 classifies the open roots.
 
 Every commit carries the lease's epoch as its Delta transaction (`txnAppId`,
-`txnVersion`: `ackfold.ledger.fence`), so a run that lost the lease commits nothing.
+`txnVersion`: `ackfold.ledger.commits.fence`), so a run that lost the lease commits nothing.
 
 The algorithm is `ackfold.reconcile.spark_fold`, which matches `ackfold.reconcile.fold`
 (the plain Python reference) row for row; what is read of `root_state` and how it is
@@ -33,14 +33,12 @@ from urllib.parse import urlparse
 
 from ackfold.config import Settings
 from ackfold.embedded.log import DataFile
-from ackfold.ledger.contract import CLOCK_SKEW
-from ackfold.ledger.create import create_tables
-from ackfold.ledger.dml import with_txn
-from ackfold.ledger.fence import spark_commit
-from ackfold.ledger.layout import upgrade_root_state
-from ackfold.ledger.lease import ledger_turn
-from ackfold.ledger.marks import check_app_name, commit_mark
-from ackfold.ledger.tables import (
+from ackfold.ledger.commits.dml import with_txn
+from ackfold.ledger.commits.fence import spark_commit
+from ackfold.ledger.commits.lease import ledger_turn
+from ackfold.ledger.commits.marks import check_app_name, commit_mark
+from ackfold.ledger.schema.contract import CLOCK_SKEW
+from ackfold.ledger.schema.tables import (
     ACK_EVENTS,
     ACK_EVENTS_COLUMNS,
     ROOT_STATE,
@@ -49,6 +47,8 @@ from ackfold.ledger.tables import (
     Ledger,
     spark_schema,
 )
+from ackfold.ledger.setup.create import create_tables
+from ackfold.ledger.setup.layout import upgrade_root_state
 from ackfold.reconcile import quiet
 from ackfold.reconcile.new_events import byte_limit, new_events, slices
 from ackfold.reconcile.spark_fold import INSERT, PARK, UPDATE, combine, fold_events

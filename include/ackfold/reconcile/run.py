@@ -2,7 +2,7 @@
 
 It owns what every run needs, in this order:
 
-1. the ledger's turn (`ackfold.ledger.lease.ledger_turn`): one writer of `root_state` at a
+1. the ledger's turn (`ackfold.ledger.commits.lease.ledger_turn`): one writer of `root_state` at a
    time, on every host;
 2. the quiet path (`ackfold.reconcile.quiet`): nothing new and no timeout due is answered
    from the tables as they stand, with no engine at all;
@@ -13,9 +13,9 @@ It owns what every run needs, in this order:
 4. the summary, with the engine that made it (`engine`: `quiet`, or the engine's name).
 
 Both engines read and move the same mark of what has been folded (in `root_state`:
-`ackfold.ledger.marks`), so a ledger reconciled by one is reconciled next by the other
+`ackfold.ledger.commits.marks`), so a ledger reconciled by one is reconciled next by the other
 without folding anything twice; before either reads anything, the run claims the tables
-it writes with the lease's epoch (`ackfold.ledger.fence`).
+it writes with the lease's epoch (`ackfold.ledger.commits.fence`).
 
 Example:
     >>> from ackfold.config import load_settings
@@ -33,9 +33,9 @@ from typing import TYPE_CHECKING, Any, Final
 
 from ackfold.config import Settings
 from ackfold.engines import Engine, for_run
-from ackfold.ledger.lease import ledger_turn
-from ackfold.ledger.lock import DEFAULT_WAIT
-from ackfold.ledger.tables import ROOT_STATE, UNMATCHED_EVENTS, Ledger
+from ackfold.ledger.commits.lease import ledger_turn
+from ackfold.ledger.commits.lock import DEFAULT_WAIT
+from ackfold.ledger.schema.tables import ROOT_STATE, UNMATCHED_EVENTS, Ledger
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -63,7 +63,7 @@ def run_reconcile(
     Spark engine, or what makes it when it is needed (else `get_spark`). `holder` names the
     run in the ledger's lease, and `wait` is how long to wait for another run's turn. The
     run's counters go over OTLP when metrics are on."""
-    from ackfold.ledger.marks import check_app_name
+    from ackfold.ledger.commits.marks import check_app_name
     from ackfold.reconcile import quiet
 
     at = (now or datetime.now(UTC)).astimezone(UTC)

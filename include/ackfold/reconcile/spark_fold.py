@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Final
 
 from ackfold.config import Settings
 from ackfold.config.policy import AppPolicy
-from ackfold.ledger import status
-from ackfold.ledger.contract import FAIL, INIT
+from ackfold.ledger.schema import status
+from ackfold.ledger.schema.contract import FAIL, INIT
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -102,7 +102,7 @@ def fail_order(at: str, stage: str, reason: str) -> Column:
 
 def event_hash(event_id: Column) -> Column:
     """64 bits of an event id: what identifies an event within its root, and what a root
-    remembers of the events it has folded (`ackfold.ledger.ids.event_hash`)."""
+    remembers of the events it has folded (`ackfold.ledger.schema.ids.event_hash`)."""
     from pyspark.sql import functions as F
 
     return F.xxhash64(event_id)

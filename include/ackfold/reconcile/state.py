@@ -30,10 +30,11 @@ from collections.abc import Collection, Iterable
 from datetime import UTC, date, datetime
 from typing import TYPE_CHECKING, Final
 
-from ackfold.ledger import dml, status
-from ackfold.ledger.fence import spark_commit
-from ackfold.ledger.sql import sql_date, sql_str
-from ackfold.ledger.tables import ROOT_STATE, ROOT_STATE_DDL, Ledger, column_names
+from ackfold.ledger.commits import dml
+from ackfold.ledger.commits.fence import spark_commit
+from ackfold.ledger.reading.sql import sql_date, sql_str
+from ackfold.ledger.schema import status
+from ackfold.ledger.schema.tables import ROOT_STATE, ROOT_STATE_DDL, Ledger, column_names
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -117,8 +118,8 @@ def settled_before(
     import pyarrow.dataset as ds
     from deltalake import DeltaTable
 
-    from ackfold.ledger.store import delta_uri, storage_options
-    from ackfold.ledger.vectors import plain_dataset
+    from ackfold.ledger.storage.store import delta_uri, storage_options
+    from ackfold.ledger.storage.vectors import plain_dataset
 
     path = ledger.path(ROOT_STATE)
     table = DeltaTable(delta_uri(path), storage_options=storage_options(path))
@@ -165,7 +166,7 @@ def append_new(ledger: Ledger, rows: DataFrame) -> None:
     """Append the rows of roots seen for the first time (a re-run batch has none left:
     its first run's rows are in the state it reads, `Reconciler.step`). Under the lease the
     append carries its epoch: a retry whose first try landed is skipped, and a run that
-    lost the lease appends nothing (`ackfold.ledger.fence`)."""
+    lost the lease appends nothing (`ackfold.ledger.commits.fence`)."""
     writer = rows.select(*COLUMNS).write.format("delta").mode("append")
     path = ledger.path(ROOT_STATE)
     spark_commit(

@@ -1,5 +1,5 @@
 """Why a root timed out: the reason a reconcile on Spark writes for the roots it timed out at
-a stage whose outputs no stage has ever acked (`ackfold.ledger.pending`).
+a stage whose outputs no stage has ever acked (`ackfold.ledger.reading.pending`).
 
 After a run's writes, the roots that timed out in it (status `timed_out` since the run's
 `now`, no fail event) are grouped by app; what each app's completed roots went through
@@ -19,12 +19,13 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from ackfold.ledger import dml, status
+from ackfold.ledger.commits import dml
+from ackfold.ledger.commits.fence import spark_commit
 from ackfold.ledger.errors import LedgerError
-from ackfold.ledger.fence import spark_commit
-from ackfold.ledger.pending import AppStages, app_stages
-from ackfold.ledger.reader import LedgerReader
-from ackfold.ledger.tables import ROOT_STATE, Ledger
+from ackfold.ledger.reading.pending import AppStages, app_stages
+from ackfold.ledger.reading.reader import LedgerReader
+from ackfold.ledger.schema import status
+from ackfold.ledger.schema.tables import ROOT_STATE, Ledger
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, SparkSession

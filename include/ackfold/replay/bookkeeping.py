@@ -13,11 +13,12 @@ from collections.abc import Sequence
 from datetime import UTC, date, datetime
 from typing import TYPE_CHECKING, Any, Final
 
-from ackfold.ledger import dml, status
-from ackfold.ledger.contract import arrow_schema
-from ackfold.ledger.driver_writers import driver_writer
-from ackfold.ledger.fence import spark_commit
-from ackfold.ledger.tables import DEAD_LETTERS, REPLAY_LOG, ROOT_STATE, Ledger, spark_schema
+from ackfold.ledger.commits import dml
+from ackfold.ledger.commits.driver_writers import driver_writer
+from ackfold.ledger.commits.fence import spark_commit
+from ackfold.ledger.schema import status
+from ackfold.ledger.schema.contract import arrow_schema
+from ackfold.ledger.schema.tables import DEAD_LETTERS, REPLAY_LOG, ROOT_STATE, Ledger, spark_schema
 from ackfold.replay.planner import DEAD_LETTER, REPLAY, SENT, Plan, Planned
 from ackfold.replay.request import REPLAYABLE
 from ackfold.sources.base import Sent

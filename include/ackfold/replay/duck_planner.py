@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any, Final
 
 from ackfold.config import Settings
 from ackfold.embedded import duck, tables
-from ackfold.ledger.contract import CLOCK_SKEW
-from ackfold.ledger.tables import DEAD_LETTERS, REPLAY_LOG, ROOT_STATE, ROOTS
+from ackfold.ledger.schema.contract import CLOCK_SKEW
+from ackfold.ledger.schema.tables import DEAD_LETTERS, REPLAY_LOG, ROOT_STATE, ROOTS
 from ackfold.replay.planner import LOG_COLUMNS, ROOT_COLUMNS, Planner
 from ackfold.replay.queues import SourceQueues
 from ackfold.replay.request import DEFAULT_STATUSES, ReplayRequest
@@ -55,7 +55,7 @@ class EmbeddedPlanner(Planner):
     def _select(self, request: ReplayRequest, limit: int | None) -> list[dict[str, Any]]:
         import pyarrow as pa
 
-        from ackfold.ledger.writer import LedgerWriter
+        from ackfold.ledger.commits.writer import LedgerWriter
 
         LedgerWriter(self.settings.table_root).create(REPLAY_TABLES)
         if request.automatic:

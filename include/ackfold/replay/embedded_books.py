@@ -3,7 +3,7 @@
 The same rows and the same MERGEs as `ackfold.replay.bookkeeping.SparkBookkeeper`:
 
 - `replay_log` rows are blind appends through the ledger's writer
-  (`ackfold.ledger.writer.LedgerWriter`: its commit protocol), fenced like every commit
+  (`ackfold.ledger.commits.writer.LedgerWriter`: its commit protocol), fenced like every commit
   of the run (`LedgerWriter.append_fenced`): a run that lost the lease appends no row;
 - `root_state`: one MERGE that moves each sent root to `replayed` or `dead_lettered`,
   only from a replayable status, so a re-run (or a run that finishes an earlier one's
@@ -13,8 +13,8 @@ The same rows and the same MERGEs as `ackfold.replay.bookkeeping.SparkBookkeeper
 
 Every value goes to delta-rs as a column of an Arrow source table: the predicates hold
 only ackfold's own column names and status constants. The run holds the ledger's lease
-(`ackfold.ledger.lease.ledger_turn`) around all of it, so no reconcile MERGEs meanwhile,
-and its MERGEs carry the lease's epoch (`ackfold.ledger.fence`).
+(`ackfold.ledger.commits.lease.ledger_turn`) around all of it, so no reconcile MERGEs meanwhile,
+and its MERGEs carry the lease's epoch (`ackfold.ledger.commits.fence`).
 """
 
 from __future__ import annotations
@@ -23,10 +23,10 @@ from collections.abc import Callable
 from datetime import date, datetime
 from typing import Any
 
-from ackfold.ledger.contract import arrow_schema
-from ackfold.ledger.fence import commit
-from ackfold.ledger.tables import DEAD_LETTERS, REPLAY_LOG, ROOT_STATE, Ledger
-from ackfold.ledger.writer import LedgerWriter
+from ackfold.ledger.commits.fence import commit
+from ackfold.ledger.commits.writer import LedgerWriter
+from ackfold.ledger.schema.contract import arrow_schema
+from ackfold.ledger.schema.tables import DEAD_LETTERS, REPLAY_LOG, ROOT_STATE, Ledger
 from ackfold.replay.bookkeeping import Bookkeeper
 from ackfold.replay.request import REPLAYABLE
 
@@ -117,7 +117,7 @@ class EmbeddedBookkeeper(Bookkeeper):
 
     def _merge(self, name: str, merge: Callable[[Any, Any], Any]) -> None:
         """Run `merge(table, commit_properties)` on the current version of table `name`,
-        carrying the lease's epoch (`ackfold.ledger.fence.commit`); a commit that loses to
+        carrying the lease's epoch (`ackfold.ledger.commits.fence.commit`); a commit that loses to
         another writer reads again and decides again."""
         path = self.ledger.path(name)
         commit(self.ledger.root, path, merge, what=f"MERGE into {path}")

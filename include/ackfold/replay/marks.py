@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from contextlib import nullcontext
 from types import TracebackType
 
-from ackfold.ledger.fence import active, holding
+from ackfold.ledger.commits.fence import active, holding
 from ackfold.replay.bookkeeping import Bookkeeper
 from ackfold.replay.planner import Plan, Planned
 from ackfold.sources.base import Sent

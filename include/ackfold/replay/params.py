@@ -38,7 +38,7 @@ Example:
       sttuses: not a manual replay setting (did you mean statuses?)...
       limit: must be from 1 to 10,000,000 roots, got 0
 
-The bounds (times, limit, rate) are the library's, `ackfold.ledger.parse`: the CLI, the
+The bounds (times, limit, rate) are the library's, `ackfold.ledger.reading.parse`: the CLI, the
 UI and the configuration take the same ranges.
 """
 
@@ -50,8 +50,7 @@ from datetime import datetime
 from typing import Any, Final
 
 from ackfold.errors import ParamsError
-from ackfold.ledger import ids
-from ackfold.ledger.parse import (
+from ackfold.ledger.reading.parse import (
     MAX_LIMIT,
     QueryError,
     parse_limit,
@@ -59,6 +58,7 @@ from ackfold.ledger.parse import (
     parse_root_id,
     parse_time,
 )
+from ackfold.ledger.schema import ids
 from ackfold.replay.request import DEFAULT_STATUSES, REPLAYABLE, ReplayRequest
 
 MANUAL_REPLAY_DAG_ID: Final = "ackfold_manual_replay"
@@ -138,7 +138,7 @@ def parse_fields(
 
 def conf_from_request(request: ReplayRequest) -> dict[str, Any]:
     """The run conf that asks for `request`: JSON-ready, root ids as ackfold shows them
-    (`0x` and 16 hex digits: `ackfold.ledger.ids.format_id`).
+    (`0x` and 16 hex digits: `ackfold.ledger.schema.ids.format_id`).
 
     `parse_replay_conf` of it gives `request` back (with the caller's `requested_by`).
     """

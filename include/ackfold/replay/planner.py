@@ -18,8 +18,8 @@ from typing import Any, Final
 from ackfold.config import Settings
 from ackfold.config.policy import AppPolicy
 from ackfold.errors import AckfoldError
-from ackfold.ledger import ids, status
-from ackfold.ledger.tables import Ledger
+from ackfold.ledger.schema import ids, status
+from ackfold.ledger.schema.tables import Ledger
 from ackfold.replay.queues import SourceQueues, Unsendable
 from ackfold.replay.request import REPLAYABLE, ReplayRequest
 from ackfold.sources.base import (

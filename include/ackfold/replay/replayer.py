@@ -49,9 +49,9 @@ from typing import TYPE_CHECKING, Any, Final
 from ackfold.config import Settings
 from ackfold.engines import Engine, by_session, resolve
 from ackfold.errors import AckfoldError
-from ackfold.ledger.fence import active, held
-from ackfold.ledger.lease import ledger_turn
-from ackfold.ledger.tables import Ledger
+from ackfold.ledger.commits.fence import active, held
+from ackfold.ledger.commits.lease import ledger_turn
+from ackfold.ledger.schema.tables import Ledger
 from ackfold.replay.bookkeeping import PLANNED, now_wall
 from ackfold.replay.marks import Marker
 from ackfold.replay.planner import DEAD_LETTER, NEW, REPLAY, SENT, UNSENT, Plan, Planned

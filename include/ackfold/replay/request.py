@@ -12,9 +12,9 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Final
 
-from ackfold.ledger import status
-from ackfold.ledger.parse import parse_limit, parse_rate
-from ackfold.ledger.values import whoami
+from ackfold.ledger.reading.parse import parse_limit, parse_rate
+from ackfold.ledger.schema import status
+from ackfold.ledger.schema.values import whoami
 
 # What a manual replay may select; an automatic one takes failed and timed-out roots.
 REPLAYABLE: Final = (status.FAILED, status.TIMED_OUT, status.DEAD_LETTERED)

@@ -12,7 +12,7 @@ It owns what every run needs, in this order:
   host may hold it);
 - the claim of the tables it writes, once its plan has sends, and the plan made again if
   anything else committed to them between the plan's read and the claim (a frozen run's
-  commit: `ackfold.ledger.fence`);
+  commit: `ackfold.ledger.commits.fence`);
 - the plan, shown to the caller (`on_plan`: the CLI prints it and may ask before sending;
   raising there ends the run with nothing sent), then the sends and the bookkeeping
   (`ackfold.replay.replayer.Replayer.execute`);
@@ -34,10 +34,10 @@ from typing import TYPE_CHECKING, Any
 
 from ackfold.config import Settings
 from ackfold.engines import Engine, for_run
-from ackfold.ledger.fence import version_of
-from ackfold.ledger.lease import ledger_turn
-from ackfold.ledger.lock import DEFAULT_WAIT
-from ackfold.ledger.tables import DEAD_LETTERS, REPLAY_LOG, ROOT_STATE, Ledger
+from ackfold.ledger.commits.fence import version_of
+from ackfold.ledger.commits.lease import ledger_turn
+from ackfold.ledger.commits.lock import DEFAULT_WAIT
+from ackfold.ledger.schema.tables import DEAD_LETTERS, REPLAY_LOG, ROOT_STATE, Ledger
 from ackfold.replay.bookkeeping import AUTOMATIC
 from ackfold.replay.planner import Plan
 from ackfold.replay.replayer import Progress, Replayer, ReplaySummary, unsent_error
@@ -88,7 +88,7 @@ def run_replay(
             plan = replayer.plan(request)
             if plan.sends and not request.dry_run:
                 # From here no run that lost the lease can change what this one reads or
-                # settles (`ackfold.ledger.fence`). A quiet run claims nothing.
+                # settles (`ackfold.ledger.commits.fence`). A quiet run claims nothing.
                 fence.claim(claimed)
                 if _moved(before, claimed):
                     # Something else committed between the plan's read and the claim (a

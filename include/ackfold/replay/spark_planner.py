@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING, Any
 
 from ackfold.config import Settings
 from ackfold.config.policy import AppPolicy
-from ackfold.ledger.contract import CLOCK_SKEW
-from ackfold.ledger.create import create_tables
-from ackfold.ledger.tables import REPLAY_LOG, ROOT_STATE, ROOTS
+from ackfold.ledger.schema.contract import CLOCK_SKEW
+from ackfold.ledger.schema.tables import REPLAY_LOG, ROOT_STATE, ROOTS
+from ackfold.ledger.setup.create import create_tables
 from ackfold.replay.planner import LOG_COLUMNS, ROOT_COLUMNS, Planner
 from ackfold.replay.queues import SourceQueues
 from ackfold.replay.request import DEFAULT_STATUSES, ReplayRequest

@@ -80,7 +80,7 @@ class Outbound:
     # Extra attributes (dead letters: reason, last stage).
     attributes: Mapping[str, str] = field(default_factory=dict)
     position: str | None = None
-    # The root id the new attempt registers under (`ackfold.ledger.ids.root_id` of the
+    # The root id the new attempt registers under (`ackfold.ledger.schema.ids.root_id` of the
     # origin and attempt): a sender that names what it sends by it needs no hash.
     new_root_id: int | None = None
 

@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Final
 
 from ackfold.config import Settings
-from ackfold.ledger import ids
+from ackfold.ledger.schema import ids
 from ackfold.sources.base import Outbound, Sent, SourceQueue
 
 # The fields a replayed file carries for the app's spout.

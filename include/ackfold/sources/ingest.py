@@ -41,9 +41,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ackfold.config import Settings
-from ackfold.ledger.create import create_tables
-from ackfold.ledger.driver_writers import driver_writer
-from ackfold.ledger.tables import ACK_EVENTS, ROOTS, Ledger
+from ackfold.ledger.commits.driver_writers import driver_writer
+from ackfold.ledger.schema.tables import ACK_EVENTS, ROOTS, Ledger
+from ackfold.ledger.setup.create import create_tables
 from ackfold.sources.base import PullSource, Received, SourceError
 from ackfold.track.stage import StageTracker
 from ackfold.track.tracker import Tracker

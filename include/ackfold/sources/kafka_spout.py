@@ -37,9 +37,9 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ackfold.config import Settings
-from ackfold.ledger.create import create_tables
-from ackfold.ledger.driver_writers import driver_writer
-from ackfold.ledger.tables import ACK_EVENTS, ROOTS, Ledger
+from ackfold.ledger.commits.driver_writers import driver_writer
+from ackfold.ledger.schema.tables import ACK_EVENTS, ROOTS, Ledger
+from ackfold.ledger.setup.create import create_tables
 from ackfold.sources.base import ATTEMPT, ORIGIN_ROOT_ID
 from ackfold.sources.kafka import KafkaTopic
 from ackfold.sources.kafka_client import check_topics, client_config, topic_ids

@@ -15,11 +15,11 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from ackfold.ledger.conflicts import retry_conflicts
-from ackfold.ledger.create import create_tables
-from ackfold.ledger.driver_writers import driver_writer
-from ackfold.ledger.protocol import refuse_spark_commit
-from ackfold.ledger.tables import SENT_MESSAGES, Ledger, spark_schema
+from ackfold.ledger.commits.driver_writers import driver_writer
+from ackfold.ledger.schema.tables import SENT_MESSAGES, Ledger, spark_schema
+from ackfold.ledger.setup.create import create_tables
+from ackfold.ledger.storage.conflicts import retry_conflicts
+from ackfold.ledger.storage.protocol import refuse_spark_commit
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -45,7 +45,7 @@ def record_sent(
     if direct is not None:  # delta-rs: the only protocol on an object store
         import pyarrow as pa
 
-        from ackfold.ledger.contract import arrow_schema
+        from ackfold.ledger.schema.contract import arrow_schema
 
         schema = arrow_schema(SENT_MESSAGES)
         named = [dict(zip(schema.names, row, strict=True)) for row in rows]

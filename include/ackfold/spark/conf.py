@@ -7,8 +7,8 @@ import logging
 from pathlib import Path
 
 from ackfold.config import Settings
-from ackfold.ledger.protocol import refuse_unsafe_log_store
-from ackfold.ledger.store import store_kind
+from ackfold.ledger.storage.protocol import refuse_unsafe_log_store
+from ackfold.ledger.storage.store import store_kind
 from ackfold.spark.jars import BASE_BUNDLES, BUNDLES, bundle_jars, resolve, store_bundle
 from ackfold.spark.python import worker_python
 

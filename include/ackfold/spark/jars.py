@@ -267,6 +267,6 @@ def store_bundle(warehouse: str) -> Bundle | None:
         >>> store_bundle("gs://bucket/warehouse").name, store_bundle("/srv/warehouse")
         ('gcs', None)
     """
-    from ackfold.ledger.store import store_kind
+    from ackfold.ledger.storage.store import store_kind
 
     return STORE_BUNDLES.get(store_kind(warehouse))

@@ -11,7 +11,7 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 from ackfold.embedded.smoke import check
-from ackfold.ledger import dml
+from ackfold.ledger.commits import dml
 
 SCHEMA = "id BIGINT NOT NULL, word STRING NOT NULL, n BIGINT NOT NULL"
 __all__ = ["check", "run_smoke"]

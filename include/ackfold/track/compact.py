@@ -33,8 +33,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final
 
-from ackfold.ledger import ids
-from ackfold.ledger.contract import ACK
+from ackfold.ledger.schema import ids
+from ackfold.ledger.schema.contract import ACK
 
 COMPACT: Final = "compact"
 PER_TUPLE: Final = "per_tuple"

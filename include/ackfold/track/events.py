@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from ackfold.ledger.contract import ACK, FAIL
+from ackfold.ledger.schema.contract import ACK, FAIL
 from ackfold.track import folding, layout, sql_ids
 from ackfold.track.columns import literal, zero
 from ackfold.track.layout import TUPLE_COLUMN

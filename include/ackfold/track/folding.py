@@ -37,9 +37,9 @@ from functools import reduce
 from typing import TYPE_CHECKING, Any, Final
 from weakref import WeakKeyDictionary
 
-from ackfold.ledger import ids
-from ackfold.ledger.contract import ACK
-from ackfold.ledger.tables import ACK_EVENTS_COLUMNS
+from ackfold.ledger.schema import ids
+from ackfold.ledger.schema.contract import ACK
+from ackfold.ledger.schema.tables import ACK_EVENTS_COLUMNS
 
 if TYPE_CHECKING:
     import pyarrow as pa

@@ -39,7 +39,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Final
 
-from ackfold.ledger.tables import APP_PROGRESS
+from ackfold.ledger.schema.tables import APP_PROGRESS
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -156,14 +156,14 @@ class Heartbeat:
 
 def ledger_write(settings: Settings) -> Callable[[Sequence[Row]], None]:
     """`Heartbeat`'s `write`: one delta-rs append to `app_progress` of the warehouse."""
-    from ackfold.ledger.writer import LedgerWriter
+    from ackfold.ledger.commits.writer import LedgerWriter
 
     writer = LedgerWriter(settings.table_root)
 
     def write(rows: Sequence[Row]) -> None:
         import pyarrow as pa
 
-        from ackfold.ledger.contract import arrow_schema
+        from ackfold.ledger.schema.contract import arrow_schema
 
         schema = arrow_schema(APP_PROGRESS)
         columns = {field.name: [row.get(field.name) for row in rows] for field in schema}

@@ -24,7 +24,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import DataType, StructType
 
-from ackfold.ledger.schemes import TEXT
+from ackfold.ledger.schema.schemes import TEXT
 from ackfold.track.tuples import UNNAMED, Tuple
 
 TUPLE_COLUMN: Final = "_ackfold"
@@ -33,7 +33,7 @@ TREE_DDL: Final = (
     "roots ARRAY<BIGINT>, anchor_roots ARRAY<ARRAY<BIGINT>>, "
     "consumers ARRAY<STRING>, anchors ARRAY<BIGINT>"
 )
-# The tuple's id scheme (`ackfold.ledger.schemes`): a field that may follow the fields of
+# The tuple's id scheme (`ackfold.ledger.schema.schemes`): a field that may follow the fields of
 # any layout. A column without it, or a null in it (rows written before it was added to
 # their table), is the text scheme.
 SCHEME: Final = "scheme"

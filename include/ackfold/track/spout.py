@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Final
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from ackfold.ledger import schemes
-from ackfold.ledger.contract import INIT
+from ackfold.ledger.schema import schemes
+from ackfold.ledger.schema.contract import INIT
 from ackfold.track import sql_ids
 from ackfold.track.columns import (
     ColumnOrName,

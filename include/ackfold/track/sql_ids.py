@@ -1,4 +1,5 @@
-"""The ids of ``ackfold.ledger.ids`` as Spark SQL columns: the same formulas, computed in the JVM.
+"""The ids of ``ackfold.ledger.schema.ids`` as Spark SQL columns: the same formulas, computed
+in the JVM.
 
 Each function here returns a ``Column`` equal, row by row, to its namesake in ``ids.py``
 or ``schemes.py``: ``xxhash64(concat_ws('\\x1f', ...))`` (the text scheme) or
@@ -11,7 +12,7 @@ null is the text scheme) or an int.
 Example:
     >>> from pyspark.sql import functions as F
     >>> from ackfold.track import sql_ids
-    >>> from ackfold.ledger import ids
+    >>> from ackfold.ledger.schema import ids
     >>> row = spark.range(1).select(
     ...     sql_ids.edge_id(F.lit(3), F.lit(5), F.lit(0), F.lit("")).alias("e")
     ... ).first()
@@ -26,8 +27,8 @@ from functools import reduce
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
-from ackfold.ledger import ids, schemes
-from ackfold.ledger.contract import ACK
+from ackfold.ledger.schema import ids, schemes
+from ackfold.ledger.schema.contract import ACK
 
 Part = Column | str | int
 Scheme = Column | int
@@ -46,7 +47,7 @@ def hash64(*parts: Part) -> Column:
     """``ids.hash64`` in SQL: ``xxhash64(concat_ws('\\x1f', parts...))``, 0 mapped to 1.
 
     Example:
-        >>> from ackfold.ledger import ids
+        >>> from ackfold.ledger.schema import ids
         >>> spark.range(1).select(hash64("root", "app", 7).alias("h")).first().h == (
         ...     ids.hash64("root", "app", 7))
         True
@@ -69,7 +70,7 @@ def root_id(app: str, source_key: Column, attempt: Column, origin_root_id: Colum
 
     Example:
         >>> from pyspark.sql import functions as F
-        >>> from ackfold.ledger import ids
+        >>> from ackfold.ledger.schema import ids
         >>> r = spark.range(1).select(root_id(
         ...     "orders", F.lit("sqs:in:m-1"), F.lit(1), F.lit(None).cast("bigint")
         ... ).alias("r")).first().r
@@ -113,7 +114,7 @@ def hash_numbers(*parts: Column | int) -> Column:
     int is a bigint literal, a column is hashed as its type says (bigint or string).
 
     Example:
-        >>> from ackfold.ledger import schemes
+        >>> from ackfold.ledger.schema import schemes
         >>> spark.range(1).select(hash_numbers(2, F.lit(-5).cast("bigint")).alias("h")
         ...                       ).first().h == schemes.hash_numbers(2, -5)
         True
@@ -142,7 +143,7 @@ def tuple_id(
 
     Example:
         >>> from pyspark.sql import functions as F
-        >>> from ackfold.ledger import schemes
+        >>> from ackfold.ledger.schema import schemes
         >>> anchors = F.array(F.lit(11), F.lit(12)).cast("array<bigint>")
         >>> row = spark.range(1).select(
         ...     tuple_id("parse", F.lit(0), anchors).alias("text"),
@@ -200,7 +201,7 @@ def compact_event_id(
 
     Example:
         >>> from pyspark.sql import functions as F
-        >>> from ackfold.ledger import ids
+        >>> from ackfold.ledger.schema import ids
         >>> row = spark.range(1).select(
         ...     compact_event_id("wc", F.lit(5), "count", F.lit(1), F.lit(77)).alias("one"),
         ...     compact_event_id("wc", F.lit(5), "count", F.lit(2), F.lit(7)).alias("two"),

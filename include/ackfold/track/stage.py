@@ -36,10 +36,10 @@ from collections.abc import Mapping, Sequence
 
 from pyspark.sql import Column, DataFrame, SparkSession
 
-from ackfold.ledger import schemes
-from ackfold.ledger.optional_columns import roots_scheme
-from ackfold.ledger.tables import ROOTS, Ledger
-from ackfold.ledger.upgrade import stored_columns
+from ackfold.ledger.schema import schemes
+from ackfold.ledger.schema.optional_columns import roots_scheme
+from ackfold.ledger.schema.tables import ROOTS, Ledger
+from ackfold.ledger.setup.upgrade import stored_columns
 from ackfold.track.children import ChildVerbs
 from ackfold.track.columns import (
     ColumnOrName,
@@ -293,7 +293,7 @@ class StageTracker(ChildVerbs):
         rows are collected to the driver and committed by delta-rs, in milliseconds
         (``ackfold.track.write``). ``batch_id=None`` writes outputs without transaction
         ids too, for writers outside ``foreachBatch``. The first write of the process to
-        each output table declares it (``ackfold.ledger.outputs``, its origin column
+        each output table declares it (``ackfold.ledger.commits.outputs``, its origin column
         ``origin_root_id``), so that ``ackfold show`` and ``ackfold retract`` find a
         root's rows there.
 

@@ -34,15 +34,15 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final
 
 from ackfold.errors import AckfoldError
-from ackfold.ledger import ids, schemes
-from ackfold.ledger.contract import ACK, FAIL, INIT
-from ackfold.ledger.tables import ACK_EVENTS_COLUMNS, ROOTS_COLUMNS
-from ackfold.ledger.values import hex64
+from ackfold.ledger.schema import ids, schemes
+from ackfold.ledger.schema.contract import ACK, FAIL, INIT
+from ackfold.ledger.schema.tables import ACK_EVENTS_COLUMNS, ROOTS_COLUMNS
+from ackfold.ledger.schema.values import hex64
 from ackfold.track.compact import PER_TUPLE, Ack, check_acks, compact_acks
 from ackfold.track.tuples import Tuple, check_name, consumers_of, spout_consumers_of
 
 if TYPE_CHECKING:
-    from ackfold.ledger.writer import LedgerWriter
+    from ackfold.ledger.commits.writer import LedgerWriter
 
 # The v1 contract's columns, in the tables' order.
 EVENT_COLUMNS: Final = ACK_EVENTS_COLUMNS
@@ -71,7 +71,7 @@ class Tracker:
     tuple again would emit the same children. The default, ``"per_tuple"``, writes one row
     per ack.
 
-    ``id_scheme`` is the id scheme of the roots it registers (``ackfold.ledger.schemes``).
+    ``id_scheme`` is the id scheme of the roots it registers (``ackfold.ledger.schema.schemes``).
     With ``ledger``, the writer its rows go to, it is the scheme that ledger can record:
     the text scheme where its ``roots`` table has no ``id_scheme`` column (contract v1,
     until ``ackfold upgrade``), else ``id_scheme``.

@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
-from ackfold.ledger import ids, schemes
-from ackfold.ledger.values import hex64
+from ackfold.ledger.schema import ids, schemes
+from ackfold.ledger.schema.values import hex64
 
 # The consumer of a tuple emitted without `to`: whichever stage processes it.
 UNNAMED: Final = ""
@@ -95,7 +95,7 @@ class Tuple:
     consumers: tuple[str, ...] = (UNNAMED,)
     # Who created it: for messages only, the id already depends on it.
     stage: str = field(default="", compare=False)
-    # How its id and edges are derived (`ackfold.ledger.schemes`): its roots' scheme.
+    # How its id and edges are derived (`ackfold.ledger.schema.schemes`): its roots' scheme.
     scheme: int = schemes.TEXT
 
     def __repr__(self) -> str:

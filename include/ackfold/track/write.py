@@ -31,17 +31,17 @@ from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
-from ackfold.ledger import schemes
-from ackfold.ledger.conflicts import retry_conflicts
-from ackfold.ledger.create import create_tables
-from ackfold.ledger.driver_writers import driver_writer
-from ackfold.ledger.encoding import SPARK_LEDGER_OPTIONS
-from ackfold.ledger.optional_columns import require_roots_fit
-from ackfold.ledger.outputs import declare_once
-from ackfold.ledger.protocol import refuse_spark_commit
-from ackfold.ledger.tables import ACK_EVENTS, ROOTS, Ledger
-from ackfold.ledger.upgrade import stored_columns
-from ackfold.ledger.writer import LedgerWriter
+from ackfold.ledger.commits.driver_writers import driver_writer
+from ackfold.ledger.commits.outputs import declare_once
+from ackfold.ledger.commits.writer import LedgerWriter
+from ackfold.ledger.schema import schemes
+from ackfold.ledger.schema.encoding import SPARK_LEDGER_OPTIONS
+from ackfold.ledger.schema.optional_columns import require_roots_fit
+from ackfold.ledger.schema.tables import ACK_EVENTS, ROOTS, Ledger
+from ackfold.ledger.setup.create import create_tables
+from ackfold.ledger.setup.upgrade import stored_columns
+from ackfold.ledger.storage.conflicts import retry_conflicts
+from ackfold.ledger.storage.protocol import refuse_spark_commit
 from ackfold.spark import is_connect
 from ackfold.track import folding
 from ackfold.track.layout import SCHEME, TUPLE_COLUMN, has_scheme, is_current, matching
@@ -66,7 +66,7 @@ def append_batch(
 ) -> None:
     """Append a micro-batch's outputs, roots and events, in that order, each idempotently
     (``StageTracker.write_batch`` documents the order), then declare the outputs, once per
-    process and table (``ackfold.ledger.outputs``). ``current`` holds the output tables
+    process and table (``ackfold.ledger.commits.outputs``). ``current`` holds the output tables
     found in the current tuple layout before: their schemas are not read again (a Delta
     snapshot each); this call adds those it finds."""
     if batch_id is not None and (
@@ -159,8 +159,8 @@ def _commit(
     an application transaction, once (False: it was committed before)."""
     import pyarrow as pa
 
-    from ackfold.ledger.contract import arrow_schema
-    from ackfold.ledger.writer import conform
+    from ackfold.ledger.commits.table_rows import conform
+    from ackfold.ledger.schema.contract import arrow_schema
 
     app_id, version = writer if writer is not None else (None, None)
     held = isinstance(rows, pa.Table)

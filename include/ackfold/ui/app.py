@@ -49,7 +49,7 @@ from fastapi.responses import JSONResponse, RedirectResponse, Response
 from ackfold.config import Settings
 from ackfold.effects import EffectsError, RetractParamsError, RetractRefused, UnknownRoots
 from ackfold.ledger.errors import LedgerError, NoLedger, RootNotFound
-from ackfold.ledger.parse import QueryError
+from ackfold.ledger.reading.parse import QueryError
 from ackfold.replay.params import ReplayParamsError
 from ackfold.ui import app_pages, ledger_pages, quality_pages, replay_pages, retract_pages
 from ackfold.ui.context import UiContext, ViewerDependency

@@ -1,4 +1,4 @@
-"""The app pages: is an app alive (its heartbeat, `ackfold.ledger.progress`), its rates over
+"""The app pages: is an app alive (its heartbeat, `ackfold.ledger.reading.progress`), its rates over
 time, its source lag, and its roots by status.
 
 GET /apps/{app} and /api/apps/{app}. An app that writes no heartbeat shows "no heartbeat".
@@ -14,11 +14,11 @@ from markupsafe import Markup, escape
 
 from ackfold.alerts.rules import heartbeat_limit
 from ackfold.config.values import APP_NAME
-from ackfold.ledger import status
 from ackfold.ledger.errors import NoLedger
-from ackfold.ledger.progress import DEFAULT_STALL_AFTER, Beat, Liveness, liveness
-from ackfold.ledger.sql import sql_str
-from ackfold.ledger.tables import ROOT_STATE
+from ackfold.ledger.reading.progress import DEFAULT_STALL_AFTER, Beat, Liveness, liveness
+from ackfold.ledger.reading.sql import sql_str
+from ackfold.ledger.schema import status
+from ackfold.ledger.schema.tables import ROOT_STATE
 from ackfold.ui.context import UiContext
 from ackfold.ui.security import Viewer
 

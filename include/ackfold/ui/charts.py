@@ -12,10 +12,10 @@ from datetime import datetime
 
 from markupsafe import Markup, escape
 
-from ackfold.ledger import status
-from ackfold.ledger.contract import EVENT_KINDS
-from ackfold.ledger.rows import Journey
-from ackfold.ledger.values import iso
+from ackfold.ledger.reading.rows import Journey
+from ackfold.ledger.schema import status
+from ackfold.ledger.schema.contract import EVENT_KINDS
+from ackfold.ledger.schema.values import iso
 from ackfold.ui.results import Bucket
 
 WIDTH = 720

@@ -19,13 +19,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Final
 
-from ackfold.ledger import status
-from ackfold.ledger.ids import format_id
+from ackfold.ledger.schema import status
+from ackfold.ledger.schema.ids import format_id
 
 if TYPE_CHECKING:
     from ackfold.config import Settings
     from ackfold.effects import OutputEffects, RootEffects
-    from ackfold.ledger.rows import RootState
+    from ackfold.ledger.reading.rows import RootState
     from ackfold.ui.redact import Redactor
     from ackfold.ui.results import DeadLetter
 

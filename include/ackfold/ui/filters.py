@@ -2,7 +2,7 @@
 by field into typed filters of `root_state` and `dead_letters`.
 
 Every value is parsed here into a typed value (statuses and sort columns from whitelists,
-times, integers) and quoted by the ledger's SQL helpers (`ackfold.ledger.sql`): user text
+times, integers) and quoted by the ledger's SQL helpers (`ackfold.ledger.reading.sql`): user text
 never reaches the SQL raw. Every error is a `FieldError` naming its field (the UI answers
 400).
 """
@@ -15,11 +15,11 @@ from dataclasses import dataclass, fields, replace
 from datetime import datetime
 from typing import Any, Final
 
-from ackfold.ledger import status
-from ackfold.ledger.ids import format_id
-from ackfold.ledger.parse import QueryError, parse_root_id, parse_statuses, parse_time
-from ackfold.ledger.sql import sql_date, sql_str, sql_ts
-from ackfold.ledger.values import jsonable
+from ackfold.ledger.reading.parse import QueryError, parse_root_id, parse_statuses, parse_time
+from ackfold.ledger.reading.sql import sql_date, sql_str, sql_ts
+from ackfold.ledger.schema import status
+from ackfold.ledger.schema.ids import format_id
+from ackfold.ledger.schema.values import jsonable
 
 # What the roots table shows unless asked otherwise: the roots that need someone. Not
 # `replayed`: a replayed root is history, its new attempt is the root that counts (tick

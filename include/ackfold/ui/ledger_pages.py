@@ -14,8 +14,8 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
 
 from ackfold.effects import RootEffects
-from ackfold.ledger.recovery import read_recovery
-from ackfold.ledger.rows import Attempt, Journey
+from ackfold.ledger.reading.recovery import read_recovery
+from ackfold.ledger.reading.rows import Attempt, Journey
 from ackfold.replay.request import REPLAYABLE
 from ackfold.ui import charts
 from ackfold.ui.app_pages import app_states

@@ -13,7 +13,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.responses import FileResponse, HTMLResponse, Response
 
-from ackfold.ledger.values import iso
+from ackfold.ledger.schema.values import iso
 from ackfold.quality.docs_assets import STATIC
 from ackfold.quality.report import QualityReport
 from ackfold.ui.context import UiContext

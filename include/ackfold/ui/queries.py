@@ -17,7 +17,7 @@ Costs on a large ledger (`bench/ui.py` measures them):
   roots, a uniform sample of them above `LATENCY_SAMPLE`, grouped by app too: the sample
   is drawn by `root_id` before any `app` is decoded;
 - the app list (every page's app filter) is kept per version of `root_state`;
-- the time to detect and to recover (`ackfold.ledger.recovery.read_recovery`) read the
+- the time to detect and to recover (`ackfold.ledger.reading.recovery.read_recovery`) read the
   roots that went wrong and their later attempts, and no healthy first attempt.
 """
 
@@ -27,13 +27,13 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
-from ackfold.ledger import status
 from ackfold.ledger.errors import NoLedger
-from ackfold.ledger.reader import LedgerReader
-from ackfold.ledger.rows import STATE_COLUMNS, state_from_row
-from ackfold.ledger.sql import app_since, sql_date, sql_str, sql_ts
-from ackfold.ledger.tables import DEAD_LETTERS, ROOT_STATE, ROOT_STATE_PARTITIONS
-from ackfold.ledger.values import utc
+from ackfold.ledger.reading.reader import LedgerReader
+from ackfold.ledger.reading.rows import STATE_COLUMNS, state_from_row
+from ackfold.ledger.reading.sql import app_since, sql_date, sql_str, sql_ts
+from ackfold.ledger.schema import status
+from ackfold.ledger.schema.tables import DEAD_LETTERS, ROOT_STATE, ROOT_STATE_PARTITIONS
+from ackfold.ledger.schema.values import utc
 from ackfold.ui.filters import DeadLetterFilter, RootFilter
 from ackfold.ui.results import (
     DEAD_LETTER_COLUMNS,
@@ -90,7 +90,7 @@ class UiReader(LedgerReader):
 
     def quality_history(self, limit: int = 20) -> list[dict[str, Any]]:
         """The newest quality runs: id, time, checks and failures; none before the first."""
-        from ackfold.ledger.tables import QUALITY_RESULTS
+        from ackfold.ledger.schema.tables import QUALITY_RESULTS
 
         return self.query(
             QUALITY_RESULTS,
@@ -275,7 +275,7 @@ class UiReader(LedgerReader):
 
     def _has_vectors(self) -> bool:
         """Whether a file of `root_state` has a deletion vector (read from the log)."""
-        from ackfold.ledger.vectors import files_with_deletion_vectors
+        from ackfold.ledger.storage.vectors import files_with_deletion_vectors
 
         table = self.table(ROOT_STATE, required=True)
         if "deletionVectors" not in (table.protocol().reader_features or []):

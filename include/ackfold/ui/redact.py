@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
     from ackfold.config.sections import UiSettings
-    from ackfold.ledger.rows import Journey, RootState
+    from ackfold.ledger.reading.rows import Journey, RootState
 
 MASK: Final = "***"
 MARGIN: Final = 1024

@@ -18,7 +18,7 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse
 from starlette.datastructures import FormData
 
-from ackfold.ledger.ids import format_id
+from ackfold.ledger.schema.ids import format_id
 from ackfold.replay.params import MANUAL_REPLAY_DAG_ID, conf_from_request, parse_replay_conf
 from ackfold.replay.request import REPLAYABLE
 from ackfold.ui.context import UiContext

@@ -8,9 +8,9 @@ from dataclasses import dataclass, field, fields
 from datetime import datetime, timedelta
 from typing import Any, Final
 
-from ackfold.ledger.ids import shown_ids
-from ackfold.ledger.rows import RootState
-from ackfold.ledger.values import jsonable
+from ackfold.ledger.reading.rows import RootState
+from ackfold.ledger.schema.ids import shown_ids
+from ackfold.ledger.schema.values import jsonable
 from ackfold.ui.filters import DeadLetterFilter, RootFilter
 
 # Bucket widths the overview chart chooses from: the smallest that gives at most

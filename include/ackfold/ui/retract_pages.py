@@ -29,7 +29,7 @@ from ackfold.effects import (
     parse_retract_conf,
     plan_retract,
 )
-from ackfold.ledger.ids import format_id
+from ackfold.ledger.schema.ids import format_id
 from ackfold.ui.context import UiContext
 from ackfold.ui.effects_view import SAMPLE_ROWS, VALUE_CHARS, masked_effects
 from ackfold.ui.filters import FieldError, root_id_param

@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Final
 
 from ackfold.config.sections import UiSettings
-from ackfold.ledger.ids import format_id
+from ackfold.ledger.schema.ids import format_id
 from ackfold.replay.request import REPLAYABLE
 from ackfold.ui.filters import FieldError, Params, RootFilter
 from ackfold.ui.queries import UiReader

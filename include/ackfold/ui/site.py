@@ -14,10 +14,10 @@ from fastapi.responses import HTMLResponse, JSONResponse, Response
 from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup, escape
 
-from ackfold.ledger import status
-from ackfold.ledger.ids import format_id
-from ackfold.ledger.rows import span
-from ackfold.ledger.values import hex64, iso
+from ackfold.ledger.reading.rows import span
+from ackfold.ledger.schema import status
+from ackfold.ledger.schema.ids import format_id
+from ackfold.ledger.schema.values import hex64, iso
 from ackfold.ui.filters import SORTABLE
 from ackfold.ui.security import REPLAY_ROLE, RETRACT_ROLE, CsrfGuard, Viewer
 

@@ -24,7 +24,7 @@ import httpx
 
 from ackfold.effects.params import MANUAL_RETRACT_DAG_ID
 from ackfold.errors import AckfoldError
-from ackfold.ledger.values import one_line
+from ackfold.ledger.schema.values import one_line
 from ackfold.replay.params import MANUAL_REPLAY_DAG_ID
 
 TIMEOUT_SECONDS = 30.0
