@@ -90,10 +90,10 @@ from ackfold.ledger.tables import ACK_EVENTS, REPLAY_LOG, ROOT_STATE, UNMATCHED_
 from ackfold.ledger.upgrade import upgrade
 from ackfold.ledger.writer import LedgerWriter
 from ackfold.maintenance import run_maintenance
-from ackfold.quality.run import run_quality
 from ackfold.reconcile.fold import classify, fold
-from ackfold.reconcile.run import run_reconcile
-from ackfold.replay.run import automatic_replay
+from ackfold.runs.quality import run_quality
+from ackfold.runs.reconcile import run_reconcile
+from ackfold.runs.replay import automatic_replay
 
 log = logging.getLogger("soak")
 APPS = ("orders", "webhooks")

@@ -12,7 +12,7 @@ from ackfold.config import load_settings
 from ackfold.ledger.contract import INIT
 from ackfold.ledger.tables import ROOT_STATE, UNMATCHED_EVENTS, Ledger
 from ackfold.ledger.writer import LedgerWriter
-from ackfold.reconcile.run import run_reconcile
+from ackfold.runs.reconcile import run_reconcile
 from tests.conformance.conftest import state, waiting
 from tests.ledger_fixtures import Clock
 

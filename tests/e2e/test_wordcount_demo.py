@@ -32,11 +32,11 @@ from ackfold.demo.wordcount import WordCount, with_demo_policy
 from ackfold.effects import dead_letter_effects, declare_output, retract_history
 from ackfold.ledger import status
 from ackfold.ledger.tables import DEAD_LETTERS, REPLAY_LOG, ROOTS
-from ackfold.quality import run_quality
 from ackfold.quality.effects import CLEAN_OUTPUT
-from ackfold.reconcile.reconciler import reconcile
-from ackfold.replay.replayer import Replayer
 from ackfold.replay.request import ReplayRequest
+from ackfold.runs import run_quality
+from ackfold.runs.reconcile import reconcile
+from ackfold.runs.replayer import Replayer
 from ackfold.sources.base import DEAD_REASON
 from ackfold.sources.sqs_client import sqs_client
 from tests.conftest import JARS_DIR

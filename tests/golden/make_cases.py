@@ -102,7 +102,7 @@ def era(warehouse: Path, batch: int, *, reconcile: bool, statuses_to: Path | Non
     (at FIRST_RECONCILE) if `reconcile`; `statuses_to`: only reconcile a copy at NOW and
     write its statuses there (the cross-check)."""
     from ackfold.ledger.writer import LedgerWriter
-    from ackfold.reconcile.run import run_reconcile
+    from ackfold.runs.reconcile import run_reconcile
     from ackfold.track.tracker import Tracker
 
     if statuses_to is not None:
@@ -210,11 +210,11 @@ def spark_era(warehouse: Path, engine: str) -> None:
         if batch == 0:
             now = datetime.now(UTC)
             if engine == "0.1":
-                from ackfold.reconcile.reconciler import reconcile
+                from ackfold.runs.reconcile import reconcile
 
                 reconcile(spark, settings, now=now)
             else:
-                from ackfold.reconcile.run import run_reconcile
+                from ackfold.runs.reconcile import run_reconcile
 
                 run_reconcile(settings, now=now, engine="spark", spark=spark)
     # The case's `now`: three hours after its first event, when its open roots timed out.

@@ -14,7 +14,7 @@ from ackfold.config import load_settings
 from ackfold.ledger.marks import events_table, read_mark
 from ackfold.ledger.tables import Ledger
 from ackfold.reconcile.new_events import new_events
-from ackfold.reconcile.run import run_reconcile
+from ackfold.runs.reconcile import run_reconcile
 from tests.s3.conftest import warehouse_of
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))

@@ -15,7 +15,7 @@ import xxhash
 from ackfold.config import load_settings
 from ackfold.ledger import ids, schemes
 from ackfold.ledger.writer import LedgerWriter
-from ackfold.reconcile.run import run_reconcile
+from ackfold.runs.reconcile import run_reconcile
 from tests.replay_ledger import statuses
 from tests.vectors import all_ledgers, generator, ledger_row, now, vectors
 

@@ -8,8 +8,9 @@ import pytest
 
 from ackfold.config import ConfigError, load_settings
 from ackfold.ledger.tables import QUALITY_RESULTS_DDL, column_names
-from ackfold.quality import CheckResult, QualityReport, QualityViolation, check
-from ackfold.quality.run import RUN_ID, quality_run_id
+from ackfold.quality import CheckResult, QualityReport
+from ackfold.runs import QualityViolation, check
+from ackfold.runs.quality import RUN_ID, quality_run_id
 
 
 def test_thresholds_come_from_the_app_then_the_defaults() -> None:
