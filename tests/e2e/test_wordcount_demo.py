@@ -25,8 +25,9 @@ from ackfold.cli import main as cli
 from ackfold.config import load_settings
 from ackfold.config.demo import FaultSettings
 from ackfold.demo import faults as faults_module
-from ackfold.demo.delivery import DeliveryReport, assess
+from ackfold.demo.delivery import assess
 from ackfold.demo.feed import Feed, tokens
+from ackfold.demo.report import DeliveryReport
 from ackfold.demo.run import Demo
 from ackfold.demo.wordcount import WordCount, with_demo_policy
 from ackfold.effects import dead_letter_effects, declare_output, retract_history

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from ackfold.config import load_settings
 from ackfold.config.policy import AppPolicy
-from ackfold.demo.delivery import DeliveryReport
+from ackfold.demo.report import DeliveryReport
 from ackfold.ledger import recovery, status
 from ackfold.ledger.recovery import Percentiles, RecoveryTimes, read_recovery, recovery_times
 from ackfold.ledger.sql import SqlReader

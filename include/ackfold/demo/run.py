@@ -22,8 +22,9 @@ from typing import TYPE_CHECKING, Any
 from ackfold.config import Settings
 from ackfold.config.demo import FaultSettings
 from ackfold.config.values import APP_DAG_PREFIX
-from ackfold.demo.delivery import DeliveryReport, assess
+from ackfold.demo.delivery import assess
 from ackfold.demo.feed import Feed
+from ackfold.demo.report import DeliveryReport
 from ackfold.demo.wordcount import APP, STAGES, WordCount, demo_topics, with_demo_policy
 from ackfold.ledger.lock import app_lock
 from ackfold.progress import Progress
