@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from ackfold.config import Settings, load_settings
 from ackfold.ledger.schema.tables import Ledger
-from ackfold.reconcile.reconciler import reconcile
+from ackfold.runs.reconcile import reconcile
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from synth import Synthetic

@@ -13,7 +13,7 @@ proxy: `ackfold_dev`, each on a free loopback port) and, on each and on the loca
   per second, the median and 95th percentile of one append, and the commits that lost a
   race (refused by the store, retried); checks that every row is there;
 - writes a synthetic ledger of `--reconcile-roots` roots and times the embedded reconcile
-  over all of it, then over 1% new roots (`ackfold.reconcile.run_reconcile`, in process).
+  over all of it, then over 1% new roots (`ackfold.runs.run_reconcile`, in process).
 
 Ends with a JSON summary and each store's ratios to the local disk. Record the output in
 docs/benchmarks.md. The stores are processes on this machine: their figures are a floor
@@ -39,7 +39,7 @@ from common import per_second
 from ackfold import LedgerWriter, Tracker
 from ackfold.config import load_settings
 from ackfold.ledger.schema.tables import ROOTS
-from ackfold.reconcile.run import run_reconcile
+from ackfold.runs.reconcile import run_reconcile
 from ackfold_dev.azurite import LocalAzure
 from ackfold_dev.gcs import LocalGCS
 from ackfold_dev.s3 import LocalS3

@@ -30,7 +30,7 @@ from ackfold.config import Settings, load_settings
 from ackfold.ledger.commits.writer import LedgerWriter
 from ackfold.ledger.schema.tables import ROOT_STATE, ROOTS
 from ackfold.replay.request import ReplayRequest
-from ackfold.replay.run import run_replay
+from ackfold.runs.replay import run_replay
 from ackfold_dev.elasticmq import ElasticMQ
 from ackfold_dev.ports import free_port
 
@@ -102,7 +102,7 @@ def time_replay(settings: Settings, count: int, *, engine: str = "embedded") -> 
     )
     spark = None
     if engine == "spark":
-        from ackfold.replay.replayer import Replayer
+        from ackfold.runs.replayer import Replayer
         from ackfold.spark import get_spark
 
         spark = get_spark(settings, app_name="ackfold-bench-replay")

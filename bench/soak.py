@@ -96,10 +96,10 @@ from ackfold.ledger.schema.tables import (
 from ackfold.ledger.setup.upgrade import upgrade
 from ackfold.ledger.storage.store import delta_uri, storage_options
 from ackfold.maintenance import run_maintenance
-from ackfold.quality.run import run_quality
 from ackfold.reconcile.fold import classify, fold
-from ackfold.reconcile.run import run_reconcile
-from ackfold.replay.run import automatic_replay
+from ackfold.runs.quality import run_quality
+from ackfold.runs.reconcile import run_reconcile
+from ackfold.runs.replay import automatic_replay
 
 log = logging.getLogger("soak")
 APPS = ("orders", "webhooks")

@@ -71,7 +71,7 @@ def write_ledger(warehouse: Path, *, without: int | None = None, spread: bool = 
 def make(spark: SparkSession, out: Path, scratch: Path) -> None:
     """`with_vectors`, `purged` and `state_with_vectors` under `out`, made anew
     (`scratch`: a directory for the reconcile's own state)."""
-    from ackfold.reconcile.run import run_reconcile
+    from ackfold.runs.reconcile import run_reconcile
 
     _, _, victim = rows()
     for name in (WITH_VECTORS, PURGED):

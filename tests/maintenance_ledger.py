@@ -29,7 +29,7 @@ from ackfold.ledger.schema.tables import (
     TABLES,
     Ledger,
 )
-from ackfold.reconcile.run import run_reconcile
+from ackfold.runs.reconcile import run_reconcile
 from ackfold.track.tracker import Tracker
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)

@@ -101,7 +101,7 @@ def files_orders(settings: Settings) -> tuple[int, int, datetime]:
     """The README's app on `settings`' ledger: two orders read from a folder of files
     (`source="files"`, which has no sender), an hour ago; one completed, one failed, and
     reconciled. Returns the completed root, the failed one, and the reconcile's time."""
-    from ackfold.reconcile.run import run_reconcile
+    from ackfold.runs.reconcile import run_reconcile
     from ackfold.track.tracker import Tracker
 
     t0 = datetime.now(UTC) - timedelta(hours=1)

@@ -12,8 +12,8 @@ The public API, importable from here:
 - `AckfoldError`: the base of every error ackfold raises on purpose (`ackfold.errors`).
 
 The one-call entry points, which also take the ledger lock, are
-`ackfold.reconcile.reconcile(spark, settings)` and
-`ackfold.replay.replay(spark, settings, request)`.
+`ackfold.runs.run_reconcile(settings)` and `ackfold.runs.run_replay(settings, request)`
+(`ackfold.runs` holds every verb's run: each chooses its engine).
 
 `import ackfold` stays light: it imports the plain `Tracker` only, and every other name
 on first use, so the CLI's read paths and the UI run without Spark (and a tracked app
@@ -48,8 +48,8 @@ if TYPE_CHECKING:
     from ackfold.config import ConfigError, Settings, load_settings
     from ackfold.ledger.commits.writer import LedgerWriter
     from ackfold.reconcile.reconciler import Reconciler
-    from ackfold.replay.replayer import Replayer
     from ackfold.replay.request import ReplayRequest
+    from ackfold.runs.replayer import Replayer
     from ackfold.track.stage import StageTracker
 
 __all__ = [
@@ -73,7 +73,7 @@ _LAZY = {
     "StageTracker": "ackfold.track.stage",
     "LedgerWriter": "ackfold.ledger.commits.writer",
     "Reconciler": "ackfold.reconcile.reconciler",
-    "Replayer": "ackfold.replay.replayer",
+    "Replayer": "ackfold.runs.replayer",
     "ReplayRequest": "ackfold.replay.request",
     "Settings": "ackfold.config",
     "load_settings": "ackfold.config",

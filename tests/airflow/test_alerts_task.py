@@ -80,7 +80,7 @@ def test_the_quality_dags_alerts_task_reads_its_runs_results(
     connections: dict[str, str],
 ) -> None:
     from ackfold.ledger.schema.tables import QUALITY_RESULTS
-    from ackfold.quality.run import quality_run_id
+    from ackfold.runs.quality import quality_run_id
     from tests.ledger_fixtures import write_rows
 
     warehouse = tmp_path / "warehouse"

@@ -17,7 +17,7 @@ from deltalake import DeltaTable
 from ackfold.config import Settings
 from ackfold.ledger.commits.writer import LedgerWriter
 from ackfold.ledger.schema.tables import ROOT_STATE, UNMATCHED_EVENTS, Ledger
-from ackfold.reconcile.run import run_reconcile
+from ackfold.runs.reconcile import run_reconcile
 
 ENGINES = ("embedded", "spark")
 Reconcile = Callable[..., dict[str, Any]]

@@ -16,7 +16,7 @@ from typing import Any
 from ackfold.config import load_settings
 from ackfold.ledger.commits.writer import LedgerWriter
 from ackfold.ledger.schema.tables import ROOT_STATE, Ledger
-from ackfold.reconcile.run import run_reconcile
+from ackfold.runs.reconcile import run_reconcile
 from tests.conformance.conftest import state, waiting
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))

@@ -12,7 +12,7 @@ from ackfold.config import load_settings
 from ackfold.ledger.commits.writer import LedgerWriter
 from ackfold.ledger.schema.contract import INIT
 from ackfold.ledger.schema.tables import ROOT_STATE, UNMATCHED_EVENTS, Ledger
-from ackfold.reconcile.run import run_reconcile
+from ackfold.runs.reconcile import run_reconcile
 from tests.conformance.conftest import state, waiting
 from tests.ledger_fixtures import Clock
 

@@ -26,9 +26,9 @@ from deltalake import DeltaTable
 from ackfold.config import Settings, load_settings
 from ackfold.errors import AckfoldError
 from ackfold.ledger.schema.tables import ACK_EVENTS, ROOT_STATE, ROOTS, Ledger
-from ackfold.quality.run import run_quality
 from ackfold.replay.request import ReplayRequest
-from ackfold.replay.run import run_replay
+from ackfold.runs.quality import run_quality
+from ackfold.runs.replay import run_replay
 from tests.conformance.conftest import Reconcile, read
 from tests.conftest import JARS_DIR, PROJECT_DIR
 from tests.golden import make_cases

@@ -19,11 +19,12 @@ from ackfold.demo.feed import Feed
 from ackfold.demo.run import Demo
 from ackfold.ledger.schema import status
 from ackfold.ledger.schema.tables import DEAD_LETTERS, ROOT_STATE
-from ackfold.quality import run_quality
 from ackfold.reconcile.quiet import COUNTERS
-from ackfold.reconcile.reconciler import reconcile, reconcile_quietly
-from ackfold.replay.replayer import Replayer
+from ackfold.reconcile.reconciler import reconcile_quietly
 from ackfold.replay.request import ReplayRequest
+from ackfold.runs import run_quality
+from ackfold.runs.reconcile import reconcile
+from ackfold.runs.replayer import Replayer
 from tests.conftest import JARS_DIR
 
 # Two attempts, not the demo's five: every step runs through Connect on each cycle, and

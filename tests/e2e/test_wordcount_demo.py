@@ -25,18 +25,19 @@ from ackfold.cli import main as cli
 from ackfold.config import load_settings
 from ackfold.config.demo import FaultSettings
 from ackfold.demo import faults as faults_module
-from ackfold.demo.delivery import DeliveryReport, assess
+from ackfold.demo.delivery import assess
 from ackfold.demo.feed import Feed, tokens
+from ackfold.demo.report import DeliveryReport
 from ackfold.demo.run import Demo
 from ackfold.demo.wordcount import WordCount, with_demo_policy
 from ackfold.effects import dead_letter_effects, declare_output, retract_history
 from ackfold.ledger.schema import status
 from ackfold.ledger.schema.tables import DEAD_LETTERS, REPLAY_LOG, ROOTS
-from ackfold.quality import run_quality
 from ackfold.quality.effects import CLEAN_OUTPUT
-from ackfold.reconcile.reconciler import reconcile
-from ackfold.replay.replayer import Replayer
 from ackfold.replay.request import ReplayRequest
+from ackfold.runs import run_quality
+from ackfold.runs.reconcile import reconcile
+from ackfold.runs.replayer import Replayer
 from ackfold.sources.base import DEAD_REASON
 from ackfold.sources.sqs_client import sqs_client
 from tests.conftest import JARS_DIR

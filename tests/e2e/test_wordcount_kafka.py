@@ -24,8 +24,8 @@ from ackfold.effects import (
     run_retract,
 )
 from ackfold.ledger.schema.tables import DEAD_LETTERS, ROOTS
-from ackfold.quality import run_quality
 from ackfold.quality.effects import CLEAN_OUTPUT
+from ackfold.runs import run_quality
 from ackfold.sources.base import ATTEMPT, DEAD_REASON, ORIGIN_ROOT_ID
 from ackfold.sources.kafka import KafkaTopic
 from ackfold_dev.kafka_broker import KafkaBroker

@@ -108,7 +108,10 @@ def era(warehouse: Path, batch: int, *, reconcile: bool, statuses_to: Path | Non
         # of the rewrite of this release's paths
         earlier = importlib.import_module(".".join(("ackfold", "ledger", "writer")))
         LedgerWriter = earlier.LedgerWriter
-    from ackfold.reconcile.run import run_reconcile
+    try:
+        from ackfold.runs.reconcile import run_reconcile
+    except ImportError:  # a release from before ackfold.runs
+        run_reconcile = importlib.import_module("ackfold.reconcile.run").run_reconcile
     from ackfold.track.tracker import Tracker
 
     if statuses_to is not None:
@@ -216,11 +219,11 @@ def spark_era(warehouse: Path, engine: str) -> None:
         if batch == 0:
             now = datetime.now(UTC)
             if engine == "0.1":
-                from ackfold.reconcile.reconciler import reconcile
+                from ackfold.runs.reconcile import reconcile
 
                 reconcile(spark, settings, now=now)
             else:
-                from ackfold.reconcile.run import run_reconcile
+                from ackfold.runs.reconcile import run_reconcile
 
                 run_reconcile(settings, now=now, engine="spark", spark=spark)
     # The case's `now`: three hours after its first event, when its open roots timed out.

@@ -22,10 +22,10 @@ from ackfold.config.demo import FaultSettings
 from ackfold.demo.wordcount import WordCount, with_demo_policy
 from ackfold.ledger.schema import ids, status
 from ackfold.ledger.schema.tables import DEAD_LETTERS, REPLAY_LOG, ROOT_STATE, ROOTS
-from ackfold.quality import run_quality
-from ackfold.reconcile.reconciler import reconcile
-from ackfold.replay.replayer import Replayer
 from ackfold.replay.request import ReplayRequest
+from ackfold.runs import run_quality
+from ackfold.runs.reconcile import reconcile
+from ackfold.runs.replayer import Replayer
 from ackfold.sources.base import ATTEMPT, DEAD_REASON, EXPIRED, ORIGIN_ROOT_ID, SourceError
 from ackfold.sources.kafka import RECREATED
 from ackfold.sources.kafka_client import topic_ids

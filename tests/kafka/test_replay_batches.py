@@ -17,9 +17,9 @@ from ackfold.ledger.schema import status
 from ackfold.ledger.schema.tables import REPLAY_LOG
 from ackfold.replay.bookkeeping import PLANNED
 from ackfold.replay.planner import SENT
-from ackfold.replay.replayer import Replayer
 from ackfold.replay.request import ReplayRequest
-from ackfold.replay.run import run_replay
+from ackfold.runs.replay import run_replay
+from ackfold.runs.replayer import Replayer
 from ackfold.sources.base import ATTEMPT, ORIGIN_ROOT_ID
 from ackfold_dev.kafka_broker import KafkaBroker
 from ackfold_dev.ports import free_port

@@ -14,7 +14,7 @@ from ackfold.config import load_settings
 from ackfold.ledger.schema.tables import ROOT_STATE, Ledger
 from ackfold.ledger.storage.store import delta_uri, storage_options
 from ackfold.reconcile.fold import classify, fold
-from ackfold.reconcile.run import run_reconcile
+from ackfold.runs.reconcile import run_reconcile
 from tests.s3.conftest import warehouse_of
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))

@@ -15,7 +15,7 @@ from ackfold.config import load_settings
 from ackfold.ledger.commits.marks import events_table, read_mark
 from ackfold.ledger.schema.tables import Ledger
 from ackfold.reconcile.new_events import new_events
-from ackfold.reconcile.run import run_reconcile
+from ackfold.runs.reconcile import run_reconcile
 from tests.s3.conftest import warehouse_of
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))

@@ -16,7 +16,7 @@ from ackfold.config import load_settings
 from ackfold.ledger.errors import UnreadableFiles
 from ackfold.ledger.schema.tables import ACK_EVENTS, ROOT_STATE
 from ackfold.ledger.storage.vectors import files_with_deletion_vectors
-from ackfold.reconcile.run import run_reconcile
+from ackfold.runs.reconcile import run_reconcile
 from tests.deletion_vector_ledger import (
     FIXTURES,
     NOW,

@@ -17,7 +17,7 @@ from ackfold.config import load_settings
 from ackfold.ledger.commits.writer import LedgerWriter
 from ackfold.ledger.errors import LedgerError
 from ackfold.ledger.schema.tables import ACK_EVENTS, ROOT_STATE, Ledger
-from ackfold.reconcile.run import run_reconcile
+from ackfold.runs.reconcile import run_reconcile
 from ackfold.track.tracker import Tracker
 from tests.conftest import JARS_DIR
 

@@ -13,7 +13,7 @@ from pyspark.sql import functions as F
 
 from ackfold.config import load_settings
 from ackfold.ledger.commits.writer import LedgerWriter
-from ackfold.reconcile.reconciler import reconcile
+from ackfold.runs.reconcile import reconcile
 from ackfold.track import sql_ids
 from tests.conftest import JARS_DIR
 from tests.replay_ledger import statuses

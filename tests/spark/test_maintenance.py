@@ -11,7 +11,7 @@ from pyspark.sql import SparkSession
 from ackfold.config import load_settings
 from ackfold.ledger.schema.tables import ACK_EVENTS, ROOTS, SENT_MESSAGES, TABLES, Ledger
 from ackfold.maintenance import run_maintenance
-from ackfold.reconcile.reconciler import reconcile
+from ackfold.runs.reconcile import reconcile
 from ackfold.sources.sent import record_sent
 from ackfold.track.tracker import Tracker
 from tests.conftest import JARS_DIR

@@ -12,12 +12,12 @@ from pyspark.sql import SparkSession
 from ackfold.config import load_settings
 from ackfold.embedded import duck
 from ackfold.ledger.schema import status
-from ackfold.quality import run_quality
 from ackfold.quality.batches import LedgerFrames, Window
 from ackfold.quality.duck_batches import LedgerViews
 from ackfold.quality.outcomes import NO_SENDER_OUTCOME
 from ackfold.replay.request import ReplayRequest
-from ackfold.replay.run import run_replay
+from ackfold.runs import run_quality
+from ackfold.runs.replay import run_replay
 from tests.conftest import JARS_DIR
 from tests.replay_ledger import files_orders
 

@@ -21,8 +21,9 @@ from pyspark.sql import SparkSession
 
 from ackfold.config import Settings
 from ackfold.ledger.schema.tables import ACK_EVENTS, ROOTS, Ledger
-from ackfold.quality import QualityReport, run_quality
+from ackfold.quality import QualityReport
 from ackfold.quality.validator import SAMPLE
+from ackfold.runs import run_quality
 from tests.conftest import JARS_DIR
 from tests.quality_ledger import (
     FaultyLedger,

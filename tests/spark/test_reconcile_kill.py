@@ -19,7 +19,7 @@ from ackfold.config import load_settings
 from ackfold.jobs import APPS_DIR
 from ackfold.ledger.schema.tables import ACK_EVENTS, ROOT_STATE, ROOTS, Ledger
 from ackfold.ledger.setup.create import create_tables
-from ackfold.reconcile.reconciler import reconcile
+from ackfold.runs.reconcile import reconcile
 from tests.conftest import JARS_DIR
 from tests.spark.ledger_io import state
 

@@ -18,10 +18,10 @@ from ackfold.config import Settings, load_settings
 from ackfold.ledger.schema import status
 from ackfold.ledger.schema.tables import ACK_EVENTS, ROOT_STATE, ROOTS, Ledger
 from ackfold.ledger.schema.values import hex64
-from ackfold.quality import run_quality
-from ackfold.reconcile.reconciler import reconcile
-from ackfold.replay.replayer import Replayer
 from ackfold.replay.request import ReplayRequest
+from ackfold.runs import run_quality
+from ackfold.runs.reconcile import reconcile
+from ackfold.runs.replayer import Replayer
 from ackfold.track.tracker import Tracker
 from ackfold.track.tuples import Tuple
 from tests.conftest import JARS_DIR

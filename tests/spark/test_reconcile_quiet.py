@@ -18,7 +18,8 @@ from pyspark.sql import SparkSession
 from ackfold.config import Settings, load_settings
 from ackfold.ledger.commits.marks import read_mark
 from ackfold.ledger.schema.tables import ACK_EVENTS, ROOTS, Ledger
-from ackfold.reconcile.reconciler import reconcile, reconcile_quietly
+from ackfold.reconcile.reconciler import reconcile_quietly
+from ackfold.runs.reconcile import reconcile
 from ackfold.track.tracker import Tracker
 from tests.conftest import JARS_DIR
 from tests.spark.ledger_io import append, state

@@ -20,9 +20,9 @@ from ackfold.ledger.schema.tables import DEAD_LETTERS, ROOT_STATE, Ledger
 from ackfold.replay.bookkeeping import PLANNED, SparkBookkeeper
 from ackfold.replay.embedded_books import EmbeddedBookkeeper
 from ackfold.replay.planner import Plan
-from ackfold.replay.replayer import Replayer
 from ackfold.replay.request import ReplayRequest
 from ackfold.replay.senders import no_sender_reason
+from ackfold.runs.replayer import Replayer
 from ackfold.sources.base import Sent
 from tests.replay_ledger import T0, Failed, read_table, write_failed
 

@@ -18,10 +18,10 @@ from pyspark.sql import functions as F
 from ackfold import StageTracker
 from ackfold.config import Settings
 from ackfold.ledger.schema import ids, status
-from ackfold.reconcile import reconcile
 from ackfold.replay.request import ReplayRequest
-from ackfold.replay.run import run_replay
 from ackfold.replay.senders import GROUP
+from ackfold.runs.reconcile import reconcile
+from ackfold.runs.replay import run_replay
 from tests.conftest import PROJECT_DIR
 
 

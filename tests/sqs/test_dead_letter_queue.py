@@ -12,7 +12,7 @@ import pytest
 
 from ackfold.ledger.schema import status
 from ackfold.ledger.schema.tables import REPLAY_LOG
-from ackfold.replay.run import run_replay
+from ackfold.runs.replay import run_replay
 from ackfold.sources.base import SourceError
 from ackfold_dev.elasticmq import ElasticMQ
 from tests.replay_ledger import Failed, read_table, statuses, write_failed

@@ -22,8 +22,8 @@ from ackfold.config import Settings, load_settings
 from ackfold.demo.feed import send_bodies
 from ackfold.ledger.schema import status
 from ackfold.ledger.schema.tables import REPLAY_LOG
-from ackfold.replay.replayer import Replayer
 from ackfold.replay.request import ReplayRequest
+from ackfold.runs.replayer import Replayer
 from ackfold.sources.base import ATTEMPT
 from ackfold.sources.sqs_client import sqs_client
 from ackfold_dev.elasticmq import ElasticMQ

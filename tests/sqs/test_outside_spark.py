@@ -19,9 +19,9 @@ from ackfold.demo.feed import send_bodies
 from ackfold.ledger.schema import status
 from ackfold.ledger.schema.tables import REPLAY_LOG, ROOT_STATE, ROOTS, TABLES, Ledger
 from ackfold.maintenance import run_maintenance
-from ackfold.reconcile import reconcile
-from ackfold.replay.replayer import Replayer
 from ackfold.replay.request import ReplayRequest
+from ackfold.runs.reconcile import reconcile
+from ackfold.runs.replayer import Replayer
 from ackfold.sources.base import ATTEMPT, ORIGIN_ROOT_ID
 from ackfold.sources.sqs_client import sqs_client
 from tests.conftest import JARS_DIR

@@ -27,8 +27,9 @@ from ackfold.ledger.reading.reader import LedgerReader
 from ackfold.ledger.schema import ids, status
 from ackfold.ledger.schema.tables import ACK_EVENTS, QUALITY_RESULTS, ROOT_STATE, ROOTS, Ledger
 from ackfold.ledger.schema.values import hex64
-from ackfold.quality import QualityReport, run_quality
-from ackfold.quality.run import quality_run_id
+from ackfold.quality import QualityReport
+from ackfold.runs import run_quality
+from ackfold.runs.quality import quality_run_id
 from ackfold.sources.sent import record_sent
 from ackfold.sources.sqs_client import sqs_client
 from tests.conftest import JARS_DIR

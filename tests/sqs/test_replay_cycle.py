@@ -15,8 +15,8 @@ from ackfold.demo.feed import send_bodies
 from ackfold.ledger.schema import status
 from ackfold.ledger.schema.tables import DEAD_LETTERS, REPLAY_LOG
 from ackfold.replay.planner import DEAD_LETTER, REPLAY
-from ackfold.replay.replayer import Replayer
 from ackfold.replay.request import ReplayRequest
+from ackfold.runs.replayer import Replayer
 from ackfold.sources.base import ATTEMPT, DEAD_LAST_STAGE, DEAD_REASON, DEAD_ROOT_ID, ORIGIN_ROOT_ID
 from ackfold.sources.sqs_client import sqs_client
 from tests.conftest import JARS_DIR

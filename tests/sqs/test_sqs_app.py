@@ -14,7 +14,7 @@ from pyspark.sql import SparkSession
 
 from ackfold.config import load_settings
 from ackfold.demo.feed import send_bodies
-from ackfold.reconcile import reconcile
+from ackfold.runs.reconcile import reconcile
 from ackfold.sources.base import Outbound
 from ackfold.sources.sqs import SqsQueue
 from ackfold.sources.sqs_client import sqs_client

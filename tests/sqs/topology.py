@@ -18,9 +18,9 @@ from pyspark.sql import functions as F
 
 from ackfold.config import Settings
 from ackfold.ledger.schema.tables import ROOT_STATE, ROOTS, Ledger
-from ackfold.reconcile.reconciler import reconcile
-from ackfold.replay.replayer import Replayer, ReplaySummary
 from ackfold.replay.request import ReplayRequest
+from ackfold.runs.reconcile import reconcile
+from ackfold.runs.replayer import Replayer, ReplaySummary
 from ackfold.sources.ingest import Ingester
 from ackfold.sources.sqs import SqsQueue
 from ackfold.track.stage import StageTracker

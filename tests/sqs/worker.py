@@ -14,8 +14,8 @@ import sys
 from datetime import UTC, datetime, timedelta
 
 from ackfold.config import load_settings
-from ackfold.replay.replayer import Replayer
 from ackfold.replay.request import ReplayRequest
+from ackfold.runs.replayer import Replayer
 from ackfold.sources.ingest import Ingester
 from ackfold.sources.sqs import SqsQueue
 from ackfold.spark import get_spark

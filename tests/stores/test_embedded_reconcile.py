@@ -9,7 +9,7 @@ from pathlib import Path
 
 from ackfold import LedgerWriter, Tracker
 from ackfold.config import load_settings
-from ackfold.reconcile.run import run_reconcile
+from ackfold.runs.reconcile import run_reconcile
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 from arrow_ledger import ArrowLedger

@@ -21,7 +21,7 @@ from ackfold import LedgerWriter, Tracker
 from ackfold.config import Settings, load_settings
 from ackfold.ledger.errors import UnsafeSparkCommits
 from ackfold.ledger.schema.tables import ACK_EVENTS, ROOT_STATE, ROOTS, Ledger
-from ackfold.reconcile.run import run_reconcile
+from ackfold.runs.reconcile import run_reconcile
 from ackfold.spark.jars import STORE_BUNDLES, resolve
 from ackfold.track.stage import StageTracker
 from ackfold_dev.azurite import LocalAzure

@@ -100,7 +100,7 @@ def test_a_v1_ledger_reconciles_and_no_command_touches_roots_or_ack_events(
 
 
 def test_reconcile_gives_the_exact_statuses_through_run_reconcile(tmp_path: Path) -> None:
-    from ackfold.reconcile.run import run_reconcile
+    from ackfold.runs.reconcile import run_reconcile
 
     warehouse, now = _warehouse(tmp_path), now_utc()
     write_v1_ledger(warehouse, now)

@@ -21,7 +21,7 @@ from ackfold.embedded import tables
 from ackfold.ledger.errors import UnreadableFiles
 from ackfold.ledger.schema.tables import ACK_EVENTS, ROOT_STATE, ROOTS
 from ackfold.ledger.storage.vectors import files_with_deletion_vectors
-from ackfold.reconcile.run import run_reconcile
+from ackfold.runs.reconcile import run_reconcile
 from tests.deletion_vector_ledger import (
     FIXTURES,
     NOW,

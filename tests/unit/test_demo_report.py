@@ -8,8 +8,9 @@ from collections import Counter
 from typing import Any
 
 from ackfold.config.demo import FaultSettings
-from ackfold.demo.delivery import DeliveryReport, compare_words, follow
+from ackfold.demo.delivery import compare_words, follow
 from ackfold.demo.feed import Feed, tokens
+from ackfold.demo.report import DeliveryReport
 from ackfold.ledger.schema import status
 
 FEED = Feed.build(10, FaultSettings(seed=3, poison=1, stuck=1))

@@ -19,7 +19,7 @@ from ackfold.ledger.commits.lease import LedgerLease
 from ackfold.ledger.errors import LeaseLost
 from ackfold.ledger.schema.tables import ACK_EVENTS, TABLES, Ledger
 from ackfold.maintenance import run_maintenance
-from ackfold.reconcile.run import run_reconcile
+from ackfold.runs.reconcile import run_reconcile
 from ackfold.track.heartbeat import ledger_write, progress_row
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)

@@ -196,10 +196,10 @@ def test_a_third_engine_registered_is_the_engine_of_every_verb(
     recorder: list[str], tmp_path: Path
 ) -> None:
     from ackfold.maintenance import run_maintenance
-    from ackfold.quality import run_quality
-    from ackfold.reconcile.run import run_reconcile
     from ackfold.replay.request import ReplayRequest
-    from ackfold.replay.run import run_replay
+    from ackfold.runs import run_quality
+    from ackfold.runs.reconcile import run_reconcile
+    from ackfold.runs.replay import run_replay
 
     # Chosen by the setting, as a user would: no run function names it.
     settings = load_settings(var_dir=tmp_path, jars_dir=JARS_DIR, engine={"kind": "recorder"})
@@ -232,7 +232,7 @@ def test_a_third_engine_registered_is_the_engine_of_every_verb(
 def test_a_run_leaves_an_engine_it_was_given_to_the_giver(
     recorder: list[str], tmp_path: Path
 ) -> None:
-    from ackfold.reconcile.run import run_reconcile
+    from ackfold.runs.reconcile import run_reconcile
 
     settings = load_settings(var_dir=tmp_path, jars_dir=JARS_DIR)
     _ledger(settings)

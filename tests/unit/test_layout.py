@@ -7,8 +7,12 @@ no private name is imported across modules."""
 from __future__ import annotations
 
 import ast
+import importlib.util
+import os
 import re
+import sys
 from pathlib import Path
+from types import ModuleType
 
 from tests.conftest import PROJECT_DIR
 
@@ -154,6 +158,35 @@ def test_no_two_modules_import_each_other_in_a_circle() -> None:
                 stack.append(iter(sorted(edges[following])))
         done.add(start)
     assert circles == []
+
+
+def house_script() -> ModuleType:
+    """`scripts/house.py`, imported from its path (scripts/ is no package)."""
+    spec = importlib.util.spec_from_file_location("house", PROJECT_DIR / "scripts" / "house.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclass looks its module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_every_package_has_its_place_in_the_declared_order() -> None:
+    house = house_script()
+    assert sorted(house.ORDER) == sorted(house.measure(PACKAGE.parent).modules)
+
+
+def test_at_most_two_arrows_climb_the_declared_order() -> None:
+    # ACKFOLD_HOUSE_INCLUDE measures another tree's include/ (main's, say) with this order.
+    house = house_script()
+    include = Path(os.environ.get("ACKFOLD_HOUSE_INCLUDE", PACKAGE.parent))
+    climbs = house.measure(include).climbs()
+    shown = [f"{a} -> {b}: {', '.join(why)}" for (a, b), why in climbs.items()]
+    assert len(climbs) <= house.MAX_CLIMBS, "\n".join(shown)
+
+
+def test_the_house_page_is_what_its_script_writes() -> None:
+    assert house_script().main(["--check"]) == 0, "run python scripts/house.py"
 
 
 def ledger_rooms() -> list[str]:

@@ -15,7 +15,7 @@ import xxhash
 from ackfold.config import load_settings
 from ackfold.ledger.commits.writer import LedgerWriter
 from ackfold.ledger.schema import ids, schemes
-from ackfold.reconcile.run import run_reconcile
+from ackfold.runs.reconcile import run_reconcile
 from tests.replay_ledger import statuses
 from tests.vectors import all_ledgers, generator, ledger_row, now, vectors
 

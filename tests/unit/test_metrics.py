@@ -76,7 +76,7 @@ def test_every_reconcile_run_pushes_its_counters_whoever_calls_it(
     """`run_reconcile` owns its metrics: the CLI's run, the DAG's and the Spark job's all
     push the same counters, not only the callers that remembered to."""
     from ackfold import LedgerWriter, Tracker
-    from ackfold.reconcile.run import run_reconcile
+    from ackfold.runs.reconcile import run_reconcile
 
     settings = settings_at(tmp_path, endpoint=webhook.url)
     tracker = Tracker("orders")

@@ -15,8 +15,9 @@ from deltalake import write_deltalake
 
 from ackfold.effects import RetractRequest, run_retract
 from ackfold.effects.outputs import declare_output
-from ackfold.quality import QualityReport, run_quality
+from ackfold.quality import QualityReport
 from ackfold.quality.effects import CLEAN_OUTPUT, DEAD_LETTER_ROWS
+from ackfold.runs import run_quality
 from tests.quality_ledger import APP, FaultyLedger, faulty_ledger, quality_settings
 
 SUITE = f"delivery.{APP}.dead_letter_effects"

@@ -19,8 +19,9 @@ from ackfold.cli import main as cli
 from ackfold.ledger.reading.reader import LedgerReader
 from ackfold.ledger.schema.tables import ACK_EVENTS, ROOTS, Ledger
 from ackfold.ledger.schema.values import hex64
-from ackfold.quality import QualityReport, run_quality
-from ackfold.quality.run import quality_run_id
+from ackfold.quality import QualityReport
+from ackfold.runs import run_quality
+from ackfold.runs.quality import quality_run_id
 from tests.conftest import PROJECT_DIR
 from tests.quality_ledger import APP, FaultyLedger, faulty_ledger, quality_settings
 
@@ -82,7 +83,7 @@ def test_no_jvm_starts(faulty: tuple[Path, FaultyLedger]) -> None:
         "import os, sys\n"
         "from datetime import datetime\n"
         "from pyspark import SparkContext\n"
-        "from ackfold.quality import run_quality\n"
+        "from ackfold.runs import run_quality\n"
         "from tests.quality_ledger import quality_settings\n"
         "run_quality(quality_settings(sys.argv[1]), now=datetime.fromisoformat(sys.argv[2]))\n"
         "ok = SparkContext._gateway is None and SparkContext._active_spark_context is None\n"
@@ -246,7 +247,7 @@ def test_duckdb_gets_the_jobs_budget_less_what_the_process_and_gx_hold(tmp_path:
     import doctest
 
     from ackfold.embedded import duck
-    from ackfold.quality.run import GX_RESERVE
+    from ackfold.quality.checks import GX_RESERVE
 
     assert doctest.testmod(duck).failed == 0
     settings = quality_settings(tmp_path / "var")

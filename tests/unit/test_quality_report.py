@@ -7,10 +7,10 @@ from datetime import datetime, timedelta
 import pytest
 
 from ackfold.config import ConfigError, load_settings
-from ackfold.ledger.schema.operational import QUALITY_RESULTS_DDL
-from ackfold.ledger.schema.tables import column_names
-from ackfold.quality import CheckResult, QualityReport, QualityViolation, check
-from ackfold.quality.run import RUN_ID, quality_run_id
+from ackfold.ledger.schema.tables import QUALITY_RESULTS_DDL, column_names
+from ackfold.quality import CheckResult, QualityReport
+from ackfold.runs import QualityViolation, check
+from ackfold.runs.quality import RUN_ID, quality_run_id
 
 
 def test_thresholds_come_from_the_app_then_the_defaults() -> None:

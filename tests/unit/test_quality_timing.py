@@ -12,10 +12,10 @@ from pathlib import Path
 
 from ackfold.embedded import duck
 from ackfold.ledger.schema.values import hex64
-from ackfold.quality import run_quality
 from ackfold.quality.batches import Window
 from ackfold.quality.duck_batches import LedgerViews
 from ackfold.quality.outcomes import AWAITING_REPLAY, IN_PROGRESS
+from ackfold.runs import run_quality
 from tests.quality_ledger import TIMING_APP, timing_ledger, timing_settings
 
 

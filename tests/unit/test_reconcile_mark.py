@@ -26,7 +26,7 @@ from ackfold.ledger.commits.writer import LedgerWriter
 from ackfold.ledger.errors import LeaseLost, SchemaMismatch
 from ackfold.ledger.schema.tables import ACK_EVENTS, ROOT_STATE, Ledger
 from ackfold.reconcile.quiet import quiet_summary
-from ackfold.reconcile.run import run_reconcile
+from ackfold.runs.reconcile import run_reconcile
 from tests.conftest import JARS_DIR
 
 T0 = datetime(2026, 11, 27, tzinfo=UTC)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from ackfold.config import load_settings
 from ackfold.config.policy import AppPolicy
-from ackfold.demo.delivery import DeliveryReport
+from ackfold.demo.report import DeliveryReport
 from ackfold.ledger.reading import recovery
 from ackfold.ledger.reading.recovery import (
     Percentiles,

@@ -22,9 +22,9 @@ from ackfold.ledger.schema.tables import DEAD_LETTERS, REPLAY_LOG, ROOT_STATE, L
 from ackfold.replay.bookkeeping import PLANNED
 from ackfold.replay.embedded_books import EmbeddedBookkeeper
 from ackfold.replay.planner import DEAD_LETTER, REPLAY, SENT
-from ackfold.replay.replayer import Replayer
 from ackfold.replay.request import ReplayRequest
-from ackfold.replay.run import run_replay
+from ackfold.runs.replay import run_replay
+from ackfold.runs.replayer import Replayer
 from ackfold.sources.base import Sent
 from tests.replay_ledger import T0, Failed, read_table, statuses, write_failed
 

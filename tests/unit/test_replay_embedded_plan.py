@@ -17,8 +17,8 @@ from ackfold.ledger.schema.tables import REPLAY_LOG, Ledger
 from ackfold.replay.bookkeeping import PLANNED
 from ackfold.replay.embedded_books import EmbeddedBookkeeper
 from ackfold.replay.planner import DEAD_LETTER, NEW, REPLAY, SENT, UNSENT, Plan, UnknownRoots
-from ackfold.replay.replayer import Replayer
 from ackfold.replay.request import ReplayRequest
+from ackfold.runs.replayer import Replayer
 from ackfold.sources.base import Sent
 from tests.replay_ledger import T0, Failed, read_table, write_failed
 

@@ -24,9 +24,9 @@ from ackfold.ledger.errors import LeaseLost
 from ackfold.ledger.schema import status
 from ackfold.ledger.schema.tables import DEAD_LETTERS, REPLAY_LOG, ROOT_STATE, Ledger
 from ackfold.replay.planner import Plan
-from ackfold.replay.replayer import Replayer
 from ackfold.replay.request import ReplayRequest
-from ackfold.replay.run import run_replay
+from ackfold.runs.replay import run_replay
+from ackfold.runs.replayer import Replayer
 from tests.replay_ledger import T0, Failed, read_table, write_failed
 
 NOW = T0 + timedelta(hours=1)

@@ -17,17 +17,17 @@ from ackfold.config import Settings, load_settings
 from ackfold.embedded import duck
 from ackfold.ledger.schema import ids, status
 from ackfold.ledger.schema.tables import DEAD_LETTERS, REPLAY_LOG
-from ackfold.quality import run_quality
 from ackfold.quality.batches import Window
 from ackfold.quality.duck_batches import LedgerViews
 from ackfold.quality.outcomes import NO_SENDER_OUTCOME
-from ackfold.reconcile.run import run_reconcile
 from ackfold.replay.planner import DEAD_LETTER, REPLAY
 from ackfold.replay.queues import NO_QUEUE, SourceQueues, Unsendable, kafka_sender, sqs_sender
-from ackfold.replay.replayer import Replayer
 from ackfold.replay.request import ReplayRequest
-from ackfold.replay.run import run_replay
 from ackfold.replay.senders import GROUP, SenderError, find_sender, no_sender_reason, registered
+from ackfold.runs import run_quality
+from ackfold.runs.reconcile import run_reconcile
+from ackfold.runs.replay import run_replay
+from ackfold.runs.replayer import Replayer
 from ackfold.sources.files import ATTEMPT_FIELD, ORIGIN_FIELD, FilesInbox
 from ackfold.track.tracker import Tracker
 from tests.replay_ledger import T0, Failed, files_orders, read_table, statuses, write_failed

@@ -18,7 +18,7 @@ from ackfold.config import Settings, load_settings
 from ackfold.ledger.commits.writer import LedgerWriter
 from ackfold.ledger.errors import SchemaMismatch
 from ackfold.ledger.schema.tables import ROOT_STATE, ROOT_STATE_PARTITIONS
-from ackfold.reconcile.run import run_reconcile
+from ackfold.runs.reconcile import run_reconcile
 from tests.conftest import PROJECT_DIR
 
 CASE = PROJECT_DIR / "tests" / "golden" / "ackfold-0.1"

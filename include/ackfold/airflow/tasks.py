@@ -55,8 +55,8 @@ def run_manual_replay(
     from ackfold.ledger.schema.ids import format_id
     from ackfold.replay.params import parse_replay_conf
     from ackfold.replay.planner import Plan, UnknownRoots
-    from ackfold.replay.replayer import unsent_error
-    from ackfold.replay.run import run_replay
+    from ackfold.runs.replay import run_replay
+    from ackfold.runs.replayer import unsent_error
     from ackfold.spark import get_spark
 
     settings = with_kafka_connection(settings or load_settings())
@@ -166,7 +166,7 @@ def run_automatic_replay(settings: Settings | None = None) -> dict[str, Any]:
     """The `replay` task of `ackfold_replay` on the embedded engine, in the task's own
     process (`ackfold/jobs/replay.py --auto` runs the same on Spark): each app's policy.
     Fails, naming the error, if messages stayed unsent: the next run sends exactly those."""
-    from ackfold.replay.run import automatic_replay
+    from ackfold.runs.replay import automatic_replay
 
     return automatic_replay(with_kafka_connection(settings or load_settings()))
 
@@ -176,7 +176,7 @@ def reconcile_in_task() -> dict[str, Any]:
     """The `reconcile` task of `ackfold_reconcile` on the embedded engine: the run in the
     task's own process, its JSON summary logged and returned (XCom), its counters pushed
     over OTLP when metrics are on (by `run_reconcile`)."""
-    from ackfold.reconcile.run import run_reconcile
+    from ackfold.runs.reconcile import run_reconcile
 
     summary = run_reconcile(load_settings(), holder="ackfold_reconcile")
     log.info("%s", json.dumps(summary, sort_keys=True))
@@ -226,8 +226,8 @@ def quality_check(airflow_run_id: str, settings: Settings | None = None) -> dict
     """The `check` task of `ackfold_quality` on the embedded engine: the quality run in the
     task's own process (no JVM, no spark-submit), as `ackfold/jobs/quality.py` runs it on
     Spark. A violation is a result, not an error: the `verdict` task fails on it."""
-    from ackfold.quality import run_quality
-    from ackfold.quality.run import quality_run_id
+    from ackfold.runs import run_quality
+    from ackfold.runs.quality import quality_run_id
 
     settings = settings or load_settings()
     report = run_quality(
@@ -244,7 +244,7 @@ def quality_verdict(airflow_run_id: str, settings: Settings | None = None) -> di
     value."""
     from ackfold.ledger.reading.reader import LedgerReader
     from ackfold.quality import QualityReport
-    from ackfold.quality.run import quality_run_id
+    from ackfold.runs.quality import quality_run_id
 
     settings = settings or load_settings()
     quality_run = quality_run_id(airflow_run_id)
@@ -274,7 +274,7 @@ def quality_alerts(context: Mapping[str, Any], settings: Settings | None = None)
     run, whatever its verdict (it runs after a failed one too)."""
     from ackfold.alerts import check_quality
     from ackfold.ledger.reading.reader import LedgerReader
-    from ackfold.quality.run import quality_run_id
+    from ackfold.runs.quality import quality_run_id
 
     settings = settings or load_settings()
     run_id = str(context["run_id"])

@@ -94,7 +94,7 @@ def _reconcile(settings: Settings, args: argparse.Namespace) -> int:
     except LedgerError as exc:
         return ledger_error(exc)
 
-    from ackfold.reconcile.run import run_reconcile
+    from ackfold.runs.reconcile import run_reconcile
 
     def spark() -> SparkSession:
         return spark_session(settings, "ackfold-reconcile")
@@ -112,9 +112,9 @@ def _reconcile(settings: Settings, args: argparse.Namespace) -> int:
         say=say_on_stderr,
     )
     if args.replay:
-        from ackfold.replay.replayer import unsent_error
         from ackfold.replay.request import ReplayRequest
-        from ackfold.replay.run import run_replay
+        from ackfold.runs.replay import run_replay
+        from ackfold.runs.replayer import unsent_error
 
         request = ReplayRequest(automatic=True, app=args.app, requested_by="auto")
         replayed = run_replay(
@@ -142,7 +142,7 @@ def _quality(settings: Settings, args: argparse.Namespace) -> int:
     except LedgerError as exc:
         return ledger_error(exc)
 
-    from ackfold.quality import run_quality
+    from ackfold.runs import run_quality
 
     def spark() -> SparkSession:
         return spark_session(settings, "ackfold-quality")

@@ -77,8 +77,8 @@ def _replay(settings: Settings, args: argparse.Namespace) -> int:
 
     from ackfold.progress import Progress
     from ackfold.replay.planner import Plan, UnknownRoots
-    from ackfold.replay.replayer import unsent_error
-    from ackfold.replay.run import run_replay
+    from ackfold.runs.replay import run_replay
+    from ackfold.runs.replayer import unsent_error
     from ackfold.ui.redact import redactor_for
 
     shown: list[Plan] = []

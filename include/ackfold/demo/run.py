@@ -22,15 +22,16 @@ from typing import TYPE_CHECKING, Any
 from ackfold.config import Settings
 from ackfold.config.demo import FaultSettings
 from ackfold.config.values import APP_DAG_PREFIX
-from ackfold.demo.delivery import DeliveryReport, assess
+from ackfold.demo.delivery import assess
 from ackfold.demo.feed import Feed
+from ackfold.demo.report import DeliveryReport
 from ackfold.demo.wordcount import APP, STAGES, WordCount, demo_topics, with_demo_policy
 from ackfold.ledger.commits.lock import app_lock
 from ackfold.progress import Progress
-from ackfold.reconcile.run import run_reconcile
-from ackfold.replay.replayer import ReplaySummary
 from ackfold.replay.request import ReplayRequest
-from ackfold.replay.run import run_replay
+from ackfold.runs.reconcile import run_reconcile
+from ackfold.runs.replay import run_replay
+from ackfold.runs.replayer import ReplaySummary
 from ackfold.sources.kafka import KafkaTopic
 from ackfold.sources.kafka_client import create_topics
 from ackfold.sources.sent import record_sent

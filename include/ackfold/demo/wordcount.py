@@ -32,23 +32,22 @@ from __future__ import annotations
 import logging
 import threading
 from collections import Counter
-from collections.abc import Callable, Collection, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING, Any, Final
 
 from ackfold.config import Settings
 from ackfold.config.demo import DEMO_APP_POLICY, FaultSettings, with_app_defaults
-from ackfold.demo.faults import InjectedKill, Killer, be_slow, hit
+from ackfold.demo.faults import Killer, be_slow, hit
 from ackfold.demo.feed import NOT_WORD_PATTERN
+from ackfold.demo.queries import run_to_end, start_stage
 from ackfold.ledger.commits import dml
 from ackfold.ledger.schema.tables import ROOTS, Ledger
 from ackfold.ledger.setup.create import create_tables
 from ackfold.sources.base import SourceQueue
 from ackfold.sources.ingest import Ingester
 from ackfold.sources.kafka import KafkaTopic
-from ackfold.sources.kafka_spout import KafkaSpout, restart_gets_past
+from ackfold.sources.kafka_spout import KafkaSpout
 from ackfold.sources.sqs import SqsQueue
-from ackfold.spark import is_connect, start_query
 from ackfold.track.compact import COMPACT
 from ackfold.track.heartbeat import install_heartbeat, remove_heartbeat
 from ackfold.track.stage import StageTracker
@@ -65,7 +64,6 @@ QUEUE: Final = "wordcount-sentences"
 SPLIT: Final = "split"
 COUNT: Final = "count"
 STAGES: Final = (SPLIT, COUNT)
-MAX_RESTARTS: Final = 3
 
 _BODY = "seq INT, text STRING"
 _COUNTED = "origin_root_id BIGINT, position INT, word STRING"
@@ -101,30 +99,6 @@ def demo_topics(settings: Settings) -> list[str]:
     """The word count's topics: source, retry (if set) and dead letters."""
     topic = kafka_topic(settings)
     return sorted({topic.queue, topic.retry_topic, topic.dead_letter_queue})
-
-
-@contextmanager
-def _quiet_streaming_errors(spark: SparkSession, quiet: bool) -> Iterator[None]:
-    """Silence Spark's stack trace of a query the faults are about to kill: the demo
-    reports the kill itself, in one line. Any other error is logged as usual."""
-    if not quiet or is_connect(spark):  # a Connect server's log is the server's own
-        yield
-        return
-    jvm = spark.sparkContext._jvm
-    assert jvm is not None
-    configurator = jvm.org.apache.logging.log4j.core.config.Configurator
-    level = jvm.org.apache.logging.log4j.Level
-    logger = "org.apache.spark.sql.execution.streaming"
-    proxy_log = logging.getLogger("py4j.clientserver")  # logs the Python side's traceback
-    previous = proxy_log.level
-    jvm_previous = jvm.org.apache.logging.log4j.LogManager.getLogger(logger).getLevel()
-    configurator.setLevel(logger, level.OFF)
-    proxy_log.setLevel(logging.CRITICAL)
-    try:
-        yield
-    finally:
-        configurator.setLevel(logger, jvm_previous)
-        proxy_log.setLevel(previous)
 
 
 def _tokens() -> Column:
@@ -332,44 +306,29 @@ class WordCount:
     def _start(
         self, stage: str, source: Callable[[], DataFrame], batch: Any, trigger: dict[str, Any]
     ) -> StreamingQuery:
-        writer = (
-            source()
-            .writeStream.queryName(query_name(self.app, stage))
-            .foreachBatch(batch)
-            .option("checkpointLocation", f"{self.checkpoints}/{stage}")
-            .trigger(**trigger)
+        return start_stage(
+            source(),
+            name=query_name(self.app, stage),
+            batch=batch,
+            checkpoint=f"{self.checkpoints}/{stage}",
+            trigger=trigger,
         )
-        return start_query(writer)
 
     def step(self) -> int:
         """Ingest what the queue holds (SQS), then run split and count to the end of their
         input. A query killed mid-batch is restarted from its checkpoint. Returns messages
         taken."""
-        from pyspark.errors import StreamingQueryException
-
         before = self.taken
         if self.ingester is not None:
             self.ingester.run(until_idle=0.5)
         for stage, source, batch in self._queries():
-            for attempt in range(MAX_RESTARTS + 1):
-                query = self._start(stage, source, batch, {"availableNow": True})
-                try:
-                    with _quiet_streaming_errors(self.spark, stage in self.killer.pending):
-                        query.awaitTermination()
-                    break
-                except StreamingQueryException as exc:
-                    if attempt == MAX_RESTARTS:
-                        raise
-                    if restart_gets_past(exc):
-                        log.info("%s: query %s hit SPARK-55271; restarting it", self.app, stage)
-                        continue
-                    if InjectedKill.__name__ not in str(exc):
-                        raise
-                    # Under Spark Connect the batch ran on the server, on a copy of the
-                    # killer: this one learns of the kill here, so the restart runs on.
-                    self.killer.killed_once(stage)
-                    self.restarts += 1
-                    log.warning("%s: query %s killed mid-batch; restarting it", self.app, stage)
+            self.restarts += run_to_end(
+                self.spark,
+                self.app,
+                stage,
+                lambda: self._start(stage, source, batch, {"availableNow": True}),  # noqa: B023
+                self.killer,
+            )
         return self.taken - before
 
     def start(self, stop: threading.Event, trigger: str = "2 seconds") -> None:

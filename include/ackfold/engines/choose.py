@@ -168,5 +168,5 @@ def for_run(
 
 def by_session(spark: SparkSource) -> str:
     """The engine a caller means that hands over a Spark session (or what starts one) and
-    no engine: Spark; none, the embedded one (`ackfold.replay.replayer.Replayer`)."""
+    no engine: Spark; none, the embedded one (`ackfold.runs.replayer.Replayer`)."""
     return EMBEDDED if spark is None else SPARK

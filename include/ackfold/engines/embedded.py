@@ -63,13 +63,13 @@ class EmbeddedEngine:
         validator_for: ValidatorFor,
         say: Callable[[str], None],
     ) -> tuple[Validator, list[CheckResult], list[str]]:
-        from ackfold.quality.run import check_embedded, create_missing
+        from ackfold.quality.checks import check_embedded, create_missing
 
         create_missing(self.settings)
         return check_embedded(self.settings, window, app, lambda: validator_for(FRAMES), say)
 
     def keep_quality(self, report: QualityReport) -> None:
-        from ackfold.quality.run import keep_embedded
+        from ackfold.quality.checks import keep_embedded
 
         keep_embedded(self.settings, report)
 

@@ -84,7 +84,7 @@ class SparkEngine:
     ) -> tuple[Validator, list[CheckResult], list[str]]:
         from ackfold.ledger.schema.tables import Ledger
         from ackfold.ledger.setup.create import create_tables
-        from ackfold.quality.run import check_on_spark
+        from ackfold.quality.checks import check_on_spark
 
         spark = self.session("ackfold-quality")
         create_tables(spark, Ledger(self.settings.table_root))
@@ -93,7 +93,7 @@ class SparkEngine:
         return validator, results, apps
 
     def keep_quality(self, report: QualityReport) -> None:
-        from ackfold.quality.run import keep_on_spark
+        from ackfold.quality.checks import keep_on_spark
 
         keep_on_spark(self.session("ackfold-quality"), self.settings, report)
 

@@ -17,9 +17,9 @@ from ackfold.config import load_settings
 from ackfold.engines import SPARK
 from ackfold.jobs import one_line_errors
 from ackfold.ledger.reading.parse import parse_time
-from ackfold.quality import run_quality
-from ackfold.quality.run import quality_run_id
 from ackfold.reconcile.reconciler import check_app_name
+from ackfold.runs import run_quality
+from ackfold.runs.quality import quality_run_id
 from ackfold.spark import get_spark
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """spark-submit entry point of `ackfold_reconcile` on the Spark engine (`engine.kind:
 spark`): fold new ledger events into root_state. On the embedded engine the DAG runs
-`ackfold.reconcile.run.run_reconcile` in its task instead, with no spark-submit.
+`ackfold.runs.reconcile.run_reconcile` in its task instead, with no spark-submit.
 
     spark-submit "$(ackfold spark-app reconcile.py)" [--app APP] [--now ISO-TIME]
 
@@ -18,7 +18,7 @@ from ackfold.engines import SPARK
 from ackfold.jobs import one_line_errors
 from ackfold.ledger.reading.parse import parse_time
 from ackfold.reconcile.reconciler import check_app_name
-from ackfold.reconcile.run import run_reconcile
+from ackfold.runs.reconcile import run_reconcile
 from ackfold.spark import get_spark
 
 if __name__ == "__main__":

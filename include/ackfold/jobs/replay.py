@@ -3,7 +3,7 @@ policy (attempts, backoff, rate), of the failed and timed-out roots a reconcile 
 
     spark-submit "$(ackfold spark-app replay.py)" --auto [--app APP] [--now ISO-TIME]
 
-Runs `ackfold.replay.run.automatic_replay` on the engine `engine.kind` chooses (the
+Runs `ackfold.runs.replay.automatic_replay` on the engine `engine.kind` chooses (the
 `ackfold_replay` DAG submits it only when that is Spark). Prints the run's JSON summary on
 the last line of stdout (and pushes its counters over OTLP when metrics are on). Exits 1
 with one line on stderr if messages could not be sent (they stay planned in replay_log:
@@ -20,8 +20,8 @@ from ackfold.config import load_settings
 from ackfold.jobs import one_line_errors
 from ackfold.ledger.reading.parse import parse_time
 from ackfold.reconcile.reconciler import check_app_name
-from ackfold.replay.replayer import ReplayError
-from ackfold.replay.run import automatic_replay
+from ackfold.runs.replay import automatic_replay
+from ackfold.runs.replayer import ReplayError
 from ackfold.spark import get_spark
 
 if __name__ == "__main__":

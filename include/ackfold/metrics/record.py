@@ -42,7 +42,7 @@ _MARKED: Final = (status.FAILED, status.TIMED_OUT, status.REPLAYED, status.DEAD_
 
 
 def record_reconcile(meter: Meter, summary: Mapping[str, Any]) -> None:
-    """The counters of one reconcile run's summary (`ackfold.reconcile.reconcile`)."""
+    """The counters of one reconcile run's summary (`ackfold.runs.reconcile.run_reconcile`)."""
     scope = {"ackfold.scope": summary.get("app") or "all"}
     for name, key, what in (
         ("events_read", "events_read", "events read from ack_events"),

@@ -13,10 +13,11 @@ over `quality.window`:
 
 Results go to the `quality_results` table and to Data Docs (`quality.docs_dir`). The checks
 run on the engine `engine.kind` chooses: embedded (DuckDB in this process, no JVM) or
-Spark.
+Spark (`checks`, which the engines call). The run, `run_quality`, and `check` stand above
+the engines: `ackfold.runs`.
 
 Example:
-    >>> from ackfold.quality import check, run_quality
+    >>> from ackfold.runs import check, run_quality
     >>> check(run_quality(settings)).passed      # doctest: +SKIP
     True
 """
@@ -29,9 +30,8 @@ from ackfold import lazy
 
 if TYPE_CHECKING:
     from ackfold.quality.report import CheckResult, QualityReport
-    from ackfold.quality.run import QualityViolation, check, run_quality
 
-__all__ = ["CheckResult", "QualityReport", "QualityViolation", "check", "run_quality"]
+__all__ = ["CheckResult", "QualityReport"]
 
 # Imported on first use (PEP 562): `python -m ackfold.quality.docs_assets` (`make setup`)
 # then runs that module without this package having imported it first, and the
@@ -39,9 +39,6 @@ __all__ = ["CheckResult", "QualityReport", "QualityViolation", "check", "run_qua
 _LAZY = {
     "CheckResult": "ackfold.quality.report",
     "QualityReport": "ackfold.quality.report",
-    "QualityViolation": "ackfold.quality.run",
-    "check": "ackfold.quality.run",
-    "run_quality": "ackfold.quality.run",
 }
 
 

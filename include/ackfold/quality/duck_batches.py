@@ -22,8 +22,6 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Final
 
 from ackfold.config import Settings
-from ackfold.embedded import tables
-from ackfold.embedded.log import appended_since
 from ackfold.ledger.schema import status
 from ackfold.ledger.schema.contract import CLOCK_SKEW
 from ackfold.ledger.schema.tables import (
@@ -36,6 +34,7 @@ from ackfold.ledger.schema.tables import (
     Ledger,
 )
 from ackfold.quality.batches import EVENT_CONTENT, ROOT_IDENTITY, VALID_CHAIN, Window
+from ackfold.quality.duck_reads import read
 from ackfold.quality.outcomes import overdue_outcome_sql
 from ackfold.replay.bookkeeping import AUTOMATIC
 from ackfold.replay.planner import REPLAY, SENT
@@ -60,21 +59,6 @@ class Batch:
 
     view: str
     columns: dict[str, str]
-
-
-def spark_type(delta_type: Any) -> str:
-    """The Spark type name of a Delta column type (what Spark's schema checks observe)."""
-    if isinstance(delta_type, str):
-        simple = {
-            "string": "StringType", "long": "LongType", "integer": "IntegerType",
-            "short": "ShortType", "byte": "ByteType", "boolean": "BooleanType",
-            "timestamp": "TimestampType", "timestamp_ntz": "TimestampNTZType",
-            "date": "DateType", "binary": "BinaryType", "double": "DoubleType",
-            "float": "FloatType",
-        }  # fmt: skip
-        return simple.get(delta_type, "DecimalType" if delta_type.startswith("decimal") else "?")
-    kind = delta_type.get("type") if isinstance(delta_type, dict) else None
-    return {"array": "ArrayType", "map": "MapType", "struct": "StructType"}.get(str(kind), "?")
 
 
 class LedgerViews:
@@ -102,28 +86,11 @@ class LedgerViews:
     def _read(
         self, name: str, columns: Sequence[str] | None = None, exclude: Sequence[str] = ()
     ) -> duckdb.DuckDBPyRelation:
-        """Ledger table `name` (its current version); only `app`'s rows when the run is
-        for one app. An unpartitioned local table is read by DuckDB's parquet reader
-        (row groups skipped by their statistics), the others through delta-rs."""
-        import duckdb
-        from deltalake import DeltaTable
-
-        uri = self.ledger.path(name)
-        table = DeltaTable(uri)
-        schema = {f["name"]: spark_type(f["type"]) for f in _fields(table.schema().to_json())}
-        self._schemas[name] = schema
-        wanted = [c for c in (columns or schema) if c in schema and c not in exclude]
-        if self.app is not None and "app" in schema and "app" not in wanted:
-            wanted.append("app")  # what the filter below reads
-        if not table.metadata().partition_columns:
-            files = appended_since(uri, None).files
-            relation = tables.scan_files(self.db, files, _arrow_schema(table, wanted))
-        else:
-            relation = tables.scan(self.db, uri, columns=wanted)
-        if self.app is not None and "app" in schema:
-            relation = relation.filter(
-                duckdb.ColumnExpression("app") == duckdb.ConstantExpression(self.app)
-            )
+        """Ledger table `name`, only `app`'s rows when the run is for one app
+        (`ackfold.quality.duck_reads.read`); its schema is kept for the checks."""
+        relation, self._schemas[name] = read(
+            self.db, self.ledger.path(name), columns, exclude, app=self.app
+        )
         return relation
 
     def _view(self, view: str, relation: duckdb.DuckDBPyRelation) -> str:
@@ -416,17 +383,3 @@ class LedgerViews:
 
 def _quoted(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
-
-
-def _fields(schema_json: str) -> list[dict[str, Any]]:
-    import json
-
-    fields: list[dict[str, Any]] = json.loads(schema_json)["fields"]
-    return fields
-
-
-def _arrow_schema(table: Any, columns: Sequence[str]) -> Any:
-    import pyarrow as pa
-
-    schema = pa.schema(table.schema().to_arrow())
-    return pa.schema([schema.field(c) for c in columns])

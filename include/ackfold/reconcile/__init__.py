@@ -5,14 +5,14 @@
 - `duck_fold` and `embedded`: the same fold in DuckDB SQL, and the embedded engine's run
   (`EmbeddedReconciler`), in the calling process with no JVM;
 - `spark_fold` and `reconciler`: the same fold as Spark expressions, and the Spark
-  engine's run (`Reconciler`, and `reconcile(spark, settings)`);
-- `run`: `run_reconcile`, the one run every caller uses: the ledger's turn, the quiet
-  path, the engine `engine.kind` chooses.
+  engine's run (`Reconciler`).
 
-Names load on first use: `run_reconcile` on the embedded engine imports no pyspark.
+The run every caller uses, `run_reconcile` (the ledger's turn, the quiet path, the
+engine `engine.kind` chooses), stands above the engines: `ackfold.runs.reconcile`.
+Names load on first use: the embedded engine's fold imports no pyspark.
 
 Example:
-    >>> from ackfold.reconcile import run_reconcile
+    >>> from ackfold.runs import run_reconcile
     >>> run_reconcile(settings)["by_status"]          # doctest: +SKIP
     {'completed': 1998, 'failed': 2}
 """
@@ -24,16 +24,13 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ackfold.reconcile.embedded import EmbeddedReconciler
-    from ackfold.reconcile.reconciler import Reconciler, reconcile
-    from ackfold.reconcile.run import run_reconcile
+    from ackfold.reconcile.reconciler import Reconciler
 
-__all__ = ["EmbeddedReconciler", "Reconciler", "reconcile", "run_reconcile"]
+__all__ = ["EmbeddedReconciler", "Reconciler"]
 
 _LAZY = {
     "EmbeddedReconciler": "ackfold.reconcile.embedded",
     "Reconciler": "ackfold.reconcile.reconciler",
-    "reconcile": "ackfold.reconcile.reconciler",
-    "run_reconcile": "ackfold.reconcile.run",
 }
 
 

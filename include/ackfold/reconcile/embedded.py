@@ -10,7 +10,8 @@ tables, and with the same result row for row (`tests/conformance`):
    the slice's events and those waiting in `unmatched_events` folded per root
    (`duck_fold`), joined to the state of the open roots, every open root classified
    again; the changed rows MERGEd into `root_state` and the new ones appended, by
-   delta-rs; the events of roots still unknown kept waiting; then the mark moves on;
+   delta-rs (`embedded_writes`); the events of roots still unknown kept waiting; then
+   the mark moves on;
 3. the summary, as the Spark run gives it.
 
 Every commit carries the lease's epoch (`ackfold.ledger.commits.fence`): a run that lost the
@@ -30,7 +31,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, date, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ackfold.config import Settings
 from ackfold.embedded import duck, tables
@@ -52,11 +53,9 @@ from ackfold.ledger.schema.tables import (
 )
 from ackfold.ledger.setup.layout import upgrade_root_state
 from ackfold.reconcile import duck_fold, quiet
+from ackfold.reconcile.embedded_writes import StepWrites
 from ackfold.reconcile.new_events import byte_limit, new_events, slices
-from ackfold.reconcile.state import COLUMNS, settled_before, window_start
-
-if TYPE_CHECKING:
-    import pyarrow as pa
+from ackfold.reconcile.state import settled_before, window_start
 
 log = logging.getLogger("ackfold.reconcile")
 
@@ -68,14 +67,6 @@ EVENTS_SQL = (  # built from ackfold's own column names only
     f"CREATE OR REPLACE TEMP VIEW events AS "  # noqa: S608
     f"SELECT {_EVENT_COLUMNS}, false AS waiting FROM new_input WHERE {{mine}} "
     f"UNION ALL SELECT {_EVENT_COLUMNS}, true AS waiting FROM waiting_input WHERE {{mine}}"
-)
-# What unmatched_events holds after a step: the other apps' waiting events (a run of
-# one app, `$app`), and every event of the roots the step parked, once.
-PARK_SQL = (  # built from ackfold's own names only
-    f"SELECT {_EVENT_COLUMNS} FROM others_input "  # noqa: S608
-    f"WHERE $app IS NOT NULL AND app <> $app "
-    f"UNION SELECT {_EVENT_COLUMNS} FROM events "
-    f"SEMI JOIN (SELECT root_id FROM rows WHERE change = '{duck_fold.PARK}') p USING (root_id)"
 )
 
 
@@ -101,6 +92,9 @@ class EmbeddedReconciler:
         self.events_id = ""
         self.counts = dict.fromkeys(quiet.COUNTERS, 0)
         self.db = duck.connect(settings)
+        self.writes = StepWrites(
+            self.db, self.writer, app=app, counts=self.counts, commit=self._commit, scan=self.scan
+        )
         self._register_policy()
 
     # -- the run ----------------------------------------------------------------------
@@ -278,92 +272,9 @@ class EmbeddedReconciler:
         mine = "true" if self.app is None else f"app = {sql_str(self.app)}"
         self.db.execute(EVENTS_SQL.format(mine=mine))
 
-    # -- the outputs ------------------------------------------------------------------
-
     def _write(self) -> None:
-        db = self.db
-        totals = {
-            change: (int(roots), int(fresh or 0), int(copies or 0), int(read or 0))
-            for change, roots, fresh, copies, read in db.execute(
-                "SELECT change, count(*), sum(fresh), sum(read + waited), sum(read) "
-                "FROM rows GROUP BY change"
-            ).fetchall()
-        }
-        read = sum(t[3] for t in totals.values())
-        copies = sum(t[2] for t in totals.values())
-        folded = sum(totals[c][1] for c in (duck_fold.UPDATE, duck_fold.INSERT) if c in totals)
-        parked = totals[duck_fold.PARK][2] if duck_fold.PARK in totals else 0
-        self.counts["events_read"] += read
-        self.counts["events_folded"] += folded
-        self.counts["duplicates_dropped"] += copies - folded - parked
-
-        def roots(change: str) -> int:
-            return totals[change][0] if change in totals else 0
-
-        log.info(
-            "reconcile (app=%s): %d new events, %d waiting, %d folded, %d root(s) changed, "
-            "%d new, %d waiting for their init",
-            self.app or "*", read, copies - read, folded, roots(duck_fold.UPDATE),
-            roots(duck_fold.INSERT), roots(duck_fold.PARK),
-        )  # fmt: skip
-        if duck_fold.UPDATE in totals or duck_fold.INSERT in totals:
-            db.execute(f"CREATE OR REPLACE TEMP TABLE written AS {duck_fold.HASHES_SQL}")
-            self._merge_updates()
-            self._append_new()
-        if duck_fold.PARK in totals or copies > read:
-            self._park()
-
-    def _merge_updates(self) -> None:
-
-        updates = self._written(duck_fold.UPDATE, [*COLUMNS, "prior_date", "prior_status"])
-        if updates.num_rows == 0:
-            return
-        pairs = self.db.execute(
-            "SELECT DISTINCT prior_date, prior_status FROM written WHERE change = $change "
-            "ORDER BY ALL",
-            {"change": duck_fold.UPDATE},
-        ).fetchall()
-        days = ", ".join(sql_date(d) for d, _ in pairs)
-        statuses = ", ".join(sql_str(status.checked(s)) for _, s in pairs)
-        # Literal partition bounds first, so delta-rs reads only those partitions.
-        predicate = (
-            f"t.first_event_date IN ({days}) AND t.status IN ({statuses}) "
-            "AND t.first_event_date = s.prior_date AND t.status = s.prior_status "
-            "AND t.root_id = s.root_id"
-        )
-        metrics = self._commit(
-            ROOT_STATE,
-            lambda table, properties: (
-                table.merge(
-                    updates, predicate, source_alias="s", target_alias="t",
-                    commit_properties=properties,
-                )
-                .when_matched_update({c: f"s.{c}" for c in COLUMNS})
-                .execute()
-            ),
-            "MERGE into",
-        )  # fmt: skip
-        self.counts["roots_updated"] += int((metrics or {}).get("num_target_rows_updated", 0))
-
-    def _append_new(self) -> None:
-        inserts = self._written(duck_fold.INSERT, list(COLUMNS))
-        if inserts.num_rows:
-            # Fenced, and found on a retry if it landed: new roots go in once.
-            self._commit(
-                ROOT_STATE,
-                lambda table, properties: self.writer.write(
-                    ROOT_STATE, table, inserts, commit_properties=properties
-                ),
-                "append to",
-            )
-        self.counts["roots_updated"] += inserts.num_rows
-
-    def _written(self, change: str, columns: Sequence[str]) -> pa.Table:
-        names = ", ".join(columns)  # the state's own column names
-        return self.db.sql(
-            f"SELECT {names} FROM written WHERE change = $change",  # noqa: S608
-            params={"change": change},
-        ).to_arrow_table()
+        # The step's writes, named as the Spark engine names its own (`Reconciler._write`).
+        self.writes.write()
 
     def _explain_timeouts(self) -> None:
         """`fail_reason` of the roots this run timed out at a stage whose outputs no stage
@@ -414,14 +325,6 @@ class EmbeddedReconciler:
             "MERGE into",
         )  # fmt: skip
         log.info("reconcile: %d timed-out root(s) waited on a stage no stage acks", len(reasons))
-
-    def _park(self) -> None:
-        """Keep the events of roots with no state and no init in unmatched_events, for
-        the next run with new events; the other apps' waiting events stay as they are."""
-        self.scan(UNMATCHED_EVENTS).create_view("others_input")
-        rows = self.db.sql(PARK_SQL, params={"app": self.app}).to_arrow_table()
-        # Every row replaced (the other apps' are in `rows`), in one commit.
-        self.writer.replace_where(UNMATCHED_EVENTS, rows, "true")
 
     def summary(self) -> dict[str, Any]:
         waiting = self.scan(UNMATCHED_EVENTS, columns=["app"])

@@ -18,7 +18,7 @@ The algorithm is `ackfold.reconcile.spark_fold`, which matches `ackfold.reconcil
 written back is `ackfold.reconcile.state`; this module is the run around them.
 
 Example:
-    >>> from ackfold.reconcile.reconciler import reconcile
+    >>> from ackfold.runs.reconcile import reconcile
     >>> summary = reconcile(spark, settings)          # doctest: +SKIP
     >>> summary["by_status"]                          # doctest: +SKIP
     {'completed': 1998, 'failed': 2}
@@ -67,7 +67,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("ackfold.reconcile")
 
-__all__ = ["Reconciler", "check_app_name", "reconcile", "reconcile_quietly"]
+__all__ = ["Reconciler", "check_app_name", "reconcile_quietly"]
 
 
 class Reconciler:
@@ -312,23 +312,6 @@ def _totals(rows: DataFrame) -> dict[str | None, Any]:
 
 def _roots(totals: dict[str | None, Any], change: str) -> int:
     return int(totals[change]["roots"]) if change in totals else 0
-
-
-def reconcile(
-    spark: SparkSession,
-    settings: Settings,
-    *,
-    now: datetime | None = None,
-    app: str | None = None,
-) -> dict[str, Any]:
-    """Fold the events new since the last run into root_state with `spark`, and return a
-    summary: `ackfold.reconcile.run.run_reconcile` on the Spark engine, which holds the
-    ledger's turn, skips Spark when nothing is new and no timeout is due, and pushes the
-    run's metrics."""
-    from ackfold.engines import SPARK
-    from ackfold.reconcile.run import run_reconcile
-
-    return run_reconcile(settings, now=now, app=app, spark=spark, engine=SPARK)
 
 
 def reconcile_quietly(

@@ -25,7 +25,7 @@ queues, the deduplication id. An unreachable queue is retried with backoff; what
 fails stays in the log as unsent, and the run says so.
 
 Either half runs on any engine (`ackfold.engines.Engine`: its `replay_planner` reads the
-tables, its `replay_books` commits the bookkeeping); `ackfold.replay.run` holds the one
+tables, its `replay_books` commits the bookkeeping); `ackfold.runs.replay` holds the one
 run function that the DAGs, the CLI and the demo call.
 
 Example:
@@ -99,7 +99,7 @@ class Replayer:
     """Plans and executes replay runs over the ledger under `settings.table_root`, on
     `engine` (an `ackfold.engines.Engine`, or a registered engine's name). By default,
     Spark if a session `spark` is given (or what starts one), else the embedded engine
-    (`ackfold.engines.by_session`); `ackfold.replay.run.run_replay` passes the engine
+    (`ackfold.engines.by_session`); `ackfold.runs.replay.run_replay` passes the engine
     `engine.kind` chooses.
 
     `run_replay` runs `plan` and `execute` under the ledger's turn, one writer of

@@ -32,7 +32,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final
 
 from ackfold.config import Settings
-from ackfold.engines import Engine, for_run
+from ackfold.engines import SPARK, Engine, for_run
 from ackfold.ledger.commits.lease import ledger_turn
 from ackfold.ledger.commits.lock import DEFAULT_WAIT
 from ackfold.ledger.schema.tables import ROOT_STATE, UNMATCHED_EVENTS, Ledger
@@ -98,3 +98,17 @@ def _exported(settings: Settings, summary: dict[str, Any]) -> dict[str, Any]:
 
 def _holder(holder: str, app: str | None) -> str:
     return f"{holder} --app {app}" if app else holder
+
+
+def reconcile(
+    spark: SparkSession,
+    settings: Settings,
+    *,
+    now: datetime | None = None,
+    app: str | None = None,
+) -> dict[str, Any]:
+    """Fold the events new since the last run into root_state with `spark`, and return a
+    summary: `run_reconcile` on the Spark engine, which holds the
+    ledger's turn, skips Spark when nothing is new and no timeout is due, and pushes the
+    run's metrics."""
+    return run_reconcile(settings, now=now, app=app, spark=spark, engine=SPARK)

@@ -1,28 +1,20 @@
-"""One quality run: build the batches, validate each against its suite, keep the results
-in `quality_results`, publish Data Docs. `ackfold quality` and `ackfold_quality` call it.
+"""The checks of a quality run, as each engine makes them, and its results kept: what
+`ackfold.engines.Engine.quality_checks` and `keep_quality` call. The run itself (the
+window, the run id, Data Docs, `check`) is `ackfold.runs.quality.run_quality`.
 
-The engine (`ackfold.engines.Engine`: the one given, or the one `engine.kind` chooses)
-builds the checks' inputs and keeps the results. On the embedded engine it runs in the
-calling process with no JVM: DuckDB computes the checks' inputs over the ledger as
-delta-rs reads it (`check_embedded`), and delta-rs commits the results (`keep_embedded`).
-On Spark, the batches are Spark DataFrames that GX validates (`check_on_spark`,
-`keep_on_spark`).
-
-It takes no ledger lock: it reads the ledger and appends only to `quality_results`.
+On the embedded engine they run in the calling process with no JVM: DuckDB computes the
+checks' inputs over the ledger as delta-rs reads it (`check_embedded`), and delta-rs
+commits the results (`keep_embedded`). On Spark, the batches are Spark DataFrames that GX
+validates (`check_on_spark`, `keep_on_spark`).
 """
 
 from __future__ import annotations
 
-import re
 import time
-import uuid
 from collections.abc import Callable
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from ackfold.config import Settings
-from ackfold.engines import Engine, for_run
-from ackfold.errors import AckfoldError
 from ackfold.ledger.commits.driver_writers import object_store_writer
 from ackfold.ledger.schema.tables import QUALITY_RESULTS, Ledger, spark_schema
 from ackfold.ledger.storage.conflicts import retry_conflicts
@@ -37,80 +29,10 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 
-RUN_ID = re.compile(r"^[\w.:+\-]{1,200}$")
 # What a quality run holds beside DuckDB, on the embedded engine: Great Expectations (whose
 # import starts with DuckDB's work), the delivery batches as pandas frames, Data Docs'
 # rendering. DuckDB gets `engine.memory_limit` less this and what the process holds.
 GX_RESERVE = 512 * 2**20
-
-
-def quality_run_id(airflow_run_id: str) -> str:
-    """The quality run id of an Airflow DAG run (a retry of its task reuses it)."""
-    return "airflow-" + re.sub(r"[^\w.:+\-]", "_", airflow_run_id)[:190]
-
-
-class QualityViolation(AckfoldError, RuntimeError):
-    """A delivery guarantee or a ledger invariant did not hold. The message lists each
-    violated expectation with its observed value."""
-
-    def __init__(self, report: QualityReport) -> None:
-        super().__init__(report.violation_message())
-        self.report = report
-
-
-def run_quality(
-    settings: Settings,
-    *,
-    spark: SparkSession | Callable[[], SparkSession] | None = None,
-    app: str | None = None,
-    now: datetime | None = None,
-    run_id: str | None = None,
-    say: Callable[[str], None] = lambda text: None,
-    engine: Engine | str | None = None,
-) -> QualityReport:
-    """Check the ledger (the rows of `app` only, if given) over `quality.window` before
-    `now`, on `engine` (an engine, or a registered engine's name), else the one `settings`
-    choose (`ackfold.engines.resolve`): embedded, in this process with no JVM, or Spark
-    (`spark`, or what starts it, else a session started for the run). Returns the
-    report; it does not raise on a violation (see `check`).
-
-    Running again with the same `run_id` (a retried Airflow task) replaces that run's
-    rows in `quality_results`."""
-    if run_id is not None and not RUN_ID.match(run_id):
-        raise ValueError(f"run id {run_id!r}: use letters, digits and . _ : + - only")
-    run_at = datetime.now(UTC)
-    assert settings.quality.window is not None  # Settings resolves it
-    window = Window.ending(now or run_at, settings.quality.window)
-    run_id = run_id or f"{run_at:%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:6]}"
-    assert settings.quality.docs_dir is not None
-    with for_run(engine, settings, spark=spark) as chosen:
-        chosen.check_commits()  # an engine given by name is refused where its kind would be
-        docs_dir = settings.quality.docs_dir
-
-        def validator_for(frames: str) -> Validator:
-            return Validator(
-                docs_dir,
-                run_id,
-                frames=frames,
-                keep=settings.quality.docs_keep,
-                assets_dir=settings.quality.assets_dir,
-            )
-
-        validator, results, apps = chosen.quality_checks(
-            window=window, app=app, validator_for=validator_for, say=say
-        )
-        docs = validator.publish()
-        report = QualityReport(
-            run_id=run_id,
-            run_at=run_at,
-            window_start=window.start,
-            results=tuple(results),
-            docs=docs,
-            apps=tuple(apps),
-            scope=f"app {app}" if app else "all apps",
-        )
-        chosen.keep_quality(report)
-    return report
 
 
 def _timed(
@@ -250,7 +172,7 @@ def create_missing(settings: Settings) -> None:
 
 def keep_on_spark(spark: SparkSession, settings: Settings, report: QualityReport) -> None:
     rows = spark.createDataFrame(report.rows(), spark_schema(QUALITY_RESULTS))
-    # The id matched RUN_ID: no quote can reach this predicate.
+    # The id matched `ackfold.runs.quality.RUN_ID`: no quote can reach this predicate.
     ledger = Ledger(settings.table_root)
     path = ledger.path(QUALITY_RESULTS)
     if is_object_store(ledger.root):  # delta-rs commits every ledger table there (issue 38)
@@ -281,12 +203,5 @@ def keep_embedded(settings: Settings, report: QualityReport) -> None:
     rows = pa.Table.from_arrays(
         [pa.array(list(c), f.type) for c, f in zip(columns, schema, strict=True)], schema=schema
     )
-    # The id matched RUN_ID: no quote can reach this predicate.
+    # The id matched `ackfold.runs.quality.RUN_ID`: no quote can reach this predicate.
     writer.replace_where(QUALITY_RESULTS, rows, f"run_id = '{report.run_id}'")
-
-
-def check(report: QualityReport) -> QualityReport:
-    """`report`, or `QualityViolation` if any expectation failed."""
-    if not report.passed:
-        raise QualityViolation(report)
-    return report

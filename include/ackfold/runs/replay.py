@@ -15,7 +15,7 @@ It owns what every run needs, in this order:
   commit: `ackfold.ledger.commits.fence`);
 - the plan, shown to the caller (`on_plan`: the CLI prints it and may ask before sending;
   raising there ends the run with nothing sent), then the sends and the bookkeeping
-  (`ackfold.replay.replayer.Replayer.execute`);
+  (`ackfold.runs.replayer.Replayer.execute`);
 - its metrics (`ackfold.metrics.export_run`, when metrics are on).
 
 Example:
@@ -40,8 +40,8 @@ from ackfold.ledger.commits.lock import DEFAULT_WAIT
 from ackfold.ledger.schema.tables import DEAD_LETTERS, REPLAY_LOG, ROOT_STATE, Ledger
 from ackfold.replay.bookkeeping import AUTOMATIC
 from ackfold.replay.planner import Plan
-from ackfold.replay.replayer import Progress, Replayer, ReplaySummary, unsent_error
 from ackfold.replay.request import ReplayRequest
+from ackfold.runs.replayer import Progress, Replayer, ReplaySummary, unsent_error
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
