@@ -101,11 +101,13 @@ class CpuCensus:
                 cpu = times.user + times.system
                 key = (info["pid"], info["create_time"])
                 entry = self.seen.get(key)
+                name = kind(info["cmdline"] or [])
                 if entry is None:
                     # A process already running at the start counts from then on only.
-                    self.seen[key] = [kind(info["cmdline"] or []), cpu if first else 0.0, cpu]
+                    self.seen[key] = [name, cpu if first else 0.0, cpu]
                 else:
-                    entry[2] = cpu
+                    # Named by what it runs last: spark-submit's bash execs its JVM.
+                    entry[0], entry[2] = name, cpu
 
     def stop(self) -> dict[str, tuple[float, int]]:
         """CPU seconds and process count per kind, most first (this process excluded:
