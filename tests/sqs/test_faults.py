@@ -140,11 +140,18 @@ def test_ingester_killed_after_registering_delivers_again_under_the_same_roots(
 
     done = worker("registered", app.queue.queue, env)
     assert done.returncode == KILLED, done.stderr
-    assert registered(app) == Counter(dict.fromkeys(sent, 1)), "registered, not deleted"
+    # It died after registering its first batch: all 25 on an idle machine, fewer when the
+    # batch's receive deadline (a quarter of the visibility timeout) passed first.
+    first = registered(app)
+    assert first, "the first batch was registered"
+    assert set(first) <= set(sent)
+    assert set(first.values()) == {1}, "registered, not deleted"
     assert in_flight(app) == 25
 
     take_in(app, 25)
-    assert registered(app) == Counter(dict.fromkeys(sent, 2)), "each is a counted duplicate"
+    assert registered(app) == Counter({m: 1 + (m in first) for m in sent}), (
+        "each message delivered again is a counted duplicate"
+    )
     assert in_flight(app) == 0
     app.process()
     app.reconcile()
