@@ -111,39 +111,53 @@ def _module_name(path: Path, include: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def measure(include: Path) -> House:
-    """The house of `include/ackfold` under `include`."""
-    files = {_module_name(p, include): p for p in sorted((include / "ackfold").rglob("*.py"))}
-    house = House()
+def module_graph(include: Path) -> dict[str, set[str]]:
+    """Each module of `include/ackfold` and the modules of ackfold it imports, at any depth
+    of its code (an import inside a function, or under TYPE_CHECKING, ties the modules all
+    the same): `from ackfold.x import y` names the module `ackfold.x.y` when there is one."""
+    files = _files(include)
     graph: dict[str, set[str]] = {}
-    arrows: dict[tuple[str, str], list[str]] = defaultdict(list)
     for name, path in files.items():
-        text = path.read_text()
-        house.modules.setdefault(_node(name), {})[name] = len(text.splitlines())
-        targets: list[str] = []
-        for statement in ast.walk(ast.parse(text)):
+        targets: set[str] = set()
+        for statement in ast.walk(ast.parse(path.read_text())):
             if isinstance(statement, ast.ImportFrom) and statement.level == 0:
                 base = statement.module or ""
                 for alias in statement.names:
                     full = f"{base}.{alias.name}"
-                    targets.append(full if full in files else base)
+                    targets.add(full if full in files else base)
             elif isinstance(statement, ast.Import):
-                targets.extend(a.name for a in statement.names)
+                targets.update(a.name for a in statement.names)
         graph[name] = {t for t in targets if t in files and t != name}
+    return graph
+
+
+def _files(include: Path) -> dict[str, Path]:
+    return {_module_name(p, include): p for p in sorted((include / "ackfold").rglob("*.py"))}
+
+
+def measure(include: Path) -> House:
+    """The house of `include/ackfold` under `include`."""
+    files = _files(include)
+    graph = module_graph(include)
+    house = House()
+    arrows: dict[tuple[str, str], list[str]] = defaultdict(list)
+    for name, path in files.items():
+        house.modules.setdefault(_node(name), {})[name] = len(path.read_text().splitlines())
         for target in sorted(graph[name]):
             if _node(target) != _node(name):
                 arrows[(_node(name), _node(target))].append(f"{name} -> {target}")
     house.arrows = dict(sorted(arrows.items()))
-    house.circles = _circles(graph, files, include)
+    faces = {name for name, path in files.items() if path.name == "__init__.py"}
+    house.circles = circles(graph, faces)
     return house
 
 
-def _circles(graph: dict[str, set[str]], files: dict[str, Path], include: Path) -> list[str]:
-    # Modules that import each other in a loop; a package's face (`__init__.py`) hands
-    # its names on, so an import of it is no tie (as in test_layout's circle test).
-    faces = {name for name, path in files.items() if path.name == "__init__.py"}
+def circles(graph: dict[str, set[str]], faces: set[str]) -> list[str]:
+    """The modules that import each other in a loop. A package's face (`__init__.py`)
+    hands its names on, so an import of it is no tie."""
     edges = {name: graph[name] - faces for name in graph if name not in faces}
-    found, done = [], set()
+    found: list[str] = []
+    done: set[str] = set()
     for start in sorted(edges):
         path, on_path = [start], {start}
         stack = [iter(sorted(edges[start]))]

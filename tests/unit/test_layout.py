@@ -110,54 +110,15 @@ def test_no_private_name_is_imported_across_modules() -> None:
     assert private == []
 
 
-def _module_name(module: Path) -> str:
-    parts = module.relative_to(PACKAGE.parent).with_suffix("").parts
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-
-
 def module_imports() -> dict[str, set[str]]:
     """Each module of ackfold and the modules of ackfold it imports, at any depth of its
-    code (an import inside a function, or under TYPE_CHECKING, ties the modules all the
-    same): `from ackfold.x import y` names the module `ackfold.x.y` when there is one."""
-    modules = {_module_name(m): m for m in PACKAGE.rglob("*.py")}
-    graph: dict[str, set[str]] = {}
-    for name, module in modules.items():
-        targets = set()
-        for statement in ast.walk(ast.parse(module.read_text())):
-            if isinstance(statement, ast.ImportFrom) and statement.level == 0:
-                base = statement.module or ""
-                for alias in statement.names:
-                    full = f"{base}.{alias.name}"
-                    targets.add(full if full in modules else base)
-            elif isinstance(statement, ast.Import):
-                targets.update(a.name for a in statement.names)
-        # A package's face hands its names on: an import of `ackfold.x` is not a tie.
-        graph[name] = {t for t in targets if t in modules and t != name}
+    code (`scripts/house.py` measures it, and draws the house from it)."""
+    graph: dict[str, set[str]] = house_script().module_graph(PACKAGE.parent)
     return graph
 
 
 def test_no_two_modules_import_each_other_in_a_circle() -> None:
-    graph = module_imports()
-    faces = {name for name in graph if (PACKAGE.parent / name.replace(".", "/")).is_dir()}
-    edges = {name: graph[name] - faces for name in graph if name not in faces}
-    circles, done = [], set()
-    for start in sorted(edges):
-        path, on_path = [start], {start}
-        stack = [iter(sorted(edges[start]))]
-        while stack:
-            following = next(stack[-1], None)
-            if following is None:
-                stack.pop()
-                on_path.discard(path.pop())
-                continue
-            if following == start:
-                circles.append(" -> ".join([*path, start]))
-            elif following not in on_path and following not in done:
-                path.append(following)
-                on_path.add(following)
-                stack.append(iter(sorted(edges[following])))
-        done.add(start)
-    assert circles == []
+    assert house_script().measure(PACKAGE.parent).circles == []
 
 
 def house_script() -> ModuleType:
