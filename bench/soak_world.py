@@ -303,8 +303,8 @@ class Faults:
     @contextmanager
     def unreadable_claim(self) -> Iterator[None]:
         """The first claim's read of its table fails, once: delta-rs raises what a store
-        that answers 503 makes it raise, inside the fence's own read (`fence._table`)."""
-        real = fence._table
+        that answers 503 makes it raise, inside the fence's own read (`fence.table_at`)."""
+        real = fence.table_at
         done: list[str] = []
 
         def unreadable(uri: str) -> Any:
@@ -317,11 +317,11 @@ class Faults:
             self.hits[f"unreadable claim ({path.rsplit('/', 1)[-1]})"] += 1
             return real(path, missing_ok=missing_ok, what=what, read=unreadable)
 
-        fence._table = read
+        fence.table_at = read
         try:
             yield
         finally:
-            fence._table = real
+            fence.table_at = real
 
     @contextmanager
     def _planned(self, plan: tuple[str, int, str, threading.Event | None]) -> Iterator[None]:
