@@ -151,6 +151,7 @@ def lose_nothing(
 
         # The store: restarted once while both write, and back on the same port.
         _wait_for(reports["beta"], 12, procs["beta"])
+        down_at = time.time()
         if kill:
             server.kill()
         else:
@@ -159,6 +160,7 @@ def lose_nothing(
         # machine where a batch takes a second or more.
         time.sleep(4)
         server.start()
+        up_at = time.time()
 
         runner = threading.Thread(target=maintain_meanwhile)
         replayer = threading.Thread(target=replay_meanwhile)
@@ -187,6 +189,7 @@ def lose_nothing(
         for name, batches in confirmed.items():
             assert [b["batch"] for b in batches] == list(range(BATCHES)), name
         every = [b for batches in confirmed.values() for b in batches]
+        across = [b for b in every if b["started"] < up_at and b["ended"] > down_at]
         said_roots = {r for b in every for r in b["roots"]}
         said_events = {e for b in every for e in b["events"]}
         lost_roots = said_roots - set(roots)
@@ -201,10 +204,13 @@ def lose_nothing(
             f"lost: {len(lost_roots) + len(lost_spark)} roots, {len(lost_events)} events; "
             f"alpha killed after "
             f"batch {killed_at}; server restarted once ({retried} appends failed meanwhile "
-            "and were tried again)"
+            f"and were tried again; {len(across)} spanned the outage)"
         )
         print(report)
-        assert retried, "the server's restart met no append: it tested nothing"
+        # An append met the server away: it failed and was tried again, or the store's
+        # client retried it inside (object_store retries a refused connection) and its span
+        # covers part of the outage.
+        assert retried or across, "the server's restart met no append: it tested nothing"
         assert lost_roots == set()  # no root unregistered whose message left its queue
         assert lost_events == set()
         assert lost_spark == set()

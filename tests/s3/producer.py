@@ -30,7 +30,7 @@ def main(warehouse: str, name: str, batches: int, size: int, report: Path) -> in
                 root = tracker.spout(f"{name}-{batch}-{i}", source="sqs", source_queue=name)
                 tracker.ack(root, stage="store")
             roots, events = tracker.drain_roots(), tracker.drain()
-            deadline = time.monotonic() + 120
+            deadline, started = time.monotonic() + 120, time.time()
             while True:
                 try:
                     writer.append(roots, events, app_id=name, version=batch)
@@ -44,6 +44,8 @@ def main(warehouse: str, name: str, batches: int, size: int, report: Path) -> in
                 "batch": batch,
                 "roots": [r["root_id"] for r in roots],
                 "events": [e["event_id"] for e in events],
+                "started": started,  # the append's span, retries included
+                "ended": time.time(),
             }
             out.write(json.dumps(line) + "\n")
             out.flush()
