@@ -101,13 +101,14 @@ class CpuCensus:
                 cpu = times.user + times.system
                 key = (info["pid"], info["create_time"])
                 entry = self.seen.get(key)
-                name = kind(info["cmdline"] or [])
+                # A zombie has no command line left: it keeps the name it had.
+                name = kind(info["cmdline"]) if info["cmdline"] else None
                 if entry is None:
                     # A process already running at the start counts from then on only.
-                    self.seen[key] = [name, cpu if first else 0.0, cpu]
+                    self.seen[key] = [name or "?", cpu if first else 0.0, cpu]
                 else:
                     # Named by what it runs last: spark-submit's bash execs its JVM.
-                    entry[0], entry[2] = name, cpu
+                    entry[0], entry[2] = name or entry[0], cpu
 
     def stop(self) -> dict[str, tuple[float, int]]:
         """CPU seconds and process count per kind, most first (this process excluded:
