@@ -5,6 +5,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from deltalake.exceptions import DeltaError
+
 log = logging.getLogger("ackfold.ledger.storage.checkpoints")
 
 
@@ -14,7 +16,7 @@ def checkpoint_at_interval(table: Any) -> None:
     otherwise, as Delta Spark does (delta-rs's own default is 100): readers, Spark's and
     delta-rs's, then replay at most that many commits. It takes delta-rs milliseconds.
 
-    A checkpoint the store refuses (down a moment) is logged, not raised: the commit has
+    A checkpoint the store refuses (down a moment, or a file in its way) is logged, not raised: the commit has
     landed, and a writer told otherwise would take its batch for lost. Readers replay the
     commits since the last checkpoint, and the next interval's writes one; Delta Spark
     also only logs a failed checkpoint."""
@@ -23,5 +25,6 @@ def checkpoint_at_interval(table: Any) -> None:
     if version % interval == 0:
         try:
             table.create_checkpoint()
-        except OSError as exc:
+        # delta-rs raises OSError or DeltaError for the same store refusal, by where it met it.
+        except (OSError, DeltaError) as exc:
             log.warning("no checkpoint at version %d (the commit stands): %s", version, exc)
