@@ -29,16 +29,25 @@ class EngineCluster(storm.Cluster):
 
     engine_run: Callable[..., dict[str, Any]]
     var: Path
+    last_run: tuple[Any, ...] | None = None  # the (now, idle timeout) of the last run
 
     def reconcile(self, **kwargs: Any) -> dict[int, str]:
         idle = kwargs.pop("idle_timeout", None)
         assert not kwargs, f"the engines take no {sorted(kwargs)}"
+        events = self.tracker.drain()
+        # A scenario asks for several statuses at one point: with no new event and the
+        # same clock, another run reads nothing new and changes nothing (what
+        # test_reconcile.py's `test_running_twice_on_the_same_input_changes_nothing` shows),
+        # so the last run's statuses stand. A Spark run costs seconds of CPU.
+        if not events and self.last_run == (self.now, idle):
+            return self.statuses
+        self.last_run = (self.now, idle)
         policy: dict[str, Any] = {"timeout": f"{storm.TIMEOUT.total_seconds():g}s"}
         if idle is not None:
             policy["idle_timeout"] = f"{idle.total_seconds():g}s"
         settings = load_settings(var_dir=self.var, jars_dir=JARS_DIR, defaults=policy)
         ledger = Ledger(settings.table_root)
-        append(ledger, ACK_EVENTS, self.tracker.drain())
+        append(ledger, ACK_EVENTS, events)
         self.engine_run(settings, now=self.now)
         rows = state(ledger)
         self.folds = {r: RootFold(**{k: row[k] for k in _FOLD_FIELDS}) for r, row in rows.items()}
