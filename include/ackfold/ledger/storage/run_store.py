@@ -130,6 +130,10 @@ class Store:
 
         self._once("conditional_writes", check)
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Pickled (a writer in a Spark function) without its clients: made again there.
+        return (Store, (self.location, self.kind, self.options))
+
     def _once(self, name: str, make: Any) -> Any:
         with self._lock:
             if name not in self._made:
