@@ -24,7 +24,8 @@ def test_a_store_is_resolved_from_the_environment_once() -> None:
     )  # fmt: skip
     assert store.storage_options == {k: v for k, v in env.items() if k.startswith("AWS_")}
     assert store.endpoint == ("AWS_ENDPOINT_URL", "http://127.0.0.1:9")
-    assert store.is_object_store and not Store.at("/srv/w").is_object_store
+    assert store.is_object_store
+    assert not Store.at("/srv/w").is_object_store
     # A copy: a caller cannot change the run's options.
     store.storage_options["AWS_REGION"] = "us-east-1"  # type: ignore[index]
     assert store.storage_options["AWS_REGION"] == "eu-west-1"  # type: ignore[index]
