@@ -69,3 +69,27 @@ def test_a_reconcile_on_s3_resolves_its_store_once_and_probes_it_once(
     assert calls["probe_conditional_create"] == 1, calls
     assert calls["s3_client"] == 1, calls
     assert calls["object_store_of"] == 1, calls
+
+
+def test_a_maintenance_run_on_s3_resolves_its_store_once(
+    bucket: str, s3_env: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ackfold.maintenance import run_maintenance
+
+    warehouse = warehouse_of(bucket, "s3a")
+    settings = load_settings(var_dir=tmp_path, warehouse=warehouse)
+    synthetic = ArrowLedger(roots=20)
+    synthetic.write(LedgerWriter(warehouse))
+    import ackfold.engines.embedded  # noqa: F401
+    import ackfold.ledger.housekeeping.maintenance  # noqa: F401
+
+    calls: Counter[str] = Counter()
+    _count(monkeypatch, calls, store, "storage_options")
+    _count(monkeypatch, calls, protocol, "require_conditional_writes")
+    monkeypatch.setattr(protocol, "_CHECKED", set())
+
+    summary = run_maintenance(settings, engine="embedded")
+
+    assert summary["engine"] == "embedded"
+    assert calls["storage_options"] == 1, calls
+    assert calls["require_conditional_writes"] == 1, calls
