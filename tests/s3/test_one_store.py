@@ -80,7 +80,7 @@ def test_a_maintenance_run_on_s3_resolves_its_store_once(
     settings = load_settings(var_dir=tmp_path, warehouse=warehouse)
     synthetic = ArrowLedger(roots=20)
     synthetic.write(LedgerWriter(warehouse))
-    import ackfold.engines.embedded  # noqa: F401
+    import ackfold.engines.embedded
     import ackfold.ledger.housekeeping.maintenance  # noqa: F401
 
     calls: Counter[str] = Counter()
