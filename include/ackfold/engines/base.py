@@ -7,8 +7,10 @@ the operations below; it never asks which engine it has. The engines are registe
 `ackfold.engines.choose`; `docs/reference/engines.md` lists this contract for whoever adds
 a third (a unit test checks that the page names every operation).
 
-An engine is made for one run (`EngineFactory(settings, spark)`): it may hold what the
-run starts (a Spark session, a DuckDB connection) until `close`.
+An engine is made for one run (`EngineFactory(settings, spark, store=store)`): it may
+hold what the run starts (a Spark session, a DuckDB connection) until `close`. `store` is
+the run's store (`ackfold.ledger.storage.run_store.Store`), resolved once by the run
+function; a factory that takes no `store` is still called with `(settings, spark)`.
 """
 
 from __future__ import annotations

@@ -24,12 +24,13 @@ from __future__ import annotations
 import importlib
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from ackfold.engines.base import Engine, EngineFactory, SparkSource
 
 if TYPE_CHECKING:
     from ackfold.config import Settings
+    from ackfold.ledger.storage.run_store import Store
 
 EMBEDDED: Final = "embedded"
 SPARK: Final = "spark"
@@ -64,9 +65,12 @@ def registered() -> tuple[str, ...]:
     return tuple(_REGISTRY)
 
 
-def build(name: str, settings: Settings, *, spark: SparkSource = None) -> Engine:
+def build(
+    name: str, settings: Settings, *, spark: SparkSource = None, store: Store | None = None
+) -> Engine:
     """The engine registered as `name`, made for one run; `spark` is the session (or what
-    starts it) for an engine that runs on Spark. Raises `ConfigError` for an unknown name."""
+    starts it) for an engine that runs on Spark, `store` the run's store (given to a
+    factory that takes `store`). Raises `ConfigError` for an unknown name."""
     try:
         factory = _REGISTRY[name]
     except KeyError:
@@ -80,7 +84,20 @@ def build(name: str, settings: Settings, *, spark: SparkSource = None) -> Engine
         module, _, attribute = factory.partition(":")
         factory = getattr(importlib.import_module(module), attribute)
         _REGISTRY[name] = factory
+    if store is not None and _takes_store(factory):
+        with_store: Any = factory  # EngineFactory's type names the two positional arguments
+        made: Engine = with_store(settings, spark, store=store)
+        return made
     return factory(settings, spark)
+
+
+def _takes_store(factory: EngineFactory) -> bool:
+    import inspect
+
+    try:
+        return "store" in inspect.signature(factory).parameters
+    except (TypeError, ValueError):  # a builtin, or no signature: called without it
+        return False
 
 
 def engine_for(settings: Settings, *, refuse: bool = True) -> str:
@@ -127,9 +144,15 @@ def _auto(settings: Settings) -> str:
     return EMBEDDED
 
 
-def choose(settings: Settings, *, spark: SparkSource = None, refuse: bool = True) -> Engine:
-    """The engine `settings` choose (`engine_for`), made for one run."""
-    return build(engine_for(settings, refuse=refuse), settings, spark=spark)
+def choose(
+    settings: Settings,
+    *,
+    spark: SparkSource = None,
+    refuse: bool = True,
+    store: Store | None = None,
+) -> Engine:
+    """The engine `settings` choose (`engine_for`), made for one run (on `store`)."""
+    return build(engine_for(settings, refuse=refuse), settings, spark=spark, store=store)
 
 
 def resolve(
@@ -138,13 +161,15 @@ def resolve(
     *,
     spark: SparkSource = None,
     refuse: bool = True,
+    store: Store | None = None,
 ) -> Engine:
     """A run function's engine: `engine` itself, the engine registered under that name,
-    or (None) the one `settings` choose (`choose`, refused as `refuse` says)."""
+    or (None) the one `settings` choose (`choose`, refused as `refuse` says); one made
+    here is made on the run's `store`."""
     if engine is None:
-        return choose(settings, spark=spark, refuse=refuse)
+        return choose(settings, spark=spark, refuse=refuse, store=store)
     if isinstance(engine, str):
-        return build(engine, settings, spark=spark)
+        return build(engine, settings, spark=spark, store=store)
     return engine
 
 
@@ -155,10 +180,11 @@ def for_run(
     *,
     spark: SparkSource = None,
     refuse: bool = True,
+    store: Store | None = None,
 ) -> Iterator[Engine]:
     """`resolve`, as a run function holds its engine: one it made (from a name, or from the
     settings) is closed when the run ends; one it was given is left to the giver."""
-    chosen = resolve(engine, settings, spark=spark, refuse=refuse)
+    chosen = resolve(engine, settings, spark=spark, refuse=refuse, store=store)
     try:
         yield chosen
     finally:

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from ackfold.config import Settings
     from ackfold.ledger.housekeeping.store_maintenance import Step
     from ackfold.ledger.schema.tables import Ledger
+    from ackfold.ledger.storage.run_store import Store
     from ackfold.quality.batches import Window
     from ackfold.quality.report import CheckResult, QualityReport
     from ackfold.quality.validator import Validator
@@ -33,8 +34,14 @@ class EmbeddedEngine:
     name = EMBEDDED
     runs_in_task = True
 
-    def __init__(self, settings: Settings, spark: SparkSource = None) -> None:
+    def __init__(
+        self, settings: Settings, spark: SparkSource = None, *, store: Store | None = None
+    ) -> None:
         self.settings = settings
+        from ackfold.ledger.storage.run_store import store_for
+
+        # The run's store (resolved once by the run function), else the current one's.
+        self.store = store or store_for(settings.table_root)
 
     def check_commits(self) -> None:
         # delta-rs commits put-if-absent on every store it reaches (invariant 14).
@@ -43,7 +50,7 @@ class EmbeddedEngine:
     def fold(self, *, now: datetime, app: str | None) -> dict[str, Any]:
         from ackfold.reconcile.embedded import EmbeddedReconciler
 
-        return EmbeddedReconciler(self.settings, now=now, app=app).run()
+        return EmbeddedReconciler(self.settings, now=now, app=app, store=self.store).run()
 
     def replay_planner(self, queues: SourceQueues, *, now: datetime) -> Planner:
         from ackfold.replay.duck_planner import EmbeddedPlanner

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from ackfold.config import Settings
     from ackfold.ledger.housekeeping.store_maintenance import Step
     from ackfold.ledger.schema.tables import Ledger
+    from ackfold.ledger.storage.run_store import Store
     from ackfold.quality.batches import Window
     from ackfold.quality.report import CheckResult, QualityReport
     from ackfold.quality.validator import Validator
@@ -37,8 +38,14 @@ class SparkEngine:
     name = SPARK
     runs_in_task = False
 
-    def __init__(self, settings: Settings, spark: SparkSource = None) -> None:
+    def __init__(
+        self, settings: Settings, spark: SparkSource = None, *, store: Store | None = None
+    ) -> None:
         self.settings = settings
+        from ackfold.ledger.storage.run_store import store_for
+
+        # The run's store (resolved once by the run function), else the current one's.
+        self.store = store or store_for(settings.table_root)
         self._spark = spark
         self._session: SparkSession | None = None
 

@@ -6,7 +6,8 @@ Its rooms, each importing only the ones listed before it (and `errors`):
 - `schema`: the contract and its schemas: the tables (`Ledger`), the contract as Delta,
   Arrow, JSON Schema and SQL, ids, id schemes, statuses, the parquet encoding;
 - `storage`: where the warehouse lives (local, S3, GCS, ADLS) and how a commit reaches it:
-  the store, the commit protocol of each table, snapshots, conflicts, checkpoints;
+  the store (one `Store` per run: `storage.run_store`), the commit protocol of each
+  table, snapshots, conflicts, checkpoints;
 - `reading`: the ledger read without a JVM, for the CLI, the UI and the alerts;
 - `commits`: the lease, the fence and the lock (one writer of `root_state` at a time),
   `LedgerWriter` (the tables created and appended without a JVM), the fold's mark;

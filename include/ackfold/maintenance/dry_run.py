@@ -37,7 +37,8 @@ from ackfold.ledger.schema.tables import (
     TABLES,
     Ledger,
 )
-from ackfold.ledger.storage.store import delta_uri, storage_options
+from ackfold.ledger.storage.run_store import options_for
+from ackfold.ledger.storage.store import delta_uri
 
 
 def plan_maintenance(settings: Settings, *, now: datetime | None = None) -> dict[str, Any]:
@@ -94,7 +95,7 @@ def _table(ledger: Ledger, name: str) -> Any:
     from deltalake import DeltaTable
 
     path = ledger.path(name)
-    options = storage_options(path)
+    options = options_for(path)
     if not DeltaTable.is_deltatable(delta_uri(path), storage_options=options):
         return None
     return DeltaTable(delta_uri(path), storage_options=options)

@@ -42,6 +42,7 @@ from ackfold.engines import Engine, for_run
 from ackfold.ledger.commits.lease import ledger_turn
 from ackfold.ledger.commits.lock import DEFAULT_WAIT
 from ackfold.ledger.housekeeping.store_maintenance import STEPS, removed_totals
+from ackfold.ledger.storage.run_store import Store, using
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -101,9 +102,12 @@ def run_maintenance(
     # in delta-rs: nothing here is refused
     # (`ackfold.ledger.housekeeping.maintenance.spark_steps_safe`).
     steps = Steps(progress or log.info)
+    # The run's store, resolved once and handed to the engine, the lease and its fence.
+    store = Store.at(settings.table_root)
     with (
-        for_run(engine, settings, spark=spark, refuse=False) as chosen,
-        ledger_turn(settings, holder, wait=wait, say=say or log.info) as fence,
+        using(store),
+        for_run(engine, settings, spark=spark, refuse=False, store=store) as chosen,
+        ledger_turn(settings, holder, wait=wait, say=say or log.info, store=store) as fence,
     ):
         summary = chosen.maintain(now=at, step=steps)
         epoch = fence.epoch

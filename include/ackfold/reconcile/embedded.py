@@ -52,6 +52,7 @@ from ackfold.ledger.schema.tables import (
     rows_by_partition,
 )
 from ackfold.ledger.setup.layout import upgrade_root_state
+from ackfold.ledger.storage.run_store import Store
 from ackfold.reconcile import duck_fold, quiet
 from ackfold.reconcile.embedded_writes import StepWrites
 from ackfold.reconcile.new_events import byte_limit, new_events, slices
@@ -80,12 +81,13 @@ class EmbeddedReconciler:
         *,
         now: datetime | None = None,
         app: str | None = None,
+        store: Store | None = None,
     ) -> None:
         self.settings = settings
         self.ledger = Ledger(settings.table_root)
         # Every table through the ledger's writer: its URI as delta-rs spells it, and the
-        # store's options (credentials, endpoint) from the environment.
-        self.writer = LedgerWriter(settings.table_root)
+        # run's store (its options: credentials, endpoint; resolved once per run).
+        self.writer = LedgerWriter(settings.table_root, store=store)
         self.options = self.writer.storage_options
         self.now = (now or datetime.now(UTC)).astimezone(UTC)
         self.app = app

@@ -20,7 +20,8 @@ from typing import Final
 from ackfold.embedded.log import Appends, DataFile, appended_since
 from ackfold.ledger.commits.marks import events_table, read_mark
 from ackfold.ledger.schema.tables import ACK_EVENTS, Ledger
-from ackfold.ledger.storage.store import delta_uri, storage_options
+from ackfold.ledger.storage.run_store import options_for
+from ackfold.ledger.storage.store import delta_uri
 
 _UNITS: Final = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
 
@@ -32,7 +33,7 @@ def new_events(ledger: Ledger, app: str | None) -> tuple[Appends, int | None]:
     events_id = str(table.metadata().id)
     mark = read_mark(ledger, app, events_id)
     path = ledger.path(ACK_EVENTS)
-    return appended_since(delta_uri(path), mark, storage_options=storage_options(path)), mark
+    return appended_since(delta_uri(path), mark, storage_options=options_for(path)), mark
 
 
 def slices(appends: Appends, limit: int) -> Iterator[tuple[list[DataFile], int | None]]:

@@ -118,11 +118,12 @@ def settled_before(
     import pyarrow.dataset as ds
     from deltalake import DeltaTable
 
-    from ackfold.ledger.storage.store import delta_uri, storage_options
+    from ackfold.ledger.storage.run_store import options_for
+    from ackfold.ledger.storage.store import delta_uri
     from ackfold.ledger.storage.vectors import plain_dataset
 
     path = ledger.path(ROOT_STATE)
-    table = DeltaTable(delta_uri(path), storage_options=storage_options(path))
+    table = DeltaTable(delta_uri(path), storage_options=options_for(path))
     keep = (
         (ds.field("first_event_date") < day)
         & ~ds.field("status").isin(list(status.UNSETTLED))

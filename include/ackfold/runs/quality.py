@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 from ackfold.config import Settings
 from ackfold.engines import Engine, for_run
 from ackfold.errors import AckfoldError
+from ackfold.ledger.storage.run_store import Store, using
 from ackfold.quality.batches import Window
 from ackfold.quality.report import QualityReport
 from ackfold.quality.validator import Validator
@@ -70,7 +71,9 @@ def run_quality(
     window = Window.ending(now or run_at, settings.quality.window)
     run_id = run_id or f"{run_at:%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:6]}"
     assert settings.quality.docs_dir is not None
-    with for_run(engine, settings, spark=spark) as chosen:
+    # The run's store, resolved once and handed to the engine (quality takes no lease).
+    store = Store.at(settings.table_root)
+    with using(store), for_run(engine, settings, spark=spark, store=store) as chosen:
         chosen.check_commits()  # an engine given by name is refused where its kind would be
         docs_dir = settings.quality.docs_dir
 

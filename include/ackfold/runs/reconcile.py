@@ -2,6 +2,8 @@
 
 It owns what every run needs, in this order:
 
+0. the run's store (`ackfold.ledger.storage.run_store.Store`), resolved once and handed to
+   the engine, the lease and the fence;
 1. the ledger's turn (`ackfold.ledger.commits.lease.ledger_turn`): one writer of `root_state` at a
    time, on every host;
 2. the quiet path (`ackfold.reconcile.quiet`): nothing new and no timeout due is answered
@@ -29,6 +31,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from datetime import UTC, datetime
+from functools import partial
 from typing import TYPE_CHECKING, Any, Final
 
 from ackfold.config import Settings
@@ -36,6 +39,7 @@ from ackfold.engines import SPARK, Engine, for_run
 from ackfold.ledger.commits.lease import ledger_turn
 from ackfold.ledger.commits.lock import DEFAULT_WAIT
 from ackfold.ledger.schema.tables import ROOT_STATE, UNMATCHED_EVENTS, Ledger
+from ackfold.ledger.storage.run_store import Store, using
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -69,9 +73,14 @@ def run_reconcile(
     at = (now or datetime.now(UTC)).astimezone(UTC)
     if app is not None:
         check_app_name(app)
+    # The run's store, resolved once and handed to the engine, the lease and its fence
+    # (and current for what reads deep in the run: `store_for`).
+    store = Store.at(settings.table_root)
+    turn = partial(ledger_turn, settings, _holder(holder, app), store=store)
     with (
-        for_run(engine, settings, spark=spark) as chosen,
-        ledger_turn(settings, _holder(holder, app), wait=wait, say=say or log.info) as fence,
+        using(store),
+        for_run(engine, settings, spark=spark, store=store) as chosen,
+        turn(wait=wait, say=say or log.info) as fence,
     ):
         summary = quiet.quiet_summary(
             settings, now=at, since=(at - settings.reconcile.lookback).date(), app=app

@@ -38,6 +38,7 @@ from ackfold.ledger.commits.fence import version_of
 from ackfold.ledger.commits.lease import ledger_turn
 from ackfold.ledger.commits.lock import DEFAULT_WAIT
 from ackfold.ledger.schema.tables import DEAD_LETTERS, REPLAY_LOG, ROOT_STATE, Ledger
+from ackfold.ledger.storage.run_store import Store, using
 from ackfold.replay.bookkeeping import AUTOMATIC
 from ackfold.replay.planner import Plan
 from ackfold.replay.request import ReplayRequest
@@ -75,9 +76,12 @@ def run_replay(
     holder = holder or (
         "the automatic replay" if request.automatic else f"a replay by {request.requested_by}"
     )
+    # The run's store, resolved once and handed to the engine, the lease and its fence.
+    store = Store.at(settings.table_root)
     with (
-        for_run(engine, settings, spark=spark) as chosen,
-        ledger_turn(settings, holder, wait=wait, say=say or log.info) as fence,
+        using(store),
+        for_run(engine, settings, spark=spark, store=store) as chosen,
+        ledger_turn(settings, holder, wait=wait, say=say or log.info, store=store) as fence,
     ):
         chosen.check_commits()  # an engine given by name is refused where its kind would be
         replayer = Replayer(spark, settings, now=now, engine=chosen)

@@ -62,8 +62,8 @@ from ackfold.ledger.errors import FenceUnreadable, LeaseLost, Unfenced
 from ackfold.ledger.reading.sql import first_line
 from ackfold.ledger.schema.tables import DEAD_LETTERS, ROOT_STATE, UNMATCHED_EVENTS
 from ackfold.ledger.storage.conflicts import retry_conflicts
+from ackfold.ledger.storage.run_store import Store, store_for
 from ackfold.ledger.storage.snapshots import Snapshots
-from ackfold.ledger.storage.store import storage_options
 
 log = logging.getLogger("ackfold.ledger.commits.fence")
 
@@ -86,7 +86,8 @@ class Fence:
     under it. `expired` says whether the lease's time to live has run out by this host's
     clock (its renewals failed): then the run stops committing at once. `newest` reads the
     lease's epoch now: a newer one (another run took the lease, even one that has committed
-    nothing yet) stops it too."""
+    nothing yet) stops it too. `store` is the run's store (resolved for `warehouse` if not
+    given)."""
 
     def __init__(
         self,
@@ -96,6 +97,7 @@ class Fence:
         holder: str = "",
         expired: Callable[[], bool] = lambda: False,
         newest: Callable[[], int] | None = None,
+        store: Store | None = None,
     ) -> None:
         if epoch < 1:
             raise ValueError(f"a lease epoch is 1 or more, not {epoch}")
@@ -108,8 +110,9 @@ class Fence:
         self.lost: str | None = None
         # The tables this hold commits to, kept across its commits and refreshed before
         # each (`ackfold.ledger.storage.snapshots`): the checks read their latest version all the
-        # same, without a fresh open per commit.
-        self._snapshots = Snapshots(storage_options(warehouse))
+        # same, without a fresh open per commit; on the run's store.
+        self.store = store or store_for(warehouse)
+        self._snapshots = Snapshots(store=self.store)
 
     def lose(self, why: str) -> None:
         """Say that the lease is lost (the keeper found another holder): no more commits."""

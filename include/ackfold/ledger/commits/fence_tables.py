@@ -10,7 +10,8 @@ from typing import Any, TypeVar
 
 from ackfold.ledger.errors import FenceUnreadable
 from ackfold.ledger.reading.sql import first_line
-from ackfold.ledger.storage.store import delta_uri, storage_options
+from ackfold.ledger.storage.run_store import options_for
+from ackfold.ledger.storage.store import delta_uri
 
 T = TypeVar("T")
 
@@ -62,7 +63,7 @@ def table_at(
     try:
         if read is not None:
             return read(path)
-        return DeltaTable(delta_uri(path), storage_options=storage_options(path))
+        return DeltaTable(delta_uri(path), storage_options=options_for(path))
     except TableNotFoundError:
         if not missing_ok:
             raise

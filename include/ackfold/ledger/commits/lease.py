@@ -73,6 +73,7 @@ from ackfold.ledger.commits.lease_record import (
 from ackfold.ledger.commits.lock import DEFAULT_WAIT, ledger_lock
 from ackfold.ledger.errors import LedgerBusy, LedgerError
 from ackfold.ledger.schema.tables import LEASE
+from ackfold.ledger.storage.run_store import Store, store_for
 from ackfold.ledger.storage.snapshots import Snapshots
 
 if TYPE_CHECKING:
@@ -94,13 +95,15 @@ def ledger_turn(
     wait: float = DEFAULT_WAIT,
     say: Callable[[str], None] | None = None,
     clock: Callable[[], datetime] | None = None,
+    store: Store | None = None,
 ) -> Iterator[Fence]:
     """The turn of a reconcile, replay or maintenance run: this host's lock file
     (`ledger_lock`: instant, and freed at once if the holder dies), then the ledger's lease
     (every host), whose fence it yields and makes this thread's (`ackfold.ledger.commits.fence.
     active`): the run's commits carry its epoch. Re-entrant within a thread: a replay
     holding its turn from the plan on runs the sends inside it. `clock` is the lease's
-    (this host's clock by default)."""
+    (this host's clock by default); `store` is the run's store, which the lease and the
+    fence use (resolved here from the settings if not given)."""
     started = time.monotonic()
     with ledger_lock(settings.var_dir, settings.table_root, holder, wait=wait, say=say):
         # Re-entrant per warehouse: a turn of another ledger takes that ledger's lease.
@@ -114,7 +117,7 @@ def ledger_turn(
                 depths[key] -= 1
             return
         left = max(0.0, wait - (time.monotonic() - started))
-        lease = LedgerLease(settings.table_root, clock=clock)
+        lease = LedgerLease(settings.table_root, clock=clock, store=store)
         with lease.held(holder, wait=left, say=say) as fence, holding(fence):
             depths[key] = 1
             _turns.__dict__.setdefault("fences", {})[key] = fence
@@ -125,7 +128,9 @@ def ledger_turn(
 
 
 class LedgerLease:
-    """The lease of the ledger under `warehouse` (`Settings.table_root`)."""
+    """The lease of the ledger under `warehouse` (`Settings.table_root`), on `store` (the
+    run's; else one resolved for `warehouse`, with `storage_options` if given, as
+    LedgerWriter's)."""
 
     def __init__(
         self,
@@ -135,23 +140,24 @@ class LedgerLease:
         storage_options: dict[str, str] | None = None,
         clock: Callable[[], datetime] | None = None,
         host: str | None = None,
+        store: Store | None = None,
     ) -> None:
         from ackfold.ledger.storage.store import delta_uri
-        from ackfold.ledger.storage.store import storage_options as env_options
 
         self.warehouse = warehouse
         self.path = delta_uri(f"{warehouse.rstrip('/')}/{TABLE}")
         self.ttl = ttl
-        # The store's credentials from the environment unless given (as LedgerWriter's).
-        self.storage_options = (
-            storage_options if storage_options is not None else env_options(warehouse)
-        )
+        if store is None:  # the run's store, if the warehouse is its (`store_for`)
+            found = store_for(warehouse) if storage_options is None else None
+            store = found or Store.at(warehouse, options=storage_options)
+        self.store = store
+        self.storage_options = self.store.storage_options
         self._clock = clock or (lambda: datetime.now(UTC))
         self.host = host or socket.gethostname()
         # The expiry of this host's last take or renewal: past it, its hold may be taken.
         self._until = datetime.fromisoformat(NEVER)
         # The lease table that the fence reads before each commit, kept and refreshed.
-        self._snapshots = Snapshots(self.storage_options)
+        self._snapshots = Snapshots(store=self.store)
 
     def holder(self) -> str | None:
         """Who holds the lease now (None: nobody, or an expired holder)."""
@@ -177,6 +183,7 @@ class LedgerLease:
             holder=me,
             expired=lambda: self._clock() >= self._until,
             newest=self._newest,
+            store=self.store,
         )
         stop = threading.Event()
         keeper = threading.Thread(
@@ -325,9 +332,7 @@ class LedgerLease:
         from deltalake.exceptions import DeltaError, TableNotFoundError
         from deltalake.schema import PrimitiveType
 
-        from ackfold.ledger.storage.protocol import require_conditional_writes
-
-        require_conditional_writes(self.path, self.storage_options)  # once per process
+        self.store.require_conditional_writes()  # once per store
         for _ in range(3):
             try:
                 table = DeltaTable(self.path, storage_options=self.storage_options)

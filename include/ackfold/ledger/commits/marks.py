@@ -49,7 +49,8 @@ from ackfold.config.values import APP_NAME
 from ackfold.ledger.commits.fence import commit as fence_commit
 from ackfold.ledger.commits.fence_tables import commit_nothing
 from ackfold.ledger.schema.tables import ACK_EVENTS, ROOT_STATE, Ledger, local_dir
-from ackfold.ledger.storage.store import delta_uri, storage_options
+from ackfold.ledger.storage.run_store import options_for
+from ackfold.ledger.storage.store import delta_uri
 
 log = logging.getLogger("ackfold.ledger.commits.marks")
 
@@ -91,7 +92,7 @@ def events_table(ledger: Ledger) -> Any:
     from deltalake import DeltaTable
 
     path = ledger.path(ACK_EVENTS)
-    return DeltaTable(delta_uri(path), storage_options=storage_options(path))
+    return DeltaTable(delta_uri(path), storage_options=options_for(path))
 
 
 def read_mark(ledger: Ledger, app: str | None, events_id: str) -> int | None:
@@ -101,7 +102,7 @@ def read_mark(ledger: Ledger, app: str | None, events_id: str) -> int | None:
 
     path = ledger.path(ROOT_STATE)
     try:
-        state = DeltaTable(delta_uri(path), storage_options=storage_options(path))
+        state = DeltaTable(delta_uri(path), storage_options=options_for(path))
     except Exception:  # no root_state yet: nothing was ever folded
         return None
     version = state.transaction_version(mark_app(app, events_id))
@@ -164,9 +165,7 @@ def _store(location: str) -> Any:
     if local is not None and not local.is_dir():
         return None  # (deltalake 1.0's handler would make the directory)
     try:
-        return pafs.PyFileSystem(
-            DeltaStorageHandler(delta_uri(location), storage_options(location))
-        )
+        return pafs.PyFileSystem(DeltaStorageHandler(delta_uri(location), options_for(location)))
     except Exception as exc:
         log.debug("reconcile: %s cannot be read (%s)", location, exc)
         return None

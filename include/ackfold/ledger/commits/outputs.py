@@ -172,10 +172,11 @@ def read_declared(warehouse: str, *, app: str | None = None) -> list[DeclaredOut
     of `app` or every app; [] when the ledger has no `declared_outputs` table."""
     from deltalake import DeltaTable
 
-    from ackfold.ledger.storage.store import delta_uri, storage_options
+    from ackfold.ledger.storage.run_store import options_for
+    from ackfold.ledger.storage.store import delta_uri
 
     path = Ledger(warehouse).path(DECLARED_OUTPUTS)
-    options = storage_options(path)
+    options = options_for(path)
     if not DeltaTable.is_deltatable(delta_uri(path), options):
         return []
     rows = DeltaTable(delta_uri(path), storage_options=options).to_pyarrow_table().to_pylist()

@@ -62,9 +62,9 @@ from ackfold.ledger.schema.tables import (
 )
 from ackfold.ledger.storage.checkpoints import checkpoint_at_interval
 from ackfold.ledger.storage.conflicts import retry_conflicts
+from ackfold.ledger.storage.run_store import Store, store_for
 from ackfold.ledger.storage.snapshots import Snapshots
 from ackfold.ledger.storage.store import delta_uri
-from ackfold.ledger.storage.store import storage_options as env_storage_options
 
 __all__ = [
     "Appended",
@@ -90,24 +90,34 @@ class Appended:
 
 class LedgerWriter:
     """Creates and appends the ledger's tables under `warehouse` (`Settings.table_root`)
-    without a JVM. `storage_options` go to delta-rs (object store credentials); by default
-    those of the environment (`ackfold.ledger.storage.store.storage_options`). An `s3a://`
-    warehouse is written as `s3://`: the same objects, delta-rs's spelling."""
+    without a JVM. `store` is the run's store (`ackfold.ledger.storage.run_store.Store`):
+    its storage options go to delta-rs, and its commit protocol is checked once. Without
+    one: a store resolved for `warehouse` with `storage_options` (object store
+    credentials) if given; else the current run's store, if `warehouse` is its; else
+    one resolved from the environment. An `s3a://` warehouse is
+    written as `s3://`: the same objects, delta-rs's spelling."""
 
     def __init__(
-        self, warehouse: str | Path, *, storage_options: Mapping[str, str] | None = None
+        self,
+        warehouse: str | Path,
+        *,
+        storage_options: Mapping[str, str] | None = None,
+        store: Store | None = None,
     ) -> None:
         self.ledger = Ledger(str(warehouse))
-        if storage_options is None:
-            storage_options = env_storage_options(str(warehouse))
-        self.storage_options = dict(storage_options) if storage_options else None
+        if store is None:  # the run's store, if the warehouse is its (`store_for`)
+            where = str(warehouse)
+            found = store_for(where) if storage_options is None else None
+            store = found or Store.at(where, options=storage_options)
+        self.store = store
+        self.storage_options = self.store.storage_options
         self._checked: set[str] = set()
         # The DeltaTable of each table this writer reads or commits to, per thread (the
         # stages of one driver commit from their own threads; a DeltaTable is not shared
         # across them), brought up to date before each use: on S3 a fresh load reads the
         # checkpoint and up to 9 commits again (about 25 GETs), on a local disk 5 to 10 ms.
         # A table deleted and made anew at its path is opened afresh (`snapshots`).
-        self._snapshots = Snapshots(self.storage_options)
+        self._snapshots = Snapshots(store=self.store)
 
     def uri(self, name: str) -> str:
         """Where delta-rs finds ledger table `name`."""
@@ -136,10 +146,8 @@ class LedgerWriter:
         from deltalake import DeltaTable, Schema
         from deltalake.exceptions import DeltaError, TableNotFoundError
 
-        from ackfold.ledger.storage.protocol import require_conditional_writes
-
         # Before the first commit: a store that ignores conditional writes is refused.
-        require_conditional_writes(self.ledger.root, self.storage_options)
+        self.store.require_conditional_writes()
         created = {}
         for name in tables:
             if name not in TABLES:

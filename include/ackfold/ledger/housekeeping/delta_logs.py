@@ -13,7 +13,8 @@ from typing import Any, Final
 from ackfold.ledger.commits.fence import held
 from ackfold.ledger.commits.marks import unfolded_since
 from ackfold.ledger.schema.tables import ACK_EVENTS, TABLES, Ledger
-from ackfold.ledger.storage.store import delta_uri, storage_options
+from ackfold.ledger.storage.run_store import options_for
+from ackfold.ledger.storage.store import delta_uri
 
 log = logging.getLogger("ackfold.maintenance")  # as the rest of maintenance: one name to follow
 
@@ -31,7 +32,7 @@ def vacuumed(ledger: Ledger, name: str, since: int, *, table: Any = None) -> dic
 
     path = ledger.path(name)
     if table is None:
-        table = DeltaTable(delta_uri(path), storage_options=storage_options(path))
+        table = DeltaTable(delta_uri(path), storage_options=options_for(path))
     files = size = 0
     for entry in table.history(max(1, table.version() - since)):
         if entry.get("version", since + 1) <= since or entry.get("operation") != "VACUUM START":
@@ -63,7 +64,7 @@ def tidy_logs(
         if read is not None:
             table = read(name)
         else:
-            table = DeltaTable(delta_uri(path), storage_options=storage_options(path))
+            table = DeltaTable(delta_uri(path), storage_options=options_for(path))
         table.create_checkpoint()
         first, at = (unfolded_since(ledger) if name == ACK_EVENTS else None) or (0, None)
         retention = log_retention(table.metadata().configuration)

@@ -63,11 +63,12 @@ class SqlReader:
         from deltalake import DeltaTable, QueryBuilder
         from deltalake.exceptions import DeltaError, TableNotFoundError
 
-        from ackfold.ledger.storage.store import delta_uri, storage_options
+        from ackfold.ledger.storage.run_store import options_for
+        from ackfold.ledger.storage.store import delta_uri
 
         path = self.ledger.path(name)
         try:
-            table: Any = DeltaTable(delta_uri(path), storage_options=storage_options(path))
+            table: Any = DeltaTable(delta_uri(path), storage_options=options_for(path))
         except TableNotFoundError:
             if required:
                 raise NoLedger(

@@ -29,7 +29,8 @@ from ackfold.ledger.errors import SchemaMismatch
 from ackfold.ledger.schema.contract import arrow_schema
 from ackfold.ledger.schema.encoding import writer_properties
 from ackfold.ledger.schema.tables import ROOT_STATE, ROOT_STATE_PARTITIONS, Ledger
-from ackfold.ledger.storage.store import delta_uri, storage_options
+from ackfold.ledger.storage.run_store import options_for
+from ackfold.ledger.storage.store import delta_uri
 from ackfold.version import __version__
 
 log = logging.getLogger("ackfold.ledger")
@@ -42,7 +43,7 @@ def upgrade_root_state(ledger: Ledger) -> bool:
     from deltalake import DeltaTable
 
     path = ledger.path(ROOT_STATE)
-    uri, options = delta_uri(path), storage_options(path)
+    uri, options = delta_uri(path), options_for(path)
     if not DeltaTable.is_deltatable(uri, options):
         return False
     table = DeltaTable(uri, storage_options=options)

@@ -72,9 +72,8 @@ def upgrade(writer: LedgerWriter, tables: Sequence[str] = CONTRACT_TABLES) -> li
 
     from ackfold.ledger.commits.table_rows import writing
     from ackfold.ledger.schema.contract import delta_schema
-    from ackfold.ledger.storage.protocol import require_conditional_writes
 
-    require_conditional_writes(writer.ledger.root, writer.storage_options)
+    writer.store.require_conditional_writes()
     added = []
     for name in tables:
         uri = writer.uri(name)

@@ -16,8 +16,9 @@ def checkpoint_at_interval(table: Any) -> None:
     otherwise, as Delta Spark does (delta-rs's own default is 100): readers, Spark's and
     delta-rs's, then replay at most that many commits. It takes delta-rs milliseconds.
 
-    A checkpoint the store refuses (down a moment, or a file in its way) is logged, not raised: the commit has
-    landed, and a writer told otherwise would take its batch for lost. Readers replay the
+    A checkpoint the store refuses (down a moment, or a file in its way) is logged, not
+    raised: the commit has landed, and a writer told otherwise would take its batch for
+    lost. Readers replay the
     commits since the last checkpoint, and the next interval's writes one; Delta Spark
     also only logs a failed checkpoint."""
     interval = int(table.metadata().configuration.get("delta.checkpointInterval") or 10)

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import contextlib
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -291,11 +291,13 @@ _SAFE_STORES: Final = {
 }
 
 
-def require_conditional_writes(location: str, options: Mapping[str, str] | None) -> None:
+def require_conditional_writes(
+    location: str, options: Mapping[str, str] | None, *, client: Callable[[], Any] | None = None
+) -> None:
     """Once per process and store: on an object store (S3 or S3-compatible, GCS, ADLS),
     check that a second create of one object under `location` with the store's
     create-if-absent precondition is refused; else `UnsafeStore`, naming the variable
-    that points at that store."""
+    that points at that store. `client()` gives the probe's client (a run's `Store`'s)."""
     kind = store_kind(location)
     if kind not in CREATE_IF_ABSENT:
         return
@@ -305,10 +307,11 @@ def require_conditional_writes(location: str, options: Mapping[str, str] | None)
     if (kind, endpoint, container) in _CHECKED:
         return
     if kind == "s3":
-        status = probe_conditional_create(container.removeprefix("s3://"), prefix, options)
+        made = client() if client is not None else None
+        status = probe_conditional_create(container.removeprefix("s3://"), prefix, options, made)
         refused, answer = status == 412, f"it answered {status}, not 412"
     else:
-        refused, answer = probe_object_store(location, options)
+        refused, answer = probe_object_store(location, options, client() if client else None)
     if not refused:
         raise UnsafeStore(
             f"the {kind.upper() if kind != 'azure' else 'Azure'} store at {endpoint} "
@@ -320,14 +323,16 @@ def require_conditional_writes(location: str, options: Mapping[str, str] | None)
     _CHECKED.add((kind, endpoint, container))
 
 
-def probe_object_store(location: str, options: Mapping[str, str]) -> tuple[bool, str]:
+def probe_object_store(
+    location: str, options: Mapping[str, str], store: Any = None
+) -> tuple[bool, str]:
     """Create one probe object twice under `location` with object_store's create-if-absent
     (delta-rs's commit), then delete it: (whether the second create was refused, what
-    the store answered). GCS and ADLS."""
+    the store answered). GCS and ADLS; `store`: the container's object store, if made."""
     import obstore
     from obstore.exceptions import AlreadyExistsError, BaseError, PreconditionError
 
-    store = object_store_of(location, options)
+    store = store if store is not None else object_store_of(location, options)
     _, prefix = split_location(location)
     key = f"{prefix}/_ackfold_probe/{uuid.uuid4().hex}".lstrip("/")
     try:
@@ -353,12 +358,15 @@ def _first(exc: BaseException) -> str:
     return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
 
 
-def probe_conditional_create(bucket: str, prefix: str, options: Mapping[str, str]) -> int:
+def probe_conditional_create(
+    bucket: str, prefix: str, options: Mapping[str, str], client: Any = None
+) -> int:
     """Create one probe object twice with `If-None-Match: *` under `prefix`, delete it;
-    the HTTP status of the second create (412 where the store is safe)."""
+    the HTTP status of the second create (412 where the store is safe). `client`: the
+    store's S3 client, if made."""
     from botocore.exceptions import BotoCoreError
 
-    client = s3_client(options)
+    client = client if client is not None else s3_client(options)
     try:
         return _create_twice(client, bucket, prefix)
     except BotoCoreError as exc:  # unreachable, for now: a later try may get through

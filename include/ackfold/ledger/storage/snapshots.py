@@ -44,6 +44,7 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any, Final
 
+from ackfold.ledger.storage.run_store import Store
 from ackfold.ledger.storage.store import delta_uri, is_object_store, object_store_of, split_location
 
 log = logging.getLogger("ackfold.ledger.storage.snapshots")
@@ -61,9 +62,15 @@ KEEP: Final = 64
 
 class Snapshots:
     """The `DeltaTable`s of one writer or fence, per thread, kept up to date. `storage_options`
-    go to delta-rs."""
+    go to delta-rs; or `store` (the run's `Store`) gives them, and its object store looks
+    up the commit files."""
 
-    def __init__(self, storage_options: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self, storage_options: Mapping[str, str] | None = None, *, store: Store | None = None
+    ) -> None:
+        if store is not None:
+            storage_options = store.storage_options
+        self.store = store
         self.storage_options = dict(storage_options) if storage_options else None
         self._options = tuple(sorted((self.storage_options or {}).items()))
 
@@ -76,7 +83,7 @@ class Snapshots:
         found = kept.pop(key, None)
         if found is not None:
             table, stamp = found
-            if _same(uri, stamp, self.storage_options):
+            if _same(uri, stamp, self.storage_options, self._store_of(uri)):
                 try:
                     table.update_incremental()
                 except Exception as exc:  # a log cleaned past it, a store restarting: afresh
@@ -102,7 +109,10 @@ class Snapshots:
         uri = delta_uri(path)
         kept = self._kept()
         kept.pop((uri, self._options), None)
-        kept[(uri, self._options)] = (table, _stamp(uri, table, self.storage_options))
+        kept[(uri, self._options)] = (
+            table,
+            _stamp(uri, table, self.storage_options, self._store_of(uri)),
+        )
         while len(kept) > KEEP:
             kept.pop(next(iter(kept)))
 
@@ -110,15 +120,22 @@ class Snapshots:
         """Drop this thread's snapshot of the table at `path`: the next `table` opens it."""
         self._kept().pop((delta_uri(path), self._options), None)
 
+    def _store_of(self, uri: str) -> Store | None:
+        """The run's store, when it holds `uri`."""
+        return self.store if self.store is not None and self.store.covers(uri) else None
+
     def _kept(self) -> dict[tuple[str, Any], tuple[Any, _Stamp]]:
         found: dict[tuple[str, Any], tuple[Any, _Stamp]] = _KEPT.__dict__.setdefault("tables", {})
         return found
 
 
-def _identity(uri: str, version: int, options: Mapping[str, str] | None) -> Any:
+def _identity(
+    uri: str, version: int, options: Mapping[str, str] | None, store: Store | None
+) -> Any:
     """What tells the commit file of `version` of the table at `uri` from another file at
-    its path: (inode, size, mtime) on a local disk, (ETag, size, time) on an object store,
-    by one HEAD; None if there is no such file or it cannot be read."""
+    its path: (inode, size, mtime) on a local disk, (ETag, size, time) on an object store
+    (by one HEAD, through `store`'s client if given); None if there is no such file or it
+    cannot be read."""
     name = f"_delta_log/{version:020d}.json"
     if not is_object_store(uri):
         try:
@@ -129,27 +146,30 @@ def _identity(uri: str, version: int, options: Mapping[str, str] | None) -> Any:
     import obstore
 
     base, prefix = split_location(uri)
-    key = (base, tuple(sorted((options or {}).items())))
-    store = _STORES.get(key)
-    if store is None:
-        store = _STORES[key] = object_store_of(uri, options)
+    if store is not None and split_location(store.uri)[0] == base:
+        objects = store.object_store()
+    else:
+        key = (base, tuple(sorted((options or {}).items())))
+        objects = _STORES.get(key)
+        if objects is None:
+            objects = _STORES[key] = object_store_of(uri, options)
     try:
-        meta = obstore.head(store, f"{prefix}/{name}")
+        meta = obstore.head(objects, f"{prefix}/{name}")
     except Exception:  # gone (a table made anew, a log cleaned), or the store not answering
         return None
     return (meta.get("e_tag"), meta.get("size"), str(meta.get("last_modified")))
 
 
-def _stamp(uri: str, table: Any, options: Mapping[str, str] | None) -> _Stamp:
+def _stamp(uri: str, table: Any, options: Mapping[str, str] | None, store: Store | None) -> _Stamp:
     """The stamp of `table`'s snapshot: its version and its commit file's identity; None
     when that file cannot be told (a version read from a checkpoint alone): then the table
     is opened afresh next time."""
     version = int(table.version())
-    found = _identity(uri, version, options)
+    found = _identity(uri, version, options, store)
     return None if found is None else (version, found)
 
 
-def _same(uri: str, stamp: _Stamp, options: Mapping[str, str] | None) -> bool:
+def _same(uri: str, stamp: _Stamp, options: Mapping[str, str] | None, store: Store | None) -> bool:
     """Whether the table at `uri` is still the one a snapshot stamped `stamp` was read from:
     its commit file is there, the same file."""
-    return stamp is not None and _identity(uri, stamp[0], options) == stamp[1]
+    return stamp is not None and _identity(uri, stamp[0], options, store) == stamp[1]

@@ -32,10 +32,10 @@ from collections.abc import Mapping
 from typing import Any, Final, Literal
 from urllib.parse import urlparse
 
-Store = Literal["local", "s3", "gcs", "azure", "other"]
+StoreKind = Literal["local", "s3", "gcs", "azure", "other"]
 
 # URI schemes, Spark's (Hadoop's) and delta-rs's, of each store.
-SCHEMES: Final[dict[str, Store]] = {
+SCHEMES: Final[dict[str, StoreKind]] = {
     "": "local",
     "file": "local",
     "s3": "s3",
@@ -52,7 +52,7 @@ SCHEMES: Final[dict[str, Store]] = {
 # Hadoop's schemes that delta-rs spells otherwise.
 _DELTA_RS_SCHEME: Final = {"s3a": "s3", "s3n": "s3"}
 # The variables delta-rs's object stores read, per store (their SDKs' standard names).
-ENV_PREFIXES: Final[dict[Store, tuple[str, ...]]] = {
+ENV_PREFIXES: Final[dict[StoreKind, tuple[str, ...]]] = {
     "s3": ("AWS_",),
     "gcs": ("GOOGLE_",),
     "azure": ("AZURE_",),
@@ -65,7 +65,7 @@ _SECRET_WORDS: Final = ("SECRET", "TOKEN", "KEY", "PASSWORD", "CREDENTIAL", "SAS
 OBJECT_STORES: Final = frozenset({"s3", "gcs", "azure"})
 
 
-def store_kind(location: str) -> Store:
+def store_kind(location: str) -> StoreKind:
     """The store `location` (a path or a URI) is on: local, s3, gcs, azure, or other
     (HDFS and anything else)."""
     return SCHEMES.get(urlparse(location).scheme.lower(), "other")
