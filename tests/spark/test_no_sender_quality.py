@@ -1,6 +1,7 @@
 """A root dead-lettered because its source has no sender is settled on both engines'
-quality checks, with the same outcome that says why (invariant 15); the replay's side
-of it, on both engines, is tests/spark/test_replay_conformance.py."""
+quality checks, with the same outcome that says why (invariant 15), and the quality run
+passes; the replay's side of it, on both engines, is
+tests/spark/test_replay_conformance.py."""
 
 from __future__ import annotations
 
@@ -45,7 +46,9 @@ def test_both_engines_say_a_no_sender_dead_letter_is_settled_and_why(
     for frame in (embedded, on_spark):
         outcomes = dict(zip(frame["root_id"].tolist(), frame["outcome"].tolist(), strict=True))
         assert outcomes == expected
-    on_spark_engine = settings.model_copy(
-        update={"engine": settings.engine.model_copy(update={"kind": "spark"})}
-    )
-    assert run_quality(on_spark_engine, spark=spark, now=now, app="orders").violations == []
+    # The checks read the outcome above, which the engines give alike; the whole run's
+    # verdict is the embedded engine's here (GX on Spark is tens of seconds a run, and
+    # tests/spark/test_quality_conformance.py holds every check's outcome alike on both).
+    report = run_quality(settings, now=now, app="orders")  # engine.kind: embedded
+    assert report.results
+    assert report.violations == []
