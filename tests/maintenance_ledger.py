@@ -1,8 +1,8 @@
 """A ledger for maintenance tests, written with delta-rs (no JVM): roots settled long ago
-and lately, one failed of each, report rows old and new, a reconcile at `NOW`, then
-appends no reconcile has folded yet. And what a test needs to look at afterwards: the
-files on disk beside the files a table names, and the rows a correct retention leaves
-(`expected_rows`, the reference both engines are held to)."""
+and lately, one failed and one timed out of each, report rows old and new, a reconcile at
+`NOW`, then appends no reconcile has folded yet. And what a test needs to look at
+afterwards: the files on disk beside the files a table names, and the rows a correct
+retention leaves (`expected_rows`, the reference both engines are held to)."""
 
 from __future__ import annotations
 
@@ -60,8 +60,8 @@ def _filler(kind: pa.DataType) -> Any:
 
 def write_ledger(settings: Settings) -> None:
     """Roots settled long ago and lately (each reconciled an hour after it started), one
-    failed of each, reports old and new, a reconcile at NOW, then appends it has not
-    folded."""
+    failed and one timed out of each, reports old and new, a reconcile at NOW, then
+    appends it has not folded."""
     writer = LedgerWriter(settings.table_root)
     writer.create()
     for label, start in (("old", T0), ("recent", NOW - timedelta(days=1))):
@@ -74,6 +74,10 @@ def write_ledger(settings: Settings) -> None:
             tracker.ack(child, stage="store")
         failed = tracker.spout(f"{label}-bad", source="sqs", source_queue="q", payload="p")
         tracker.fail(failed, stage="split", reason="poison")
+        # Its child never acked: timed out at the reconcile an hour later (timeout 5 min).
+        stuck = tracker.spout(f"{label}-stuck", source="sqs", source_queue="q", payload="p")
+        tracker.emit([stuck], stage="split")
+        tracker.ack(stuck, stage="split")
         writer.append(tracker.drain_roots(), tracker.drain())
         run_reconcile(settings, now=start + timedelta(hours=1), engine="embedded")
     for at in (T0, NOW - timedelta(days=1)):

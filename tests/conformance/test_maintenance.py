@@ -2,9 +2,11 @@
 embedded engine (delta-rs steps, no JVM, the same as on every object store) and Spark
 (its own steps on a local warehouse, on the worker's session) each maintain a ledger at
 `NOW`, and must leave the rows the plain-Python reference says
-(`tests.maintenance_ledger.expected_rows`), reader version 1, every commit carrying the
-run's lease epoch, a summary whose files and bytes are what left the disk, and a ledger
-that reconciles afterwards as one never maintained.
+(`tests.maintenance_ledger.expected_rows`: old roots failed or timed out keep every
+event), reader version 1, every commit carrying the run's lease epoch, files rewritten in
+the ledger's codec (the Spark session's own codec as it was), one retention MERGE and one
+Z-order in `ack_events`' history, a summary whose files and bytes are what left the disk,
+and a ledger that reconciles afterwards as one never maintained.
 
 The ledger has appends that no reconcile folded yet, rewritten by the Z-order. It is
 vacuumed with no retention at all: the run keeps the files of those appends (they are not
@@ -15,6 +17,7 @@ from __future__ import annotations
 import logging
 import re
 import shutil
+from collections import Counter
 from datetime import timedelta
 from pathlib import Path
 
@@ -24,7 +27,8 @@ from deltalake import DeltaTable
 from ackfold.config import load_settings
 from ackfold.ledger.commits.fence import FENCE_APP, STRIDE
 from ackfold.ledger.commits.marks import unfolded_since
-from ackfold.ledger.housekeeping.store_maintenance import RETENTION_PROPERTY, STEPS
+from ackfold.ledger.housekeeping.store_maintenance import RETENTION_PROPERTY, SETTLED, STEPS
+from ackfold.ledger.schema.status import FAILED, TIMED_OUT
 from ackfold.ledger.schema.tables import (
     ACK_EVENTS,
     APP_PROGRESS,
@@ -34,6 +38,7 @@ from ackfold.ledger.schema.tables import (
     Ledger,
 )
 from ackfold.maintenance import run_maintenance
+from ackfold.runs.reconcile import run_reconcile
 from tests.conformance.conftest import Reconcile, state
 from tests.conftest import JARS_DIR
 from tests.maintenance_ledger import (
@@ -49,6 +54,7 @@ from tests.maintenance_ledger import (
 )
 
 RETENTION_CHECK = "spark.databricks.delta.retentionDurationCheck.enabled"
+CODEC = "spark.sql.parquet.compression.codec"
 # What a reconcile keeps per root; the rest of a root_state row (its marks) may differ
 # between a ledger maintained and one not (maintenance commits versions of its own).
 KEPT = ("app", "status", "xor_acc", "event_count", "attempt", "origin_root_id", "last_stage")
@@ -72,6 +78,16 @@ def test_maintenance_leaves_what_the_reference_says(
     added = added_since(ledger, ACK_EVENTS, unfolded[0])
     disk = DiskAtVacuum(ledger)
     spark = request.getfixturevalue("spark") if engine == "spark" else None
+    codec = spark.conf.get(CODEC) if spark is not None else None
+    # Roots long past the cut-off that are not settled keep every event.
+    cutoff = NOW - settings.maintenance.retention
+    unsettled = {
+        root: row["status"]
+        for root, row in state(ledger).items()
+        if row["status"] not in SETTLED and row["last_event_at"] < cutoff
+    }
+    assert sorted(unsettled.values()) == [FAILED, TIMED_OUT]
+    events_of = Counter(e["root_id"] for e in read(ledger, ACK_EVENTS) if e["root_id"] in unsettled)
 
     with caplog.at_level(logging.INFO, logger="ackfold.maintenance"):
         if spark is not None:
@@ -83,6 +99,8 @@ def test_maintenance_leaves_what_the_reference_says(
                 spark.conf.unset(RETENTION_CHECK)
     assert "not folded by a reconcile yet" in caplog.text
     caplog.clear()
+    if spark is not None:  # the ledger's codec was the run's, not left on the session
+        assert spark.conf.get(CODEC) == codec
 
     assert summary["engine"] == engine
     assert summary["protocol"] == ("spark" if engine == "spark" else "delta-rs")
@@ -114,13 +132,28 @@ def test_maintenance_leaves_what_the_reference_says(
         left = disk.gone[name]
         assert summary["removed"][name] == {"files": len(left), "bytes": sum(left.values())}
     assert summary["files_removed"] > 0
+    kept_events = Counter(e["root_id"] for e in read(ledger, ACK_EVENTS))
+    assert {root: kept_events[root] for root in unsettled} == events_of
+    # Every file the Z-order wrote is in the ledger's codec (`ackfold.ledger.schema.encoding`).
+    _, named = files(ledger, ACK_EVENTS)
+    assert named
+    assert all(name.endswith(".zstd.parquet") for name in named), named
+    history = DeltaTable(ledger.path(ACK_EVENTS)).history()
+    assert "MERGE" in [commit["operation"] for commit in history], "the retention delete"
+    (zorder,) = [commit for commit in history if commit["operation"] == "OPTIMIZE"]
+    if engine == "spark":  # delta-rs's z_order names no columns in its commit
+        assert "root_id" in zorder["operationParameters"]["zOrderBy"]
 
     # Afterwards the ledger reconciles, from the mark and reading the kept files, as one
-    # that was never maintained.
+    # that was never maintained. That one is the reference, folded by the embedded engine
+    # on either run: the engines fold alike (invariant 15), and it needs no second Spark run.
     later = NOW + timedelta(hours=1)
     untouched = load_settings(var_dir=tmp_path / "untouched", jars_dir=JARS_DIR)
     with caplog.at_level(logging.WARNING):
-        after = [reconcile(s, now=later) for s in (settings, untouched)]
+        after = [
+            reconcile(settings, now=later),
+            run_reconcile(untouched, now=later, engine="embedded"),
+        ]
     assert "whole table" not in caplog.text
     assert after[0]["events_read"] == after[1]["events_read"] == 4
     assert after[0]["by_status"] == after[1]["by_status"]

@@ -1,4 +1,5 @@
-"""Spark with real Delta: explicit schema, append, MERGE, time travel, and a delta-rs read."""
+"""Spark with real Delta: explicit schema, append, MERGE, time travel, a delta-rs read, and
+a second run that replaces the table."""
 
 from __future__ import annotations
 
@@ -10,9 +11,10 @@ from ackfold.embedded.smoke import EXPECTED
 from ackfold.spark.smoke import check, run_smoke
 
 
-def test_round_trip_creates_appends_merges_and_time_travels(
+def test_round_trip_creates_appends_merges_time_travels_and_delta_rs_reads_it(
     spark: SparkSession, table_path: str
 ) -> None:
+    # One table for every assertion: each run of the smoke is a few Spark jobs.
     report = run_smoke(spark, table_path)
     assert report["words"] == EXPECTED
     assert report["rows_after_append"] == 2
@@ -28,24 +30,17 @@ def test_round_trip_creates_appends_merges_and_time_travels(
         ("word", "string", False),
         ("n", "bigint", False),
     ]
-    # Version 0 is the empty table as created; a second run starts from an empty version.
+    # Version 0 is the empty table as created.
     assert spark.read.format("delta").option("versionAsOf", 0).load(table_path).count() == 0
-    assert check(run_smoke(spark, table_path))
 
-
-def test_delta_rs_reads_what_spark_wrote(spark: SparkSession, table_path: str) -> None:
-    run_smoke(spark, table_path)
+    # delta-rs reads what Spark wrote. Reader version 1 keeps the table readable by
+    # delta-rs for the CLI and UI.
     table = deltalake.DeltaTable(table_path)
-    # Reader version 1 keeps the table readable by delta-rs for the CLI and UI.
     assert table.protocol().min_reader_version == 1
     frame = table.to_pandas()
     assert dict(zip(frame["word"], frame["n"], strict=True)) == EXPECTED
     assert deltalake.DeltaTable(table_path, version=0).to_pandas().empty
     assert len(deltalake.DeltaTable(table_path, version=1).to_pandas()) == 2
 
-
-def test_running_the_round_trip_again_replaces_the_table(
-    spark: SparkSession, table_path: str
-) -> None:
-    run_smoke(spark, table_path)
+    # Running the round trip again replaces the table: it starts from an empty version.
     assert check(run_smoke(spark, table_path))

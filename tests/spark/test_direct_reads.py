@@ -2,8 +2,9 @@
 file system), so it must know that the files alone hold the rows: no deletion vectors
 (rows deleted or replaced outside the files) and no column mapping (columns under other
 names in the files). A table that has either is refused before anything is read, with an
-error that names the table and the property. Spark makes the tables (delta-rs writes
-neither feature)."""
+error that names the table and the property. Spark makes the table here (delta-rs writes
+neither feature). Deletion vectors, on `ack_events` and on `root_state`, are refused in
+plain Python, from the tables Spark made once (`tests/unit/test_deletion_vectors.py`)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ import pytest
 from ackfold.config import load_settings
 from ackfold.ledger.commits.writer import LedgerWriter
 from ackfold.ledger.errors import LedgerError
-from ackfold.ledger.schema.tables import ACK_EVENTS, ROOT_STATE, Ledger
+from ackfold.ledger.schema.tables import ACK_EVENTS, Ledger
 from ackfold.runs.reconcile import run_reconcile
 from ackfold.track.tracker import Tracker
 from tests.conftest import JARS_DIR
@@ -41,25 +42,10 @@ def _ledger(tmp_path: Path, name: str) -> tuple[object, Ledger, list[dict[str, o
     return settings, Ledger(settings.table_root), events
 
 
-def test_tables_whose_files_do_not_hold_their_rows_are_refused_by_name(
+def test_a_table_with_column_mapping_is_refused_by_name(
     spark: SparkSession, tmp_path: Path
 ) -> None:
     now = T0 + timedelta(minutes=10)
-    # Deletion vectors on root_state: Spark's DELETE marks rows deleted beside the files.
-    settings, ledger, _ = _ledger(tmp_path, "vectors")
-    run_reconcile(settings, now=now, engine="embedded")
-    path = ledger.path(ROOT_STATE)
-    spark.sql(
-        f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES ('delta.enableDeletionVectors' = 'true')"
-    )
-    spark.sql(f"DELETE FROM delta.`{path}` WHERE root_id % 2 = 0")
-    late = Tracker("orders", clock=lambda: now)
-    late.ack(late.spout("m9"), stage="store")  # something new: the engine runs
-    LedgerWriter(settings.table_root).append(late.drain_roots(), late.drain())
-    with pytest.raises(LedgerError, match=r"root_state.*delta\.enableDeletionVectors") as raised:
-        run_reconcile(settings, now=now + timedelta(minutes=1), engine="embedded")
-    assert "REORG TABLE" in str(raised.value)
-
     # Column mapping on ack_events: the files name their columns otherwise.
     settings, ledger, _ = _ledger(tmp_path, "mapping")
     path = ledger.path(ACK_EVENTS)

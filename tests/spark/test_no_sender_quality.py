@@ -16,7 +16,6 @@ from ackfold.quality.batches import LedgerFrames, Window
 from ackfold.quality.duck_batches import LedgerViews
 from ackfold.quality.outcomes import NO_SENDER_OUTCOME
 from ackfold.replay.request import ReplayRequest
-from ackfold.runs import run_quality
 from ackfold.runs.replay import run_replay
 from tests.conftest import JARS_DIR
 from tests.replay_ledger import files_orders
@@ -45,7 +44,7 @@ def test_both_engines_say_a_no_sender_dead_letter_is_settled_and_why(
     for frame in (embedded, on_spark):
         outcomes = dict(zip(frame["root_id"].tolist(), frame["outcome"].tolist(), strict=True))
         assert outcomes == expected
-    on_spark_engine = settings.model_copy(
-        update={"engine": settings.engine.model_copy(update={"kind": "spark"})}
-    )
-    assert run_quality(on_spark_engine, spark=spark, now=now, app="orders").violations == []
+    # The checks read the outcome above, which the engines give alike. The run's verdict
+    # on this ledger (no violation) is the embedded engine's, in plain Python
+    # (tests/unit/test_replay_senders.py); every check's outcome alike on both engines is
+    # tests/spark/test_quality_conformance.py's. GX on Spark is tens of seconds a run.

@@ -18,14 +18,17 @@ from deltalake import DeltaTable
 from ackfold.cli import main as cli
 from ackfold.config import Settings, load_settings
 from ackfold.embedded import tables
+from ackfold.ledger.commits.writer import LedgerWriter
 from ackfold.ledger.errors import UnreadableFiles
 from ackfold.ledger.schema.tables import ACK_EVENTS, ROOT_STATE, ROOTS
 from ackfold.ledger.storage.vectors import files_with_deletion_vectors
 from ackfold.runs.reconcile import run_reconcile
+from ackfold.track.tracker import Tracker
 from tests.deletion_vector_ledger import (
     FIXTURES,
     NOW,
     PURGED,
+    SPREAD_NOW,
     STATE_WITH_VECTORS,
     WITH_VECTORS,
     rows,
@@ -118,6 +121,24 @@ def test_a_table_with_vectors_is_refused_naming_the_way_out(
     monkeypatch.setenv("ACKFOLD_VAR_DIR", str(tmp_path / "var"))
     assert cli.run(["reconcile"]) == 1
     assert capsys.readouterr().err.splitlines()[-1] == f"ackfold: {message}"
+
+
+@reads_the_feature
+def test_a_root_state_with_vectors_is_refused_by_name_once_the_engine_runs(
+    tmp_path: Path,
+) -> None:
+    """The table the fold reads back is checked as `ack_events` is: with something new
+    to fold, the run stops before reading, naming root_state and the property."""
+    settings = _settings(tmp_path, "var")
+    shutil.copytree(FIXTURES / STATE_WITH_VECTORS, settings.table_root)
+    late = Tracker("orders", clock=lambda: SPREAD_NOW)
+    late.ack(late.spout("m9"), stage="store")  # something new: the engine runs
+    LedgerWriter(settings.table_root).append(late.drain_roots(), late.drain())
+    with pytest.raises(
+        UnreadableFiles, match=r"root_state.*delta\.enableDeletionVectors"
+    ) as raised:
+        run_reconcile(settings, now=SPREAD_NOW + timedelta(minutes=1), engine="embedded")
+    assert "REORG TABLE" in str(raised.value)
 
 
 @reads_the_feature

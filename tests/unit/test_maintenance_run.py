@@ -17,8 +17,8 @@ from ackfold.cli import main as cli_module
 from ackfold.cli.maintain import describe
 from ackfold.config import load_settings
 from ackfold.ledger.commits.fence import FENCE_APP, STRIDE
-from ackfold.ledger.housekeeping.store_maintenance import STEPS
-from ackfold.ledger.schema.tables import ACK_EVENTS, TABLES, Ledger
+from ackfold.ledger.housekeeping.store_maintenance import STEPS, vacuum_hours
+from ackfold.ledger.schema.tables import ACK_EVENTS, ROOT_STATE, TABLES, Ledger
 from ackfold.maintenance import run_maintenance
 from tests.alert_fixtures import Receiver, otlp_points
 from tests.maintenance_ledger import (
@@ -78,6 +78,16 @@ def test_a_run_times_each_step_carries_the_epoch_and_reports_what_vacuum_deleted
     assert [line.split()[1] for line in disk.said] == [s for s in STEPS for _ in (0, 1)]
     assert disk.said[0] == "maintenance: retention (1/4) ..."
     assert disk.said[-1].startswith("maintenance: logs done in ")
+
+
+def test_vacuum_keeps_deltas_7_days_by_default_and_more_of_unfolded_appends(made: Path) -> None:
+    # Both engines set `delta.deletedFileRetentionDuration` to these hours (the
+    # conformance suite checks the property on each; Delta 4's VACUUM ignores RETAIN).
+    settings = load_settings(var_dir=made)
+    ledger = Ledger(settings.table_root)
+    assert vacuum_hours(settings, ledger, ROOT_STATE) == 168
+    # Its unfolded appends (at NOW, months before the wall clock) are older than 7 days.
+    assert vacuum_hours(settings, ledger, ACK_EVENTS) > 168
 
 
 def test_a_dry_run_commits_nothing_and_foresees_what_a_run_deletes(made: Path) -> None:
