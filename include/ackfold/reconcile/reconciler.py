@@ -37,6 +37,7 @@ from ackfold.ledger.commits.dml import with_txn
 from ackfold.ledger.commits.fence import spark_commit
 from ackfold.ledger.commits.lease import ledger_turn
 from ackfold.ledger.commits.marks import check_app_name, commit_mark
+from ackfold.ledger.commits.writer import LedgerWriter
 from ackfold.ledger.schema.contract import CLOCK_SKEW
 from ackfold.ledger.schema.tables import (
     ACK_EVENTS,
@@ -49,6 +50,7 @@ from ackfold.ledger.schema.tables import (
 )
 from ackfold.ledger.setup.create import create_tables
 from ackfold.ledger.setup.layout import upgrade_root_state
+from ackfold.ledger.storage.store import is_object_store
 from ackfold.reconcile import quiet
 from ackfold.reconcile.new_events import byte_limit, new_events, oldest_in_log, slices
 from ackfold.reconcile.spark_fold import INSERT, PARK, UPDATE, combine, fold_events
@@ -95,7 +97,12 @@ class Reconciler:
     def run(self) -> dict[str, Any]:
         # An earlier layout first: the checks and writes below are for the current one.
         upgrade_root_state(self.ledger)
-        create_tables(self.spark, self.ledger, (ACK_EVENTS, ROOTS, ROOT_STATE, UNMATCHED_EVENTS))
+        # Made by delta-rs, as on an object store (where `create_tables` picks its own
+        # writer): the same tables (tests/spark/test_ledger_create.py), without a DDL
+        # statement on Spark, the run's first and coldest (seconds of a first run's JVM).
+        tables = (ACK_EVENTS, ROOTS, ROOT_STATE, UNMATCHED_EVENTS)
+        local = None if is_object_store(self.ledger.root) else LedgerWriter(self.ledger.root)
+        create_tables(self.spark, self.ledger, tables, writer=local)
         appends, _ = new_events(self.ledger, self.app)
         limit = byte_limit(self.settings.reconcile.max_bytes_per_batch)
         for files, version in slices(appends, limit):
