@@ -1,7 +1,8 @@
 """Reconcile benchmark: ackfold's reconcile as a user runs it, against DuckDB's bare fold.
 
     .venv/bin/python bench/reconcile.py [--sizes 10000000,50000000] [--runs 3]
-        [--spark-sizes 10000000] [--increment 1000000] [--histories 0,10000000,50000000]
+        [--spark-sizes 10000000] [--spark-masters local[1],local[2],spark://HOST:7077@4]
+        [--increment 1000000] [--histories 0,10000000,50000000]
         [--workdir DIR] [--plot var/bench/bench-reconcile.png]
 
 Every figure is a whole command in a fresh process, its start included, timed from
@@ -12,7 +13,11 @@ outside with its peak memory (the largest resident set of the process):
 - DuckDB's bare fold of the same files: the de-duplication, XOR fold and classification
   in one SQL query and no state kept (`baselines.py`), what a DuckDB user would write;
 - `ackfold reconcile` on the Spark engine (`ACKFOLD_ENGINE__KIND=spark`, JVM start
-  included), at the sizes of `--spark-sizes`.
+  included), at the sizes of `--spark-sizes`, once on each master of `--spark-masters`
+  (`ACKFOLD_SPARK__MASTER`; none given: the settings' own). Each Spark figure also has its
+  cores (`local[N]`, `local[*]`: this machine's, `spark://...@N`: the N cores a cluster's
+  workers give the run, as `make cluster` says) and its events per second per core, beside
+  the embedded engine's (DuckDB uses every core of the machine).
 
 The runs of each size alternate (ackfold, DuckDB, ackfold, ...), and the medians and the
 ratio of the medians are printed. All must find the same roots by status, as the ledger
@@ -108,11 +113,37 @@ def line(label: str, events: int, seconds: float, peak: int) -> dict[str, float]
     return {"seconds": round(seconds, 2), "events_per_s": round(rate), "peak_mb": peak_mb}
 
 
+def master_cores(master: str) -> tuple[str, int | None]:
+    """A `--spark-masters` entry as (the master, its cores: None when it does not say).
+
+    Example:
+        >>> master_cores("local[1]"), master_cores("spark://127.0.0.1:7077@4")
+        (('local[1]', 1), ('spark://127.0.0.1:7077', 4))
+    """
+    master, _, cores = master.partition("@")
+    if cores:
+        return master, int(cores)
+    if master.startswith("local[") and master[6:-1].isdigit():
+        return master, int(master[6:-1])
+    if master in ("local", "local[*]"):
+        return master, 1 if master == "local" else os.cpu_count()
+    return master, None
+
+
+def per_core(row: dict[str, Any], events: int, cores: int | None) -> dict[str, Any]:
+    """`row` (a `line`) with its cores and its events per second per core."""
+    rate = None if not cores else round(events / (row["seconds"] * cores))
+    return {**row, "cores": cores, "events_per_s_per_core": rate}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="10000000,50000000", help="events per ledger")
     parser.add_argument("--runs", type=int, default=3, help="runs of each command per size")
     parser.add_argument("--spark-sizes", default="10000000", help="sizes also run on Spark")
+    parser.add_argument("--spark-masters", default="", help="Spark masters to run them on, "
+                        "comma-separated (local[1],local[2],spark://HOST:PORT@CORES); "
+                        "none: the settings' master")  # fmt: skip
     parser.add_argument("--increment", type=int, default=1_000_000, help="new events")
     parser.add_argument("--histories", default="0,10000000,50000000", help="events before them")
     parser.add_argument("--workdir", default=None, help="where ledgers go (default: a temp dir)")
@@ -120,6 +151,8 @@ def main() -> None:
     args = parser.parse_args()
     work = Path(args.workdir or tempfile.mkdtemp(prefix="ackfold-bench-"))
     spark_sizes = {int(s) for s in args.spark_sizes.split(",") if s}
+    default = (None, master_cores(load_settings().spark.master)[1])
+    masters = [master_cores(m) for m in args.spark_masters.split(",") if m] or [default]
     results: dict[str, Any] = {
         "sizes": {}, "increment": {}, "runs": args.runs, "increment_events": args.increment
     }  # fmt: skip
@@ -146,11 +179,27 @@ def main() -> None:
         for name, label in named:
             seconds = statistics.median(s for s, _ in timings[name])
             row[name] = line(label, events, seconds, max(p for _, p in timings[name]))
-        if size in spark_sizes:
+        cores = os.cpu_count()
+        row["ackfold"] = per_core(row["ackfold"], events, cores)
+        for master, master_cores_ in masters if size in spark_sizes else []:
             reset(var)
-            seconds, peak, summary = reconcile(var, now.isoformat(), ACKFOLD_ENGINE__KIND="spark")
-            _agree("ackfold (Spark)", summary["by_status"], expected)
-            row["spark"] = line("ackfold reconcile (Spark, JVM start)", events, seconds, peak)
+            extra = {"ACKFOLD_ENGINE__KIND": "spark"}
+            if master is not None:
+                extra["ACKFOLD_SPARK__MASTER"] = master
+            seconds, peak, summary = reconcile(var, now.isoformat(), **extra)
+            _agree(f"ackfold (Spark, {master or 'default'})", summary["by_status"], expected)
+            label = f"ackfold reconcile (Spark {master or ''}, JVM start)".replace(" ,", ",")
+            found = per_core(line(label, events, seconds, peak), events, master_cores_)
+            row.setdefault("spark", found)  # the first master's: what the plot draws
+            row.setdefault("spark_by_master", {})[master or "default"] = found
+        if "spark" in row and row["spark"]["events_per_s_per_core"]:
+            embedded = row["ackfold"]["events_per_s_per_core"]
+            for master, found in row["spark_by_master"].items():
+                if found["events_per_s_per_core"]:
+                    ratio = round(embedded / found["events_per_s_per_core"], 2)
+                    found["embedded_per_core_ratio"] = ratio
+                    print(f"  Spark {master}: {ratio}x the embedded engine's time per core",
+                          flush=True)  # fmt: skip
         row["ratio_to_duckdb"] = round(row["ackfold"]["seconds"] / row["duckdb"]["seconds"], 2)
         print(f"  ackfold / DuckDB: {row['ratio_to_duckdb']}x (medians of {args.runs})", flush=True)
         results["sizes"][size] = row

@@ -84,7 +84,8 @@ TINY: dict[str, list[str]] = {
     "quality.py": ["--events", "2000", "--increment", "1000", "--increment-engines",
                    "embedded", "--workdir", "{work}"],
     "reconcile.py": ["--sizes", "2000", "--runs", "1", "--spark-sizes", "2000",
-                     "--increment", "1000", "--histories", "0,2000", "--workdir", "{work}",
+                     "--spark-masters", "local[2]", "--increment", "1000",
+                     "--histories", "0,2000", "--workdir", "{work}",
                      "--plot", "{work}/plot.png"],
     "replay.py": ["--messages", "100"],
     # The suite's soak: three days, no JVM but the run's ElasticMQ; each fault once.
@@ -196,6 +197,9 @@ def _reconcile(out: str, work: Path) -> None:
     row = summary["sizes"]["2000"]
     assert sum(row["by_status"].values()) == row["roots"]
     assert {"ackfold", "duckdb", "spark"} <= set(row)
+    # The Spark run on the master asked for, its time per core beside the embedded engine's.
+    assert row["spark_by_master"]["local[2]"]["cores"] == 2
+    assert row["spark"]["embedded_per_core_ratio"] > 0
     assert row["ratio_to_duckdb"] > 0
     assert set(summary["increment"]) == {"0", "2000"}
     assert (work / "plot.png").stat().st_size > 0

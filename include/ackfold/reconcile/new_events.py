@@ -14,10 +14,11 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from datetime import datetime
 from typing import Final
 
-from ackfold.embedded.log import Appends, DataFile, appended_since
+from ackfold.embedded.log import Appends, DataFile, absolute_uri, appended_since
 from ackfold.ledger.commits.marks import events_table, read_mark
 from ackfold.ledger.schema.tables import ACK_EVENTS, Ledger
 from ackfold.ledger.storage.run_store import options_for
@@ -52,6 +53,32 @@ def slices(appends: Appends, limit: int) -> Iterator[tuple[list[DataFile], int |
         size += f.size
     if batch:
         yield batch, None if appends.whole else batch[-1].version
+
+
+def oldest_in_log(ledger: Ledger, files: Sequence[DataFile]) -> datetime | None:
+    """The earliest `event_time` of `files` (data files of `ack_events`) from the minimum
+    the table's log keeps per file, no row read; None when the log cannot tell (a file
+    without its statistics, or no longer in the table). Delta keeps a timestamp to the
+    millisecond, rounded down: the day of the result is the day of the exact minimum.
+
+    It spares a whole job over the new events before the fold (`Reconciler.step`), the
+    first and so the slowest of a run: the window's first day is all it is used for.
+    """
+    if not files:
+        return None
+    table = events_table(ledger)
+    actions = table.get_add_actions(flatten=True)
+    if "min.event_time" not in actions.column_names:
+        return None  # no file of the table has its statistics
+    base = table.table_uri.rstrip("/")
+    paths = actions.column("path").to_pylist()
+    minimums = dict(zip(paths, actions.column("min.event_time").to_pylist(), strict=True))
+    known = {absolute_uri(base, path): low for path, low in minimums.items()}
+    lows = [known.get(f.uri) for f in files]
+    if any(low is None for low in lows):
+        return None
+    oldest: datetime = min(low for low in lows if low is not None)
+    return oldest
 
 
 def byte_limit(text: str) -> int:

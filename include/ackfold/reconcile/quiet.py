@@ -34,7 +34,7 @@ from ackfold.config import Settings
 from ackfold.ledger.commits.marks import events_table, read_mark
 from ackfold.ledger.errors import LedgerError
 from ackfold.ledger.reading.sql import SqlReader, first_line, sql_str
-from ackfold.ledger.schema.tables import ROOT_STATE, UNMATCHED_EVENTS, Ledger
+from ackfold.ledger.schema.tables import ROOT_STATE, UNMATCHED_EVENTS, Ledger, rows_by_partition
 from ackfold.reconcile.fold import RootFold, classify
 from ackfold.reconcile.state import open_partitions_sql
 
@@ -97,10 +97,7 @@ def quiet_summary(
         )
         if any(_status_at(row, settings, now) != row["status"] for row in open_roots):
             return None  # a timeout fires (or a policy changed): the Spark run writes it
-        counted = reader.query(
-            ROOT_STATE, ["status", "count(*) AS n"], mine, group="status", required=True
-        )
-        waiting = reader.query(UNMATCHED_EVENTS, ["count(*) AS n"], mine)
+        unmatched, by_status = counted(settings, app)
     except Exception as exc:  # whatever it is, the Spark run is never wrong to go on
         level = logging.DEBUG if isinstance(exc, LedgerError) else logging.WARNING
         log.log(level, "reconcile: no quick answer (%s): Spark runs", first_line(exc))
@@ -110,13 +107,24 @@ def quiet_summary(
         "nothing to write, so no Spark job ran",
         app or "*", folded,
     )  # fmt: skip
-    return summary(
-        app,
-        now,
-        dict.fromkeys(COUNTERS, 0),
-        int(waiting[0]["n"]) if waiting else 0,
-        {row["status"]: int(row["n"]) for row in counted},
-    )
+    return summary(app, now, dict.fromkeys(COUNTERS, 0), unmatched, by_status)
+
+
+def counted(settings: Settings, app: str | None) -> tuple[int, dict[str, int]]:
+    """The events waiting for their root and the roots by status, of `app` (None: all),
+    read with delta-rs: what a summary reports after a run, or for a quiet one."""
+    reader = SqlReader(settings.table_root)
+    mine = [] if app is None else [f"app = {sql_str(app)}"]
+    state = reader.table(ROOT_STATE, required=True)
+    # All apps: the log's row counts per status partition, no row read (issue 55).
+    by_status = None if app else rows_by_partition(state, "status")
+    if by_status is None:
+        rows = reader.query(
+            ROOT_STATE, ["status", "count(*) AS n"], mine, group="status", required=True
+        )
+        by_status = {row["status"]: int(row["n"]) for row in rows}
+    waiting = reader.query(UNMATCHED_EVENTS, ["count(*) AS n"], mine)
+    return int(waiting[0]["n"]) if waiting else 0, by_status
 
 
 def _status_at(row: dict[str, Any], settings: Settings, now: datetime) -> str:

@@ -37,6 +37,7 @@ from ackfold.ledger.commits.dml import with_txn
 from ackfold.ledger.commits.fence import spark_commit
 from ackfold.ledger.commits.lease import ledger_turn
 from ackfold.ledger.commits.marks import check_app_name, commit_mark
+from ackfold.ledger.commits.writer import LedgerWriter
 from ackfold.ledger.schema.contract import CLOCK_SKEW
 from ackfold.ledger.schema.tables import (
     ACK_EVENTS,
@@ -49,8 +50,9 @@ from ackfold.ledger.schema.tables import (
 )
 from ackfold.ledger.setup.create import create_tables
 from ackfold.ledger.setup.layout import upgrade_root_state
+from ackfold.ledger.storage.store import is_object_store
 from ackfold.reconcile import quiet
-from ackfold.reconcile.new_events import byte_limit, new_events, slices
+from ackfold.reconcile.new_events import byte_limit, new_events, oldest_in_log, slices
 from ackfold.reconcile.spark_fold import INSERT, PARK, UPDATE, combine, fold_events
 from ackfold.reconcile.state import (
     append_new,
@@ -95,12 +97,17 @@ class Reconciler:
     def run(self) -> dict[str, Any]:
         # An earlier layout first: the checks and writes below are for the current one.
         upgrade_root_state(self.ledger)
-        create_tables(self.spark, self.ledger, (ACK_EVENTS, ROOTS, ROOT_STATE, UNMATCHED_EVENTS))
+        # Made by delta-rs, as on an object store (where `create_tables` picks its own
+        # writer): the same tables (tests/spark/test_ledger_create.py), without a DDL
+        # statement on Spark, the run's first and coldest (seconds of a first run's JVM).
+        tables = (ACK_EVENTS, ROOTS, ROOT_STATE, UNMATCHED_EVENTS)
+        local = None if is_object_store(self.ledger.root) else LedgerWriter(self.ledger.root)
+        create_tables(self.spark, self.ledger, tables, writer=local)
         appends, _ = new_events(self.ledger, self.app)
         limit = byte_limit(self.settings.reconcile.max_bytes_per_batch)
         for files, version in slices(appends, limit):
             self.batches += 1
-            self.step(self._events_of(files))
+            self.step(files)
             if version is not None:
                 commit_mark(self.ledger, self.app, appends.table_id, version)
         if not self.batches:
@@ -127,8 +134,9 @@ class Reconciler:
             return f"{scheme}{uri[2:]}"
         return uri
 
-    def step(self, batch: DataFrame | None) -> None:
-        """Fold `batch` (None: no new events) into root_state and classify the open roots.
+    def step(self, files: list[DataFile] | None) -> None:
+        """Fold the events of `files` (None: no new events) into root_state and classify the
+        open roots.
 
         A batch run again (the run died between its writes and its mark) writes nothing it
         wrote before: the state it reads has its events already (each open root keeps the
@@ -136,9 +144,10 @@ class Reconciler:
         out unchanged."""
         from pyspark.sql import functions as F
 
+        batch = None if files is None else self._events_of(files)
         first_event = None
         if batch is not None:  # after an outage, its events are older than `now`
-            first_event = batch.agg(F.min("event_time")).first()[0]  # type: ignore[index]
+            first_event = self._oldest_event(files or [], batch)
         since = window_start(self.settings, self.now, first_event)
         prior = open_state(self.spark, self.ledger, since=since, app=self.app)
         events = self._with_waiting(batch)
@@ -166,6 +175,16 @@ class Reconciler:
                 rows.unpersist()
         finally:
             new.unpersist()
+
+    def _oldest_event(self, files: list[DataFile], batch: DataFrame) -> datetime | None:
+        """The earliest event of a step's files: from the log's statistics when it keeps
+        them for every file and the run folds every app, else a job over `batch`."""
+        from pyspark.sql import functions as F
+
+        oldest = oldest_in_log(self.ledger, files) if self.app is None else None
+        if oldest is None:
+            oldest = batch.agg(F.min("event_time")).first()[0]  # type: ignore[index]
+        return oldest
 
     def _write(self, rows: DataFrame, events: DataFrame, first_day: date) -> None:
         from pyspark.sql import functions as F
@@ -279,17 +298,9 @@ class Reconciler:
         )
 
     def summary(self) -> dict[str, Any]:
-        from pyspark.sql import functions as F
-
-        state = self._read(ROOT_STATE)
-        if self.app:
-            state = state.where(F.col("app") == self.app)
-        # `status` is a partition column: this reads file metadata, not rows.
-        by_status = {
-            r["status"]: r["n"]
-            for r in state.groupBy("status").agg(F.count("*").alias("n")).collect()
-        }
-        unmatched = self._waiting_events().count()
+        # Read without Spark, as the quiet path reads it: the log's counts per status
+        # partition, no Delta snapshot job on the JVM (`ackfold.reconcile.quiet`).
+        unmatched, by_status = quiet.counted(self.settings, self.app)
         return quiet.summary(self.app, self.now, self.counts, unmatched, by_status)
 
 
