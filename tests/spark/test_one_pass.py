@@ -50,7 +50,8 @@ def items() -> Any:
 def events_in(path: Path) -> list[Any]:
     from deltalake import DeltaTable
 
-    return DeltaTable(str(path / "ack_events")).to_pyarrow_table().to_pylist()
+    rows: list[Any] = DeltaTable(str(path / "ack_events")).to_pyarrow_table().to_pylist()
+    return rows
 
 
 @pytest.mark.parametrize("scheme", [schemes.TEXT, schemes.NUMERIC])
