@@ -27,13 +27,14 @@ import logging
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, cast
 
 from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
 from ackfold.ledger.schema import ids
 from ackfold.ledger.schema.contract import ACK, FAIL
+from ackfold.spark import is_connect
 from ackfold.track import folding, layout
 from ackfold.track.columns import hidden, literal
 from ackfold.track.events import checked_reason, exploded_ack_value
@@ -92,6 +93,17 @@ def observed(observation: Observation) -> dict[str, Any] | None:
     return observation.get
 
 
+def new_observation(spark: SparkSession) -> Observation:
+    """An ``Observation`` of ``spark``'s kind: a Spark Connect one in a Connect session (a
+    Connect server's Python worker among them)."""
+    name = f"ackfold-{uuid.uuid4().hex}"
+    if is_connect(spark):
+        from pyspark.sql.connect.observation import Observation as ConnectObservation
+
+        return cast(Observation, ConnectObservation(name))
+    return Observation(name)
+
+
 def is_connect_observation(observation: Observation) -> bool:
     return type(observation).__module__.startswith("pyspark.sql.connect")
 
@@ -136,7 +148,7 @@ def explode_acked(
         layout.roots_of(t).alias("roots"),
         checked_reason(stage, t, r).alias("reason"),
     )
-    observation = Observation(f"ackfold-{uuid.uuid4().hex}")
+    observation = new_observation(df.sparkSession)
     watched = flagged.observe(
         observation,
         # collect_list leaves out nulls: the acked rows in one list, the failed in the other.
