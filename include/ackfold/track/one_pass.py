@@ -167,13 +167,23 @@ def explode_acked(
     return children, Gathered(app, stage, compact, df.sparkSession, observation, fallback)
 
 
-def gathered_rows(gathered: Gathered, metrics: dict[str, Any], fold_set: int) -> pa.Table:
+def gathered_rows(
+    app: str, stage: str, metrics: dict[str, Any], *, compact: bool, fold_set: int
+) -> pa.Table:
     """The event rows of ``metrics`` (``Gathered.result``) in ``folding.driver_frame``'s
-    columns: acks per input and root (in fold set ``fold_set`` if compact, else with their
-    per-tuple event ids), fails per input and root; ``event_time`` left to the driver."""
+    columns: acks per input and root (in fold set ``fold_set`` if ``compact``, else with
+    their per-tuple event ids), fails per input and root; ``event_time`` left to the
+    driver (``folding.stamp_and_fold`` stamps and folds them).
+
+    Example:
+        >>> metrics = {"acks": [{"tuple_id": 11, "roots": [{"root_id": 9, "ack_val": 5}]}],
+        ...            "fails": [{"tuple_id": 12, "roots": [9], "reason": "bad"}]}
+        >>> rows = gathered_rows("wc", "split", metrics, compact=True, fold_set=-1)
+        >>> [(r["kind"], r["ack_val"], r["fold_set"]) for r in rows.to_pylist()]
+        [('ack', 5, -1), ('fail', 0, None)]
+    """
     import pyarrow as pa
 
-    app, stage = gathered.app, gathered.stage
     roots: list[int] = []
     tuples: list[int | None] = []
     vals: list[int] = []
@@ -185,14 +195,14 @@ def gathered_rows(gathered: Gathered, metrics: dict[str, Any], fold_set: int) ->
         for per_root in entry["roots"]:
             root = per_root["root_id"]
             roots.append(root)
-            tuples.append(entry["tuple_id"] if gathered.compact else None)
+            tuples.append(entry["tuple_id"] if compact else None)
             vals.append(per_root["ack_val"])
             event_ids.append(
-                None if gathered.compact else ids.event_id(app, root, ACK, stage, entry["tuple_id"])
+                None if compact else ids.event_id(app, root, ACK, stage, entry["tuple_id"])
             )
             kinds.append(ACK)
             reasons.append(None)
-            sets.append(fold_set if gathered.compact else None)
+            sets.append(fold_set if compact else None)
     for entry in metrics["fails"]:
         for root in entry["roots"]:
             roots.append(root)

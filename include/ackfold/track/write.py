@@ -128,7 +128,11 @@ def _commit_events(
             continue
         fold_set = -1 - len(labels)  # apart from the frames' own sets (0, 1, ...)
         labels[fold_set] = (event.app, event.stage)
-        held.append(one_pass.gathered_rows(event, metrics, fold_set))
+        held.append(
+            one_pass.gathered_rows(
+                event.app, event.stage, metrics, compact=event.compact, fold_set=fold_set
+            )
+        )
     rows: DataFrame | pa.Table
     if direct is not None or held:
         # The driver folds the compact acks (`folding`): no shuffle.
