@@ -341,7 +341,9 @@ class StageTracker(ChildVerbs):
         wrote. The ledger's rows carry no transaction id: they are idempotent by their
         derived ids, so a re-run appends exact copies, which the fold, the quality checks
         and ``ackfold show`` count once. Acks go last because an ack claims its outputs
-        are durable: a crash must never leave a sink's ack without its output.
+        are durable: a crash must never leave a sink's ack without its output. ``events``
+        may hold what ``explode_acked`` gathers: its children's write (here, or in an
+        earlier call for the same batch) computes them.
 
         In a classic session whose warehouse is a directory of this machine, the ledger's
         rows are collected to the driver and committed by delta-rs, in milliseconds
