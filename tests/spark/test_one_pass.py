@@ -70,6 +70,7 @@ def test_one_pass_writes_the_events_of_two_passes(
         split = StageTracker(APP, "split", ledger=str(one), acks=acks)
         words, gathered = split.explode_acked(inputs, items(), "word", fails=fails(), to=to)
         split.write_batch(0, outputs={str(one / "words"): words}, events=[gathered])
+        assert gathered.result() is not None  # the write's job observed them: no second pass
 
         two = tmp_path / f"two{k}"
         split2 = StageTracker(APP, "split", ledger=str(two), acks=acks)
