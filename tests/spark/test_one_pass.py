@@ -172,3 +172,22 @@ def test_a_failing_condition_needs_a_reason(spark: SparkSession) -> None:
     split = StageTracker(APP, "split")
     with pytest.raises(ValueError, match="non-empty reason"):
         split.explode_acked(inputs_of(spark, 1, None), items(), "w", fails=[(F.lit(True), " ")])
+
+
+def test_children_read_before_their_write_fall_back_to_the_second_pass(
+    spark: SparkSession, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """An action on the children before `write_batch` completes the observation with what
+    that action read: `write_batch` sees it, warns, and computes the events again from the
+    inputs, the same rows as a clean one pass."""
+    inputs = inputs_of(spark, schemes.NUMERIC, None)
+    clean = StageTracker(APP, "split", ledger=str(tmp_path / "clean"))
+    words, gathered = clean.explode_acked(inputs, items(), "word", fails=fails())
+    clean.write_batch(0, outputs={str(tmp_path / "clean" / "words"): words}, events=[gathered])
+
+    early = StageTracker(APP, "split", ledger=str(tmp_path / "early"))
+    words, gathered = early.explode_acked(inputs, items(), "word", fails=fails())
+    assert words.limit(1).count() == 1  # reads one word: the observation saw part of a batch
+    early.write_batch(0, outputs={str(tmp_path / "early" / "words"): words}, events=[gathered])
+    assert "read before write_batch" in caplog.text
+    assert keyed(events_in(tmp_path / "early")) == keyed(events_in(tmp_path / "clean"))
