@@ -1,8 +1,8 @@
 """The tracking API through Spark Connect: the classic tier's tracking tests, unchanged, on
 a Connect session (every verb: spout, registered, emit, explode, aggregate, a join, ack,
-fail, write_batch); a re-run micro-batch of a real query writes no output twice; and the README's
-example. A Connect session raises on anything that needs a JVM (`sparkContext`, `_jvm`,
-RDDs), so these passing shows the tracking path needs none."""
+fail, write_batch, explode_acked); a re-run micro-batch of a real query writes no output
+twice; and the README's example. A Connect session raises on anything that needs a JVM
+(`sparkContext`, `_jvm`, RDDs), so these passing shows the tracking path needs none."""
 
 from __future__ import annotations
 
@@ -22,6 +22,10 @@ from ackfold.spark import is_connect, start_query
 from ackfold.track.stage import StageTracker
 from tests.conftest import PROJECT_DIR
 from tests.docs.test_examples import blocks
+from tests.spark.test_one_pass import (
+    test_one_pass_folds_like_the_reference_tracker,
+    test_one_pass_writes_the_events_of_two_passes,
+)
 from tests.spark.test_tracking import (
     APP,
     read,
@@ -40,6 +44,8 @@ __all__ = [
     "test_a_replayed_attempt_registers_the_tracker_root",
     "test_a_rerun_batch_writes_its_outputs_once_and_changes_no_status",
     "test_aggregate_and_join_across_roots_match_tracker",
+    "test_one_pass_folds_like_the_reference_tracker",
+    "test_one_pass_writes_the_events_of_two_passes",
     "test_spark_ids_equal_the_python_ids",
     "test_streaming_word_count_writes_the_tracker_events",
 ]

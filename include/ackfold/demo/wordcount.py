@@ -9,8 +9,8 @@
   Kafka source and registers each micro-batch's records first (`ackfold.sources.kafka_spout`).
 - `split` emits one tuple per word anchored to its sentence, and writes them to the
   `words` Delta table: the word, its position, its sentence's origin root and `_ackfold`,
-  no more than the sink needs and ackfold requires. Its acks come from the sentences
-  alone (`ack(exploded=...)`): the words are written once, never read back.
+  no more than the sink needs and ackfold requires. Its acks and fails are gathered by
+  the job that writes the words (`explode_acked`): one pass over the batch, no cache.
 - `count` is another streaming query: it reads `words` as a Delta stream, so lineage is
   tracked across jobs, and acks each word once it is in the sink.
 - The sink, `counted`, declared as the app's output (`ackfold.effects`) beside `words`,
@@ -187,28 +187,31 @@ class WordCount:
         from pyspark.sql import functions as F
 
         be_slow(self.faults, SPLIT)
-        rows = frame.withColumn("doc", F.from_json("payload", _BODY)).cache()
+        rows = frame.withColumn("doc", F.from_json("payload", _BODY))
         seq = F.col("doc.seq")
         parsed = seq.isNotNull() & F.col("doc.text").isNotNull()
         dropped = hit(self.faults, "drop", SPLIT, seq, F.col("attempt"))
         failed = ~dropped & hit(self.faults, "fail", SPLIT, seq, F.col("attempt"))
-        good = rows.where(parsed & ~dropped & ~failed)
-        # Outputs, then (a kill may come here) the acks: a re-run skips the words (their
-        # transaction id is the batch id) and writes the same acks, read once.
-        self.split.write_batch(batch_id, outputs={self.words_path: self._words(good)})
-        if SPLIT in self.killer.pending and not rows.isEmpty():  # a job only when a kill is due
-            self.killer.maybe_kill(SPLIT)
-        self.split.write_batch(
-            batch_id,
-            events=[
-                self.split.ack(good, exploded=_tokens()),
-                self.split.fail(
-                    rows.where(~parsed), "malformed message: not JSON with a seq and a text"
-                ),
-                self.split.fail(rows.where(parsed & failed), "injected failure at split"),
+        # One pass: the job that writes the words gathers the acks and fails of the
+        # batch (`explode_acked`); a dropped sentence is neither acked nor failed.
+        words, events = self.split.explode_acked(
+            rows.where(~parsed | ~dropped),
+            _tokens(),
+            "word",
+            position="position",
+            fails=[
+                (~parsed, "malformed message: not JSON with a seq and a text"),
+                (failed, "injected failure at split"),
             ],
         )
-        rows.unpersist()
+        # Outputs, then (a kill may come here) the events: a re-run skips the words
+        # (their transaction id is the batch id) and computes the same events again.
+        self.split.write_batch(
+            batch_id, outputs={self.words_path: self._word_columns(words)}, events=[]
+        )
+        if SPLIT in self.killer.pending and not rows.isEmpty():  # a job only when a kill is due
+            self.killer.maybe_kill(SPLIT)
+        self.split.write_batch(batch_id, events=[events])
 
     def _kafka_split_batch(self, frame: DataFrame, batch_id: int) -> None:
         """Register the batch's records as roots, then split them as on SQS."""
@@ -218,12 +221,16 @@ class WordCount:
     def _words(self, sentences: DataFrame, *, fault_keys: bool | None = None) -> DataFrame:
         """One tracked tuple per word of each sentence (rows with a parsed `doc`), with
         `count`'s fault keys if it has faults (or if `fault_keys` says so)."""
+        words = self.split.explode(sentences, _tokens(), "word", position="position")
+        return self._word_columns(words, fault_keys=fault_keys)
+
+    def _word_columns(self, words: DataFrame, *, fault_keys: bool | None = None) -> DataFrame:
+        """The columns of `words` the `words` table keeps."""
         from pyspark.sql import functions as F
 
         keys = [F.col("doc.seq").alias("seq"), F.col("attempt")]
         if fault_keys is None:
             fault_keys = COUNT in self.faults.stages() or bool(self.stuck)
-        words = self.split.explode(sentences, _tokens(), "word", position="position")
         return words.select(
             "origin_root_id", *(keys if fault_keys else []), "position", "word", "_ackfold"
         )

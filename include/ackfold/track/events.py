@@ -95,6 +95,29 @@ def ack_rows(
     return event_rows(app, stage, acks, ACK, F.col("root_id"), F.col("tuple_id"), ack_val)
 
 
+def exploded_ack_value(
+    stage: str, t: Column, root: Column, items: Column, to: Sequence[str] | None
+) -> Column:
+    """The ack val of tuple ``t`` in ``root``'s tree when ``stage`` explodes ``items`` from
+    it (``explode(..., to=to)``): its own edges XOR its children's, as ``ack(exploded=)``
+    computes it per input. Fails the job if ``stage`` does not consume ``t``."""
+    own = _own_value(t, root, _consumer_key(stage, t))
+    return own.bitwiseXOR(_exploded_edges(stage, t, root, items, to))
+
+
+def checked_reason(stage: str, t: Column, reason: Column) -> Column:
+    """``reason`` for failing ``t`` in ``stage``, as ``fail`` checks it: the job fails if
+    ``stage`` does not consume ``t`` or the reason is empty."""
+    return (
+        F.when(_consumer_key(stage, t).isNull(), F.lit(None))
+        .when(
+            reason.isNull() | (F.trim(reason) == ""),
+            F.raise_error(F.lit(f"stage {stage!r}: fail needs a non-empty reason")),
+        )
+        .otherwise(reason)
+    )
+
+
 def _compact_rows(app: str, stage: str, own: DataFrame, children: DataFrame | None) -> DataFrame:
     """One row per root: the XOR of its inputs' acks, under the id of the set of inputs.
 

@@ -35,6 +35,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
 
 from ackfold.ledger.schema import schemes
 from ackfold.ledger.schema.optional_columns import roots_scheme
@@ -48,6 +49,7 @@ from ackfold.track.columns import (
 )
 from ackfold.track.compact import COMPACT, check_acks
 from ackfold.track.events import ack_rows, fail_rows
+from ackfold.track.one_pass import ITEMS, Gathered, explode_acked
 from ackfold.track.spout import Spout, first_tuples, register_roots
 from ackfold.track.tuples import check_name
 from ackfold.track.write import append_batch
@@ -269,6 +271,58 @@ class StageTracker(ChildVerbs):
         inputs = tracked(inputs, f"{self!r}.fail")
         return fail_rows(self.app, self.stage, inputs, reason)
 
+    def explode_acked(
+        self,
+        df: DataFrame,
+        items: ColumnOrName,
+        name: str,
+        *,
+        fails: Sequence[tuple[Column, str | Column]] = (),
+        to: Sequence[str] | None = None,
+        position: str | None = None,
+    ) -> tuple[DataFrame, Gathered]:
+        """``explode`` with the acks and fails of ``df``'s rows, in one pass: the children
+        and the events that writing them gathers (``ackfold.track.one_pass``).
+
+        A row fails (``fail``) with the reason of the first ``fails`` pair (condition,
+        reason) that holds for it, and has no children; every other row is exploded
+        (``explode(df, items, name, to=to, position=position)``) and acked with its children
+        (``ack(df, exploded=items, to=to)``). Pass the children to ``write_batch`` in
+        ``outputs``, and the events in ``events``: the job that writes the children
+        computes the events too, with no second pass over the batch. Read the children no
+        other way before ``write_batch``. Rows to neither ack nor fail: filter them out of
+        ``df`` first.
+
+        Example:
+            >>> import tempfile
+            >>> warehouse = tempfile.mkdtemp()
+            >>> rows = [("m-1", "a b"), ("m-2", None)]
+            >>> lines = spark.createDataFrame(rows, "id string, text string")
+            >>> spout = StageTracker("wc", "spout").spout(lines, message_id="id", source="test")
+            >>> split = StageTracker("wc", "split", ledger=warehouse)
+            >>> words, events = split.explode_acked(
+            ...     spout.tuples, F.split("text", " "), "word",
+            ...     fails=[(F.col("text").isNull(), "no text")])
+            >>> split.write_batch(0, outputs={f"{warehouse}/words": words}, events=[events])
+            >>> ledger = spark.read.format("delta").load(f"{warehouse}/ack_events")
+            >>> sorted(ledger.select("kind", "reason").collect())
+            [Row(kind='ack', reason=None), Row(kind='fail', reason='no text')]
+        """
+        where = f"{self!r}.explode_acked"
+        df = tracked(df, where)
+        return explode_acked(
+            self.app,
+            self.stage,
+            df,
+            as_column(items),
+            compact=self.acks == COMPACT,
+            explode=lambda rows, array: self.explode(rows, array, name, to=to, position=position),
+            ack=lambda rows: self.ack(rows, exploded=F.col(ITEMS), to=to),
+            fail=self.fail,
+            fails=fails,
+            to=to,
+        )
+
     # -- writing --------------------------------------------------------------------------
 
     def write_batch(
@@ -277,7 +331,7 @@ class StageTracker(ChildVerbs):
         *,
         outputs: Mapping[str, DataFrame] | None = None,
         roots: DataFrame | None = None,
-        events: Sequence[DataFrame] = (),
+        events: Sequence[DataFrame | Gathered] = (),
     ) -> None:
         """Append a micro-batch's outputs, roots and events, so that a re-run changes nothing.
 
@@ -287,7 +341,9 @@ class StageTracker(ChildVerbs):
         wrote. The ledger's rows carry no transaction id: they are idempotent by their
         derived ids, so a re-run appends exact copies, which the fold, the quality checks
         and ``ackfold show`` count once. Acks go last because an ack claims its outputs
-        are durable: a crash must never leave a sink's ack without its output.
+        are durable: a crash must never leave a sink's ack without its output. ``events``
+        may hold what ``explode_acked`` gathers: its children's write (here, or in an
+        earlier call for the same batch) computes them.
 
         In a classic session whose warehouse is a directory of this machine, the ledger's
         rows are collected to the driver and committed by delta-rs, in milliseconds

@@ -43,8 +43,9 @@ from ackfold.ledger.setup.upgrade import stored_columns
 from ackfold.ledger.storage.conflicts import retry_conflicts
 from ackfold.ledger.storage.protocol import refuse_spark_commit
 from ackfold.spark import is_connect
-from ackfold.track import folding
+from ackfold.track import folding, one_pass
 from ackfold.track.layout import SCHEME, TUPLE_COLUMN, has_scheme, is_current, matching
+from ackfold.track.one_pass import Gathered
 from ackfold.track.tracker import EVENT_COLUMNS, ROOT_COLUMNS
 
 if TYPE_CHECKING:
@@ -61,7 +62,7 @@ def append_batch(
     query: str | None = None,
     outputs: Mapping[str, DataFrame] | None,
     roots: DataFrame | None,
-    events: Sequence[DataFrame],
+    events: Sequence[DataFrame | Gathered],
     current: set[str] | None = None,
 ) -> None:
     """Append a micro-batch's outputs, roots and events, in that order, each idempotently
@@ -76,10 +77,15 @@ def append_batch(
             f"batch_id must be the foreachBatch batch id (an int >= 0), got {batch_id!r}"
         )
     current = set() if current is None else current
-    frames = [*(outputs or {}).values(), *([roots] if roots is not None else []), *events]
-    if not frames:
+    gathered = [e for e in events if isinstance(e, Gathered)]
+    frames = [*(outputs or {}).values(), *([roots] if roots is not None else [])]
+    frames += [e for e in events if not isinstance(e, Gathered)]
+    if not frames and not gathered:
         return
-    spark = frames[0].sparkSession
+    if outputs:
+        for one in gathered:
+            one.before_write()
+    spark = frames[0].sparkSession if frames else gathered[0].spark
     writer = (
         _txn_app_id(spark, batch_id, app=app, stage=stage, writer_id=writer_id, query=query)
         if batch_id is not None and outputs
@@ -94,14 +100,70 @@ def append_batch(
     if roots is not None:
         _commit(spark, ledger, direct, ROOTS, roots.select(*ROOT_COLUMNS))
     if events:
-        rows: DataFrame | pa.Table
-        if direct is not None:  # the driver folds the compact acks (`folding`): no shuffle
-            rows = folding.collect(events)
-        else:
-            rows = reduce(DataFrame.unionByName, [e.select(*EVENT_COLUMNS) for e in events])
-        _commit(spark, ledger, direct, ACK_EVENTS, rows)
+        _commit_events(spark, ledger, direct, events)
     if outputs:
         declare_once(ledger.root, app, outputs)
+
+
+def _commit_events(
+    spark: SparkSession,
+    ledger: Ledger,
+    direct: LedgerWriter | None,
+    events: Sequence[DataFrame | Gathered],
+) -> None:
+    """Commit a batch's events in one commit: the frames' rows (collected to the driver
+    where it commits, else appended by Spark) and the rows their outputs' writes gathered
+    (``one_pass``), or, where a write gathered nothing (a skipped re-run), the same events
+    computed from the inputs again."""
+    frames: list[DataFrame] = []
+    held: list[pa.Table] = []
+    labels: dict[int, tuple[str, str]] = {}
+    for event in events:
+        if not isinstance(event, Gathered):
+            frames.append(event)
+            continue
+        metrics = event.result()
+        if metrics is None:
+            frames.extend(event.fallback())
+            continue
+        fold_set = -1 - len(labels)  # apart from the frames' own sets (0, 1, ...)
+        labels[fold_set] = (event.app, event.stage)
+        held.append(
+            one_pass.gathered_rows(
+                event.app, event.stage, metrics, compact=event.compact, fold_set=fold_set
+            )
+        )
+    rows: DataFrame | pa.Table
+    if direct is not None or held:
+        # The driver folds the compact acks (`folding`): no shuffle.
+        rows = _driver_rows(frames, held, labels)
+    else:
+        rows = reduce(DataFrame.unionByName, [e.select(*EVENT_COLUMNS) for e in frames])
+    _commit(spark, ledger, direct, ACK_EVENTS, rows)
+
+
+def _driver_rows(
+    frames: Sequence[DataFrame], held: Sequence[pa.Table], labels: dict[int, tuple[str, str]]
+) -> pa.Table:
+    """The events of ``frames`` (collected in one Spark job, if any) and ``held``, stamped
+    with the driver's time and folded, in the contract's Arrow schema."""
+    import pyarrow as pa
+
+    from ackfold.ledger.commits.table_rows import conform
+    from ackfold.ledger.schema.contract import arrow_schema
+
+    tables = list(held)
+    if frames:
+        frame, frame_labels = folding.driver_frame(frames)
+        labels = {**labels, **frame_labels}
+        collected = frame.toArrow()
+        tables.append(collected.select(held[0].column_names) if held else collected)
+    if len(tables) > 1:
+        # Nullable: the held acks' event ids are null until they are folded.
+        schema = pa.schema([f.with_nullable(True) for f in tables[-1].schema])
+        tables = [t.cast(schema) for t in tables]
+    folded = folding.stamp_and_fold(pa.concat_tables(tables), labels=labels)
+    return conform(folded, arrow_schema(ACK_EVENTS))
 
 
 def append_rows(
