@@ -4,10 +4,9 @@ a stage whose outputs no stage has ever acked (`ackfold.ledger.reading.pending`)
 After a run's writes, the roots that timed out in it (status `timed_out` since the run's
 `now`, no fail event) are grouped by app; what each app's completed roots went through
 (`pending.apps_stages`: two bounded delta-rs reads for all of those apps, after this
-run's completions) says
-which of their last stages no stage has ever acked, and one MERGE writes the reason into
-`fail_reason`. A later fold keeps it (`spark_fold.combine`), a fail event replaces it.
-The embedded engine does the same with `AppStages.timeout_reason`.
+run's completions) says which of their last stages no stage has ever acked, and one MERGE
+writes the reason into `fail_reason`. A later fold keeps it (`spark_fold.combine`), a fail
+event replaces it. The embedded engine does the same with `AppStages.timeout_reason`.
 
 Where this process cannot read the warehouse with delta-rs (a Spark Connect server's
 warehouse out of its reach), the roots time out without a reason, as before.
