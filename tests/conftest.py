@@ -110,7 +110,13 @@ def pytest_configure(config: pytest.Config) -> None:
     # Spark's launcher reads SPARK_SUBMIT_OPTS, and its `spark.*` properties are Spark
     # settings. A user's value wins.
     os.environ.setdefault("SPARK_SUBMIT_OPTS", f"{SPARK_TEST_JVM} {SPARK_INTERPRETED}")
-    config.pluginmanager.register(TierTimes(census=_is_controller(config)), "ackfold-tier-times")
+    # Only a run of the whole suite (no paths given: pytest's `testpaths`) keeps its record
+    # as the last run's; a run of a few files keeps its own beside it.
+    whole = config.args_source == pytest.Config.ArgsSource.TESTPATHS
+    record = "last-test-run.json" if whole else "last-partial-test-run.json"
+    config.pluginmanager.register(
+        TierTimes(census=_is_controller(config), record=record), "ackfold-tier-times"
+    )
 
 
 def _tier(item: pytest.Item) -> str:
@@ -218,7 +224,8 @@ class TierTimes:
     time they spent, and the span of wall time from its first test's start to its last
     test's end. Then the tests that spent the most CPU, since the cores are the limit."""
 
-    def __init__(self, *, census: bool = False) -> None:
+    def __init__(self, *, census: bool = False, record: str = "last-test-run.json") -> None:
+        self.record = record
         self.seconds: dict[str, float] = defaultdict(float)
         self.cpu: dict[str, float] = defaultdict(float)
         self.cpu_by_test: dict[str, float] = defaultdict(float)
@@ -289,7 +296,7 @@ class TierTimes:
                 "cpu_by_kind": by_kind,
                 "machine_busy": busy,
             }
-            path = PROJECT_DIR / "var" / "last-test-run.json"
+            path = PROJECT_DIR / "var" / self.record
             with contextlib.suppress(OSError):
                 path.write_text(json.dumps(record, indent=1))
                 terminalreporter.write_line(f"every test's cpu time: {path}")

@@ -40,13 +40,19 @@ def _count(monkeypatch: pytest.MonkeyPatch, calls: Counter[str], module: Any, na
                 monkeypatch.setattr(found, bound, counted)
 
 
+def _ledger_on_s3(bucket: str, tmp_path: Path, roots: int) -> tuple[Any, ArrowLedger]:
+    """The settings of a warehouse on S3 that a producer filled with `roots` roots, through
+    its own writer (and so its own store)."""
+    warehouse = warehouse_of(bucket, "s3a")
+    synthetic = ArrowLedger(roots=roots)
+    synthetic.write(LedgerWriter(warehouse))
+    return load_settings(var_dir=tmp_path, warehouse=warehouse), synthetic
+
+
 def test_a_reconcile_on_s3_resolves_its_store_once_and_probes_it_once(
     bucket: str, s3_env: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    warehouse = warehouse_of(bucket, "s3a")
-    settings = load_settings(var_dir=tmp_path, warehouse=warehouse)
-    synthetic = ArrowLedger(roots=50)
-    synthetic.write(LedgerWriter(warehouse))  # a producer's own writer and store
+    settings, synthetic = _ledger_on_s3(bucket, tmp_path, roots=50)
     # Every import the run makes, made now: the counts below see every binding.
     import ackfold.engines.embedded
     import ackfold.reconcile.embedded  # noqa: F401
@@ -76,10 +82,7 @@ def test_a_maintenance_run_on_s3_resolves_its_store_once(
 ) -> None:
     from ackfold.maintenance import run_maintenance
 
-    warehouse = warehouse_of(bucket, "s3a")
-    settings = load_settings(var_dir=tmp_path, warehouse=warehouse)
-    synthetic = ArrowLedger(roots=20)
-    synthetic.write(LedgerWriter(warehouse))
+    settings, _ = _ledger_on_s3(bucket, tmp_path, roots=20)
     import ackfold.engines.embedded
     import ackfold.ledger.housekeeping.maintenance  # noqa: F401
 

@@ -51,6 +51,17 @@ def observed(batch: list[tuple[int, list[int], bool]], rnd: random.Random) -> di
     return {"acks": acks, "fails": fails}
 
 
+def failed_rows(metrics: dict[str, Any]) -> list[dict[str, Any]]:
+    """The fail events the observed fails must write: one per failed input and root."""
+    return [
+        {"event_id": ids.event_id(APP, root, "fail", STAGE, entry["tuple_id"]), "app": APP,
+         "root_id": root, "kind": "fail", "ack_val": 0, "stage": STAGE, "event_time": T0,
+         "reason": "bad"}
+        for entry in metrics["fails"]
+        for root in entry["roots"]
+    ]  # fmt: skip
+
+
 def keyed(rows: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
     return sorted(tuple(row[k] for k in KEY) for row in rows)
 
@@ -69,14 +80,7 @@ def test_gathered_compact_rows_fold_as_compact_acks(
         for entry in metrics["acks"]
         for r in entry["roots"]
     ]
-    fails = [
-        {"event_id": ids.event_id(APP, root, "fail", STAGE, entry["tuple_id"]), "app": APP,
-         "root_id": root, "kind": "fail", "ack_val": 0, "stage": STAGE, "event_time": T0,
-         "reason": "bad"}
-        for entry in metrics["fails"]
-        for root in entry["roots"]
-    ]  # fmt: skip
-    assert keyed(written) == keyed(compact_acks(APP, acks) + fails)
+    assert keyed(written) == keyed(compact_acks(APP, acks) + failed_rows(metrics))
 
 
 @settings(deadline=None)  # the first example imports NumPy and pyarrow
@@ -88,17 +92,18 @@ def test_gathered_per_tuple_rows_are_one_per_input_and_root(
     rows = gathered_rows(APP, STAGE, metrics, compact=False, fold_set=-1)
     written = stamp_and_fold(rows, now=T0).to_pylist()
     expected = [
-        {"event_id": ids.event_id(APP, r["root_id"], "ack", STAGE, entry["tuple_id"]),
-         "app": APP, "root_id": r["root_id"], "kind": "ack", "ack_val": r["ack_val"],
-         "stage": STAGE, "event_time": T0, "reason": None}
+        {
+            "event_id": ids.event_id(APP, r["root_id"], "ack", STAGE, entry["tuple_id"]),
+            "app": APP,
+            "root_id": r["root_id"],
+            "kind": "ack",
+            "ack_val": r["ack_val"],
+            "stage": STAGE,
+            "event_time": T0,
+            "reason": None,
+        }
         for entry in metrics["acks"]
         for r in entry["roots"]
-    ] + [
-        {"event_id": ids.event_id(APP, root, "fail", STAGE, entry["tuple_id"]), "app": APP,
-         "root_id": root, "kind": "fail", "ack_val": 0, "stage": STAGE, "event_time": T0,
-         "reason": "bad"}
-        for entry in metrics["fails"]
-        for root in entry["roots"]
-    ]  # fmt: skip
+    ] + failed_rows(metrics)
     # A copy of an input writes its row twice, same id: the fold reads it once.
     assert keyed(written) == keyed(expected)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from ackfold.cli import main as cli_module
-from ackfold.ledger.reading.pending import AppStages, app_stages
+from ackfold.ledger.reading.pending import AppStages, app_stages, apps_stages
 from ackfold.ledger.reading.reader import LedgerReader
 from ackfold.ledger.reading.rows import span
 from ackfold.ledger.schema import status
@@ -156,3 +156,35 @@ def test_span_reads_like_a_wait() -> None:
     assert span(timedelta(days=2, hours=3, minutes=4)) == "2d 3h"
     assert span(timedelta(minutes=4, seconds=10)) == "4m 10s"
     assert span(timedelta(seconds=12.7)) == "12s"
+
+
+def test_the_histories_of_several_apps_are_each_apps_own_in_two_reads(tmp_path: Path) -> None:
+    # Two apps in one ledger: "wc" with the sink mistake (count never acked), "wc-ok"
+    # healthy; same sentences, so each app's roots have ids of their own. A reconcile that
+    # times out roots of both reads their histories in one pass over each table.
+    clock = Clock(START)
+    mistaken = word_count(clock)
+    healthy = word_count(clock, healthy=True, app="wc-ok", first=100)
+    clock.tick(60)
+    now = clock.now + timedelta(hours=2)
+    events = mistaken.events + healthy.events
+    warehouse = str(tmp_path / "warehouse")
+    write_rows(warehouse, ROOTS, mistaken.registrations + healthy.registrations)
+    write_rows(warehouse, ACK_EVENTS, events)
+    write_rows(warehouse, ROOT_STATE, reconciled_rows(events, now))
+
+    reader = LedgerReader(warehouse)
+    both = apps_stages(reader, ["wc-ok", APP, "nobody"])
+    assert len(reader.scans) == 2, [scan.sql for scan in reader.scans]
+    assert both == [
+        app_stages(LedgerReader(warehouse), "wc-ok"),
+        app_stages(LedgerReader(warehouse), APP),
+        AppStages("nobody", frozenset(), 0),
+    ]
+    assert both[0].acked == {"spout", "split", "count"}
+    assert both[1].acked == {"spout", "split"}, "wc's completed root never reached count"
+    assert both[0].timeout_reason("count") is None
+    assert both[1].timeout_reason("count") is not None
+    # The limit is each app's: one root each, and each app has more.
+    capped = apps_stages(LedgerReader(warehouse), ["wc-ok", APP], limit=1)
+    assert [(h.completed_checked, h.capped) for h in capped] == [(1, True), (1, False)]

@@ -49,7 +49,6 @@ from ackfold.ledger.schema.tables import (
     ROOTS,
     UNMATCHED_EVENTS,
     Ledger,
-    rows_by_partition,
 )
 from ackfold.ledger.setup.layout import upgrade_root_state
 from ackfold.ledger.storage.run_store import Store
@@ -329,22 +328,5 @@ class EmbeddedReconciler:
         log.info("reconcile: %d timed-out root(s) waited on a stage no stage acks", len(reasons))
 
     def summary(self) -> dict[str, Any]:
-        waiting = self.scan(UNMATCHED_EVENTS, columns=["app"])
-        waiting.create_view("waiting_now", replace=True)
-        # All apps: from the log's row counts per status partition, not the rows (issue 55).
-        by_status = None if self.app else rows_by_partition(self.writer.table(ROOT_STATE), "status")
-        if by_status is None:
-            state = self.scan(ROOT_STATE, columns=["app", "status"])
-            state.create_view("state_now", replace=True)
-            by_status = {
-                s: int(n)
-                for s, n in self.db.execute(
-                    "SELECT status, count(*) FROM state_now WHERE $app IS NULL OR app = $app "
-                    "GROUP BY status",
-                    {"app": self.app},
-                ).fetchall()
-            }
-        unmatched = self.db.execute(
-            "SELECT count(*) FROM waiting_now WHERE $app IS NULL OR app = $app", {"app": self.app}
-        ).fetchall()[0][0]
-        return quiet.summary(self.app, self.now, self.counts, int(unmatched), by_status)
+        unmatched, by_status = quiet.counted(self.settings, self.app)
+        return quiet.summary(self.app, self.now, self.counts, unmatched, by_status)

@@ -3,10 +3,10 @@ a stage whose outputs no stage has ever acked (`ackfold.ledger.reading.pending`)
 
 After a run's writes, the roots that timed out in it (status `timed_out` since the run's
 `now`, no fail event) are grouped by app; what each app's completed roots went through
-(`pending.app_stages`, two bounded delta-rs reads, after this run's completions) says
-which of their last stages no stage has ever acked, and one MERGE writes the reason into
-`fail_reason`. A later fold keeps it (`spark_fold.combine`), a fail event replaces it.
-The embedded engine does the same with `AppStages.timeout_reason`.
+(`pending.apps_stages`: two bounded delta-rs reads for all of those apps, after this
+run's completions) says which of their last stages no stage has ever acked, and one MERGE
+writes the reason into `fail_reason`. A later fold keeps it (`spark_fold.combine`), a fail
+event replaces it. The embedded engine does the same with `AppStages.timeout_reason`.
 
 Where this process cannot read the warehouse with delta-rs (a Spark Connect server's
 warehouse out of its reach), the roots time out without a reason, as before.
@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 from ackfold.ledger.commits import dml
 from ackfold.ledger.commits.fence import spark_commit
 from ackfold.ledger.errors import LedgerError
-from ackfold.ledger.reading.pending import AppStages, app_stages
+from ackfold.ledger.reading.pending import AppStages, apps_stages
 from ackfold.ledger.reading.reader import LedgerReader
 from ackfold.ledger.schema import status
 from ackfold.ledger.schema.tables import ROOT_STATE, Ledger
@@ -103,16 +103,13 @@ def reason_column(histories: Sequence[AppStages]) -> Column:
 
 
 def app_histories(ledger: Ledger, apps: Sequence[str]) -> list[AppStages]:
-    """What the completed roots of each of `apps` went through (those that cannot be
-    read are left out, with a warning: their roots time out without a reason)."""
-    reader = LedgerReader(ledger.root)
-    out = []
-    for app in apps:
-        try:
-            out.append(app_stages(reader, app))
-        except LedgerError as exc:
-            log.warning("reconcile: cannot tell why roots of %s timed out: %s", app, exc)
-    return out
+    """What the completed roots of each of `apps` went through (none when the ledger cannot
+    be read, with a warning: the roots time out without a reason)."""
+    try:
+        return apps_stages(LedgerReader(ledger.root), apps)
+    except LedgerError as exc:
+        log.warning("reconcile: cannot tell why roots of %s timed out: %s", ", ".join(apps), exc)
+        return []
 
 
 def _flagged(history: AppStages, stops: Sequence[object]) -> set[str]:

@@ -35,10 +35,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Final
+from typing import Any, Final
 
 from ackfold.ledger.reading.rows import Event, PendingExplanation, RootState, StageWait
-from ackfold.ledger.reading.sql import SqlReader, sql_str, sql_ts
+from ackfold.ledger.reading.sql import SqlReader, select, sql_str, sql_ts
 from ackfold.ledger.schema import status
 from ackfold.ledger.schema.contract import INIT
 from ackfold.ledger.schema.tables import ACK_EVENTS, ROOT_STATE
@@ -155,26 +155,63 @@ def app_stages(reader: SqlReader, app: str, *, limit: int = RECENT_COMPLETED) ->
     """What `app`'s newest `limit` completed roots went through: the stages of their events
     (two bounded reads: their ids from `root_state`, their events from their first event on).
     """
-    where = [f"app = {sql_str(app)}", f"status IN ({', '.join(map(sql_str, COMPLETE))})"]
-    done = reader.query(
-        ROOT_STATE,
-        ["root_id", "first_event_at"],
-        where,
-        order="last_event_at DESC, root_id",
-        limit=limit + 1,
-    )
-    capped = len(done) > limit
-    done = done[:limit]
-    if not done:
-        return AppStages(app, frozenset(), 0)
-    since = min(row["first_event_at"] for row in done)
-    ids = ", ".join(str(int(row["root_id"])) for row in done)
-    rows = reader.query(
-        ACK_EVENTS,
-        ["DISTINCT stage"],
-        [f"app = {sql_str(app)}", f"event_time >= {sql_ts(since)}", f"root_id IN ({ids})"],
-    )
-    return AppStages(app, frozenset(str(row["stage"]) for row in rows), len(done), capped)
+    return apps_stages(reader, [app], limit=limit)[0]
+
+
+def apps_stages(
+    reader: SqlReader, apps: Sequence[str], *, limit: int = RECENT_COMPLETED
+) -> list[AppStages]:
+    """`app_stages` of each of `apps`, in order, in the same two reads for all of them:
+    a reconcile that timed out roots of several apps reads `root_state` and `ack_events`
+    once, not once per app."""
+    if not apps:
+        return []
+    names = ", ".join(sql_str(app) for app in apps)
+    complete = ", ".join(map(sql_str, COMPLETE))
+    done: dict[str, list[dict[str, Any]]] = {app: [] for app in apps}
+    if reader.table(ROOT_STATE, required=False) is not None:
+        # Each app's newest `limit` + 1 completed roots (one more says it has more).
+        ranked = select(
+            ROOT_STATE,
+            [
+                "app",
+                "root_id",
+                "first_event_at",
+                "row_number() OVER (PARTITION BY app ORDER BY last_event_at DESC, root_id) AS n",
+            ],
+            [f"app IN ({names})", f"status IN ({complete})"],
+        )
+        keep = int(limit) + 1
+        # Quoted by `select`, `sql_str` and `int`, as every query here.
+        sql = f"SELECT app, root_id, first_event_at FROM ({ranked}) WHERE n <= {keep}"  # noqa: S608
+        sql += " ORDER BY app, n"
+        newest = reader.arrow(ROOT_STATE, sql)
+        for row in newest.to_pylist():
+            done[row["app"]].append(row)
+    capped = {app: len(rows) > limit for app, rows in done.items()}
+    done = {app: rows[:limit] for app, rows in done.items()}
+    ids = {app: {int(row["root_id"]) for row in rows} for app, rows in done.items()}
+    since = {app: min(row["first_event_at"] for row in rows) for app, rows in done.items() if rows}
+    acked: dict[str, set[str]] = {app: set() for app in apps}
+    if since:
+        # Each app's roots, from its own first event on: the bounds of one read per app.
+        each = [
+            f"app = {sql_str(app)} AND event_time >= {sql_ts(first)} "
+            f"AND root_id IN ({', '.join(str(i) for i in sorted(ids[app]))})"
+            for app, first in since.items()
+        ]
+        rows = reader.query(
+            ACK_EVENTS,
+            ["DISTINCT app, stage"],
+            [f"event_time >= {sql_ts(min(since.values()))}", " OR ".join(f"({e})" for e in each)],
+        )
+        for row in rows:
+            acked[row["app"]].add(str(row["stage"]))
+    return [
+        AppStages(app, frozenset(acked[app]), len(done[app]), capped[app]) if done[app]
+        else AppStages(app, frozenset(), 0)
+        for app in apps
+    ]  # fmt: skip
 
 
 def _stages(events: Sequence[Event], now: datetime) -> tuple[StageWait, ...]:
