@@ -1,5 +1,6 @@
 """The local object stores' emulators, installed once into a verified cache
-(`make emulators`, run by `make setup`; `python -m ackfold_dev.emulators var/emulators`).
+(`make emulators`, run by `make test` and `make soak`; `python -m ackfold_dev.emulators
+var/emulators`).
 
 - **Azurite** (Microsoft's Azure Storage emulator: the Blob API) from npm, pinned with
   every package of its tree in `conf/azurite/package-lock.json`: `npm ci` checks each

@@ -92,6 +92,18 @@ def test_racing_conditional_creates_have_exactly_one_winner(
         assert body == f"writer {codes.index(200)}".encode()
 
 
+def test_a_listing_starts_after_its_key(gateway: LocalVersityS3, bucket: str) -> None:
+    """delta-rs lists a log from the version it has (`start-after`); a server that ignores
+    it makes old versions look new (the GCS and Azure emulators needed a proxy for it)."""
+    client = gateway.client()
+    for v in range(5):
+        client.put_object(Bucket=bucket, Key=f"t/_delta_log/{v:020d}.json", Body=b"{}")
+    listed = client.list_objects_v2(
+        Bucket=bucket, Prefix="t/_delta_log/", StartAfter=f"t/_delta_log/{2:020d}.json"
+    )
+    assert [o["Key"] for o in listed["Contents"]] == [f"t/_delta_log/{v:020d}.json" for v in (3, 4)]
+
+
 def test_ackfolds_probe_passes(bucket: str, gateway_env: dict[str, str]) -> None:
     """`require_conditional_writes` (what every run on S3 checks once) accepts it, and
     leaves no probe object behind."""
