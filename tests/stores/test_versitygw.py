@@ -1,7 +1,8 @@
 """versitygw (`ackfold_dev.versitygw`, the soak's S3 API) gives what ackfold relies on from
 S3: a create with `If-None-Match: *` is refused with 412 when the key exists, and is
-atomic however creates race; ackfold's own probe passes; delta-rs appends (racing too)
-and reads a ledger there; and what it answered survives a restart, a SIGKILL too.
+atomic however creates race; a listing starts after its key; ackfold's own probe passes;
+delta-rs appends (racing too) and reads a ledger there; and what it answered survives a
+restart, a SIGKILL too.
 Plain Python: no JVM."""
 
 from __future__ import annotations
