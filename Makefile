@@ -105,8 +105,9 @@ jars: install
 	@$(BIN)/ackfold setup
 	@$(BIN)/ackfold setup --bundle s3a --bundle gcs --bundle azure
 
-# The local stores' emulators: Azurite from npm (a pinned lock, integrity-checked) and
-# fake-gcs-server built from the Go module proxy (a pinned version, checksum-verified).
+# The local stores' emulators: Azurite from npm (a pinned lock, integrity-checked),
+# fake-gcs-server and versitygw (the soak's S3 API) built from the Go module proxy (pinned
+# versions, checksum-verified; Go 1.25 or newer).
 emulators: install
 	@scripts/system-deps.sh --emulators
 	@$(BIN)/python -m ackfold_dev.emulators var/emulators
@@ -215,8 +216,8 @@ bench-ui: setup
 bench-quality: setup
 	$(BIN)/python bench/quality.py
 
-## soak: a simulated year of a production ledger, with faults, checked against the reference fold: three seeds on local disk, one on the local S3 API (hours; figures go to docs/benchmarks.md)
-soak: setup
+## soak: a simulated year of a production ledger, with faults, checked against the reference fold: three seeds on local disk, one on the local S3 API (versitygw, from `make emulators`; `--s3-server moto` for moto) (hours; figures go to docs/benchmarks.md)
+soak: setup emulators
 	$(BIN)/python bench/soak.py --seeds 1 2 3
 	$(BIN)/python bench/soak.py --seeds 4 --store s3
 

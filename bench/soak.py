@@ -34,8 +34,10 @@ with faults drawn from the seed:
   next one catches up; a replay and a maintenance run paused past their lease while
   another host takes it: woken, the replay sends nothing and logs nothing, the
   maintenance commits nothing;
-- on the S3 API (`--store s3`, moto behind `ackfold_dev.s3`), server restarts, some in
-  the middle of a run.
+- on the S3 API (`--store s3`: versitygw, a Go S3 gateway keeping objects in files,
+  `ackfold_dev.versitygw`; or moto behind its journal, `ackfold_dev.s3`, with
+  `--s3-server moto`), server restarts (a SIGKILL, then a start on the same port and
+  directory), some in the middle of a run.
 
 At each checkpoint (`--check-every` days) and at the end, after a reconcile and a replay
 have caught up, it checks that every root's status (and XOR, and event count) is the
@@ -51,7 +53,10 @@ folded), and keeps `--log-retention` seconds of log.
 
     python bench/soak.py --seeds 1 2 3 --days 365                 # local disk
     python bench/soak.py --seeds 4 --days 365 --store s3           # the local S3 API
+    python bench/soak.py --days 3 --store s3 --s3-server moto      # moto, to compare
     python bench/soak.py --days 10 --start-from fresh              # no golden ledger
+
+`--store s3` runs versitygw as `make emulators` built it (var/emulators/versitygw).
 
 It exits 1 if a check fails, and prints a JSON summary last.
 """
@@ -358,7 +363,8 @@ class Soak:
             self._reconcile()
 
     def _restart_s3(self, *, mid_run: bool) -> None:
-        """The S3 server killed and started again (its journal keeps what it answered);
+        """The S3 server killed and started again (versitygw's files, or moto's journal,
+        keep what it answered);
         `mid_run`: while a reconcile runs, which may fail (the next one carries on)."""
         if not mid_run:
             self.s3.kill()
@@ -788,6 +794,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", type=int, nargs="+", default=[1])
     parser.add_argument("--days", type=int, default=365, help="simulated days")
     parser.add_argument("--store", choices=("local", "s3"), default="local")
+    parser.add_argument(
+        "--s3-server",
+        choices=("versitygw", "moto"),
+        default="versitygw",
+        help="the local S3 API of --store s3 (default: versitygw, from `make emulators`)",
+    )
     parser.add_argument("--roots", type=int, default=10, help="roots a producer registers a batch")
     parser.add_argument("--produce-every", type=int, default=2, help="hours between batches")
     parser.add_argument("--reconcile-every", type=int, default=8, help="hours")
@@ -823,8 +835,10 @@ def main(argv: list[str] | None = None) -> int:
         s3 = None
         if args.store == "s3":
             from ackfold_dev.s3 import LocalS3
+            from ackfold_dev.versitygw import LocalVersityS3
 
-            s3 = stack.enter_context(LocalS3(work / "s3"))
+            server = LocalVersityS3 if args.s3_server == "versitygw" else LocalS3
+            s3 = stack.enter_context(server(work / "s3"))
             os.environ.update(s3.env())
             args.warehouse = f"s3://{s3.bucket}/soak-{{seed}}"
         spark = None

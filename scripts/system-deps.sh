@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # System packages ackfold needs beyond Python: a JDK 17+ for Spark, Maven to fetch the jars,
 # npm (alone with --npm) to fetch the Compose schema that tests/deploy validates against,
-# with --emulators npm and Go for the local stores' emulators (Azurite, fake-gcs-server),
+# with --emulators npm and Go for the local stores' emulators (Azurite, fake-gcs-server,
+# versitygw),
 # and with --browser Debian's Chromium for the browser tests (Playwright drives it; it
 # never downloads a browser of its own). Installs only what is missing (Debian's packages,
 # needs root), so it is safe to re-run.
@@ -12,11 +13,12 @@ if [ "${1:-}" = "--browser" ]; then
 elif [ "${1:-}" = "--npm" ]; then
   command -v npm >/dev/null || missing+=(npm)
 elif [ "${1:-}" = "--emulators" ]; then
-  # Azurite runs on Node (npm brings it); fake-gcs-server is built with Go 1.24 or newer,
-  # which Debian 12 does not package (its golang-go is 1.19): install Go from go.dev.
+  # Azurite runs on Node (npm brings it); fake-gcs-server and versitygw are built with Go
+  # 1.25 or newer, which Debian 12 does not package (its golang-go is 1.19): install Go
+  # from go.dev.
   command -v npm >/dev/null || missing+=(npm)
   if ! command -v go >/dev/null; then
-    echo "go is not on PATH: install Go 1.24 or newer (https://go.dev/doc/install) and re-run" >&2
+    echo "go is not on PATH: install Go 1.25 or newer (https://go.dev/doc/install) and re-run" >&2
     exit 1
   fi
 else

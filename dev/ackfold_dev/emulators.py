@@ -1,5 +1,6 @@
 """The local object stores' emulators, installed once into a verified cache
-(`make emulators`, run by `make setup`; `python -m ackfold_dev.emulators var/emulators`).
+(`make emulators`, run by `make test` and `make soak`; `python -m ackfold_dev.emulators
+var/emulators`).
 
 - **Azurite** (Microsoft's Azure Storage emulator: the Blob API) from npm, pinned with
   every package of its tree in `conf/azurite/package-lock.json`: `npm ci` checks each
@@ -9,6 +10,9 @@
   `go install` from the Go module proxy at a pinned version: the go command checks every
   module it downloads against the Go checksum database. The first build takes minutes
   on 2 cores; the Go build cache makes later ones quick.
+- **versitygw** (`github.com/versity/versitygw`, Apache-2.0: an S3 gateway in Go, its
+  POSIX backend on a local directory) built the same way: the soak's fast S3 API
+  (`ackfold_dev.versitygw`), where moto, a Python server, costs tens of ms a request.
 
 Each install writes a manifest (what was pinned, and the sha256 of what was installed)
 last; a cache whose manifest does not match the pins is installed again. Starting an
@@ -36,6 +40,9 @@ AZURITE_VERSION: Final = "3.35.0"
 AZURITE_LOCK: Final = PROJECT_DIR / "conf" / "azurite" / "package-lock.json"
 FAKE_GCS_MODULE: Final = "github.com/fsouza/fake-gcs-server"
 FAKE_GCS_VERSION: Final = "v1.56.1"
+VERSITYGW_MODULE: Final = "github.com/versity/versitygw"
+VERSITYGW_PACKAGE: Final = f"{VERSITYGW_MODULE}/cmd/versitygw"
+VERSITYGW_VERSION: Final = "v1.8.0"  # needs Go 1.25 or newer
 MANIFEST: Final = "manifest.json"
 DEFAULT_DIR: Final = PROJECT_DIR / "var" / "emulators"
 FIX: Final = "run `make emulators` (or `python -m ackfold_dev.emulators var/emulators`)"
@@ -72,13 +79,20 @@ def azurite(emulators_dir: Path = DEFAULT_DIR) -> Path:
 def fake_gcs_server(emulators_dir: Path = DEFAULT_DIR) -> Path:
     """The installed fake-gcs-server binary, checked against its manifest, or
     `EmulatorMissing`."""
-    dest = emulators_dir / "fake-gcs-server"
-    binary = dest / "fake-gcs-server"
+    return _go_binary(emulators_dir, "fake-gcs-server", FAKE_GCS_VERSION)
+
+
+def versitygw(emulators_dir: Path = DEFAULT_DIR) -> Path:
+    """The installed versitygw binary, checked against its manifest, or `EmulatorMissing`."""
+    return _go_binary(emulators_dir, "versitygw", VERSITYGW_VERSION)
+
+
+def _go_binary(emulators_dir: Path, name: str, version: str) -> Path:
+    dest = emulators_dir / name
+    binary = dest / name
     manifest = _manifest(dest)
-    if manifest.get("version") != FAKE_GCS_VERSION or not binary.is_file():
-        raise EmulatorMissing(
-            f"fake-gcs-server {FAKE_GCS_VERSION} is not installed in {dest}: {FIX}"
-        )
+    if manifest.get("version") != version or not binary.is_file():
+        raise EmulatorMissing(f"{name} {version} is not installed in {dest}: {FIX}")
     if manifest.get("sha256") != _sha256(binary):
         raise EmulatorMissing(f"{binary} does not match its manifest: {FIX}")
     return binary
@@ -121,36 +135,56 @@ def install_fake_gcs_server(emulators_dir: Path, log: Callable[[str], None] = pr
         return fake_gcs_server(emulators_dir)
     except EmulatorMissing:
         pass
+    _go_install(emulators_dir, "fake-gcs-server", FAKE_GCS_MODULE, FAKE_GCS_VERSION, log)
+    return fake_gcs_server(emulators_dir)
+
+
+def install_versitygw(emulators_dir: Path, log: Callable[[str], None] = print) -> Path:
+    """`go install` of the pinned versitygw into `emulators_dir/versitygw`. Idempotent."""
+    try:
+        return versitygw(emulators_dir)
+    except EmulatorMissing:
+        pass
+    _go_install(emulators_dir, "versitygw", VERSITYGW_PACKAGE, VERSITYGW_VERSION, log)
+    return versitygw(emulators_dir)
+
+
+def _go_install(
+    emulators_dir: Path, name: str, package: str, version: str, log: Callable[[str], None]
+) -> None:
+    """`go install package@version` into `emulators_dir/name`, then its manifest (last)."""
     go = shutil.which("go")
     if go is None:
         raise EmulatorMissing(
-            "go is not on PATH: install Go 1.24 or newer (https://go.dev/doc/install; "
-            "Debian 12's golang-go is too old to build fake-gcs-server)"
+            "go is not on PATH: install Go 1.25 or newer (https://go.dev/doc/install; "
+            f"Debian 12's golang-go is too old to build {name})"
         )
-    dest = emulators_dir / "fake-gcs-server"
+    dest = emulators_dir / name
     dest.mkdir(parents=True, exist_ok=True)
-    log(f"building fake-gcs-server {FAKE_GCS_VERSION} from the Go module proxy (minutes, once)")
+    (dest / MANIFEST).unlink(missing_ok=True)  # a cut-short build leaves no manifest
+    log(f"building {name} {version} from the Go module proxy (minutes, once)")
     env = {**os.environ, "GOBIN": str(dest.resolve()), "GOFLAGS": "-mod=mod", "CGO_ENABLED": "0"}
     env.pop("GONOSUMDB", None)
     env.pop("GONOSUMCHECK", None)
     env.pop("GOFLAGS_INSECURE", None)
-    _run([go, "install", f"{FAKE_GCS_MODULE}@{FAKE_GCS_VERSION}"], "go install", env=env)
-    binary = dest / "fake-gcs-server"
-    manifest = {"module": FAKE_GCS_MODULE, "version": FAKE_GCS_VERSION, "sha256": _sha256(binary)}
+    _run([go, "install", f"{package}@{version}"], f"go install ({name})", env=env)
+    binary = dest / name
+    manifest = {"module": package, "version": version, "sha256": _sha256(binary)}
     (dest / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
-    return fake_gcs_server(emulators_dir)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m ackfold_dev.emulators",
-        description="install the local object stores' emulators (Azurite, fake-gcs-server)",
+        description="install the local object stores' emulators (Azurite, fake-gcs-server, "
+        "versitygw)",
     )
     parser.add_argument("emulators_dir", nargs="?", type=Path, default=DEFAULT_DIR)
     args = parser.parse_args(argv)
     try:
         install_azurite(args.emulators_dir)
         install_fake_gcs_server(args.emulators_dir)
+        install_versitygw(args.emulators_dir)
     except EmulatorMissing as exc:
         print(f"ackfold: {exc}", file=sys.stderr)
         return 1

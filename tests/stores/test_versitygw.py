@@ -1,0 +1,201 @@
+"""versitygw (`ackfold_dev.versitygw`, the soak's S3 API) gives what ackfold relies on from
+S3: a create with `If-None-Match: *` is refused with 412 when the key exists, and is
+atomic however creates race; a listing starts after its key; ackfold's own probe passes;
+delta-rs appends (racing too) and reads a ledger there; and what it answered survives a
+restart, a SIGKILL too.
+Plain Python: no JVM."""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from botocore.exceptions import ClientError
+
+from ackfold_dev.versitygw import LocalVersityS3
+
+
+@pytest.fixture(scope="module")
+def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalVersityS3]:
+    with LocalVersityS3(tmp_path_factory.mktemp("versitygw"), bucket=None) as server:
+        yield server
+
+
+@pytest.fixture
+def bucket(gateway: LocalVersityS3) -> str:
+    name = f"t-{uuid.uuid4().hex[:12]}"
+    gateway.client().create_bucket(Bucket=name)
+    return name
+
+
+@pytest.fixture
+def gateway_env(gateway: LocalVersityS3, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    env = gateway.env()
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    return env
+
+
+def _create(client: Any, bucket: str, key: str, body: bytes) -> int:
+    try:
+        client.put_object(Bucket=bucket, Key=key, Body=body, IfNoneMatch="*")
+    except ClientError as exc:
+        return int(exc.response["ResponseMetadata"]["HTTPStatusCode"])
+    return 200
+
+
+def _rows(uri: str) -> int:
+    from deltalake import DeltaTable
+
+    from ackfold.ledger.storage.store import delta_uri, storage_options
+
+    table = DeltaTable(delta_uri(uri), storage_options=storage_options(uri))
+    return int(table.to_pyarrow_table().num_rows)
+
+
+def test_a_second_conditional_create_gets_412(gateway: LocalVersityS3, bucket: str) -> None:
+    client = gateway.client()
+    key = "t/_delta_log/00000000000000000001.json"
+    assert _create(client, bucket, key, b"first") == 200
+    assert _create(client, bucket, key, b"second") == 412
+    assert client.get_object(Bucket=bucket, Key=key)["Body"].read() == b"first"
+
+
+def test_racing_conditional_creates_have_exactly_one_winner(
+    gateway: LocalVersityS3, bucket: str
+) -> None:
+    """16 threads create each of 20 new keys at once: one 200 per key, 412 for the rest,
+    and the object holds the winner's body."""
+    writers, keys = 16, 20
+    results: dict[tuple[int, int], int] = {}
+    barrier = threading.Barrier(writers)
+
+    def writer(n: int) -> None:
+        client = gateway.client()
+        barrier.wait()
+        for k in range(keys):
+            results[(n, k)] = _create(client, bucket, f"race/{k:03d}", f"writer {n}".encode())
+
+    threads = [threading.Thread(target=writer, args=(n,)) for n in range(writers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    client = gateway.client()
+    for k in range(keys):
+        codes = [results[(n, k)] for n in range(writers)]
+        assert sorted(codes) == [200] + [412] * (writers - 1), (k, codes)
+        body = client.get_object(Bucket=bucket, Key=f"race/{k:03d}")["Body"].read()
+        assert body == f"writer {codes.index(200)}".encode()
+
+
+def test_a_listing_starts_after_its_key(gateway: LocalVersityS3, bucket: str) -> None:
+    """delta-rs lists a log from the version it has (`start-after`); a server that ignores
+    it makes old versions look new (the GCS and Azure emulators needed a proxy for it)."""
+    client = gateway.client()
+    for v in range(5):
+        client.put_object(Bucket=bucket, Key=f"t/_delta_log/{v:020d}.json", Body=b"{}")
+    listed = client.list_objects_v2(
+        Bucket=bucket, Prefix="t/_delta_log/", StartAfter=f"t/_delta_log/{2:020d}.json"
+    )
+    assert [o["Key"] for o in listed["Contents"]] == [f"t/_delta_log/{v:020d}.json" for v in (3, 4)]
+
+
+def test_ackfolds_probe_passes(bucket: str, gateway_env: dict[str, str]) -> None:
+    """`require_conditional_writes` (what every run on S3 checks once) accepts it, and
+    leaves no probe object behind."""
+    from ackfold.ledger.storage.protocol import require_conditional_writes
+    from ackfold.ledger.storage.store import s3_client, storage_options
+
+    warehouse = f"s3://{bucket}/warehouse"
+    require_conditional_writes(warehouse, storage_options(warehouse))
+    listed = s3_client(storage_options(warehouse) or {}).list_objects_v2(Bucket=bucket)
+    assert listed.get("KeyCount", 0) == 0, listed.get("Contents")
+
+
+def test_racing_ledger_writers_lose_no_commit(bucket: str, gateway_env: dict[str, str]) -> None:
+    """Four LedgerWriters append to one ledger at once through delta-rs: every row is
+    there, and each version was committed once."""
+    from ackfold import LedgerWriter, Tracker
+    from ackfold.ledger.schema.tables import ACK_EVENTS, ROOTS
+
+    warehouse = f"s3://{bucket}/warehouse"
+    LedgerWriter(warehouse).create([ROOTS, ACK_EVENTS])
+    writers, batches, size = 4, 5, 3
+    barrier = threading.Barrier(writers)
+    errors: list[BaseException] = []
+
+    def produce(n: int) -> None:
+        writer = LedgerWriter(warehouse)
+        barrier.wait()
+        try:
+            for b in range(batches):
+                tracker = Tracker(f"app{n}-{b}")
+                for i in range(size):
+                    root = tracker.spout(f"{n}-{b}-{i}", source="sqs", source_queue="q")
+                    tracker.ack(root, stage="store")
+                writer.append(tracker.drain_roots(), tracker.drain())
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=produce, args=(n,)) for n in range(writers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert _rows(f"{warehouse}/{ROOTS}") == writers * batches * size
+    assert _rows(f"{warehouse}/{ACK_EVENTS}") == 2 * writers * batches * size
+    from deltalake import DeltaTable
+
+    from ackfold.ledger.storage.store import storage_options
+
+    uri = f"{warehouse}/{ROOTS}"
+    history = DeltaTable(uri, storage_options=storage_options(uri)).history()
+    assert sorted(h["version"] for h in history) == list(range(1 + writers * batches))
+
+
+@pytest.mark.parametrize("crash", [False, True], ids=["stopped", "killed"])
+def test_what_it_answered_survives_a_restart(
+    tmp_path: Path, crash: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Objects, a delete, a multipart upload and a Delta table's commits, all still there
+    (and the delete still done) once the server is started again on its directory."""
+    from deltalake import write_deltalake
+    from pyarrow import table
+
+    server = LocalVersityS3(tmp_path, bucket="kept")
+    with server:
+        for key, value in server.env().items():
+            monkeypatch.setenv(key, value)
+        client = server.client()
+        client.put_object(Bucket="kept", Key="a", Body=b"1")
+        client.put_object(Bucket="kept", Key="b", Body=b"2")
+        client.delete_object(Bucket="kept", Key="a")
+        upload = client.create_multipart_upload(Bucket="kept", Key="big")["UploadId"]
+        part = client.upload_part(
+            Bucket="kept", Key="big", UploadId=upload, PartNumber=1, Body=b"x" * 100
+        )
+        client.complete_multipart_upload(
+            Bucket="kept", Key="big", UploadId=upload,
+            MultipartUpload={"Parts": [{"ETag": part["ETag"], "PartNumber": 1}]},
+        )  # fmt: skip
+        from ackfold.ledger.storage.store import storage_options
+
+        uri = "s3://kept/t"
+        for n in range(3):
+            write_deltalake(uri, table({"n": [n]}), mode="append",
+                            storage_options=storage_options(uri))  # fmt: skip
+        if crash:
+            server.kill()
+    with LocalVersityS3(tmp_path, port=server.port, bucket="kept") as again:
+        client = again.client()
+        keys = sorted(o["Key"] for o in client.list_objects_v2(Bucket="kept")["Contents"])
+        assert [k for k in keys if not k.startswith("t/")] == ["b", "big"]
+        assert client.get_object(Bucket="kept", Key="big")["Body"].read() == b"x" * 100
+        assert _rows(uri) == 3
+        assert _create(client, "kept", "t/_delta_log/00000000000000000002.json", b"{}") == 412
