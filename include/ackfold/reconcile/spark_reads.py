@@ -4,9 +4,9 @@ A Delta read on Spark (`spark.read.format("delta")`) costs Spark jobs before any
 read: the snapshot's state ("Compute snapshot for version"), then the file listing of
 every scan that has a filter ("Filtering files for query"), once per plan that names the
 table. Worse, a cached plan that names a Delta table is planned again after every commit
-to it (`CacheManager.recacheByPlan`, which Delta's MERGE and writes call): each of the
-reconciler's commits to `root_state` re-ran the file listing of its cached fold, eight
-small jobs after `append_new`'s write alone (docs/benchmarks.md, issue 59).
+to it (`CacheManager.recacheByPlan`, which Spark's save and Delta's commands call): each
+of the reconciler's commits to `root_state` re-ran the file listing of its cached fold,
+eight small jobs after `append_new`'s write alone (docs/benchmarks.md, issue 59).
 
 `delta_frame` reads the table's current data files as delta-rs names them (the log's add
 actions, partition values from the Hive-style directories their paths name), as the
