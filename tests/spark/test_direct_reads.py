@@ -100,3 +100,42 @@ def test_the_spark_engines_reads_of_the_derived_tables_run_no_spark_job(
     assert {r["root_id"] for r in read.collect()} == set(state.column("root_id").to_pylist())
     assert frames["roots"].count() == 4
     assert frames["unmatched_events"].count() == 0
+
+
+def test_a_commit_to_root_state_plans_no_cached_read_of_it_again(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """Spark's save ends by planning again every cached plan that names the table it wrote
+    (`CacheManager.recacheByPlan`): with the fold's inputs read through Delta, each commit
+    to `root_state` re-ran their snapshot and file-listing jobs. Read from their files, the
+    cached fold names no Delta table, and a commit costs what it costs with nothing cached."""
+    from pyspark.sql import functions as F
+
+    from ackfold.ledger.schema.tables import ROOT_STATE
+    from ackfold.reconcile.state import COLUMNS, open_state
+
+    settings, ledger, _ = _ledger(tmp_path, "recache")
+    now = T0 + timedelta(minutes=10)
+    run_reconcile(settings, now=now, engine="embedded")
+    path = ledger.path(ROOT_STATE)
+    tracker = spark.sparkContext.statusTracker()
+
+    def jobs_of_an_append(group: str) -> int:
+        rows = spark.read.format("delta").load(path).select(*COLUMNS).limit(1)
+        rows = rows.localCheckpoint()  # its own jobs, outside the group
+        spark.sparkContext.setJobGroup(group, group)
+        try:
+            rows.write.format("delta").mode("append").save(path)
+        finally:
+            spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
+        return len(tracker.getJobIdsForGroup(group))
+
+    jobs_of_an_append("test: a first append")  # the snapshot built, a .crc written
+    alone = jobs_of_an_append("test: an append, nothing cached")
+    since = (now - timedelta(days=30)).date()
+    fold = open_state(spark, ledger, since=since).groupBy("status").agg(F.count("*")).cache()
+    try:
+        fold.count()
+        assert jobs_of_an_append("test: an append, the fold cached") == alone
+    finally:
+        fold.unpersist()
