@@ -29,7 +29,6 @@ from __future__ import annotations
 import logging
 from datetime import UTC, date, datetime
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlparse
 
 from ackfold.config import Settings
 from ackfold.embedded.log import DataFile
@@ -54,6 +53,7 @@ from ackfold.ledger.storage.store import is_object_store
 from ackfold.reconcile import quiet
 from ackfold.reconcile.new_events import byte_limit, new_events, oldest_in_log, slices
 from ackfold.reconcile.spark_fold import INSERT, PARK, UPDATE, combine, fold_events
+from ackfold.reconcile.spark_reads import delta_frame, spark_uri
 from ackfold.reconcile.state import (
     append_new,
     known_roots,
@@ -122,17 +122,9 @@ class Reconciler:
         are: `ackfold.embedded.log` checked its protocol), of this run's app."""
         from pyspark.sql import functions as F
 
-        paths = [self._spark_uri(f.uri) for f in files]
+        paths = [spark_uri(self.ledger, f.uri) for f in files]
         events = self.spark.read.schema(spark_schema(ACK_EVENTS)).parquet(*paths)
         return events if self.app is None else events.where(F.col("app") == F.lit(self.app))
-
-    def _spark_uri(self, uri: str) -> str:
-        """A data file's URI as delta-rs names it, in the warehouse's scheme for Spark
-        (`s3a://` where delta-rs says `s3://`)."""
-        scheme = urlparse(self.ledger.root).scheme.lower()
-        if scheme in ("s3a", "s3n") and uri.startswith("s3://"):
-            return f"{scheme}{uri[2:]}"
-        return uri
 
     def step(self, files: list[DataFile] | None) -> None:
         """Fold the events of `files` (None: no new events) into root_state and classify the
@@ -242,7 +234,8 @@ class Reconciler:
     # -- the inputs -------------------------------------------------------------------
 
     def _read(self, table: str) -> DataFrame:
-        return self.spark.read.format("delta").load(self.ledger.path(table))
+        # From its data files: no Delta snapshot job (`ackfold.reconcile.spark_reads`).
+        return delta_frame(self.spark, self.ledger, table)
 
     def _partitions(self) -> int:
         """Partitions of the one shuffle of the events."""

@@ -26,7 +26,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
+from collections.abc import Callable, Collection, Iterable
 from datetime import UTC, date, datetime
 from typing import TYPE_CHECKING, Final
 
@@ -35,6 +35,7 @@ from ackfold.ledger.commits.fence import spark_commit
 from ackfold.ledger.reading.sql import sql_date, sql_str
 from ackfold.ledger.schema import status
 from ackfold.ledger.schema.tables import ROOT_STATE, ROOT_STATE_DDL, Ledger, column_names
+from ackfold.reconcile.spark_reads import Partition, delta_frame
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -67,7 +68,13 @@ def open_state(
     spark: SparkSession, ledger: Ledger, *, since: date, app: str | None = None
 ) -> DataFrame:
     """The state of the roots the reconciler keeps open (`since`: the window's first day)."""
-    return _read(spark, ledger, app).where(in_open_partitions(since))
+
+    def kept(partition: Partition) -> bool:
+        day, state = partition["first_event_date"], partition["status"]
+        superseded = state in status.SUPERSEDED and day is not None and day >= since
+        return state in status.UNSETTLED or superseded
+
+    return _read(spark, ledger, app, kept).where(in_open_partitions(since))
 
 
 def known_roots(
@@ -76,14 +83,23 @@ def known_roots(
     """The ids of the roots first seen on or after `since` that are not unsettled."""
     from pyspark.sql import functions as F
 
+    def kept(partition: Partition) -> bool:
+        day = partition["first_event_date"]
+        return day is not None and day >= since and partition["status"] not in status.UNSETTLED
+
     settled = (F.col("first_event_date") >= F.lit(since)) & ~F.col("status").isin(*status.UNSETTLED)
-    return _read(spark, ledger, app).where(settled).select("root_id")
+    return _read(spark, ledger, app, kept).where(settled).select("root_id")
 
 
-def _read(spark: SparkSession, ledger: Ledger, app: str | None) -> DataFrame:
+def _read(
+    spark: SparkSession, ledger: Ledger, app: str | None, keep: Callable[[Partition], bool]
+) -> DataFrame:
+    """`root_state`'s rows in the partitions `keep` keeps, read from its data files: no
+    Delta snapshot job, and no plan that a commit to `root_state` makes Spark plan again
+    (`ackfold.reconcile.spark_reads`)."""
     from pyspark.sql import functions as F
 
-    state = spark.read.format("delta").load(ledger.path(ROOT_STATE))
+    state = delta_frame(spark, ledger, ROOT_STATE, keep=keep)
     return state if app is None else state.where(F.col("app") == F.lit(app))
 
 

@@ -26,6 +26,7 @@ from ackfold.ledger.reading.pending import AppStages, apps_stages
 from ackfold.ledger.reading.reader import LedgerReader
 from ackfold.ledger.schema import status
 from ackfold.ledger.schema.tables import ROOT_STATE, Ledger
+from ackfold.reconcile.spark_reads import delta_frame
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, SparkSession
@@ -40,7 +41,10 @@ def explain_timeouts(
     no stage has ever acked; the number of roots given one."""
     from pyspark.sql import functions as F
 
-    state = spark.read.format("delta").load(ledger.path(ROOT_STATE))
+    # From its data files, the timed-out partitions only (`ackfold.reconcile.spark_reads`).
+    state = delta_frame(
+        spark, ledger, ROOT_STATE, keep=lambda partition: partition["status"] == status.TIMED_OUT
+    )
     timed = state.where(
         (F.col("status") == F.lit(status.TIMED_OUT))
         & (F.col("status_changed_at") == F.lit(now))
