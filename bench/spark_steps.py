@@ -160,8 +160,11 @@ def main() -> None:
     parser.add_argument("--jobs", action="store_true", help="print every job's first stage")
     args = parser.parse_args()
     work = Path(args.workdir or tempfile.mkdtemp(prefix="ackfold-steps-"))
-    var = work / "var"
-    shutil.rmtree(work / "var", ignore_errors=True)
+    from ackfold.config import load_settings
+
+    jars = str(load_settings().jars_dir)  # the checkout's (`make setup`), before the run's own
+    var = work / "steps-var"  # not `var/`: a workdir may be where the caller's var/ is
+    shutil.rmtree(var, ignore_errors=True)
     synthetic = ArrowLedger(roots=max(args.events // 8, 1))
     writer = LedgerWriter(var / "warehouse")
     writer.create()
@@ -179,10 +182,6 @@ def main() -> None:
             "spark.eventLog.rolling.enabled": "false",
         }
     )
-    jars = None
-    from ackfold.config import load_settings
-
-    jars = str(load_settings().jars_dir)
     os.environ.update(
         ACKFOLD_VAR_DIR=str(var),
         ACKFOLD_JARS_DIR=jars,

@@ -92,6 +92,7 @@ TINY: dict[str, list[str]] = {
     "soak.py": ["--days", "3", "--roots", "3", "--reconcile-every", "3", "--check-every", "1",
                 "--quality-every", "1000000", "--no-spark", "--sqs", "{sqs}",
                 "--workdir", "{work}"],
+    "spark_steps.py": ["--events", "2000", "--workdir", "{work}"],
     "tracking_steps.py": ["--sentences", "200", "--words", "5", "--runs", "1"],
     "ui.py": ["--roots", "2000", "--days", "2", "--runs", "1", "--workdir", "{work}"],
     # Two micro-batches a stage: the sizes seen show that `--batch` sizes them.
@@ -243,6 +244,16 @@ def _soak(out: str, work: Path) -> None:
     assert run["reconciles_reading_more_than_new"] == 0
 
 
+def _spark_steps(out: str, work: Path) -> None:
+    summary = summary_of(out)  # the script checks the reconcile found the ledger's statuses
+    assert summary["events"] > 0
+    steps = summary["steps"]
+    # The jobs come from Spark's event log, each in the group of the step that ran it.
+    assert summary["jobs"] == sum(step["jobs"] for step in steps.values()) > 0, steps
+    assert steps["fold (cache, oldest fold)"]["jobs"] >= 1, steps
+    assert steps["fold (cache, oldest fold)"]["wall"] > 0, steps
+
+
 def _tracking_steps(out: str, work: Path) -> None:
     summary = summary_of(out)  # the script checks that the events complete every root
     assert (summary["sentences"], summary["words"]) == (200, 5)
@@ -296,6 +307,7 @@ CHECKS: dict[str, Callable[[str, Path], None]] = {
     "reconcile.py": _reconcile,
     "replay.py": _replay,
     "soak.py": _soak,
+    "spark_steps.py": _spark_steps,
     "tracking_steps.py": _tracking_steps,
     "ui.py": _ui,
     "wordcount.py": _wordcount,
