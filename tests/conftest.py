@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from ackfold.config import Settings, load_settings
-from tests import suite
+from tests import spark_cds, suite
 from tests.cpu_census import CpuCensus
 from tests.spark_sessions import SparkSessions
 
@@ -114,8 +114,41 @@ def pytest_configure(config: pytest.Config) -> None:
     # Every Spark driver the tests start, in-process or by spark-submit (Airflow's too):
     # Spark's launcher reads SPARK_SUBMIT_OPTS, and its `spark.*` properties are Spark
     # settings. A user's value wins.
-    os.environ.setdefault("SPARK_SUBMIT_OPTS", f"{SPARK_TEST_JVM} {SPARK_INTERPRETED}")
+    if "SPARK_SUBMIT_OPTS" not in os.environ:  # the controller's, before its workers start
+        archive = _class_archive(config)
+        os.environ["SPARK_SUBMIT_OPTS"] = f"{SPARK_TEST_JVM} {SPARK_INTERPRETED} {archive}".strip()
     config.pluginmanager.register(TierTimes(census=_is_controller(config)), "ackfold-tier-times")
+
+
+FAST_TIERS = ("unit", "ui", "deploy")
+
+
+def _class_archive(config: pytest.Config) -> str:
+    """The JVM options that map the Spark class-data archive of this var dir
+    (`tests.spark_cds`), made first if the run may start Spark (a run of the fast tiers
+    alone starts none, and makes none)."""
+    if not _may_start_spark(config.args):
+        return ""
+    archive = spark_cds.archive_path(Path(os.environ["ACKFOLD_VAR_DIR"]))
+    if archive is not None and not archive.is_file():
+        started = time.monotonic()
+        made = spark_cds.make_archive(archive, JARS_DIR, SPARK_TEST_JVM)
+        said = f"made in {time.monotonic() - started:.0f} s" if made else "not made"
+        print(f"Spark's class-data archive {archive}: {said}", file=sys.stderr)
+    return spark_cds.jvm_options(archive)
+
+
+def _may_start_spark(args: list[str]) -> bool:
+    """Whether a run of `args` (paths or node ids; none: the test paths) reaches beyond
+    the fast tiers."""
+    tests = PROJECT_DIR / "tests"
+    for arg in args or [str(tests)]:
+        path = Path(arg.split("::", 1)[0]).resolve()
+        if not path.is_relative_to(tests) or path == tests:
+            return True
+        if path.relative_to(tests).parts[0] not in FAST_TIERS:
+            return True
+    return False
 
 
 def _tier(item: pytest.Item) -> str:
