@@ -72,7 +72,8 @@ def archive_path(var_dir: Path) -> Path | None:
 
 def make_archive(archive: Path, jars_dir: Path, jvm: str, *, timeout: float = 600) -> bool:
     """Run one short driver with the JVM options `jvm` that writes `archive` as it exits;
-    whether it did. Written under another name, then renamed: a JVM never maps half of it."""
+    whether it did. Written under another name, then renamed: a JVM never maps half of it.
+    The archives of another JDK or pyspark in its folder go (about 180 MB each)."""
     partial = archive.with_name(f"{archive.name}.{os.getpid()}.tmp")
     env = dict(os.environ, SPARK_SUBMIT_OPTS=f"{jvm} -XX:ArchiveClassesAtExit={partial} {QUIET}")
     try:
@@ -83,6 +84,9 @@ def make_archive(archive: Path, jars_dir: Path, jvm: str, *, timeout: float = 60
         )  # fmt: skip
         if done.returncode == 0 and partial.is_file():
             os.replace(partial, archive)
+            for stale in archive.parent.glob("spark-*.jsa"):  # an older JDK's or pyspark's
+                if stale != archive:
+                    stale.unlink()
             return True
     except (OSError, subprocess.SubprocessError):
         pass  # a var dir it cannot write, a driver that hung: the JVMs start as before
