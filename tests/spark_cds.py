@@ -1,10 +1,11 @@
 """A class-data-sharing archive for the tests' Spark JVMs (JDK 13 and later).
 
-A Spark driver loads some 15,000 classes from pyspark's jars before its first job: on this
-machine's 2 cores, a third of a short driver's CPU (a session, a Delta write and read:
-11 to 12 CPU-seconds alone, 7.5 to 8 with the archive). The suite starts about 45 Spark
-JVMs (in-process drivers, spark-submits, the Connect server). The archive holds those
-classes parsed and verified, and each JVM maps it instead of loading them again.
+A Spark driver loads the classes of Spark, Scala, Hadoop and Delta from their jars before
+its first job: on this machine's 2 cores, a third of a short driver's CPU (a session, a
+Delta write and read: its JVM 11 to 12 CPU-seconds, 7.5 to 8 with the archive). The suite
+starts about 40 Spark JVMs (in-process drivers, spark-submits, the Connect server). The
+archive holds those classes parsed and verified, and each JVM maps it instead of loading
+them again.
 
 It is made once per var dir, for the running JDK and pyspark's jars (`archive_path`): one
 driver's run with `-XX:ArchiveClassesAtExit`, about 30 CPU-seconds. A JVM whose class path
