@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from ackfold.config import Settings, load_settings
-from tests import suite
+from tests import spark_cds, suite
 from tests.cpu_census import CpuCensus
 from tests.spark_sessions import SparkSessions
 
@@ -35,10 +35,14 @@ TIERS = (
 # The xdist group of each tier that starts servers or a JVM: a group runs on one worker, in
 # order, and shares that worker's Spark session. Tests on the `make run` stack form the group
 # "stack", whatever their tier. The fast tiers (unit, ui, deploy) are spread over the workers
-# a module at a time, so that a module's fixtures are built once.
+# a module at a time, so that a module's fixtures are built once. A worker's Spark session
+# serves every group it runs (`spark_sessions`): the spark tier, the kafka tier and the
+# Spark engine's half of the conformance tier are three groups, not one. As one they were
+# 36 of the run's 36.5 minutes on one worker (shared machine, 4 workers on 2 cores), the
+# longest group: whatever the CPU saved elsewhere, the run could not end before it.
 GROUPS = {
     "spark": "spark",
-    "kafka": "spark",
+    "kafka": "kafka",
     "sqs": "sqs",
     "e2e": "e2e",
     "airflow": "airflow",
@@ -58,6 +62,7 @@ SPREAD = ("bench", "pythons")
 # the other, but beside the wheel's tests, which build in a copy of the checkout.
 DEPENDENCY_ENDS = "tests/install/test_dependency_ends.py"
 STACK_GROUP = "stack"
+CONFORMANCE_ON_SPARK = "conformance-spark"
 # Every Spark driver the tests start runs on tiny data, 2 cores for the whole run.
 # - C1 alone and the serial GC halve a short-lived driver's CPU time. A JVM that serves a
 #   worker's whole group (`long_lived_jvm`: the shared session, the Connect server) keeps
@@ -109,7 +114,9 @@ def pytest_configure(config: pytest.Config) -> None:
     # Every Spark driver the tests start, in-process or by spark-submit (Airflow's too):
     # Spark's launcher reads SPARK_SUBMIT_OPTS, and its `spark.*` properties are Spark
     # settings. A user's value wins.
-    os.environ.setdefault("SPARK_SUBMIT_OPTS", f"{SPARK_TEST_JVM} {SPARK_INTERPRETED}")
+    if "SPARK_SUBMIT_OPTS" not in os.environ:  # the controller's, before its workers start
+        archive = _class_archive(config)
+        os.environ["SPARK_SUBMIT_OPTS"] = f"{SPARK_TEST_JVM} {SPARK_INTERPRETED} {archive}".strip()
     # Only a run of the whole suite (no paths given: pytest's `testpaths`) keeps its record
     # as the last run's; a run of a few files keeps its own beside it.
     whole = config.args_source == pytest.Config.ArgsSource.TESTPATHS
@@ -117,6 +124,37 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(
         TierTimes(census=_is_controller(config), record=record), "ackfold-tier-times"
     )
+
+
+FAST_TIERS = ("unit", "ui", "deploy")
+
+
+def _class_archive(config: pytest.Config) -> str:
+    """The JVM options that map the Spark class-data archive of this var dir
+    (`tests.spark_cds`), made first if the run may start Spark (a run of the fast tiers
+    alone starts none, and makes none)."""
+    if not _may_start_spark(config.args):
+        return ""
+    archive = spark_cds.archive_path(Path(os.environ["ACKFOLD_VAR_DIR"]))
+    if archive is not None and not archive.is_file():
+        started = time.monotonic()
+        made = spark_cds.make_archive(archive, JARS_DIR, SPARK_TEST_JVM)
+        said = f"made in {time.monotonic() - started:.0f} s" if made else "not made"
+        print(f"Spark's class-data archive {archive}: {said}", file=sys.stderr)
+    return spark_cds.jvm_options(archive)
+
+
+def _may_start_spark(args: list[str]) -> bool:
+    """Whether a run of `args` (paths or node ids; none: the test paths) reaches beyond
+    the fast tiers."""
+    tests = PROJECT_DIR / "tests"
+    for arg in args or [str(tests)]:
+        path = Path(arg.split("::", 1)[0]).resolve()
+        if not path.is_relative_to(tests) or path == tests:
+            return True
+        if path.relative_to(tests).parts[0] not in FAST_TIERS:
+            return True
+    return False
 
 
 def _tier(item: pytest.Item) -> str:
@@ -159,7 +197,7 @@ def group_of(tier: str, nodeid: str, *, on_stack: bool = False, engine: str | No
     """The xdist group of the test `nodeid` of `tier`: its tier's (`GROUPS`), its own
     (`SPREAD`), or its module's (the fast tiers)."""
     if tier == "conformance" and engine == "spark":
-        return GROUPS["spark"]  # the Spark engine's run of a conformance test: its session
+        return CONFORMANCE_ON_SPARK  # the Spark engine's runs of the conformance tests
     if on_stack:
         return STACK_GROUP
     if tier in SPREAD:

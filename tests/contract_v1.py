@@ -1,7 +1,8 @@
 """A ledger as a contract-v1 producer writes it: `roots` and `ack_events` exactly as
 `docs/ledger.md` describes contract v1 (no `id_scheme`), by `deltalake.write_deltalake`
-alone, with ids the producer made up itself. Shared by the unit tier (embedded engine)
-and the Spark tier, which must fold it to the same `STATUSES`.
+alone, with ids the producer made up itself. Shared by the unit and conformance tiers
+(the embedded engine folds it to `STATUSES`; Spark folds the golden case `contract-v1`)
+and the Spark tier (its spout registers roots into it).
 
 Five roots of app `orders`, their events written `HOURS_AGO` before the reconcile's `now`:
 - 1: init and ack, XOR 0: `completed`;

@@ -50,12 +50,14 @@ LAYOUTS = {
     "declared_outputs and retract_log beside the contract's tables (issue 58)": "i58",
 }
 # The cases whose tables Spark's replay planner and quality checks read differently from
-# the others': `roots` without `id_scheme` in its schema, in some files only, and a table
-# that lists deletion vectors. The other cases differ in what only the reconcile reads
-# (root_state's layout, the marks, tuple layouts), and after it the dry run and the checks
-# read the layout it leaves. GX on Spark costs tens of seconds a run on 2 cores; both
-# engines' checks agree on every outcome in tests/spark/test_quality_conformance.py.
-SPARK_READS = {"contract-v1", "gained-id-scheme", "dv-enabled"}
+# the others': contract v1's tables as a producer outside ackfold wrote them (no column
+# or table an ackfold added), and a table that lists deletion vectors. The other cases
+# differ in what only the reconcile reads (root_state's layout, the marks, tuple layouts,
+# `id_scheme` in some of roots' files: no module of ackfold.replay or ackfold.quality
+# names the column), and after it the dry run and the checks read the layout it leaves.
+# GX on Spark costs tens of seconds a run on 2 cores; both engines' checks agree on every
+# outcome in tests/spark/test_quality_conformance.py.
+SPARK_READS = {"contract-v1", "dv-enabled"}
 CASES = sorted(p.name for p in GOLDEN.iterdir() if (p / "expected.json").is_file())
 # The contract-v1 producer's rows after every ackfold command: what each must end as.
 AFTER = {"g-done": "completed", "g-open": "pending", "g-bad": "failed"}

@@ -17,15 +17,14 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from ackfold.config import Settings
+from ackfold.ledger.schema import schemes
 from ackfold.ledger.schema.tables import ACK_EVENTS, ROOTS, Ledger
 from ackfold.spark import is_connect, start_query
 from ackfold.track.stage import StageTracker
 from tests.conftest import PROJECT_DIR
 from tests.docs.test_examples import blocks
-from tests.spark.test_one_pass import (
-    test_one_pass_folds_like_the_reference_tracker,
-    test_one_pass_writes_the_events_of_two_passes,
-)
+from tests.spark import test_one_pass as classic_one_pass
+from tests.spark.test_one_pass import test_one_pass_folds_like_the_reference_tracker
 from tests.spark.test_tracking import (
     APP,
     read,
@@ -45,10 +44,23 @@ __all__ = [
     "test_a_rerun_batch_writes_its_outputs_once_and_changes_no_status",
     "test_aggregate_and_join_across_roots_match_tracker",
     "test_one_pass_folds_like_the_reference_tracker",
-    "test_one_pass_writes_the_events_of_two_passes",
     "test_spark_ids_equal_the_python_ids",
     "test_streaming_word_count_writes_the_tracker_events",
 ]
+
+
+@pytest.mark.parametrize(
+    ("acks", "scheme"), [("compact", schemes.TEXT), ("per_tuple", schemes.NUMERIC)]
+)
+def test_one_pass_writes_the_events_of_two_passes(
+    spark: SparkSession, tmp_path: Path, acks: str, scheme: int
+) -> None:
+    """The classic tier's test through Connect, each ack mode and each id scheme once: the
+    ack mode changes only what the driver makes of the observed metrics, the scheme only
+    how the spout derives the root ids before the one pass, so no pair of them takes a
+    path of its own. The four pairs are the classic tier's (`tests/spark/test_one_pass.py`);
+    two more runs here cost about 20 CPU-seconds."""
+    classic_one_pass.test_one_pass_writes_the_events_of_two_passes(spark, tmp_path, scheme, acks)
 
 
 def test_the_session_is_a_connect_client_with_no_jvm(spark: SparkSession) -> None:
