@@ -76,12 +76,10 @@ def appended_since(
 ) -> Appends:
     """The files appended to the Delta table at `uri` after version `after` (None: every
     file of the table), up to its current version."""
-    from deltalake import DeltaTable
-
+    from ackfold.ledger.storage.snapshots import run_table
     from ackfold.ledger.storage.vectors import require_plain_files
 
-    options = dict(storage_options or {}) or None
-    table = DeltaTable(uri, storage_options=options)
+    table = run_table(uri, storage_options)  # in a run, its kept snapshot, refreshed
     require_plain_files(table, uri)
     version = int(table.version())
     table_id = str(table.metadata().id)

@@ -5,7 +5,8 @@ partitions), or over a list of its data files (`ackfold.embedded.log`). Files on
 machine are read by DuckDB's own parquet reader, the fastest path; files on an object
 store through an Arrow dataset that delta-rs's file system opens with the ledger's
 storage options, so no DuckDB extension is needed: read into Arrow first, then scanned
-(`_read_remote`).
+(`_read_remote`). In a run the table is the run's kept snapshot of it, refreshed to its
+latest version (`ackfold.ledger.storage.snapshots.run_table`), not opened again per scan.
 
 Writes are not here: they go through `ackfold.ledger.commits.writer.LedgerWriter` (delta-rs, the
 ledger's one commit protocol, with its conflict retries and checkpoints).
@@ -56,14 +57,13 @@ def scan(
     `(column, "=" | "!=" | "in" | "not in", value or values)`). Partition values come
     from the log, never from paths. A table whose files do not hold its rows as they are
     (deletion vectors, column mapping) is refused (`require_plain_files`)."""
-    from deltalake import DeltaTable
+    from ackfold.ledger.storage.snapshots import run_table
+    from ackfold.ledger.storage.vectors import require_plain_files
 
     if partitions:
         keep = _and(keep, partitions)
-
-    from ackfold.ledger.storage.vectors import require_plain_files
-
-    table = DeltaTable(uri, storage_options=dict(storage_options or {}) or None)
+    # In a run, the run's kept snapshot of the table, refreshed: no open per scan.
+    table = run_table(uri, storage_options)
     schema = arrow_table_schema(table)
     columns_of = list(table.metadata().partition_columns)
     actions = arrow_table(table.get_add_actions(flatten=True))

@@ -50,6 +50,7 @@ from ackfold.ledger.commits.fence import commit as fence_commit
 from ackfold.ledger.commits.fence_tables import commit_nothing
 from ackfold.ledger.schema.tables import ACK_EVENTS, ROOT_STATE, Ledger, local_dir
 from ackfold.ledger.storage.run_store import options_for
+from ackfold.ledger.storage.snapshots import run_table
 from ackfold.ledger.storage.store import delta_uri
 
 log = logging.getLogger("ackfold.ledger.commits.marks")
@@ -88,21 +89,19 @@ def reconcile_checkpoint(ledger: Ledger, app: str | None) -> str:
 
 
 def events_table(ledger: Ledger) -> Any:
-    """`ack_events` as delta-rs reads it here."""
-    from deltalake import DeltaTable
-
+    """`ack_events` as delta-rs reads it here, at its latest version (in a run, the run's
+    kept snapshot of it, refreshed: `ackfold.ledger.storage.snapshots.run_table`)."""
     path = ledger.path(ACK_EVENTS)
-    return DeltaTable(delta_uri(path), storage_options=options_for(path))
+    return run_table(path, options_for(path))
 
 
 def read_mark(ledger: Ledger, app: str | None, events_id: str) -> int | None:
     """The last `ack_events` version (of the table `events_id`) that runs of `app` have
-    folded; None if none (or an older ackfold's record of another table)."""
-    from deltalake import DeltaTable
-
+    folded; None if none (or an older ackfold's record of another table). Read from
+    `root_state`'s latest version (in a run, its kept snapshot, refreshed)."""
     path = ledger.path(ROOT_STATE)
     try:
-        state = DeltaTable(delta_uri(path), storage_options=options_for(path))
+        state = run_table(path, options_for(path))
     except Exception:  # no root_state yet: nothing was ever folded
         return None
     version = state.transaction_version(mark_app(app, events_id))

@@ -60,15 +60,15 @@ class SqlReader:
         not `required`."""
         if self._tables.get(name) is not None or (name in self._tables and not required):
             return self._tables[name]
-        from deltalake import DeltaTable, QueryBuilder
+        from deltalake import QueryBuilder
         from deltalake.exceptions import DeltaError, TableNotFoundError
 
         from ackfold.ledger.storage.run_store import options_for
-        from ackfold.ledger.storage.store import delta_uri
+        from ackfold.ledger.storage.snapshots import run_table
 
         path = self.ledger.path(name)
-        try:
-            table: Any = DeltaTable(delta_uri(path), storage_options=options_for(path))
+        try:  # in a run, the run's kept snapshot of it, refreshed (`snapshots.run_table`)
+            table: Any = run_table(path, options_for(path))
         except TableNotFoundError:
             if required:
                 raise NoLedger(

@@ -30,7 +30,7 @@ from ackfold.ledger.schema.contract import arrow_schema
 from ackfold.ledger.schema.encoding import writer_properties
 from ackfold.ledger.schema.tables import ROOT_STATE, ROOT_STATE_PARTITIONS, Ledger
 from ackfold.ledger.storage.run_store import options_for
-from ackfold.ledger.storage.store import delta_uri
+from ackfold.ledger.storage.snapshots import run_table
 from ackfold.version import __version__
 
 log = logging.getLogger("ackfold.ledger")
@@ -40,13 +40,13 @@ def upgrade_root_state(ledger: Ledger) -> bool:
     """Bring `root_state` to the current layout; whether anything had to change (not
     where there is no table yet). A reconcile calls it first, before the table is checked
     or written: an upgrade that fails commits nothing, and the table stays as it was."""
-    from deltalake import DeltaTable
+    from deltalake.exceptions import TableNotFoundError
 
     path = ledger.path(ROOT_STATE)
-    uri, options = delta_uri(path), options_for(path)
-    if not DeltaTable.is_deltatable(uri, options):
+    try:  # in a run, the run's kept snapshot of it, refreshed (`snapshots.run_table`)
+        table = run_table(path, options_for(path))
+    except TableNotFoundError:
         return False
-    table = DeltaTable(uri, storage_options=options)
     changed = tuple(table.metadata().partition_columns) != ROOT_STATE_PARTITIONS
     if changed:
         log.info("root_state: rewriting it partitioned by %s", ", ".join(ROOT_STATE_PARTITIONS))

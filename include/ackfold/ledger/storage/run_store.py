@@ -153,14 +153,19 @@ def using(store: Store) -> Iterator[Store]:
         stack.remove(store)
 
 
-def store_for(path: str) -> Store:
-    """The store of `path`: this thread's current store if `path` is under it (`using`),
-    else one resolved now for `path`."""
+def current_store(path: str) -> Store | None:
+    """This thread's current store (`using`: a run's) if `path` is under it, else None."""
     stores: list[Store] = _current.__dict__.get("stores", [])
     for store in reversed(stores):
         if store.covers(path):
             return store
-    return Store.at(path)
+    return None
+
+
+def store_for(path: str) -> Store:
+    """The store of `path`: this thread's current store if `path` is under it (`using`),
+    else one resolved now for `path`."""
+    return current_store(path) or Store.at(path)
 
 
 def options_for(path: str) -> dict[str, str] | None:

@@ -22,6 +22,10 @@ So a table object held across a step can move forward under its holder when the 
 thread commits through it meanwhile: `Fence.commit` reads its epoch again when it moved.
 `OPENED` counts the tables opened, by path (for tests and profiles).
 
+A run's reads take the same tables (`run_table`): the embedded engine's scans, the mark,
+the layout check, the run's `SqlReader`s. Where no run holds the thread (the UI, a script)
+they open the table afresh, as before: nothing is kept across their reads.
+
 Example:
     >>> import tempfile, pyarrow as pa
     >>> from deltalake import write_deltalake
@@ -44,7 +48,7 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any, Final
 
-from ackfold.ledger.storage.run_store import Store
+from ackfold.ledger.storage.run_store import Store, current_store
 from ackfold.ledger.storage.store import delta_uri, is_object_store, object_store_of, split_location
 
 log = logging.getLogger("ackfold.ledger.storage.snapshots")
@@ -127,6 +131,22 @@ class Snapshots:
     def _kept(self) -> dict[tuple[str, Any], tuple[Any, _Stamp]]:
         found: dict[tuple[str, Any], tuple[Any, _Stamp]] = _KEPT.__dict__.setdefault("tables", {})
         return found
+
+
+def run_table(path: str, storage_options: Mapping[str, str] | None = None) -> Any:
+    """The table at `path` (any spelling) at its latest version, for a read. Within a run
+    on a store that holds `path` (`run_store.using`), the thread's kept snapshot refreshed,
+    the one the run's writer and fence commit through (`Snapshots.table`): what a fresh
+    open reads, without one. Elsewhere (the UI, a script), or with `storage_options`
+    (None: the store's) other than the run's, the table opened afresh with them. Raises
+    what `DeltaTable(...)` raises (`TableNotFoundError`, ...)."""
+    store = current_store(path)
+    options = dict(storage_options) if storage_options else None
+    if store is not None and (storage_options is None or options == store.storage_options):
+        return Snapshots(store=store).table(path)
+    from deltalake import DeltaTable
+
+    return DeltaTable(delta_uri(path), storage_options=options)
 
 
 def _identity(
