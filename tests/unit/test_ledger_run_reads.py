@@ -186,3 +186,28 @@ def test_outside_a_run_each_read_opens_its_table(tmp_path: Path) -> None:
         assert run_table(path) is kept
         assert kept.version() == 1
     assert run_table(path) is not kept
+
+
+def test_an_embedded_quality_run_reads_each_table_from_the_runs_snapshot(
+    tmp_path: Path, opens: list[str]
+) -> None:
+    """The quality checks' reads (`ackfold.quality.duck_reads`) take the run's kept table
+    too: a quality run of a small reconciled ledger opens each ledger table it reads once.
+    Before, the checks' reads opened them again (twice each). The operational tables the
+    run creates (replay_log, ...) are opened around their creation, as any run's are."""
+    from ackfold.runs.quality import run_quality
+
+    settings = load_settings(var_dir=tmp_path, jars_dir=JARS_DIR)
+    writer = LedgerWriter(settings.table_root)
+    tracker = Tracker("orders", clock=lambda: T0)
+    for n in range(3):
+        tracker.ack(tracker.spout(f"m{n}"), stage="store")
+        writer.append(tracker.drain_roots(), tracker.drain())
+    run_reconcile(settings, now=T0 + timedelta(minutes=1), engine="embedded")
+
+    before = len(opens)
+    result = _in_a_thread(lambda: run_quality(settings, engine="embedded"))
+    counted = Counter(uri.rstrip("/").rsplit("/", 1)[-1] for uri in opens[before:])
+    assert result is not None
+    read = {table: counted[table] for table in ("ack_events", "roots", "root_state")}
+    assert read == {"ack_events": 1, "roots": 1, "root_state": 1}, counted

@@ -30,9 +30,12 @@ def read(
     """The ledger table at `uri` as a relation of `db` (`columns`, all if None, less
     `exclude`; only `app`'s rows if given), and its schema: each column's Spark type."""
     import duckdb
-    from deltalake import DeltaTable
 
-    table = DeltaTable(uri)
+    from ackfold.ledger.storage.snapshots import run_table
+
+    # Within a run, the table its writer keeps, refreshed: no second open, and the run's
+    # storage options on an object store.
+    table = run_table(uri)
     schema = {f["name"]: spark_type(f["type"]) for f in _fields(table.schema().to_json())}
     wanted = [c for c in (columns or schema) if c in schema and c not in exclude]
     if app is not None and "app" in schema and "app" not in wanted:
