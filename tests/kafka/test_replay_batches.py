@@ -112,11 +112,14 @@ def test_the_broker_down_mid_run_loses_nothing_and_the_next_run_sends_exactly_th
     tmp_path: Path,
 ) -> None:
     port = free_port()
-    settings = embedded(settings_for(tmp_path / "var", port, kafka={"timeout": "2s"}))
+    # A send's timeout: long enough for a first chunk on a loaded machine (2 s was not,
+    # beside other tiers), short enough that the broker's absence ends the run quickly.
+    settings = embedded(settings_for(tmp_path / "var", port, kafka={"timeout": "8s"}))
     broker = KafkaBroker(settings, port=port, data_dir=tmp_path / "kafka", topics=["in", "in-dlq"])
     broker.start()
     try:
         roots = failed_records(settings, "in", 30)
+        leader_of(settings, "in")  # a fresh broker answers before it leads its partitions
         replayer = Replayer(None, settings, now=NOW)
         plan = replayer.plan(AUTO)
         summary = replayer.execute(plan, after_send=lambda sent: broker.stop())
