@@ -131,6 +131,7 @@ def settled_before(
     would otherwise take for events still waiting for their root."""
     if not root_ids:
         return set()
+    import pyarrow as pa
     import pyarrow.dataset as ds
     from deltalake import DeltaTable
 
@@ -146,7 +147,9 @@ def settled_before(
         & ds.field("root_id").isin(sorted(root_ids))
     )
     if app is not None:
-        keep = keep & (ds.field("app") == app)
+        # Cast: delta-rs's MERGE writes strings as `string_view`, ackfold's appends as
+        # `string`, and Arrow has no `equal` of the one with the other.
+        keep = keep & (ds.field("app").cast(pa.string()) == app)
     found = plain_dataset(table, path).to_table(columns=["root_id"], filter=keep)
     return set(found.column("root_id").to_pylist())
 
