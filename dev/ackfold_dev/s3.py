@@ -42,6 +42,10 @@ class LocalS3(LocalServer):
     """One local S3 server on 127.0.0.1 (`port`, else a free one), keeping its writes in
     `directory`/journal.jsonl, with `bucket` created once it answers."""
 
+    name = "the local S3 server"
+    kind = "S3 (moto, atomic conditional writes)"
+    log_name = "s3.log"
+
     def __init__(
         self,
         directory: Path,
@@ -54,7 +58,7 @@ class LocalS3(LocalServer):
         self.port = port or free_port()
         self.bucket = bucket
         self.journal = directory / "journal.jsonl" if journal else None
-        self._process = JvmProcess("the local S3 server", directory / "s3.log")
+        self._process = JvmProcess(self.name, directory / self.log_name)
 
     @property
     def endpoint_url(self) -> str:
@@ -113,7 +117,23 @@ class LocalS3(LocalServer):
     def start(self, timeout: float = 60) -> None:
         """Start the server; return once it answers and the bucket exists."""
         if self._process.running:
-            raise LocalS3Error(f"the local S3 server already runs on {self.endpoint_url}")
+            raise LocalS3Error(f"{self.name} already runs on {self.endpoint_url}")
+        command = self.command()
+        if not port_free(self.port):
+            raise LocalS3Error(
+                f"port {self.port} on 127.0.0.1 is already taken (another S3 server?): stop "
+                "that process, or choose another port (ackfold s3 --port)"
+            )
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self._process.start(command[1:], command=command[0])
+        try:
+            self._wait_ready(timeout)
+        except BaseException:
+            self.stop()
+            raise
+
+    def command(self) -> list[str]:
+        """moto's server behind `ackfold_dev.s3_app`, which journals what it answered."""
         try:
             import moto  # noqa: F401
         except ImportError:
@@ -121,28 +141,22 @@ class LocalS3(LocalServer):
                 "the local S3 server needs moto: pip install 'moto[s3]==5.2.5' flask-cors "
                 "(make setup installs it)"
             ) from None
-        if not port_free(self.port):
-            raise LocalS3Error(
-                f"port {self.port} on 127.0.0.1 is already taken (another S3 server?): stop "
-                "that process, or choose another port (ackfold s3 --port)"
-            )
-        args = ["-m", "ackfold_dev.s3_app", "--port", str(self.port)]
+        command = [sys.executable, "-m", "ackfold_dev.s3_app", "--port", str(self.port)]
         if self.journal is not None:
-            args += ["--journal", str(self.journal)]
-        self.directory.mkdir(parents=True, exist_ok=True)
-        self._process.start(args, command=sys.executable)
-        try:
-            self._wait_ready(timeout)
-        except BaseException:
-            self.stop()
-            raise
+            command += ["--journal", str(self.journal)]
+        return command
+
+    def listening(self) -> bool:
+        """Whether the process says it listens: moto's app prints `READY` once built (a
+        request before that would wait on the import, not fail)."""
+        from ackfold_dev.s3_app import READY
+
+        return READY.encode() in self._process.logged()
 
     def _wait_ready(self, timeout: float) -> None:
         import time
 
         from botocore.exceptions import BotoCoreError, ClientError
-
-        from ackfold_dev.s3_app import READY
 
         client = self.client()
         deadline = time.monotonic() + timeout
@@ -150,11 +164,11 @@ class LocalS3(LocalServer):
             code = self._process.exit_code()
             if code is not None:
                 raise LocalS3Error(self._process.failure(f"exited with {code}"))
-            if READY.encode() in self._process.logged():
+            if self.listening():
                 with contextlib.suppress(BotoCoreError, ClientError):
                     client.list_buckets()
                     break
-            time.sleep(0.1)
+            time.sleep(0.05)
         else:
             raise LocalS3Error(
                 self._process.failure(f"did not answer on {self.endpoint_url} within {timeout:g} s")
@@ -162,10 +176,10 @@ class LocalS3(LocalServer):
         if self.bucket is not None:
             try:
                 client.create_bucket(Bucket=self.bucket)
-            except client.exceptions.BucketAlreadyOwnedByYou:
-                pass
             except ClientError as exc:
-                raise LocalS3Error(f"cannot create the bucket {self.bucket!r}: {exc}") from None
+                code = exc.response.get("Error", {}).get("Code")
+                if code not in ("BucketAlreadyOwnedByYou", "BucketAlreadyExists"):
+                    raise LocalS3Error(f"cannot create the bucket {self.bucket!r}: {exc}") from None
 
     def stop(self, grace: float = 10) -> None:
         """Stop the server's process group. Idempotent."""
@@ -177,13 +191,13 @@ class LocalS3(LocalServer):
 
     def wait_for_exit(self) -> str:
         code = self._process.wait()
-        return f"the local S3 server exited with {code}; see {self._process.log_file}"
+        return f"{self.name} exited with {code}; see {self._process.log_file}"
 
     def banner(self) -> str:
         where = f"s3://{self.bucket}/" if self.bucket else "no bucket"
         env = " ".join(f"{k}={v}" for k, v in self.env().items() if k != "AWS_DEFAULT_REGION")
         return (
-            f"S3 (moto, atomic conditional writes) on {self.endpoint_url}, bucket {where} — "
+            f"{self.kind} on {self.endpoint_url}, bucket {where} — "
             f"point ackfold at it with:\n  {env} ACKFOLD_WAREHOUSE=s3://{self.bucket}/warehouse"
             "\nCtrl-C stops it"
         )

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import sys
-import threading
 from datetime import UTC, datetime
 from typing import Any
 
@@ -81,41 +80,6 @@ def test_ledger_writer_commits_by_conditional_create(
     puts = _log_puts(s3, bucket)
     assert len(puts) == 4  # each table: create, one append (the retry wrote nothing)
     assert all(p["headers"].get("HTTP_IF_NONE_MATCH") == "*" for p in puts), puts
-
-
-def test_racing_writers_lose_no_commit(s3: LocalS3, bucket: str, s3_env: dict[str, str]) -> None:
-    """Four writers append to one table at once: some of their commits meet another's
-    (412), are retried on the next version, and every row is there."""
-    warehouse = warehouse_of(bucket)
-    LedgerWriter(warehouse).create([ROOTS, ACK_EVENTS])
-    writers, batches, size = 4, 6, 3
-    barrier = threading.Barrier(writers)
-    errors: list[BaseException] = []
-
-    def produce(n: int) -> None:
-        writer = LedgerWriter(warehouse)
-        barrier.wait()
-        try:
-            for b in range(batches):
-                roots, events = _producer_rows(size, app=f"app{n}-{b}")
-                writer.append(roots, events)
-        except BaseException as exc:  # pragma: no cover - reported below
-            errors.append(exc)
-
-    threads = [threading.Thread(target=produce, args=(n,)) for n in range(writers)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert errors == []
-    assert _rows(f"{warehouse}/{ROOTS}") == writers * batches * size
-    versions = [p["path"] for p in _log_puts(s3, bucket) if f"/{ROOTS}/" in p["path"]]
-    assert len(versions) == len(set(versions)) == 1 + writers * batches
-    raced = [
-        line for line in s3.log_file.read_text().splitlines()
-        if f"PUT /{bucket}/" in line and "/_delta_log/" in line and '" 412 ' in line
-    ]  # fmt: skip
-    assert raced, "no commit met another's: the test did not race"
 
 
 def test_init_creates_every_table_on_s3a(

@@ -24,7 +24,7 @@ import pytest
 from deltalake import DeltaTable, write_deltalake
 
 from ackfold import Tracker
-from ackfold.config import load_settings
+from ackfold.config import Settings, load_settings
 from ackfold.embedded import tables
 from ackfold.embedded.log import appended_since
 from ackfold.ledger.commits.writer import LedgerWriter
@@ -70,6 +70,23 @@ def _in_a_thread(run: Any) -> Any:
     return result[0]
 
 
+def _reconciled(
+    tmp_path: Path, acked: Callable[[int], bool]
+) -> tuple[Settings, Tracker, LedgerWriter]:
+    """A small ledger of three roots, one append each (a root `acked(n)` gets its ack),
+    reconciled once: root_state exists before the run a test counts."""
+    settings = load_settings(var_dir=tmp_path, jars_dir=JARS_DIR)
+    writer = LedgerWriter(settings.table_root)
+    tracker = Tracker("orders", clock=lambda: T0)
+    for n in range(3):
+        root = tracker.spout(f"m{n}")
+        if acked(n):
+            tracker.ack(root, stage="store")
+        writer.append(tracker.drain_roots(), tracker.drain())
+    run_reconcile(settings, now=T0 + timedelta(minutes=1), engine="embedded")
+    return settings, tracker, writer
+
+
 def test_an_embedded_reconcile_opens_each_table_at_most_once(
     tmp_path: Path, opens: list[str]
 ) -> None:
@@ -77,15 +94,7 @@ def test_an_embedded_reconcile_opens_each_table_at_most_once(
     kept: each ledger table is opened once at most (the lease, read afresh at its take and
     give-back by design, aside). Before, each scan, each read of the mark, the layout
     check and each `SqlReader` opened its table again: root_state 9 times a run."""
-    settings = load_settings(var_dir=tmp_path, jars_dir=JARS_DIR)
-    writer = LedgerWriter(settings.table_root)
-    tracker = Tracker("orders", clock=lambda: T0)
-    for n in range(3):
-        root = tracker.spout(f"m{n}")
-        if n:
-            tracker.ack(root, stage="store")
-        writer.append(tracker.drain_roots(), tracker.drain())
-    run_reconcile(settings, now=T0 + timedelta(minutes=1), engine="embedded")
+    settings, tracker, writer = _reconciled(tmp_path, acked=lambda n: n > 0)
     for n in range(3, 5):  # new events: the next run folds them, not a quiet one
         tracker.ack(tracker.spout(f"m{n}"), stage="store")
         writer.append(tracker.drain_roots(), tracker.drain())
@@ -197,14 +206,7 @@ def test_an_embedded_quality_run_reads_each_table_from_the_runs_snapshot(
     run creates (replay_log, ...) are opened around their creation, as any run's are."""
     from ackfold.runs.quality import run_quality
 
-    settings = load_settings(var_dir=tmp_path, jars_dir=JARS_DIR)
-    writer = LedgerWriter(settings.table_root)
-    tracker = Tracker("orders", clock=lambda: T0)
-    for n in range(3):
-        tracker.ack(tracker.spout(f"m{n}"), stage="store")
-        writer.append(tracker.drain_roots(), tracker.drain())
-    run_reconcile(settings, now=T0 + timedelta(minutes=1), engine="embedded")
-
+    settings, _, _ = _reconciled(tmp_path, acked=lambda n: True)
     before = len(opens)
     result = _in_a_thread(lambda: run_quality(settings, engine="embedded"))
     counted = Counter(uri.rstrip("/").rsplit("/", 1)[-1] for uri in opens[before:])
