@@ -49,7 +49,9 @@ bounded by the retention.
 Time that only Delta reads: VACUUM and log cleanup compare files' ages with the wall
 clock, which no one can warp. The soak vacuums with no retention (`maintenance.
 vacuum_retention` 0: every file no table names goes at once, but those no reconcile has
-folded), and keeps `--log-retention` seconds of log.
+folded). Log cleanup keeps Delta's 30 days of log, by the wall clock: in a soak it
+deletes nothing, so each table's log holds the whole simulated year (a production
+ledger's holds 30 days: its listings are shorter than the soak's).
 
     python bench/soak.py --seeds 1 2 3 --days 365                 # local disk
     python bench/soak.py --seeds 4 --days 365 --store s3           # the local S3 API
@@ -159,6 +161,7 @@ class Soak:
         logging.getLogger("ackfold.embedded").addHandler(self.fallbacks)
         self.counts: dict[str, int] = {}
         self.seconds: dict[str, float] = {}
+        self.monthly: dict[int, dict[str, float]] = {}  # 30-day months: where growth shows
         self.plan = self._fault_plan()
         self.outages = self._outages()
         self._later_faults()
@@ -312,7 +315,10 @@ class Soak:
         try:
             yield
         finally:
-            self.seconds[what] = self.seconds.get(what, 0.0) + time.monotonic() - began
+            took = time.monotonic() - began
+            self.seconds[what] = self.seconds.get(what, 0.0) + took
+            month = self.monthly.setdefault((self.now - self.start).days // 30, {})
+            month[what] = month.get(what, 0.0) + took
 
     def _engine(self) -> str:
         return "spark" if (self.now - self.start).days in self.spark_days else "embedded"
@@ -694,6 +700,10 @@ class Soak:
             "seed": self.seed, "days": self.args.days, "store": self.args.store,
             "seconds": round(seconds, 1),
             "seconds_by_step": {k: round(v, 1) for k, v in sorted(self.seconds.items())},
+            "seconds_by_month": {
+                m: {k: round(v, 1) for k, v in sorted(steps.items())}
+                for m, steps in sorted(self.monthly.items())
+            },
             "roots": len(self.record.events),
             "events": self.record.count(), "counts": dict(sorted(self.counts.items())),
             "fates": {**{p.app: dict(p.fates) for p in self.producers}, V1_APP: self.v1.fates},

@@ -241,6 +241,9 @@ def _soak(out: str, work: Path) -> None:
     assert counts["reconciles missed in an outage"] >= 1
     assert run["cost_flat"]
     assert run["storage_bounded"]
+    # Three days: one month, holding every step's seconds.
+    (month,) = run["seconds_by_month"].values()
+    assert month == run["seconds_by_step"], run["seconds_by_month"]
     assert run["reconciles_reading_more_than_new"] == 0
 
 

@@ -201,3 +201,37 @@ def test_counts_by_status_from_the_log_are_the_rows_counts(tmp_path: Path) -> No
     assert "pending" not in expected  # its partition emptied
     assert rows_by_partition(table, "status") == dict(sorted(expected.items()))
     assert rows_by_partition(table, "root_id") is None  # not a partition: counted otherwise
+
+
+def test_a_refresh_that_finds_no_commit_checks_its_commit_file_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A kept table is checked (its commit file's identity: a HEAD on an object store)
+    before each refresh; when the refresh finds no new commit, that check is its stamp
+    again, not a second look at the same file. A new commit is stamped anew."""
+    from ackfold.ledger.storage import snapshots
+
+    path = str(tmp_path / "t")
+    write_deltalake(path, pa.table({"a": [1]}))
+    looked: list[int] = []
+    real = snapshots._identity
+
+    def counted(uri: str, version: int, *args: Any) -> Any:
+        looked.append(version)
+        return real(uri, version, *args)
+
+    monkeypatch.setattr(snapshots, "_identity", counted)
+    kept = snapshots.Snapshots()
+    first = kept.table(path)
+    assert looked == [0]  # opened: stamped
+    for _ in range(3):
+        assert kept.table(path) is first
+    assert looked == [0, 0, 0, 0]  # one check a refresh
+    write_deltalake(path, pa.table({"a": [2]}), mode="append")
+    assert kept.table(path).version() == 1
+    assert looked == [0, 0, 0, 0, 0, 1]  # checked, refreshed, stamped anew
+    shutil.rmtree(path)
+    write_deltalake(path, pa.table({"a": [3]}))  # made anew: version 0, another file
+    assert _values(path) == [3]
+    assert kept.table(path) is not first
+    assert kept.table(path).to_pyarrow_table()["a"].to_pylist() == [3]

@@ -149,3 +149,36 @@ def test_a_run_waits_for_the_ledgers_turn_and_says_who_holds_it(settings: Settin
         other.join()
     assert statuses(settings.table_root) != {}, "nothing was planned or written meanwhile"
     assert read_table(settings.table_root, REPLAY_LOG) == []
+
+
+def test_settling_reads_only_the_replayable_partitions_of_its_roots_days(
+    settings: Settings,
+) -> None:
+    """The status MERGE names its partitions as literals (the days of the roots it settles,
+    the replayable statuses): delta-rs scans those files only, not root_state's other
+    statuses and days, which a year's ledger holds hundreds of."""
+    earlier = T0 - timedelta(days=3)
+    ids = write_failed(
+        settings.table_root,
+        [
+            Failed(1),
+            Failed(2, status=status.COMPLETED),  # its day, another status
+            Failed(3, status=status.TIMED_OUT),  # its day, replayable
+            Failed(4, first_event_at=earlier),  # another day
+            Failed(5, status=status.COMPLETED, first_event_at=earlier),
+        ],
+    )
+    replayer = Replayer(None, settings, now=NOW)
+    plan = replayer.plan(ReplayRequest(automatic=True, requested_by="t"))
+    replayer.close()
+    done = [p for p in plan.sends if p.root_id == ids[0]]
+    EmbeddedBookkeeper(Ledger(settings.table_root)).settle(
+        done, {p.root_id: Sent(p.root_id, message_id="m") for p in done}
+    )
+    assert statuses(settings.table_root)[ids[0]] == status.REPLAYED
+    merge = DeltaTable(f"{settings.table_root}/{ROOT_STATE}").history(1)[0]
+    assert merge["operation"] == "MERGE"
+    metrics = merge["operationMetrics"]
+    # T0's failed and timed_out partitions: one file each.
+    assert metrics["num_target_files_scanned"] == 2, metrics
+    assert metrics["num_target_rows_updated"] == 1, metrics

@@ -21,6 +21,7 @@ from ackfold.track.tracker import Tracker
 from tests.ledger_fixtures import Clock, write_rows
 from tests.sink_mistake import (
     APP,
+    SENTENCES,
     START,
     SinkMistake,
     reconciled_rows,
@@ -188,3 +189,39 @@ def test_the_histories_of_several_apps_are_each_apps_own_in_two_reads(tmp_path: 
     # The limit is each app's: one root each, and each app has more.
     capped = apps_stages(LedgerReader(warehouse), ["wc-ok", APP], limit=1)
     assert [(h.completed_checked, h.capped) for h in capped] == [(1, True), (1, False)]
+
+
+def test_a_history_as_of_now_reads_older_partitions_only_for_an_app_short_of_roots(
+    tmp_path: Path,
+) -> None:
+    """A reconcile (and the root page) asks as of its `now`: the app's completed roots
+    first seen in the week before it are read first, and root_state's older partitions
+    only when those are fewer than the limit. A healthy app's history then costs what its
+    recent days hold, not every day the ledger keeps."""
+    from ackfold.ledger.reading.pending import RECENT_DAYS
+
+    clock = Clock(START)
+    old = word_count(clock, healthy=True, app="wc-ok")
+    clock.at(START + timedelta(days=RECENT_DAYS + 3))
+    new = word_count(clock, healthy=True, app="wc-ok", first=100)
+    now = clock.now + timedelta(hours=2)
+    events = old.events + new.events
+    warehouse = str(tmp_path / "warehouse")
+    write_rows(warehouse, ROOTS, old.registrations + new.registrations)
+    write_rows(warehouse, ACK_EVENTS, events)
+    write_rows(warehouse, ROOT_STATE, reconciled_rows(events, now))
+    per_batch = len(SENTENCES)
+
+    reader = LedgerReader(warehouse)
+    (recent,) = apps_stages(reader, ["wc-ok"], limit=per_batch - 1, now=now)
+    assert [s.table for s in reader.scans] == [ROOT_STATE, ACK_EVENTS]
+    assert "first_event_date >=" in reader.scans[0].sql
+    assert (recent.completed_checked, recent.capped) == (per_batch - 1, True)
+    assert recent.acked == {"spout", "split", "count"}
+
+    reader = LedgerReader(warehouse)
+    (both,) = apps_stages(reader, ["wc-ok"], limit=10 * per_batch, now=now)
+    assert [s.table for s in reader.scans] == [ROOT_STATE, ROOT_STATE, ACK_EVENTS]
+    assert "first_event_date <" in reader.scans[1].sql
+    assert (both.completed_checked, both.capped) == (2 * per_batch, False)
+    assert both == app_stages(LedgerReader(warehouse), "wc-ok", limit=10 * per_batch)

@@ -293,7 +293,8 @@ class EmbeddedReconciler:
         ).fetchall()
         if not timed:
             return
-        histories = {h.app: h for h in app_histories(self.ledger, sorted({r[1] for r in timed}))}
+        apps = sorted({r[1] for r in timed})
+        histories = {h.app: h for h in app_histories(self.ledger, apps, self.now)}
         reasons = [
             [root, day, reason]
             for root, app, stage, day in timed

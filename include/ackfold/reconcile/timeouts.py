@@ -56,7 +56,7 @@ def explain_timeouts(
     stops = timed.select("app", "last_stage", "first_event_date").distinct().collect()
     if not stops:
         return 0
-    histories = app_histories(ledger, sorted({row["app"] for row in stops}))
+    histories = app_histories(ledger, sorted({row["app"] for row in stops}), now)
     flagged = [h for h in histories if any(h.never_acked(r["last_stage"]) for r in stops)]
     if not flagged:
         return 0
@@ -106,11 +106,11 @@ def reason_column(histories: Sequence[AppStages]) -> Column:
     return reason
 
 
-def app_histories(ledger: Ledger, apps: Sequence[str]) -> list[AppStages]:
-    """What the completed roots of each of `apps` went through (none when the ledger cannot
-    be read, with a warning: the roots time out without a reason)."""
+def app_histories(ledger: Ledger, apps: Sequence[str], now: datetime) -> list[AppStages]:
+    """What the recent completed roots of each of `apps` (as of `now`) went through (none
+    when the ledger cannot be read, with a warning: the roots time out without a reason)."""
     try:
-        return apps_stages(LedgerReader(ledger.root), apps)
+        return apps_stages(LedgerReader(ledger.root), apps, now=now)
     except LedgerError as exc:
         log.warning("reconcile: cannot tell why roots of %s timed out: %s", ", ".join(apps), exc)
         return []

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from datetime import date, datetime
 from typing import Any
 
+from ackfold.ledger.commits import dml
 from ackfold.ledger.commits.fence import commit
 from ackfold.ledger.commits.writer import LedgerWriter
 from ackfold.ledger.schema.contract import arrow_schema
@@ -61,12 +62,21 @@ class EmbeddedBookkeeper(Bookkeeper):
             }
         )
         replayable = ", ".join(f"'{s}'" for s in REPLAYABLE)  # ackfold's own constants
+        # Literal partition bounds first: delta-rs then reads only the replayable partitions
+        # of those days, not every file of root_state (the update touches no other row).
+        on = " AND ".join(
+            (
+                dml.in_list("t.first_event_date", sorted(set(days))),
+                f"t.status IN ({replayable})",
+                "t.first_event_date = s.first_event_date AND t.root_id = s.root_id",
+            )
+        )
 
         def merge(table: Any, properties: Any) -> Any:
             return (
                 table.merge(
                     source,
-                    "t.first_event_date = s.first_event_date AND t.root_id = s.root_id",
+                    on,
                     source_alias="s",
                     target_alias="t",
                     commit_properties=properties,

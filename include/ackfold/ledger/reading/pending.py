@@ -34,11 +34,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, Final
 
 from ackfold.ledger.reading.rows import Event, PendingExplanation, RootState, StageWait
-from ackfold.ledger.reading.sql import SqlReader, select, sql_str, sql_ts
+from ackfold.ledger.reading.sql import SqlReader, select, sql_date, sql_str, sql_ts
 from ackfold.ledger.schema import status
 from ackfold.ledger.schema.contract import INIT
 from ackfold.ledger.schema.tables import ACK_EVENTS, ROOT_STATE
@@ -46,6 +46,8 @@ from ackfold.ledger.schema.tables import ACK_EVENTS, ROOT_STATE
 # How many of an app's newest completed roots `app_stages` looks at: enough to have seen
 # every stage of a healthy app, few enough for one bounded read of their events.
 RECENT_COMPLETED: Final = 1000
+# The days before `now` those roots are looked for in first (`root_state`'s partitions).
+RECENT_DAYS: Final = 7
 # A root that waits for events: its tree is open and no fail settled it.
 WAITING: Final = (status.PENDING, status.TIMED_OUT, status.REPLAYED, status.DEAD_LETTERED)
 COMPLETE: Final = (status.COMPLETED, status.COMPLETED_LATE)
@@ -151,43 +153,41 @@ def explain_pending(
     return PendingExplanation(waiting, stages, stopped, never, note)
 
 
-def app_stages(reader: SqlReader, app: str, *, limit: int = RECENT_COMPLETED) -> AppStages:
+def app_stages(
+    reader: SqlReader, app: str, *, limit: int = RECENT_COMPLETED, now: datetime | None = None
+) -> AppStages:
     """What `app`'s newest `limit` completed roots went through: the stages of their events
     (two bounded reads: their ids from `root_state`, their events from their first event on).
-    """
-    return apps_stages(reader, [app], limit=limit)[0]
+    With `now`, the roots first seen in the `RECENT_DAYS` before it, and older ones only
+    when those are fewer than `limit`."""
+    return apps_stages(reader, [app], limit=limit, now=now)[0]
 
 
 def apps_stages(
-    reader: SqlReader, apps: Sequence[str], *, limit: int = RECENT_COMPLETED
+    reader: SqlReader,
+    apps: Sequence[str],
+    *,
+    limit: int = RECENT_COMPLETED,
+    now: datetime | None = None,
 ) -> list[AppStages]:
     """`app_stages` of each of `apps`, in order, in the same two reads for all of them:
     a reconcile that timed out roots of several apps reads `root_state` and `ack_events`
-    once, not once per app."""
+    once, not once per app (and `root_state`'s older partitions only for an app with fewer
+    than `limit` completed roots in the recent ones)."""
     if not apps:
         return []
-    names = ", ".join(sql_str(app) for app in apps)
-    complete = ", ".join(map(sql_str, COMPLETE))
     done: dict[str, list[dict[str, Any]]] = {app: [] for app in apps}
     if reader.table(ROOT_STATE, required=False) is not None:
-        # Each app's newest `limit` + 1 completed roots (one more says it has more).
-        ranked = select(
-            ROOT_STATE,
-            [
-                "app",
-                "root_id",
-                "first_event_at",
-                "row_number() OVER (PARTITION BY app ORDER BY last_event_at DESC, root_id) AS n",
-            ],
-            [f"app IN ({names})", f"status IN ({complete})"],
-        )
-        keep = int(limit) + 1
-        # Quoted by `select`, `sql_str` and `int`, as every query here.
-        sql = f"SELECT app, root_id, first_event_at FROM ({ranked}) WHERE n <= {keep}"  # noqa: S608
-        sql += " ORDER BY app, n"
-        newest = reader.arrow(ROOT_STATE, sql)
-        for row in newest.to_pylist():
-            done[row["app"]].append(row)
+        keep = int(limit) + 1  # one more says it has more
+        recent = None if now is None else (now - timedelta(days=RECENT_DAYS)).date()
+        if recent is not None:
+            # The recent partitions first: a reconcile's read grows with the days kept,
+            # not with the roots a healthy app completes in them.
+            _newest_completed(reader, apps, keep, [f"first_event_date >= {sql_date(recent)}"], done)
+        short = [app for app in apps if len(done[app]) < keep]
+        if short:
+            older = [] if recent is None else [f"first_event_date < {sql_date(recent)}"]
+            _newest_completed(reader, short, keep - min(len(done[a]) for a in short), older, done)
     capped = {app: len(rows) > limit for app, rows in done.items()}
     done = {app: rows[:limit] for app, rows in done.items()}
     ids = {app: {int(row["root_id"]) for row in rows} for app, rows in done.items()}
@@ -212,6 +212,34 @@ def apps_stages(
         else AppStages(app, frozenset(), 0)
         for app in apps
     ]  # fmt: skip
+
+
+def _newest_completed(
+    reader: SqlReader,
+    apps: Sequence[str],
+    keep: int,
+    where: list[str],
+    done: dict[str, list[dict[str, Any]]],
+) -> None:
+    """Add to `done` each of `apps`' newest completed roots (at most `keep` of them) in the
+    partitions `where` selects: their app, id and first event's time, newest first."""
+    names = ", ".join(sql_str(app) for app in apps)
+    complete = ", ".join(map(sql_str, COMPLETE))
+    ranked = select(
+        ROOT_STATE,
+        [
+            "app",
+            "root_id",
+            "first_event_at",
+            "row_number() OVER (PARTITION BY app ORDER BY last_event_at DESC, root_id) AS n",
+        ],
+        [*where, f"app IN ({names})", f"status IN ({complete})"],
+    )
+    # Quoted by `select`, `sql_str` and `int`, as every query here.
+    sql = f"SELECT app, root_id, first_event_at FROM ({ranked}) WHERE n <= {int(keep)}"  # noqa: S608
+    sql += " ORDER BY app, n"
+    for row in reader.arrow(ROOT_STATE, sql).to_pylist():
+        done[row["app"]].append(row)
 
 
 def _stages(events: Sequence[Event], now: datetime) -> tuple[StageWait, ...]:

@@ -243,7 +243,7 @@ class LedgerReader(SqlReader):
         at = now or datetime.now(UTC)
         if explain_pending(state, events, None, at) is None:
             return None
-        return explain_pending(state, events, app_stages(self, state.app), at)
+        return explain_pending(state, events, app_stages(self, state.app, now=at), at)
 
     def _events(self, root_id: int, ingested: datetime | None) -> list[Event]:
         where = [f"root_id = {int(root_id)}"]

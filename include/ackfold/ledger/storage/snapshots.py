@@ -93,7 +93,10 @@ class Snapshots:
                 except Exception as exc:  # a log cleaned past it, a store restarting: afresh
                     log.debug("snapshots: %s opened again (%s)", uri, exc)
                 else:
-                    self.keep(uri, table)
+                    if stamp is not None and table.version() == stamp[0]:
+                        kept[key] = (table, stamp)  # no commit since: the file just checked
+                    else:
+                        self.keep(uri, table)
                     return table
         table = self.open(uri)
         self.keep(uri, table)
