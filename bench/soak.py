@@ -47,11 +47,16 @@ reconcile's cost follows its new events, not the ledger's age, and that storage 
 bounded by the retention.
 
 Time that only Delta reads: VACUUM and log cleanup compare files' ages with the wall
-clock, which no one can warp. The soak vacuums with no retention (`maintenance.
-vacuum_retention` 0: every file no table names goes at once, but those no reconcile has
-folded). Log cleanup keeps Delta's 30 days of log, by the wall clock: in a soak it
-deletes nothing, so each table's log holds the whole simulated year (a production
-ledger's holds 30 days: its listings are shorter than the soak's).
+clock, which no one can warp, and a soak's year takes an hour of it. The soak vacuums
+with no retention (`maintenance.vacuum_retention` 0), but ackfold's VACUUM of
+`ack_events` keeps the hours back to the first commit no reconcile has folded, one at
+least: the soak's whole run. So after each maintenance the soak does by its own clock
+what these do by the wall clock: it deletes the files of `ack_events` that neither its
+current version nor an unfolded commit names, and it expires each table's log as Delta
+does after `--log-retention` simulated days (30, Delta's default): the commits and
+checkpoints before the newest checkpoint older than that. Without them, by day 90 of the
+S3 run `ack_events` kept 2,840 files for 28 live ones, each log held every commit of
+the simulated months (3,197 in `ack_events`'), and the store's listings grew with them.
 
     python bench/soak.py --seeds 1 2 3 --days 365                 # local disk
     python bench/soak.py --seeds 4 --days 365 --store s3           # the local S3 API
@@ -162,6 +167,7 @@ class Soak:
         self.counts: dict[str, int] = {}
         self.seconds: dict[str, float] = {}
         self.monthly: dict[int, dict[str, float]] = {}  # 30-day months: where growth shows
+        self.log_versions: dict[str, list[tuple[int, int]]] = {}  # table -> (day, version)
         self.plan = self._fault_plan()
         self.outages = self._outages()
         self._later_faults()
@@ -525,9 +531,83 @@ class Soak:
         summary = run_maintenance(self.settings, engine="embedded", now=self.now)
         self._count("maintenance runs")
         self._count("maintenance runs that kept unfolded files", bool(summary.get("logs_kept")))
+        self._expire_logs()
         if (self.now - self.start).days % 7 == 0:
             day = (self.now - self.start).days
             self.sizes.append((day, self._bytes(ACK_EVENTS), self._bytes()))
+
+    def _expire_logs(self) -> None:
+        """Delta's log cleanup by the soak's clock: each table's commits, checkpoints and
+        checksums before its newest checkpoint at or below the version it had
+        `--log-retention` simulated days ago. A host whose kept snapshot is older reads
+        the table afresh (`ackfold.ledger.storage.snapshots`), as after delta-rs's."""
+        import pyarrow.fs as pafs
+        from deltalake.fs import DeltaStorageHandler
+
+        day = (self.now - self.start).days
+        root = self.settings.table_root
+        store = pafs.PyFileSystem(DeltaStorageHandler(delta_uri(root), storage_options(root)))
+        self._vacuum_events(store)
+        for table in store.get_file_info(pafs.FileSelector("", allow_not_found=True)):
+            if table.type != pafs.FileType.Directory:
+                continue
+            log_dir = pafs.FileSelector(f"{table.path}/_delta_log", allow_not_found=True)
+            files: dict[int, list[str]] = {}
+            checkpoints = set()
+            for entry in store.get_file_info(log_dir):
+                head = entry.base_name.split(".", 1)[0]
+                if entry.type != pafs.FileType.File or not head.isdigit():
+                    continue  # _last_checkpoint, a temporary file
+                files.setdefault(int(head), []).append(entry.path)
+                if ".checkpoint." in entry.base_name:
+                    checkpoints.add(int(head))
+            if not files:
+                continue
+            history = self.log_versions.setdefault(table.path, [])
+            history.append((day, max(files)))
+            expired = [v for d, v in history if d <= day - self.args.log_retention]
+            del history[: max(len(expired) - 1, 0)]  # the newest of those is enough
+            before = max((c for c in checkpoints if expired and c <= expired[-1]), default=0)
+            gone = [path for v, paths in files.items() if v < before for path in paths]
+            for path in gone:
+                store.delete_file(path)
+            self._count("log files expired", len(gone))
+
+    def _vacuum_events(self, store: Any) -> None:
+        """ackfold's VACUUM of `ack_events` by versions, not the wall clock: every data file
+        that neither its current version nor a commit no reconcile has folded yet
+        (`unfolded_since`) names. ackfold's own keeps the hours back to that commit's time
+        on the wall clock, at least one: a soak's whole run, so nothing went."""
+        import json
+        from urllib.parse import unquote
+
+        import pyarrow as pa
+        import pyarrow.fs as pafs
+        from deltalake import DeltaTable
+
+        from ackfold.ledger.commits.marks import unfolded_since
+
+        ledger = Ledger(self.settings.table_root)
+        path = ledger.path(ACK_EVENTS)
+        table = DeltaTable(delta_uri(path), storage_options=storage_options(path))
+        actions = pa.table(table.get_add_actions(flatten=True))
+        kept = {unquote(path) for path in actions.column("path").to_pylist()}
+        unfolded = unfolded_since(ledger)
+        for version in range(unfolded[0] if unfolded else table.version() + 1, table.version() + 1):
+            with store.open_input_stream(f"{ACK_EVENTS}/_delta_log/{version:020d}.json") as log:
+                for line in bytes(log.read()).decode().splitlines():
+                    add = json.loads(line).get("add") if line.strip() else None
+                    if add:
+                        kept.add(unquote(add["path"]))
+        found = store.get_file_info(pafs.FileSelector(ACK_EVENTS, recursive=True))
+        gone = [
+            f.path for f in found
+            if "/_delta_log/" not in f.path and f.path.endswith(".parquet")
+            and f.path.removeprefix(f"{ACK_EVENTS}/") not in kept
+        ]  # fmt: skip
+        for name in gone:
+            store.delete_file(name)
+        self._count("ack_events files vacuumed", len(gone))
 
     # -- the golden ledger and the upgrade ----------------------------------------------------
 
@@ -817,6 +897,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--spark-app-every", type=int, default=24 * 7, help="hours")
     parser.add_argument("--check-every", type=int, default=30, help="days")
     parser.add_argument("--retention", type=int, default=30, help="days of events kept")
+    parser.add_argument("--log-retention", type=int, default=30,
+                        help="days of each table's log kept (Delta's default: 30)")  # fmt: skip
     cases = sorted(p.parent.name for p in GOLDEN.glob("*/ledger"))
     parser.add_argument(
         "--start-from",
