@@ -8,7 +8,6 @@ server answered survives a restart, a SIGKILL too. Plain Python: no JVM."""
 from __future__ import annotations
 
 import threading
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,8 +21,8 @@ from ackfold_dev.versitygw import LocalVersityS3
 SERVERS = {"moto": LocalS3, "versitygw": LocalVersityS3}
 
 
-def kind_of(server: LocalS3) -> str:
-    return next(kind for kind, cls in SERVERS.items() if type(server) is cls)
+def kind_of(s3: LocalS3) -> str:
+    return next(kind for kind, cls in SERVERS.items() if type(s3) is cls)
 
 
 @pytest.fixture(scope="session")
@@ -33,24 +32,10 @@ def versity(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalVersityS3
 
 
 @pytest.fixture(params=SERVERS)
-def server(request: pytest.FixtureRequest) -> LocalS3:
-    """The worker's running server of each kind."""
-    return request.getfixturevalue("s3" if request.param == "moto" else "versity")
-
-
-@pytest.fixture
-def server_bucket(server: LocalS3) -> str:
-    name = f"t-{uuid.uuid4().hex[:12]}"
-    server.client().create_bucket(Bucket=name)
-    return name
-
-
-@pytest.fixture
-def server_env(server: LocalS3, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
-    env = server.env()
-    for key, value in env.items():
-        monkeypatch.setenv(key, value)
-    return env
+def s3(request: pytest.FixtureRequest, s3: LocalS3) -> LocalS3:
+    """Here, each of the worker's running servers: moto (the tier's `s3`) and versitygw;
+    the tier's `bucket` and `s3_env` are then on each."""
+    return s3 if request.param == "moto" else request.getfixturevalue("versity")
 
 
 def _create(client: Any, bucket: str, key: str, body: bytes) -> int:
@@ -70,17 +55,15 @@ def _rows(uri: str) -> int:
                .to_pyarrow_table().num_rows)  # fmt: skip
 
 
-def test_a_second_conditional_create_gets_412(server: LocalS3, server_bucket: str) -> None:
-    client = server.client()
+def test_a_second_conditional_create_gets_412(s3: LocalS3, bucket: str) -> None:
+    client = s3.client()
     key = "t/_delta_log/00000000000000000001.json"
-    assert _create(client, server_bucket, key, b"first") == 200
-    assert _create(client, server_bucket, key, b"second") == 412
-    assert client.get_object(Bucket=server_bucket, Key=key)["Body"].read() == b"first"
+    assert _create(client, bucket, key, b"first") == 200
+    assert _create(client, bucket, key, b"second") == 412
+    assert client.get_object(Bucket=bucket, Key=key)["Body"].read() == b"first"
 
 
-def test_racing_conditional_creates_have_exactly_one_winner(
-    server: LocalS3, server_bucket: str
-) -> None:
+def test_racing_conditional_creates_have_exactly_one_winner(s3: LocalS3, bucket: str) -> None:
     """Eight threads create each of 30 new keys at once: one 200 per key, 412 for the rest,
     and the object holds the winner's body."""
     writers, keys = 8, 30
@@ -88,51 +71,51 @@ def test_racing_conditional_creates_have_exactly_one_winner(
     barrier = threading.Barrier(writers)
 
     def writer(n: int) -> None:
-        client = server.client()
+        client = s3.client()
         barrier.wait()
         for k in range(keys):
             body = f"writer {n}".encode()
-            results[(n, k)] = _create(client, server_bucket, f"race/{k:03d}", body)
+            results[(n, k)] = _create(client, bucket, f"race/{k:03d}", body)
 
     threads = [threading.Thread(target=writer, args=(n,)) for n in range(writers)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
-    client = server.client()
+    client = s3.client()
     for k in range(keys):
         codes = [results[(n, k)] for n in range(writers)]
         assert sorted(codes) == [200] + [412] * (writers - 1), (k, codes)
-        body = client.get_object(Bucket=server_bucket, Key=f"race/{k:03d}")["Body"].read()
+        body = client.get_object(Bucket=bucket, Key=f"race/{k:03d}")["Body"].read()
         assert body == f"writer {codes.index(200)}".encode()
 
 
-def test_a_listing_starts_after_its_key(server: LocalS3, server_bucket: str) -> None:
+def test_a_listing_starts_after_its_key(s3: LocalS3, bucket: str) -> None:
     """delta-rs lists a log from the version it has (`start-after`); a server that ignores
     it makes old versions look new (the GCS and Azure emulators needed a proxy for it)."""
-    client = server.client()
+    client = s3.client()
     for v in range(5):
-        client.put_object(Bucket=server_bucket, Key=f"t/_delta_log/{v:020d}.json", Body=b"{}")
+        client.put_object(Bucket=bucket, Key=f"t/_delta_log/{v:020d}.json", Body=b"{}")
     listed = client.list_objects_v2(
-        Bucket=server_bucket, Prefix="t/_delta_log/", StartAfter=f"t/_delta_log/{2:020d}.json"
+        Bucket=bucket, Prefix="t/_delta_log/", StartAfter=f"t/_delta_log/{2:020d}.json"
     )
     assert [o["Key"] for o in listed["Contents"]] == [f"t/_delta_log/{v:020d}.json" for v in (3, 4)]
 
 
-def test_ackfolds_probe_passes(server_bucket: str, server_env: dict[str, str]) -> None:
+def test_ackfolds_probe_passes(bucket: str, s3_env: dict[str, str]) -> None:
     """`require_conditional_writes` (what every run on S3 checks once) accepts it, and
     leaves no probe object behind."""
     from ackfold.ledger.storage.protocol import require_conditional_writes
     from ackfold.ledger.storage.store import s3_client, storage_options
 
-    warehouse = f"s3://{server_bucket}/warehouse"
+    warehouse = f"s3://{bucket}/warehouse"
     require_conditional_writes(warehouse, storage_options(warehouse))
-    listed = s3_client(storage_options(warehouse) or {}).list_objects_v2(Bucket=server_bucket)
+    listed = s3_client(storage_options(warehouse) or {}).list_objects_v2(Bucket=bucket)
     assert listed.get("KeyCount", 0) == 0, listed.get("Contents")
 
 
 def test_racing_ledger_writers_lose_no_commit(
-    server: LocalS3, server_bucket: str, server_env: dict[str, str]
+    s3: LocalS3, bucket: str, s3_env: dict[str, str]
 ) -> None:
     """Four LedgerWriters append to one ledger at once through delta-rs: some commits meet
     another's (412) and are retried on the next version; every row is there, and each
@@ -143,7 +126,7 @@ def test_racing_ledger_writers_lose_no_commit(
     from ackfold.ledger.schema.tables import ACK_EVENTS, ROOTS
     from ackfold.ledger.storage.store import storage_options
 
-    warehouse = f"s3://{server_bucket}/warehouse"
+    warehouse = f"s3://{bucket}/warehouse"
     LedgerWriter(warehouse).create([ROOTS, ACK_EVENTS])
     writers, batches, size = 4, 6, 3
     barrier = threading.Barrier(writers)
@@ -173,10 +156,10 @@ def test_racing_ledger_writers_lose_no_commit(
     uri = f"{warehouse}/{ROOTS}"
     history = DeltaTable(uri, storage_options=storage_options(uri)).history()
     assert sorted(h["version"] for h in history) == list(range(1 + writers * batches))
-    if kind_of(server) == "moto":  # versitygw logs no request (`--quiet`); moto logs each
+    if kind_of(s3) == "moto":  # versitygw logs no request (`--quiet`); moto logs each
         raced = [
-            line for line in server.log_file.read_text().splitlines()
-            if f"PUT /{server_bucket}/" in line and "/_delta_log/" in line and '" 412 ' in line
+            line for line in s3.log_file.read_text().splitlines()
+            if f"PUT /{bucket}/" in line and "/_delta_log/" in line and '" 412 ' in line
         ]  # fmt: skip
         assert raced, "no commit met another's: the test did not race"
 
