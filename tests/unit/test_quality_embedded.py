@@ -262,3 +262,30 @@ def test_duckdb_gets_the_jobs_budget_less_what_the_process_and_gx_hold(tmp_path:
     # DuckDB shows its limit in its own rounding (e.g. `1.1 GiB`).
     assert duck.byte_count(given) <= budget - GX_RESERVE - held // 2, (given, held)
     assert duck.byte_count(given) >= duck.MIN_DUCKDB_BYTES
+
+
+def test_a_run_never_opens_root_state_partitions_settled_before_its_window(
+    tmp_path: Path,
+) -> None:
+    """The checks read `root_state`'s unsettled roots wherever they sit in time, and the
+    rest only from the window's first day: the settled history is never opened, so a run's
+    cost follows its window, not the ledger's age. Shown by deleting those files: a run
+    that opened one would fail."""
+    from datetime import timedelta
+
+    from ackfold.ledger.schema import status
+    from ackfold.ledger.schema.tables import ROOT_STATE
+
+    var = tmp_path / "var"
+    ledger = faulty_ledger(var / "warehouse", faults=False)
+    settings = quality_settings(var)
+    path = Ledger(settings.table_root).path(ROOT_STATE)
+    actions = pa.table(DeltaTable(path).get_add_actions(flatten=True)).to_pylist()
+    settled = [a["path"] for a in actions if a["partition.status"] not in status.UNSETTLED]
+    assert settled, "the ledger has settled roots"
+    for name in settled:
+        (Path(path) / name).unlink()
+
+    report = run_quality(settings, now=ledger.late + timedelta(days=30))
+    assert report.apps == (APP,)
+    assert caught(report) == {}

@@ -225,3 +225,32 @@ def test_a_history_as_of_now_reads_older_partitions_only_for_an_app_short_of_roo
     assert "first_event_date <" in reader.scans[1].sql
     assert (both.completed_checked, both.capped) == (2 * per_batch, False)
     assert both == app_stages(LedgerReader(warehouse), "wc-ok", limit=10 * per_batch)
+
+
+def test_a_history_as_of_now_reads_no_root_older_than_the_history_days(tmp_path: Path) -> None:
+    """However short of roots an app is, its history as of `now` reads no partition first
+    seen more than `HISTORY_DAYS` before it: those roots' events are gone by then
+    (maintenance's retention), and the read would grow with the ledger's age."""
+    from ackfold.ledger.reading.pending import HISTORY_DAYS
+
+    clock = Clock(START)
+    ancient = word_count(clock, healthy=True, app="wc-ok")
+    clock.at(START + timedelta(days=HISTORY_DAYS + 2))
+    new = word_count(clock, healthy=True, app="wc-ok", first=100)
+    now = clock.now + timedelta(hours=2)
+    events = ancient.events + new.events
+    warehouse = str(tmp_path / "warehouse")
+    write_rows(warehouse, ROOTS, ancient.registrations + new.registrations)
+    write_rows(warehouse, ACK_EVENTS, events)
+    write_rows(warehouse, ROOT_STATE, reconciled_rows(events, now))
+    per_batch = len(SENTENCES)
+
+    reader = LedgerReader(warehouse)
+    (bounded,) = apps_stages(reader, ["wc-ok"], limit=10 * per_batch, now=now)
+    assert [s.table for s in reader.scans] == [ROOT_STATE, ROOT_STATE, ACK_EVENTS]
+    older = reader.scans[1].sql
+    assert "first_event_date >=" in older, older
+    assert "first_event_date <" in older, older
+    assert (bounded.completed_checked, bounded.capped) == (per_batch, False)
+    (whole,) = apps_stages(LedgerReader(warehouse), ["wc-ok"], limit=10 * per_batch)
+    assert whole.completed_checked == 2 * per_batch, "without `now`, every day kept"

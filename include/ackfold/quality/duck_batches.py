@@ -16,7 +16,7 @@ Parameters (times, app names) reach DuckDB as bound values, never as SQL text.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Final
@@ -84,12 +84,17 @@ class LedgerViews:
     # -- reading ---------------------------------------------------------------------------
 
     def _read(
-        self, name: str, columns: Sequence[str] | None = None, exclude: Sequence[str] = ()
+        self,
+        name: str,
+        columns: Sequence[str] | None = None,
+        exclude: Sequence[str] = (),
+        keep: Callable[[Mapping[str, str | None]], bool] | None = None,
     ) -> duckdb.DuckDBPyRelation:
-        """Ledger table `name`, only `app`'s rows when the run is for one app
+        """Ledger table `name`, only `app`'s rows when the run is for one app, and of a
+        partitioned table only the partitions `keep` accepts
         (`ackfold.quality.duck_reads.read`); its schema is kept for the checks."""
         relation, self._schemas[name] = read(
-            self.db, self.ledger.path(name), columns, exclude, app=self.app
+            self.db, self.ledger.path(name), columns, exclude, app=self.app, keep=keep
         )
         return relation
 
@@ -239,7 +244,13 @@ class LedgerViews:
 
         if "q_states" not in self._schemas:
             first_day = (self.window.start - CLOCK_SKEW).date()
-            relation = self._read(ROOT_STATE, STATE_COLUMNS).filter(
+
+            def kept(values: Mapping[str, str | None]) -> bool:
+                # The files of those partitions only: the settled history is never opened.
+                day, state = values["first_event_date"], values["status"]
+                return state in status.UNSETTLED or (day is not None and day >= str(first_day))
+
+            relation = self._read(ROOT_STATE, STATE_COLUMNS, keep=kept).filter(
                 (
                     duckdb.ColumnExpression("first_event_date")
                     >= duckdb.ConstantExpression(first_day)

@@ -9,7 +9,7 @@ their statistics), the others through delta-rs.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ackfold.embedded import tables
@@ -26,9 +26,12 @@ def read(
     exclude: Sequence[str] = (),
     *,
     app: str | None = None,
+    keep: Callable[[Mapping[str, str | None]], bool] | None = None,
 ) -> tuple[duckdb.DuckDBPyRelation, dict[str, str]]:
     """The ledger table at `uri` as a relation of `db` (`columns`, all if None, less
-    `exclude`; only `app`'s rows if given), and its schema: each column's Spark type."""
+    `exclude`; only `app`'s rows if given; of a partitioned table, only the files whose
+    partition values `keep` accepts, as `tables.scan` reads them), and its schema: each
+    column's Spark type."""
     import duckdb
 
     from ackfold.ledger.storage.snapshots import run_table
@@ -44,7 +47,7 @@ def read(
         files = appended_since(uri, None).files
         relation = tables.scan_files(db, files, _arrow_schema(table, wanted))
     else:
-        relation = tables.scan(db, uri, columns=wanted)
+        relation = tables.scan(db, uri, columns=wanted, keep=keep)
     if app is not None and "app" in schema:
         relation = relation.filter(duckdb.ColumnExpression("app") == duckdb.ConstantExpression(app))
     return relation, schema

@@ -48,6 +48,10 @@ from ackfold.ledger.schema.tables import ACK_EVENTS, ROOT_STATE
 RECENT_COMPLETED: Final = 1000
 # The days before `now` those roots are looked for in first (`root_state`'s partitions).
 RECENT_DAYS: Final = 7
+# The days before `now` they are looked for at all: maintenance deletes a completed root's
+# events after `maintenance.retention` (30 days by default), so an older root has no
+# stages left to read, and a read of its id would grow with every day the ledger keeps.
+HISTORY_DAYS: Final = 30
 # A root that waits for events: its tree is open and no fail settled it.
 WAITING: Final = (status.PENDING, status.TIMED_OUT, status.REPLAYED, status.DEAD_LETTERED)
 COMPLETE: Final = (status.COMPLETED, status.COMPLETED_LATE)
@@ -158,8 +162,8 @@ def app_stages(
 ) -> AppStages:
     """What `app`'s newest `limit` completed roots went through: the stages of their events
     (two bounded reads: their ids from `root_state`, their events from their first event on).
-    With `now`, the roots first seen in the `RECENT_DAYS` before it, and older ones only
-    when those are fewer than `limit`."""
+    With `now`, the roots first seen in the `RECENT_DAYS` before it, and older ones (up to
+    `HISTORY_DAYS` before it) only when those are fewer than `limit`."""
     return apps_stages(reader, [app], limit=limit, now=now)[0]
 
 
@@ -173,7 +177,8 @@ def apps_stages(
     """`app_stages` of each of `apps`, in order, in the same two reads for all of them:
     a reconcile that timed out roots of several apps reads `root_state` and `ack_events`
     once, not once per app (and `root_state`'s older partitions only for an app with fewer
-    than `limit` completed roots in the recent ones)."""
+    than `limit` completed roots in the recent ones, and with `now` none older than
+    `HISTORY_DAYS`: the read is bounded by days, not by the ledger's age)."""
     if not apps:
         return []
     done: dict[str, list[dict[str, Any]]] = {app: [] for app in apps}
@@ -186,7 +191,13 @@ def apps_stages(
             _newest_completed(reader, apps, keep, [f"first_event_date >= {sql_date(recent)}"], done)
         short = [app for app in apps if len(done[app]) < keep]
         if short:
-            older = [] if recent is None else [f"first_event_date < {sql_date(recent)}"]
+            older = []
+            if now is not None and recent is not None:
+                oldest = (now - timedelta(days=HISTORY_DAYS)).date()
+                older = [
+                    f"first_event_date >= {sql_date(oldest)}",
+                    f"first_event_date < {sql_date(recent)}",
+                ]
             _newest_completed(reader, short, keep - min(len(done[a]) for a in short), older, done)
     capped = {app: len(rows) > limit for app, rows in done.items()}
     done = {app: rows[:limit] for app, rows in done.items()}
