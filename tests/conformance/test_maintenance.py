@@ -6,7 +6,8 @@ embedded engine (delta-rs steps, no JVM, the same as on every object store) and 
 event), reader version 1, every commit carrying the run's lease epoch, files rewritten in
 the ledger's codec (the Spark session's own codec as it was), one retention MERGE and one
 Z-order in `ack_events`' history, a summary whose files and bytes are what left the disk,
-and a ledger that reconciles afterwards as one never maintained.
+a ledger that reconciles afterwards as one never maintained, and a run the next day that
+reads only the roots changed since the first run's cut-off (`root_state`'s properties).
 
 The ledger has appends that no reconcile folded yet, rewritten by the Z-order. It is
 vacuumed with no retention at all: the run keeps the files of those appends (they are not
@@ -18,8 +19,9 @@ import logging
 import re
 import shutil
 from collections import Counter
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 from deltalake import DeltaTable
@@ -27,12 +29,14 @@ from deltalake import DeltaTable
 from ackfold.config import load_settings
 from ackfold.ledger.commits.fence import FENCE_APP, STRIDE
 from ackfold.ledger.commits.marks import unfolded_since
+from ackfold.ledger.housekeeping.retention import CUTOFF, FULL_CUTOFF
 from ackfold.ledger.housekeeping.store_maintenance import RETENTION_PROPERTY, SETTLED, STEPS
 from ackfold.ledger.schema.status import FAILED, TIMED_OUT
 from ackfold.ledger.schema.tables import (
     ACK_EVENTS,
     APP_PROGRESS,
     QUALITY_RESULTS,
+    ROOT_STATE,
     SENT_MESSAGES,
     TABLES,
     Ledger,
@@ -89,14 +93,17 @@ def test_maintenance_leaves_what_the_reference_says(
     assert sorted(unsettled.values()) == [FAILED, TIMED_OUT]
     events_of = Counter(e["root_id"] for e in read(ledger, ACK_EVENTS) if e["root_id"] in unsettled)
 
-    with caplog.at_level(logging.INFO, logger="ackfold.maintenance"):
+    def maintain(at: datetime, **how: Any) -> dict[str, Any]:
         if spark is not None:
             spark.conf.set(RETENTION_CHECK, "false")  # VACUUM that keeps nothing
         try:
-            summary = run_maintenance(settings, engine=engine, spark=spark, now=NOW, progress=disk)
+            return run_maintenance(settings, engine=engine, spark=spark, now=at, **how)
         finally:
             if spark is not None:
                 spark.conf.unset(RETENTION_CHECK)
+
+    with caplog.at_level(logging.INFO, logger="ackfold.maintenance"):
+        summary = maintain(NOW, progress=disk)
     assert "not folded by a reconcile yet" in caplog.text
     caplog.clear()
     if spark is not None:  # the ledger's codec was the run's, not left on the session
@@ -162,3 +169,10 @@ def test_maintenance_leaves_what_the_reference_says(
         for s in (settings, untouched)
     ]
     assert kept[0] == kept[1]
+
+    # The run kept its cut-off in root_state's properties; the next day's reads only the
+    # roots changed since (none), where a full pass would take the 3 old ones again.
+    marks = DeltaTable(ledger.path(ROOT_STATE)).metadata().configuration
+    assert marks[CUTOFF] == marks[FULL_CUTOFF] == cutoff.isoformat()
+    next_day = maintain(NOW + timedelta(days=1))
+    assert (next_day["retention_since"], next_day["roots_expired"]) == (cutoff.isoformat(), 0)

@@ -89,6 +89,8 @@ def describe(summary: dict[str, Any]) -> str:
     files, size = summary.get("files_removed", 0), _size(int(summary.get("bytes_removed") or 0))
     tables = len(summary.get("vacuumed") or [])
     cutoff = summary.get("retention_cutoff")
+    if summary.get("retention_since"):  # not a full pass: the roots changed since the last
+        cutoff = f"{cutoff} (those changed since {summary['retention_since']})"
     if dry:
         return "\n".join([
             "dry run: nothing changed; a run now would",

@@ -3,8 +3,10 @@
 It reads the ledger with delta-rs, whatever the engine (it commits nothing, so it needs
 neither the ledger's turn nor a JVM), and answers with the keys of a run's summary:
 
-- retention: the settled roots it would expire, their events older than the cut-off, and
-  the report rows (`sent_messages`, `quality_results`, `app_progress`) it would delete;
+- retention: the settled roots it would expire (those changed since the last run's
+  cut-off, or all on a full pass: `ackfold.ledger.housekeeping.retention`), their events
+  older than the cut-off, and the report rows (`sent_messages`, `quality_results`,
+  `app_progress`) it would delete;
 - optimize: the tables it would Z-order or compact (all of `Z_ORDERED` and `COMPACTED`);
 - vacuum: the files, and their bytes, VACUUM would delete from each table now, with the
   retention it would keep (`vacuum_hours`). The files that this run's own retention and
@@ -23,6 +25,7 @@ from typing import Any
 
 from ackfold.config import Settings
 from ackfold.ledger.commits.driver_writers import object_store_writer
+from ackfold.ledger.housekeeping.retention import retention_since
 from ackfold.ledger.housekeeping.store_maintenance import (
     COMPACTED,
     Z_ORDERED,
@@ -58,7 +61,10 @@ def plan_maintenance(settings: Settings, *, now: datetime | None = None) -> dict
             "`warehouse` in the settings, or run an app first)"
         )
     cutoff = now - settings.maintenance.retention
-    roots = settled_roots(writer, cutoff) if tables[ROOT_STATE] is not None else None
+    roots = None
+    if tables[ROOT_STATE] is not None:
+        since = retention_since(tables[ROOT_STATE].metadata().configuration, cutoff)
+        roots = settled_roots(writer, cutoff, since)
     expired = roots.num_rows if roots is not None else 0
     events = 0
     if roots is not None and expired:

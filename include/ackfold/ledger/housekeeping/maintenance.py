@@ -6,7 +6,9 @@
    and forgets its event hashes), so its events only serve `ackfold show` and audits; the
    root's `roots` and `root_state` rows stay. A root in any other status keeps every
    event: it may still complete, be replayed or be looked into. Only events older than
-   the cut-off go, so a late event of such a root goes on a later run.
+   the cut-off go, so a late event of such a root goes on a later run. A run reads the
+   roots changed since the last run's cut-off, and all of them once a week, not every
+   settled root the ledger keeps (`ackfold.ledger.housekeeping.retention`).
    The producers' `sent_messages` and the `quality_results` older than the cut-off go
    too: quality runs only look at their window, and trends older than that are summaries
    to export, not rows to keep forever.
@@ -54,6 +56,7 @@ from ackfold.errors import AckfoldError
 from ackfold.ledger.commits import dml
 from ackfold.ledger.commits.fence import Fence, held, spark_commit, version_of
 from ackfold.ledger.housekeeping.delta_logs import tidy_logs, vacuumed
+from ackfold.ledger.housekeeping.retention import CHANGED, retention_marks, retention_since
 from ackfold.ledger.housekeeping.store_maintenance import (
     COMPACTED,
     RETENTION_PROPERTY,
@@ -190,19 +193,20 @@ def expire_events(
     ledger = Ledger(settings.table_root)
     now = (now or datetime.now(UTC)).astimezone(UTC)
     cutoff = now - settings.maintenance.retention  # aware: Spark reads naive as local
-    expired = (
-        spark.read.format("delta")
-        .load(ledger.path(ROOT_STATE))
-        .where(
-            (F.col("first_event_date") < F.lit(cutoff.date()))  # prunes partitions
-            & F.col("status").isin(*SETTLED)
-            & (F.col("status_changed_at") < F.lit(cutoff))
-            & (F.col("last_event_at") < F.lit(cutoff))
-        )
-        .select("root_id")
-        .distinct()
-        .cache()
+    path = ledger.path(ROOT_STATE)
+    since = retention_since(_properties(spark, path), cutoff)
+    wanted = (
+        (F.col("first_event_date") < F.lit(cutoff.date()))  # prunes partitions
+        & F.col("status").isin(*SETTLED)
+        & (F.col("status_changed_at") < F.lit(cutoff))
+        & (F.col("last_event_at") < F.lit(cutoff))
     )
+    if since is not None:
+        # Only what changed since the last run: Delta skips the other files by their stats.
+        changed = [F.col(column) >= F.lit(since) for column in CHANGED]
+        wanted &= changed[0] | changed[1]
+    expired = spark.read.format("delta").load(path).where(wanted).select("root_id").distinct()
+    expired = expired.cache()
     try:
         roots = expired.count()
         deleted = 0
@@ -225,11 +229,15 @@ def expire_events(
             deleted = dml.metric(metrics, "num_deleted_rows")
     finally:
         expired.unpersist()
+    marks = ", ".join(f"'{k}' = '{v}'" for k, v in retention_marks(cutoff, since).items())
+    fence = held(settings.table_root, "maintenance")
+    _sql(spark, f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES ({marks})", fence)
     log.info(
         "retention: %d event(s) of %d settled root(s) before %s deleted", deleted, roots, cutoff
     )
     return {
         "retention_cutoff": cutoff.isoformat(),
+        "retention_since": since.isoformat() if since else None,
         "roots_expired": roots,
         "events_deleted": deleted,
     }
@@ -258,14 +266,19 @@ def _set_retention(spark: SparkSession, path: str, hours: int, fence: Fence) -> 
     0) and reads the table's `delta.deletedFileRetentionDuration`, so that is what is set,
     once (a metadata-only commit, which the reconciler's stream passes)."""
     wanted = f"interval {hours} hours"
-    detail = spark.sql(f"DESCRIBE DETAIL delta.`{path}`").first()
-    assert detail is not None
-    if (detail["properties"] or {}).get(RETENTION_PROPERTY) != wanted:
+    if _properties(spark, path).get(RETENTION_PROPERTY) != wanted:
         _sql(
             spark,
             f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES ('{RETENTION_PROPERTY}' = '{wanted}')",
             fence,
         )
+
+
+def _properties(spark: SparkSession, path: str) -> dict[str, str]:
+    """The table properties of the Delta table at `path`."""
+    detail = spark.sql(f"DESCRIBE DETAIL delta.`{path}`").first()
+    assert detail is not None
+    return dict(detail["properties"] or {})
 
 
 def _delete(spark: SparkSession, path: str, where: str, txn: tuple[str, int] | None) -> None:

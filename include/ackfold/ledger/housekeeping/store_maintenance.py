@@ -7,7 +7,8 @@ MERGE, an OPTIMIZE or a property change by Spark could overwrite an app's append
 delta-rs committed a moment before (`docs/decisions/object-stores.md`). So here:
 
 1. **Retention**: the settled roots are read from `root_state` (delta-rs, partitions
-   pruned by `first_event_date` and `status`), and their old events deleted from
+   pruned by `first_event_date` and `status`, files by what changed since the last run:
+   `ackfold.ledger.housekeeping.retention`), and their old events deleted from
    `ack_events` by a delta-rs MERGE; `sent_messages` and `quality_results` older than
    the cut-off by a delta-rs DELETE. delta-rs writes no deletion vectors: the tables stay
    at reader version 1.
@@ -36,7 +37,7 @@ import logging
 import math
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager, nullcontext
 from datetime import UTC, datetime, timedelta
 from functools import partial
@@ -51,6 +52,12 @@ from ackfold.ledger.commits.fence import held
 from ackfold.ledger.commits.marks import unfolded_since
 from ackfold.ledger.errors import LedgerConflict
 from ackfold.ledger.housekeeping.delta_logs import tidy_logs, vacuumed
+from ackfold.ledger.housekeeping.retention import (
+    CHANGED,
+    changed_file,
+    retention_marks,
+    retention_since,
+)
 from ackfold.ledger.schema import status
 from ackfold.ledger.schema.encoding import writer_properties
 from ackfold.ledger.schema.tables import (
@@ -64,6 +71,7 @@ from ackfold.ledger.schema.tables import (
     TABLES,
     Ledger,
 )
+from ackfold.ledger.storage.vectors import plain_dataset
 
 log = logging.getLogger("ackfold.maintenance")
 RETENTION_PROPERTY: Final = "delta.deletedFileRetentionDuration"
@@ -107,10 +115,20 @@ def maintain_on_store(
     for name in TABLES:
         _check_reader_version(_table(writer, name), writer.uri(name))
     with step("retention"):
-        roots = settled_roots(writer, cutoff)
+        since = retention_since(_table(writer, ROOT_STATE).metadata().configuration, cutoff)
+        roots = settled_roots(writer, cutoff, since)
         deleted = _delete_events(writer, roots, cutoff) if roots.num_rows else 0
+        _commit(
+            writer,
+            ROOT_STATE,
+            lambda t, c: t.alter.set_table_properties(
+                retention_marks(cutoff, since), raise_if_not_exists=False, commit_properties=c
+            ),
+            "retention's cut-off",
+        )
         summary: dict[str, Any] = {
             "retention_cutoff": cutoff.isoformat(),
+            "retention_since": since.isoformat() if since else None,
             "roots_expired": roots.num_rows,
             "events_deleted": deleted,
         }
@@ -253,26 +271,31 @@ def _vacuum(table: Any, properties: Any, *, hours: int) -> list[str]:
     return removed
 
 
-def settled_roots(writer: Any, cutoff: datetime) -> Any:
-    """The ids of the roots settled before `cutoff` (an Arrow table of `root_id`)."""
+def settled_roots(writer: Any, cutoff: datetime, since: datetime | None = None) -> Any:
+    """The ids of the roots settled before `cutoff` (an Arrow table of `root_id`); with
+    `since`, only those whose status changed, or whose last event came, at or after it,
+    read from only the files that may hold one (`ackfold.ledger.housekeeping.retention`)."""
     import pyarrow.compute as pc
     import pyarrow.dataset as ds
 
     table = _table(writer, ROOT_STATE)
-    found = (
-        table.to_pyarrow_dataset()
-        .to_table(
-            columns=["root_id"],
-            filter=(
-                (ds.field("first_event_date") < cutoff.date())  # prunes partitions
-                & ds.field("status").isin(list(SETTLED))
-                & (ds.field("status_changed_at") < cutoff)
-                & (ds.field("last_event_at") < cutoff)
-            ),
-        )
-        .group_by("root_id")
-        .aggregate([])
+    wanted = (
+        (ds.field("first_event_date") < cutoff.date())  # prunes partitions
+        & ds.field("status").isin(list(SETTLED))
+        & (ds.field("status_changed_at") < cutoff)
+        & (ds.field("last_event_at") < cutoff)
     )
+    keep = None
+    if since is not None:
+        changed = [ds.field(column) >= since for column in CHANGED]
+        wanted &= changed[0] | changed[1]
+
+        def keep(action: Mapping[str, Any]) -> bool:
+            settled = action.get("partition.status") in SETTLED
+            return settled and changed_file(action, since)
+
+    dataset = plain_dataset(table, writer.uri(ROOT_STATE), keep)
+    found = dataset.to_table(columns=["root_id"], filter=wanted).group_by("root_id").aggregate([])
     return found.filter(pc.is_valid(found["root_id"]))
 
 

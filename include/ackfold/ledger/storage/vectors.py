@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable, Mapping
 from typing import Any, Final
 from urllib.parse import unquote
 
@@ -55,12 +56,16 @@ def require_plain_files(table: Any, path: str) -> None:
         )
 
 
-def plain_dataset(table: Any, path: str) -> Any:
+def plain_dataset(
+    table: Any, path: str, keep: Callable[[Mapping[str, Any]], bool] | None = None
+) -> Any:
     """The rows of `table` (a delta-rs `DeltaTable` at `path`) as a `pyarrow.dataset`
     over its data files, partition values from its log; `UnreadableFiles` where its files
-    do not hold its rows (`require_plain_files`)."""
+    do not hold its rows (`require_plain_files`). With `keep`, over only the files whose
+    add action, as delta-rs flattens it (`path`, `partition.<column>`, `min.<column>`,
+    `max.<column>`), it accepts: files pruned by their statistics, none opened."""
     require_plain_files(table, path)
-    if "deletionVectors" not in (table.protocol().reader_features or []):
+    if keep is None and "deletionVectors" not in (table.protocol().reader_features or []):
         return table.to_pyarrow_dataset()
     import pyarrow as pa
     import pyarrow.dataset as ds
@@ -69,6 +74,10 @@ def plain_dataset(table: Any, path: str) -> Any:
 
     schema = pa.schema(table.schema().to_arrow())
     actions = pa.RecordBatchReader.from_stream(table.get_add_actions(flatten=True)).read_all()
+    if keep is not None:
+        actions = pa.Table.from_pylist(
+            [action for action in actions.to_pylist() if keep(action)], schema=actions.schema
+        )
     partitions = list(table.metadata().partition_columns)
     expressions = []
     for row in actions.select(["path", *(f"partition.{c}" for c in partitions)]).to_pylist():
