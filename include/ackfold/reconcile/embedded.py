@@ -225,8 +225,10 @@ class EmbeddedReconciler:
             {"app": self.app},
         )
 
-    def _scan_state(self, keep: Callable[[Mapping[str, str | None]], bool]) -> Any:
-        return self.scan(ROOT_STATE, keep=keep)
+    def _scan_state(
+        self, keep: Callable[[Mapping[str, str | None]], bool], columns: list[str] | None = None
+    ) -> Any:
+        return self.scan(ROOT_STATE, keep=keep, columns=columns)
 
     def _register_settled(self, since: date) -> None:
         """`settled`: the ids of the roots first seen since `since` that are not
@@ -239,7 +241,9 @@ class EmbeddedReconciler:
                 values["status"] not in status.UNSETTLED
             )
 
-        self._scan_state(settled_partition).create_view("settled_input", replace=True)
+        self._scan_state(settled_partition, ["root_id", "app"]).create_view(
+            "settled_input", replace=True
+        )
         self.db.execute(
             "CREATE OR REPLACE TEMP TABLE settled AS SELECT s.root_id FROM settled_input s "
             "SEMI JOIN new n ON n.root_id = s.root_id WHERE $app IS NULL OR s.app = $app",
