@@ -575,30 +575,30 @@ class Soak:
 
     def _vacuum_events(self, store: Any) -> None:
         """ackfold's VACUUM of `ack_events` by versions, not the wall clock: every data file
-        that neither its current version nor a commit no reconcile has folded yet
-        (`unfolded_since`) names. ackfold's own keeps the hours back to that commit's time
-        on the wall clock, at least one: a soak's whole run, so nothing went."""
-        import json
+        that neither its current version nor the appends no reconcile has folded yet name
+        (`unfolded_since`, read as a reconcile reads them: `appended_since`). ackfold's own
+        keeps the hours back to the first such commit's time on the wall clock, at least
+        one: a soak's whole run, so nothing went."""
         from urllib.parse import unquote
 
         import pyarrow as pa
         import pyarrow.fs as pafs
         from deltalake import DeltaTable
 
+        from ackfold.embedded.log import appended_since
         from ackfold.ledger.commits.marks import unfolded_since
 
         ledger = Ledger(self.settings.table_root)
         path = ledger.path(ACK_EVENTS)
-        table = DeltaTable(delta_uri(path), storage_options=storage_options(path))
+        options = storage_options(path)
+        table = DeltaTable(delta_uri(path), storage_options=options)
         actions = pa.table(table.get_add_actions(flatten=True))
         kept = {unquote(path) for path in actions.column("path").to_pylist()}
         unfolded = unfolded_since(ledger)
-        for version in range(unfolded[0] if unfolded else table.version() + 1, table.version() + 1):
-            with store.open_input_stream(f"{ACK_EVENTS}/_delta_log/{version:020d}.json") as log:
-                for line in bytes(log.read()).decode().splitlines():
-                    add = json.loads(line).get("add") if line.strip() else None
-                    if add:
-                        kept.add(unquote(add["path"]))
+        if unfolded:
+            base = table.table_uri.rstrip("/") + "/"
+            appended = appended_since(delta_uri(path), unfolded[0] - 1, storage_options=options)
+            kept |= {unquote(f.uri.removeprefix(base)) for f in appended.files}
         found = store.get_file_info(pafs.FileSelector(ACK_EVENTS, recursive=True))
         gone = [
             f.path for f in found

@@ -17,6 +17,7 @@ from botocore.exceptions import ClientError
 
 from ackfold_dev.s3 import LocalS3
 from ackfold_dev.versitygw import LocalVersityS3
+from tests.racing_writers import race_writers, table_rows
 
 SERVERS = {"moto": LocalS3, "versitygw": LocalVersityS3}
 
@@ -44,15 +45,6 @@ def _create(client: Any, bucket: str, key: str, body: bytes) -> int:
     except ClientError as exc:
         return int(exc.response["ResponseMetadata"]["HTTPStatusCode"])
     return 200
-
-
-def _rows(uri: str) -> int:
-    from deltalake import DeltaTable
-
-    from ackfold.ledger.storage.store import delta_uri, storage_options
-
-    return int(DeltaTable(delta_uri(uri), storage_options=storage_options(uri))
-               .to_pyarrow_table().num_rows)  # fmt: skip
 
 
 def test_a_second_conditional_create_gets_412(s3: LocalS3, bucket: str) -> None:
@@ -122,37 +114,16 @@ def test_racing_ledger_writers_lose_no_commit(
     version was committed once."""
     from deltalake import DeltaTable
 
-    from ackfold import LedgerWriter, Tracker
+    from ackfold import LedgerWriter
     from ackfold.ledger.schema.tables import ACK_EVENTS, ROOTS
     from ackfold.ledger.storage.store import storage_options
 
     warehouse = f"s3://{bucket}/warehouse"
     LedgerWriter(warehouse).create([ROOTS, ACK_EVENTS])
     writers, batches, size = 4, 6, 3
-    barrier = threading.Barrier(writers)
-    errors: list[BaseException] = []
-
-    def produce(n: int) -> None:
-        writer = LedgerWriter(warehouse)
-        barrier.wait()
-        try:
-            for b in range(batches):
-                tracker = Tracker(f"app{n}-{b}")
-                for i in range(size):
-                    root = tracker.spout(f"{n}-{b}-{i}", source="sqs", source_queue="q")
-                    tracker.ack(root, stage="store")
-                writer.append(tracker.drain_roots(), tracker.drain())
-        except BaseException as exc:  # pragma: no cover - reported below
-            errors.append(exc)
-
-    threads = [threading.Thread(target=produce, args=(n,)) for n in range(writers)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert errors == []
-    assert _rows(f"{warehouse}/{ROOTS}") == writers * batches * size
-    assert _rows(f"{warehouse}/{ACK_EVENTS}") == 2 * writers * batches * size
+    race_writers(warehouse, writers=writers, batches=batches, size=size)
+    assert table_rows(f"{warehouse}/{ROOTS}") == writers * batches * size
+    assert table_rows(f"{warehouse}/{ACK_EVENTS}") == 2 * writers * batches * size
     uri = f"{warehouse}/{ROOTS}"
     history = DeltaTable(uri, storage_options=storage_options(uri)).history()
     assert sorted(h["version"] for h in history) == list(range(1 + writers * batches))
@@ -204,7 +175,7 @@ def test_what_it_answered_survives_a_restart(
         keys = sorted(o["Key"] for o in client.list_objects_v2(Bucket="kept")["Contents"])
         assert [k for k in keys if not k.startswith("t/")] == ["b", "big"]
         assert client.get_object(Bucket="kept", Key="big")["Body"].read() == b"x" * 100
-        assert _rows(uri) == 3
+        assert table_rows(uri) == 3
         assert _create(client, "kept", "t/_delta_log/00000000000000000002.json", b"{}") == 412
 
 

@@ -4,34 +4,17 @@ lease, writers racing on one table; and the read path of the CLI. Plain Python."
 
 from __future__ import annotations
 
-import threading
-from typing import Any
 from urllib.parse import unquote
 
 import pytest
 
-from ackfold import LedgerWriter, Tracker
+from ackfold import LedgerWriter
 from ackfold.ledger.commits.lease import LedgerLease
 from ackfold.ledger.commits.lock import LedgerBusy
 from ackfold.ledger.reading.sql import SqlReader
 from ackfold.ledger.schema.tables import ACK_EVENTS, ROOTS, TABLES
-from ackfold.ledger.storage.store import delta_uri, storage_options
 from ackfold_dev.emulated import EmulatedStore
-
-
-def _rows(table_uri: str) -> int:
-    from deltalake import DeltaTable
-
-    table = DeltaTable(delta_uri(table_uri), storage_options=storage_options(table_uri))
-    return int(table.to_pyarrow_table().num_rows)
-
-
-def _producer_rows(n: int, app: str = "orders") -> tuple[list[Any], list[Any]]:
-    tracker = Tracker(app)
-    for i in range(n):
-        root = tracker.spout(f"{app}-{i}", source="sqs", source_queue=app, payload="{}")
-        tracker.ack(root, stage="store")
-    return tracker.drain_roots(), tracker.drain()
+from tests.racing_writers import producer_rows, race_writers, table_rows
 
 
 def test_racing_writers_lose_no_commit_and_a_retried_batch_lands_once(
@@ -41,30 +24,13 @@ def test_racing_writers_lose_no_commit_and_a_retried_batch_lands_once(
     by the store (GCS 412, Azure 409), retried on the next version, and every row is there;
     a producer's batch sent again (its app id and version) is skipped."""
     first = LedgerWriter(warehouse)
-    roots, events = _producer_rows(5, app="retried")
+    roots, events = producer_rows(5, app="retried")
     assert first.append(roots, events, app_id="p", version=1).roots == 5
     assert first.append(roots, events, app_id="p", version=1).skipped == (ROOTS, ACK_EVENTS)
     writers, batches, size = 4, 5, 3
-    barrier = threading.Barrier(writers)
-    errors: list[BaseException] = []
-
-    def produce(n: int) -> None:
-        writer = LedgerWriter(warehouse)
-        barrier.wait()
-        try:
-            for b in range(batches):
-                writer.append(*_producer_rows(size, app=f"app{n}-{b}"))
-        except BaseException as exc:  # pragma: no cover - reported below
-            errors.append(exc)
-
-    threads = [threading.Thread(target=produce, args=(n,)) for n in range(writers)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert errors == []
-    assert _rows(f"{warehouse}/{ROOTS}") == 5 + writers * batches * size
-    assert _rows(f"{warehouse}/{ACK_EVENTS}") == 2 * (5 + writers * batches * size)
+    race_writers(warehouse, writers=writers, batches=batches, size=size)
+    assert table_rows(f"{warehouse}/{ROOTS}") == 5 + writers * batches * size
+    assert table_rows(f"{warehouse}/{ACK_EVENTS}") == 2 * (5 + writers * batches * size)
     prefix = warehouse.split("/", 3)[3]
     refused = [
         line for line in store.log_file.read_text().splitlines()
@@ -92,5 +58,5 @@ def test_init_the_lease_and_the_cli_read_path(
     with second.held("replay"):
         assert (first.holder() or "").startswith("replay on b")
 
-    LedgerWriter(warehouse).append(*_producer_rows(3))
+    LedgerWriter(warehouse).append(*producer_rows(3))
     assert SqlReader(warehouse).query(ROOTS, ["count(*) AS n"], required=True) == [{"n": 3}]
