@@ -254,3 +254,31 @@ def test_a_history_as_of_now_reads_no_root_older_than_the_history_days(tmp_path:
     assert (bounded.completed_checked, bounded.capped) == (per_batch, False)
     (whole,) = apps_stages(LedgerReader(warehouse), ["wc-ok"], limit=10 * per_batch)
     assert whole.completed_checked == 2 * per_batch, "without `now`, every day kept"
+
+
+def test_an_app_with_enough_recent_roots_reads_no_older_partition(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An app whose last week completed `ENOUGH_RECENT` roots has shown its stages: its
+    history reads that week only, however far below the limit it is."""
+    from ackfold.ledger.reading import pending
+    from ackfold.ledger.reading.pending import RECENT_DAYS
+
+    clock = Clock(START)
+    old = word_count(clock, healthy=True, app="wc-ok")
+    clock.at(START + timedelta(days=RECENT_DAYS + 3))
+    new = word_count(clock, healthy=True, app="wc-ok", first=100)
+    now = clock.now + timedelta(hours=2)
+    events = old.events + new.events
+    warehouse = str(tmp_path / "warehouse")
+    write_rows(warehouse, ROOTS, old.registrations + new.registrations)
+    write_rows(warehouse, ACK_EVENTS, events)
+    write_rows(warehouse, ROOT_STATE, reconciled_rows(events, now))
+    per_batch = len(SENTENCES)
+    monkeypatch.setattr(pending, "ENOUGH_RECENT", per_batch)
+
+    reader = LedgerReader(warehouse)
+    (recent,) = apps_stages(reader, ["wc-ok"], limit=10 * per_batch, now=now)
+    assert [s.table for s in reader.scans] == [ROOT_STATE, ACK_EVENTS]
+    assert (recent.completed_checked, recent.capped) == (per_batch, False)
+    assert recent.acked == {"spout", "split", "count"}

@@ -46,8 +46,11 @@ from ackfold.ledger.schema.tables import ACK_EVENTS, ROOT_STATE
 # How many of an app's newest completed roots `app_stages` looks at: enough to have seen
 # every stage of a healthy app, few enough for one bounded read of their events.
 RECENT_COMPLETED: Final = 1000
-# The days before `now` those roots are looked for in first (`root_state`'s partitions).
+# The days before `now` those roots are looked for in first (`root_state`'s partitions),
+# and how many of them are enough not to look further back: an app whose last week
+# completed that many has shown its stages, and each older day read costs every reconcile.
 RECENT_DAYS: Final = 7
+ENOUGH_RECENT: Final = 100
 # The days before `now` they are looked for at all: maintenance deletes a completed root's
 # events after `maintenance.retention` (30 days by default), so an older root has no
 # stages left to read, and a read of its id would grow with every day the ledger keeps.
@@ -163,7 +166,8 @@ def app_stages(
     """What `app`'s newest `limit` completed roots went through: the stages of their events
     (two bounded reads: their ids from `root_state`, their events from their first event on).
     With `now`, the roots first seen in the `RECENT_DAYS` before it, and older ones (up to
-    `HISTORY_DAYS` before it) only when those are fewer than `limit`."""
+    `HISTORY_DAYS` before it) only when those are fewer than `ENOUGH_RECENT` (or
+    `limit`, if lower)."""
     return apps_stages(reader, [app], limit=limit, now=now)[0]
 
 
@@ -176,8 +180,8 @@ def apps_stages(
 ) -> list[AppStages]:
     """`app_stages` of each of `apps`, in order, in the same two reads for all of them:
     a reconcile that timed out roots of several apps reads `root_state` and `ack_events`
-    once, not once per app (and `root_state`'s older partitions only for an app with fewer
-    than `limit` completed roots in the recent ones, and with `now` none older than
+    once, not once per app (and with `now`, `root_state`'s older partitions only for an
+    app with fewer than `ENOUGH_RECENT` completed roots in the recent ones, none older than
     `HISTORY_DAYS`: the read is bounded by days, not by the ledger's age)."""
     if not apps:
         return []
@@ -189,7 +193,8 @@ def apps_stages(
             # The recent partitions first: a reconcile's read grows with the days kept,
             # not with the roots a healthy app completes in them.
             _newest_completed(reader, apps, keep, [f"first_event_date >= {sql_date(recent)}"], done)
-        short = [app for app in apps if len(done[app]) < keep]
+        enough = keep if recent is None else min(keep, ENOUGH_RECENT)
+        short = [app for app in apps if len(done[app]) < enough]
         if short:
             older = []
             if now is not None and recent is not None:
