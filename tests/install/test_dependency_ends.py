@@ -40,7 +40,7 @@ SELECTION = (
     *(f"tests/unit/test_{name}.py" for name in (
         "ledger_encoding", "why_pending", "embedded_maintenance", "reconcile_mark",
         "replay_embedded_books", "replay_embedded_plan", "ledger_lease", "cli_read",
-        "cli_turns", "fold", "tracker",
+        "cli_turns", "fold", "tracker", "incremental_retention",
     )),
 )  # fmt: skip
 # The tests that start Spark beside the writers (no pyspark here).

@@ -40,6 +40,7 @@ from typing import Any
 from urllib.parse import unquote
 
 from ackfold.ledger.reading.sql import first_line
+from ackfold.ledger.storage.add_actions import add_actions
 
 log = logging.getLogger("ackfold.embedded")
 
@@ -93,7 +94,7 @@ def appended_since(
 
 
 def _current(table: Any, version: int) -> tuple[DataFile, ...]:
-    actions = arrow_table(table.get_add_actions(flatten=True)).select(["path", "size_bytes"])
+    actions = add_actions(table).select(["path", "size_bytes"])
     base = table.table_uri.rstrip("/")
     return tuple(
         DataFile(absolute_uri(base, path), int(size), version)
@@ -151,18 +152,6 @@ def _missing(store: Any, paths: list[str]) -> list[str]:
 
     found = pafs.PyFileSystem(store).get_file_info(paths)
     return [p for p, info in zip(paths, found, strict=True) if info.type == pafs.FileType.NotFound]
-
-
-def arrow_table(data: Any) -> Any:
-    """A `pyarrow.Table` of what delta-rs returns (an Arrow stream, such as arro3's
-    tables; a record batch, as deltalake before 1.1 returns add actions). Not
-    `pyarrow.table(...)`, which imports pandas first, a second of a short command's
-    start."""
-    import pyarrow as pa
-
-    if not hasattr(data, "__arrow_c_stream__") and hasattr(data, "__arrow_c_array__"):
-        return pa.Table.from_batches([pa.record_batch(data)])
-    return pa.RecordBatchReader.from_stream(data).read_all()
 
 
 def absolute_uri(base: str, path: str) -> str:

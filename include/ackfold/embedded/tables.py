@@ -26,7 +26,8 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import date
 from typing import TYPE_CHECKING, Any
 
-from ackfold.embedded.log import DataFile, absolute_uri, arrow_table
+from ackfold.embedded.log import DataFile, absolute_uri
+from ackfold.ledger.storage.add_actions import add_actions
 
 if TYPE_CHECKING:
     import duckdb
@@ -67,7 +68,7 @@ def scan(
     table = run_table(uri, storage_options)
     schema = arrow_table_schema(table)
     columns_of = list(table.metadata().partition_columns)
-    actions = arrow_table(table.get_add_actions(flatten=True))
+    actions = add_actions(table)
     require_plain_files(table, uri)
     wanted = ["path", *(f"partition.{c}" for c in columns_of)]
     base = table.table_uri.rstrip("/")

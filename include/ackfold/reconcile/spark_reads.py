@@ -74,7 +74,8 @@ def data_files(
     Spark cannot read them from)."""
     from deltalake import DeltaTable
 
-    from ackfold.embedded.log import absolute_uri, arrow_table
+    from ackfold.embedded.log import absolute_uri
+    from ackfold.ledger.storage.add_actions import add_actions
     from ackfold.ledger.storage.run_store import options_for
     from ackfold.ledger.storage.store import delta_uri
     from ackfold.ledger.storage.vectors import require_plain_files
@@ -87,7 +88,7 @@ def data_files(
         log.info("reconcile: %s read through Delta: %s", table, exc)
         return None
     columns = list(found.metadata().partition_columns)
-    actions = arrow_table(found.get_add_actions(flatten=True))
+    actions = add_actions(found)
     values = {c: actions.column(f"partition.{c}").to_pylist() for c in columns}
     base = found.table_uri.rstrip("/")
     files = []

@@ -22,6 +22,7 @@ from typing import Any, Final
 from urllib.parse import unquote
 
 from ackfold.ledger.errors import UnreadableFiles
+from ackfold.ledger.storage.add_actions import add_actions
 
 
 def require_plain_files(table: Any, path: str) -> None:
@@ -73,7 +74,7 @@ def plain_dataset(
     from deltalake.fs import DeltaStorageHandler
 
     schema = pa.schema(table.schema().to_arrow())
-    actions = pa.RecordBatchReader.from_stream(table.get_add_actions(flatten=True)).read_all()
+    actions = add_actions(table)
     if keep is not None:
         actions = pa.Table.from_pylist(
             [action for action in actions.to_pylist() if keep(action)], schema=actions.schema
