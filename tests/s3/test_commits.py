@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from ackfold import LedgerWriter, Tracker
+from ackfold import LedgerWriter
 from ackfold.ledger.commits.driver_writers import driver_writer
 from ackfold.ledger.commits.lease import LedgerLease
 from ackfold.ledger.commits.lock import LedgerBusy
@@ -28,18 +28,9 @@ from ackfold.ledger.schema.tables import (
     Ledger,
 )
 from ackfold.ledger.setup.create import create_tables
-from ackfold.ledger.storage.store import delta_uri
 from ackfold_dev.s3 import LocalS3
+from tests.racing_writers import producer_rows, table_rows
 from tests.s3.conftest import warehouse_of
-
-
-def _rows(table_uri: str) -> int:
-    from deltalake import DeltaTable
-
-    from ackfold.ledger.storage.store import storage_options
-
-    return int(DeltaTable(delta_uri(table_uri), storage_options=storage_options(table_uri))
-               .to_pyarrow_table().num_rows)  # fmt: skip
 
 
 def _log_puts(s3: LocalS3, bucket: str) -> list[dict[str, Any]]:
@@ -54,14 +45,6 @@ def _log_puts(s3: LocalS3, bucket: str) -> list[dict[str, Any]]:
     return puts
 
 
-def _producer_rows(n: int, app: str = "orders") -> tuple[list[Any], list[Any]]:
-    tracker = Tracker(app)
-    for i in range(n):
-        root = tracker.spout(f"{app}-{i}", source="sqs", source_queue=app, payload="{}")
-        tracker.ack(root, stage="store")
-    return tracker.drain_roots(), tracker.drain()
-
-
 @pytest.mark.parametrize("scheme", ["s3", "s3a"])
 def test_ledger_writer_commits_by_conditional_create(
     s3: LocalS3, bucket: str, s3_env: dict[str, str], scheme: str
@@ -72,11 +55,11 @@ def test_ledger_writer_commits_by_conditional_create(
     writer = LedgerWriter(warehouse)
     assert writer.storage_options is not None
     assert writer.storage_options["AWS_ENDPOINT"] == s3.endpoint_url
-    roots, events = _producer_rows(5)
+    roots, events = producer_rows(5)
     assert writer.append(roots, events, app_id="p", version=1).roots == 5
     assert writer.append(roots, events, app_id="p", version=1).skipped == (ROOTS, ACK_EVENTS)
-    assert _rows(f"{warehouse}/{ROOTS}") == 5
-    assert _rows(f"s3://{bucket}/warehouse/{ACK_EVENTS}") == 10
+    assert table_rows(f"{warehouse}/{ROOTS}") == 5
+    assert table_rows(f"s3://{bucket}/warehouse/{ACK_EVENTS}") == 10
     puts = _log_puts(s3, bucket)
     assert len(puts) == 4  # each table: create, one append (the retry wrote nothing)
     assert all(p["headers"].get("HTTP_IF_NONE_MATCH") == "*" for p in puts), puts
@@ -135,9 +118,9 @@ def test_driver_rows_replay_log_sent_and_alerts_go_through_delta_rs(
         "threshold": "0", "root_ids": [7], "opened_at": now, "event_at": now,
     }  # fmt: skip
     writer.append_arrow(ALERT_LOG, pa.Table.from_pylist([alert], schema=arrow_schema(ALERT_LOG)))
-    assert _rows(ledger.path(REPLAY_LOG)) == 1
-    assert _rows(ledger.path(SENT_MESSAGES)) == 2
-    assert _rows(ledger.path(ALERT_LOG)) == 1
+    assert table_rows(ledger.path(REPLAY_LOG)) == 1
+    assert table_rows(ledger.path(SENT_MESSAGES)) == 2
+    assert table_rows(ledger.path(ALERT_LOG)) == 1
 
 
 def test_a_worker_without_deltalake_is_refused_naming_it(
@@ -153,7 +136,7 @@ def test_a_worker_without_deltalake_is_refused_naming_it(
 
 def test_the_cli_read_path_reads_s3a(bucket: str, s3_env: dict[str, str]) -> None:
     warehouse = warehouse_of(bucket, "s3a")
-    roots, events = _producer_rows(3)
+    roots, events = producer_rows(3)
     LedgerWriter(warehouse).append(roots, events)
     reader = SqlReader(warehouse)
     rows = reader.query(ROOTS, ["count(*) AS n"], required=True)
@@ -173,7 +156,7 @@ def test_quality_results_replace_where_and_ledger_create_go_through_delta_rs(
 
     ledger = Ledger(warehouse_of(bucket, "s3a"))
     create_tables(None, ledger, (ROOT_STATE, QUALITY_RESULTS))  # type: ignore[arg-type]
-    assert _rows(ledger.path(ROOT_STATE)) == 0
+    assert table_rows(ledger.path(ROOT_STATE)) == 0
     now = datetime.now(UTC)
     schema = arrow_schema(QUALITY_RESULTS)
 
@@ -194,7 +177,7 @@ def test_quality_results_replace_where_and_ledger_create_go_through_delta_rs(
     writer.replace_where(QUALITY_RESULTS, results("run-1", 3), "run_id = 'run-1'")
     writer.replace_where(QUALITY_RESULTS, results("run-2", 2), "run_id = 'run-2'")
     writer.replace_where(QUALITY_RESULTS, results("run-1", 4), "run_id = 'run-1'")  # again
-    assert _rows(ledger.path(QUALITY_RESULTS)) == 6
+    assert table_rows(ledger.path(QUALITY_RESULTS)) == 6
     puts = [p for p in _log_puts(s3, bucket) if "/quality_results/" in p["path"]]
     assert len(puts) == 4
     assert all(p["headers"].get("HTTP_IF_NONE_MATCH") == "*" for p in puts)

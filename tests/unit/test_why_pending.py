@@ -5,7 +5,7 @@ a stage whose outputs no stage has ever acked (the sink mistake: a final emit wi
 from __future__ import annotations
 
 import json
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -191,6 +191,22 @@ def test_the_histories_of_several_apps_are_each_apps_own_in_two_reads(tmp_path: 
     assert [(h.completed_checked, h.capped) for h in capped] == [(1, True), (1, False)]
 
 
+def _batches_days_apart(tmp_path: Path, days: int) -> tuple[str, datetime]:
+    """A ledger of one healthy app's two batches of completed roots, `days` apart: its
+    warehouse, and a `now` two hours after the second."""
+    clock = Clock(START)
+    first = word_count(clock, healthy=True, app="wc-ok")
+    clock.at(START + timedelta(days=days))
+    second = word_count(clock, healthy=True, app="wc-ok", first=100)
+    now = clock.now + timedelta(hours=2)
+    events = first.events + second.events
+    warehouse = str(tmp_path / "warehouse")
+    write_rows(warehouse, ROOTS, first.registrations + second.registrations)
+    write_rows(warehouse, ACK_EVENTS, events)
+    write_rows(warehouse, ROOT_STATE, reconciled_rows(events, now))
+    return warehouse, now
+
+
 def test_a_history_as_of_now_reads_older_partitions_only_for_an_app_short_of_roots(
     tmp_path: Path,
 ) -> None:
@@ -200,16 +216,7 @@ def test_a_history_as_of_now_reads_older_partitions_only_for_an_app_short_of_roo
     recent days hold, not every day the ledger keeps."""
     from ackfold.ledger.reading.pending import RECENT_DAYS
 
-    clock = Clock(START)
-    old = word_count(clock, healthy=True, app="wc-ok")
-    clock.at(START + timedelta(days=RECENT_DAYS + 3))
-    new = word_count(clock, healthy=True, app="wc-ok", first=100)
-    now = clock.now + timedelta(hours=2)
-    events = old.events + new.events
-    warehouse = str(tmp_path / "warehouse")
-    write_rows(warehouse, ROOTS, old.registrations + new.registrations)
-    write_rows(warehouse, ACK_EVENTS, events)
-    write_rows(warehouse, ROOT_STATE, reconciled_rows(events, now))
+    warehouse, now = _batches_days_apart(tmp_path, RECENT_DAYS + 3)
     per_batch = len(SENTENCES)
 
     reader = LedgerReader(warehouse)
@@ -233,16 +240,7 @@ def test_a_history_as_of_now_reads_no_root_older_than_the_history_days(tmp_path:
     (maintenance's retention), and the read would grow with the ledger's age."""
     from ackfold.ledger.reading.pending import HISTORY_DAYS
 
-    clock = Clock(START)
-    ancient = word_count(clock, healthy=True, app="wc-ok")
-    clock.at(START + timedelta(days=HISTORY_DAYS + 2))
-    new = word_count(clock, healthy=True, app="wc-ok", first=100)
-    now = clock.now + timedelta(hours=2)
-    events = ancient.events + new.events
-    warehouse = str(tmp_path / "warehouse")
-    write_rows(warehouse, ROOTS, ancient.registrations + new.registrations)
-    write_rows(warehouse, ACK_EVENTS, events)
-    write_rows(warehouse, ROOT_STATE, reconciled_rows(events, now))
+    warehouse, now = _batches_days_apart(tmp_path, HISTORY_DAYS + 2)
     per_batch = len(SENTENCES)
 
     reader = LedgerReader(warehouse)
@@ -264,16 +262,7 @@ def test_an_app_with_enough_recent_roots_reads_no_older_partition(
     from ackfold.ledger.reading import pending
     from ackfold.ledger.reading.pending import RECENT_DAYS
 
-    clock = Clock(START)
-    old = word_count(clock, healthy=True, app="wc-ok")
-    clock.at(START + timedelta(days=RECENT_DAYS + 3))
-    new = word_count(clock, healthy=True, app="wc-ok", first=100)
-    now = clock.now + timedelta(hours=2)
-    events = old.events + new.events
-    warehouse = str(tmp_path / "warehouse")
-    write_rows(warehouse, ROOTS, old.registrations + new.registrations)
-    write_rows(warehouse, ACK_EVENTS, events)
-    write_rows(warehouse, ROOT_STATE, reconciled_rows(events, now))
+    warehouse, now = _batches_days_apart(tmp_path, RECENT_DAYS + 3)
     per_batch = len(SENTENCES)
     monkeypatch.setattr(pending, "ENOUGH_RECENT", per_batch)
 
