@@ -48,6 +48,8 @@ log = logging.getLogger("ackfold.track")
 # Working columns: the items (tokenized once) and the fail's reason (null: acked).
 ITEMS: Final = hidden("items")
 REASON: Final = hidden("fail_reason")
+# How long write_batch waits for Spark to deliver the ends of finished queries.
+_DELIVERY_WAIT_MS: Final = 10_000
 
 
 @dataclass
@@ -68,6 +70,8 @@ class Gathered:
     def before_write(self) -> None:
         """Note whether something observed the children before their write (then its
         figures are not the write's: ``fallback`` computes the events)."""
+        if observed(self.observation) is None:
+            _deliver_finished_queries(self.spark)
         self.early = observed(self.observation) is not None
 
     def result(self) -> dict[str, Any] | None:
@@ -91,6 +95,20 @@ def observed(observation: Observation) -> dict[str, Any] | None:
     if jo is None or not jo.future().isCompleted():
         return None
     return observation.get
+
+
+def _deliver_finished_queries(spark: SparkSession) -> None:
+    """Let classic Spark deliver the ends of the queries that already returned. A query
+    completes its observations on the listener bus, after the action returned: under load,
+    an action on the children before their write was not seen yet, and the write's events
+    were the observation of a part of the batch. (Connect carries the metrics in the
+    action's response.)"""
+    if is_connect(spark):
+        return
+    try:
+        spark.sparkContext._jsc.sc().listenerBus().waitUntilEmpty(_DELIVERY_WAIT_MS)
+    except Exception as exc:  # the bus still busy after the wait: said, then looked at as is
+        log.warning("Spark's listener bus did not empty in %d ms: %s", _DELIVERY_WAIT_MS, exc)
 
 
 def new_observation(spark: SparkSession) -> Observation:
