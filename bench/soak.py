@@ -106,7 +106,7 @@ from ackfold.ledger.schema.tables import (
     Ledger,
 )
 from ackfold.ledger.setup.upgrade import upgrade
-from ackfold.ledger.storage.store import delta_uri, storage_options
+from ackfold.ledger.storage.store import delta_uri, file_system, storage_options
 from ackfold.maintenance import run_maintenance
 from ackfold.reconcile.fold import classify, fold
 from ackfold.runs.quality import run_quality
@@ -542,11 +542,10 @@ class Soak:
         `--log-retention` simulated days ago. A host whose kept snapshot is older reads
         the table afresh (`ackfold.ledger.storage.snapshots`), as after delta-rs's."""
         import pyarrow.fs as pafs
-        from deltalake.fs import DeltaStorageHandler
 
         day = (self.now - self.start).days
         root = self.settings.table_root
-        store = pafs.PyFileSystem(DeltaStorageHandler(delta_uri(root), storage_options(root)))
+        store = pafs.PyFileSystem(file_system(delta_uri(root), storage_options(root)))
         self._vacuum_events(store)
         for table in store.get_file_info(pafs.FileSelector("", allow_not_found=True)):
             if table.type != pafs.FileType.Directory:
@@ -872,9 +871,8 @@ def _remove(location: str) -> None:
 
 def _object_sizes(location: str) -> list[int]:
     import pyarrow.fs as pafs
-    from deltalake.fs import DeltaStorageHandler
 
-    store = pafs.PyFileSystem(DeltaStorageHandler(delta_uri(location), storage_options(location)))
+    store = pafs.PyFileSystem(file_system(delta_uri(location), storage_options(location)))
     found = store.get_file_info(pafs.FileSelector("", recursive=True))
     return [f.size or 0 for f in found if f.type == pafs.FileType.File]
 

@@ -67,3 +67,44 @@ def test_the_run_store_is_current_for_paths_under_it(tmp_path: Path) -> None:
     assert run_store._current.__dict__["stores"] == []
     # Given options resolve a store of their own, as before.
     assert LedgerWriter(tmp_path, storage_options={}).store is not store
+
+
+def test_an_object_store_asks_which_options_it_knows_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    from obstore import store as obstores
+
+    from ackfold.ledger.storage import store as stores
+
+    built: list[dict[str, str]] = []
+    real = obstores.from_url
+
+    def counting(url: str, **kwargs: object) -> object:
+        built.append(dict(kwargs.get("config") or {}))  # type: ignore[call-overload]
+        return real(url, **kwargs)  # type: ignore[call-overload]
+
+    monkeypatch.setattr(obstores, "from_url", counting)
+    options = {"AWS_ENDPOINT": "http://127.0.0.1:9", "AWS_REGION": "eu-west-1", "HOME": "/"}
+    location = "s3://probe-once/warehouse"
+    stores.object_store_of(location, options)
+    first = len(built)
+    assert first == len(options) + 1  # each option asked, then the store
+    built.clear()
+    stores.object_store_of(location, options)
+    # The second store is built at once, with the options it knows and not HOME.
+    assert built == [{"AWS_ENDPOINT": "http://127.0.0.1:9", "AWS_REGION": "eu-west-1"}]
+
+
+def test_a_file_system_is_kept_per_object_store_location_and_options_and_local_ones_are_not(
+    tmp_path: Path,
+) -> None:
+    from ackfold.ledger.storage.store import file_system
+
+    bucket = "s3://kept-file-systems/warehouse"
+    one = file_system(bucket, {"AWS_REGION": "a"})
+    assert file_system(bucket, {"AWS_REGION": "a"}) is one
+    assert file_system(bucket, {"AWS_REGION": "b"}) is not one
+    assert file_system(bucket + "/other", {"AWS_REGION": "a"}) is not one
+    local = file_system(str(tmp_path), None)
+    assert file_system(str(tmp_path), None) is not local
+    (tmp_path / "f.txt").write_text("read")
+    with local.open_input_file("f.txt") as handle:
+        assert handle.read() == b"read"

@@ -41,6 +41,7 @@ from urllib.parse import unquote
 
 from ackfold.ledger.reading.sql import first_line
 from ackfold.ledger.storage.add_actions import add_actions
+from ackfold.ledger.storage.store import file_system
 
 log = logging.getLogger("ackfold.embedded")
 
@@ -105,9 +106,7 @@ def _current(table: Any, version: int) -> tuple[DataFile, ...]:
 def _from_log(table: Any, uri: str, after: int, version: int) -> tuple[DataFile, ...] | None:
     """The data files of the appends in versions after..version, or None (with a warning)
     if the log no longer holds one of those commits, or one of those files is gone."""
-    from deltalake.fs import DeltaStorageHandler
-
-    store = DeltaStorageHandler(table.table_uri, table._storage_options)
+    store = file_system(table.table_uri, table._storage_options)
     base = table.table_uri.rstrip("/")
     added: dict[str, DataFile] = {}
     removed: set[str] = set()

@@ -25,9 +25,11 @@ import itertools
 from collections.abc import Callable, Mapping, Sequence
 from datetime import date
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlparse
 
 from ackfold.embedded.log import DataFile, absolute_uri
 from ackfold.ledger.storage.add_actions import add_actions
+from ackfold.ledger.storage.store import file_system
 
 if TYPE_CHECKING:
     import duckdb
@@ -263,10 +265,13 @@ def _dataset_of(
     import pyarrow as pa
     import pyarrow.dataset as ds
     import pyarrow.fs as pafs
-    from deltalake.fs import DeltaStorageHandler
 
-    base = _common_base(uris)
-    handler = DeltaStorageHandler(base, dict(storage_options or {}) or None)
+    # One file system per container, kept: not one per partition read.
+    container = urlparse(uris[0])
+    base = f"{container.scheme}://{container.netloc}"
+    if not all(u.startswith(base + "/") for u in uris):
+        base = _common_base(uris)
+    handler = file_system(base, storage_options)
     if _casts_to_string_view():
         schema = pa.schema(
             [f.with_type(pa.string_view()) if pa.types.is_string(f.type) else f for f in schema]

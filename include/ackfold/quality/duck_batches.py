@@ -319,8 +319,8 @@ class LedgerViews:
             "LEFT JOIN expired x ON x.root_id = o.root_id "
             "LEFT JOIN no_sender y ON y.root_id = o.root_id"
         )
-        rows: Any = self.db.execute(
-            query, {"app": app, "expired": EXPIRED, "no_sender": NO_SENDER, **params}
+        rows: Any = self.db.sql(
+            query, params={"app": app, "expired": EXPIRED, "no_sender": NO_SENDER, **params}
         ).to_arrow_table()
         # A row per overdue root, a handful of distinct outcomes: categories for pandas.
         for name in ("status", "outcome"):

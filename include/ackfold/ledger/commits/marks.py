@@ -51,7 +51,7 @@ from ackfold.ledger.commits.fence_tables import commit_nothing
 from ackfold.ledger.schema.tables import ACK_EVENTS, ROOT_STATE, Ledger, local_dir
 from ackfold.ledger.storage.run_store import options_for
 from ackfold.ledger.storage.snapshots import run_table
-from ackfold.ledger.storage.store import delta_uri
+from ackfold.ledger.storage.store import delta_uri, file_system
 
 log = logging.getLogger("ackfold.ledger.commits.marks")
 
@@ -158,13 +158,12 @@ def _store(location: str) -> Any:
     """The files under `location` as an Arrow file system (delta-rs's, with the ledger's
     storage options); None if it cannot be reached."""
     import pyarrow.fs as pafs
-    from deltalake.fs import DeltaStorageHandler
 
     local = local_dir(location)
     if local is not None and not local.is_dir():
         return None  # (deltalake 1.0's handler would make the directory)
     try:
-        return pafs.PyFileSystem(DeltaStorageHandler(delta_uri(location), options_for(location)))
+        return pafs.PyFileSystem(file_system(delta_uri(location), options_for(location)))
     except Exception as exc:
         log.debug("reconcile: %s cannot be read (%s)", location, exc)
         return None

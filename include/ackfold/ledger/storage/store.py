@@ -27,6 +27,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Mapping
 from typing import Any, Final, Literal
@@ -146,23 +147,57 @@ def object_store_of(location: str, options: Mapping[str, str] | None) -> Any:
     configured as delta-rs is: with the storage `options`, and the environment for the
     rest. Options that object_store does not know are left to the environment."""
     from obstore import store as obstores
-    from obstore.exceptions import UnknownConfigurationKeyError
 
     from_url: Any = obstores.from_url  # its overloads type each store's own keys
     base, _ = split_location(location)
     # An endpoint named with http:// (an emulator's) is meant: object_store refuses it else.
     client: dict[str, Any] = {"allow_http": endpoint_of(location, options)[1].startswith("http:")}
-    config: dict[str, str] = {}
     for key, value in (options or {}).items():
         if key.upper().endswith("_ALLOW_HTTP"):  # a client option in object_store
             client["allow_http"] = value.strip().lower() in ("1", "true", "yes")
+    config = dict(_known_options(base, tuple((options or {}).items())))
+    return from_url(base, config=config, client_options=client)
+
+
+@functools.lru_cache(maxsize=16)
+def _known_options(base: str, options: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
+    """The `options` object_store knows for a store at `base`, asked once per options:
+    each ask builds a store and its HTTP client, milliseconds a run paid for each option
+    (issue 55)."""
+    from obstore import store as obstores
+    from obstore.exceptions import UnknownConfigurationKeyError
+
+    from_url: Any = obstores.from_url
+    config: dict[str, str] = {}
+    for key, value in options:
+        if key.upper().endswith("_ALLOW_HTTP"):
             continue
         try:
             from_url(base, config={**config, key: value})  # no request: parses the keys
         except UnknownConfigurationKeyError:
             continue
         config[key] = value
-    return from_url(base, config=config, client_options=client)
+    return tuple(config.items())
+
+
+def file_system(location: str, options: Mapping[str, str] | None) -> Any:
+    """delta-rs's file system (`deltalake.fs.DeltaStorageHandler`) rooted at `location`,
+    with the storage `options`. On an object store, one per location and options in a
+    process: each new one builds an HTTP client, its TLS roots read again, milliseconds
+    that every read of a table's files paid (issue 55). A local one costs nothing to
+    make, and is made anew."""
+    key = tuple(sorted((options or {}).items()))
+    if urlparse(location).scheme in ("", "file"):
+        return _file_system.__wrapped__(location, key, 0)
+    return _file_system(location, key, os.getpid())
+
+
+@functools.lru_cache(maxsize=64)
+def _file_system(location: str, options: tuple[tuple[str, str], ...], pid: int) -> Any:
+    """`file_system`'s, by process too: a client is not carried across a fork."""
+    from deltalake.fs import DeltaStorageHandler
+
+    return DeltaStorageHandler(location, dict(options) or None)
 
 
 def endpoint_of(location: str, options: Mapping[str, str] | None) -> tuple[str, str]:

@@ -23,6 +23,7 @@ from urllib.parse import unquote
 
 from ackfold.ledger.errors import UnreadableFiles
 from ackfold.ledger.storage.add_actions import add_actions
+from ackfold.ledger.storage.store import file_system
 
 
 def require_plain_files(table: Any, path: str) -> None:
@@ -71,14 +72,11 @@ def plain_dataset(
     import pyarrow as pa
     import pyarrow.dataset as ds
     import pyarrow.fs as pafs
-    from deltalake.fs import DeltaStorageHandler
 
     schema = pa.schema(table.schema().to_arrow())
     actions = add_actions(table)
     if keep is not None:
-        actions = pa.Table.from_pylist(
-            [action for action in actions.to_pylist() if keep(action)], schema=actions.schema
-        )
+        actions = actions.filter(pa.array([keep(a) for a in actions.to_pylist()], pa.bool_()))
     partitions = list(table.metadata().partition_columns)
     expressions = []
     for row in actions.select(["path", *(f"partition.{c}" for c in partitions)]).to_pylist():
@@ -92,7 +90,7 @@ def plain_dataset(
                 else field == pa.scalar(value, schema.field(column).type)
             )
         expressions.append(expression)
-    store = pafs.PyFileSystem(DeltaStorageHandler(table.table_uri, table._storage_options))
+    store = pafs.PyFileSystem(file_system(table.table_uri, table._storage_options))
     return ds.FileSystemDataset.from_paths(
         actions.column("path").to_pylist(),
         schema=schema,
@@ -111,9 +109,8 @@ def files_with_deletion_vectors(table: Any) -> list[str]:
     not) carry no deletion vectors, and `DeltaTable.deletion_vectors()` (deltalake 1.6
     on) reads every vector's bitmap, not only whether it is there."""
     import pyarrow.fs as pafs
-    from deltalake.fs import DeltaStorageHandler
 
-    store = pafs.PyFileSystem(DeltaStorageHandler(table.table_uri, table._storage_options))
+    store = pafs.PyFileSystem(file_system(table.table_uri, table._storage_options))
     version = int(table.version())
     start, vectors = _checkpoint_vectors(store, version)
     for v in range(start + 1, version + 1):
