@@ -187,14 +187,18 @@ def file_system(location: str, options: Mapping[str, str] | None) -> Any:
     that every read of a table's files paid (issue 55). A local one costs nothing to
     make, and is made anew."""
     key = tuple(sorted((options or {}).items()))
-    if urlparse(location).scheme in ("", "file"):
-        return _file_system.__wrapped__(location, key, 0)
-    return _file_system(location, key, os.getpid())
+    if is_object_store(location):
+        return _kept_file_system(location, key, os.getpid())
+    return _new_file_system(location, key)
 
 
 @functools.lru_cache(maxsize=64)
-def _file_system(location: str, options: tuple[tuple[str, str], ...], pid: int) -> Any:
-    """`file_system`'s, by process too: a client is not carried across a fork."""
+def _kept_file_system(location: str, options: tuple[tuple[str, str], ...], pid: int) -> Any:
+    """`file_system`'s on an object store, by process too: no client crosses a fork."""
+    return _new_file_system(location, options)
+
+
+def _new_file_system(location: str, options: tuple[tuple[str, str], ...]) -> Any:
     from deltalake.fs import DeltaStorageHandler
 
     return DeltaStorageHandler(location, dict(options) or None)
