@@ -39,6 +39,7 @@ from ackfold.ledger.reading.recovery import (
 )
 from ackfold.ledger.schema import status
 from ackfold.ledger.schema.tables import DEAD_LETTERS, ROOT_STATE, ROOTS, Ledger
+from ackfold.spark.frames import local_frame
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -209,7 +210,7 @@ def _check_words(spark: SparkSession, followed: Followed, feed: Feed, path: str)
     from pyspark.sql import functions as F
 
     outcomes = [(o, True) for o in followed.completed] + [(o, False) for o in followed.dead]
-    mine = spark.createDataFrame(outcomes or [(0, False)], "origin_root_id BIGINT, done BOOLEAN")
+    mine = local_frame(spark, outcomes, "origin_root_id BIGINT, done BOOLEAN")
     rows = (
         spark.read.format("delta").load(path).join(F.broadcast(mine), "origin_root_id")
         .groupBy("done", "word").agg(F.count("*").alias("n")).collect()
@@ -231,9 +232,7 @@ def _dead_letter_rows(
 
     if not outputs:
         return {}
-    dead = spark.createDataFrame([(o,) for o in followed.dead] or [(0,)], "origin BIGINT")
-    if not followed.dead:
-        dead = dead.limit(0)
+    dead = local_frame(spark, [(o,) for o in followed.dead], "origin BIGINT")
     found: dict[str, tuple[int, bool]] = {}
     for output in outputs:
         table = spark.read.format("delta").load(output.output)

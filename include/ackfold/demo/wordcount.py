@@ -48,6 +48,7 @@ from ackfold.sources.ingest import Ingester
 from ackfold.sources.kafka import KafkaTopic
 from ackfold.sources.kafka_spout import KafkaSpout
 from ackfold.sources.sqs import SqsQueue
+from ackfold.spark.frames import local_frame
 from ackfold.track.compact import COMPACT
 from ackfold.track.heartbeat import install_heartbeat, remove_heartbeat
 from ackfold.track.stage import StageTracker
@@ -385,7 +386,7 @@ class WordCount:
         self._words(parsed, fault_keys=True).write.format("delta").mode("ignore").save(
             self.words_path
         )
-        counted = self.spark.createDataFrame([], _COUNTED)
+        counted = local_frame(self.spark, [], _COUNTED)
         counted.write.format("delta").mode("ignore").save(self.counted_path)
         self._declare_sink()
 

@@ -23,6 +23,7 @@ from ackfold.quality.batches import LedgerFrames, Window
 from ackfold.quality.expectations import Suite, delivery_suites, ledger_suites
 from ackfold.quality.report import CheckResult, QualityReport
 from ackfold.quality.validator import Validator
+from ackfold.spark.frames import local_frame
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -72,7 +73,7 @@ def check_on_spark(
         if effects is not None:
             suite, row = effects
             schema = ", ".join(f"{column} BIGINT" for column in row)  # rows_<i>: no user text
-            batches.append((suite, spark.createDataFrame([tuple(row.values())], schema)))
+            batches.append((suite, local_frame(spark, [tuple(row.values())], schema)))
     results: list[CheckResult] = []
     for suite, frame in batches:
         results += _timed(suite, lambda: validator.validate(suite, frame), say)  # noqa: B023
@@ -171,7 +172,7 @@ def create_missing(settings: Settings) -> None:
 
 
 def keep_on_spark(spark: SparkSession, settings: Settings, report: QualityReport) -> None:
-    rows = spark.createDataFrame(report.rows(), spark_schema(QUALITY_RESULTS))
+    rows = local_frame(spark, report.rows(), spark_schema(QUALITY_RESULTS))
     # The id matched `ackfold.runs.quality.RUN_ID`: no quote can reach this predicate.
     ledger = Ledger(settings.table_root)
     path = ledger.path(QUALITY_RESULTS)

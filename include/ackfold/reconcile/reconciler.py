@@ -63,6 +63,7 @@ from ackfold.reconcile.state import (
     window_start,
 )
 from ackfold.reconcile.timeouts import explain_timeouts
+from ackfold.spark.frames import local_frame
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -252,7 +253,7 @@ class Reconciler:
         from pyspark.sql import functions as F
 
         if batch is None:  # no new events: the waiting ones are retried with the next
-            empty = self.spark.createDataFrame([], spark_schema(ACK_EVENTS))
+            empty = local_frame(self.spark, [], spark_schema(ACK_EVENTS))
             return empty.withColumn("waiting", F.lit(False))
         names = ACK_EVENTS_COLUMNS
         return batch.select(*names, F.lit(False).alias("waiting")).unionByName(

@@ -30,6 +30,7 @@ from urllib.parse import unquote, urlparse
 
 from ackfold.ledger.errors import UnreadableFiles
 from ackfold.ledger.schema.tables import Ledger, spark_schema
+from ackfold.spark.frames import local_frame
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -59,7 +60,7 @@ def delta_frame(
         return spark.read.format("delta").load(ledger.path(table))
     schema = spark_schema(table)
     if not files:
-        return spark.createDataFrame([], schema)
+        return local_frame(spark, [], schema)
     base = spark_uri(ledger, ledger.path(table))
     reader = spark.read.schema(schema).option("basePath", base)
     return reader.parquet(*(spark_uri(ledger, f) for f in files))

@@ -22,6 +22,7 @@ from ackfold.ledger.schema.tables import DEAD_LETTERS, REPLAY_LOG, ROOT_STATE, L
 from ackfold.replay.planner import DEAD_LETTER, REPLAY, SENT, Plan, Planned
 from ackfold.replay.request import REPLAYABLE
 from ackfold.sources.base import Sent
+from ackfold.spark.frames import local_frame
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -140,7 +141,7 @@ class SparkBookkeeper(Bookkeeper):
             rows_by_name = [dict(zip(schema.names, r, strict=True)) for r in records]
             direct.append_fenced(REPLAY_LOG, pa.Table.from_pylist(rows_by_name, schema=schema))
             return
-        frame = self.spark.createDataFrame(records, spark_schema(REPLAY_LOG))
+        frame = local_frame(self.spark, records, spark_schema(REPLAY_LOG))
         path = self.ledger.path(REPLAY_LOG)
 
         def append(txn: tuple[str, int] | None) -> None:
@@ -149,8 +150,10 @@ class SparkBookkeeper(Bookkeeper):
         spark_commit(self.ledger.root, path, append, what=f"append to {path}")
 
     def _set_statuses(self, updates: list[tuple[int, str, date]], now: datetime) -> None:
-        frame = self.spark.createDataFrame(
-            [(root_id, new) for root_id, new, _ in updates], "root_id BIGINT, status STRING"
+        frame = local_frame(
+            self.spark,
+            [(root_id, new) for root_id, new, _ in updates],
+            "root_id BIGINT, status STRING",
         )
         dates = sorted({day for _, _, day in updates})
         path = self.ledger.path(ROOT_STATE)
@@ -172,7 +175,8 @@ class SparkBookkeeper(Bookkeeper):
         )
 
     def _record_letters(self, letters: list[tuple[Any, ...]], now: datetime) -> None:
-        source = self.spark.createDataFrame(
+        source = local_frame(
+            self.spark,
             letters,
             spark_schema(DEAD_LETTERS) + ", redrive BOOLEAN, new_root_id BIGINT",
         )

@@ -18,6 +18,7 @@ from ackfold.ledger.setup.create import create_tables
 from ackfold.replay.planner import LOG_COLUMNS, ROOT_COLUMNS, Planner
 from ackfold.replay.queues import SourceQueues
 from ackfold.replay.request import DEFAULT_STATUSES, ReplayRequest
+from ackfold.spark.frames import local_frame
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -57,7 +58,7 @@ class SparkPlanner(Planner):
         candidates = [row.asDict() for row in state.drop("seen_event_hashes").collect()]
         # A broadcast join, not isin(): thousands of literals cost seconds to plan.
         self._chosen = F.broadcast(
-            self.spark.createDataFrame([(r["root_id"],) for r in candidates], "root_id BIGINT")
+            local_frame(self.spark, [(r["root_id"],) for r in candidates], "root_id BIGINT")
         )
         return candidates
 

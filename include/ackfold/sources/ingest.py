@@ -45,6 +45,7 @@ from ackfold.ledger.commits.driver_writers import driver_writer
 from ackfold.ledger.schema.tables import ACK_EVENTS, ROOTS, Ledger
 from ackfold.ledger.setup.create import create_tables
 from ackfold.sources.base import PullSource, Received, SourceError
+from ackfold.spark.frames import local_frame
 from ackfold.track.stage import StageTracker
 from ackfold.track.tracker import Tracker
 
@@ -241,7 +242,7 @@ class Ingester:
             self.writer.append(tracker.drain_roots(), tracker.drain())
             return
         rows = [(m.message_id, m.body, m.attempt, m.origin_root_id) for m in messages]
-        frame = self.spark.createDataFrame(rows, _SCHEMA)
+        frame = local_frame(self.spark, rows, _SCHEMA)
         out = self.tracker.spout(
             frame,
             message_id="message_id",

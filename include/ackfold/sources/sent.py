@@ -20,6 +20,7 @@ from ackfold.ledger.schema.tables import SENT_MESSAGES, Ledger, spark_schema
 from ackfold.ledger.setup.create import create_tables
 from ackfold.ledger.storage.conflicts import retry_conflicts
 from ackfold.ledger.storage.protocol import refuse_spark_commit
+from ackfold.spark.frames import local_frame
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -52,7 +53,7 @@ def record_sent(
         direct.append_arrow(SENT_MESSAGES, pa.Table.from_pylist(named, schema=schema))
         return
     refuse_spark_commit(ledger.root, SENT_MESSAGES)
-    frame = spark.createDataFrame(rows, spark_schema(SENT_MESSAGES))
+    frame = local_frame(spark, rows, spark_schema(SENT_MESSAGES))
     create_tables(spark, ledger, (SENT_MESSAGES,))
     path = ledger.path(SENT_MESSAGES)
     retry_conflicts(

@@ -5,6 +5,7 @@
 - `connect`: Spark Connect sessions, and query starts that survive a busy server;
 - `python`: the executors' Python, checked against the driver's;
 - `jars`: the JVM jars (Delta, the Kafka connector), resolved from Maven and verified;
+- `frames`: rows the driver holds as a DataFrame, through Arrow (no Python worker);
 - `smoke`: the smoke job's body.
 
 The spark-submit entry points of ackfold's jobs are `ackfold.jobs`, a floor above.
