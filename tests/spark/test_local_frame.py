@@ -15,13 +15,16 @@ from ackfold.spark.frames import local_frame
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-SCHEMA = "root_id BIGINT, n INT, name STRING, done BOOLEAN, day DATE, at TIMESTAMP, ids ARRAY<BIGINT>"
+SCHEMA = (
+    "root_id BIGINT, n INT, name STRING, done BOOLEAN, day DATE, at TIMESTAMP, ids ARRAY<BIGINT>"
+)
+PLUS_TWO = timezone(timedelta(hours=2))
 ROWS = [
     (7, 1, "sent", True, date(2026, 12, 1), datetime(2026, 12, 1, 10, 0, tzinfo=UTC), [1, 2]),
     (-(2**63), None, None, None, None, None, None),
     # Another offset: the same instant as Spark reads it from the list.
-    (9, 3, "é", False, date(2026, 1, 31), datetime(2026, 12, 1, 12, 0, tzinfo=timezone(timedelta(hours=2))), []),
-]  # fmt: skip
+    (9, 3, "é", False, date(2026, 1, 31), datetime(2026, 12, 1, 12, 0, tzinfo=PLUS_TWO), []),
+]
 
 
 def _python_tasks(frame: DataFrame) -> bool:
