@@ -61,3 +61,13 @@ def test_rows_that_do_not_fit_are_refused(
 ) -> None:
     with pytest.raises(ValueError, match=message):
         local_frame(spark, rows, schema)
+
+
+def test_an_arrow_schema_keeps_its_fields_nullability(spark: SparkSession) -> None:
+    import pyarrow as pa
+
+    schema = pa.schema([pa.field("root_id", pa.int64(), nullable=False), ("status", pa.string())])
+    frame = local_frame(spark, [(7, "sent"), (8, None)], schema)
+    assert [(f.name, f.nullable) for f in frame.schema] == [("root_id", False), ("status", True)]
+    assert [tuple(r) for r in frame.collect()] == [(7, "sent"), (8, None)]
+    assert not _python_tasks(frame)

@@ -16,14 +16,15 @@ from typing import TYPE_CHECKING, Any
 
 from ackfold.config import Settings
 from ackfold.ledger.commits.driver_writers import object_store_writer
-from ackfold.ledger.schema.tables import QUALITY_RESULTS, Ledger, spark_schema
+from ackfold.ledger.schema.contract import arrow_schema
+from ackfold.ledger.schema.tables import QUALITY_RESULTS, Ledger
 from ackfold.ledger.storage.conflicts import retry_conflicts
 from ackfold.ledger.storage.store import is_object_store
 from ackfold.quality.batches import LedgerFrames, Window
 from ackfold.quality.expectations import Suite, delivery_suites, ledger_suites
 from ackfold.quality.report import CheckResult, QualityReport
 from ackfold.quality.validator import Validator
-from ackfold.spark.frames import local_frame
+from ackfold.spark.frames import arrow_table, local_frame
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -172,14 +173,15 @@ def create_missing(settings: Settings) -> None:
 
 
 def keep_on_spark(spark: SparkSession, settings: Settings, report: QualityReport) -> None:
-    rows = local_frame(spark, report.rows(), spark_schema(QUALITY_RESULTS))
+    table = arrow_table(report.rows(), arrow_schema(QUALITY_RESULTS))
     # The id matched `ackfold.runs.quality.RUN_ID`: no quote can reach this predicate.
     ledger = Ledger(settings.table_root)
     path = ledger.path(QUALITY_RESULTS)
     if is_object_store(ledger.root):  # delta-rs commits every ledger table there (issue 38)
         writer = object_store_writer(ledger.root)
-        writer.replace_where(QUALITY_RESULTS, rows.toArrow(), f"run_id = '{report.run_id}'")
+        writer.replace_where(QUALITY_RESULTS, table, f"run_id = '{report.run_id}'")
         return
+    rows = spark.createDataFrame(table)
     retry_conflicts(
         lambda: (
             rows.write.format("delta")

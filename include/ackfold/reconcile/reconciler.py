@@ -37,7 +37,7 @@ from ackfold.ledger.commits.fence import spark_commit
 from ackfold.ledger.commits.lease import ledger_turn
 from ackfold.ledger.commits.marks import check_app_name, commit_mark
 from ackfold.ledger.commits.writer import LedgerWriter
-from ackfold.ledger.schema.contract import CLOCK_SKEW
+from ackfold.ledger.schema.contract import CLOCK_SKEW, arrow_schema
 from ackfold.ledger.schema.tables import (
     ACK_EVENTS,
     ACK_EVENTS_COLUMNS,
@@ -253,7 +253,7 @@ class Reconciler:
         from pyspark.sql import functions as F
 
         if batch is None:  # no new events: the waiting ones are retried with the next
-            empty = local_frame(self.spark, [], spark_schema(ACK_EVENTS))
+            empty = local_frame(self.spark, [], arrow_schema(ACK_EVENTS))
             return empty.withColumn("waiting", F.lit(False))
         names = ACK_EVENTS_COLUMNS
         return batch.select(*names, F.lit(False).alias("waiting")).unionByName(

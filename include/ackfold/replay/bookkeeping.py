@@ -18,11 +18,11 @@ from ackfold.ledger.commits.driver_writers import driver_writer
 from ackfold.ledger.commits.fence import spark_commit
 from ackfold.ledger.schema import status
 from ackfold.ledger.schema.contract import arrow_schema
-from ackfold.ledger.schema.tables import DEAD_LETTERS, REPLAY_LOG, ROOT_STATE, Ledger, spark_schema
+from ackfold.ledger.schema.tables import DEAD_LETTERS, REPLAY_LOG, ROOT_STATE, Ledger
 from ackfold.replay.planner import DEAD_LETTER, REPLAY, SENT, Plan, Planned
 from ackfold.replay.request import REPLAYABLE
 from ackfold.sources.base import Sent
-from ackfold.spark.frames import local_frame
+from ackfold.spark.frames import arrow_table, local_frame
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -133,15 +133,12 @@ class SparkBookkeeper(Bookkeeper):
         self.spark = spark
 
     def _append_log(self, records: list[tuple[Any, ...]]) -> None:
+        rows = arrow_table(records, arrow_schema(REPLAY_LOG))
         direct = driver_writer(self.spark, self.ledger)
         if direct is not None:  # delta-rs, where the driver can: milliseconds, not a job
-            import pyarrow as pa
-
-            schema = arrow_schema(REPLAY_LOG)
-            rows_by_name = [dict(zip(schema.names, r, strict=True)) for r in records]
-            direct.append_fenced(REPLAY_LOG, pa.Table.from_pylist(rows_by_name, schema=schema))
+            direct.append_fenced(REPLAY_LOG, rows)
             return
-        frame = local_frame(self.spark, records, spark_schema(REPLAY_LOG))
+        frame = self.spark.createDataFrame(rows)
         path = self.ledger.path(REPLAY_LOG)
 
         def append(txn: tuple[str, int] | None) -> None:
@@ -175,11 +172,14 @@ class SparkBookkeeper(Bookkeeper):
         )
 
     def _record_letters(self, letters: list[tuple[Any, ...]], now: datetime) -> None:
-        source = local_frame(
-            self.spark,
-            letters,
-            spark_schema(DEAD_LETTERS) + ", redrive BOOLEAN, new_root_id BIGINT",
+        import pyarrow as pa
+
+        schema = (
+            arrow_schema(DEAD_LETTERS)
+            .append(pa.field("redrive", pa.bool_()))
+            .append(pa.field("new_root_id", pa.int64()))
         )
+        source = local_frame(self.spark, letters, schema)
         columns = [c for c in source.columns if c not in ("redrive", "new_root_id")]
         letters_path = self.ledger.path(DEAD_LETTERS)
         clauses = [

@@ -16,11 +16,12 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from ackfold.ledger.commits.driver_writers import driver_writer
-from ackfold.ledger.schema.tables import SENT_MESSAGES, Ledger, spark_schema
+from ackfold.ledger.schema.contract import arrow_schema
+from ackfold.ledger.schema.tables import SENT_MESSAGES, Ledger
 from ackfold.ledger.setup.create import create_tables
 from ackfold.ledger.storage.conflicts import retry_conflicts
 from ackfold.ledger.storage.protocol import refuse_spark_commit
-from ackfold.spark.frames import local_frame
+from ackfold.spark.frames import arrow_table
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -42,18 +43,13 @@ def record_sent(
     # Timezone-aware: Spark reads a naive datetime in the driver's local time zone.
     at = (sent_at or datetime.now(UTC)).astimezone(UTC)
     rows = [(app, source, source_queue, message_id, at) for message_id in message_ids]
+    table = arrow_table(rows, arrow_schema(SENT_MESSAGES))
     direct = driver_writer(spark, ledger)
     if direct is not None:  # delta-rs: the only protocol on an object store
-        import pyarrow as pa
-
-        from ackfold.ledger.schema.contract import arrow_schema
-
-        schema = arrow_schema(SENT_MESSAGES)
-        named = [dict(zip(schema.names, row, strict=True)) for row in rows]
-        direct.append_arrow(SENT_MESSAGES, pa.Table.from_pylist(named, schema=schema))
+        direct.append_arrow(SENT_MESSAGES, table)
         return
     refuse_spark_commit(ledger.root, SENT_MESSAGES)
-    frame = local_frame(spark, rows, spark_schema(SENT_MESSAGES))
+    frame = spark.createDataFrame(table)
     create_tables(spark, ledger, (SENT_MESSAGES,))
     path = ledger.path(SENT_MESSAGES)
     retry_conflicts(
