@@ -57,6 +57,11 @@ does after `--log-retention` simulated days (30, Delta's default): the commits a
 checkpoints before the newest checkpoint older than that. Without them, by day 90 of the
 S3 run `ack_events` kept 2,840 files for 28 live ones, each log held every commit of
 the simulated months (3,197 in `ack_events`'), and the store's listings grew with them.
+The checkpoints are the one thing left to the wall clock: each carries the tombstones
+younger than its table's `delta.deletedFileRetentionDuration` (the soak's whole run, for
+`ack_events`). So "ack_events grew beyond its retention" bounds its data and commits, and
+every newest checkpoint is checked to hold no tombstone older than that retention when it
+was written (what Delta drops); their bytes are reported beside.
 
     python bench/soak.py --seeds 1 2 3 --days 365                 # local disk
     python bench/soak.py --seeds 4 --days 365 --store s3           # the local S3 API
@@ -97,6 +102,7 @@ from ackfold.ledger.commits.fence import version_of
 from ackfold.ledger.commits.lease import TTL, ledger_turn
 from ackfold.ledger.commits.writer import LedgerWriter
 from ackfold.ledger.errors import FenceUnreadable, LeaseLost
+from ackfold.ledger.housekeeping.store_maintenance import RETENTION_PROPERTY
 from ackfold.ledger.schema import status
 from ackfold.ledger.schema.tables import (
     ACK_EVENTS,
@@ -161,7 +167,9 @@ class Soak:
         self.faults = Faults()
         self.costs: list[dict[str, Any]] = []
         self.events_written_at_last_run = 0
-        self.sizes: list[tuple[int, int, int]] = []  # (day, ack_events, warehouse) bytes
+        # (day, ack_events' data and commits, its checkpoints, the warehouse) bytes
+        self.sizes: list[tuple[int, int, int, int]] = []
+        self.stale_tombstones: dict[str, int] = {}  # table -> most kept past retention
         self.fallbacks = _Counting("reading the whole table")
         logging.getLogger("ackfold.embedded").addHandler(self.fallbacks)
         self.counts: dict[str, int] = {}
@@ -534,7 +542,10 @@ class Soak:
         self._expire_logs()
         if (self.now - self.start).days % 7 == 0:
             day = (self.now - self.start).days
-            self.sizes.append((day, self._bytes(ACK_EVENTS), self._bytes()))
+            events = self._bytes(ACK_EVENTS)
+            self.sizes.append(
+                (day, events["data"], events["checkpoints"], sum(self._bytes().values()))
+            )
 
     def _expire_logs(self) -> None:
         """Delta's log cleanup by the soak's clock: each table's commits, checkpoints and
@@ -562,6 +573,10 @@ class Soak:
                     checkpoints.add(int(head))
             if not files:
                 continue
+            if checkpoints:
+                stale = _stale_tombstones(store, files[max(checkpoints)])
+                name = table.base_name
+                self.stale_tombstones[name] = max(self.stale_tombstones.get(name, 0), stale)
             history = self.log_versions.setdefault(table.path, [])
             history.append((day, max(files)))
             expired = [v for d, v in history if d <= day - self.args.log_retention]
@@ -763,14 +778,18 @@ class Soak:
         # with room; what each run read against what was new is exact.
         flat = max(medians.values(), default=0) <= max(5 * first_month, first_month + 2.0)
         reads = [c for c in embedded if c["events_read"] > c["events_new"] * 3 + 100]
-        events_bytes = {d: b for d, b, _ in self.sizes}
-        steady = [b for d, b, _ in self.sizes if d >= 2 * self.args.retention]
+        events_bytes = {d: b for d, b, _, _ in self.sizes}
+        # Checkpoints apart: they carry the tombstones of the retention property's hours on
+        # the wall clock (a soak's whole run), which `stale` checks Delta drops on time.
+        steady = [b for d, b, _, _ in self.sizes if d >= 2 * self.args.retention]
         bounded = not steady or max(steady) <= 2 * min(steady) + (1 << 20)
+        stale = {name: n for name, n in self.stale_tombstones.items() if n}
         failures = [
             what for what, ok in (
                 ("a reconcile's cost grew with the ledger's age", flat),
                 ("a reconcile read more than what was new", not reads),
                 ("ack_events grew beyond its retention", bounded),
+                (f"checkpoints kept tombstones past their retention: {stale}", not stale),
             ) if not ok
         ]  # fmt: skip
         if failures:
@@ -790,20 +809,28 @@ class Soak:
             "reconcile_seconds_median_by_month": medians, "cost_flat": flat,
             "reconciles_reading_more_than_new": len(reads),
             "ack_events_bytes_by_day": events_bytes,
-            "warehouse_bytes_by_day": {d: b for d, _, b in self.sizes},
+            "ack_events_checkpoint_bytes_by_day": {d: c for d, _, c, _ in self.sizes},
+            "warehouse_bytes_by_day": {d: w for d, _, _, w in self.sizes},
             "storage_bounded": bounded,
+            "tombstones_past_retention": self.stale_tombstones,
             "whole_table_reads": self.fallbacks.count,
         }  # fmt: skip
 
     def _count(self, what: str, happened: bool | int = True) -> None:
         self.counts[what] = self.counts.get(what, 0) + int(happened)
 
-    def _bytes(self, table: str = "") -> int:
-        """Bytes under the warehouse (or one of its tables): data, logs, checkpoints."""
+    def _bytes(self, table: str = "") -> dict[str, int]:
+        """Bytes under the warehouse (or one of its tables): its `checkpoints`, and the rest
+        (`data`: data files, commits)."""
         where = self.ledger.path(table) if table else self.settings.table_root
         if self.args.store == "s3":
-            return sum(_object_sizes(where))
-        return sum(p.stat().st_size for p in Path(where).rglob("*") if p.is_file())
+            files = _object_sizes(where)
+        else:
+            files = [(p.name, p.stat().st_size) for p in Path(where).rglob("*") if p.is_file()]
+        split = {"data": 0, "checkpoints": 0}
+        for name, size in files:
+            split["checkpoints" if ".checkpoint." in name else "data"] += size
+        return split
 
 
 class _Counting(logging.Handler):
@@ -869,12 +896,42 @@ def _remove(location: str) -> None:
             client.delete_object(Bucket=bucket, Key=item["Key"])
 
 
-def _object_sizes(location: str) -> list[int]:
+def _object_sizes(location: str) -> list[tuple[str, int]]:
     import pyarrow.fs as pafs
 
     store = pafs.PyFileSystem(file_system(delta_uri(location), storage_options(location)))
     found = store.get_file_info(pafs.FileSelector("", recursive=True))
-    return [f.size or 0 for f in found if f.type == pafs.FileType.File]
+    return [(f.base_name, f.size or 0) for f in found if f.type == pafs.FileType.File]
+
+
+def _stale_tombstones(store: Any, checkpoint: list[str]) -> int:
+    """The tombstones (`remove` actions) the checkpoint `checkpoint` (its files) kept though
+    they were older than its table's `delta.deletedFileRetentionDuration` when it was
+    written: Delta drops those from a checkpoint, by the wall clock."""
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    stale = 0
+    for path in checkpoint:
+        if not path.endswith(".parquet"):
+            continue
+        written = store.get_file_info(path).mtime
+        with store.open_input_file(path) as source:
+            actions = pq.read_table(source, columns=["remove", "metaData"])
+        metadata = [m for m in actions.column("metaData").to_pylist() if m]
+        configuration = dict(metadata[0]["configuration"] or []) if metadata else {}
+        retention = _interval(configuration.get(RETENTION_PROPERTY, "interval 1 week"))
+        removes = actions.column("remove")
+        times = pc.struct_field(removes.filter(pc.is_valid(removes)), "deletionTimestamp")
+        oldest_kept = (written - retention).timestamp() * 1000
+        stale += pc.sum(pc.less(times, oldest_kept)).as_py() or 0
+    return stale
+
+
+def _interval(text: str) -> timedelta:
+    """A Delta interval property (``"interval 2 hours"``, ``"interval 1 week"``)."""
+    _, amount, unit = text.split()
+    return timedelta(**{unit.rstrip("s") + "s": int(amount)})
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -241,6 +241,10 @@ def _soak(out: str, work: Path) -> None:
     assert counts["reconciles missed in an outage"] >= 1
     assert run["cost_flat"]
     assert run["storage_bounded"]
+    # Every table's newest checkpoint was read, and none kept a tombstone past its retention.
+    tombstones = run["tombstones_past_retention"]
+    assert {"ack_events", "roots", "root_state"} <= set(tombstones), tombstones
+    assert not any(tombstones.values()), tombstones
     # A day of log kept, by the soak's clock: the logs lost their oldest commits, and every
     # check after that still read each table.
     assert counts["log files expired"] > 0, counts
