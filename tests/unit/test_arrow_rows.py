@@ -15,7 +15,10 @@ from ackfold.spark.frames import arrow_table
 
 def test_a_ledger_tables_rows_take_the_contracts_types() -> None:
     at = datetime(2026, 12, 6, 9, 0, tzinfo=UTC)
-    rows = [("wordcount", "sqs", "sentences", "m-1", at), ("wordcount", "sqs", "sentences", "é", at)]
+    rows = [
+        ("wordcount", "sqs", "sentences", "m-1", at),
+        ("wordcount", "sqs", "sentences", "é", at),
+    ]
     table = arrow_table(rows, arrow_schema(SENT_MESSAGES))
     assert table.schema == arrow_schema(SENT_MESSAGES)
     assert [tuple(r.values()) for r in table.to_pylist()] == rows

@@ -119,3 +119,30 @@ def test_the_log_helpers_doctests() -> None:
     result = doctest.testmod(delta_logs)
     assert result.attempted
     assert result.failed == 0
+
+
+def test_maintenance_compacts_root_states_small_files(tmp_path: Path) -> None:
+    settings = load_settings(var_dir=tmp_path)
+    ticks = (T0 + timedelta(seconds=i) for i in itertools.count())
+    tracker = Tracker("orders", clock=ticks.__next__)
+    writer = LedgerWriter(settings.table_root)
+    for run in range(3):  # each reconcile adds its roots' states in a file of their own
+        root = tracker.spout(f"m{run}", source="sqs", source_queue="q", payload="p")
+        tracker.ack(root, stage="store")
+        writer.append(tracker.drain_roots(), tracker.drain(), app_id="orders", version=run + 1)
+        run_reconcile(settings, now=T0 + timedelta(minutes=run + 1))
+    state = Ledger(settings.table_root).path("root_state")
+
+    def files_by_partition() -> dict[str, int]:
+        paths = DeltaTable(state).file_uris()
+        return {part: sum(p.rsplit("/", 1)[0] == part for p in paths)
+                for part in {p.rsplit("/", 1)[0] for p in paths}}  # fmt: skip
+
+    assert max(files_by_partition().values()) >= 3
+    before = DeltaTable(state).to_pyarrow_table().sort_by("root_id")
+
+    summary = run_maintenance(settings, now=T0 + timedelta(hours=1))
+
+    assert "root_state" in summary["optimized"]
+    assert set(files_by_partition().values()) == {1}
+    assert DeltaTable(state).to_pyarrow_table().sort_by("root_id").equals(before)
