@@ -102,6 +102,7 @@ from ackfold.ledger.commits.fence import version_of
 from ackfold.ledger.commits.lease import TTL, ledger_turn
 from ackfold.ledger.commits.writer import LedgerWriter
 from ackfold.ledger.errors import FenceUnreadable, LeaseLost
+from ackfold.ledger.housekeeping.delta_logs import interval
 from ackfold.ledger.housekeeping.store_maintenance import RETENTION_PROPERTY
 from ackfold.ledger.schema import status
 from ackfold.ledger.schema.tables import (
@@ -563,18 +564,21 @@ class Soak:
                 continue
             log_dir = pafs.FileSelector(f"{table.path}/_delta_log", allow_not_found=True)
             files: dict[int, list[str]] = {}
+            infos = {}  # path -> its listing's entry (a checkpoint's time)
             checkpoints = set()
             for entry in store.get_file_info(log_dir):
                 head = entry.base_name.split(".", 1)[0]
                 if entry.type != pafs.FileType.File or not head.isdigit():
                     continue  # _last_checkpoint, a temporary file
                 files.setdefault(int(head), []).append(entry.path)
+                infos[entry.path] = entry
                 if ".checkpoint." in entry.base_name:
                     checkpoints.add(int(head))
             if not files:
                 continue
             if checkpoints:
-                stale = _stale_tombstones(store, files[max(checkpoints)])
+                newest = [infos[path] for path in files[max(checkpoints)]]
+                stale = _stale_tombstones(store, newest)
                 name = table.base_name
                 self.stale_tombstones[name] = max(self.stale_tombstones.get(name, 0), stale)
             history = self.log_versions.setdefault(table.path, [])
@@ -808,7 +812,7 @@ class Soak:
             "faults": dict(self.faults.hits),
             "reconcile_seconds_median_by_month": medians, "cost_flat": flat,
             "reconciles_reading_more_than_new": len(reads),
-            "ack_events_bytes_by_day": events_bytes,
+            "ack_events_data_bytes_by_day": events_bytes,
             "ack_events_checkpoint_bytes_by_day": {d: c for d, _, c, _ in self.sizes},
             "warehouse_bytes_by_day": {d: w for d, _, _, w in self.sizes},
             "storage_bounded": bounded,
@@ -904,34 +908,34 @@ def _object_sizes(location: str) -> list[tuple[str, int]]:
     return [(f.base_name, f.size or 0) for f in found if f.type == pafs.FileType.File]
 
 
-def _stale_tombstones(store: Any, checkpoint: list[str]) -> int:
-    """The tombstones (`remove` actions) the checkpoint `checkpoint` (its files) kept though
-    they were older than its table's `delta.deletedFileRetentionDuration` when it was
-    written: Delta drops those from a checkpoint, by the wall clock."""
+def _stale_tombstones(store: Any, checkpoint: list[Any]) -> int:
+    """The tombstones (`remove` actions) that the checkpoint of the listed files
+    `checkpoint` (one, or the parts of one) kept though they were older than its table's
+    `delta.deletedFileRetentionDuration` when it was written, a minute's leeway aside:
+    Delta drops those, by the wall clock. (A v2 checkpoint's sidecars are not read: the
+    ledger's tables stay at reader version 1.)"""
+    import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
+    parts = [f for f in checkpoint if f.path.endswith(".parquet")]
+    if any(f.mtime is None for f in parts):
+        raise SoakFailed(f"the store gave no time for the checkpoint {parts[0].path}")
+    actions = {}
+    for part in parts:
+        with store.open_input_file(part.path) as source:
+            actions[part.path] = pq.read_table(source, columns=["remove", "metaData"])
+    # The table's metadata is in one part of a multi-part checkpoint: read it first.
+    metadata = pa.concat_tables(actions.values()).column("metaData").drop_null().to_pylist()
+    configuration = dict(metadata[0]["configuration"] or []) if metadata else {}
+    retention = interval(configuration.get(RETENTION_PROPERTY, "interval 1 week"))
     stale = 0
-    for path in checkpoint:
-        if not path.endswith(".parquet"):
-            continue
-        written = store.get_file_info(path).mtime
-        with store.open_input_file(path) as source:
-            actions = pq.read_table(source, columns=["remove", "metaData"])
-        metadata = [m for m in actions.column("metaData").to_pylist() if m]
-        configuration = dict(metadata[0]["configuration"] or []) if metadata else {}
-        retention = _interval(configuration.get(RETENTION_PROPERTY, "interval 1 week"))
-        removes = actions.column("remove")
-        times = pc.struct_field(removes.filter(pc.is_valid(removes)), "deletionTimestamp")
-        oldest_kept = (written - retention).timestamp() * 1000
+    for part in parts:
+        removes = actions[part.path].column("remove").drop_null()
+        times = pc.struct_field(removes, "deletionTimestamp")
+        oldest_kept = (part.mtime - retention - timedelta(minutes=1)).timestamp() * 1000
         stale += pc.sum(pc.less(times, oldest_kept)).as_py() or 0
     return stale
-
-
-def _interval(text: str) -> timedelta:
-    """A Delta interval property (``"interval 2 hours"``, ``"interval 1 week"``)."""
-    _, amount, unit = text.split()
-    return timedelta(**{unit.rstrip("s") + "s": int(amount)})
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -202,9 +202,6 @@ def keep_embedded(settings: Settings, report: QualityReport) -> None:
 
     writer = LedgerWriter(settings.table_root)
     schema = pa.schema(writer.table(QUALITY_RESULTS).schema().to_arrow())
-    columns = list(zip(*report.rows(), strict=True)) or [() for _ in schema]
-    rows = pa.Table.from_arrays(
-        [pa.array(list(c), f.type) for c, f in zip(columns, schema, strict=True)], schema=schema
-    )
+    rows = arrow_table(report.rows(), schema)
     # The id matched `ackfold.runs.quality.RUN_ID`: no quote can reach this predicate.
     writer.replace_where(QUALITY_RESULTS, rows, f"run_id = '{report.run_id}'")

@@ -90,8 +90,16 @@ def log_retention(configuration: dict[str, str]) -> timedelta:
         datetime.timedelta(days=30)
     """
     text = configuration.get(LOG_RETENTION_PROPERTY)
-    if not text:
-        return DEFAULT_LOG_RETENTION
+    return interval(text) if text else DEFAULT_LOG_RETENTION
+
+
+def interval(text: str) -> timedelta:
+    """A Delta interval property's duration: ``"interval 2 hours"``, ``"7 days"``.
+
+    Example:
+        >>> interval("INTERVAL 1 week")
+        datetime.timedelta(days=7)
+    """
     words = text.lower().split()
     count, unit = (words[1], words[2]) if words[0] == "interval" else (words[0], words[1])
     return timedelta(seconds=float(count) * UNITS[unit.rstrip("s")])

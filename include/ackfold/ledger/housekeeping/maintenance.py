@@ -13,9 +13,10 @@
    too: quality runs only look at their window, and trends older than that are summaries
    to export, not rows to keep forever.
 2. **OPTIMIZE.** `ack_events` and `roots` are Z-ordered by `root_id` (ids are hashes:
-   without it a point lookup reads the `root_id` column of every file); `replay_log` is
-   compacted. `root_state`, `dead_letters` and `unmatched_events` are rewritten by the
-   reconciler and the replay engine as they go.
+   without it a point lookup reads the `root_id` column of every file); `replay_log`,
+   `app_progress` and `root_state` are compacted (`COMPACTED`: small appends, and the
+   reconciles' MERGEs' small files in each partition). `dead_letters` and
+   `unmatched_events` are rewritten by the reconciler and the replay engine as they go.
 3. **VACUUM** every ledger table, keeping `maintenance.vacuum_retention` (Delta's 7 days
    by default) of unreferenced files for running streams and readers. Delta 4 reads the
    retention from the table property `delta.deletedFileRetentionDuration`, which this

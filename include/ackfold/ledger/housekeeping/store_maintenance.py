@@ -13,7 +13,8 @@ delta-rs committed a moment before (`docs/decisions/object-stores.md`). So here:
    the cut-off by a delta-rs DELETE. delta-rs writes no deletion vectors: the tables stay
    at reader version 1.
 2. **Compaction**: `ack_events` and `roots` Z-ordered by `root_id`
-   (`DeltaTable.optimize.z_order`), `replay_log` compacted (`optimize.compact`).
+   (`DeltaTable.optimize.z_order`), `COMPACTED` (`replay_log`, `app_progress`,
+   `root_state`) compacted (`optimize.compact`).
 3. **VACUUM**: `DeltaTable.vacuum`, keeping `maintenance.vacuum_retention`, set first as
    the table property `delta.deletedFileRetentionDuration` where it differs. Never the
    files no reconcile has folded yet: while `ack_events` has commits after the mark of
