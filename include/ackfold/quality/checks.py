@@ -24,7 +24,7 @@ from ackfold.quality.batches import LedgerFrames, Window
 from ackfold.quality.expectations import Suite, delivery_suites, ledger_suites
 from ackfold.quality.report import CheckResult, QualityReport
 from ackfold.quality.validator import Validator
-from ackfold.spark.frames import arrow_table, local_frame
+from ackfold.spark.frames import arrow_frame, arrow_table, local_frame
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -181,7 +181,7 @@ def keep_on_spark(spark: SparkSession, settings: Settings, report: QualityReport
         writer = object_store_writer(ledger.root)
         writer.replace_where(QUALITY_RESULTS, table, f"run_id = '{report.run_id}'")
         return
-    rows = spark.createDataFrame(table)
+    rows = arrow_frame(spark, table)
     retry_conflicts(
         lambda: (
             rows.write.format("delta")

@@ -22,7 +22,7 @@ from ackfold.ledger.schema.tables import DEAD_LETTERS, REPLAY_LOG, ROOT_STATE, L
 from ackfold.replay.planner import DEAD_LETTER, REPLAY, SENT, Plan, Planned
 from ackfold.replay.request import REPLAYABLE
 from ackfold.sources.base import Sent
-from ackfold.spark.frames import arrow_table, local_frame
+from ackfold.spark.frames import arrow_frame, arrow_table, local_frame
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -138,7 +138,7 @@ class SparkBookkeeper(Bookkeeper):
         if direct is not None:  # delta-rs, where the driver can: milliseconds, not a job
             direct.append_fenced(REPLAY_LOG, rows)
             return
-        frame = self.spark.createDataFrame(rows)
+        frame = arrow_frame(self.spark, rows)
         path = self.ledger.path(REPLAY_LOG)
 
         def append(txn: tuple[str, int] | None) -> None:

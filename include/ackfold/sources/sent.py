@@ -21,7 +21,7 @@ from ackfold.ledger.schema.tables import SENT_MESSAGES, Ledger
 from ackfold.ledger.setup.create import create_tables
 from ackfold.ledger.storage.conflicts import retry_conflicts
 from ackfold.ledger.storage.protocol import refuse_spark_commit
-from ackfold.spark.frames import arrow_table
+from ackfold.spark.frames import arrow_frame, arrow_table
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -49,7 +49,7 @@ def record_sent(
         direct.append_arrow(SENT_MESSAGES, table)
         return
     refuse_spark_commit(ledger.root, SENT_MESSAGES)
-    frame = spark.createDataFrame(table)
+    frame = arrow_frame(spark, table)
     create_tables(spark, ledger, (SENT_MESSAGES,))
     path = ledger.path(SENT_MESSAGES)
     retry_conflicts(

@@ -36,6 +36,14 @@ def arrow_table(rows: Iterable[Sequence[Any]], schema: pa.Schema) -> pa.Table:
     return pa.Table.from_arrays(columns, schema=schema)
 
 
+def arrow_frame(spark: SparkSession, table: pa.Table) -> DataFrame:
+    """The Arrow table `table` as a DataFrame of its schema, nullability kept. The schema is
+    passed, not inferred: Spark Connect infers none from a table of no rows."""
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    return spark.createDataFrame(table, schema=from_arrow_schema(table.schema))
+
+
 def local_frame(
     spark: SparkSession, rows: Iterable[Sequence[Any]], schema: str | pa.Schema
 ) -> DataFrame:
@@ -45,7 +53,7 @@ def local_frame(
     Datetimes are timezone-aware: a naive one would be read as UTC, where Spark reads it as
     local time."""
     if not isinstance(schema, str):
-        return spark.createDataFrame(arrow_table(rows, schema))
+        return arrow_frame(spark, arrow_table(rows, schema))
     from pyspark.sql.pandas.types import to_arrow_schema
     from pyspark.sql.types import DataType, StructType
 
