@@ -43,6 +43,7 @@ from ackfold.ledger.setup.upgrade import stored_columns
 from ackfold.ledger.storage.conflicts import retry_conflicts
 from ackfold.ledger.storage.protocol import refuse_spark_commit
 from ackfold.spark import is_connect
+from ackfold.spark.frames import arrow_frame
 from ackfold.track import folding, one_pass
 from ackfold.track.layout import SCHEME, TUPLE_COLUMN, has_scheme, is_current, matching
 from ackfold.track.one_pass import Gathered
@@ -230,7 +231,7 @@ def _commit(
         table = rows if held else rows.toArrow()
         return direct.append_arrow(name, table, app_id=app_id, version=version)
     refuse_spark_commit(ledger.root, name)  # never reached on an object store
-    frame = spark.createDataFrame(conform(rows, arrow_schema(name))) if held else rows
+    frame = arrow_frame(spark, conform(rows, arrow_schema(name))) if held else rows
     if name == ROOTS:
         frame = _in_roots_layout(spark, ledger, frame)
     return _append(frame, ledger.path(name), app_id, version, SPARK_LEDGER_OPTIONS)
