@@ -1,15 +1,16 @@
 """Tracking overhead: the word count with ackfold tracking against the same app without.
 
     .venv/bin/python bench/wordcount.py [--messages 5000] [--rounds 3] [--batch 1000]
-        [--remote sc://HOST:PORT] [--json PATH] [--py-spy DIR]
+        [--modes compact,per_tuple] [--remote sc://HOST:PORT] [--json PATH] [--py-spy DIR]
 
 Starts ElasticMQ on a free loopback port. Each round sends `--messages` sentences to each
 app's queue and runs each app to the end of its queue, as its own command (a fresh
 process and JVM each time, started by this one), the apps' order rotated from one round
 to the next: the tracked app (`ackfold.demo.wordcount.WordCount`, no faults) with
-compact acks (the default), the same with per-tuple acks (one ack event per word), and
-the untracked app below: the same receive, land-then-delete loop, the same split and the
-same keyed MERGE into the sink, but no `roots` rows, no `_ackfold` column and no acks.
+compact acks (the default), the same with per-tuple acks (one ack event per word)
+(`--modes` names the tracked ones to run), and the untracked app below: the same receive,
+land-then-delete loop, the same split and the same keyed MERGE into the sink, but no
+`roots` rows, no `_ackfold` column and no acks.
 
 Micro-batches of the size named: each ingest batch (`--batch` messages, SQS's
 `max_messages_per_batch`) is one Delta file, and each stage query reads one file a
@@ -187,7 +188,6 @@ class Tracked(WordCount):
 
 
 MODES = ("compact", "per_tuple")
-APPS = (*MODES, "untracked")
 CHILD = "app run: "  # how an app's command prints its figures, one JSON line
 CPU_MEASURE = (
     "CPU-seconds: user + system of the app's command and every process under it, from "
@@ -316,6 +316,11 @@ def main() -> None:
         help="messages an ingest batch (sqs.max_messages_per_batch) and a split micro-batch",
     )  # fmt: skip
     parser.add_argument(
+        "--modes", default=",".join(MODES), type=lambda text: tuple(text.split(",")),
+        help=f"the tracked apps' ack modes to run beside the untracked one (default: "
+        f"{','.join(MODES)})",
+    )  # fmt: skip
+    parser.add_argument(
         "--remote", default=None, help="run every app through this sc:// Spark Connect server"
     )
     parser.add_argument("--json", default=None, help="also write the JSON summary here")
@@ -333,6 +338,13 @@ def main() -> None:
         return
     if args.messages < 1 or args.batch < 1 or args.rounds < 1:
         parser.error("--messages, --batch and --rounds must be at least 1")
+    unknown = sorted(set(args.modes) - set(MODES))
+    if unknown or not args.modes:
+        parser.error(
+            f"--modes: {', '.join(unknown) or 'none given'}; choose from {', '.join(MODES)}"
+        )
+    modes = tuple(mode for mode in MODES if mode in args.modes)
+    apps = (*modes, "untracked")
     spy = py_spy() if args.py_spy else None
     if args.py_spy and spy is None:
         print("--py-spy: no py-spy on PATH nor in $PY_SPY: no flame graphs")
@@ -341,16 +353,16 @@ def main() -> None:
     settings = bench_settings(work, port, args.batch, args.remote)
     feed = Feed.build(args.messages, FaultSettings())
     words = sum(feed.true_counts().values())
-    runs: dict[str, list[dict[str, object]]] = {name: [] for name in APPS}
+    runs: dict[str, list[dict[str, object]]] = {name: [] for name in apps}
     with ElasticMQ(settings, port=port) as server:
         client = server.client()
-        queues = {name: f"bench-{name.replace('_', '-')}-{uuid.uuid4().hex[:6]}" for name in APPS}
+        queues = {name: f"bench-{name.replace('_', '-')}-{uuid.uuid4().hex[:6]}" for name in apps}
         urls = {k: client.create_queue(QueueName=q)["QueueUrl"] for k, q in queues.items()}
-        for mode in MODES:
+        for mode in modes:
             client.create_queue(QueueName=f"{queues[mode]}-dlq")
         for round_ in range(args.rounds):
-            turn = round_ % len(APPS)  # each app first in turn
-            for name in (*APPS[turn:], *APPS[:turn]):
+            turn = round_ % len(apps)  # each app first in turn
+            for name in (*apps[turn:], *apps[:turn]):
                 feed.send(client, urls[name])
                 line = command(args, name, work, port, queues[name])
                 if spy is not None:
@@ -370,7 +382,7 @@ def main() -> None:
     wall = {n: statistics.median(float(r["wall_s"]) for r in found) for n, found in runs.items()}  # type: ignore[arg-type]
     cpu = {n: statistics.median(float(r["cpu_s"]) for r in found) for n, found in runs.items()}  # type: ignore[arg-type]
     expected = args.rounds * words
-    for name in APPS:
+    for name in apps:
         home = f"{work / name}/apps/wordcount" if name in MODES else settings.table_root
         found = table_rows(f"{home}/counted" if name in MODES else f"{home}/untracked/sink")
         if found != expected:
@@ -390,7 +402,7 @@ def main() -> None:
                           for n, found in runs.items()},
     }  # fmt: skip
     sent = args.rounds * args.messages
-    for mode in MODES:
+    for mode in modes:
         overhead = (wall[mode] - wall["untracked"]) / wall["untracked"]
         cpu_overhead = (cpu[mode] - cpu["untracked"]) / cpu["untracked"]
         rows, size = ledger_size(work / mode)

@@ -66,3 +66,19 @@ def test_every_script_that_loads_settings_imports_checkout_first(script: str) ->
     assert re.search(r"^import checkout\b", text, flags=re.MULTILINE), (
         f"bench/{script} loads settings without `import checkout`"
     )
+
+
+@pytest.mark.parametrize(
+    ("modes", "said"),
+    [("compact,bogus", "--modes: bogus; choose from compact, per_tuple"), ("", "none given")],
+)
+def test_the_word_count_benchmark_refuses_an_unknown_ack_mode_before_it_starts(
+    modes: str, said: str
+) -> None:
+    done = subprocess.run(
+        [sys.executable, str(BENCH / "wordcount.py"), "--modes", modes],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert said in done.stderr
+    assert "ElasticMQ" not in done.stdout + done.stderr
