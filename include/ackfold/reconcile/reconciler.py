@@ -52,7 +52,14 @@ from ackfold.ledger.setup.layout import upgrade_root_state
 from ackfold.ledger.storage.store import is_object_store
 from ackfold.reconcile import quiet
 from ackfold.reconcile.new_events import byte_limit, new_events, oldest_in_log, slices
-from ackfold.reconcile.spark_fold import INSERT, PARK, UPDATE, combine, fold_events
+from ackfold.reconcile.spark_fold import (
+    INSERT,
+    PARK,
+    UPDATE,
+    combine,
+    fold_events,
+    fold_partitions,
+)
 from ackfold.reconcile.spark_reads import delta_frame, spark_uri
 from ackfold.reconcile.state import (
     append_new,
@@ -144,7 +151,8 @@ class Reconciler:
         since = window_start(self.settings, self.now, first_event)
         prior = open_state(self.spark, self.ledger, since=since, app=self.app)
         events = self._with_waiting(batch)
-        new = fold_events(events, prior.select("root_id", "seen_event_hashes"), self._partitions())
+        partitions = self._partitions(files or [])
+        new = fold_events(events, prior.select("root_id", "seen_event_hashes"), partitions)
         oldest = None
         # Nothing new: `new` is empty by construction, and Spark prunes what joins it; no
         # job to cache it or to find its oldest event, a few seconds of a quiet run.
@@ -238,9 +246,11 @@ class Reconciler:
         # From its data files: no Delta snapshot job (`ackfold.reconcile.spark_reads`).
         return delta_frame(self.spark, self.ledger, table)
 
-    def _partitions(self) -> int:
-        """Partitions of the one shuffle of the events."""
-        return int(self.spark.conf.get("spark.sql.shuffle.partitions") or 4)
+    def _partitions(self, files: list[DataFile]) -> int:
+        """Partitions of the one shuffle of the events: the session's shuffle partitions,
+        or more for a large step, so that each task's aggregations fit in its memory."""
+        configured = int(self.spark.conf.get("spark.sql.shuffle.partitions") or 4)
+        return max(configured, fold_partitions(sum(f.size for f in files)))
 
     def _waiting_events(self) -> DataFrame:
         from pyspark.sql import functions as F

@@ -25,6 +25,11 @@ if TYPE_CHECKING:
 UPDATE: Final = "update"  # a root with state whose state changed: MERGE it
 INSERT: Final = "insert"  # a root seen for the first time, its init folded: append it
 PARK: Final = "park"  # events of a root with no state and no init yet: keep them waiting
+# The parquet bytes of new events one partition of the fold takes: ackfold's encodings
+# hold an event in about 11 bytes, about 100 once Spark reads it. At 10M events (112 MB)
+# four partitions overflowed their tasks' memory on a 2g driver (each aggregation spilled
+# and fell back to sorting, 25 s of 69); 16 did not (16 s). docs/benchmarks.md, 2026-12-06.
+FOLD_PARTITION_BYTES: Final = 8 * 1024 * 1024
 
 
 def fold_events(events: DataFrame, folded: DataFrame, partitions: int) -> DataFrame:
@@ -80,6 +85,17 @@ def fold_events(events: DataFrame, folded: DataFrame, partitions: int) -> DataFr
             F.sum("waited").alias("waited"),
         )
     )
+
+
+def fold_partitions(new_bytes: int) -> int:
+    """How many partitions the fold of `new_bytes` of new events needs at least, so that
+    each task's aggregations fit in its memory.
+
+    Example:
+        >>> fold_partitions(0), fold_partitions(112 * 1024 * 1024)
+        (1, 14)
+    """
+    return max(1, -(-new_bytes // FOLD_PARTITION_BYTES))
 
 
 def last_order(at: str, stage: str) -> Column:
