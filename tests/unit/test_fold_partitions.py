@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import doctest
 
-from ackfold.config import load_settings
+from ackfold.config.connections import SparkSettings
+from ackfold.config.sections import ReconcileSettings
 from ackfold.reconcile import spark_fold
 from ackfold.reconcile.new_events import byte_limit
 from ackfold.reconcile.spark_fold import FOLD_PARTITION_BYTES, fold_partitions
@@ -20,12 +21,11 @@ def test_one_partition_per_share_of_bytes_rounded_up() -> None:
 
 
 def test_a_default_step_is_smaller_than_a_small_machines_shuffle_and_a_full_slice_larger() -> None:
-    settings = load_settings()
-    configured = settings.spark.shuffle_partitions
+    configured = SparkSettings().shuffle_partitions  # the defaults, whatever the environment
     # 1M events of ackfold's writers: about 11 MB, fewer partitions than the session's.
     assert fold_partitions(11_000_000) < configured
     # A slice as large as `reconcile.max_bytes_per_batch` lets (512 MiB): 64 partitions.
-    full = fold_partitions(byte_limit(settings.reconcile.max_bytes_per_batch))
+    full = fold_partitions(byte_limit(ReconcileSettings().max_bytes_per_batch))
     assert full == 64 > configured
 
 

@@ -27,8 +27,8 @@ INSERT: Final = "insert"  # a root seen for the first time, its init folded: app
 PARK: Final = "park"  # events of a root with no state and no init yet: keep them waiting
 # The parquet bytes of new events one partition of the fold takes: ackfold's encodings
 # hold an event in about 11 bytes, about 100 once Spark reads it. At 10M events (112 MB)
-# four partitions overflowed their tasks' memory on a 2g driver (each aggregation spilled
-# and fell back to sorting, 25 s of 69); 16 did not (16 s). docs/benchmarks.md, 2026-12-06.
+# four partitions overflowed their tasks' memory on a 2g driver (2.6 GB spilled, the fold
+# 31 s of 69); 16 spilled nothing (the fold 21 s). docs/benchmarks.md, 2026-12-06.
 FOLD_PARTITION_BYTES: Final = 8 * 1024 * 1024
 
 
