@@ -27,8 +27,8 @@ from ackfold.runs.replayer import Replayer
 from ackfold.sources.base import ATTEMPT
 from ackfold.sources.sqs_client import sqs_client
 from ackfold_dev.elasticmq import ElasticMQ
+from ackfold_dev.ports import free_port, port_held
 from tests.conftest import JARS_DIR, PROJECT_DIR
-from tests.sqs.conftest import free_port
 from tests.sqs.topology import APP, NumbersApp, body, create_queue, drain
 
 ACKFOLD = Path(sys.executable).parent / "ackfold"
@@ -220,15 +220,16 @@ def test_replay_with_the_queue_down_says_so_and_a_later_run_sends_exactly_the_re
         app.process()
         app.reconcile()
     # The queue is down: the replay retries, then says what it could not send.
-    done = subprocess.run(
-        [str(ACKFOLD), "replay", "--app", APP, "--yes"],
-        env={**os.environ, **env},
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    with port_held(port):
+        done = subprocess.run(
+            [str(ACKFOLD), "replay", "--app", APP, "--yes"],
+            env={**os.environ, **env},
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
     assert done.returncode == 1, done.stderr
     last = done.stderr.strip().splitlines()[-1]
     assert last.startswith("ackfold: 5 message(s) not sent: SQS is unreachable at "), last

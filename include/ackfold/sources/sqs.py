@@ -35,6 +35,9 @@ BATCH = 10  # SQS's limit for ReceiveMessage, SendMessageBatch and DeleteMessage
 _MAX_REASON = 1000
 _RETRYABLE_ERRORS = ("EndpointConnectionError", "ConnectTimeoutError", "ReadTimeoutError")
 _MISSING = "does not exist"
+# How much of a server's reply an error quotes: something that is not SQS (a web server
+# on the endpoint's port) may answer with a whole page.
+_QUOTED_CHARS = 200
 # The IAM permission each call needs (a batch call needs its single action's permission).
 _PERMISSIONS = {
     "GetQueueUrl": "sqs:GetQueueUrl",
@@ -187,7 +190,7 @@ class SqsQueue(PullSource):
                         Sent(
                             message.root_id,
                             error=f"{queue}: {failure.get('Code', 'not sent')}: "
-                            f"{failure.get('Message', '')}".rstrip(": "),
+                            f"{_one_line(failure.get('Message', ''))}".rstrip(": "),
                         )
                     )
         return results
@@ -212,7 +215,7 @@ class SqsQueue(PullSource):
             queue = kwargs.get("QueueName") or kwargs.get("QueueUrl")
             if "NonExistentQueue" in code or code == "QueueDoesNotExist":
                 raise SourceError(f"SQS queue {queue} {_MISSING} at {self.endpoint}") from None
-            message = exc.response.get("Error", {}).get("Message", "")
+            message = _one_line(exc.response.get("Error", {}).get("Message", ""))
             if "AccessDenied" in code:
                 permission = _PERMISSIONS.get(action, f"sqs:{action}")
                 raise SourceError(
@@ -226,9 +229,16 @@ class SqsQueue(PullSource):
         except BotoCoreError as exc:
             if type(exc).__name__ in _RETRYABLE_ERRORS:
                 raise SourceError(
-                    f"SQS is unreachable at {self.endpoint} ({action}): {exc}"
+                    f"SQS is unreachable at {self.endpoint} ({action}): {_one_line(exc)}"
                 ) from None
-            raise SourceError(f"SQS {action} failed at {self.endpoint}: {exc}") from None
+            raise SourceError(f"SQS {action} failed at {self.endpoint}: {_one_line(exc)}") from None
+
+
+def _one_line(text: object) -> str:
+    """A server's words as one line of an error, cut short: errors are printed and logged
+    one line each, and a reply may be a multi-line page."""
+    words = " ".join(str(text).split())
+    return words if len(words) <= _QUOTED_CHARS else words[: _QUOTED_CHARS - 1] + "…"
 
 
 def _received(message: dict[str, Any]) -> Received:
