@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import socket
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
+from typing import Protocol
 
 LOOPBACK = "127.0.0.1"
 
@@ -46,3 +47,29 @@ def port_held(port: int, host: str = LOOPBACK) -> Iterator[None]:
         holder.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         holder.bind((host, port))
         yield
+
+
+class _Stoppable(Protocol):
+    def stop(self) -> None: ...
+
+
+class Downtime:
+    """A server that goes down mid-run in a test: the first call stops it and holds its
+    port (`port_held`) until `end`; later calls do nothing. Pass it as a callback (a
+    replay's `after_send`), then `end` it before starting the server again."""
+
+    def __init__(self, server: _Stoppable, port: int) -> None:
+        self.server = server
+        self.port = port
+        self._held: ExitStack | None = None
+
+    def __call__(self, *_: object) -> None:
+        if self._held is None:
+            self.server.stop()
+            self._held = ExitStack()
+            self._held.enter_context(port_held(self.port))
+
+    def end(self) -> None:
+        if self._held is not None:
+            self._held.close()
+            self._held = None

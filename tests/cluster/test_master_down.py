@@ -8,7 +8,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from ackfold_dev.ports import free_port
+from ackfold_dev.ports import free_port, port_held
 from tests.cluster.conftest import VENV_BIN, settings_file, spark_submit
 from tests.cluster.ledger import write_ledger
 from tests.conftest import JARS_DIR
@@ -16,7 +16,8 @@ from tests.conftest import JARS_DIR
 
 def test_ackfold_reconcile_names_spark_master_when_the_master_is_down(tmp_path: Path) -> None:
     write_ledger(tmp_path / "warehouse", roots=10)
-    down = f"spark://127.0.0.1:{free_port()}"
+    port = free_port()
+    down = f"spark://127.0.0.1:{port}"
     env = {k: v for k, v in os.environ.items() if not k.startswith("ACKFOLD_")}
     env.update(
         ACKFOLD_VAR_DIR=str(tmp_path),
@@ -25,10 +26,11 @@ def test_ackfold_reconcile_names_spark_master_when_the_master_is_down(tmp_path: 
         ACKFOLD_ENGINE__KIND="spark",  # the Spark engine's start; the embedded one needs none
     )
     started = time.monotonic()
-    result = subprocess.run(
-        [str(VENV_BIN / "ackfold"), "reconcile"],
-        env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False,
-    )  # fmt: skip
+    with port_held(port):
+        result = subprocess.run(
+            [str(VENV_BIN / "ackfold"), "reconcile"],
+            env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False,
+        )  # fmt: skip
     seconds = time.monotonic() - started
     assert result.returncode == 1, result.stderr
     assert result.stderr.startswith(f"ackfold: spark.master is {down} (ACKFOLD_SPARK__MASTER)")
@@ -42,9 +44,11 @@ def test_spark_submit_to_a_master_that_is_down_fails_fast_naming_spark_master(
     tmp_path: Path,
 ) -> None:
     write_ledger(tmp_path / "warehouse", roots=10)
-    down = f"spark://127.0.0.1:{free_port()}"
+    port = free_port()
+    down = f"spark://127.0.0.1:{port}"
     config, settings = settings_file(tmp_path, spark={"master": down})
-    run = spark_submit("reconcile.py", config, settings, []).wait(timeout=120)
+    with port_held(port):
+        run = spark_submit("reconcile.py", config, settings, []).wait(timeout=120)
     assert run.proc.returncode != 0
     last = run.stdout.strip().splitlines()[-1]
     # The entry point's one line (`ackfold.jobs.one_line_errors`), not a traceback.

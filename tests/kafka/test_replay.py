@@ -31,7 +31,7 @@ from ackfold.sources.kafka import RECREATED
 from ackfold.sources.kafka_client import topic_ids
 from ackfold.sources.kafka_records import message_id
 from ackfold_dev.kafka_broker import KafkaBroker
-from ackfold_dev.ports import free_port
+from ackfold_dev.ports import Downtime, free_port
 from tests.kafka.conftest import consume_all, delete_before, produce, settings_for
 
 Records = list[tuple[bytes | None, bytes | None, list[tuple[str, bytes]]]]
@@ -126,6 +126,7 @@ def test_the_broker_going_down_during_a_replay_is_a_clear_error_and_the_rerun_se
     base = settings_for(tmp_path / "var", port, kafka={"timeout": "2s"})
     broker = KafkaBroker(base, port=port, data_dir=tmp_path / "kafka", topics=["in", "in-dlq"])
     broker.start()
+    down = Downtime(broker, port)
     try:
         settings = app_settings(base, "in", timeout="2s")
         produce(settings, "in", [(k, b"not json", h) for k, _, h in sentences(30)])
@@ -136,12 +137,13 @@ def test_the_broker_going_down_during_a_replay_is_a_clear_error_and_the_rerun_se
         replayer = Replayer(spark, settings)
         plan = replayer.plan(ReplayRequest(app="wordcount", requested_by="test"))
         assert len(plan.sends) == 30
-        summary = replayer.execute(plan, after_send=lambda sent: broker.stop())
+        summary = replayer.execute(plan, after_send=down)
         assert summary.sent == 10, "the first chunk went out before the broker stopped"
         assert summary.not_sent == 20
         assert "did not answer within 2 s" in (summary.last_error or "")
         assert "is the broker up?" in (summary.last_error or "")
 
+        down.end()
         broker.start()  # the same data: the first chunk's records are still there
         rerun = Replayer(spark, settings)
         summary = rerun.execute(rerun.plan(ReplayRequest(app="wordcount", requested_by="test")))
@@ -155,6 +157,7 @@ def test_the_broker_going_down_during_a_replay_is_a_clear_error_and_the_rerun_se
         assert log.where("event = 'sent'").groupBy("root_id").count().where("count > 1").isEmpty()
     finally:
         broker.stop()
+        down.end()
 
 
 def test_an_expired_record_is_dead_lettered_and_the_quality_checks_count_it_lost(

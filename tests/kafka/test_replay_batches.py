@@ -22,7 +22,7 @@ from ackfold.runs.replay import run_replay
 from ackfold.runs.replayer import Replayer
 from ackfold.sources.base import ATTEMPT, ORIGIN_ROOT_ID
 from ackfold_dev.kafka_broker import KafkaBroker
-from ackfold_dev.ports import free_port
+from ackfold_dev.ports import Downtime, free_port
 from tests.kafka.conftest import consume_all, produce, settings_for
 from tests.replay_ledger import T0, Failed, read_table, statuses, write_failed
 
@@ -117,18 +117,20 @@ def test_the_broker_down_mid_run_loses_nothing_and_the_next_run_sends_exactly_th
     settings = embedded(settings_for(tmp_path / "var", port, kafka={"timeout": "8s"}))
     broker = KafkaBroker(settings, port=port, data_dir=tmp_path / "kafka", topics=["in", "in-dlq"])
     broker.start()
+    down = Downtime(broker, port)
     try:
         roots = failed_records(settings, "in", 30)
         leader_of(settings, "in")  # a fresh broker answers before it leads its partitions
         replayer = Replayer(None, settings, now=NOW)
         plan = replayer.plan(AUTO)
-        summary = replayer.execute(plan, after_send=lambda sent: broker.stop())
+        summary = replayer.execute(plan, after_send=down)
         replayer.close()
         assert (summary.sent, summary.not_sent) == (10, 20)
         assert "is the broker up?" in (summary.last_error or "")
         done = Counter(statuses(settings.table_root).values())
         assert done == {status.REPLAYED: 10, status.FAILED: 20}
 
+        down.end()
         broker.start()  # the same data: the first chunk's records are there
         leader_of(settings, "in")
         rerun = run_replay(settings, AUTO, now=NOW + timedelta(hours=1))
@@ -140,3 +142,4 @@ def test_the_broker_down_mid_run_loses_nothing_and_the_next_run_sends_exactly_th
         )
     finally:
         broker.stop()
+        down.end()

@@ -168,12 +168,14 @@ def test_positions_that_are_not_topic_partition_offset_are_refused() -> None:
 
 
 def test_a_broker_that_is_down_is_a_clear_error(tmp_path: Path) -> None:
-    from ackfold_dev.ports import free_port
+    from ackfold_dev.ports import free_port, port_held
 
-    settings = settings_for(tmp_path, free_port(), kafka={"timeout": "1s"})
-    with pytest.raises(SourceError, match=r"did not answer within 1 s .*is the broker up\?"):
-        check_topics(settings, {"orders": "apps.orders.source_queue"})
-    [sent] = KafkaTopic(settings, "orders").republish([Outbound(1, 1, 2, "x")])
+    port = free_port()
+    settings = settings_for(tmp_path, port, kafka={"timeout": "1s"})
+    with port_held(port):
+        with pytest.raises(SourceError, match=r"did not answer within 1 s .*is the broker up\?"):
+            check_topics(settings, {"orders": "apps.orders.source_queue"})
+        [sent] = KafkaTopic(settings, "orders").republish([Outbound(1, 1, 2, "x")])
     assert not sent.ok
     assert "is the broker up?" in (sent.error or "")
 

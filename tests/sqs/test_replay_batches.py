@@ -6,7 +6,6 @@ rest)."""
 from __future__ import annotations
 
 from collections import Counter
-from contextlib import ExitStack
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -21,7 +20,7 @@ from ackfold.runs.replay import run_replay
 from ackfold.runs.replayer import Replayer
 from ackfold.sources.base import ATTEMPT, ORIGIN_ROOT_ID
 from ackfold_dev.elasticmq import ElasticMQ
-from ackfold_dev.ports import free_port, port_held
+from ackfold_dev.ports import Downtime, free_port
 from tests.conftest import JARS_DIR
 from tests.replay_ledger import T0, Failed, read_table, statuses, write_failed
 from tests.sqs.conftest import Queue
@@ -117,23 +116,23 @@ def test_the_queue_down_mid_run_loses_nothing_and_the_next_run_sends_exactly_the
     before: list[dict[str, Any]] = []
     server = ElasticMQ(settings, port=port, log_file=tmp_path / "elasticmq-1.log")
     server.start()
-    with ExitStack() as down:
-        try:
-            client = server.client()
-            url = client.create_queue(QueueName="replays")["QueueUrl"]
+    down = Downtime(server, port)
+    try:
+        client = server.client()
+        url = client.create_queue(QueueName="replays")["QueueUrl"]
 
-            def stop_after_the_first_chunk(sent: list[Any]) -> None:
-                if not before:
-                    before.extend(drain(client, url))
-                    server.stop()
-                    down.enter_context(port_held(port))
+        def stop_after_the_first_chunk(sent: list[Any]) -> None:
+            if not before:
+                before.extend(drain(client, url))
+                down()
 
-            replayer = Replayer(None, settings, now=NOW)
-            plan = replayer.plan(AUTO)
-            summary = replayer.execute(plan, after_send=stop_after_the_first_chunk)
-            replayer.close()
-        finally:
-            server.stop()
+        replayer = Replayer(None, settings, now=NOW)
+        plan = replayer.plan(AUTO)
+        summary = replayer.execute(plan, after_send=stop_after_the_first_chunk)
+        replayer.close()
+    finally:
+        server.stop()
+        down.end()
     assert (summary.sent, summary.not_sent) == (10, 20)
     assert "SQS is unreachable at" in (summary.last_error or "")
     assert len(before) == 10
