@@ -5,6 +5,7 @@ before afterwards."""
 from __future__ import annotations
 
 import itertools
+import os
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -17,8 +18,9 @@ from ackfold.config import load_settings
 from ackfold.ledger.commits.fence import COMMIT_HOOKS
 from ackfold.ledger.commits.lease import LedgerLease
 from ackfold.ledger.errors import LeaseLost
+from ackfold.ledger.housekeeping.store_maintenance import full_vacuum
 from ackfold.ledger.schema.tables import ACK_EVENTS, TABLES, Ledger
-from ackfold.maintenance import run_maintenance
+from ackfold.maintenance import plan_maintenance, run_maintenance
 from ackfold.runs.reconcile import run_reconcile
 from ackfold.track.heartbeat import ledger_write, progress_row
 
@@ -146,3 +148,42 @@ def test_maintenance_compacts_root_states_small_files(tmp_path: Path) -> None:
     assert "root_state" in summary["optimized"]
     assert set(files_by_partition().values()) == {1}
     assert DeltaTable(state).to_pyarrow_table().sort_by("root_id").equals(before)
+
+
+def test_vacuum_deletes_the_files_no_version_names_once_past_the_retention(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Files the log no longer records (a killed writer's, or removed longer ago than the
+    checkpoints keep) go once older than `maintenance.vacuum_retention`, as in Spark's
+    VACUUM; a younger one (a running writer's, not committed yet) stays."""
+    settings = load_settings(var_dir=tmp_path)
+    tracker = Tracker("orders", clock=lambda: T0)
+    root = tracker.spout("m", source="sqs", source_queue="q", payload="p")
+    tracker.ack(root, stage="store")
+    LedgerWriter(settings.table_root).append(
+        tracker.drain_roots(), tracker.drain(), app_id="orders", version=1
+    )
+    run_reconcile(settings, now=T0 + timedelta(minutes=1))
+    state = Path(Ledger(settings.table_root).path("root_state"))
+    (live,) = DeltaTable(str(state)).file_uris()
+    partition = Path(live.removeprefix("file://")).parent
+    stranded, uncommitted = partition / "part-stranded.parquet", partition / "part-young.parquet"
+    stranded.write_bytes(Path(live.removeprefix("file://")).read_bytes())
+    uncommitted.write_bytes(stranded.read_bytes())
+    old = datetime.now(UTC) - settings.maintenance.vacuum_retention - timedelta(days=1)
+    os.utime(stranded, (old.timestamp(), old.timestamp()))
+    later = T0 + timedelta(hours=1)
+    planned = plan_maintenance(settings, now=later)["removed"]["root_state"]["files"]
+
+    summary = run_maintenance(settings, now=later)
+
+    assert uncommitted.exists()
+    rows = DeltaTable(str(state)).to_pyarrow_table().to_pylist()
+    assert [row["status"] for row in rows] == ["completed"]
+    if full_vacuum():
+        assert not stranded.exists()
+        assert planned == summary["removed"]["root_state"]["files"] == 1
+    else:  # deltalake 1.0 and 1.1: lite only, and said
+        assert stranded.exists()
+        assert planned == 0
+        assert "full VACUUM would delete files younger than the retention" in caplog.text

@@ -29,6 +29,7 @@ from ackfold.ledger.housekeeping.retention import retention_since
 from ackfold.ledger.housekeeping.store_maintenance import (
     COMPACTED,
     Z_ORDERED,
+    full_vacuum,
     removed_totals,
     report_cutoffs,
     settled_roots,
@@ -80,8 +81,9 @@ def plan_maintenance(settings: Settings, *, now: datetime | None = None) -> dict
         name: _older(tables[name], column, before)
         for name, column, before in report_cutoffs(settings, now)
     }
+    full = full_vacuum()
     removed = {
-        name: _vacuumable(table, vacuum_hours(settings, ledger, name))
+        name: _vacuumable(table, vacuum_hours(settings, ledger, name), full=full)
         for name, table in tables.items()
     }
     return {
@@ -115,12 +117,15 @@ def _older(table: Any, column: str, before: datetime) -> int:
     return int(table.to_pyarrow_dataset().count_rows(filter=ds.field(column) < before))
 
 
-def _vacuumable(table: Any, hours: int) -> dict[str, int]:
-    """The files (and their bytes) VACUUM keeping `hours` would delete from `table` now."""
+def _vacuumable(table: Any, hours: int, *, full: bool) -> dict[str, int]:
+    """The files (and their bytes) VACUUM keeping `hours` (`full`, or lite: `full_vacuum`)
+    would delete from `table` now."""
     if table is None:
         return {"files": 0, "bytes": 0}
     # Not enforced: a run sets the table's retention to `hours` before its VACUUM.
-    files = table.vacuum(retention_hours=hours, dry_run=True, enforce_retention_duration=False)
+    files = table.vacuum(
+        retention_hours=hours, dry_run=True, enforce_retention_duration=False, full=full
+    )
     if not files:
         return {"files": 0, "bytes": 0}
     found = table.to_pyarrow_dataset().filesystem.get_file_info(files)

@@ -16,7 +16,8 @@ delta-rs committed a moment before (`docs/decisions/object-stores.md`). So here:
    (`DeltaTable.optimize.z_order`), `COMPACTED` (`replay_log`, `app_progress`,
    `root_state`) compacted (`optimize.compact`).
 3. **VACUUM**: `DeltaTable.vacuum`, keeping `maintenance.vacuum_retention`, set first as
-   the table property `delta.deletedFileRetentionDuration` where it differs. Never the
+   the table property `delta.deletedFileRetentionDuration` where it differs; full, as
+   Spark's, where deltalake keeps the younger files in that mode (`full_vacuum`). Never the
    files no reconcile has folded yet: while `ack_events` has commits after the mark of
    the reconcile of every app (`ackfold.ledger.commits.marks.unfolded_since`), its VACUUM keeps
    every file removed since the first of them (`vacuum_hours`), and says so.
@@ -85,6 +86,9 @@ COMPACTED: Final = (REPLAY_LOG, APP_PROGRESS, ROOT_STATE)
 # The first deltalake whose conflict checker lets a rewrite commit beside a concurrent
 # append (tests/s3/test_maintenance.py fails on 1.0.0, passes on 1.1.4).
 MERGES_BESIDE_APPENDS: Final = (1, 1)
+# The first deltalake whose full VACUUM keeps the files younger than the retention: 1.0
+# and 1.1 delete every file the log does not name, a running writer's uncommitted ones too.
+FULL_VACUUM_KEEPS_YOUNG_FILES: Final = (1, 2)
 # The steps of a maintenance run, in order, as its summary times them (`seconds_by_step`).
 STEPS: Final = ("retention", "optimize", "vacuum", "logs")
 # What wraps each step: `ackfold.maintenance.run` times it and says so (`Steps`).
@@ -175,8 +179,9 @@ def maintain_on_store(
                     ),
                     "retention property",
                 )  # fmt: skip
+        full = full_vacuum()
         for name, hours in kept.items():
-            _commit(writer, name, partial(_vacuum, hours=hours), "VACUUM")
+            _commit(writer, name, partial(_vacuum, hours=hours, full=full), "VACUUM")
         summary["removed"] = {
             name: vacuumed(ledger, name, before[name], table=writer.table(name)) for name in TABLES
         }
@@ -254,9 +259,9 @@ def _commit(writer: Any, name: str, action: Any, what: str) -> Any:
             load=lambda: _table(writer, name),
         )
     except LedgerConflict as exc:
-        found = version("deltalake")
-        if tuple(int(part) for part in re.findall(r"\d+", found)[:2]) >= MERGES_BESIDE_APPENDS:
+        if _deltalake_at_least(MERGES_BESIDE_APPENDS):
             raise
+        found = version("deltalake")
         # deltalake 1.0 refuses a rewrite when an append landed meanwhile, where 1.1 and
         # later see that the two touch different files: with apps appending all the time,
         # every try loses.
@@ -267,9 +272,34 @@ def _commit(writer: Any, name: str, action: Any, what: str) -> Any:
         ) from exc
 
 
-def _vacuum(table: Any, properties: Any, *, hours: int) -> list[str]:
+def _deltalake_at_least(minimum: tuple[int, int]) -> bool:
+    found = version("deltalake")
+    return tuple(int(part) for part in re.findall(r"\d+", found)[:2]) >= minimum
+
+
+def full_vacuum() -> bool:
+    """Whether VACUUM lists the table's files and deletes every one no version names once
+    it is older than the retention, as Delta Spark's VACUUM does; delta-rs's default
+    ("lite") deletes only the files whose removal the log still records. A checkpoint
+    drops removals older than `delta.deletedFileRetentionDuration`, so with lite alone the
+    files of a maintenance run skipped for longer than that, and those a killed writer
+    left, stay on the store for ever (a year of the soak: 5,910 files in `root_state` for
+    1,111 live). Full costs a listing of the table's files, as Spark's does."""
+    if _deltalake_at_least(FULL_VACUUM_KEEPS_YOUNG_FILES):
+        return True
+    log.warning(
+        "maintenance: deltalake %s's full VACUUM would delete files younger than the "
+        "retention, a running writer's among them (1.2 keeps them): VACUUM deletes only the "
+        "files the log still records as removed, and files a killed writer left, or removed "
+        "longer ago than the log keeps, stay on the store; upgrade deltalake to delete them",
+        version("deltalake"),
+    )
+    return False
+
+
+def _vacuum(table: Any, properties: Any, *, hours: int, full: bool) -> list[str]:
     removed: list[str] = table.vacuum(
-        retention_hours=hours, dry_run=False, commit_properties=properties
+        retention_hours=hours, dry_run=False, commit_properties=properties, full=full
     )
     return removed
 
