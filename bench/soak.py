@@ -109,6 +109,7 @@ from ackfold.ledger.schema.tables import (
     ACK_EVENTS,
     REPLAY_LOG,
     ROOT_STATE,
+    TABLES,
     UNMATCHED_EVENTS,
     Ledger,
 )
@@ -171,6 +172,7 @@ class Soak:
         # (day, ack_events' data and commits, its checkpoints, the warehouse) bytes
         self.sizes: list[tuple[int, int, int, int]] = []
         self.stale_tombstones: dict[str, int] = {}  # table -> most kept past retention
+        self.dead_files: dict[str, int] = {}  # table -> most files left unnamed by VACUUM
         self.fallbacks = _Counting("reading the whole table")
         logging.getLogger("ackfold.embedded").addHandler(self.fallbacks)
         self.counts: dict[str, int] = {}
@@ -541,6 +543,8 @@ class Soak:
         self._count("maintenance runs")
         self._count("maintenance runs that kept unfolded files", bool(summary.get("logs_kept")))
         self._expire_logs()
+        for name, dead in self._dead_files().items():
+            self.dead_files[name] = max(self.dead_files.get(name, 0), dead)
         if (self.now - self.start).days % 7 == 0:
             day = (self.now - self.start).days
             events = self._bytes(ACK_EVENTS)
@@ -556,8 +560,7 @@ class Soak:
         import pyarrow.fs as pafs
 
         day = (self.now - self.start).days
-        root = self.settings.table_root
-        store = pafs.PyFileSystem(file_system(delta_uri(root), storage_options(root)))
+        store = self._store()
         self._vacuum_events(store)
         for table in store.get_file_info(pafs.FileSelector("", allow_not_found=True)):
             if table.type != pafs.FileType.Directory:
@@ -591,6 +594,25 @@ class Soak:
                 store.delete_file(path)
             self._count("log files expired", len(gone))
 
+    def _store(self) -> Any:
+        """The warehouse, as a pyarrow file system (local disk or the S3 API)."""
+        import pyarrow.fs as pafs
+
+        root = self.settings.table_root
+        return pafs.PyFileSystem(file_system(delta_uri(root), storage_options(root)))
+
+    def _dead_files(self) -> dict[str, int]:
+        """Each ledger table's data files on the store that its current version does not
+        name (but `ack_events`', vacuumed above by the soak's clock): right after a
+        maintenance, whose VACUUM keeps no hours here, none should be left, whether a
+        killed run wrote them or the log no longer records their removal."""
+        store = self._store()
+        return {
+            name: len(_unnamed(store, name, _live_files(self.ledger.path(name))[1]))
+            for name in TABLES
+            if name != ACK_EVENTS
+        }
+
     def _vacuum_events(self, store: Any) -> None:
         """ackfold's VACUUM of `ack_events` by versions, not the wall clock: every data file
         that neither its current version nor the appends no reconcile has folded yet name
@@ -599,30 +621,19 @@ class Soak:
         one: a soak's whole run, so nothing went."""
         from urllib.parse import unquote
 
-        import pyarrow as pa
-        import pyarrow.fs as pafs
-        from deltalake import DeltaTable
-
         from ackfold.embedded.log import appended_since
         from ackfold.ledger.commits.marks import unfolded_since
 
         ledger = Ledger(self.settings.table_root)
         path = ledger.path(ACK_EVENTS)
         options = storage_options(path)
-        table = DeltaTable(delta_uri(path), storage_options=options)
-        actions = pa.table(table.get_add_actions(flatten=True))
-        kept = {unquote(path) for path in actions.column("path").to_pylist()}
+        table, kept = _live_files(path)
         unfolded = unfolded_since(ledger)
         if unfolded:
             base = table.table_uri.rstrip("/") + "/"
             appended = appended_since(delta_uri(path), unfolded[0] - 1, storage_options=options)
             kept |= {unquote(f.uri.removeprefix(base)) for f in appended.files}
-        found = store.get_file_info(pafs.FileSelector(ACK_EVENTS, recursive=True))
-        gone = [
-            f.path for f in found
-            if "/_delta_log/" not in f.path and f.path.endswith(".parquet")
-            and f.path.removeprefix(f"{ACK_EVENTS}/") not in kept
-        ]  # fmt: skip
+        gone = _unnamed(store, ACK_EVENTS, kept)
         for name in gone:
             store.delete_file(name)
         self._count("ack_events files vacuumed", len(gone))
@@ -788,12 +799,14 @@ class Soak:
         steady = [b for d, b, _, _ in self.sizes if d >= 2 * self.args.retention]
         bounded = not steady or max(steady) <= 2 * min(steady) + (1 << 20)
         stale = {name: n for name, n in self.stale_tombstones.items() if n}
+        dead = {name: n for name, n in self.dead_files.items() if n}
         failures = [
             what for what, ok in (
                 ("a reconcile's cost grew with the ledger's age", flat),
                 ("a reconcile read more than what was new", not reads),
                 ("ack_events grew beyond its retention", bounded),
                 (f"checkpoints kept tombstones past their retention: {stale}", not stale),
+                (f"files no version names stayed after VACUUM: {dead}", not dead),
             ) if not ok
         ]  # fmt: skip
         if failures:
@@ -817,6 +830,7 @@ class Soak:
             "warehouse_bytes_by_day": {d: w for d, _, _, w in self.sizes},
             "storage_bounded": bounded,
             "tombstones_past_retention": self.stale_tombstones,
+            "dead_files_after_maintenance": self.dead_files,
             "whole_table_reads": self.fallbacks.count,
         }  # fmt: skip
 
@@ -906,6 +920,32 @@ def _object_sizes(location: str) -> list[tuple[str, int]]:
     store = pafs.PyFileSystem(file_system(delta_uri(location), storage_options(location)))
     found = store.get_file_info(pafs.FileSelector("", recursive=True))
     return [(f.base_name, f.size or 0) for f in found if f.type == pafs.FileType.File]
+
+
+def _live_files(path: str) -> tuple[Any, set[str]]:
+    """The Delta table at `path`, and the data files its current version names (relative,
+    unquoted)."""
+    from urllib.parse import unquote
+
+    import pyarrow as pa
+    from deltalake import DeltaTable
+
+    table = DeltaTable(delta_uri(path), storage_options=storage_options(path))
+    actions = pa.table(table.get_add_actions(flatten=True)).column("path")
+    return table, {unquote(p) for p in actions.to_pylist()}
+
+
+def _unnamed(store: Any, table: str, kept: set[str]) -> list[str]:
+    """The data files of `table` on `store` (a pyarrow file system of the warehouse) that
+    `kept` (paths relative to the table) does not name."""
+    import pyarrow.fs as pafs
+
+    found = store.get_file_info(pafs.FileSelector(table, recursive=True, allow_not_found=True))
+    return [
+        f.path for f in found
+        if "/_delta_log/" not in f.path and f.path.endswith(".parquet")
+        and f.path.removeprefix(f"{table}/") not in kept
+    ]  # fmt: skip
 
 
 def _stale_tombstones(store: Any, checkpoint: list[Any]) -> int:
