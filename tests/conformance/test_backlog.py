@@ -13,7 +13,9 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from ackfold.config import load_settings
+import pytest
+
+from ackfold.config import Settings, load_settings
 from ackfold.ledger.commits.writer import LedgerWriter
 from ackfold.ledger.schema.tables import ROOT_STATE, Ledger
 from ackfold.runs.reconcile import run_reconcile
@@ -23,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 from arrow_ledger import ArrowLedger
 
 
-def _ledger(var: Path, synthetic: ArrowLedger, **overrides: Any) -> Any:
+def _ledger(var: Path, synthetic: ArrowLedger, **overrides: Any) -> Settings:
     settings = load_settings(var_dir=var, **overrides)
     LedgerWriter(settings.table_root).create()
     synthetic.write(LedgerWriter(settings.table_root))
@@ -63,9 +65,12 @@ def _data_files(table: Path) -> set[Path]:
     return set(table.rglob("*.parquet"))
 
 
-def _killed_between_files_and_commit(var: Path, synthetic: ArrowLedger, now: str) -> bool:
+def _killed_between_files_and_commit(
+    var: Path, synthetic: ArrowLedger, now: str
+) -> Settings | None:
     """Start a reconcile of a new ledger in `var` and SIGKILL it once root_state's first data
-    file is there: whether the kill came before the commit. (A busy machine may not run
+    file is there: the ledger's settings if the kill came before the commit, else None.
+    (A busy machine may not run
     this process again until after the commit, or after the run's end: a lost race, not
     a failure. A run that wrote no data file fails the test.)"""
     settings = _ledger(var, synthetic)
@@ -89,7 +94,7 @@ def _killed_between_files_and_commit(var: Path, synthetic: ArrowLedger, now: str
     finally:
         proc.wait()
     assert _data_files(root_state), "the write never started"
-    return state(Ledger(settings.table_root)) == {}
+    return settings if state(Ledger(settings.table_root)) == {} else None
 
 
 def test_killed_in_the_middle_of_its_writes_then_rerun_equals_an_uninterrupted_run(
@@ -97,13 +102,15 @@ def test_killed_in_the_middle_of_its_writes_then_rerun_equals_an_uninterrupted_r
 ) -> None:
     synthetic = ArrowLedger(roots=150_000)
     now = synthetic.end + timedelta(hours=1)
-    tries = [tmp_path / f"killed-{n}" for n in range(5)]
-    killed = next(
-        (var for var in tries if _killed_between_files_and_commit(var, synthetic, now.isoformat())),
-        None,
-    )
-    assert killed is not None, f"each of {len(tries)} writes committed before its kill"
-    settings = load_settings(var_dir=killed)
+    tries = 5
+    for n in range(tries):
+        settings = _killed_between_files_and_commit(
+            tmp_path / f"killed-{n}", synthetic, now.isoformat()
+        )
+        if settings is not None:
+            break
+    else:
+        pytest.fail(f"each of {tries} writes committed before its kill")
     clean = _ledger(tmp_path / "clean", synthetic)
 
     rerun = run_reconcile(settings, now=now, engine="embedded")
