@@ -13,9 +13,10 @@ What reaches it:
 Azurite ignores a listing's `startFrom`, which delta-rs sends to list a table's log from
 its last version on: `blob_api` cuts the listing there.
 
-Azurite keeps its metadata in memory and saves it every 5 s and on SIGTERM (`stop`): a
-SIGKILL of it loses what it answered in the last 5 s, which Azure never does. Tests that
-restart the store stop it; they kill the S3 and GCS servers instead.
+Azurite keeps its metadata in memory and saves it every 5 s and on its first SIGTERM
+(`stop`, through the proxy, once no write is in flight): a SIGKILL of it, or a second
+SIGTERM while it saves, loses what it answered since its last save, which Azure never
+does. Tests that restart the store stop it; they kill the S3 and GCS servers instead.
 """
 
 from __future__ import annotations

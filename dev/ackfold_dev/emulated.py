@@ -109,8 +109,12 @@ class EmulatedStore(LocalServer):
             raise
 
     def stop(self, grace: float = 20) -> None:
-        """Stop the proxy and the emulator (SIGTERM: Azurite saves its metadata). Idempotent."""
-        self._process.stop(grace)
+        """Stop the proxy, which stops the emulator once no write is in flight. Idempotent.
+
+        Only the proxy gets SIGTERM: Azurite saves its metadata on its first SIGTERM and
+        dies unsaved on a second, so the group's SIGTERM and the proxy's own lost every
+        write of the last 5 s when the second came first."""
+        self._process.stop(grace, leader_first=True)
 
     def kill(self) -> None:
         """SIGKILL the proxy and the emulator at once, as a crash would."""

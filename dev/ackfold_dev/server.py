@@ -140,10 +140,17 @@ class JvmProcess:
         assert self._proc is not None
         return self._proc.wait()
 
-    def stop(self, grace: float = 15) -> None:
-        """SIGTERM to the group, then SIGKILL after `grace` s. Idempotent."""
+    def stop(self, grace: float = 15, *, leader_first: bool = False) -> None:
+        """SIGTERM to the group, then SIGKILL after `grace` s. Idempotent.
+
+        `leader_first`: SIGTERM to the group's leader alone, which stops its children
+        itself, and to the group only if it is still there after `grace` s."""
         proc, self._proc = self._proc, None
         if proc is not None:
+            if leader_first:
+                with contextlib.suppress(ProcessLookupError, subprocess.TimeoutExpired):
+                    proc.send_signal(signal.SIGTERM)
+                    proc.wait(grace)
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGTERM)
             try:

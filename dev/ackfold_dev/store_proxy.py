@@ -33,6 +33,7 @@ from typing import Any, Final
 
 READY: Final = "ackfold-store-proxy listening"
 MUTATING: Final = frozenset({"PUT", "POST", "DELETE", "PATCH"})
+FORWARD_TIMEOUT: Final = 120  # seconds for the emulator's answer to one request
 # Hop-by-hop headers, and the length, which the passed-through request gets afresh (the
 # proxy answered `Expect: 100-continue` itself). Host is kept: fake-gcs-server routes its
 # XML API by it (its public host is this proxy's).
@@ -112,7 +113,9 @@ class StoreProxy:
 
     def forward(self, method: str, target: str, headers: dict[str, str], body: bytes) -> Answer:
         """One request to the emulator: (status line, headers, whole body)."""
-        connection = http.client.HTTPConnection("127.0.0.1", self.upstream_port, timeout=120)
+        connection = http.client.HTTPConnection(
+            "127.0.0.1", self.upstream_port, timeout=FORWARD_TIMEOUT
+        )
         try:
             sent = {k: v for k, v in headers.items() if k not in _DROP}
             connection.request(method, target, body=body or None, headers=sent)
@@ -198,7 +201,10 @@ def serve(app: StoreProxy, host: str, port: int, upstream: subprocess.Popen[byte
         print(f"{READY} on http://{host}:{port}", flush=True)
         server.serve_forever()
     finally:
-        upstream.terminate()  # Azurite saves its metadata on SIGTERM
+        # No write in flight, and none after: Azurite saves its metadata as it closes, and
+        # does not wait for the requests it is handling. The lock is never given back.
+        app.lock.acquire(timeout=FORWARD_TIMEOUT)
+        upstream.terminate()
         try:
             upstream.wait(20)
         except subprocess.TimeoutExpired:
