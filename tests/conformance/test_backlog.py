@@ -70,9 +70,8 @@ def _killed_between_files_and_commit(
 ) -> Settings | None:
     """Start a reconcile of a new ledger in `var` and SIGKILL it once root_state's first data
     file is there: the ledger's settings if the kill came before the commit, else None.
-    (A busy machine may not run
-    this process again until after the commit, or after the run's end: a lost race, not
-    a failure. A run that wrote no data file fails the test.)"""
+    (A busy machine may not run this process again until after the commit, or after the
+    run's end: a lost race, not a failure. A run that wrote no data file fails the test.)"""
     settings = _ledger(var, synthetic)
     root_state = Path(settings.table_root) / ROOT_STATE
     proc = subprocess.Popen(
