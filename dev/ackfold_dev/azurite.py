@@ -131,23 +131,36 @@ class LocalAzure(EmulatedStore):
     def warehouse(self, path: str = "warehouse", container: str | None = None) -> str:
         return f"abfs://{container or self.container}@{ACCOUNT}.dfs.core.windows.net/{path}"
 
-    def create_container(self, name: str) -> None:
+    def put(
+        self,
+        path: str,
+        body: bytes = b"",
+        query: dict[str, str] | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> tuple[int, bytes]:
+        """One PUT to this Blob API, signed with the development key: `path` starts with
+        the account; its status and body."""
         import http.client
+        from urllib.parse import urlencode
 
-        path = f"/{ACCOUNT}/{name}"
-        query = {"restype": "container"}
-        headers = {
+        query = query or {}
+        sent = {
             "x-ms-date": datetime.now(UTC).strftime("%a, %d %b %Y %H:%M:%S GMT"),
             "x-ms-version": API_VERSION,
-            "Content-Length": "0",
+            "Content-Length": str(len(body)),
+            **(headers or {}),
         }
-        headers["Authorization"] = shared_key("PUT", path, query, headers)
+        sent["Authorization"] = shared_key("PUT", path, query, sent)
+        target = f"{path}?{urlencode(query)}" if query else path
         connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
         try:
-            connection.request("PUT", f"{path}?restype=container", headers=headers)
+            connection.request("PUT", target, body=body or None, headers=sent)
             response = connection.getresponse()
-            answer = response.read()
+            return response.status, response.read()
         finally:
             connection.close()
-        if response.status not in (201, 409):  # 409: it exists
+
+    def create_container(self, name: str) -> None:
+        status, answer = self.put(f"/{ACCOUNT}/{name}", query={"restype": "container"})
+        if status not in (201, 409):  # 409: it exists
             raise LocalStoreError(f"cannot create the container {name!r}: {answer[:300]!r}")

@@ -6,10 +6,8 @@ however busy it was."""
 
 from __future__ import annotations
 
-import http.client
 import threading
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 
 import obstore
@@ -17,7 +15,7 @@ import pytest
 from obstore.exceptions import AlreadyExistsError
 
 from ackfold.ledger.storage.store import object_store_of
-from ackfold_dev.azurite import ACCOUNT, API_VERSION, shared_key
+from ackfold_dev.azurite import ACCOUNT, LocalAzure
 from ackfold_dev.emulated import EmulatedStore
 from tests.stores.conftest import new_store
 
@@ -111,49 +109,31 @@ def test_what_it_answered_survives_a_restart(kind: str, tmp_path: Path) -> None:
         assert not _create(client, "kept/a", b"again")
 
 
-def _put_blob(port: int, path: str, body: bytes) -> int:
-    """One Put Blob (create only) on the local Azure API: its status."""
-    headers = {
-        "x-ms-date": datetime.now(UTC).strftime("%a, %d %b %Y %H:%M:%S GMT"),
-        "x-ms-version": API_VERSION,
-        "x-ms-blob-type": "BlockBlob",
-        "If-None-Match": "*",
-        "Content-Length": str(len(body)),
-    }
-    headers["Authorization"] = shared_key("PUT", path, {}, headers)
-    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-    try:
-        connection.request("PUT", path, body=body, headers=headers)
-        response = connection.getresponse()
-        response.read()
-    finally:
-        connection.close()
-    return response.status
-
-
 def test_azure_keeps_every_write_it_answered_across_stops_while_busy(tmp_path: Path) -> None:
     """Writers never pause while the local Azure API is stopped and started, three times:
     every write it answered is there after. Azurite saves its metadata as it closes, and
     dies unsaved on a second SIGTERM; the proxy used to send one just after the group's
     own, and a busy Azurite lost every write since its last save (every 5 s)."""
     server = new_store("azure", tmp_path)
+    assert isinstance(server, LocalAzure)
     answered: list[str] = []
+    create = {"x-ms-blob-type": "BlockBlob", "If-None-Match": "*"}
+
+    def writer(n: int, stop: int, stopping: threading.Event) -> None:
+        k = 0
+        while not stopping.is_set():
+            name = f"busy/stop{stop}-w{n}-{k:05d}"
+            try:
+                path = f"/{ACCOUNT}/{server.container}/{name}"
+                if server.put(path, b"x" * 20_000, headers=create)[0] == 201:
+                    answered.append(name)
+            except OSError:  # the store going away: unanswered, it may be anywhere
+                pass
+            k += 1
+
     for stop in range(3):
         server.start()
         stopping = threading.Event()
-
-        def writer(n: int, stop: int, stopping: threading.Event) -> None:
-            k = 0
-            while not stopping.is_set():
-                name = f"stop{stop}-w{n}-{k:05d}"
-                try:
-                    path = f"/{ACCOUNT}/{server.container}/busy/{name}"
-                    if _put_blob(server.port, path, b"x" * 20_000) == 201:
-                        answered.append(f"busy/{name}")
-                except OSError:  # the store going away: unanswered, it may be anywhere
-                    pass
-                k += 1
-
         threads = [threading.Thread(target=writer, args=(n, stop, stopping)) for n in range(6)]
         for thread in threads:
             thread.start()
