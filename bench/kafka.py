@@ -196,29 +196,29 @@ class Rounds:
         return timed
 
     def pipeline_tracked(self) -> Timed:
-        """Register, split, write the words, ack each root: one query."""
+        """Register, split, write the words, ack each root: one query, one pass (the words'
+        write gathers the registrations and the acks: `register_one_pass`,
+        `explode_acked`)."""
         spout, home = self.spout("pipeline-tracked")
-        # The sink acks each root's one tuple: per tuple, the rows a compact ack writes,
-        # without the shuffle that finds a root's tuples.
-        sink = StageTracker("bench", SINK, ledger=spout.ledger, acks="per_tuple")
+        sink = StageTracker("bench", SINK, ledger=spout.ledger)
         path = f"{home}/words"
 
         def batch(records: DataFrame, batch_id: int) -> None:
-            sentences = spout.register(records.cache(), batch_id)
+            sentences, registration = spout.register_one_pass(records, batch_id)
             text = F.get_json_object("payload", "$.text")
-            words = sentences.select(
-                "attempt", "origin_root_id", F.posexplode(words_of(text)).alias("position", "word")
+            words, acks = sink.explode_acked(
+                sentences, words_of(text), "word", position="position", to=[]
             )
+            words = words.select("attempt", "origin_root_id", "position", "word")
             # A replay-safe sink (docs/decisions/replay-safe-sinks.md): first attempts
             # appended once per batch, later attempts merged on their origin root.
             first = words.where(F.col("attempt") == 1).drop("attempt")
-            sink.write_batch(batch_id, outputs={path: first})
-            if spout.replayed:
+            sink.write_batch(batch_id, outputs={path: first}, roots=registration)
+            if registration.replayed:
                 later = words.where(F.col("attempt") > 1).drop("attempt")
                 dml.merge(path, later.dropDuplicates(list(KEY)), on=ON_KEY,
                           clauses=[INSERT_WORDS])  # fmt: skip
-            sink.write_batch(batch_id, events=[sink.ack(sentences)])
-            records.unpersist()
+            sink.write_batch(batch_id, events=[acks])
 
         timed = run_to_end(lambda: (
             spout.stream().writeStream.foreachBatch(batch)

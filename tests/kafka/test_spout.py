@@ -144,3 +144,108 @@ def test_a_batch_run_again_after_its_query_died_registers_each_record_once(
     assert (roots.count(), events.count()) == (5, 5)
     assert roots.select("root_id").distinct().count() == 5
     assert spout.registered == 5
+
+
+def jobs_of(spark: SparkSession, group: str, action: Callable[[], Any]) -> int:
+    """The Spark jobs `action` ran (each in job group `group`)."""
+    context = spark.sparkContext
+    context.setJobGroup(group, group)
+    try:
+        action()
+    finally:
+        context.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
+    return len(context.statusTracker().getJobIdsForGroup(group))
+
+
+def test_one_pass_registers_what_register_does_in_the_job_that_writes_the_outputs(
+    spark: SparkSession, kafka_settings: Settings, make_topic: Callable[[], str], tmp_path: Any
+) -> None:
+    """`register_one_pass`: no job of its own. The batch's one write of its outputs
+    gathers the roots and init events; `write_batch(roots=...)` commits them after the
+    outputs, the same rows `register` commits (the time aside), a record the stage filters
+    out too, and the replay counted."""
+    topic = make_topic()
+    tid = topic_ids(kafka_settings, [topic])[topic]
+    origin = ids.root_id(APP, f"kafka:{topic}:{message_id(tid, 0, 0)}")
+    replay = [(ATTEMPT, b"2"), (ORIGIN_ROOT_ID, str(origin).encode())]
+    produce(
+        kafka_settings, topic,
+        [(b"0", b"first", []), (b"1", b"second", []), (b"r", b"again", replay),
+         (b"r", b"again", replay), (b"t", None, [])],
+    )  # fmt: skip
+    records = records_of(spark, kafka_settings, topic)
+    one_pass = KafkaSpout(
+        spark, kafka_settings, APP, KafkaTopic(kafka_settings, topic), to=["sink"]
+    )
+    sink = StageTracker(APP, "sink", ledger=one_pass.ledger)
+
+    def untracked() -> None:
+        records.select(F.col("value").cast("string").alias("text")).write.format("delta").save(
+            str(tmp_path / "untracked")
+        )
+
+    def tracked() -> None:
+        tuples, registration = one_pass.register_one_pass(records, 0)
+        # The stage writes only the records with a value: the tombstone is registered too.
+        texts = tuples.where(F.col("payload").isNotNull()).select(
+            F.col("payload").alias("text"), "root_id"
+        )
+        sink.write_batch(0, outputs={str(tmp_path / "texts"): texts}, roots=registration)
+        assert registration.replayed == 1
+
+    assert jobs_of(spark, "one-pass", tracked) == jobs_of(spark, "untracked", untracked)
+    assert one_pass.registered == 4
+    texts = spark.read.format("delta").load(str(tmp_path / "texts"))
+    assert sorted(r.text for r in texts.collect()) == ["again", "again", "first", "second"]
+
+    # The same records through `register`, into a ledger of their own.
+    two_pass_settings = kafka_settings.model_copy(update={"warehouse": str(tmp_path / "two")})
+    two_pass = KafkaSpout(
+        spark, two_pass_settings, APP, KafkaTopic(two_pass_settings, topic), to=["sink"]
+    )
+    two_pass.register(records, 0)
+
+    def read(ledger: Ledger, name: str) -> list[Any]:
+        return spark.read.format("delta").load(ledger.path(name)).collect()
+
+    for name, stamped in ((ROOTS, "ingested_at"), (ACK_EVENTS, "event_time")):
+        got, want = read(one_pass.ledger, name), read(two_pass.ledger, name)
+        assert len(got) == 4, name
+        assert without(got, stamped) == without(want, stamped), name
+
+
+def test_one_pass_run_again_or_read_early_registers_each_record_once(
+    spark: SparkSession,
+    kafka_settings: Settings,
+    make_topic: Callable[[], str],
+    tmp_path: Any,
+    caplog: Any,
+) -> None:
+    """A batch run again after its outputs and roots were committed writes no output and
+    observes nothing: its registration is computed again, and its roots' commit is found
+    done. Tuples read before the outputs' write (their observation then holds what that
+    read saw, a part of the batch) get the same rows, computed again, with a warning."""
+    topic = make_topic()
+    produce(kafka_settings, topic, [(b"k", f"v{i}".encode(), []) for i in range(5)])
+    records = records_of(spark, kafka_settings, topic)
+    spout = KafkaSpout(spark, kafka_settings, APP, KafkaTopic(kafka_settings, topic), to=["sink"])
+    sink = StageTracker(APP, "sink", ledger=spout.ledger)
+    output = str(tmp_path / "values")
+
+    def batch(*, read_early: bool) -> None:
+        tuples, registration = spout.register_one_pass(records, 0)
+        if read_early:
+            assert not tuples.isEmpty()  # one row is enough for it: a partial observation
+        values = tuples.select("root_id", "payload")
+        sink.write_batch(0, outputs={output: values}, roots=registration)
+
+    batch(read_early=True)
+    assert "read before write_batch" in caplog.text
+    batch(read_early=False)  # the same batch again: its outputs' write is skipped
+
+    roots = spark.read.format("delta").load(spout.ledger.path(ROOTS))
+    events = spark.read.format("delta").load(spout.ledger.path(ACK_EVENTS))
+    assert roots.count() == 5, "each record registered once"
+    assert spout.registered == 5
+    assert events.select("event_id").distinct().count() == 5
+    assert spark.read.format("delta").load(output).count() == 5

@@ -58,6 +58,8 @@ if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
     from pyspark.sql.streaming.query import StreamingQuery
 
+    from ackfold.track.registration import Registration
+
 log = logging.getLogger("ackfold.demo")
 
 APP: Final = "wordcount"
@@ -184,7 +186,9 @@ class WordCount:
 
     # -- the two stages ---------------------------------------------------------------
 
-    def _split_batch(self, frame: DataFrame, batch_id: int) -> None:
+    def _split_batch(
+        self, frame: DataFrame, batch_id: int, registration: Registration | None = None
+    ) -> None:
         from pyspark.sql import functions as F
 
         be_slow(self.faults, SPLIT)
@@ -208,16 +212,21 @@ class WordCount:
         # Outputs, then (a kill may come here) the events: a re-run skips the words
         # (their transaction id is the batch id) and computes the same events again.
         self.split.write_batch(
-            batch_id, outputs={self.words_path: self._word_columns(words)}, events=[]
+            batch_id,
+            outputs={self.words_path: self._word_columns(words)},
+            roots=registration,
+            events=[],
         )
         if SPLIT in self.killer.pending and not rows.isEmpty():  # a job only when a kill is due
             self.killer.maybe_kill(SPLIT)
         self.split.write_batch(batch_id, events=[events])
 
     def _kafka_split_batch(self, frame: DataFrame, batch_id: int) -> None:
-        """Register the batch's records as roots, then split them as on SQS."""
+        """Split the batch's records as on SQS; the words' write registers them as roots
+        too (one pass: `register_one_pass`)."""
         assert self.kafka is not None
-        self._split_batch(self.kafka.register(frame, batch_id), batch_id)
+        sentences, registration = self.kafka.register_one_pass(frame, batch_id)
+        self._split_batch(sentences, batch_id, registration)
 
     def _words(self, sentences: DataFrame, *, fault_keys: bool | None = None) -> DataFrame:
         """One tracked tuple per word of each sentence (rows with a parsed `doc`), with

@@ -44,7 +44,8 @@ from ackfold.sources.base import ATTEMPT, ORIGIN_ROOT_ID
 from ackfold.sources.kafka import KafkaTopic
 from ackfold.sources.kafka_client import check_topics, client_config, topic_ids
 from ackfold.sources.kafka_security import spark_security
-from ackfold.track.spout import register_roots, split_rows
+from ackfold.track.registration import Registration, observe_registration
+from ackfold.track.spout import INIT_COLUMNS, Spout, register_roots, split_rows
 from ackfold.track.stage import StageTracker
 from ackfold.track.write import append_rows, batch_writer, query_name
 
@@ -145,7 +146,65 @@ class KafkaSpout:
         ids, in Spark) and brings them to the driver, which commits them before this
         returns; the values stay in Spark unless `kafka.store_payload` keeps them. The
         tuples are derived from the records again where the stage uses them (cache the
-        batch if it is read more than once)."""
+        batch if it is read more than once). A query that writes its outputs in the same
+        batch saves that job with `register_one_pass`."""
+        from pyspark.sql import functions as F
+
+        spouted = self._spouted(records)
+        rows = spouted.rows
+        if not self.settings.kafka.store_payload:
+            # A replay re-reads the record: the ledger keeps its position, not its value.
+            rows = rows.withColumn("payload", F.lit(None).cast("string"))
+        roots, events = split_rows(rows.toArrow(), app=self.app, stage=SPOUT_STAGE)
+        self.replayed = sum(1 for attempt in roots.column("attempt").to_pylist() if attempt > 1)
+        # Durable before foreachBatch returns, so before Spark records the batch's offsets;
+        # once: a batch run again (its query died before its offsets were committed)
+        # finds its transaction done, and the registrations are not written twice.
+        spark = records.sparkSession
+        writer = batch_writer(spark, batch_id, app=self.app, stage=SPOUT_STAGE,
+                              query=self.tracker.query)  # fmt: skip
+        if append_rows(spark, self.ledger, roots=roots, events=events, writer=writer):
+            self.registered += roots.num_rows
+        # The tuples hold the copies of a record delivered twice in the batch: a stage's
+        # acks take copies of a tuple as one.
+        return self.tracker.registered(spouted.roots, to=self.to)
+
+    def register_one_pass(
+        self, records: DataFrame, batch_id: int
+    ) -> tuple[DataFrame, Registration]:
+        """The tuples of one micro-batch of `stream()` (as `register` returns them), and
+        their `Registration`: the roots and init events that the job writing the batch's
+        outputs gathers, with no Spark job of their own (`ackfold.track.registration`).
+
+        Pass the registration to `write_batch(roots=...)` in the call that writes the
+        outputs: it commits the roots after them (once: with the batch's Delta application
+        transaction, as `register`), then the init events with the batch's events. Read
+        the tuples no other way before that write (a `count()`, an `isEmpty()`): the rows
+        would be computed again. Every record is registered, the ones the stage filters
+        out too. `Registration.replayed` counts the batch's roots of attempt 2 or more once
+        the outputs are written."""
+        spark = records.sparkSession
+        spouted = self._spouted(records)
+        watched, registration = observe_registration(
+            spouted.rows,
+            app=self.app,
+            stage=SPOUT_STAGE,
+            source=KafkaTopic.source,
+            id_scheme=self.tracker.roots_scheme(spark),
+            keep_payload=self.settings.kafka.store_payload,
+        )
+        registration.writer = batch_writer(spark, batch_id, app=self.app, stage=SPOUT_STAGE,
+                                           query=self.tracker.query)  # fmt: skip
+        registration.on_commit = self._count
+        tuples = watched.drop(*INIT_COLUMNS)
+        return self.tracker.registered(tuples, to=self.to), registration
+
+    def _count(self, roots: int) -> None:
+        self.registered += roots
+
+    def _spouted(self, records: DataFrame) -> Spout:
+        """`register_roots` of the batch's records: their roots rows and init events, each
+        record's root id from its position (attempt 1) or its replay headers."""
         from pyspark.sql import functions as F
 
         def header(name: str) -> Column:
@@ -175,7 +234,7 @@ class KafkaSpout:
         )
         # A record delivered twice in one batch (two replays of one attempt) is one root:
         # its copies are dropped from the rows the driver collects, not by a shuffle.
-        spouted = register_roots(
+        return register_roots(
             self.app,
             SPOUT_STAGE,
             batch,
@@ -190,20 +249,3 @@ class KafkaSpout:
             id_scheme=self.tracker.roots_scheme(records.sparkSession),
             distinct=False,
         )
-        rows = spouted.rows
-        if not self.settings.kafka.store_payload:
-            # A replay re-reads the record: the ledger keeps its position, not its value.
-            rows = rows.withColumn("payload", F.lit(None).cast("string"))
-        roots, events = split_rows(rows.toArrow(), app=self.app, stage=SPOUT_STAGE)
-        self.replayed = sum(1 for attempt in roots.column("attempt").to_pylist() if attempt > 1)
-        # Durable before foreachBatch returns, so before Spark records the batch's offsets;
-        # once: a batch run again (its query died before its offsets were committed)
-        # finds its transaction done, and the registrations are not written twice.
-        spark = records.sparkSession
-        writer = batch_writer(spark, batch_id, app=self.app, stage=SPOUT_STAGE,
-                              query=self.tracker.query)  # fmt: skip
-        if append_rows(spark, self.ledger, roots=roots, events=events, writer=writer):
-            self.registered += roots.num_rows
-        # The tuples hold the copies of a record delivered twice in the batch: a stage's
-        # acks take copies of a tuple as one.
-        return self.tracker.registered(spouted.roots, to=self.to)

@@ -53,38 +53,47 @@ _DELIVERY_WAIT_MS: Final = 10_000
 
 
 @dataclass
-class Gathered:
-    """The events ``explode_acked`` gathers while its children are written: pass it in
-    ``write_batch(events=[...])`` beside the children in ``outputs``."""
+class Observed:
+    """What an ``Observation`` on a stage's rows gathers while its outputs are written
+    (``Gathered``, ``ackfold.track.registration.Registration``): the figures of the write,
+    or None where they are not the write's."""
 
     app: str
     stage: str
-    compact: bool
     spark: SparkSession
     observation: Observation
-    # The same events the two-pass way: for a write that ran no job (a skipped re-run).
-    fallback: Callable[[], list[DataFrame]]
-    # Whether an action completed the observation before the children's write.
-    early: bool = field(default=False)
+    # Whether an action completed the observation before the outputs' write.
+    early: bool = field(default=False, kw_only=True)
 
     def before_write(self) -> None:
-        """Note whether something observed the children before their write (then its
-        figures are not the write's: ``fallback`` computes the events)."""
+        """Note whether something observed the rows before the outputs' write (then its
+        figures are not the write's, and the caller computes them the two-pass way)."""
         if observed(self.observation) is None:
             _deliver_finished_queries(self.spark)
         self.early = observed(self.observation) is not None
 
     def result(self) -> dict[str, Any] | None:
-        """The observation of the children's write; None if it ran no job."""
+        """The observation of the outputs' write; None if it ran no job (a skipped re-run)
+        or something else observed the rows first."""
         if self.early:
             log.warning(
-                "%s.%s: the children of explode_acked were read before write_batch wrote "
-                "them; their events are computed again from the inputs",
+                "%s.%s: the rows observed for one pass were read before write_batch wrote "
+                "their outputs; what the write would have gathered is computed again",
                 self.app,
                 self.stage,
             )
             return None
         return observed(self.observation)
+
+
+@dataclass
+class Gathered(Observed):
+    """The events ``explode_acked`` gathers while its children are written: pass it in
+    ``write_batch(events=[...])`` beside the children in ``outputs``."""
+
+    compact: bool
+    # The same events the two-pass way: for a write that ran no job (a skipped re-run).
+    fallback: Callable[[], list[DataFrame]]
 
 
 def observed(observation: Observation) -> dict[str, Any] | None:
@@ -182,7 +191,7 @@ def explode_acked(
             events.append(fail(flagged.where(r.isNotNull()).drop(ITEMS), r))
         return events
 
-    return children, Gathered(app, stage, compact, df.sparkSession, observation, fallback)
+    return children, Gathered(app, stage, df.sparkSession, observation, compact, fallback)
 
 
 def gathered_rows(

@@ -50,6 +50,7 @@ from ackfold.track.columns import (
 from ackfold.track.compact import COMPACT, check_acks
 from ackfold.track.events import ack_rows, fail_rows
 from ackfold.track.one_pass import ITEMS, Gathered, explode_acked
+from ackfold.track.registration import Registration
 from ackfold.track.spout import Spout, first_tuples, register_roots
 from ackfold.track.tuples import check_name
 from ackfold.track.write import append_batch
@@ -330,7 +331,7 @@ class StageTracker(ChildVerbs):
         batch_id: int | None,
         *,
         outputs: Mapping[str, DataFrame] | None = None,
-        roots: DataFrame | None = None,
+        roots: DataFrame | Registration | None = None,
         events: Sequence[DataFrame | Gathered] = (),
     ) -> None:
         """Append a micro-batch's outputs, roots and events, so that a re-run changes nothing.
@@ -343,7 +344,9 @@ class StageTracker(ChildVerbs):
         and ``ackfold show`` count once. Acks go last because an ack claims its outputs
         are durable: a crash must never leave a sink's ack without its output. ``events``
         may hold what ``explode_acked`` gathers: its children's write (here, or in an
-        earlier call for the same batch) computes them.
+        earlier call for the same batch) computes them. ``roots`` may be the
+        ``Registration`` of a spout's one pass (``KafkaSpout.register_one_pass``): its
+        roots are committed after the outputs, and its init events with ``events``.
 
         In a classic session whose warehouse is a directory of this machine, the ledger's
         rows are collected to the driver and committed by delta-rs, in milliseconds

@@ -46,7 +46,8 @@ from ackfold.spark import is_connect
 from ackfold.spark.frames import arrow_frame
 from ackfold.track import folding, one_pass
 from ackfold.track.layout import SCHEME, TUPLE_COLUMN, has_scheme, is_current, matching
-from ackfold.track.one_pass import Gathered
+from ackfold.track.one_pass import Gathered, Observed
+from ackfold.track.registration import Registration
 from ackfold.track.tracker import EVENT_COLUMNS, ROOT_COLUMNS
 
 if TYPE_CHECKING:
@@ -62,7 +63,7 @@ def append_batch(
     writer_id: str | None,
     query: str | None = None,
     outputs: Mapping[str, DataFrame] | None,
-    roots: DataFrame | None,
+    roots: DataFrame | Registration | None,
     events: Sequence[DataFrame | Gathered],
     current: set[str] | None = None,
 ) -> None:
@@ -70,7 +71,8 @@ def append_batch(
     (``StageTracker.write_batch`` documents the order), then declare the outputs, once per
     process and table (``ackfold.ledger.commits.outputs``). ``current`` holds the output tables
     found in the current tuple layout before: their schemas are not read again (a Delta
-    snapshot each); this call adds those it finds."""
+    snapshot each); this call adds those it finds. A ``Registration`` as ``roots`` commits
+    its roots, and its init events with ``events``."""
     if batch_id is not None and (
         isinstance(batch_id, bool) or not isinstance(batch_id, int) or batch_id < 0
     ):
@@ -78,15 +80,17 @@ def append_batch(
             f"batch_id must be the foreachBatch batch id (an int >= 0), got {batch_id!r}"
         )
     current = set() if current is None else current
-    gathered = [e for e in events if isinstance(e, Gathered)]
-    frames = [*(outputs or {}).values(), *([roots] if roots is not None else [])]
+    registration = roots if isinstance(roots, Registration) else None
+    observed: list[Observed] = [e for e in events if isinstance(e, Gathered)]
+    observed += [registration] if registration is not None else []
+    frames = [*(outputs or {}).values(), *([roots] if isinstance(roots, DataFrame) else [])]
     frames += [e for e in events if not isinstance(e, Gathered)]
-    if not frames and not gathered:
+    if not frames and not observed:
         return
     if outputs:
-        for one in gathered:
+        for one in observed:
             one.before_write()
-    spark = frames[0].sparkSession if frames else gathered[0].spark
+    spark = frames[0].sparkSession if frames else observed[0].spark
     writer = (
         _txn_app_id(spark, batch_id, app=app, stage=stage, writer_id=writer_id, query=query)
         if batch_id is not None and outputs
@@ -98,10 +102,15 @@ def append_batch(
         _append(matching(frame, target), path, writer, batch_id)
         if target is None or is_current(target):
             current.add(path)
-    if roots is not None:
+    if registration is not None:
+        registered, _ = registration.tables()
+        if _commit(spark, ledger, direct, ROOTS, registered, registration.writer):
+            registration.on_commit(registered.num_rows)
+    elif isinstance(roots, DataFrame):
         _commit(spark, ledger, direct, ROOTS, roots.select(*ROOT_COLUMNS))
-    if events:
-        _commit_events(spark, ledger, direct, events)
+    if events or registration is not None:
+        inits = [registration.init_events()] if registration is not None else []
+        _commit_events(spark, ledger, direct, events, inits)
     if outputs:
         declare_once(ledger.root, app, outputs)
 
@@ -111,13 +120,15 @@ def _commit_events(
     ledger: Ledger,
     direct: LedgerWriter | None,
     events: Sequence[DataFrame | Gathered],
+    inits: Sequence[pa.Table] = (),
 ) -> None:
     """Commit a batch's events in one commit: the frames' rows (collected to the driver
-    where it commits, else appended by Spark) and the rows their outputs' writes gathered
+    where it commits, else appended by Spark), the rows their outputs' writes gathered
     (``one_pass``), or, where a write gathered nothing (a skipped re-run), the same events
-    computed from the inputs again."""
+    computed from the inputs again, and ``inits`` (a ``Registration``'s, in
+    ``folding.driver_frame``'s columns)."""
     frames: list[DataFrame] = []
-    held: list[pa.Table] = []
+    held: list[pa.Table] = list(inits)
     labels: dict[int, tuple[str, str]] = {}
     for event in events:
         if not isinstance(event, Gathered):
