@@ -3,6 +3,7 @@ against a real local broker.
 
     .venv/bin/python bench/kafka.py [--records 220000] [--rounds 2] [--batch 10000]
                                     [--replays 10000]
+                                    [--queries ingest,pipeline,pipeline_two_pass]
 
 Starts a KRaft broker on a free loopback port, produces `--records` of the demo's
 sentences (JSON, as the demo's feed sends them) over the topic's two partitions, and
@@ -12,9 +13,13 @@ measures, in one Spark session:
 - **ingest**: the tracked spout (`KafkaSpout.register`: `roots` rows and `init` events to
   the ledger) against Spark's own Kafka source writing the same records to a Delta table,
   untracked (a plain `writeStream.format("delta")`);
-- **the word count as one query**: Kafka, split, and a Delta sink of the words in one
-  streaming query, tracked (one registration and one ack per root: the tree is processed
-  in one micro-batch) against the same query untracked;
+- **the word count as one query** (`pipeline`): Kafka, split, and a Delta sink of the
+  words in one streaming query, tracked (one registration and one ack per root: the tree
+  is processed in one micro-batch, and the words' write gathers both:
+  `register_one_pass`, `explode_acked`) against the same query untracked;
+- **the same, two passes** (`pipeline_two_pass`): as the query was written before the
+  one pass (`register`, a Spark job of its own, then the words, then the acks' job),
+  against the same untracked runs;
 - re-reading records alone, one position at a time and as a replay reads them;
 - the real replay end to end (`run_replay` on the embedded engine: no JVM), unthrottled,
   of `--replays` failed roots written by delta-rs.
@@ -24,7 +29,8 @@ records (`kafka.max_offsets_per_trigger`). Each is timed apart in two parts: the
 from `start()` to the end of its first micro-batch (JVM code paths, the Kafka consumer,
 Delta's log), and the **steady state**, the records of every later batch over the time
 from the end of the first batch to the end of the last. Tracked and untracked runs
-alternate, `--rounds` times; the figure of each is the median of the rounds. Prints one
+alternate, `--rounds` times, the order rotated each round; the figure of each is the
+median of the rounds. `--queries` picks the comparisons (all by default). Prints one
 line per measurement and a JSON summary. Record the output in docs/benchmarks.md.
 """
 
@@ -73,6 +79,14 @@ INSERT_WORDS = (
     "WHEN NOT MATCHED THEN INSERT (origin_root_id, position, word) "
     "VALUES (s.origin_root_id, s.position, s.word)"
 )
+
+
+# Each comparison: the tracked query and its untracked baseline (methods of `Rounds`).
+QUERIES = {
+    "ingest": ("ingest_tracked", "ingest_untracked"),
+    "pipeline": ("pipeline_tracked", "pipeline_untracked"),
+    "pipeline_two_pass": ("pipeline_two_pass", "pipeline_untracked"),
+}
 
 
 def say(line: str) -> None:
@@ -220,6 +234,36 @@ class Rounds:
                           clauses=[INSERT_WORDS])  # fmt: skip
             sink.write_batch(batch_id, events=[acks])
 
+        return self.run_pipeline(spout, home, batch)
+
+    def pipeline_two_pass(self) -> Timed:
+        """The same query as ackfold 0.x wrote it: `register` (a job of its own and two
+        commits) on the cached batch, the words, then the acks (a third job)."""
+        spout, home = self.spout("pipeline-two-pass")
+        sink = StageTracker("bench", SINK, ledger=spout.ledger, acks="per_tuple")
+        path = f"{home}/words"
+
+        def batch(records: DataFrame, batch_id: int) -> None:
+            sentences = spout.register(records.cache(), batch_id)
+            text = F.get_json_object("payload", "$.text")
+            words = sentences.select(
+                "attempt", "origin_root_id", F.posexplode(words_of(text)).alias("position", "word")
+            )
+            first = words.where(F.col("attempt") == 1).drop("attempt")
+            sink.write_batch(batch_id, outputs={path: first})
+            if spout.replayed:
+                later = words.where(F.col("attempt") > 1).drop("attempt")
+                dml.merge(path, later.dropDuplicates(list(KEY)), on=ON_KEY,
+                          clauses=[INSERT_WORDS])  # fmt: skip
+            sink.write_batch(batch_id, events=[sink.ack(sentences)])
+            records.unpersist()
+
+        return self.run_pipeline(spout, home, batch)
+
+    def run_pipeline(
+        self, spout: KafkaSpout, home: Path, batch: Callable[[DataFrame, int], None]
+    ) -> Timed:
+        """Run a tracked pipeline's query to the topic's end; every root must complete."""
         timed = run_to_end(lambda: (
             spout.stream().writeStream.foreachBatch(batch)
             .option("checkpointLocation", f"{home}/_checkpoints/pipeline")
@@ -273,7 +317,14 @@ def main() -> None:
     )
     parser.add_argument("--replays", type=int, default=10_000)
     parser.add_argument("--payload", type=int, default=200, help="replayed values' padding")
+    parser.add_argument("--queries", default=",".join(QUERIES),
+                        help=f"which to time, comma-separated: {', '.join(QUERIES)}")  # fmt: skip
     args = parser.parse_args()
+    queries = [q for q in args.queries.split(",") if q]
+    unknown = sorted(set(queries) - set(QUERIES))
+    if unknown or not queries:
+        parser.error(f"--queries: {', '.join(unknown) or 'none given'}; choose from "
+                     f"{', '.join(QUERIES)}")  # fmt: skip
     assert args.replays <= args.records // PARTITIONS, "a replay re-reads partition 0"
     assert args.records >= 2 * args.batch, "a steady state needs batches after the first"
     work = Path(tempfile.mkdtemp(prefix="ackfold-bench-kafka-"))
@@ -295,15 +346,17 @@ def main() -> None:
 
         rounds = Rounds(spark, settings, work)
         runs: dict[str, list[Timed]] = {}
-        for _ in range(args.rounds):
-            for name in ("ingest_tracked", "ingest_untracked",
-                         "pipeline_tracked", "pipeline_untracked"):  # fmt: skip
+        names = list(dict.fromkeys(name for query in queries for name in QUERIES[query]))
+        for turn in range(args.rounds):
+            # The order rotated each round: no query always takes the same moment.
+            for name in names[turn % len(names) :] + names[: turn % len(names)]:
                 timed = getattr(rounds, name)()
                 assert timed.records == args.records, (name, timed)
                 say(timed.line(name.replace("_", ", ")))
                 runs.setdefault(name, []).append(timed)
-        for name in ("ingest", "pipeline"):
-            results[name] = compare(name, runs[f"{name}_tracked"], runs[f"{name}_untracked"])
+        for query in queries:
+            tracked, untracked = QUERIES[query]
+            results[query] = compare(query, runs[tracked], runs[untracked])
 
         # Re-reading alone: one seek per position, then reading runs of positions forward.
         topic = KafkaTopic(settings, TOPIC)
