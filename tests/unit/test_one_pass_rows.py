@@ -1,11 +1,11 @@
 """The driver's side of the one pass (`ackfold.track.one_pass`): what the words' write
 observed becomes the rows the plain-Python rules write, over random batches.
 
-The observation holds one entry per acked input (its tuple id, and per root its ack val)
-and one per failed input (tuple id, roots, reason). `gathered_rows`, stamped and folded as
-`write_batch` does, must give `compact_acks`'s rows (compact: copies of an input count
-once) or one per-tuple row per input and root with `ids.event_id` (per tuple), and a fail
-row per failed input and root.
+The observation holds, per acked input, its tuple id, its roots and its ack val per root
+(three lists that line up), and one entry per failed input (tuple id, roots, reason).
+`gathered_rows`, stamped and folded as `write_batch` does, must give `compact_acks`'s rows
+(compact: copies of an input count once) or one per-tuple row per input and root with
+`ids.event_id` (per tuple), and a fail row per failed input and root.
 """
 
 from __future__ import annotations
@@ -45,10 +45,24 @@ def observed(batch: list[tuple[int, list[int], bool]], rnd: random.Random) -> di
             if failed:
                 fails.append({"tuple_id": tuple_id, "roots": roots, "reason": "bad"})
             else:
-                vals = [{"root_id": r, "ack_val": hash((tuple_id, r)) % 2**63} for r in roots]
-                acks.append({"tuple_id": tuple_id, "roots": vals})
+                acks.append((tuple_id, roots, [hash((tuple_id, r)) % 2**63 for r in roots]))
     rnd.shuffle(acks)
-    return {"acks": acks, "fails": fails}
+    return {
+        "ack_tuples": [tuple_id for tuple_id, _, _ in acks],
+        "ack_roots": [roots for _, roots, _ in acks],
+        "ack_vals": [vals for _, _, vals in acks],
+        "fails": fails,
+    }
+
+
+def acked(metrics: dict[str, Any]) -> list[tuple[int, int, int]]:
+    """(tuple id, root, ack val) of every acked input and root the observation holds."""
+    lists = (metrics["ack_tuples"], metrics["ack_roots"], metrics["ack_vals"])
+    return [
+        (tuple_id, root, val)
+        for tuple_id, roots, vals in zip(*lists, strict=True)
+        for root, val in zip(roots, vals, strict=True)
+    ]
 
 
 def failed_rows(metrics: dict[str, Any]) -> list[dict[str, Any]]:
@@ -75,11 +89,7 @@ def test_gathered_compact_rows_fold_as_compact_acks(
     rows = gathered_rows(APP, STAGE, metrics, compact=True, fold_set=-1)
     written = stamp_and_fold(rows, now=T0, labels={-1: (APP, STAGE)}).to_pylist()
 
-    acks = [
-        Ack(r["root_id"], STAGE, entry["tuple_id"], r["ack_val"], T0)
-        for entry in metrics["acks"]
-        for r in entry["roots"]
-    ]
+    acks = [Ack(root, STAGE, tuple_id, val, T0) for tuple_id, root, val in acked(metrics)]
     assert keyed(written) == keyed(compact_acks(APP, acks) + failed_rows(metrics))
 
 
@@ -93,17 +103,16 @@ def test_gathered_per_tuple_rows_are_one_per_input_and_root(
     written = stamp_and_fold(rows, now=T0).to_pylist()
     expected = [
         {
-            "event_id": ids.event_id(APP, r["root_id"], "ack", STAGE, entry["tuple_id"]),
+            "event_id": ids.event_id(APP, root, "ack", STAGE, tuple_id),
             "app": APP,
-            "root_id": r["root_id"],
+            "root_id": root,
             "kind": "ack",
-            "ack_val": r["ack_val"],
+            "ack_val": val,
             "stage": STAGE,
             "event_time": T0,
             "reason": None,
         }
-        for entry in metrics["acks"]
-        for r in entry["roots"]
+        for tuple_id, root, val in acked(metrics)
     ] + failed_rows(metrics)
     # A copy of an input writes its row twice, same id: the fold reads it once.
     assert keyed(written) == keyed(expected)

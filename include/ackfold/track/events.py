@@ -19,6 +19,7 @@ from ackfold.ledger.schema.contract import ACK, FAIL
 from ackfold.track import folding, layout, sql_ids
 from ackfold.track.columns import literal, zero
 from ackfold.track.layout import TUPLE_COLUMN
+from ackfold.track.reuse import reused
 from ackfold.track.tuples import UNNAMED, consumers_of, sink_use_message
 
 
@@ -105,6 +106,7 @@ def exploded_ack_value(
     return own.bitwiseXOR(_exploded_edges(stage, t, root, items, to))
 
 
+@reused
 def checked_reason(stage: str, t: Column, reason: Column) -> Column:
     """``reason`` for failing ``t`` in ``stage``, as ``fail`` checks it: the job fails if
     ``stage`` does not consume ``t`` or the reason is empty."""
@@ -234,6 +236,7 @@ def _rows(
     return folding.stamp_on_driver(rows)
 
 
+@reused
 def _consumer_key(stage: str, t: Column) -> Column:
     """The consumer whose edges ``stage`` acks, as ``Tuple.consumer_key``."""
     consumers = t["tree"]["consumers"]
@@ -329,6 +332,8 @@ def _exploded_edges(
     stages), computed from ``t`` alone: as ``columns.child_of`` derives them, short where
     ``t`` has one root and the children go to any one stage."""
     consumers = consumers_of(to)
+    if not consumers:  # a sink's outputs (to=[]) carry no edges: no loop over the items
+        return zero()
     scheme = layout.scheme_of(t)
     one_root = F.size(layout.roots_of(t)) == 1
 

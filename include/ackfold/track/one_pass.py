@@ -39,6 +39,7 @@ from ackfold.track import folding, layout
 from ackfold.track.columns import hidden, literal
 from ackfold.track.events import checked_reason, exploded_ack_value
 from ackfold.track.layout import TUPLE_COLUMN
+from ackfold.track.reuse import reused
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -160,26 +161,15 @@ def explode_acked(
         reason = F.when(F.coalesce(condition, F.lit(False)), literal(why)).otherwise(reason)
     flagged = df.select("*", items.alias(ITEMS), reason.alias(REASON))
     r = F.col(REASON)
-    acked = F.struct(
-        t["id"].alias("tuple_id"),
-        F.transform(
-            layout.roots_of(t),
-            lambda root: F.struct(
-                root.alias("root_id"),
-                exploded_ack_value(stage, t, root, F.col(ITEMS), to).alias("ack_val"),
-            ),
-        ).alias("roots"),
-    )
-    failed = F.struct(
-        t["id"].alias("tuple_id"),
-        layout.roots_of(t).alias("roots"),
-        checked_reason(stage, t, r).alias("reason"),
-    )
+    roots, ack_vals, failed = _gathered(stage, None if to is None else tuple(to))
     observation = new_observation(df.sparkSession)
     watched = flagged.observe(
         observation,
-        # collect_list leaves out nulls: the acked rows in one list, the failed in the other.
-        F.collect_list(F.when(r.isNull(), acked)).alias("acks"),
+        # collect_list leaves out nulls: the acked rows in the first lists, the failed in the
+        # last (rare: one list of structs).
+        F.collect_list(F.when(r.isNull(), t["id"])).alias("ack_tuples"),
+        F.collect_list(F.when(r.isNull(), roots)).alias("ack_roots"),
+        F.collect_list(F.when(r.isNull(), ack_vals)).alias("ack_vals"),
         F.collect_list(F.when(r.isNotNull(), failed)).alias("fails"),
     )
     children = explode(watched.where(r.isNull()), F.col(ITEMS)).drop(ITEMS, REASON)
@@ -194,6 +184,21 @@ def explode_acked(
     return children, Gathered(app, stage, df.sparkSession, observation, compact, fallback)
 
 
+@reused
+def _gathered(stage: str, to: tuple[str, ...] | None) -> tuple[Column, Column, Column]:
+    """What the observation gathers of each input: its roots, its ack val per root (as
+    ``ack(exploded=)`` computes it), and a failed input's tuple id, roots and reason. The
+    acks go as lists of numbers, not one list of structs: the driver unpickles numbers
+    several times faster than Rows, and never null for an acked row, the lists line up."""
+    t, r = F.col(TUPLE_COLUMN), F.col(REASON)
+    roots = layout.roots_of(t)
+    ack_vals = F.transform(roots, lambda root: exploded_ack_value(stage, t, root, F.col(ITEMS), to))
+    failed = F.struct(
+        t["id"].alias("tuple_id"), roots.alias("roots"), checked_reason(stage, t, r).alias("reason")
+    )
+    return roots, ack_vals, failed
+
+
 def gathered_rows(
     app: str, stage: str, metrics: dict[str, Any], *, compact: bool, fold_set: int
 ) -> pa.Table:
@@ -203,7 +208,7 @@ def gathered_rows(
     driver (``folding.stamp_and_fold`` stamps and folds them).
 
     Example:
-        >>> metrics = {"acks": [{"tuple_id": 11, "roots": [{"root_id": 9, "ack_val": 5}]}],
+        >>> metrics = {"ack_tuples": [11], "ack_roots": [[9]], "ack_vals": [[5]],
         ...            "fails": [{"tuple_id": 12, "roots": [9], "reason": "bad"}]}
         >>> rows = gathered_rows("wc", "split", metrics, compact=True, fold_set=-1)
         >>> [(r["kind"], r["ack_val"], r["fold_set"]) for r in rows.to_pylist()]
@@ -218,15 +223,13 @@ def gathered_rows(
     kinds: list[str] = []
     reasons: list[str | None] = []
     sets: list[int | None] = []
-    for entry in metrics["acks"]:
-        for per_root in entry["roots"]:
-            root = per_root["root_id"]
+    acked = zip(metrics["ack_tuples"], metrics["ack_roots"], metrics["ack_vals"], strict=True)
+    for tuple_id, its_roots, its_vals in acked:
+        for root, val in zip(its_roots, its_vals, strict=True):
             roots.append(root)
-            tuples.append(entry["tuple_id"] if compact else None)
-            vals.append(per_root["ack_val"])
-            event_ids.append(
-                None if compact else ids.event_id(app, root, ACK, stage, entry["tuple_id"])
-            )
+            tuples.append(tuple_id if compact else None)
+            vals.append(val)
+            event_ids.append(None if compact else ids.event_id(app, root, ACK, stage, tuple_id))
             kinds.append(ACK)
             reasons.append(None)
             sets.append(fold_set if compact else None)

@@ -36,19 +36,20 @@ from ackfold.track.spout import INIT_COLUMNS, split_rows
 if TYPE_CHECKING:
     import pyarrow as pa
 
-# The `Spout.rows` columns that differ from row to row: the observation gathers these; the
-# rest (app, source, id scheme, the time) the driver knows.
+# The `Spout.rows` columns that differ from row to row: the observation gathers these, one
+# list each (the driver unpickles lists of values several times faster than Rows); the
+# rest (app, source, id scheme, the time) the driver knows. Those that may be null go in
+# one-element arrays: collect_list leaves nulls out, and the lists must line up.
 PER_ROW: Final = (
     "root_id",
     "attempt",
     "origin_root_id",
     "source_queue",
     "source_message_id",
-    "source_position",
     *INIT_COLUMNS,
 )
+NULLABLE: Final = ("source_position",)
 PAYLOAD: Final = "payload"
-_GATHERED: Final = "roots"
 
 
 @dataclass
@@ -74,7 +75,8 @@ class Registration(Observed):
         columns (``split_rows``'): from the outputs' write, else computed again."""
         if self._tables is None:
             metrics = self.result()
-            rows = self.fallback() if metrics is None else self._rows(metrics[_GATHERED])
+            lined_up = metrics is not None and len({len(v) for v in metrics.values()}) == 1
+            rows = self._rows(metrics) if metrics is not None and lined_up else self.fallback()
             self._tables = split_rows(rows, app=self.app, stage=self.stage)
         return self._tables
 
@@ -85,13 +87,15 @@ class Registration(Observed):
         roots, _ = self.tables()
         return sum(1 for attempt in roots.column("attempt").to_pylist() if attempt > 1)
 
-    def _rows(self, gathered: list[Any]) -> pa.Table:
-        """``Spout.rows``' table from the gathered rows, the constants and the time."""
+    def _rows(self, columns: dict[str, list[Any]]) -> pa.Table:
+        """``Spout.rows``' table from the gathered columns, the constants and the time."""
         import pyarrow as pa
 
-        n = len(gathered)
-        columns = {name: [row[name] for row in gathered] for name in PER_ROW}
-        payload = [row[PAYLOAD] for row in gathered] if self.keep_payload else [None] * n
+        n = len(columns["root_id"])
+        for name in (*NULLABLE, PAYLOAD):
+            if name in columns:
+                columns[name] = [one for (one,) in columns[name]]
+        payload = columns[PAYLOAD] if self.keep_payload else [None] * n
         now = datetime.now(UTC)
         return pa.table(
             {
@@ -139,8 +143,12 @@ def observe_registration(
     ``keep_payload``; ``rows`` keep it for the stage."""
     spark = rows.sparkSession
     observation = new_observation(spark)
-    gathered = [*PER_ROW, *((PAYLOAD,) if keep_payload else ())]
-    watched = rows.observe(observation, F.collect_list(F.struct(*gathered)).alias(_GATHERED))
+    nullable = [*NULLABLE, *((PAYLOAD,) if keep_payload else ())]
+    watched = rows.observe(
+        observation,
+        *(F.collect_list(name).alias(name) for name in PER_ROW),
+        *(F.collect_list(F.array(name)).alias(name) for name in nullable),
+    )
 
     def fallback() -> pa.Table:
         kept = rows if keep_payload else rows.withColumn(PAYLOAD, F.lit(None).cast("string"))

@@ -102,14 +102,16 @@ def append_batch(
         _append(matching(frame, target), path, writer, batch_id)
         if target is None or is_current(target):
             current.add(path)
+    inits = []
     if registration is not None:
         registered, _ = registration.tables()
-        if _commit(spark, ledger, direct, ROOTS, registered, registration.writer):
-            registration.on_commit(registered.num_rows)
+        if registered.num_rows:  # an empty batch commits nothing
+            if _commit(spark, ledger, direct, ROOTS, registered, registration.writer):
+                registration.on_commit(registered.num_rows)
+            inits.append(registration.init_events())
     elif isinstance(roots, DataFrame):
         _commit(spark, ledger, direct, ROOTS, roots.select(*ROOT_COLUMNS))
-    if events or registration is not None:
-        inits = [registration.init_events()] if registration is not None else []
+    if events or inits:
         _commit_events(spark, ledger, direct, events, inits)
     if outputs:
         declare_once(ledger.root, app, outputs)
