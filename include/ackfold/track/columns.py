@@ -17,11 +17,13 @@ from pyspark.sql import functions as F
 from ackfold.track import layout, sql_ids
 from ackfold.track.layout import TUPLE_COLUMN as TUPLE_COLUMN  # public here since 0.1
 from ackfold.track.layout import as_tuple as as_tuple  # public here since 0.1
+from ackfold.track.reuse import reused
 from ackfold.track.tuples import UNNAMED, consumers_of
 
 ColumnOrName = Column | str
 
 
+@reused
 def first_tuple(stage: str, root: Column, consumers: Sequence[str], scheme: Column) -> Column:
     """The ``_ackfold`` struct of a root's first tuple, emitted by spout ``stage`` to
     ``consumers``, its ids in the root's id ``scheme``."""
@@ -46,6 +48,7 @@ def first_tuple(stage: str, root: Column, consumers: Sequence[str], scheme: Colu
     )
 
 
+@reused
 def child_of(stage: str, anchor: Column, position: Column, to: Sequence[str] | None) -> Column:
     """The ``_ackfold`` struct of the child ``stage`` emits at ``position`` from the one
     tuple ``anchor``: the short form, built without arrays, when the anchor has one root
@@ -70,6 +73,7 @@ def child_of(stage: str, anchor: Column, position: Column, to: Sequence[str] | N
     return F.when(one_root.isNotNull(), short).otherwise(general)
 
 
+@reused
 def child_tuple(stage: str, anchors: Column, position: Column, to: Sequence[str] | None) -> Column:
     """The ``_ackfold`` struct of the child ``stage`` emits at ``position`` from ``anchors``
     (an array of ``_ackfold`` structs, in anchor order), delivered ``to`` those stages

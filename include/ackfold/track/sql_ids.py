@@ -29,6 +29,7 @@ from pyspark.sql import functions as F
 
 from ackfold.ledger.schema import ids, schemes
 from ackfold.ledger.schema.contract import ACK
+from ackfold.track.reuse import reused
 
 Part = Column | str | int
 Scheme = Column | int
@@ -62,6 +63,7 @@ def _hash_texts(*texts: Column) -> Column:
     return F.when(h == 0, F.lit(1).cast("bigint")).otherwise(h)
 
 
+@reused
 def root_id(app: str, source_key: Column, attempt: Column, origin_root_id: Column) -> Column:
     """``ids.root_id`` in SQL: from the source key on attempt 1, else from the origin root.
 
@@ -131,11 +133,13 @@ def _by_scheme(scheme: Scheme, text: Column, numeric: Column) -> Column:
     return F.when(scheme == F.lit(schemes.NUMERIC), numeric).otherwise(text)
 
 
+@reused
 def spout_tuple_id(root_id: Column, scheme: Scheme = schemes.TEXT) -> Column:
     """``schemes.spout_tuple_id`` in SQL: the first tuple of a root."""
     return _by_scheme(scheme, hash64("spout", root_id), hash_numbers(schemes.SPOUT_TAG, root_id))
 
 
+@reused
 def tuple_id(
     stage: str, position: Column, anchor_ids: Column, scheme: Scheme = schemes.TEXT
 ) -> Column:
@@ -163,6 +167,7 @@ def tuple_id(
     return _by_scheme(scheme, _hash_texts(*texts), numbers)
 
 
+@reused
 def edge_id(
     tuple_id: Column,
     root_id: Column,
@@ -182,11 +187,13 @@ def edge_id(
     return _by_scheme(scheme, hash64("edge", tuple_id, root_id, anchor_index, consumer), numbers)
 
 
+@reused
 def one_edge(tuple_id: Column, root_id: Column, scheme: Scheme) -> Column:
     """``schemes.one_edge`` in SQL: the one edge of a short tuple."""
     return _by_scheme(scheme, hash64("edge", tuple_id, root_id, 0, ""), tuple_id)
 
 
+@reused
 def event_id(app: str, root_id: Column, kind: str, stage: str, tuple_id: Column) -> Column:
     """``ids.event_id`` in SQL: ``md5`` of what the event says, as lowercase hex."""
     parts = [_text(app), _text(root_id), _text(kind), _text(stage), _text(tuple_id)]
