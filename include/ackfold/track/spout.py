@@ -8,8 +8,9 @@ under the same root.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING, Final
 
 from pyspark.sql import Column, DataFrame
@@ -49,8 +50,15 @@ class Spout:
 
     tuples: DataFrame
     roots: DataFrame
-    events: DataFrame
     rows: DataFrame
+    # Built on first use: a writer of `rows` never needs it, and building it is about 140
+    # calls into the JVM, every micro-batch.
+    _events: Callable[[], DataFrame] = field(repr=False)
+
+    @cached_property
+    def events(self) -> DataFrame:
+        """The ``init`` events, in ``ack_events``' columns."""
+        return self._events()
 
 
 def register_roots(
@@ -125,7 +133,6 @@ def register_roots(
         init_val = sql_ids.xor_of(
             *[sql_ids.edge_id(first, root, F.lit(0), F.lit(c), id_scheme) for c in consumers]
         )
-    events = event_rows(app, stage, base, INIT, root, first, init_val)
     init_columns = (
         sql_ids.event_id(app, root, INIT, stage, first).alias(INIT_COLUMNS[0]),
         init_val.cast("bigint").alias(INIT_COLUMNS[1]),
@@ -133,8 +140,8 @@ def register_roots(
     return Spout(
         tuples=tuples,
         roots=base.select(*root_columns),
-        events=events,
         rows=base.select(*root_columns, *init_columns),
+        _events=lambda: event_rows(app, stage, base, INIT, root, first, init_val),
     )
 
 
