@@ -3,7 +3,7 @@ against a real local broker.
 
     .venv/bin/python bench/kafka.py [--records 220000] [--rounds 2] [--batch 10000]
                                     [--replays 10000]
-                                    [--queries ingest,pipeline,pipeline_two_pass]
+                                    [--queries ingest,pipeline,...] [--warmup 0]
 
 Starts a KRaft broker on a free loopback port, produces `--records` of the demo's
 sentences (JSON, as the demo's feed sends them) over the topic's two partitions, and
@@ -20,6 +20,11 @@ measures, in one Spark session:
 - **the same, two passes** (`pipeline_two_pass`): as the query was written before the
   one pass (`register`, a Spark job of its own, then the words, then the acks' job),
   against the same untracked runs;
+- **the untracked query in `foreachBatch`** (`foreach_batch`): the words written once
+  per batch (`txnAppId`/`txnVersion`), as every tracked query must write them;
+- **a probe of batch ranges** (`ranges_probe`, docs/decisions/batch-ranges.md, not built
+  yet): the same, plus each partition's first and last offset observed by the words'
+  write and appended with delta-rs, one commit a batch; what a range costs a batch;
 - re-reading records alone, one position at a time and as a replay reads them;
 - the real replay end to end (`run_replay` on the embedded engine: no JVM), unthrottled,
   of `--replays` failed roots written by delta-rs.
@@ -30,13 +35,16 @@ from `start()` to the end of its first micro-batch (JVM code paths, the Kafka co
 Delta's log), and the **steady state**, the records of every later batch over the time
 from the end of the first batch to the end of the last. Tracked and untracked runs
 alternate, `--rounds` times, the order rotated each round; the figure of each is the
-median of the rounds. `--queries` picks the comparisons (all by default). Prints one
-line per measurement and a JSON summary. Record the output in docs/benchmarks.md.
+median of the rounds; `--warmup` rounds run first and are not counted (the JIT compiles
+each query's code paths in its first run). `--queries` picks the comparisons (all by
+default). Prints one line per measurement and a JSON summary. Record the output in
+docs/benchmarks.md.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import shutil
@@ -45,14 +53,16 @@ import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import checkout  # noqa: F401  (before settings load: the checkout's var/)
+import pyarrow as pa
 from common import CpuClock, per_second
 from confluent_kafka import Producer
-from pyspark.sql import DataFrame, SparkSession
+from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
+from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 from replay import failed_ledger, time_replay  # bench/replay.py
 
@@ -86,7 +96,16 @@ QUERIES = {
     "ingest": ("ingest_tracked", "ingest_untracked"),
     "pipeline": ("pipeline_tracked", "pipeline_untracked"),
     "pipeline_two_pass": ("pipeline_two_pass", "pipeline_untracked"),
+    "foreach_batch": ("pipeline_foreach", "pipeline_untracked"),
+    "ranges_probe": ("pipeline_ranges", "pipeline_untracked"),
 }
+# What the probe of batch ranges commits per batch (docs/decisions/batch-ranges.md): one
+# row per partition, not yet a ledger table.
+RANGES = pa.schema([
+    ("app", pa.string()), ("batch_id", pa.int64()), ("source_queue", pa.string()),
+    ("partition", pa.int32()), ("first_offset", pa.int64()), ("last_offset", pa.int64()),
+    ("records", pa.int64()), ("committed_at", pa.timestamp("us", tz="UTC")),
+])  # fmt: skip
 
 
 def say(line: str) -> None:
@@ -164,6 +183,14 @@ def kafka_stream(spark: SparkSession, settings: Settings) -> DataFrame:
 def words_of(text: Any) -> Any:
     """The words of a sentence's text, as the demo splits them."""
     return F.filter(F.split(F.lower(text), NOT_WORD_PATTERN), lambda w: w != "")
+
+
+def words_of_records(records: DataFrame) -> DataFrame:
+    """The untracked pipeline's words: each record's, with its partition and offset."""
+    text = F.get_json_object(F.col("value").cast("string"), "$.text")
+    return records.select(
+        "partition", "offset", F.posexplode(words_of(text)).alias("position", "word")
+    )
 
 
 class Rounds:
@@ -275,12 +302,81 @@ class Rounds:
         assert open_roots.where("x <> 0").isEmpty(), "every root completes"
         return timed
 
+    def pipeline_foreach(self) -> Timed:
+        """The untracked query written as a tracked one must be: its words written in
+        `foreachBatch`, once per batch (Delta's `txnAppId`/`txnVersion`)."""
+        return self.run_foreach("pipeline-foreach", ranges=False)
+
+    def pipeline_ranges(self) -> Timed:
+        """A probe of batch ranges, before they are built: `pipeline_foreach`, its write
+        observed for each partition's first and last offset and records, and those rows
+        appended with delta-rs after the words, one commit a batch with the batch's
+        application transaction. What a range costs the batch; no ledger reads them yet."""
+        return self.run_foreach("pipeline-ranges", ranges=True)
+
+    def run_foreach(self, name: str, *, ranges: bool) -> Timed:
+        home = self.home(name)
+        words_path, ranges_path = f"{home}/words", f"{home}/batch_ranges"
+        partitions = range(PARTITIONS)
+        metrics = []
+        for p in partitions:
+            inside = F.col("partition") == p
+            metrics += [
+                F.min(F.when(inside, F.col("offset"))).alias(f"first_{p}"),
+                F.max(F.when(inside, F.col("offset"))).alias(f"last_{p}"),
+                F.count_if(inside).alias(f"records_{p}"),
+            ]
+        # Records of a partition added since the query started: none here.
+        metrics.append(F.count_if(~F.col("partition").isin(*partitions)).alias("elsewhere"))
+        tables: list[DeltaTable] = []
+
+        def batch(records: DataFrame, batch_id: int) -> None:
+            observation = Observation(f"ranges-{batch_id}") if ranges else None
+            if observation is not None:
+                records = records.observe(observation, *metrics)
+            (words_of_records(records).write.format("delta").mode("append")
+             .option("txnAppId", name).option("txnVersion", batch_id).save(words_path))  # fmt: skip
+            if observation is None:
+                return
+            got = observation.get
+            assert got["elsewhere"] == 0, got
+            now = datetime.now(UTC)
+            rows = [
+                {"app": name, "batch_id": batch_id, "source_queue": TOPIC, "partition": p,
+                 "first_offset": got[f"first_{p}"], "last_offset": got[f"last_{p}"],
+                 "records": got[f"records_{p}"], "committed_at": now}
+                for p in partitions if got[f"records_{p}"]
+            ]  # fmt: skip
+            done = CommitProperties(app_transactions=[Transaction(name, batch_id)])
+            data = pa.Table.from_pylist(rows, schema=RANGES)
+            if not tables:
+                write_deltalake(ranges_path, data, mode="append", commit_properties=done)
+                tables.append(DeltaTable(ranges_path))
+                return
+            table = tables[0]
+            table.update_incremental()
+            last = table.transaction_version(name)
+            if last is None or last < batch_id:
+                write_deltalake(table, data, mode="append", commit_properties=done)
+
+        timed = run_to_end(lambda: (
+            kafka_stream(self.spark, self.settings).writeStream.foreachBatch(batch)
+            .option("checkpointLocation", f"{home}/_checkpoints/words")
+            .trigger(availableNow=True).start()
+        ), self.cpu)  # fmt: skip
+        if ranges:  # the batches of each partition tile its offsets, every record once
+            rows = DeltaTable(ranges_path).to_pyarrow_table().to_pylist()
+            assert sum(row["records"] for row in rows) == timed.records, rows
+            for p in partitions:
+                spans = sorted((r["first_offset"], r["last_offset"]) for r in rows
+                               if r["partition"] == p)  # fmt: skip
+                assert all(b[0] == a[1] + 1 for a, b in itertools.pairwise(spans)), (p, spans)
+        return timed
+
     def pipeline_untracked(self) -> Timed:
         home = self.home("pipeline-untracked")
-        text = F.get_json_object(F.col("value").cast("string"), "$.text")
         timed = run_to_end(lambda: (
-            kafka_stream(self.spark, self.settings)
-            .select("partition", "offset", F.posexplode(words_of(text)).alias("position", "word"))
+            words_of_records(kafka_stream(self.spark, self.settings))
             .writeStream.format("delta")
             .option("checkpointLocation", f"{home}/_checkpoints/words")
             .trigger(availableNow=True).start(f"{home}/words")
@@ -317,6 +413,7 @@ def main() -> None:
     )
     parser.add_argument("--replays", type=int, default=10_000)
     parser.add_argument("--payload", type=int, default=200, help="replayed values' padding")
+    parser.add_argument("--warmup", type=int, default=0, help="rounds run first, not counted")
     parser.add_argument("--queries", default=",".join(QUERIES),
                         help=f"which to time, comma-separated: {', '.join(QUERIES)}")  # fmt: skip
     args = parser.parse_args()
@@ -347,13 +444,15 @@ def main() -> None:
         rounds = Rounds(spark, settings, work)
         runs: dict[str, list[Timed]] = {}
         names = list(dict.fromkeys(name for query in queries for name in QUERIES[query]))
-        for turn in range(args.rounds):
+        for turn in range(args.warmup + args.rounds):
             # The order rotated each round: no query always takes the same moment.
             for name in names[turn % len(names) :] + names[: turn % len(names)]:
                 timed = getattr(rounds, name)()
                 assert timed.records == args.records, (name, timed)
-                say(timed.line(name.replace("_", ", ")))
-                runs.setdefault(name, []).append(timed)
+                counted = turn >= args.warmup
+                say(timed.line(name.replace("_", ", ")) + ("" if counted else " (warm-up)"))
+                if counted:
+                    runs.setdefault(name, []).append(timed)
         for query in queries:
             tracked, untracked = QUERIES[query]
             results[query] = compare(query, runs[tracked], runs[untracked])
