@@ -200,6 +200,7 @@ class Rounds:
         self.spark, self.settings, self.work = spark, settings, work
         self.runs = 0
         self.cpu = CpuClock(spark)
+        self.range_driver_s: list[float] = []  # each probed batch: get and commit its ranges
 
     def home(self, name: str) -> Path:
         self.runs += 1
@@ -338,6 +339,7 @@ class Rounds:
              .option("txnAppId", name).option("txnVersion", batch_id).save(words_path))  # fmt: skip
             if observation is None:
                 return
+            started = time.process_time()  # the driver's part: this process, delta-rs too
             got = observation.get
             assert got["elsewhere"] == 0, got
             now = datetime.now(UTC)
@@ -352,12 +354,13 @@ class Rounds:
             if not tables:
                 write_deltalake(ranges_path, data, mode="append", commit_properties=done)
                 tables.append(DeltaTable(ranges_path))
-                return
-            table = tables[0]
-            table.update_incremental()
-            last = table.transaction_version(name)
-            if last is None or last < batch_id:
-                write_deltalake(table, data, mode="append", commit_properties=done)
+            else:
+                table = tables[0]
+                table.update_incremental()
+                last = table.transaction_version(name)
+                if last is None or last < batch_id:
+                    write_deltalake(table, data, mode="append", commit_properties=done)
+            self.range_driver_s.append(time.process_time() - started)
 
         timed = run_to_end(lambda: (
             kafka_stream(self.spark, self.settings).writeStream.foreachBatch(batch)
@@ -456,6 +459,13 @@ def main() -> None:
         for query in queries:
             tracked, untracked = QUERIES[query]
             results[query] = compare(query, runs[tracked], runs[untracked])
+        if rounds.range_driver_s:
+            driver_ms = statistics.median(rounds.range_driver_s) * 1000
+            results["ranges_driver_ms"] = round(driver_ms, 1)
+            say(
+                f"ranges probe, the driver's part a batch (the observation's row, the delta-rs "
+                f"commit): {driver_ms:.1f} ms CPU (median of {len(rounds.range_driver_s)})"
+            )
 
         # Re-reading alone: one seek per position, then reading runs of positions forward.
         topic = KafkaTopic(settings, TOPIC)

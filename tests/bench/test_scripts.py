@@ -148,6 +148,7 @@ def _kafka(out: str, work: Path) -> None:
     summary = summary_of(out)
     assert (summary["records"], summary["replays"]) == (300, 100)
     assert all(summary[key] > 0 for key in ("produce_per_s", "replay_per_s")), summary
+    assert summary["ranges_driver_ms"] > 0, summary
     for name in ("ingest", "pipeline", "pipeline_two_pass", "foreach_batch", "ranges_probe"):
         figures = summary[name]
         for label in ("tracked", "untracked"):
