@@ -92,8 +92,8 @@ def progress_row(
 
 class Heartbeat:
     """Throttles `app`'s query events to `write`: a query's latest event is written when
-    `interval` seconds have passed since its last write; a start or a termination at once.
-    `clock` is monotonic seconds."""
+    `interval` seconds have passed since its last write (or since it was first seen); a
+    start or a termination at once. `clock` is monotonic seconds."""
 
     def __init__(
         self,
@@ -122,6 +122,11 @@ class Heartbeat:
             query = row["query_id"]
             self._latest[query] = row
             urgent = row["event"] in (STARTED, TERMINATED)
+            # A query's throttle starts when it is first seen, so that its first progress
+            # waits for its start: Spark Connect posts the start once `start()` returns, and
+            # the first progress may come before it. Without a start (a listener added to a
+            # running query), the progress is written an interval later.
+            self._written_at.setdefault(query, now)
             due = [
                 q
                 for q in self._latest
