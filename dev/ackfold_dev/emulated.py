@@ -19,6 +19,15 @@ class LocalStoreError(AckfoldError, RuntimeError):
     """A local object store cannot start, or died."""
 
 
+class PortTaken(LocalStoreError):
+    """Another process holds the port the store was to listen on."""
+
+
+# Tries for a store on a port of its own choosing: a free port may be taken by another
+# process before the proxy binds it.
+PORT_TRIES = 3
+
+
 class EmulatedStore(LocalServer):
     """One emulator behind the store proxy on 127.0.0.1:`port`, data in `directory`,
     `container` (a bucket, an Azure container) created once it answers."""
@@ -37,6 +46,8 @@ class EmulatedStore(LocalServer):
         self.directory = directory
         self.in_memory = in_memory
         self.port = port or free_port()
+        # Until it first answers, a store whose port was not given may move to another.
+        self._may_move = port is None
         self.container = container
         self._process = JvmProcess(self.title, directory / "proxy.log")
 
@@ -75,14 +86,28 @@ class EmulatedStore(LocalServer):
         ackfold spell it."""
 
     def start(self, timeout: float = 120) -> None:
-        """Start the emulator and its proxy; return once it answers and the container exists."""
+        """Start the emulator and its proxy; return once it answers and the container
+        exists. A store that chose its own port takes another if that one is taken before
+        it first answers; a restart keeps its port."""
+        for attempt in range(1, PORT_TRIES + 1):
+            try:
+                self._start(timeout)
+            except PortTaken:
+                if not self._may_move or attempt == PORT_TRIES:
+                    raise
+                self.port = free_port()
+                continue
+            self._may_move = False
+            return
+
+    def _start(self, timeout: float) -> None:
         from ackfold_dev.store_proxy import READY
 
         if self._process.running:
             raise LocalStoreError(f"{self.title} already runs on {self.endpoint_url}")
         program = self.program()
         if not port_free(self.port):
-            raise LocalStoreError(
+            raise PortTaken(
                 f"port {self.port} on 127.0.0.1 is already taken: stop that process, or "
                 "choose another port"
             )
@@ -96,7 +121,9 @@ class EmulatedStore(LocalServer):
             while READY.encode() not in self._process.logged():
                 code = self._process.exit_code()
                 if code is not None:
-                    raise LocalStoreError(self._process.failure(f"exited with {code}"))
+                    failure = self._process.failure(f"exited with {code}")
+                    taken = b"Address already in use" in self._process.logged()
+                    raise (PortTaken if taken else LocalStoreError)(failure)
                 if time.monotonic() > deadline:
                     raise LocalStoreError(
                         self._process.failure(f"did not answer within {timeout:g} s")

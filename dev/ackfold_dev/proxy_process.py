@@ -29,6 +29,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     upstream_port = free_port()
+    while upstream_port == args.port:  # not bound by anyone yet: the kernel may hand it out
+        upstream_port = free_port()
     public = f"{args.host}:{args.port}"
     args.root.mkdir(parents=True, exist_ok=True)
     log = (args.root / f"{args.kind}-emulator.log").open("ab")

@@ -6,6 +6,7 @@ however busy it was."""
 
 from __future__ import annotations
 
+import socket
 import threading
 import time
 from pathlib import Path
@@ -16,7 +17,7 @@ from obstore.exceptions import AlreadyExistsError
 
 from ackfold.ledger.storage.store import object_store_of
 from ackfold_dev.azurite import ACCOUNT, LocalAzure
-from ackfold_dev.emulated import EmulatedStore
+from ackfold_dev.emulated import EmulatedStore, PortTaken
 from tests.stores.conftest import new_store
 
 
@@ -107,6 +108,27 @@ def test_what_it_answered_survives_a_restart(kind: str, tmp_path: Path) -> None:
         client = object_store_of(again.warehouse("kept"), again.env())
         assert [o["path"] for o in obstore.list(client, "kept/").collect()] == ["kept/a"]
         assert not _create(client, "kept/a", b"again")
+
+
+@pytest.mark.parametrize("kind", ["gcs", "azure"])
+def test_a_port_taken_before_the_start_moves_a_chosen_port_and_refuses_a_given_one(
+    kind: str, tmp_path: Path
+) -> None:
+    """A free port the store chose may be taken by another process before its proxy binds
+    it (the suite failed so, once): the store takes another. A port the user gave stays
+    theirs, and the error says it is taken."""
+    server = new_store(kind, tmp_path / "chosen")
+    chosen = server.port
+    with socket.socket() as other:
+        other.bind(("127.0.0.1", chosen))
+        other.listen()
+        with server:
+            assert server.port != chosen
+            client = object_store_of(server.warehouse("moved"), server.env())
+            obstore.put(client, "moved/a", b"1", mode="create")
+        given = type(server)(tmp_path / "given", port=chosen)
+        with pytest.raises(PortTaken, match=rf"port {chosen} on 127.0.0.1 is already taken"):
+            given.start()
 
 
 def test_azure_keeps_every_write_it_answered_across_stops_while_busy(tmp_path: Path) -> None:
