@@ -1,6 +1,6 @@
 """The Spark engine's reconcile, step by step: Spark jobs, wall and CPU seconds per step.
 
-    .venv/bin/python bench/spark_steps.py [--events 1000000] [--workdir DIR] [--jobs]
+    .venv/bin/python bench/spark_steps.py [--events 1000000] [--workdir DIR] [--jobs] [--threads]
 
 Writes a ledger of `--events` events (`arrow_ledger.py`, no JVM), then runs one
 reconcile on the Spark engine in this process (`run_reconcile`, as `ackfold reconcile`
@@ -9,6 +9,9 @@ runs it: the lease, the quiet check, the claim, then `Reconciler.run`), with eac
 (`spark.eventLog.enabled`: every job, with its group and its stages' call sites), so the
 counts are exact whatever the machine's load; the seconds are not, on a shared machine.
 `--jobs` also prints each job's first stage name, to see what Delta runs and where.
+`--threads` prints the JVM's CPU seconds by kind of thread (its task threads, its JIT
+compilers, Py4J's threads, where the driver's planning and Delta's log work run, its GC),
+sampled from `/proc` every half second, so that threads the JVM ends early still count.
 Prints one line per step and a JSON summary.
 """
 
@@ -17,10 +20,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import resource
 import shutil
 import sys
 import tempfile
+import threading
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator
@@ -132,6 +137,41 @@ def instrument() -> None:
     wrap(Reconciler, "summary", "summary")
 
 
+class ThreadCpu:
+    """The JVM's CPU seconds per thread, sampled from /proc/<pid>/task until `stop`: the
+    last figure of every thread seen, grouped by its name with the digits taken out
+    ("C2 CompilerThread0" and "C1 CompilerThread1": "C# CompilerThread#"; Linux keeps 15
+    characters of a name)."""
+
+    def __init__(self) -> None:
+        self._last: dict[str, tuple[str, float]] = {}
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        tick = os.sysconf("SC_CLK_TCK")
+        while not self._done.wait(0.5):
+            pid = _jvm_pid()
+            if pid is None:
+                continue
+            for task in Path(f"/proc/{pid}/task").glob("*"):
+                try:
+                    name = (task / "comm").read_text().strip()
+                    fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+                except OSError:  # the thread ended between the listing and the read
+                    continue
+                self._last[task.name] = (name, (int(fields[11]) + int(fields[12])) / tick)
+
+    def stop(self) -> dict[str, float]:
+        self._done.set()
+        self._thread.join()
+        kinds: Counter[str] = Counter()
+        for name, cpu in self._last.values():
+            kinds[re.sub(r"\d+", "#", name)] += cpu
+        return {kind: round(cpu, 2) for kind, cpu in kinds.most_common()}
+
+
 def jobs_by_group(log_dir: Path) -> tuple[Counter[str], dict[str, list[str]]]:
     """Jobs per job group, and each group's jobs' first stage names, from the event log."""
     counts: Counter[str] = Counter()
@@ -158,6 +198,7 @@ def main() -> None:
     parser.add_argument("--events", type=int, default=1_000_000, help="events in the ledger")
     parser.add_argument("--workdir", default=None, help="where the ledger goes")
     parser.add_argument("--jobs", action="store_true", help="print every job's first stage")
+    parser.add_argument("--threads", action="store_true", help="the JVM's CPU by thread kind")
     args = parser.parse_args()
     work = Path(args.workdir or tempfile.mkdtemp(prefix="ackfold-steps-"))
     from ackfold.config import load_settings
@@ -193,9 +234,11 @@ def main() -> None:
     from ackfold.runs.reconcile import run_reconcile
 
     now = synthetic.end + timedelta(hours=1)
+    threads = ThreadCpu() if args.threads else None
     wall, cpu = time.perf_counter(), _cpu()
     summary = run_reconcile(settings, now=now)
     wall, cpu = time.perf_counter() - wall, _cpu() - cpu
+    jvm_threads = threads.stop() if threads is not None else {}
     found = {k: v for k, v in summary["by_status"].items() if v}
     if found != {k: v for k, v in expected.items() if v}:
         sys.exit(f"found {found}, the ledger holds {expected}")
@@ -217,7 +260,17 @@ def main() -> None:
                 print(f"    {job}")
     total = sum(counts.values())
     print(f"{'whole run':<36} {total:>5} {wall:>8.2f} {cpu:>8.2f}")
-    print(json.dumps({"events": events, "steps": rows, "jobs": total, "wall": wall, "cpu": cpu}))
+    if jvm_threads:
+        print(f"the JVM's CPU by thread, {sum(jvm_threads.values()):.1f} s in all:")
+        for kind, seconds in jvm_threads.items():
+            if seconds >= 0.1:
+                print(f"    {kind:<20} {seconds:>8.2f}")
+    print(
+        json.dumps(
+            {"events": events, "steps": rows, "jobs": total, "wall": wall, "cpu": cpu}
+            | ({"jvm_threads": jvm_threads} if args.threads else {})
+        )
+    )
     os._exit(0)  # delta-rs may abort at the interpreter's exit: the figures are out
 
 

@@ -92,7 +92,7 @@ TINY: dict[str, list[str]] = {
     "soak.py": ["--days", "3", "--roots", "3", "--reconcile-every", "3", "--check-every", "1",
                 "--quality-every", "1000000", "--log-retention", "1", "--no-spark",
                 "--sqs", "{sqs}", "--workdir", "{work}"],
-    "spark_steps.py": ["--events", "2000", "--workdir", "{work}"],
+    "spark_steps.py": ["--events", "2000", "--workdir", "{work}", "--threads"],
     "tracking_steps.py": ["--sentences", "200", "--words", "5", "--runs", "1"],
     "ui.py": ["--roots", "2000", "--days", "2", "--runs", "1", "--workdir", "{work}"],
     # Two micro-batches a stage: the sizes seen show that `--batch` sizes them.
@@ -270,6 +270,11 @@ def _spark_steps(out: str, work: Path) -> None:
     assert summary["jobs"] == sum(step["jobs"] for step in steps.values()) > 0, steps
     assert steps["fold (cache, oldest fold)"]["jobs"] >= 1, steps
     assert steps["fold (cache, oldest fold)"]["wall"] > 0, steps
+    # The JVM's CPU by thread: its task threads and its JIT compilers among them.
+    threads = summary["jvm_threads"]
+    assert any(kind.startswith("Executor task") for kind in threads), threads
+    assert any("CompilerThre" in kind for kind in threads), threads
+    assert sum(threads.values()) > 0, threads
 
 
 def _tracking_steps(out: str, work: Path) -> None:
