@@ -193,3 +193,37 @@ def test_children_read_before_their_write_fall_back_to_the_second_pass(
     assert "read before write_batch" in caplog.text
     assert "listener bus" not in caplog.text
     assert keyed(events_in(tmp_path / "early")) == keyed(events_in(tmp_path / "clean"))
+
+
+def test_the_first_write_to_a_new_output_runs_no_read_that_fails(
+    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`write_batch` reads an output's schema before its first append. A Spark read of a
+    table that is not there yet fails its analysis, which Spark posts to its query
+    listeners; with the one pass's observation pending, Spark's ObservationManager logs
+    that as an ERROR with a long trace, at every new output table. Whether the table
+    exists is asked of Delta's log instead: no Spark read fails, and the table is made."""
+    from pyspark.sql.readwriter import DataFrameReader
+
+    failed: list[str] = []
+    load = DataFrameReader.load
+
+    def load_noting_failures(self: DataFrameReader, *args: Any, **kwargs: Any) -> DataFrame:
+        try:
+            return load(self, *args, **kwargs)
+        except Exception as exc:
+            failed.append(f"{args}: {exc}")
+            raise
+
+    monkeypatch.setattr(DataFrameReader, "load", load_noting_failures)
+    words_path = str(tmp_path / "words")
+    split = StageTracker(APP, "split", ledger=str(tmp_path))
+    inputs = inputs_of(spark, schemes.NUMERIC, None)
+    words, gathered = split.explode_acked(inputs, items(), "word", fails=fails())
+    split.write_batch(0, outputs={words_path: words}, events=[gathered])
+    assert failed == []
+    assert version(words_path) == 0  # made by this first append
+    again = StageTracker(APP, "split", ledger=str(tmp_path))  # reads the schema again
+    again.write_batch(1, outputs={words_path: again.explode(inputs, items(), "word")})
+    assert version(words_path) == 1
+    assert failed == []

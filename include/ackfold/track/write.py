@@ -343,10 +343,28 @@ def connect_query_id(spark: SparkSession, name: str, app: str, stage: str) -> st
 
 def _table_schema(spark: SparkSession, path: str) -> StructType | None:
     """The schema of the Delta table at ``path``; None where there is none yet."""
+    if _surely_absent(spark, path):
+        return None
     try:
         return spark.read.format("delta").load(path).schema
     except AnalysisException:
         return None
+
+
+def _surely_absent(spark: SparkSession, path: str) -> bool:
+    """Whether a classic session finds no Delta table at ``path``, asked of Delta's log
+    without a query. A read of a missing table fails its analysis, which Spark posts to
+    the query listeners: with an observation pending (``explode_acked``,
+    ``register_one_pass``), Spark's ObservationManager then logs that failure as an ERROR
+    with a long trace at every first write to a new output table (harmless, and alarming).
+    Under Connect there is no JVM here to ask, and the server logs it, if anything."""
+    if is_connect(spark):
+        return False
+    try:
+        tables = spark._jvm.io.delta.tables.DeltaTable  # type: ignore[union-attr]
+        return not tables.isDeltaTable(spark._jsparkSession, path)
+    except Exception:  # an unreachable store: the read says why
+        return False
 
 
 def _output_schema(spark: SparkSession, path: str, frame: DataFrame) -> StructType | None:
