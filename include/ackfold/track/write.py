@@ -353,11 +353,9 @@ def _table_schema(spark: SparkSession, path: str) -> StructType | None:
 
 def _surely_absent(spark: SparkSession, path: str) -> bool:
     """Whether a classic session finds no Delta table at ``path``, asked of Delta's log
-    without a query. A read of a missing table fails its analysis, which Spark posts to
-    the query listeners: with an observation pending (``explode_acked``,
-    ``register_one_pass``), Spark's ObservationManager then logs that failure as an ERROR
-    with a long trace at every first write to a new output table (harmless, and alarming).
-    Under Connect there is no JVM here to ask, and the server logs it, if anything."""
+    without a query. A failed read is posted to Spark's query listeners, and with a one
+    pass's observation pending, Spark's ObservationManager logs it as an ERROR with a long
+    trace (harmless, and alarming). Under Connect there is no JVM here to ask."""
     if is_connect(spark):
         return False
     try:
