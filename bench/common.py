@@ -16,6 +16,7 @@ from ackfold.ledger.schema.tables import Ledger
 from ackfold.runs.reconcile import reconcile
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from proc_cpu import cpu_seconds, stat_fields
 from synth import Synthetic
 
 if TYPE_CHECKING:
@@ -41,8 +42,7 @@ class CpuClock:
         """The JVM's CPU-seconds so far (0 without one)."""
         if self.jvm_pid is None:
             return 0.0
-        fields = Path(f"/proc/{self.jvm_pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        return cpu_seconds(stat_fields(Path(f"/proc/{self.jvm_pid}/stat")))
 
     def __call__(self) -> float:
         """This process's and the JVM's CPU-seconds so far."""

@@ -24,6 +24,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from proc_cpu import cpu_seconds, stat_fields
+
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.streaming.query import StreamingQuery
@@ -156,16 +158,15 @@ def tree_cpu_seconds(pid: int | None = None) -> float:
     root = os.getpid() if pid is None else pid
     parents: dict[int, int] = {}
     times: dict[int, float] = {}
-    ticks = os.sysconf("SC_CLK_TCK")
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            fields = stat_fields(entry / "stat")
         except OSError:
             continue  # ended while we looked
         parents[int(entry.name)] = int(fields[1])
-        times[int(entry.name)] = sum(int(f) for f in fields[11:15]) / ticks
+        times[int(entry.name)] = cpu_seconds(fields, waited_children=True)
     total = 0.0
     for process, cpu in times.items():
         ancestor: int | None = process

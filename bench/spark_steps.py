@@ -37,6 +37,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import checkout  # noqa: F401  (before settings load: the checkout's var/)
 from arrow_ledger import ArrowLedger
+from proc_cpu import cpu_seconds, stat_fields
 
 from ackfold.ledger.commits.writer import LedgerWriter
 
@@ -56,8 +57,7 @@ def _cpu() -> float:
     if sc is not None:
         pid = _jvm_pid()
         if pid:
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+            total += cpu_seconds(stat_fields(Path(f"/proc/{pid}/stat")))
     return total
 
 
@@ -150,7 +150,6 @@ class ThreadCpu:
         self._thread.start()
 
     def _run(self) -> None:
-        tick = os.sysconf("SC_CLK_TCK")
         while not self._done.wait(0.5):
             pid = _jvm_pid()
             if pid is None:
@@ -158,10 +157,10 @@ class ThreadCpu:
             for task in Path(f"/proc/{pid}/task").glob("*"):
                 try:
                     name = (task / "comm").read_text().strip()
-                    fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+                    fields = stat_fields(task / "stat")
                 except OSError:  # the thread ended between the listing and the read
                     continue
-                self._last[task.name] = (name, (int(fields[11]) + int(fields[12])) / tick)
+                self._last[task.name] = (name, cpu_seconds(fields))
 
     def stop(self) -> dict[str, float]:
         self._done.set()
