@@ -1,7 +1,8 @@
 """Tracking overhead: the word count with ackfold tracking against the same app without.
 
     .venv/bin/python bench/wordcount.py [--messages 5000] [--rounds 3] [--batch 1000]
-        [--modes compact,per_tuple] [--remote sc://HOST:PORT] [--json PATH] [--py-spy DIR]
+        [--modes compact,per_tuple] [--warmup N] [--remote sc://HOST:PORT] [--json PATH]
+        [--py-spy DIR]
 
 Starts ElasticMQ on a free loopback port. Each round sends `--messages` sentences to each
 app's queue and runs each app to the end of its queue, as its own command (a fresh
@@ -17,6 +18,11 @@ Micro-batches of the size named: each ingest batch (`--batch` messages, SQS's
 micro-batch (`maxFilesPerTrigger` 1, on every app alike), so a split micro-batch is
 `--batch` messages and a count micro-batch the words of one split micro-batch. The sizes
 Spark saw (`numInputRows` of each micro-batch) are printed, and checked.
+
+`--warmup N` adds what a long-running app pays: each app's command first runs to the
+end of N warm-up messages (its JVM compiles, its queries start, its tables are read once),
+then sends itself the `--messages` and runs to their end; that run's time and CPU are the
+*warm* figures, and only its micro-batches are checked and in the medians.
 
 For each app: the wall time of the whole command (JVM start included) and its
 CPU-seconds (user + system of the command's process tree from /proc: the driver's
@@ -60,6 +66,7 @@ from ackfold.demo.feed import NOT_WORD_PATTERN, Feed
 from ackfold.demo.wordcount import COUNT, SPLIT, WordCount, with_demo_policy
 from ackfold.sources.base import Received
 from ackfold.sources.sqs import SqsQueue
+from ackfold.sources.sqs_client import sqs_client
 from ackfold.spark import get_spark, is_connect
 from ackfold_dev.elasticmq import ElasticMQ
 
@@ -222,12 +229,21 @@ def run_app(args: argparse.Namespace) -> None:
             update={"warehouse": str(work / args.app), "apps": {"wordcount": policy}}
         )
         app = Tracked(spark, own, acks=args.app, seen=seen)
+    warm_from = 0
+    if args.warmup:
+        app.step()  # the warm-up messages, sent before this command started
+        warm_from = len(seen.batches())
+        client = sqs_client(settings)
+        feed = Feed.build(args.messages, FaultSettings())
+        feed.send(client, client.get_queue_url(QueueName=args.queue)["QueueUrl"])
+    warm_cpu = tree_cpu_seconds()
     start = time.perf_counter()
     app.step()
     step_s = time.perf_counter() - start
-    batches = seen.batches()
     cpu = tree_cpu_seconds()
-    print(CHILD + json.dumps({"step_s": step_s, "cpu_s": cpu, "batches": batches}), flush=True)
+    figures = {"step_s": step_s, "cpu_s": cpu, "step_cpu_s": cpu - warm_cpu,
+               "batches": seen.batches()[warm_from:]}  # fmt: skip
+    print(CHILD + json.dumps(figures), flush=True)
     spark.stop()
     os._exit(0)  # not delta-rs's abort at interpreter exit
 
@@ -235,7 +251,8 @@ def run_app(args: argparse.Namespace) -> None:
 def command(args: argparse.Namespace, name: str, work: Path, port: int, queue: str) -> list[str]:
     """The command line of one app's run."""
     line = [sys.executable, str(Path(__file__).resolve()), "--app", name, "--work", str(work),
-            "--port", str(port), "--queue", queue, "--batch", str(args.batch)]  # fmt: skip
+            "--port", str(port), "--queue", queue, "--batch", str(args.batch),
+            "--messages", str(args.messages), "--warmup", str(args.warmup)]  # fmt: skip
     return [*line, "--remote", args.remote] if args.remote else line
 
 
@@ -291,6 +308,34 @@ def ledger_size(warehouse: Path) -> tuple[int, int]:
     return table_rows(str(warehouse / "ack_events")), sum(p.stat().st_size for p in files)
 
 
+def warm_figures(found: list[dict[str, object]]) -> dict[str, float]:
+    """The medians of an app's warm runs (`--warmup`): the measured run's seconds and
+    CPU-seconds, after the warm-up."""
+    return {
+        key: statistics.median(float(run[key]) for run in found)  # type: ignore[arg-type]
+        for key in ("step_s", "step_cpu_s")
+    }
+
+
+def warm_overheads(mode: str, warm: dict[str, dict[str, float]], messages: int) -> dict[str, float]:
+    """Print and return what tracking costs a warm app, by time and by CPU."""
+    ours, base = warm[mode], warm["untracked"]
+    overhead = (ours["step_s"] - base["step_s"]) / base["step_s"]
+    cpu_overhead = (ours["step_cpu_s"] - base["step_cpu_s"]) / base["step_cpu_s"]
+    print(
+        f"tracking overhead in a warm app, {mode} acks: {overhead:+.0%} by the time of the "
+        f"measured run ({ours['step_s']:.1f} vs {base['step_s']:.1f} s; "
+        f"{per_second(messages / ours['step_s']):,g} vs "
+        f"{per_second(messages / base['step_s']):,g} msgs/s), {cpu_overhead:+.0%} by its "
+        f"CPU-seconds ({ours['step_cpu_s']:.1f} vs {base['step_cpu_s']:.1f})"
+    )
+    return {
+        f"{mode}_warm_s": round(ours["step_s"], 2), f"{mode}_warm_overhead": round(overhead, 3),
+        f"{mode}_warm_cpu_s": round(ours["step_cpu_s"], 2),
+        f"{mode}_warm_cpu_overhead": round(cpu_overhead, 3),
+    }  # fmt: skip
+
+
 def print_steps(steps: dict[str, dict[str, dict[str, float]]]) -> None:
     """A table per app: the median micro-batch of each stage, step by step."""
     print("\nThe median micro-batch of each stage (each figure's median over the stage's "
@@ -323,6 +368,11 @@ def main() -> None:
     parser.add_argument(
         "--remote", default=None, help="run every app through this sc:// Spark Connect server"
     )
+    parser.add_argument(
+        "--warmup", type=int, default=0, metavar="N",
+        help="each app first runs N uncounted messages, then the measured ones: the warm "
+        "figures of a long-running app (default 0: none)",
+    )  # fmt: skip
     parser.add_argument("--json", default=None, help="also write the JSON summary here")
     parser.add_argument(
         "--py-spy", default=None, metavar="DIR",
@@ -336,8 +386,8 @@ def main() -> None:
     if args.app:
         run_app(args)
         return
-    if args.messages < 1 or args.batch < 1 or args.rounds < 1:
-        parser.error("--messages, --batch and --rounds must be at least 1")
+    if args.messages < 1 or args.batch < 1 or args.rounds < 1 or args.warmup < 0:
+        parser.error("--messages, --batch and --rounds must be at least 1, --warmup at least 0")
     unknown = sorted(set(args.modes) - set(MODES))
     if unknown or not args.modes:
         parser.error(
@@ -353,6 +403,8 @@ def main() -> None:
     settings = bench_settings(work, port, args.batch, args.remote)
     feed = Feed.build(args.messages, FaultSettings())
     words = sum(feed.true_counts().values())
+    warmup = Feed.build(args.warmup, FaultSettings()) if args.warmup else None
+    warm_words = sum(warmup.true_counts().values()) if warmup else 0
     runs: dict[str, list[dict[str, object]]] = {name: [] for name in apps}
     with ElasticMQ(settings, port=port) as server:
         client = server.client()
@@ -363,7 +415,9 @@ def main() -> None:
         for round_ in range(args.rounds):
             turn = round_ % len(apps)  # each app first in turn
             for name in (*apps[turn:], *apps[:turn]):
-                feed.send(client, urls[name])
+                # The warm-up messages, or the measured ones (the app sends those itself
+                # once warm).
+                (warmup or feed).send(client, urls[name])
                 line = command(args, name, work, port, queues[name])
                 if spy is not None:
                     Path(args.py_spy).mkdir(parents=True, exist_ok=True)
@@ -381,7 +435,7 @@ def main() -> None:
                       + (f"; py-spy: {graph}" if spy is not None else ""), flush=True)  # fmt: skip
     wall = {n: statistics.median(float(r["wall_s"]) for r in found) for n, found in runs.items()}  # type: ignore[arg-type]
     cpu = {n: statistics.median(float(r["cpu_s"]) for r in found) for n, found in runs.items()}  # type: ignore[arg-type]
-    expected = args.rounds * words
+    expected = args.rounds * (words + warm_words)
     for name in apps:
         home = f"{work / name}/apps/wordcount" if name in MODES else settings.table_root
         found = table_rows(f"{home}/counted" if name in MODES else f"{home}/untracked/sink")
@@ -401,7 +455,13 @@ def main() -> None:
         "micro_batches": {n: {s: sizes(found[0]["batches"], s) for s in (SPLIT, COUNT)}  # type: ignore[arg-type]
                           for n, found in runs.items()},
     }  # fmt: skip
-    sent = args.rounds * args.messages
+    sent = args.rounds * (args.messages + args.warmup)
+    warm = {name: warm_figures(found) for name, found in runs.items()} if args.warmup else {}
+    if warm:
+        figures["warmup"] = args.warmup
+        figures["untracked_warm_msgs_per_s"] = per_second(
+            args.messages / warm["untracked"]["step_s"]
+        )
     for mode in modes:
         overhead = (wall[mode] - wall["untracked"]) / wall["untracked"]
         cpu_overhead = (cpu[mode] - cpu["untracked"]) / cpu["untracked"]
@@ -422,6 +482,8 @@ def main() -> None:
             f"{mode}_rows_per_msg": round(rows / sent, 2),
             f"{mode}_bytes_per_msg": round(size / sent),
         })  # fmt: skip
+        if warm:
+            figures.update(warm_overheads(mode, warm, args.messages))
     steps = {
         name: {
             stage: median_batch([b for r in found for b in r["batches"]], stage)  # type: ignore[attr-defined]

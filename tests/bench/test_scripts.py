@@ -95,8 +95,9 @@ TINY: dict[str, list[str]] = {
     "spark_steps.py": ["--events", "2000", "--workdir", "{work}", "--threads"],
     "tracking_steps.py": ["--sentences", "200", "--words", "5", "--runs", "1"],
     "ui.py": ["--roots", "2000", "--days", "2", "--runs", "1", "--workdir", "{work}"],
-    # Two micro-batches a stage: the sizes seen show that `--batch` sizes them.
-    "wordcount.py": ["--messages", "20", "--rounds", "1", "--batch", "10"],
+    # Two micro-batches a stage: the sizes seen show that `--batch` sizes them; after one
+    # warm-up batch, left out of them.
+    "wordcount.py": ["--messages", "20", "--rounds", "1", "--batch", "10", "--warmup", "10"],
 }  # fmt: skip
 
 
@@ -300,8 +301,9 @@ def _ui(out: str, work: Path) -> None:
 def _wordcount(out: str, work: Path, modes: tuple[str, ...] = ("compact", "per_tuple")) -> None:
     summary = summary_of(out)  # the script checks every app's word counts and batch sizes
     assert set(summary["micro_batches"]) == {*modes, "untracked"}
-    assert summary["messages"] == 20
+    assert (summary["messages"], summary["warmup"]) == (20, 10)
     assert summary["untracked_msgs_per_s"] > 0
+    assert summary["untracked_warm_msgs_per_s"] > 0
     # The benchmark measures what it names: each stage's micro-batches, as Spark saw them,
     # are the ingest batches asked for (--batch 10: two of 10 messages), on every app.
     for app, stages in summary["micro_batches"].items():
@@ -311,6 +313,9 @@ def _wordcount(out: str, work: Path, modes: tuple[str, ...] = ("compact", "per_t
     for mode in modes:
         assert summary[f"{mode}_msgs_per_s"] > 0
         assert summary[f"{mode}_cpu_s"] > 0
+        # The warm run: the measured messages alone, after the warm-up batch.
+        assert 0 < summary[f"{mode}_warm_s"] < summary[f"{mode}_wall_s"]
+        assert 0 < summary[f"{mode}_warm_cpu_s"] < summary[f"{mode}_cpu_s"]
         steps = summary["steps"][mode]
         assert steps["split"]["rows"] == 10, steps
         assert steps["split"]["addBatch"] > 0, steps
