@@ -428,14 +428,17 @@ def main() -> None:
                 check_sizes(name, batches, args, words)
                 runs[name].append(run)
                 count = sizes(batches, COUNT)
-                print(f"round {round_ + 1} {name:<10} {args.messages:,} messages: "
-                      f"{run['wall_s']:5.1f} s the whole command (the app's run "
-                      f"{run['step_s']:.1f} s), {run['cpu_s']:5.1f} CPU-s; "
+                after = f" after {args.warmup:,} warm-up ones" if args.warmup else ""
+                print(f"round {round_ + 1} {name:<10} {args.messages:,} messages{after}: "
+                      f"{run['wall_s']:5.1f} s the whole command, {run['cpu_s']:5.1f} CPU-s "
+                      f"(the measured run {run['step_s']:.1f} s, "
+                      f"{run['step_cpu_s']:.1f} CPU-s); "
                       f"micro-batches: split {sizes(batches, SPLIT)} rows, count {count} rows"
                       + (f"; py-spy: {graph}" if spy is not None else ""), flush=True)  # fmt: skip
     wall = {n: statistics.median(float(r["wall_s"]) for r in found) for n, found in runs.items()}  # type: ignore[arg-type]
     cpu = {n: statistics.median(float(r["cpu_s"]) for r in found) for n, found in runs.items()}  # type: ignore[arg-type]
     expected = args.rounds * (words + warm_words)
+    taken = args.messages + args.warmup  # by each whole command
     for name in apps:
         home = f"{work / name}/apps/wordcount" if name in MODES else settings.table_root
         found = table_rows(f"{home}/counted" if name in MODES else f"{home}/untracked/sink")
@@ -448,7 +451,7 @@ def main() -> None:
     figures: dict[str, object] = {
         "messages": args.messages, "rounds": args.rounds, "batch": args.batch,
         "connect": bool(args.remote),
-        "untracked_msgs_per_s": per_second(args.messages / wall["untracked"]),
+        "untracked_msgs_per_s": per_second(taken / wall["untracked"]),
         "untracked_wall_s": round(wall["untracked"], 2),
         "untracked_cpu_s": round(cpu["untracked"], 2),
         "load_average": round(os.getloadavg()[0], 1), "cpu_measure": CPU_MEASURE,
@@ -469,14 +472,14 @@ def main() -> None:
         print(
             f"tracking overhead, {mode} acks: {overhead:+.0%} by wall time of the whole "
             f"command ({wall[mode]:.1f} vs {wall['untracked']:.1f} s; "
-            f"{per_second(args.messages / wall[mode]):,g} vs "
-            f"{per_second(args.messages / wall['untracked']):,g} msgs/s), "
+            f"{per_second(taken / wall[mode]):,g} vs "
+            f"{per_second(taken / wall['untracked']):,g} msgs/s), "
             f"{cpu_overhead:+.0%} by CPU-seconds ({cpu[mode]:.1f} vs "
             f"{cpu['untracked']:.1f}); ack_events {rows / sent:.1f} rows and "
             f"{size / sent:,.0f} bytes per message"
         )
         figures.update({
-            f"{mode}_msgs_per_s": per_second(args.messages / wall[mode]),
+            f"{mode}_msgs_per_s": per_second(taken / wall[mode]),
             f"{mode}_wall_s": round(wall[mode], 2), f"{mode}_overhead": round(overhead, 3),
             f"{mode}_cpu_s": round(cpu[mode], 2), f"{mode}_cpu_overhead": round(cpu_overhead, 3),
             f"{mode}_rows_per_msg": round(rows / sent, 2),
